@@ -1,0 +1,37 @@
+# unwound — top-level driver. `make check` and `make demo` install what they need.
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure check check-asan demo bench clean
+
+all: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+deps:
+	./scripts/install-deps
+
+configure: deps
+	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+
+# The test command: install, build with -Werror, run every test (unit, e2e with perf).
+check: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUW_WERROR=ON -DUW_TESTS=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (leak checking included).
+check-asan: deps
+	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DUW_WERROR=ON -DUW_TESTS=ON -DUW_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-asan -j$(JOBS)
+	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
+
+# Profile the bundled demo program with perf, then show what unwound makes of it.
+demo: all
+	./examples/run-demo $(BUILD)
+
+bench: all
+	./bench/run $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unwound — turn Linux perf_events samples into complete, symbolized user-space stacks.
+ *
+ * This header is the whole public API. Handles are opaque; calls that will grow take an
+ * options struct whose first field is its size (use UW_OPTS to declare one).
+ *
+ * Conventions (see docs/naming.md):
+ *  - functions are uw_<object>_<verb>;
+ *  - int-returning calls return 0 or a negative error (-errno, or -UW_E* above 4000),
+ *    described by uw_strerror(); constructors return NULL and set errno;
+ *  - the library never prints, exits or aborts; diagnostics go to the session's log callback;
+ *  - no global state: everything hangs off a struct uw_session. A session and everything
+ *    created from it must be used by one thread at a time.
+ */
+#ifndef UNWOUND_UNWOUND_H
+#define UNWOUND_UNWOUND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(UW_BUILDING_LIB)
+#define UW_API __attribute__((visibility("default")))
+#else
+#define UW_API
+#endif
+
+#define UW_VERSION_MAJOR 0
+#define UW_VERSION_MINOR 1
+#define UW_VERSION_PATCH 0
+
+/* Declare and zero an options struct with its size set: UW_OPTS(uw_session_opts, o, .max_frames = 64); */
+#define UW_OPTS(TYPE, NAME, ...)                                          \
+	struct TYPE NAME = ({                                             \
+		struct TYPE ___##NAME;                                    \
+		__builtin_memset(&___##NAME, 0, sizeof(struct TYPE));     \
+		___##NAME = (struct TYPE){ .sz = sizeof(struct TYPE), __VA_ARGS__ }; \
+		___##NAME;                                                \
+	})
+
+/* ---------------------------------------------------------------- errors */
+
+/* Project error codes, above 4000 so they never collide with errno values. */
+#define UW_ERRORS(X)                                                                 \
+	X(UW_EFORMAT, 4001, "malformed input")                                     \
+	X(UW_ETRUNC, 4002, "input truncated")                                      \
+	X(UW_EMAGIC, 4003, "not a perf.data file (bad magic)")                      \
+	X(UW_ENOATTR, 4004, "record refers to an unknown event attribute")          \
+	X(UW_ELIMIT, 4005, "a configured size limit was exceeded")                  \
+	X(UW_ENOELF, 4006, "not a usable ELF file")                                 \
+	X(UW_ENOCFI, 4007, "no unwind information")                                 \
+	X(UW_EBUILDID, 4008, "build-id mismatch")                                   \
+	X(UW_EUNSUPP, 4009, "unsupported feature")                                  \
+	X(UW_ECANCELED, 4010, "stopped by the callback")
+
+enum uw_error {
+#define UW_ERR_ENUM(name, val, msg) name = val,
+	UW_ERRORS(UW_ERR_ENUM)
+#undef UW_ERR_ENUM
+};
+
+/* Describes an error code (negative or positive). The string is static. */
+UW_API const char *uw_strerror(int err);
+
+/* ---------------------------------------------------------------- session */
+
+enum uw_log_level { UW_LOG_ERROR, UW_LOG_WARN, UW_LOG_INFO, UW_LOG_DEBUG };
+typedef void (*uw_log_fn)(void *ctx, enum uw_log_level level, const char *msg);
+
+struct uw_session_opts {
+	size_t sz;
+	uw_log_fn log;           /* NULL: no messages */
+	void *log_ctx;
+	enum uw_log_level log_level; /* most verbose level passed to log (default UW_LOG_ERROR=0 means errors only) */
+	unsigned max_frames;     /* user frames per stack; 0: 256; at most 4096 */
+	const char *debug_dirs;  /* ':'-separated extra roots for separate debug files; may be NULL */
+	const char *buildid_dir; /* perf's build-id cache; NULL: $HOME/.debug */
+	const char *sysroot;     /* prefix for module paths of the recording; NULL: "" */
+	int no_fp_fallback;      /* 1: never use frame pointers when CFI is missing */
+};
+
+struct uw_session;
+
+/* Creates a session. opts may be NULL. Returns NULL with errno set (EINVAL for bad opts). */
+UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts);
+/* Frees the session and everything created from it that is still alive. NULL is ignored. */
+UW_API void uw_session_free(struct uw_session *s);
+/* The message of the last error on this session; valid until the next call on it. */
+UW_API const char *uw_session_errmsg(const struct uw_session *s);
+
+/* ---------------------------------------------------------------- stacks */
+
+/* How a frame's caller was found. */
+enum uw_frame_method {
+	UW_METHOD_REGS = 0,     /* first frame: the sampled registers */
+	UW_METHOD_CFI,          /* DWARF call frame information */
+	UW_METHOD_FP,           /* frame-pointer chain */
+	UW_METHOD_PLT,          /* PLT stub heuristic (nothing pushed yet) */
+	UW_METHOD_SIGNAL,       /* through a signal frame */
+	UW_METHOD_CALLCHAIN,    /* taken from the kernel-provided callchain */
+};
+
+/* Why a stack ends. UW_STOP_END_OF_STACK (and UW_STOP_NONE for complete callchains) are success. */
+#define UW_STOP_REASONS(X)                                                         \
+	X(UW_STOP_END_OF_STACK, "end of stack")                                       \
+	X(UW_STOP_NO_UNWIND_INFO, "no unwind info for pc")                            \
+	X(UW_STOP_NO_MODULE, "pc outside any known mapping")                          \
+	X(UW_STOP_STACK_EXHAUSTED, "stack copy exhausted")                            \
+	X(UW_STOP_BAD_MEMORY, "read outside the stack copy")                          \
+	X(UW_STOP_NO_PROGRESS, "stack pointer did not move up")                       \
+	X(UW_STOP_MAX_FRAMES, "frame limit reached")                                  \
+	X(UW_STOP_BAD_CFI, "unsupported or invalid CFI rule")                         \
+	X(UW_STOP_NO_REGS, "sample has no user registers")                            \
+	X(UW_STOP_NONE, "complete callchain")
+
+enum uw_stop_reason {
+#define UW_STOP_ENUM(name, msg) name,
+	UW_STOP_REASONS(UW_STOP_ENUM)
+#undef UW_STOP_ENUM
+	UW_STOP__COUNT
+};
+UW_API const char *uw_stop_reason_str(enum uw_stop_reason r);
+
+struct uw_module; /* a loaded object file, shared by every process that maps it */
+
+/* One user frame. pc is the absolute address; for frames other than the first (and frames
+ * interrupted by a signal) it is the return address. */
+struct uw_frame {
+	uint64_t pc;
+	struct uw_module *module; /* NULL when the pc is in no file-backed mapping */
+	uint64_t map_addr;        /* pc - mapping start + file offset (perf script's address) */
+	uint64_t rel_pc;          /* pc in the module's ELF virtual address space */
+	uint8_t method;           /* enum uw_frame_method */
+	uint8_t is_call;          /* 1: pc is a return address (caller frame) */
+	uint8_t pad[6];
+};
+
+/* ---------------------------------------------------------------- modules and symbols */
+
+/* Path as recorded (never NULL). Valid while the session lives. */
+UW_API const char *uw_module_path(const struct uw_module *m);
+/* Short name (basename). */
+UW_API const char *uw_module_name(const struct uw_module *m);
+/* Build-id as lowercase hex, "" when unknown. */
+UW_API const char *uw_module_build_id(const struct uw_module *m);
+
+enum uw_module_state {
+	UW_MODULE_UNOPENED = 0, /* no pc has hit it yet */
+	UW_MODULE_OK,           /* opened, build-id agrees (or none recorded) */
+	UW_MODULE_MISSING,      /* the file could not be found */
+	UW_MODULE_MISMATCH,     /* the file found has another build-id: not used */
+	UW_MODULE_BAD,          /* the file is not a usable ELF file */
+};
+UW_API enum uw_module_state uw_module_state(const struct uw_module *m);
+
+struct uw_symbol {
+	const char *name;     /* NULL when unknown; valid while the session lives */
+	uint64_t offset;      /* rel address - symbol start */
+	uint64_t start;       /* symbol start (module ELF address) */
+	uint64_t size;
+};
+
+/* Symbolizes a module-relative address (uw_frame.rel_pc, already adjusted by the caller for
+ * return addresses if wanted). Results are cached per (module, address).
+ * @return 0 and *out filled (name NULL when no symbol covers the address), or a negative error. */
+UW_API int uw_symbolize(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struct uw_symbol *out);
+
+/* Kernel symbol for an address, from the session's kallsyms (see uw_session_load_kallsyms).
+ * @return 0 with name NULL when unknown. */
+UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_symbol *out);
+
+/* Loads kernel symbols from a kallsyms file (NULL: /proc/kallsyms). Addresses must be visible
+ * (kptr_restrict): a file whose addresses are all zero is rejected with -EPERM. */
+UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path);
+
+/* ---------------------------------------------------------------- samples */
+
+struct uw_sample {
+	uint32_t pid, tid, cpu;
+	uint32_t attr_index;        /* which event (index into the recording's attributes) */
+	uint64_t time;              /* ns; 0 when the recording has no timestamps */
+	uint64_t period;
+	uint64_t ip;
+	uint8_t cpumode;            /* PERF_RECORD_MISC_CPUMODE of the sample */
+	uint8_t stop_reason;        /* enum uw_stop_reason of the user part */
+	uint8_t pad[2];
+	const char *comm;           /* thread's name at sample time */
+	const char *event_name;
+	uint32_t nr_kernel;         /* kernel frames (addresses), innermost first */
+	uint32_t nr_user;           /* user frames, innermost first */
+	const uint64_t *kernel;
+	const struct uw_frame *user;
+	/* the raw user state the stack was unwound from (0/NULL when the sample has none) */
+	uint64_t user_ip, user_sp, user_fp;
+	const uint8_t *stack;       /* copy of the user stack starting at user_sp */
+	uint64_t stack_size;
+};
+
+/* Called for each sample in time order. The sample and its arrays are valid only during
+ * the call. Return 0 to go on, non-zero to stop reading (uw_reader_run returns -UW_ECANCELED). */
+typedef int (*uw_sample_fn)(void *ctx, const struct uw_sample *sample);
+
+/* ---------------------------------------------------------------- perf.data reader */
+
+struct uw_reader_opts {
+	size_t sz;
+	int pid;                /* only samples of this pid (0: all) */
+	int tid;                /* only samples of this tid (0: all) */
+	const char *comm;       /* only samples whose thread name is this */
+	uw_sample_fn on_sample;
+	void *ctx;
+	/* progress: called about every 64 KiB of input with bytes done and total (0 when unknown) */
+	void (*on_progress)(void *ctx, uint64_t done, uint64_t total);
+	size_t max_queue_bytes; /* ordering queue cap; 0: 512 MiB */
+};
+
+struct uw_reader;
+
+/* Opens a perf.data file ("-" reads standard input) in file or pipe mode.
+ * Returns NULL with errno set; uw_session_errmsg() says why (file, offset, what was expected). */
+UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
+                                        const struct uw_reader_opts *opts);
+/* Reads every record, tracks processes, unwinds samples and calls opts->on_sample in time order.
+ * @return 0 at the end of the data; a negative error for malformed input (what was read up to
+ * there has been delivered); -UW_ECANCELED when the callback asked to stop. */
+UW_API int uw_reader_run(struct uw_reader *r);
+UW_API void uw_reader_free(struct uw_reader *r);
+
+/* Number of events (attributes) in the recording, and each one's name ("cpu-clock", ...). */
+UW_API unsigned uw_reader_nr_events(const struct uw_reader *r);
+UW_API const char *uw_reader_event_name(const struct uw_reader *r, unsigned idx);
+
+struct uw_reader_stats {
+	size_t sz;
+	uint64_t records;          /* all records read */
+	uint64_t samples;          /* SAMPLE records */
+	uint64_t samples_delivered;/* after filters */
+	uint64_t unknown_records;  /* skipped by size */
+	uint64_t late_records;     /* arrived after their ordering window had been flushed */
+	uint64_t lost_events;      /* sum of LOST records */
+	uint64_t lost_records;     /* number of LOST records */
+	uint64_t stop_reasons[UW_STOP__COUNT];
+	uint64_t user_frames;
+	uint64_t samples_no_user;  /* kernel-only samples: no user stack expected */
+	uint64_t exit_before_sample; /* samples of a process that had already exited */
+	uint64_t bytes;            /* input size */
+};
+/* Fills st (st->sz must be set) with counts so far. */
+UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st);
+
+/* Maps an address of process pid to its module and module-relative address, with the address
+ * space as it is at the current point of reading (call it from a sample callback).
+ * @return 0, or -ENOENT when no mapping holds addr (or pid is unknown). *m may be NULL for
+ * anonymous mappings. */
+UW_API int uw_session_lookup(struct uw_session *s, uint32_t pid, uint64_t addr, struct uw_module **m,
+                             uint64_t *rel);
+
+/* Iterates the modules the session knows (opened or not). Return non-zero from fn to stop. */
+typedef int (*uw_module_fn)(void *ctx, struct uw_module *m);
+UW_API void uw_session_foreach_module(struct uw_session *s, uw_module_fn fn, void *ctx);
+
+/* ---------------------------------------------------------------- profiles and output */
+
+struct uw_profile_opts {
+	size_t sz;
+	int no_kernel;          /* 1: leave kernel frames out */
+	int addresses;          /* 1: unknown frames as module+0xoffset instead of [module] */
+};
+
+struct uw_profile;
+
+/* A profile aggregates samples into distinct stacks with counts. Frames are kept as
+ * (module, address); names are looked up only when the profile is written. */
+UW_API struct uw_profile *uw_profile_new(struct uw_session *s, const struct uw_profile_opts *opts);
+/* Adds a sample (its arrays are copied). @return 0 or -ENOMEM. */
+UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *smp);
+UW_API void uw_profile_free(struct uw_profile *p);
+/* Distinct stacks and samples so far. */
+UW_API uint64_t uw_profile_nr_stacks(const struct uw_profile *p);
+UW_API uint64_t uw_profile_nr_samples(const struct uw_profile *p);
+
+/* Writes `comm;outermost;...;innermost count` per distinct stack (kernel frames `_[k]`),
+ * the input format of FlameGraph's flamegraph.pl and speedscope. @return 0 or -errno. */
+UW_API int uw_profile_write_folded(struct uw_profile *p, FILE *out);
+
+enum uw_top_sort { UW_TOP_SELF = 0, UW_TOP_TOTAL };
+/* Writes a table of functions with self and total shares, at most max_rows rows (0: 30). */
+UW_API int uw_profile_write_top(struct uw_profile *p, FILE *out, unsigned max_rows, enum uw_top_sort sort);
+
+/* Writes one sample the way `perf script` prints a sample with a callchain: a header line
+ * `comm tid time: period event:`, one `\t<addr> <sym>+0x<off> (<dso>)` line per frame
+ * (kernel frames first), then a blank line. User frame addresses are map-relative, and caller
+ * frames are shown at return address - 1, as perf script does for DWARF callchains. */
+UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct uw_sample *smp);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: MIT */
+#include "base/base.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void *base_malloc(size_t n)
+{
+	return malloc(n ? n : 1);
+}
+
+void *base_calloc(size_t n, size_t size)
+{
+	return calloc(n ? n : 1, size ? size : 1);
+}
+
+void *base_realloc_array(void *p, size_t n, size_t size)
+{
+	size_t bytes;
+	if (__builtin_mul_overflow(n, size, &bytes)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, bytes ? bytes : 1);
+}
+
+char *base_strdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+char *base_strndup(const char *s, size_t n)
+{
+	return strndup(s, n);
+}
+
+/* ---- arena */
+struct base_arena_chunk {
+	struct base_arena_chunk *next;
+	size_t used, cap;
+	_Alignas(16) unsigned char data[];
+};
+
+void base_arena_init(struct base_arena *a, size_t chunk_size)
+{
+	a->head = NULL;
+	a->chunk_size = chunk_size ? chunk_size : 64 * 1024;
+	a->total = 0;
+}
+
+void *base_arena_alloc(struct base_arena *a, size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	if (n == 0)
+		n = 16;
+	struct base_arena_chunk *c = a->head;
+	if (!c || c->cap - c->used < n) {
+		size_t cap = n > a->chunk_size / 2 ? n : a->chunk_size;
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->cap = cap;
+		c->used = 0;
+		if (a->head && n > a->chunk_size / 2) {
+			/* keep filling the current chunk: put the big one behind it */
+			c->next = a->head->next;
+			a->head->next = c;
+		} else {
+			c->next = a->head;
+			a->head = c;
+		}
+		a->total += cap;
+	}
+	void *p = c->data + c->used;
+	c->used += n;
+	return p;
+}
+
+char *base_arena_strndup(struct base_arena *a, const char *s, size_t n)
+{
+	char *p = base_arena_alloc(a, n + 1);
+	if (p) {
+		memcpy(p, s, n);
+		p[n] = 0;
+	}
+	return p;
+}
+
+void base_arena_free(struct base_arena *a)
+{
+	struct base_arena_chunk *c = a->head;
+	while (c) {
+		struct base_arena_chunk *n = c->next;
+		free(c);
+		c = n;
+	}
+	a->head = NULL;
+	a->total = 0;
+}
+
+/* ---- vector */
+int base_vec_reserve(struct base_vec *v, size_t n)
+{
+	if (n <= v->cap)
+		return 0;
+	size_t cap = v->cap ? v->cap : 8;
+	while (cap < n) {
+		if (cap > SIZE_MAX / 2)
+			return -ENOMEM;
+		cap *= 2;
+	}
+	void *d = base_realloc_array(v->data, cap, v->elem);
+	if (!d)
+		return -ENOMEM;
+	v->data = d;
+	v->cap = cap;
+	return 0;
+}
+
+void *base_vec_push(struct base_vec *v)
+{
+	if (v->len == v->cap && base_vec_reserve(v, v->len + 1))
+		return NULL;
+	void *p = base_vec_at(v, v->len++);
+	memset(p, 0, v->elem);
+	return p;
+}
+
+void base_vec_free(struct base_vec *v)
+{
+	free(v->data);
+	v->data = NULL;
+	v->len = v->cap = 0;
+}
+
+/* ---- hash map (linear probing, backward-shift deletion) */
+void base_map_init(struct base_map *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static size_t map_find(const struct base_map *m, uint64_t key, bool *found)
+{
+	size_t mask = m->cap - 1, i = base_hash64(key) & mask;
+	while (m->used[i]) {
+		if (m->keys[i] == key) {
+			*found = true;
+			return i;
+		}
+		i = (i + 1) & mask;
+	}
+	*found = false;
+	return i;
+}
+
+void *base_map_get(const struct base_map *m, uint64_t key)
+{
+	if (!m->len)
+		return NULL;
+	bool f;
+	size_t i = map_find(m, key, &f);
+	return f ? m->vals[i] : NULL;
+}
+
+bool base_map_has(const struct base_map *m, uint64_t key)
+{
+	if (!m->len)
+		return false;
+	bool f;
+	map_find(m, key, &f);
+	return f;
+}
+
+static int map_grow(struct base_map *m)
+{
+	struct base_map n;
+	n.cap = m->cap ? m->cap * 2 : 16;
+	n.len = 0;
+	n.keys = calloc(n.cap, sizeof(*n.keys));
+	n.vals = calloc(n.cap, sizeof(*n.vals));
+	n.used = calloc(n.cap, 1);
+	if (!n.keys || !n.vals || !n.used) {
+		free(n.keys);
+		free(n.vals);
+		free(n.used);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->used[i])
+			continue;
+		bool f;
+		size_t j = map_find(&n, m->keys[i], &f);
+		n.used[j] = 1;
+		n.keys[j] = m->keys[i];
+		n.vals[j] = m->vals[i];
+		n.len++;
+	}
+	base_map_free(m);
+	*m = n;
+	return 0;
+}
+
+int base_map_put(struct base_map *m, uint64_t key, void *val)
+{
+	if ((m->len + 1) * 4 > m->cap * 3 && map_grow(m))
+		return -ENOMEM;
+	bool f;
+	size_t i = map_find(m, key, &f);
+	if (!f) {
+		m->used[i] = 1;
+		m->keys[i] = key;
+		m->len++;
+	}
+	m->vals[i] = val;
+	return 0;
+}
+
+void *base_map_del(struct base_map *m, uint64_t key)
+{
+	if (!m->len)
+		return NULL;
+	bool f;
+	size_t i = map_find(m, key, &f);
+	if (!f)
+		return NULL;
+	void *old = m->vals[i];
+	size_t mask = m->cap - 1, j = i;
+	m->used[i] = 0;
+	m->len--;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!m->used[j])
+			break;
+		size_t home = base_hash64(m->keys[j]) & mask;
+		/* move j back to i if its home is not cyclically in (i, j] */
+		bool in = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+		if (in)
+			continue;
+		m->keys[i] = m->keys[j];
+		m->vals[i] = m->vals[j];
+		m->used[i] = 1;
+		m->used[j] = 0;
+		i = j;
+	}
+	return old;
+}
+
+bool base_map_next(const struct base_map *m, size_t *it, uint64_t *key, void **val)
+{
+	for (; *it < m->cap; (*it)++) {
+		if (m->used[*it]) {
+			if (key)
+				*key = m->keys[*it];
+			if (val)
+				*val = m->vals[*it];
+			(*it)++;
+			return true;
+		}
+	}
+	return false;
+}
+
+void base_map_free(struct base_map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	free(m->used);
+	memset(m, 0, sizeof(*m));
+}
+
+uint64_t base_hash_bytes(const void *p, size_t n)
+{
+	/* FNV-1a, then a final mix */
+	const unsigned char *s = p;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return base_hash64(h ^ n);
+}
+
+/* ---- interning: map from hash to a chain of entries */
+struct intern_ent {
+	struct intern_ent *next;
+	size_t len;
+	char str[];
+};
+
+void base_intern_init(struct base_intern *t)
+{
+	base_map_init(&t->map);
+	base_arena_init(&t->arena, 64 * 1024);
+}
+
+const char *base_intern(struct base_intern *t, const char *s, size_t n)
+{
+	uint64_t h = base_hash_bytes(s, n);
+	struct intern_ent *head = base_map_get(&t->map, h);
+	for (struct intern_ent *e = head; e; e = e->next)
+		if (e->len == n && memcmp(e->str, s, n) == 0)
+			return e->str;
+	struct intern_ent *e = base_arena_alloc(&t->arena, sizeof(*e) + n + 1);
+	if (!e)
+		return NULL;
+	e->len = n;
+	memcpy(e->str, s, n);
+	e->str[n] = 0;
+	e->next = head;
+	if (base_map_put(&t->map, h, e))
+		return NULL;
+	return e->str;
+}
+
+void base_intern_free(struct base_intern *t)
+{
+	base_map_free(&t->map);
+	base_arena_free(&t->arena);
+}
+
+/* ---- logging */
+void base_log(struct base_log *l, enum uw_log_level lvl, const char *fmt, ...)
+{
+	if (!l || !l->fn || lvl > l->level)
+		return;
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	l->fn(l->ctx, lvl, buf);
+}
+
+int base_err(struct base_log *l, int err, const char *fmt, ...)
+{
+	if (l) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(l->errmsg, sizeof(l->errmsg), fmt, ap);
+		va_end(ap);
+		if (l->fn && l->level >= UW_LOG_DEBUG)
+			l->fn(l->ctx, UW_LOG_DEBUG, l->errmsg);
+	}
+	return err < 0 ? err : -err;
+}
+
+/* ---- cursor */
+uint64_t base_cur_uleb(struct base_cursor *c)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	for (;;) {
+		if (!base_cur_need(c, 1))
+			return 0;
+		uint8_t b = *c->p++;
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			return v;
+		if (shift > 70) { /* overlong encoding */
+			c->bad = true;
+			return 0;
+		}
+	}
+}
+
+int64_t base_cur_sleb(struct base_cursor *c)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b;
+	for (;;) {
+		if (!base_cur_need(c, 1))
+			return 0;
+		b = *c->p++;
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			break;
+		if (shift > 70) {
+			c->bad = true;
+			return 0;
+		}
+	}
+	if (shift < 64 && (b & 0x40))
+		v |= ~(uint64_t)0 << shift;
+	return (int64_t)v;
+}
+
+const char *base_cur_str(struct base_cursor *c)
+{
+	if (c->bad)
+		return NULL;
+	const uint8_t *z = memchr(c->p, 0, (size_t)(c->end - c->p));
+	if (!z) {
+		c->bad = true;
+		return NULL;
+	}
+	const char *s = (const char *)c->p;
+	c->p = z + 1;
+	return s;
+}
+
+void base_hex(const uint8_t *p, size_t n, char *out)
+{
+	static const char hx[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = hx[p[i] >> 4];
+		out[2 * i + 1] = hx[p[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+/* ---- public error strings */
+UW_API const char *uw_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	switch (err) {
+#define UW_ERR_CASE(name, val, msg) \
+	case val:                   \
+		return msg;
+		UW_ERRORS(UW_ERR_CASE)
+#undef UW_ERR_CASE
+	default:
+		return strerror(err);
+	}
+}
+
+UW_API const char *uw_stop_reason_str(enum uw_stop_reason r)
+{
+	static const char *const names[] = {
+#define UW_STOP_STR(name, msg) msg,
+		UW_STOP_REASONS(UW_STOP_STR)
+#undef UW_STOP_STR
+	};
+	return (unsigned)r < UW_ARRAY_SIZE(names) ? names[r] : "unknown";
+}

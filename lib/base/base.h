@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/* Base layer: allocation, containers, interning, errors and logging. Knows nothing else. */
+#ifndef UW_BASE_H
+#define UW_BASE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "unwound/unwound.h"
+
+#define UW_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define UW_LIKELY(x) __builtin_expect(!!(x), 1)
+#define UW_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* each argument evaluated once (arguments may be reads with side effects) */
+#define UW_MIN(a, b) ({ __typeof__(a) a_ = (a); __typeof__(b) b_ = (b); a_ < b_ ? a_ : b_; })
+#define UW_MAX(a, b) ({ __typeof__(a) a_ = (a); __typeof__(b) b_ = (b); a_ > b_ ? a_ : b_; })
+#define UW_PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+/* ---- checked allocation: NULL on overflow or failure, never abort */
+void *base_malloc(size_t n);
+void *base_calloc(size_t n, size_t size);
+void *base_realloc_array(void *p, size_t n, size_t size);
+char *base_strdup(const char *s);
+char *base_strndup(const char *s, size_t n);
+
+/* ---- arena: bump allocation in chunks, freed all at once */
+struct base_arena {
+	struct base_arena_chunk *head;
+	size_t chunk_size;
+	size_t total;
+};
+void base_arena_init(struct base_arena *a, size_t chunk_size);
+void *base_arena_alloc(struct base_arena *a, size_t n); /* 16-byte aligned */
+char *base_arena_strndup(struct base_arena *a, const char *s, size_t n);
+void base_arena_free(struct base_arena *a);
+
+/* ---- growable vector of fixed-size elements */
+struct base_vec {
+	void *data;
+	size_t len, cap, elem;
+};
+#define BASE_VEC_INIT(type) ((struct base_vec){ NULL, 0, 0, sizeof(type) })
+int base_vec_reserve(struct base_vec *v, size_t n); /* capacity for n elements in total */
+void *base_vec_push(struct base_vec *v);             /* zeroed new slot, NULL on OOM */
+static inline void *base_vec_at(const struct base_vec *v, size_t i)
+{
+	return (char *)v->data + i * v->elem;
+}
+void base_vec_free(struct base_vec *v);
+
+/* ---- open-addressing hash map from uint64_t keys to pointers (key 0 allowed) */
+struct base_map {
+	uint64_t *keys;
+	void **vals;
+	uint8_t *used;
+	size_t cap, len; /* cap is a power of two */
+};
+void base_map_init(struct base_map *m);
+void *base_map_get(const struct base_map *m, uint64_t key);
+bool base_map_has(const struct base_map *m, uint64_t key);
+int base_map_put(struct base_map *m, uint64_t key, void *val);
+void *base_map_del(struct base_map *m, uint64_t key);
+void base_map_free(struct base_map *m);
+/* Iterates: for (size_t i = 0; base_map_next(m, &i, &k, &v); ) */
+bool base_map_next(const struct base_map *m, size_t *it, uint64_t *key, void **val);
+
+static inline uint64_t base_hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+uint64_t base_hash_bytes(const void *p, size_t n);
+
+/* ---- string interning: equal strings share one pointer, alive until base_intern_free */
+struct base_intern {
+	struct base_map map; /* hash -> chain */
+	struct base_arena arena;
+};
+void base_intern_init(struct base_intern *t);
+const char *base_intern(struct base_intern *t, const char *s, size_t n);
+void base_intern_free(struct base_intern *t);
+
+/* ---- errors and logging, attached to a session-like context */
+struct base_log {
+	uw_log_fn fn;
+	void *ctx;
+	enum uw_log_level level;
+	char errmsg[512];
+};
+void base_log(struct base_log *l, enum uw_log_level lvl, const char *fmt, ...) UW_PRINTF(3, 4);
+/* Records an error message and returns err (negative) for `return base_err(...)`. */
+int base_err(struct base_log *l, int err, const char *fmt, ...) UW_PRINTF(3, 4);
+
+/* ---- LEB128 and bounded reading */
+struct base_cursor {
+	const uint8_t *p, *end;
+	bool bad; /* set on any out-of-bounds read; reads then return 0 */
+};
+static inline struct base_cursor base_cursor(const void *p, size_t n)
+{
+	return (struct base_cursor){ (const uint8_t *)p, (const uint8_t *)p + n, false };
+}
+static inline size_t base_cur_left(const struct base_cursor *c)
+{
+	return c->bad ? 0 : (size_t)(c->end - c->p);
+}
+static inline bool base_cur_need(struct base_cursor *c, size_t n)
+{
+	if (c->bad || (size_t)(c->end - c->p) < n) {
+		c->bad = true;
+		return false;
+	}
+	return true;
+}
+#define BASE_CUR_READ(name, type)                                   \
+	static inline type base_cur_##name(struct base_cursor *c)   \
+	{                                                           \
+		type v;                                             \
+		if (!base_cur_need(c, sizeof(type)))                \
+			return 0;                                   \
+		memcpy(&v, c->p, sizeof(type));                     \
+		c->p += sizeof(type);                               \
+		return v;                                           \
+	}
+BASE_CUR_READ(u8, uint8_t)
+BASE_CUR_READ(u16, uint16_t)
+BASE_CUR_READ(u32, uint32_t)
+BASE_CUR_READ(u64, uint64_t)
+BASE_CUR_READ(s8, int8_t)
+BASE_CUR_READ(s16, int16_t)
+BASE_CUR_READ(s32, int32_t)
+BASE_CUR_READ(s64, int64_t)
+uint64_t base_cur_uleb(struct base_cursor *c);
+int64_t base_cur_sleb(struct base_cursor *c);
+static inline void base_cur_skip(struct base_cursor *c, size_t n)
+{
+	if (base_cur_need(c, n))
+		c->p += n;
+}
+/* NUL-terminated string inside the cursor; NULL (and bad) if unterminated */
+const char *base_cur_str(struct base_cursor *c);
+
+/* hex encoding of a build-id into out (2*n+1 bytes) */
+void base_hex(const uint8_t *p, size_t n, char *out);
+
+#endif

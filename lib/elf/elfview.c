@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: MIT */
+#include "elf/elfview.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+struct elfv_inflated {
+	void *buf;
+	size_t size;
+};
+
+static int section_at(struct elfv *v, size_t idx, struct elfv_sec *out, bool inflate);
+
+static void elfv_lib_init(void)
+{
+	/* elf_version() only records the version; calling it more than once is harmless. */
+	elf_version(EV_CURRENT);
+}
+
+static void parse_notes(struct elfv *v, const uint8_t *p, size_t n)
+{
+	struct base_cursor c = base_cursor(p, n);
+	while (base_cur_left(&c) >= 12) {
+		uint32_t namesz = base_cur_u32(&c), descsz = base_cur_u32(&c), type = base_cur_u32(&c);
+		size_t nameal = ((size_t)namesz + 3) & ~(size_t)3, descal = ((size_t)descsz + 3) & ~(size_t)3;
+		if (nameal < namesz || descal < descsz || !base_cur_need(&c, nameal))
+			return;
+		const uint8_t *name = c.p;
+		c.p += nameal;
+		if (!base_cur_need(&c, descal))
+			return;
+		const uint8_t *desc = c.p;
+		c.p += descal;
+		if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(name, "GNU", 4) == 0 && descsz > 0 &&
+		    descsz <= ELFV_MAX_BUILD_ID && !v->build_id_len) {
+			memcpy(v->build_id, desc, descsz);
+			v->build_id_len = descsz;
+		}
+	}
+}
+
+static int elfv_setup(struct elfv *v)
+{
+	Elf *e = v->elf;
+	if (elf_kind(e) != ELF_K_ELF)
+		return -UW_ENOELF;
+	GElf_Ehdr eh;
+	if (!gelf_getehdr(e, &eh))
+		return -UW_ENOELF;
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
+		return -UW_EUNSUPP;
+	v->type = eh.e_type;
+	v->machine = eh.e_machine;
+
+	size_t nph = 0;
+	if (elf_getphdrnum(e, &nph))
+		nph = 0;
+	if (nph > 65536)
+		return -UW_ENOELF;
+	v->loads = calloc(nph ? nph : 1, sizeof(*v->loads));
+	if (!v->loads)
+		return -ENOMEM;
+	v->min_vaddr = UINT64_MAX;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(e, (int)i, &ph))
+			continue;
+		if (ph.p_type == PT_LOAD) {
+			struct elfv_seg *s = &v->loads[v->nloads++];
+			s->vaddr = ph.p_vaddr;
+			s->memsz = ph.p_memsz;
+			s->offset = ph.p_offset;
+			s->filesz = ph.p_filesz;
+			s->flags = ph.p_flags;
+			uint64_t al = ph.p_align > 1 && !(ph.p_align & (ph.p_align - 1)) ? ph.p_align : 4096;
+			if ((ph.p_vaddr & ~(al - 1)) < v->min_vaddr)
+				v->min_vaddr = ph.p_vaddr & ~(al - 1);
+		} else if (ph.p_type == PT_NOTE && ph.p_offset < v->size &&
+			   ph.p_filesz <= v->size - ph.p_offset) {
+			parse_notes(v, v->map + ph.p_offset, ph.p_filesz);
+		}
+	}
+	if (v->min_vaddr == UINT64_MAX)
+		v->min_vaddr = 0;
+
+	size_t nsec = 0;
+	if (elf_getshdrnum(e, &nsec))
+		nsec = 0;
+	for (size_t i = 1; i < nsec; i++) {
+		struct elfv_sec s;
+		if (section_at(v, i, &s, false) || (s.flags & SHF_COMPRESSED))
+			continue;
+		const char *name = elfv_section_name(v, i);
+		if (s.type == SHT_NOTE && !v->build_id_len && s.data)
+			parse_notes(v, s.data, s.size);
+		if (!v->debuglink && strcmp(name, ".gnu_debuglink") == 0 && s.data && s.size >= 8) {
+			const char *nm = (const char *)s.data;
+			size_t l = strnlen(nm, s.size);
+			size_t crcoff = (l + 4) & ~(size_t)3;
+			if (l < s.size && l > 0 && crcoff + 4 <= s.size) {
+				v->debuglink = nm;
+				memcpy(&v->debuglink_crc, s.data + crcoff, 4);
+			}
+		}
+	}
+	return 0;
+}
+
+static int elfv_new(const void *map, size_t size, int fd, struct elfv **out)
+{
+	elfv_lib_init();
+	struct elfv *v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v->fd = fd;
+	v->map = map;
+	v->size = size;
+	base_map_init(&v->inflated);
+	v->elf = elf_memory((char *)map, size);
+	if (!v->elf) {
+		free(v);
+		return -UW_ENOELF;
+	}
+	int err = elfv_setup(v);
+	if (err) {
+		elf_end(v->elf);
+		free(v->loads);
+		free(v);
+		return err;
+	}
+	*out = v;
+	return 0;
+}
+
+int elfv_open(const char *path, struct elfv **out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -UW_ENOELF;
+	}
+	if (st.st_size < 64) {
+		close(fd);
+		return -UW_ENOELF;
+	}
+	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	int err = elfv_new(map, (size_t)st.st_size, fd, out);
+	if (err) {
+		munmap(map, (size_t)st.st_size);
+		close(fd);
+		return err;
+	}
+	(*out)->dev = st.st_dev;
+	(*out)->ino = st.st_ino;
+	return 0;
+}
+
+int elfv_open_mem(const void *data, size_t size, struct elfv **out)
+{
+	if (size < 64)
+		return -UW_ENOELF;
+	return elfv_new(data, size, -1, out);
+}
+
+void elfv_close(struct elfv *v)
+{
+	if (!v)
+		return;
+	elf_end(v->elf);
+	size_t it = 0;
+	void *val;
+	while (base_map_next(&v->inflated, &it, NULL, &val)) {
+		free(((struct elfv_inflated *)val)->buf);
+		free(val);
+	}
+	base_map_free(&v->inflated);
+	free(v->loads);
+	if (v->fd >= 0) {
+		munmap((void *)v->map, v->size);
+		close(v->fd);
+	}
+	free(v);
+}
+
+const char *elfv_section_name(struct elfv *v, size_t idx)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(v->elf, &shstrndx))
+		return "";
+	Elf_Scn *scn = elf_getscn(v->elf, idx);
+	GElf_Shdr sh;
+	if (!scn || !gelf_getshdr(scn, &sh))
+		return "";
+	const char *n = elf_strptr(v->elf, shstrndx, sh.sh_name);
+	return n ? n : "";
+}
+
+/* Inflates an SHF_COMPRESSED (ELFCOMPRESS_ZLIB) section with a hard size cap. */
+static int inflate_section(struct elfv *v, struct elfv_sec *s)
+{
+	struct base_cursor c = base_cursor(s->data, s->size);
+	uint32_t type = base_cur_u32(&c);
+	base_cur_u32(&c); /* reserved */
+	uint64_t size = base_cur_u64(&c);
+	base_cur_u64(&c); /* alignment */
+	if (c.bad)
+		return -UW_EFORMAT;
+	if (type != ELFCOMPRESS_ZLIB)
+		return -UW_EUNSUPP;
+	if (size > ELFV_MAX_INFLATE)
+		return -UW_ELIMIT;
+	uint8_t *buf = malloc(size ? size : 1);
+	if (!buf)
+		return -ENOMEM;
+	z_stream zs;
+	memset(&zs, 0, sizeof(zs));
+	if (inflateInit(&zs) != Z_OK) {
+		free(buf);
+		return -ENOMEM;
+	}
+	zs.next_in = (Bytef *)c.p;
+	zs.avail_in = (uInt)UW_MIN(base_cur_left(&c), (size_t)UINT32_MAX);
+	zs.next_out = buf;
+	zs.avail_out = (uInt)size;
+	int zr = inflate(&zs, Z_FINISH);
+	uint64_t got = zs.total_out;
+	inflateEnd(&zs);
+	if (zr != Z_STREAM_END || got != size) {
+		free(buf);
+		return -UW_EFORMAT;
+	}
+	struct elfv_inflated *inf = malloc(sizeof(*inf));
+	if (!inf || base_map_put(&v->inflated, s->index, inf)) {
+		free(inf);
+		free(buf);
+		return -ENOMEM;
+	}
+	inf->buf = buf;
+	inf->size = size;
+	s->data = buf;
+	s->size = size;
+	s->flags &= ~(uint64_t)SHF_COMPRESSED;
+	return 0;
+}
+
+static int section_at(struct elfv *v, size_t idx, struct elfv_sec *out, bool inflate)
+{
+	Elf_Scn *scn = elf_getscn(v->elf, idx);
+	GElf_Shdr sh;
+	if (!scn || !gelf_getshdr(scn, &sh))
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->size = sh.sh_size;
+	out->addr = sh.sh_addr;
+	out->offset = sh.sh_offset;
+	out->type = sh.sh_type;
+	out->flags = sh.sh_flags;
+	out->link = sh.sh_link;
+	out->entsize = sh.sh_entsize;
+	out->index = idx;
+	if (sh.sh_type == SHT_NOBITS)
+		return 0;
+	/* bounds against the mapping ourselves: the data pointer is into the map */
+	if (sh.sh_offset > v->size || sh.sh_size > v->size - sh.sh_offset)
+		return -UW_EFORMAT;
+	out->data = v->map + sh.sh_offset;
+	if ((sh.sh_flags & SHF_COMPRESSED) && inflate) {
+		/* one inflated copy per section, made on first use */
+		struct elfv_inflated *inf = base_map_get(&v->inflated, idx);
+		if (inf) {
+			out->data = inf->buf;
+			out->size = inf->size;
+			out->flags &= ~(uint64_t)SHF_COMPRESSED;
+			return 0;
+		}
+		return inflate_section(v, out);
+	}
+	return 0;
+}
+
+int elfv_section_at(struct elfv *v, size_t idx, struct elfv_sec *out)
+{
+	return section_at(v, idx, out, true);
+}
+
+int elfv_section(struct elfv *v, const char *name, struct elfv_sec *out)
+{
+	size_t n = 0;
+	if (elf_getshdrnum(v->elf, &n))
+		return -ENOENT;
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(elfv_section_name(v, i), name) == 0)
+			return elfv_section_at(v, i, out);
+	return -ENOENT;
+}
+
+bool elfv_offset_to_vaddr(const struct elfv *v, uint64_t off, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < v->nloads; i++) {
+		const struct elfv_seg *s = &v->loads[i];
+		if (off >= s->offset && off - s->offset < UW_MAX(s->filesz, (uint64_t)1)) {
+			*vaddr = off - s->offset + s->vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+size_t elfv_build_id_hex(const struct elfv *v, char *out)
+{
+	base_hex(v->build_id, v->build_id_len, out);
+	return v->build_id_len * 2;
+}
+
+uint32_t elfv_crc32(uint32_t crc, const void *buf, size_t len)
+{
+	/* zlib's crc32 is the same polynomial gdb uses for .gnu_debuglink */
+	while (len) {
+		uInt n = (uInt)UW_MIN(len, (size_t)1 << 30);
+		crc = (uint32_t)crc32(crc, buf, n);
+		buf = (const char *)buf + n;
+		len -= n;
+	}
+	return crc;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An immutable, bounds-checked view of one ELF file, mapped read-only. Section and segment
+ * tables are read through libelf (which checks them against the file size); section data
+ * points into the mapping (zero copy) unless the section is compressed, in which case it is
+ * inflated once into memory owned by the view. Prefix: elfv_ (libelf owns elf_).
+ */
+#ifndef UW_ELFVIEW_H
+#define UW_ELFVIEW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/base.h"
+
+#define ELFV_MAX_BUILD_ID 64
+
+struct elfv_seg {
+	uint64_t vaddr, memsz, offset, filesz;
+	uint32_t flags; /* PF_X | PF_W | PF_R */
+};
+
+struct elfv_sec {
+	const uint8_t *data; /* NULL for SHT_NOBITS */
+	uint64_t size;
+	uint64_t addr;       /* sh_addr */
+	uint64_t offset;     /* sh_offset */
+	uint32_t type;
+	uint64_t flags;
+	uint32_t link;
+	uint64_t entsize;
+	size_t index;
+};
+
+struct elfv {
+	int fd;
+	const uint8_t *map;
+	size_t size;
+	void *elf;            /* Elf * */
+	uint16_t type, machine;
+	uint8_t build_id[ELFV_MAX_BUILD_ID];
+	size_t build_id_len;
+	const char *debuglink; /* points into the mapping, NUL-terminated; NULL if none */
+	uint32_t debuglink_crc;
+	struct elfv_seg *loads;
+	size_t nloads;
+	uint64_t min_vaddr;   /* lowest PT_LOAD vaddr (page aligned down) */
+	dev_t dev;
+	ino_t ino;
+	struct base_map inflated; /* section index -> inflated copy, owned by the view */
+};
+
+/* Opens and maps path. On failure returns a negative error (-errno or -UW_ENOELF). */
+int elfv_open(const char *path, struct elfv **out);
+/* Same, from a memory image the caller keeps alive (fuzzing, tests). */
+int elfv_open_mem(const void *data, size_t size, struct elfv **out);
+void elfv_close(struct elfv *v);
+
+/* Finds a section by name. Compressed sections (SHF_COMPRESSED, zlib) come back inflated,
+ * up to ELFV_MAX_INFLATE bytes. @return 0, -ENOENT, or another negative error. */
+#define ELFV_MAX_INFLATE ((uint64_t)1 << 30)
+int elfv_section(struct elfv *v, const char *name, struct elfv_sec *out);
+/* Section by index. */
+int elfv_section_at(struct elfv *v, size_t idx, struct elfv_sec *out);
+/* Name of a section index ("" if none). */
+const char *elfv_section_name(struct elfv *v, size_t idx);
+
+/* Maps a file offset to an ELF virtual address through the PT_LOAD segments.
+ * @return true and *vaddr on success. */
+bool elfv_offset_to_vaddr(const struct elfv *v, uint64_t off, uint64_t *vaddr);
+
+/* Reads the GNU build-id note from a memory ELF image (for perf's build-id checks). */
+size_t elfv_build_id_hex(const struct elfv *v, char *out /* 2*ELFV_MAX_BUILD_ID+1 */);
+
+/* CRC-32 as used by .gnu_debuglink. */
+uint32_t elfv_crc32(uint32_t crc, const void *buf, size_t len);
+
+#endif

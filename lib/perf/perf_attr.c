@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/* perf_event_attr decoding and the SAMPLE layout (include/uapi/linux/perf_event.h). */
+#include "perf/perf.h"
+
+#include <errno.h>
+
+int perf_attr_decode(const uint8_t *p, size_t size, struct perf_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (size < PERF_ATTR_SIZE_VER0)
+		return -UW_EFORMAT;
+	struct base_cursor c = base_cursor(p, size);
+	a->type = base_cur_u32(&c);
+	a->size = base_cur_u32(&c);
+	a->config = base_cur_u64(&c);
+	base_cur_u64(&c); /* sample_period / freq */
+	a->sample_type = base_cur_u64(&c);
+	a->read_format = base_cur_u64(&c);
+	a->flags = base_cur_u64(&c);
+	/* wakeup (4), bp_type (4), config1 (8), config2 (8): up to offset 72 */
+	if (size >= 80) {
+		memcpy(&a->branch_sample_type, p + 72, 8);
+	}
+	if (size >= 96) {
+		memcpy(&a->sample_regs_user, p + 80, 8);
+		memcpy(&a->sample_stack_user, p + 88, 4);
+	}
+	if (size >= 104)
+		memcpy(&a->sample_regs_intr, p + 96, 8);
+	a->nregs_user = (unsigned)__builtin_popcountll(a->sample_regs_user);
+	a->nregs_intr = (unsigned)__builtin_popcountll(a->sample_regs_intr);
+	unsigned t = 0;
+	if (a->flags & PA_SAMPLE_ID_ALL) {
+		uint64_t st = a->sample_type;
+		t += (st & PS_TID) ? 8 : 0;
+		t += (st & PS_TIME) ? 8 : 0;
+		t += (st & PS_ID) ? 8 : 0;
+		t += (st & PS_STREAM_ID) ? 8 : 0;
+		t += (st & PS_CPU) ? 8 : 0;
+		t += (st & PS_IDENTIFIER) ? 8 : 0;
+	}
+	a->id_trailer_size = t;
+	return 0;
+}
+
+const char *perf_attr_default_name(const struct perf_attr *a)
+{
+	static const char *const hw[] = { "cycles", "instructions", "cache-references", "cache-misses",
+					  "branches", "branch-misses", "bus-cycles",
+					  "stalled-cycles-frontend", "stalled-cycles-backend", "ref-cycles" };
+	static const char *const sw[] = { "cpu-clock", "task-clock", "page-faults", "context-switches",
+					  "cpu-migrations", "minor-faults", "major-faults",
+					  "alignment-faults", "emulation-faults", "dummy", "bpf-output",
+					  "cgroup-switches" };
+	if (a->type == 0 && a->config < UW_ARRAY_SIZE(hw))
+		return hw[a->config];
+	if (a->type == 1 && a->config < UW_ARRAY_SIZE(sw))
+		return sw[a->config];
+	if (a->type == 2)
+		return "tracepoint";
+	return "unknown";
+}
+
+static void skip_read(const struct perf_attr *a, struct base_cursor *c)
+{
+	uint64_t rf = a->read_format;
+	unsigned per = 1 + !!(rf & PF_ID) + !!(rf & PF_LOST);
+	if (rf & PF_GROUP) {
+		uint64_t nr = base_cur_u64(c);
+		base_cur_skip(c, 8 * (!!(rf & PF_TOTAL_TIME_ENABLED) + !!(rf & PF_TOTAL_TIME_RUNNING)));
+		if (nr > base_cur_left(c) / 8 / per) {
+			c->bad = true;
+			return;
+		}
+		base_cur_skip(c, nr * 8 * per);
+	} else {
+		base_cur_skip(c, 8 * (per + !!(rf & PF_TOTAL_TIME_ENABLED) + !!(rf & PF_TOTAL_TIME_RUNNING)));
+	}
+}
+
+int perf_sample_decode(const struct perf_attr *a, const uint8_t *p, size_t n, struct perf_sample *s)
+{
+	memset(s, 0, sizeof(*s));
+	struct base_cursor c = base_cursor(p, n);
+	uint64_t st = a->sample_type;
+	if (st & PS_IDENTIFIER)
+		s->id = base_cur_u64(&c);
+	if (st & PS_IP)
+		s->ip = base_cur_u64(&c);
+	if (st & PS_TID) {
+		s->pid = base_cur_u32(&c);
+		s->tid = base_cur_u32(&c);
+	}
+	if (st & PS_TIME)
+		s->time = base_cur_u64(&c);
+	if (st & PS_ADDR)
+		s->addr = base_cur_u64(&c);
+	if (st & PS_ID)
+		s->id = base_cur_u64(&c);
+	if (st & PS_STREAM_ID)
+		base_cur_u64(&c);
+	if (st & PS_CPU) {
+		s->cpu = base_cur_u32(&c);
+		base_cur_u32(&c);
+	}
+	if (st & PS_PERIOD)
+		s->period = base_cur_u64(&c);
+	if (st & PS_READ)
+		skip_read(a, &c);
+	if (st & PS_CALLCHAIN) {
+		uint64_t nr = base_cur_u64(&c);
+		if (c.bad || nr > base_cur_left(&c) / 8)
+			return -UW_EFORMAT;
+		s->nr_callchain = nr;
+		s->callchain = c.p;
+		c.p += nr * 8;
+	}
+	if (st & PS_RAW) {
+		uint32_t sz = base_cur_u32(&c);
+		base_cur_skip(&c, sz);
+	}
+	if (st & PS_BRANCH_STACK) {
+		uint64_t nr = base_cur_u64(&c);
+		if (a->branch_sample_type & PA_BRANCH_HW_INDEX_SAMPLE)
+			base_cur_u64(&c);
+		if (c.bad || nr > base_cur_left(&c) / 24)
+			return -UW_EFORMAT;
+		base_cur_skip(&c, nr * 24);
+	}
+	if (st & PS_REGS_USER) {
+		s->regs_abi = base_cur_u64(&c);
+		if (s->regs_abi) {
+			s->nregs = a->nregs_user;
+			if (!base_cur_need(&c, (size_t)s->nregs * 8))
+				return -UW_EFORMAT;
+			s->regs = c.p;
+			c.p += s->nregs * 8;
+		}
+	}
+	if (st & PS_STACK_USER) {
+		uint64_t sz = base_cur_u64(&c);
+		if (c.bad || sz > base_cur_left(&c))
+			return -UW_EFORMAT;
+		s->stack = c.p;
+		s->stack_size = sz;
+		c.p += sz;
+		if (sz) {
+			s->stack_dyn = base_cur_u64(&c);
+			if (s->stack_dyn > sz)
+				s->stack_dyn = sz;
+		}
+	}
+	/* later fields (weight, data_src, ...) are not needed */
+	return c.bad ? -UW_EFORMAT : 0;
+}
+
+int perf_sample_id_decode(const struct perf_attr *a, const uint8_t *p, size_t n, struct perf_sample_id *sid)
+{
+	memset(sid, 0, sizeof(*sid));
+	if (!a->id_trailer_size || n < a->id_trailer_size)
+		return -ENOENT;
+	struct base_cursor c = base_cursor(p + n - a->id_trailer_size, a->id_trailer_size);
+	uint64_t st = a->sample_type;
+	if (st & PS_TID) {
+		sid->pid = base_cur_u32(&c);
+		sid->tid = base_cur_u32(&c);
+	}
+	if (st & PS_TIME) {
+		sid->time = base_cur_u64(&c);
+		sid->has_time = true;
+	}
+	if (st & PS_ID)
+		sid->id = base_cur_u64(&c);
+	if (st & PS_STREAM_ID)
+		base_cur_u64(&c);
+	if (st & PS_CPU) {
+		sid->cpu = base_cur_u32(&c);
+		base_cur_u32(&c);
+	}
+	if (st & PS_IDENTIFIER)
+		sid->id = base_cur_u64(&c);
+	return 0;
+}

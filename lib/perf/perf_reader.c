@@ -1,0 +1,903 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf.data reading: file mode (tools/perf/Documentation/perf.data-file-format.txt) and pipe
+ * mode, records put in timestamp order with FINISHED_ROUND (a record may be delivered once
+ * every record written before the previous round marker has been delivered), then handed to
+ * the tracker, and samples unwound and passed to the caller.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "perf/perf.h"
+
+struct qent {
+	uint64_t time, seq;
+	const uint8_t *rec;
+	uint32_t len;
+	bool owned;
+};
+
+struct uw_reader {
+	struct uw_session *s;
+	struct uw_reader_opts o;
+	char *path;
+	int fd;
+	bool close_fd;
+	bool file_mode;          /* PERFILE2 header with sections */
+	const uint8_t *map;      /* whole input when it could be mapped */
+	size_t map_size;
+	uint64_t pos, end;       /* mapped: record cursor */
+	/* stream input */
+	uint8_t *buf;
+	size_t bufcap, buflen, bufpos;
+	uint64_t stream_off;
+	bool eof;
+	/* attributes */
+	struct perf_attr *attrs;
+	size_t nattrs;
+	struct base_map ids;     /* id -> attr index + 1 */
+	/* ordering */
+	struct qent *q;
+	size_t qlen, qcap, qbytes;
+	uint64_t seq, max_time, round_limit, last_flushed;
+	bool any_flushed;
+	/* per-sample buffers */
+	struct uw_frame *frames;
+	uint64_t *kbuf;
+	unsigned kcap;
+	struct uw_reader_stats st;
+	uint64_t since_sweep, last_progress;
+	int fatal;
+	bool warned_compressed;
+};
+
+#define KERNEL_FRAMES_MAX 512
+
+static int rerr(struct uw_reader *r, int err, uint64_t off, const char *what)
+{
+	return base_err(&r->s->log, err, "%s: at byte offset %llu: %s", r->path, (unsigned long long)off, what);
+}
+
+/* ---- input */
+
+static int stream_fill(struct uw_reader *r, size_t need)
+{
+	if (r->buflen - r->bufpos >= need)
+		return 0;
+	if (r->bufpos) {
+		memmove(r->buf, r->buf + r->bufpos, r->buflen - r->bufpos);
+		r->buflen -= r->bufpos;
+		r->bufpos = 0;
+	}
+	if (need > r->bufcap) {
+		size_t cap = r->bufcap ? r->bufcap : 1 << 16;
+		while (cap < need)
+			cap *= 2;
+		uint8_t *nb = realloc(r->buf, cap);
+		if (!nb)
+			return -ENOMEM;
+		r->buf = nb;
+		r->bufcap = cap;
+	}
+	while (r->buflen < need) {
+		ssize_t n = read(r->fd, r->buf + r->buflen, r->bufcap - r->buflen);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0) {
+			r->eof = true;
+			return -UW_ETRUNC;
+		}
+		r->buflen += (size_t)n;
+	}
+	return 0;
+}
+
+/* Next record: *rec points to header + body (valid until the next call). @return 1, 0 at end. */
+static int next_record(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
+{
+	uint8_t hdr[8];
+	uint16_t size;
+	if (r->map) {
+		if (r->pos >= r->end)
+			return 0;
+		*off = r->pos;
+		if (r->end - r->pos < 8)
+			return rerr(r, -UW_ETRUNC, r->pos, "truncated record header (8 bytes expected)");
+		memcpy(hdr, r->map + r->pos, 8);
+		memcpy(&size, hdr + 6, 2);
+		if (size < 8)
+			return rerr(r, -UW_EFORMAT, r->pos, "record size smaller than its header");
+		if (r->end - r->pos < size)
+			return rerr(r, -UW_ETRUNC, r->pos, "record runs past the end of the data");
+		*rec = r->map + r->pos;
+		*len = size;
+		r->pos += size;
+		return 1;
+	}
+	*off = r->stream_off;
+	int e = stream_fill(r, 8);
+	if (e == -UW_ETRUNC && r->buflen == r->bufpos)
+		return 0;
+	if (e)
+		return e == -UW_ETRUNC ? rerr(r, e, *off, "truncated record header (8 bytes expected)") : e;
+	memcpy(&size, r->buf + r->bufpos + 6, 2);
+	if (size < 8)
+		return rerr(r, -UW_EFORMAT, *off, "record size smaller than its header");
+	e = stream_fill(r, size);
+	if (e)
+		return e == -UW_ETRUNC ? rerr(r, e, *off, "record runs past the end of the input") : e;
+	*rec = r->buf + r->bufpos;
+	*len = size;
+	r->bufpos += size;
+	r->stream_off += size;
+	return 1;
+}
+
+/* Skips payload bytes that follow some records (AUXTRACE, TRACING_DATA). */
+static int skip_payload(struct uw_reader *r, uint64_t n, uint64_t off)
+{
+	if (r->map) {
+		if (r->end - r->pos < n)
+			return rerr(r, -UW_ETRUNC, off, "record payload runs past the end of the data");
+		r->pos += n;
+		return 0;
+	}
+	while (n) {
+		size_t chunk = (size_t)UW_MIN(n, (uint64_t)1 << 16);
+		int e = stream_fill(r, chunk);
+		if (e)
+			return e == -UW_ETRUNC ? rerr(r, e, off, "record payload runs past the end of the input") : e;
+		r->bufpos += chunk;
+		r->stream_off += chunk;
+		n -= chunk;
+	}
+	return 0;
+}
+
+/* ---- attributes */
+
+static int add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,
+                    uint64_t off)
+{
+	if (r->nattrs >= 4096)
+		return rerr(r, -UW_ELIMIT, off, "more than 4096 event attributes");
+	struct perf_attr a;
+	if (perf_attr_decode(p, size, &a))
+		return rerr(r, -UW_EFORMAT, off, "perf_event_attr smaller than the first ABI version");
+	struct perf_attr *na = realloc(r->attrs, (r->nattrs + 1) * sizeof(*na));
+	if (!na)
+		return -ENOMEM;
+	r->attrs = na;
+	a.name = perf_attr_default_name(&a);
+	r->attrs[r->nattrs] = a;
+	for (size_t i = 0; i < nids; i++) {
+		uint64_t id;
+		memcpy(&id, ids + 8 * i, 8);
+		if (base_map_put(&r->ids, id, (void *)(uintptr_t)(r->nattrs + 1)))
+			return -ENOMEM;
+	}
+	r->nattrs++;
+	return 0;
+}
+
+static const struct perf_attr *attr_by_id(const struct uw_reader *r, uint64_t id, unsigned *idx)
+{
+	uintptr_t v = (uintptr_t)base_map_get(&r->ids, id);
+	unsigned i = v ? (unsigned)(v - 1) : 0;
+	if (idx)
+		*idx = i;
+	return &r->attrs[i];
+}
+
+/* Which attribute a record belongs to. Samples carry the id first (IDENTIFIER) or at a fixed
+ * position (ID); other records at the end of their sample_id trailer. */
+static const struct perf_attr *record_attr(const struct uw_reader *r, const uint8_t *rec, uint32_t len,
+                                           unsigned *idx)
+{
+	const struct perf_attr *a0 = &r->attrs[0];
+	if (idx)
+		*idx = 0;
+	if (r->nattrs == 1)
+		return a0;
+	uint32_t type;
+	memcpy(&type, rec, 4);
+	uint64_t st = a0->sample_type, id;
+	const uint8_t *body = rec + 8;
+	size_t n = len - 8;
+	if (type == PR_SAMPLE) {
+		size_t pos;
+		if (st & PS_IDENTIFIER) {
+			pos = 0;
+		} else if (st & PS_ID) {
+			pos = 8 * (!!(st & PS_IP) + !!(st & PS_TID) + !!(st & PS_TIME) + !!(st & PS_ADDR));
+		} else {
+			return a0;
+		}
+		if (pos + 8 > n)
+			return a0;
+		memcpy(&id, body + pos, 8);
+		return attr_by_id(r, id, idx);
+	}
+	if (!(a0->flags & PA_SAMPLE_ID_ALL))
+		return a0;
+	size_t back;
+	if (st & PS_IDENTIFIER)
+		back = 8;
+	else if (st & PS_ID)
+		back = 8 * (1 + !!(st & PS_STREAM_ID) + !!(st & PS_CPU));
+	else
+		return a0;
+	if (back > n)
+		return a0;
+	memcpy(&id, body + n - back, 8);
+	return attr_by_id(r, id, idx);
+}
+
+/* ---- feature sections (file mode) */
+
+static void parse_build_ids(struct uw_reader *r, const uint8_t *p, uint64_t size)
+{
+	uint64_t off = 0;
+	while (size - off >= 8 + 4 + 24) {
+		uint16_t misc, rsize;
+		memcpy(&misc, p + off + 4, 2);
+		memcpy(&rsize, p + off + 6, 2);
+		if (rsize < 8 + 4 + 24 || rsize > size - off)
+			break;
+		const uint8_t *bid = p + off + 12;
+		size_t blen = 20;
+		if (misc & PM_BUILD_ID_SIZE)
+			blen = UW_MIN((size_t)bid[20], (size_t)20);
+		const char *fn = (const char *)(p + off + 36);
+		size_t fl = strnlen(fn, rsize - 36u);
+		if (fl && fl < rsize - 36u) {
+			/* old files pad short build-ids with zeros: trim them */
+			while (blen && !(misc & PM_BUILD_ID_SIZE) && blen > 16 && bid[blen - 1] == 0)
+				blen--;
+			proc_note_build_id(r->s, fn, bid, blen);
+		}
+		off += rsize;
+	}
+}
+
+static void parse_event_desc(struct uw_reader *r, const uint8_t *p, uint64_t size)
+{
+	struct base_cursor c = base_cursor(p, size);
+	uint32_t nr = base_cur_u32(&c), asz = base_cur_u32(&c);
+	if (c.bad || asz < PERF_ATTR_SIZE_VER0)
+		return;
+	for (uint32_t i = 0; i < nr && i < r->nattrs; i++) {
+		base_cur_skip(&c, asz);
+		uint32_t nids = base_cur_u32(&c);
+		uint32_t slen = base_cur_u32(&c);
+		if (c.bad || slen > base_cur_left(&c))
+			return;
+		const char *nm = (const char *)c.p;
+		size_t l = strnlen(nm, slen);
+		c.p += slen;
+		if (l)
+			r->attrs[i].name = base_intern(&r->s->strings, nm, l);
+		if (nids > base_cur_left(&c) / 8)
+			return;
+		base_cur_skip(&c, (size_t)nids * 8);
+	}
+}
+
+static int parse_file_header(struct uw_reader *r)
+{
+	struct base_cursor c = base_cursor(r->map, r->map_size);
+	base_cur_u64(&c); /* magic */
+	uint64_t hsize = base_cur_u64(&c), attr_size = base_cur_u64(&c);
+	uint64_t attrs_off = base_cur_u64(&c), attrs_size = base_cur_u64(&c);
+	uint64_t data_off = base_cur_u64(&c), data_size = base_cur_u64(&c);
+	base_cur_u64(&c);
+	base_cur_u64(&c); /* event_types (unused since 2012) */
+	uint64_t feat[4];
+	for (int i = 0; i < 4; i++)
+		feat[i] = base_cur_u64(&c);
+	if (c.bad)
+		return rerr(r, -UW_ETRUNC, 0, "file header truncated (104 bytes expected)");
+	if (hsize < 104 || hsize > r->map_size)
+		return rerr(r, -UW_EFORMAT, 8, "bad header size");
+	if (attr_size < PERF_ATTR_SIZE_VER0 + 16 || attr_size > 4096)
+		return rerr(r, -UW_EFORMAT, 16, "bad attribute entry size");
+	if (attrs_off > r->map_size || attrs_size > r->map_size - attrs_off)
+		return rerr(r, -UW_ETRUNC, 24, "attribute section lies past the end of the file");
+	if (data_off > r->map_size)
+		return rerr(r, -UW_ETRUNC, 40, "data section lies past the end of the file");
+	uint64_t nattr = attrs_size / attr_size;
+	if (nattr == 0)
+		return rerr(r, -UW_EFORMAT, 24, "no event attributes");
+	for (uint64_t i = 0; i < nattr; i++) {
+		const uint8_t *e = r->map + attrs_off + i * attr_size;
+		uint64_t ids_off, ids_size;
+		memcpy(&ids_off, e + attr_size - 16, 8);
+		memcpy(&ids_size, e + attr_size - 8, 8);
+		if (ids_off > r->map_size || ids_size > r->map_size - ids_off)
+			return rerr(r, -UW_ETRUNC, attrs_off + i * attr_size, "event id list lies past the end of the file");
+		int err = add_attr(r, e, attr_size - 16, r->map + ids_off, ids_size / 8, attrs_off + i * attr_size);
+		if (err)
+			return err;
+	}
+	bool truncated = false;
+	if (data_size == 0 || data_size > r->map_size - data_off) {
+		/* perf was stopped before it wrote the header: take what is there */
+		if (data_size != 0)
+			truncated = true;
+		data_size = r->map_size - data_off;
+		base_log(&r->s->log, UW_LOG_WARN, "%s: data section size %s; reading to the end of the file",
+			 r->path, truncated ? "exceeds the file" : "is zero");
+	}
+	r->pos = data_off;
+	r->end = data_off + data_size;
+	/* features follow the data section, one {offset, size} per set bit */
+	uint64_t fpos = data_off + data_size;
+	for (unsigned bit = 0; bit < FEAT_LAST && !truncated; bit++) {
+		if (!(feat[bit / 64] & (1ull << (bit % 64))))
+			continue;
+		if (fpos + 16 > r->map_size || fpos + 16 < fpos)
+			break;
+		uint64_t off, size;
+		memcpy(&off, r->map + fpos, 8);
+		memcpy(&size, r->map + fpos + 8, 8);
+		fpos += 16;
+		if (off > r->map_size || size > r->map_size - off)
+			continue;
+		if (bit == FEAT_BUILD_ID)
+			parse_build_ids(r, r->map + off, size);
+		else if (bit == FEAT_EVENT_DESC)
+			parse_event_desc(r, r->map + off, size);
+	}
+	return 0;
+}
+
+/* ---- opening */
+
+UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
+                                        const struct uw_reader_opts *opts)
+{
+	if (!s || !path || (opts && opts->sz < sizeof(size_t))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct uw_reader *r = calloc(1, sizeof(*r));
+	if (!r) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (opts)
+		memcpy(&r->o, opts, UW_MIN(opts->sz, sizeof(r->o)));
+	r->o.sz = sizeof(r->o);
+	if (!r->o.max_queue_bytes)
+		r->o.max_queue_bytes = (size_t)512 << 20;
+	r->s = s;
+	r->path = strdup(strcmp(path, "-") == 0 ? "<stdin>" : path);
+	base_map_init(&r->ids);
+	r->st.sz = sizeof(r->st);
+	r->frames = calloc(s->opts.max_frames, sizeof(*r->frames));
+	r->kcap = KERNEL_FRAMES_MAX;
+	r->kbuf = calloc(r->kcap, sizeof(*r->kbuf));
+	int err = 0;
+	if (!r->path || !r->frames || !r->kbuf) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if (strcmp(path, "-") == 0) {
+		r->fd = 0;
+	} else {
+		r->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (r->fd < 0) {
+			err = base_err(&s->log, -errno, "%s: %s", path, strerror(errno));
+			goto fail;
+		}
+		r->close_fd = true;
+	}
+	struct stat st;
+	if (fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, r->fd, 0);
+		if (m != MAP_FAILED) {
+			r->map = m;
+			r->map_size = (size_t)st.st_size;
+			madvise(m, r->map_size, MADV_SEQUENTIAL);
+		}
+	}
+	uint64_t magic = 0, hsize = 0;
+	if (r->map) {
+		if (r->map_size < 16) {
+			err = rerr(r, -UW_ETRUNC, 0, "file too short for a perf.data header");
+			goto fail;
+		}
+		memcpy(&magic, r->map, 8);
+		memcpy(&hsize, r->map + 8, 8);
+	} else {
+		err = stream_fill(r, 16);
+		if (err) {
+			err = rerr(r, err == -UW_ETRUNC ? err : err, 0, "input too short for a perf.data header");
+			goto fail;
+		}
+		memcpy(&magic, r->buf, 8);
+		memcpy(&hsize, r->buf + 8, 8);
+	}
+	if (magic == PERF_MAGIC2_SWAPPED) {
+		err = rerr(r, -UW_EUNSUPP, 0, "big-endian perf.data files are not supported");
+		goto fail;
+	}
+	if (magic != PERF_MAGIC2) {
+		err = rerr(r, -UW_EMAGIC, 0, "not a perf.data file (magic PERFILE2 expected)");
+		goto fail;
+	}
+	r->st.bytes = r->map ? r->map_size : 0;
+	if (hsize == 16) { /* pipe mode */
+		if (r->map) {
+			r->pos = 16;
+			r->end = r->map_size;
+		} else {
+			r->bufpos = 16;
+			r->stream_off = 16;
+		}
+	} else {
+		if (!r->map) {
+			err = rerr(r, -UW_EUNSUPP, 0, "file-mode perf.data needs a seekable file, not a pipe");
+			goto fail;
+		}
+		r->file_mode = true;
+		err = parse_file_header(r);
+		if (err)
+			goto fail;
+	}
+	return r;
+fail:
+	uw_reader_free(r);
+	errno = err < 0 ? (-err < 4000 ? -err : EINVAL) : EINVAL;
+	if (errno == EINVAL && err < 0 && -err > 4000)
+		errno = EPROTO;
+	return NULL;
+}
+
+UW_API void uw_reader_free(struct uw_reader *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->qlen; i++)
+		if (r->q[i].owned)
+			free((void *)r->q[i].rec);
+	free(r->q);
+	if (r->map)
+		munmap((void *)r->map, r->map_size);
+	if (r->close_fd)
+		close(r->fd);
+	base_map_free(&r->ids);
+	free(r->attrs);
+	free(r->buf);
+	free(r->frames);
+	free(r->kbuf);
+	free(r->path);
+	free(r);
+}
+
+UW_API unsigned uw_reader_nr_events(const struct uw_reader *r)
+{
+	return (unsigned)r->nattrs;
+}
+
+UW_API const char *uw_reader_event_name(const struct uw_reader *r, unsigned idx)
+{
+	return idx < r->nattrs ? r->attrs[idx].name : NULL;
+}
+
+UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st)
+{
+	if (!st || st->sz < sizeof(size_t))
+		return -EINVAL;
+	memcpy(st, &r->st, UW_MIN(st->sz, sizeof(r->st)));
+	return 0;
+}
+
+/* ---- dispatch (records in time order) */
+
+static const char *thread_comm(struct uw_reader *r, uint32_t pid, uint32_t tid, struct proc *p)
+{
+	struct thread *t = proc_thread(r->s, (int32_t)pid, (int32_t)tid, false);
+	if (t && t->comm)
+		return t->comm;
+	if (p && p->comm)
+		return p->comm;
+	char buf[24];
+	int n = snprintf(buf, sizeof(buf), ":%d", (int)tid);
+	return base_intern(&r->s->strings, buf, (size_t)n);
+}
+
+static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len)
+{
+	unsigned aidx;
+	const struct perf_attr *a = record_attr(r, rec, len, &aidx);
+	struct perf_sample ps;
+	uint16_t misc;
+	memcpy(&misc, rec + 4, 2);
+	r->st.samples++;
+	if (perf_sample_decode(a, rec + 8, len - 8, &ps)) {
+		/* a malformed sample is dropped, not fatal: the rest of the file is fine */
+		r->st.stop_reasons[UW_STOP_BAD_MEMORY]++;
+		return 0;
+	}
+	if (r->o.pid && ps.pid != (uint32_t)r->o.pid)
+		return 0;
+	if (r->o.tid && ps.tid != (uint32_t)r->o.tid)
+		return 0;
+	struct proc *p = proc_get(r->s, (int32_t)ps.pid, false);
+	const char *comm = thread_comm(r, ps.pid, ps.tid, p);
+	if (r->o.comm && (!comm || strcmp(comm, r->o.comm) != 0))
+		return 0;
+	if (p && p->exited)
+		r->st.exit_before_sample++;
+
+	struct uw_sample smp = { 0 };
+	smp.pid = ps.pid;
+	smp.tid = ps.tid;
+	smp.cpu = (uint32_t)ps.cpu;
+	smp.time = ps.time;
+	smp.period = ps.period ? ps.period : 1;
+	smp.ip = ps.ip;
+	smp.cpumode = misc & PM_CPUMODE_MASK;
+	smp.attr_index = aidx;
+	smp.comm = comm;
+	smp.event_name = a->name;
+
+	/* the kernel callchain: the part after PERF_CONTEXT_KERNEL; user entries are used only
+	 * when the sample carries no user stack to unwind (frame-pointer recordings) */
+	unsigned nk = 0, nu_chain = 0;
+	uint64_t ctx = 0;
+	struct proc_find_ctx fc = { r->s, p };
+	bool have_stack = ps.regs_abi && ps.regs && ps.stack_dyn;
+	for (uint64_t i = 0; i < ps.nr_callchain; i++) {
+		uint64_t ip;
+		memcpy(&ip, ps.callchain + 8 * i, 8);
+		if (ip >= PC_MAX) {
+			ctx = ip;
+			continue;
+		}
+		if (ctx == PC_KERNEL && nk < r->kcap) {
+			r->kbuf[nk++] = ip;
+		} else if (ctx == PC_USER && !have_stack && !ps.regs_abi && nu_chain < r->s->opts.max_frames) {
+			struct uw_frame *f = &r->frames[nu_chain];
+			struct unw_pc_info info = { 0 };
+			memset(f, 0, sizeof(*f));
+			bool mapped = p && proc_find_pc(&fc, ip, &info);
+			f->pc = ip;
+			f->module = info.module;
+			f->map_addr = mapped ? info.map_addr : ip;
+			f->rel_pc = ip - info.bias;
+			f->method = nu_chain ? UW_METHOD_CALLCHAIN : UW_METHOD_REGS;
+			f->is_call = nu_chain > 0;
+			nu_chain++;
+		}
+	}
+	smp.kernel = r->kbuf;
+	smp.nr_kernel = nk;
+	smp.user = r->frames;
+	if (have_stack) {
+		struct unw_regs regs;
+		uint64_t regbuf[64];
+		/* the register block may be unaligned inside the record: copy it (at most 64 bits set) */
+		memcpy(regbuf, ps.regs, ps.nregs * 8);
+		unw_x86_64_from_perf(a->sample_regs_user, regbuf, ps.nregs, &regs);
+		struct unw_stack stk = { regs.r[7], ps.stack, ps.stack_dyn };
+		smp.user_ip = regs.r[16];
+		smp.user_sp = regs.r[7];
+		smp.user_fp = regs.r[6];
+		smp.stack = ps.stack;
+		smp.stack_size = ps.stack_dyn;
+		struct unw_opts uo = { r->s->opts.max_frames, r->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64 };
+		struct unw_result res;
+		unw_run(&uo, &regs, &stk, proc_find_pc, &fc, r->frames, &res);
+		smp.nr_user = res.n;
+		smp.stop_reason = (uint8_t)res.stop;
+	} else if (nu_chain) {
+		smp.nr_user = nu_chain;
+		smp.stop_reason = UW_STOP_NONE;
+	} else if (!ps.regs_abi && (a->sample_type & PS_REGS_USER)) {
+		smp.nr_user = 0;
+		smp.stop_reason = UW_STOP_NO_REGS; /* a kernel thread: no user stack */
+		r->st.samples_no_user++;
+	} else {
+		smp.stop_reason = (a->sample_type & PS_REGS_USER) ? UW_STOP_STACK_EXHAUSTED : UW_STOP_NO_REGS;
+	}
+	if (smp.stop_reason != UW_STOP_NO_REGS || smp.nr_user)
+		r->st.stop_reasons[smp.stop_reason]++;
+	r->st.user_frames += smp.nr_user;
+	r->st.samples_delivered++;
+	if (r->o.on_sample && r->o.on_sample(r->o.ctx, &smp))
+		return -UW_ECANCELED;
+	return 0;
+}
+
+static int deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time)
+{
+	uint32_t type;
+	uint16_t misc;
+	memcpy(&type, rec, 4);
+	memcpy(&misc, rec + 4, 2);
+	const uint8_t *b = rec + 8;
+	size_t n = len - 8;
+	struct base_cursor c = base_cursor(b, n);
+	const struct perf_attr *a = r->nattrs ? record_attr(r, rec, len, NULL) : NULL;
+	size_t trailer = (a && type != PR_SAMPLE) ? a->id_trailer_size : 0;
+	if (trailer <= n)
+		c.end -= trailer;
+	if (++r->since_sweep >= 4096 && time) {
+		r->since_sweep = 0;
+		proc_sweep(r->s, time);
+	}
+	switch (type) {
+	case PR_SAMPLE:
+		return deliver_sample(r, rec, len);
+	case PR_MMAP:
+	case PR_MMAP2: {
+		int32_t pid = base_cur_s32(&c);
+		base_cur_u32(&c);
+		uint64_t addr = base_cur_u64(&c), mlen = base_cur_u64(&c), pgoff = base_cur_u64(&c);
+		uint32_t maj = 0, min = 0, prot = (misc & PM_MMAP_DATA) ? 1 : 5;
+		uint64_t ino = 0;
+		const uint8_t *bid = NULL;
+		size_t blen = 0;
+		if (type == PR_MMAP2) {
+			if (misc & PM_MMAP_BUILD_ID) {
+				blen = base_cur_u8(&c);
+				base_cur_skip(&c, 3);
+				bid = c.p;
+				base_cur_skip(&c, 20);
+				if (blen > 20)
+					blen = 20;
+			} else {
+				maj = base_cur_u32(&c);
+				min = base_cur_u32(&c);
+				ino = base_cur_u64(&c);
+				base_cur_u64(&c);
+			}
+			prot = base_cur_u32(&c);
+			base_cur_u32(&c); /* flags */
+		}
+		if (c.bad)
+			return 0;
+		size_t fl = strnlen((const char *)c.p, base_cur_left(&c));
+		if (pid == -1 || (misc & PM_CPUMODE_MASK) == PM_KERNEL)
+			return 0; /* kernel and module maps: kernel symbols come from kallsyms */
+		struct uw_module *m = proc_module_get(r->s, (const char *)c.p, fl, bid, blen, maj, min, ino);
+		if (!m)
+			return -ENOMEM;
+		int e = proc_mmap(r->s, pid, addr, mlen, pgoff, prot, m);
+		return e == -ENOMEM ? e : 0;
+	}
+	case PR_COMM: {
+		int32_t pid = base_cur_s32(&c), tid = base_cur_s32(&c);
+		if (c.bad)
+			return 0;
+		size_t l = strnlen((const char *)c.p, base_cur_left(&c));
+		return proc_comm(r->s, pid, tid, (const char *)c.p, l, (misc & PM_COMM_EXEC) != 0) == -ENOMEM ? -ENOMEM : 0;
+	}
+	case PR_FORK:
+	case PR_EXIT: {
+		int32_t pid = base_cur_s32(&c), ppid = base_cur_s32(&c), tid = base_cur_s32(&c), ptid = base_cur_s32(&c);
+		uint64_t t = base_cur_u64(&c);
+		if (c.bad)
+			return 0;
+		if (type == PR_FORK)
+			return proc_fork(r->s, pid, ppid, tid, ptid, t) == -ENOMEM ? -ENOMEM : 0;
+		proc_exit(r->s, pid, tid, time ? time : t);
+		return 0;
+	}
+	case PR_LOST:
+		base_cur_u64(&c);
+		r->st.lost_events += base_cur_u64(&c);
+		r->st.lost_records++;
+		return 0;
+	case PR_LOST_SAMPLES:
+		r->st.lost_events += base_cur_u64(&c);
+		r->st.lost_records++;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int cmp_qent(const void *x, const void *y)
+{
+	const struct qent *a = x, *b = y;
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Delivers queued records with time <= limit (all of them when all is set), oldest first. */
+static int flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least)
+{
+	if (!r->qlen)
+		return 0;
+	qsort(r->q, r->qlen, sizeof(*r->q), cmp_qent);
+	size_t i = 0;
+	int err = 0;
+	for (; i < r->qlen; i++) {
+		struct qent *e = &r->q[i];
+		if (!all && e->time > limit && i >= at_least)
+			break;
+		if (!err)
+			err = deliver(r, e->rec, e->len, e->time);
+		r->last_flushed = e->time;
+		r->any_flushed = true;
+		r->qbytes -= e->len;
+		if (e->owned)
+			free((void *)e->rec);
+	}
+	memmove(r->q, r->q + i, (r->qlen - i) * sizeof(*r->q));
+	r->qlen -= i;
+	return err;
+}
+
+static int enqueue(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time)
+{
+	if (r->any_flushed && time < r->last_flushed) {
+		r->st.late_records++;
+		return deliver(r, rec, len, time);
+	}
+	if (r->qlen == r->qcap) {
+		size_t cap = r->qcap ? r->qcap * 2 : 4096;
+		struct qent *nq = realloc(r->q, cap * sizeof(*nq));
+		if (!nq)
+			return -ENOMEM;
+		r->q = nq;
+		r->qcap = cap;
+	}
+	struct qent *e = &r->q[r->qlen++];
+	e->time = time;
+	e->seq = r->seq++;
+	e->len = len;
+	e->owned = !r->map;
+	if (e->owned) {
+		uint8_t *copy = malloc(len);
+		if (!copy) {
+			r->qlen--;
+			return -ENOMEM;
+		}
+		memcpy(copy, rec, len);
+		e->rec = copy;
+	} else {
+		e->rec = rec;
+	}
+	r->qbytes += len;
+	if (time > r->max_time)
+		r->max_time = time;
+	/* over the memory cap: deliver the older half, as perf does */
+	if (r->qbytes + r->qlen * sizeof(struct qent) > r->o.max_queue_bytes)
+		return flush(r, 0, false, r->qlen / 2);
+	return 0;
+}
+
+static uint64_t record_time(struct uw_reader *r, const uint8_t *rec, uint32_t len, bool *has)
+{
+	uint32_t type;
+	memcpy(&type, rec, 4);
+	const struct perf_attr *a = record_attr(r, rec, len, NULL);
+	*has = false;
+	if (type == PR_SAMPLE) {
+		uint64_t st = a->sample_type;
+		if (!(st & PS_TIME))
+			return 0;
+		size_t pos = 8 * (!!(st & PS_IDENTIFIER) + !!(st & PS_IP) + !!(st & PS_TID));
+		if (pos + 8 > len - 8)
+			return 0;
+		uint64_t t;
+		memcpy(&t, rec + 8 + pos, 8);
+		*has = true;
+		return t;
+	}
+	struct perf_sample_id sid;
+	if (perf_sample_id_decode(a, rec + 8, len - 8, &sid) || !sid.has_time)
+		return 0;
+	*has = true;
+	return sid.time;
+}
+
+static void progress(struct uw_reader *r, uint64_t off)
+{
+	if (r->o.on_progress && off - r->last_progress >= (1u << 20)) {
+		r->last_progress = off;
+		r->o.on_progress(r->o.ctx, off, r->map ? r->end : 0);
+	}
+}
+
+UW_API int uw_reader_run(struct uw_reader *r)
+{
+	if (!r)
+		return -EINVAL;
+	if (r->fatal)
+		return r->fatal;
+	const uint8_t *rec = NULL;
+	uint32_t len = 0;
+	uint64_t off = 0;
+	int err = 0, got;
+	while ((got = next_record(r, &rec, &len, &off)) == 1) {
+		uint32_t type;
+		memcpy(&type, rec, 4);
+		r->st.records++;
+		progress(r, off);
+		if (type >= 64) {
+			switch (type) {
+			case PR_FINISHED_ROUND:
+				err = flush(r, r->round_limit, false, 0);
+				r->round_limit = r->max_time;
+				break;
+			case PR_HEADER_ATTR: {
+				if (len < 8 + PERF_ATTR_SIZE_VER0) {
+					err = rerr(r, -UW_EFORMAT, off, "HEADER_ATTR record too short");
+					break;
+				}
+				uint32_t asz;
+				memcpy(&asz, rec + 12, 4);
+				if (asz < PERF_ATTR_SIZE_VER0 || asz > len - 8)
+					asz = len - 8 < 128 ? len - 8 : 128;
+				size_t nids = (len - 8 - asz) / 8;
+				err = add_attr(r, rec + 8, asz, rec + 8 + asz, nids, off);
+				break;
+			}
+			case PR_HEADER_BUILD_ID:
+				parse_build_ids(r, rec, len);
+				break;
+			case PR_HEADER_TRACING_DATA: {
+				uint32_t sz = 0;
+				if (len >= 12)
+					memcpy(&sz, rec + 8, 4);
+				err = skip_payload(r, ((uint64_t)sz + 7) & ~7ull, off);
+				break;
+			}
+			case PR_AUXTRACE: {
+				uint64_t sz = 0;
+				if (len >= 16)
+					memcpy(&sz, rec + 8, 8);
+				err = skip_payload(r, sz, off);
+				break;
+			}
+			case PR_COMPRESSED:
+				if (!r->warned_compressed) {
+					r->warned_compressed = true;
+					base_log(&r->s->log, UW_LOG_WARN,
+						 "%s: compressed records (perf record -z) are skipped", r->path);
+				}
+				r->st.unknown_records++;
+				break;
+			default:
+				if (type > PR_FINISHED_INIT)
+					r->st.unknown_records++;
+				break;
+			}
+		} else if (!r->nattrs) {
+			err = rerr(r, -UW_ENOATTR, off, "event record before any event attribute");
+		} else {
+			if (type > PR_CALLCHAIN_DEFERRED)
+				r->st.unknown_records++;
+			bool has;
+			uint64_t t = record_time(r, rec, len, &has);
+			if (!has)
+				t = r->max_time; /* no timestamp: keep it in file order */
+			err = enqueue(r, rec, len, t);
+		}
+		if (err)
+			break;
+	}
+	if (got < 0 && !err)
+		err = got;
+	/* deliver what was read, even when the input ended badly */
+	int ferr = (err == -UW_ECANCELED || err == -ENOMEM) ? 0 : flush(r, 0, true, 0);
+	if (!err)
+		err = ferr;
+	if (r->o.on_progress && r->map)
+		r->o.on_progress(r->o.ctx, r->end, r->end);
+	r->fatal = err ? err : 0;
+	return err;
+}

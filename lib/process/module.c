@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The module cache: one struct uw_module per object file, keyed by build-id (else path, device
+ * and inode), shared by every process. Files are opened on the first pc that hits them and
+ * used only if their build-id agrees with the recording's.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "process/process.h"
+
+static bool is_special_path(const char *p, size_t n)
+{
+	if (n == 0 || p[0] == '[')
+		return true; /* [vdso], [heap], [stack], [anon:...], [kernel.kallsyms] */
+	static const char *const prefixes[] = { "//anon", "/dev/zero", "anon_inode:", "/memfd:",
+						"/SYSV", "/dev/shm/", "/anon_hugepage" };
+	for (size_t i = 0; i < UW_ARRAY_SIZE(prefixes); i++) {
+		size_t l = strlen(prefixes[i]);
+		if (n >= l && memcmp(p, prefixes[i], l) == 0)
+			return true;
+	}
+	return p[0] != '/';
+}
+
+void proc_note_build_id(struct uw_session *s, const char *path, const uint8_t *bid, size_t len)
+{
+	if (!len || len > ELFV_MAX_BUILD_ID)
+		return;
+	char hex[2 * ELFV_MAX_BUILD_ID + 1];
+	base_hex(bid, len, hex);
+	const char *h = base_intern(&s->strings, hex, 2 * len);
+	if (h)
+		base_map_put(&s->buildids, base_hash_bytes(path, strlen(path)), (void *)h);
+}
+
+struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t pathlen,
+                                  const uint8_t *build_id, size_t bid_len, uint32_t maj, uint32_t min,
+                                  uint64_t ino)
+{
+	char hex[2 * ELFV_MAX_BUILD_ID + 1] = "";
+	if (bid_len && bid_len <= ELFV_MAX_BUILD_ID)
+		base_hex(build_id, bid_len, hex);
+	const char *ipath = base_intern(&s->strings, path, pathlen);
+	if (!ipath)
+		return NULL;
+	if (!hex[0]) {
+		const char *known = base_map_get(&s->buildids, base_hash_bytes(ipath, pathlen));
+		if (known)
+			snprintf(hex, sizeof(hex), "%s", known);
+	}
+	uint64_t key;
+	if (hex[0])
+		key = base_hash_bytes(hex, strlen(hex)) ^ 0x1; /* build-id identity */
+	else
+		key = base_hash_bytes(ipath, pathlen) ^ base_hash64(((uint64_t)maj << 32 | min) ^ base_hash64(ino));
+	struct uw_module *m = base_map_get(&s->modules, key);
+	if (m)
+		return m;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->path = ipath;
+	const char *slash = strrchr(ipath, '/');
+	m->name = slash && slash[1] ? slash + 1 : ipath;
+	memcpy(m->build_id, hex, sizeof(hex));
+	m->key = key;
+	m->maj = maj;
+	m->min = min;
+	m->ino = ino;
+	m->special = is_special_path(ipath, pathlen);
+	base_map_init(&m->symcache);
+	if (base_map_put(&s->modules, key, m)) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+static bool try_open(const char *path, const char *want_bid, struct elfv **out, bool *mismatch)
+{
+	struct elfv *v;
+	if (elfv_open(path, &v))
+		return false;
+	if (want_bid && want_bid[0]) {
+		char hex[2 * ELFV_MAX_BUILD_ID + 1];
+		elfv_build_id_hex(v, hex);
+		if (strcmp(hex, want_bid) != 0) {
+			if (mismatch)
+				*mismatch = true;
+			elfv_close(v);
+			return false;
+		}
+	}
+	*out = v;
+	return true;
+}
+
+static bool file_crc_matches(const char *path, uint32_t want)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	uint32_t crc = 0;
+	static __thread unsigned char buf[1 << 16];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		crc = elfv_crc32(crc, buf, (size_t)n);
+	close(fd);
+	return n == 0 && crc == want;
+}
+
+/* Separate debug files: by build-id in the standard and configured roots, then by
+ * .gnu_debuglink next to the file, in .debug/, and under /usr/lib/debug (gdb's order). */
+static void find_debug(struct uw_session *s, struct uw_module *m)
+{
+	char p[PATH_MAX];
+	const char *bid = m->build_id;
+	if (bid[0] && strlen(bid) > 2) {
+		char roots[PATH_MAX * 2];
+		snprintf(roots, sizeof(roots), "%s%s/usr/lib/debug", s->debug_dirs ? s->debug_dirs : "",
+			 s->debug_dirs && *s->debug_dirs ? ":" : "");
+		for (char *save = NULL, *dir = strtok_r(roots, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+			snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug", dir, bid, bid + 2);
+			if (try_open(p, bid, &m->dbg, NULL))
+				goto found;
+		}
+		if (s->buildid_dir) {
+			snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s/debug", s->buildid_dir, bid, bid + 2);
+			if (try_open(p, bid, &m->dbg, NULL))
+				goto found;
+		}
+	}
+	if (m->elf && m->elf->debuglink && m->opened_path) {
+		const char *link = m->elf->debuglink;
+		if (strchr(link, '/'))
+			return;
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", m->opened_path);
+		char *sl = strrchr(dir, '/');
+		if (!sl)
+			return;
+		*sl = 0;
+		static const char *const mids[][2] = { { "", "/" }, { "", "/.debug/" }, { "/usr/lib/debug", "/" } };
+		for (size_t i = 0; i < UW_ARRAY_SIZE(mids); i++) {
+			snprintf(p, sizeof(p), "%s%s%s%s", mids[i][0], dir, mids[i][1], link);
+			if (strcmp(p, m->opened_path) == 0)
+				continue;
+			struct elfv *v;
+			if (access(p, R_OK) || !file_crc_matches(p, m->elf->debuglink_crc))
+				continue;
+			if (try_open(p, bid[0] ? bid : NULL, &v, NULL)) {
+				m->dbg = v;
+				goto found;
+			}
+		}
+	}
+	return;
+found:
+	m->dbg_path = base_intern(&s->strings, p, strlen(p));
+}
+
+bool proc_module_open(struct uw_session *s, struct uw_module *m)
+{
+	if (m->state != UW_MODULE_UNOPENED)
+		return m->state == UW_MODULE_OK;
+	if (m->special) {
+		m->state = UW_MODULE_MISSING;
+		return false;
+	}
+	char p[PATH_MAX];
+	bool mismatch = false;
+	const char *bid = m->build_id[0] ? m->build_id : NULL;
+	/* perf's build-id cache first: it holds exactly the recorded file */
+	if (bid && s->buildid_dir && strlen(bid) > 2) {
+		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s/elf", s->buildid_dir, bid, bid + 2);
+		if (try_open(p, bid, &m->elf, NULL))
+			goto opened;
+	}
+	snprintf(p, sizeof(p), "%s%s", s->sysroot ? s->sysroot : "", m->path);
+	if (try_open(p, bid, &m->elf, &mismatch))
+		goto opened;
+	if (mismatch) {
+		m->state = UW_MODULE_MISMATCH;
+		base_log(&s->log, UW_LOG_WARN, "%s: build-id differs from the recording's (%s); not used",
+			 m->path, bid);
+		return false;
+	}
+	struct stat st;
+	m->state = stat(p, &st) == 0 ? UW_MODULE_BAD : UW_MODULE_MISSING;
+	base_log(&s->log, UW_LOG_INFO, "%s: %s", m->path,
+		 m->state == UW_MODULE_BAD ? "not a usable ELF file" : "not found");
+	return false;
+opened:
+	m->opened_path = base_intern(&s->strings, p, strlen(p));
+	if (!m->build_id[0] && m->elf->build_id_len)
+		elfv_build_id_hex(m->elf, m->build_id);
+	m->state = UW_MODULE_OK;
+	find_debug(s, m);
+	base_log(&s->log, UW_LOG_INFO, "%s: opened %s%s%s", m->path, m->opened_path, m->dbg ? ", debug file " : "",
+		 m->dbg ? m->dbg_path : "");
+	return true;
+}
+
+static void add_plt_range(struct uw_module *m, const char *name)
+{
+	struct elfv_sec sec;
+	if (m->code.nplt < UW_ARRAY_SIZE(m->code.plt) && elfv_section(m->elf, name, &sec) == 0 && sec.size) {
+		m->code.plt[m->code.nplt].lo = sec.addr;
+		m->code.plt[m->code.nplt].hi = sec.addr + sec.size;
+		m->code.nplt++;
+	}
+}
+
+const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *m)
+{
+	if (m->cfi_done)
+		return &m->code;
+	if (!proc_module_open(s, m))
+		return NULL;
+	m->cfi_done = true;
+	struct elfv_sec eh, df;
+	struct cfi_section ehs = { 0 }, dfs = { 0 };
+	if (elfv_section(m->elf, ".eh_frame", &eh) == 0 && eh.data)
+		ehs = (struct cfi_section){ eh.data, eh.size, eh.addr, true };
+	if ((elfv_section(m->elf, ".debug_frame", &df) == 0 && df.data) ||
+	    (m->dbg && elfv_section(m->dbg, ".debug_frame", &df) == 0 && df.data))
+		dfs = (struct cfi_section){ df.data, df.size, df.addr, false };
+	int err = cfi_table_build(&m->cfi, &cfi_arch_x86_64, &ehs, &dfs);
+	if (err)
+		base_log(&s->log, UW_LOG_WARN, "%s: unwind table not built: %s", m->path, uw_strerror(err));
+	else if (m->cfi.nbad_fde)
+		base_log(&s->log, UW_LOG_INFO, "%s: %u malformed FDEs skipped", m->path, m->cfi.nbad_fde);
+	m->code.cfi = m->cfi.n ? &m->cfi : NULL;
+	add_plt_range(m, ".plt");
+	add_plt_range(m, ".plt.sec");
+	add_plt_range(m, ".plt.got");
+	return &m->code;
+}
+
+static const struct sym no_sym;
+
+const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, uint64_t rel)
+{
+	const struct sym *hit = base_map_get(&m->symcache, rel);
+	if (hit)
+		return hit == &no_sym ? NULL : hit;
+	if (!m->syms_done) {
+		m->syms_done = true;
+		if (proc_module_open(s, m)) {
+			int err = symtab_build(&m->syms, m->elf, m->dbg);
+			if (err)
+				base_log(&s->log, UW_LOG_WARN, "%s: symbols not read: %s", m->path, uw_strerror(err));
+		}
+	}
+	hit = symtab_find(&m->syms, rel);
+	base_map_put(&m->symcache, rel, (void *)(hit ? hit : &no_sym));
+	return hit;
+}
+
+void proc_module_free(struct uw_module *m)
+{
+	cfi_table_free(&m->cfi);
+	symtab_free(&m->syms);
+	base_map_free(&m->symcache);
+	elfv_close(m->dbg);
+	elfv_close(m->elf);
+	free(m);
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The process tracker and the module cache, and the session that owns them.
+ *
+ * Modules are keyed by build-id (else path + device + inode) and shared by every process that
+ * maps them. A module is only a name until a pc hits it; then its ELF file is opened and
+ * verified, and its unwind table and symbols are built on first use.
+ */
+#ifndef UW_PROCESS_H
+#define UW_PROCESS_H
+
+#include "base/base.h"
+#include "elf/elfview.h"
+#include "cfi/cfi.h"
+#include "symbolize/symtab.h"
+#include "unwind/unwind.h"
+
+struct uw_module {
+	const char *path;       /* interned, as recorded */
+	const char *name;       /* basename */
+	char build_id[2 * ELFV_MAX_BUILD_ID + 1];
+	uint64_t key;
+	uint32_t maj, min;
+	uint64_t ino;
+	uint32_t refs;          /* mappings referring to it */
+	uint8_t state;          /* enum uw_module_state */
+	bool special;           /* [vdso], [heap], //anon, ...: never opened as a file */
+	bool cfi_done, syms_done;
+	struct elfv *elf;       /* the object file */
+	struct elfv *dbg;       /* separate debug file, or NULL */
+	const char *opened_path;
+	const char *dbg_path;
+	struct cfi_table cfi;
+	struct unw_code code;
+	struct symtab syms;
+	struct base_map symcache; /* rel pc -> struct sym * (or a sentinel for none) */
+	uint64_t hits;          /* frames that landed in it */
+};
+
+struct map {
+	uint64_t start, end, pgoff;
+	struct uw_module *mod;
+	uint64_t bias;          /* rel = pc - bias; valid when bias_known */
+	bool bias_known;
+	bool exec;
+};
+
+struct proc {
+	int32_t pid;
+	bool exited;
+	uint64_t exit_time;
+	struct base_vec maps;   /* struct map, sorted by start, disjoint */
+	const char *comm;       /* interned */
+};
+
+struct thread {
+	int32_t tid, pid;
+	const char *comm;       /* interned */
+	bool exited;
+	uint64_t exit_time;
+};
+
+struct ksym {
+	uint64_t addr;
+	const char *name;
+};
+
+struct uw_session {
+	struct base_log log;
+	struct uw_session_opts opts;
+	char *debug_dirs, *buildid_dir, *sysroot;
+	struct base_intern strings;
+	struct base_map modules;   /* key -> struct uw_module * */
+	struct base_map procs;     /* pid -> struct proc * */
+	struct base_map threads;   /* tid -> struct thread * */
+	struct base_map buildids;  /* hash(path) -> interned build-id hex (from the recording) */
+	struct ksym *ksyms;
+	size_t nksyms;
+	uint64_t exit_grace_ns;
+	uint64_t nproc_freed;
+};
+
+/* ---- modules (module.c) */
+struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t pathlen,
+                                  const uint8_t *build_id, size_t bid_len, uint32_t maj, uint32_t min,
+                                  uint64_t ino);
+/* Opens the module's files if that was not tried yet. @return true when usable. */
+bool proc_module_open(struct uw_session *s, struct uw_module *m);
+/* Unwind data, built on first use (NULL if none). */
+const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *m);
+const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, uint64_t rel);
+void proc_module_free(struct uw_module *m);
+/* Records a build-id the recording gives for a path (HEADER_BUILD_ID, PERF_RECORD_HEADER_BUILD_ID). */
+void proc_note_build_id(struct uw_session *s, const char *path, const uint8_t *bid, size_t len);
+
+/* ---- tracker (tracker.c) */
+struct proc *proc_get(struct uw_session *s, int32_t pid, bool create);
+struct thread *proc_thread(struct uw_session *s, int32_t pid, int32_t tid, bool create);
+int proc_mmap(struct uw_session *s, int32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
+              uint32_t prot, struct uw_module *m);
+int proc_fork(struct uw_session *s, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time);
+int proc_comm(struct uw_session *s, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec);
+void proc_exit(struct uw_session *s, int32_t pid, int32_t tid, uint64_t time);
+/* Frees processes that exited more than the grace period before `now`. */
+void proc_sweep(struct uw_session *s, uint64_t now);
+const struct map *proc_find_map(const struct proc *p, uint64_t addr);
+/* pc -> mapping, module and bias (unwinder callback; ctx is struct proc_find_ctx) */
+struct proc_find_ctx {
+	struct uw_session *s;
+	struct proc *p;
+};
+bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out);
+
+#endif

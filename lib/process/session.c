@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/* The session: options, logging, the module cache, the tracker and kernel symbols. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "process/process.h"
+
+void proc_free_all(struct uw_session *s);
+
+/* Options: accept a struct from an older or newer caller; reject unknown non-zero bytes. */
+static bool opts_valid(const void *opts, size_t known)
+{
+	if (!opts)
+		return true;
+	size_t sz = *(const size_t *)opts;
+	if (sz < sizeof(size_t))
+		return false;
+	for (size_t i = known; i < sz; i++)
+		if (((const unsigned char *)opts)[i])
+			return false;
+	return true;
+}
+
+UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
+{
+	if (!opts_valid(opts, sizeof(*opts))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct uw_session *s = calloc(1, sizeof(*s));
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (opts)
+		memcpy(&s->opts, opts, UW_MIN(opts->sz, sizeof(*opts)));
+	s->opts.sz = sizeof(s->opts);
+	if (!s->opts.max_frames)
+		s->opts.max_frames = 256;
+	if (s->opts.max_frames > 4096) {
+		free(s);
+		errno = EINVAL;
+		return NULL;
+	}
+	s->log.fn = s->opts.log;
+	s->log.ctx = s->opts.log_ctx;
+	s->log.level = s->opts.log_level;
+	base_intern_init(&s->strings);
+	base_map_init(&s->modules);
+	base_map_init(&s->procs);
+	base_map_init(&s->threads);
+	base_map_init(&s->buildids);
+	s->exit_grace_ns = 1000000000ull; /* late samples within 1 s of EXIT still resolve */
+	const char *dd = s->opts.debug_dirs ? s->opts.debug_dirs : getenv("UNWOUND_DEBUG_PATH");
+	s->debug_dirs = dd ? strdup(dd) : NULL;
+	if (s->opts.buildid_dir) {
+		s->buildid_dir = strdup(s->opts.buildid_dir);
+	} else {
+		const char *home = getenv("HOME");
+		if (home && *home && asprintf(&s->buildid_dir, "%s/.debug", home) < 0)
+			s->buildid_dir = NULL;
+	}
+	s->sysroot = s->opts.sysroot ? strdup(s->opts.sysroot) : NULL;
+	s->opts.debug_dirs = s->opts.buildid_dir = s->opts.sysroot = NULL; /* not owned */
+	return s;
+}
+
+UW_API void uw_session_free(struct uw_session *s)
+{
+	if (!s)
+		return;
+	proc_free_all(s);
+	size_t it = 0;
+	void *val;
+	while (base_map_next(&s->modules, &it, NULL, &val))
+		proc_module_free(val);
+	base_map_free(&s->modules);
+	base_map_free(&s->buildids);
+	base_intern_free(&s->strings);
+	free(s->ksyms);
+	free(s->debug_dirs);
+	free(s->buildid_dir);
+	free(s->sysroot);
+	free(s);
+}
+
+UW_API const char *uw_session_errmsg(const struct uw_session *s)
+{
+	return s ? s->log.errmsg : "";
+}
+
+UW_API const char *uw_module_path(const struct uw_module *m)
+{
+	return m->path;
+}
+
+UW_API const char *uw_module_name(const struct uw_module *m)
+{
+	return m->name;
+}
+
+UW_API const char *uw_module_build_id(const struct uw_module *m)
+{
+	return m->build_id;
+}
+
+UW_API enum uw_module_state uw_module_state(const struct uw_module *m)
+{
+	return (enum uw_module_state)m->state;
+}
+
+UW_API void uw_session_foreach_module(struct uw_session *s, uw_module_fn fn, void *ctx)
+{
+	size_t it = 0;
+	void *val;
+	while (base_map_next(&s->modules, &it, NULL, &val))
+		if (fn(ctx, val))
+			return;
+}
+
+UW_API int uw_symbolize(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struct uw_symbol *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!s || !m)
+		return 0;
+	const struct sym *sym = proc_module_symbol(s, m, rel_pc);
+	if (sym) {
+		out->name = sym->name;
+		out->start = sym->start;
+		out->size = sym->end - sym->start;
+		out->offset = rel_pc - sym->start;
+	}
+	return 0;
+}
+
+/* ---- kernel symbols */
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path)
+{
+	if (!path)
+		path = "/proc/kallsyms";
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return base_err(&s->log, -errno, "%s: %s", path, strerror(errno));
+	struct base_vec v = BASE_VEC_INIT(struct ksym);
+	char *line = NULL;
+	size_t cap = 0;
+	bool nonzero = false;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long long addr;
+		char type;
+		int pos = 0;
+		if (sscanf(line, "%llx %c %n", &addr, &type, &pos) < 2 || pos <= 0)
+			continue;
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		char *name = line + pos;
+		size_t l = strcspn(name, " \t\n");
+		struct ksym *k = base_vec_push(&v);
+		const char *nm = base_intern(&s->strings, name, l);
+		if (!k || !nm) {
+			free(line);
+			fclose(f);
+			base_vec_free(&v);
+			return -ENOMEM;
+		}
+		k->addr = addr;
+		k->name = nm;
+		nonzero |= addr != 0;
+	}
+	free(line);
+	fclose(f);
+	if (!nonzero) {
+		base_vec_free(&v);
+		return base_err(&s->log, -EPERM, "%s: addresses are hidden (kernel.kptr_restrict)", path);
+	}
+	qsort(v.data, v.len, sizeof(struct ksym), cmp_ksym);
+	free(s->ksyms);
+	s->ksyms = v.data;
+	s->nksyms = v.len;
+	return 0;
+}
+
+UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_symbol *out)
+{
+	memset(out, 0, sizeof(*out));
+	size_t lo = 0, hi = s->nksyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->ksyms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return 0;
+	const struct ksym *k = &s->ksyms[lo - 1];
+	/* beyond the last symbol we cannot know the end: do not guess across a large gap */
+	if (lo == s->nksyms && addr - k->addr > (1u << 20))
+		return 0;
+	out->name = k->name;
+	out->start = k->addr;
+	out->offset = addr - k->addr;
+	out->size = lo < s->nksyms ? s->ksyms[lo].addr - k->addr : 0;
+	return 0;
+}
+
+UW_API int uw_session_lookup(struct uw_session *s, uint32_t pid, uint64_t addr, struct uw_module **m,
+                             uint64_t *rel)
+{
+	struct proc_find_ctx fc = { s, proc_get(s, (int32_t)pid, false) };
+	struct unw_pc_info info = { 0 };
+	if (!fc.p || !proc_find_pc(&fc, addr, &info))
+		return -ENOENT;
+	if (m)
+		*m = info.module;
+	if (rel)
+		*rel = addr - info.bias;
+	return 0;
+}

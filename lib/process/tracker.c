@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pid -> address space. Mappings are built from MMAP/MMAP2 (addr, len, pgoff) and kept sorted
+ * and disjoint: a new mapping replaces whatever it overlaps, splitting older ones as the kernel
+ * does. FORK copies the parent's space, COMM with the exec flag starts a new one, and EXIT only
+ * marks the process: it is freed after a grace period (or when the pid is reused), so late
+ * samples from other CPUs still resolve.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "process/process.h"
+
+static void proc_free(struct proc *p)
+{
+	struct map *maps = p->maps.data;
+	for (size_t i = 0; i < p->maps.len; i++)
+		if (maps[i].mod && maps[i].mod->refs)
+			maps[i].mod->refs--;
+	base_vec_free(&p->maps);
+	free(p);
+}
+
+struct proc *proc_get(struct uw_session *s, int32_t pid, bool create)
+{
+	struct proc *p = base_map_get(&s->procs, (uint64_t)(uint32_t)pid);
+	if (p || !create)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->maps = BASE_VEC_INIT(struct map);
+	if (base_map_put(&s->procs, (uint64_t)(uint32_t)pid, p)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+struct thread *proc_thread(struct uw_session *s, int32_t pid, int32_t tid, bool create)
+{
+	struct thread *t = base_map_get(&s->threads, (uint64_t)(uint32_t)tid);
+	if (t && (t->pid == pid || pid < 0 || !create))
+		return t;
+	if (!create)
+		return NULL;
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		if (!t)
+			return NULL;
+		if (base_map_put(&s->threads, (uint64_t)(uint32_t)tid, t)) {
+			free(t);
+			return NULL;
+		}
+	}
+	/* a reused tid, or a new thread: start fresh */
+	const char *pcomm = NULL;
+	struct proc *p = proc_get(s, pid, false);
+	if (p)
+		pcomm = p->comm;
+	t->tid = tid;
+	t->pid = pid;
+	t->comm = pcomm;
+	t->exited = false;
+	return t;
+}
+
+const struct map *proc_find_map(const struct proc *p, uint64_t addr)
+{
+	const struct map *m = p->maps.data;
+	size_t lo = 0, hi = p->maps.len;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && addr < m[lo - 1].end)
+		return &m[lo - 1];
+	return NULL;
+}
+
+int proc_mmap(struct uw_session *s, int32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
+              uint32_t prot, struct uw_module *mod)
+{
+	if (!len || addr + len < addr)
+		return -UW_EFORMAT;
+	struct proc *p = proc_get(s, pid, true);
+	if (!p)
+		return -ENOMEM;
+	uint64_t end = addr + len;
+	struct base_vec out = BASE_VEC_INIT(struct map);
+	if (base_vec_reserve(&out, p->maps.len + 2))
+		return -ENOMEM;
+	struct map *old = p->maps.data, *o = out.data;
+	size_t n = 0;
+	bool placed = false;
+	struct map nm = { .start = addr, .end = end, .pgoff = pgoff, .mod = mod, .exec = (prot & 4) != 0 };
+	for (size_t i = 0; i < p->maps.len; i++) {
+		struct map m = old[i];
+		if (m.end <= addr || m.start >= end) {
+			if (!placed && m.start >= end) {
+				o[n++] = nm;
+				placed = true;
+			}
+			o[n++] = m;
+			continue;
+		}
+		/* overlap: keep the parts of m outside [addr, end) */
+		bool kept = false;
+		if (m.start < addr) {
+			struct map left = m;
+			left.end = addr;
+			o[n++] = left;
+			kept = true;
+		}
+		if (!placed) {
+			o[n++] = nm;
+			placed = true;
+		}
+		if (m.end > end) {
+			struct map right = m;
+			right.pgoff += end - m.start;
+			right.start = end;
+			right.bias_known = m.bias_known; /* same segment, same bias */
+			if (n >= out.cap - 1 && base_vec_reserve(&out, out.cap + 2)) {
+				base_vec_free(&out);
+				return -ENOMEM;
+			}
+			o = out.data;
+			o[n++] = right;
+			if (kept && m.mod)
+				m.mod->refs++; /* one mapping became two */
+			kept = true;
+		}
+		if (!kept && m.mod && m.mod->refs)
+			m.mod->refs--;
+	}
+	if (!placed)
+		o[n++] = nm;
+	out.len = n;
+	if (mod)
+		mod->refs++;
+	base_vec_free(&p->maps);
+	p->maps = out;
+	return 0;
+}
+
+int proc_fork(struct uw_session *s, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time)
+{
+	struct thread *pt = proc_thread(s, ppid, ptid, false);
+	const char *comm = pt ? pt->comm : NULL;
+	if (pid == ppid) {
+		/* a new thread in the same process */
+		struct proc *p = proc_get(s, pid, true);
+		if (!p)
+			return -ENOMEM;
+		struct thread *t = proc_thread(s, pid, tid, true);
+		if (!t)
+			return -ENOMEM;
+		if (comm)
+			t->comm = comm;
+		return 0;
+	}
+	struct proc *old = proc_get(s, pid, false);
+	if (old) {
+		/* pid reuse: the old process is gone for good */
+		base_map_del(&s->procs, (uint64_t)(uint32_t)pid);
+		proc_free(old);
+		s->nproc_freed++;
+	}
+	struct proc *p = proc_get(s, pid, true);
+	if (!p)
+		return -ENOMEM;
+	struct proc *parent = proc_get(s, ppid, false);
+	if (parent) {
+		if (base_vec_reserve(&p->maps, parent->maps.len))
+			return -ENOMEM;
+		memcpy(p->maps.data, parent->maps.data, parent->maps.len * sizeof(struct map));
+		p->maps.len = parent->maps.len;
+		struct map *m = p->maps.data;
+		for (size_t i = 0; i < p->maps.len; i++)
+			if (m[i].mod)
+				m[i].mod->refs++;
+		p->comm = parent->comm;
+	}
+	if (comm)
+		p->comm = comm;
+	struct thread *t = proc_thread(s, pid, tid, true);
+	if (!t)
+		return -ENOMEM;
+	t->comm = p->comm;
+	(void)time;
+	return 0;
+}
+
+int proc_comm(struct uw_session *s, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec)
+{
+	const char *c = base_intern(&s->strings, comm, len);
+	if (!c)
+		return -ENOMEM;
+	struct proc *p = proc_get(s, pid, true);
+	if (!p)
+		return -ENOMEM;
+	if (exec) {
+		/* the old image is gone: mappings of the new one follow this record */
+		struct map *m = p->maps.data;
+		for (size_t i = 0; i < p->maps.len; i++)
+			if (m[i].mod && m[i].mod->refs)
+				m[i].mod->refs--;
+		p->maps.len = 0;
+		p->exited = false;
+	}
+	if (pid == tid || exec || !p->comm)
+		p->comm = c;
+	struct thread *t = proc_thread(s, pid, tid, true);
+	if (!t)
+		return -ENOMEM;
+	t->comm = c;
+	return 0;
+}
+
+void proc_exit(struct uw_session *s, int32_t pid, int32_t tid, uint64_t time)
+{
+	struct thread *t = proc_thread(s, pid, tid, false);
+	if (t) {
+		t->exited = true;
+		t->exit_time = time;
+	}
+	if (pid == tid) {
+		struct proc *p = proc_get(s, pid, false);
+		if (p) {
+			p->exited = true;
+			p->exit_time = time;
+		}
+	}
+}
+
+void proc_sweep(struct uw_session *s, uint64_t now)
+{
+	if (now < s->exit_grace_ns)
+		return;
+	uint64_t limit = now - s->exit_grace_ns;
+	size_t it = 0;
+	uint64_t key;
+	void *val;
+	/* collect first: deleting while iterating would skip entries moved by backward shift */
+	struct base_vec dead = BASE_VEC_INIT(uint64_t);
+	while (base_map_next(&s->procs, &it, &key, &val)) {
+		struct proc *p = val;
+		if (p->exited && p->exit_time < limit) {
+			uint64_t *k = base_vec_push(&dead);
+			if (k)
+				*k = key;
+		}
+	}
+	for (size_t i = 0; i < dead.len; i++) {
+		uint64_t k = *(uint64_t *)base_vec_at(&dead, i);
+		struct proc *p = base_map_del(&s->procs, k);
+		if (p) {
+			proc_free(p);
+			s->nproc_freed++;
+		}
+	}
+	dead.len = 0;
+	it = 0;
+	while (base_map_next(&s->threads, &it, &key, &val)) {
+		struct thread *t = val;
+		if (t->exited && t->exit_time < limit) {
+			uint64_t *k = base_vec_push(&dead);
+			if (k)
+				*k = key;
+		}
+	}
+	for (size_t i = 0; i < dead.len; i++)
+		free(base_map_del(&s->threads, *(uint64_t *)base_vec_at(&dead, i)));
+	base_vec_free(&dead);
+}
+
+bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
+{
+	struct proc_find_ctx *c = ctx;
+	const struct map *cm = c->p ? proc_find_map(c->p, pc) : NULL;
+	if (!cm)
+		return false;
+	struct map *m = (struct map *)cm;
+	out->module = m->mod;
+	out->map_addr = pc - m->start + m->pgoff;
+	if (!m->bias_known) {
+		m->bias = m->start - m->pgoff; /* rel = file offset unless the ELF says otherwise */
+		if (m->mod && proc_module_open(c->s, m->mod)) {
+			uint64_t vaddr;
+			if (elfv_offset_to_vaddr(m->mod->elf, out->map_addr, &vaddr))
+				m->bias = pc - vaddr;
+		}
+		m->bias_known = true;
+	}
+	out->bias = m->bias;
+	out->code = m->mod ? proc_module_code(c->s, m->mod) : NULL;
+	if (m->mod)
+		m->mod->hits++;
+	return true;
+}
+
+void proc_free_all(struct uw_session *s);
+void proc_free_all(struct uw_session *s)
+{
+	size_t it = 0;
+	void *val;
+	while (base_map_next(&s->procs, &it, NULL, &val))
+		proc_free(val);
+	base_map_free(&s->procs);
+	it = 0;
+	while (base_map_next(&s->threads, &it, NULL, &val))
+		free(val);
+	base_map_free(&s->threads);
+}

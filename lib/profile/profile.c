@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Stack interning and the text writers (folded stacks, top table, perf-script lines).
+ * A stack is interned by (comm, frames); frames are (module, address) pairs, so the cost of
+ * symbolization is paid once per distinct address at write time.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "process/process.h"
+
+struct pframe {
+	struct uw_module *mod;  /* NULL: kernel (kernel set) or unmapped */
+	uint64_t addr;          /* user: module address (callers at ra - 1); kernel: address */
+	uint64_t map_addr;
+	bool kernel;
+};
+
+struct pstack {
+	struct pstack *next;    /* hash chain */
+	uint64_t hash;
+	const char *comm;
+	uint64_t samples, period;
+	uint32_t n;
+	struct pframe f[];      /* outermost last: f[0] is the innermost frame */
+};
+
+struct uw_profile {
+	struct uw_session *s;
+	struct uw_profile_opts o;
+	struct base_arena arena;
+	struct base_map stacks; /* hash -> chain */
+	struct base_vec order;  /* struct pstack *, insertion order */
+	uint64_t nsamples;
+	struct pframe *scratch;
+	size_t scratch_cap;
+};
+
+UW_API struct uw_profile *uw_profile_new(struct uw_session *s, const struct uw_profile_opts *opts)
+{
+	if (!s || (opts && opts->sz < sizeof(size_t))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct uw_profile *p = calloc(1, sizeof(*p));
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->s = s;
+	if (opts)
+		memcpy(&p->o, opts, UW_MIN(opts->sz, sizeof(p->o)));
+	p->o.sz = sizeof(p->o);
+	base_arena_init(&p->arena, 256 * 1024);
+	base_map_init(&p->stacks);
+	p->order = BASE_VEC_INIT(struct pstack *);
+	return p;
+}
+
+UW_API void uw_profile_free(struct uw_profile *p)
+{
+	if (!p)
+		return;
+	base_arena_free(&p->arena);
+	base_map_free(&p->stacks);
+	base_vec_free(&p->order);
+	free(p->scratch);
+	free(p);
+}
+
+UW_API uint64_t uw_profile_nr_stacks(const struct uw_profile *p)
+{
+	return p->order.len;
+}
+
+UW_API uint64_t uw_profile_nr_samples(const struct uw_profile *p)
+{
+	return p->nsamples;
+}
+
+UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *smp)
+{
+	size_t nk = p->o.no_kernel ? 0 : smp->nr_kernel, n = nk + smp->nr_user;
+	if (n > p->scratch_cap) {
+		struct pframe *ns = realloc(p->scratch, n * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		p->scratch = ns;
+		p->scratch_cap = n;
+	}
+	struct pframe *f = p->scratch;
+	uint64_t h = base_hash64((uintptr_t)smp->comm);
+	for (size_t i = 0; i < nk; i++) {
+		f[i] = (struct pframe){ NULL, smp->kernel[i], smp->kernel[i], true };
+		h = base_hash64(h ^ smp->kernel[i]) + 1;
+	}
+	for (size_t i = 0; i < smp->nr_user; i++) {
+		const struct uw_frame *u = &smp->user[i];
+		struct pframe *pf = &f[nk + i];
+		pf->mod = u->module;
+		pf->addr = u->module ? u->rel_pc - u->is_call : u->pc - u->is_call;
+		pf->map_addr = u->map_addr - u->is_call;
+		pf->kernel = false;
+		h = base_hash64(h ^ pf->addr ^ (uintptr_t)pf->mod) + 3;
+	}
+	p->nsamples++;
+	struct pstack *head = base_map_get(&p->stacks, h);
+	for (struct pstack *st = head; st; st = st->next) {
+		if (st->n != n || st->comm != smp->comm)
+			continue;
+		bool same = true;
+		for (size_t i = 0; i < n && same; i++)
+			same = st->f[i].mod == f[i].mod && st->f[i].addr == f[i].addr && st->f[i].kernel == f[i].kernel;
+		if (same) {
+			st->samples++;
+			st->period += smp->period;
+			return 0;
+		}
+	}
+	struct pstack *st = base_arena_alloc(&p->arena, sizeof(*st) + n * sizeof(struct pframe));
+	struct pstack **slot = base_vec_push(&p->order);
+	if (!st || !slot)
+		return -ENOMEM;
+	st->next = head;
+	st->hash = h;
+	st->comm = smp->comm;
+	st->samples = 1;
+	st->period = smp->period;
+	st->n = (uint32_t)n;
+	memcpy(st->f, f, n * sizeof(*f));
+	*slot = st;
+	return base_map_put(&p->stacks, h, st);
+}
+
+/* A frame's display name, interned (so names can be compared by pointer). */
+static const char *frame_name(struct uw_profile *p, const struct pframe *f)
+{
+	struct uw_symbol sym;
+	char buf[512];
+	if (f->kernel) {
+		uw_symbolize_kernel(p->s, f->addr, &sym);
+		snprintf(buf, sizeof(buf), "%s_[k]", sym.name ? sym.name : "[unknown]");
+	} else if (f->mod) {
+		uw_symbolize(p->s, f->mod, f->addr, &sym);
+		if (sym.name)
+			return sym.name;
+		if (p->o.addresses)
+			snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, f->mod->name, f->map_addr);
+		else
+			snprintf(buf, sizeof(buf), "[%s]", f->mod->name);
+	} else {
+		snprintf(buf, sizeof(buf), "[unknown]");
+	}
+	return base_intern(&p->s->strings, buf, strlen(buf));
+}
+
+UW_API int uw_profile_write_folded(struct uw_profile *p, FILE *out)
+{
+	struct pstack **sv = p->order.data;
+	for (size_t i = 0; i < p->order.len; i++) {
+		struct pstack *st = sv[i];
+		fputs(st->comm ? st->comm : "[unknown]", out);
+		for (size_t k = st->n; k-- > 0;) {
+			fputc(';', out);
+			fputs(frame_name(p, &st->f[k]), out);
+		}
+		fprintf(out, " %" PRIu64 "\n", st->samples);
+	}
+	return ferror(out) ? -EIO : 0;
+}
+
+struct topent {
+	const char *name;
+	const char *dso;
+	uint64_t self, total;
+	uint64_t mark; /* last stack that counted it in total */
+};
+
+static int cmp_top_self(const void *a, const void *b)
+{
+	const struct topent *x = *(struct topent *const *)a, *y = *(struct topent *const *)b;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int cmp_top_total(const void *a, const void *b)
+{
+	const struct topent *x = *(struct topent *const *)a, *y = *(struct topent *const *)b;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return cmp_top_self(a, b);
+}
+
+UW_API int uw_profile_write_top(struct uw_profile *p, FILE *out, unsigned max_rows, enum uw_top_sort sort)
+{
+	if (!max_rows)
+		max_rows = 30;
+	struct base_map fn;
+	base_map_init(&fn);
+	struct base_vec ents = BASE_VEC_INIT(struct topent *);
+	struct base_arena ar;
+	base_arena_init(&ar, 64 * 1024);
+	int err = 0;
+	uint64_t total = 0;
+	struct pstack **sv = p->order.data;
+	for (size_t i = 0; i < p->order.len && !err; i++) {
+		struct pstack *st = sv[i];
+		total += st->samples;
+		for (size_t k = 0; k < st->n; k++) {
+			const char *nm = frame_name(p, &st->f[k]);
+			const char *dso = st->f[k].kernel ? "[kernel.kallsyms]" : st->f[k].mod ? st->f[k].mod->name : "[unknown]";
+			uint64_t key = base_hash64((uintptr_t)nm) ^ (uintptr_t)dso;
+			struct topent *e = base_map_get(&fn, key);
+			if (!e) {
+				e = base_arena_alloc(&ar, sizeof(*e));
+				struct topent **slot = base_vec_push(&ents);
+				if (!e || !slot || base_map_put(&fn, key, e)) {
+					err = -ENOMEM;
+					break;
+				}
+				memset(e, 0, sizeof(*e));
+				e->name = nm;
+				e->dso = dso;
+				e->mark = UINT64_MAX;
+				*slot = e;
+			}
+			if (k == 0)
+				e->self += st->samples;
+			if (e->mark != i) {
+				e->total += st->samples;
+				e->mark = i;
+			}
+		}
+	}
+	if (!err) {
+		qsort(ents.data, ents.len, sizeof(struct topent *), sort == UW_TOP_TOTAL ? cmp_top_total : cmp_top_self);
+		fprintf(out, "%8s %8s  %-50s %s\n", "self%", "total%", "function", "module");
+		struct topent **ev = ents.data;
+		for (size_t i = 0; i < ents.len && i < max_rows; i++) {
+			double s = total ? 100.0 * (double)ev[i]->self / (double)total : 0;
+			double t = total ? 100.0 * (double)ev[i]->total / (double)total : 0;
+			fprintf(out, "%7.2f%% %7.2f%%  %-50s %s\n", s, t, ev[i]->name, ev[i]->dso);
+		}
+	}
+	base_map_free(&fn);
+	base_vec_free(&ents);
+	base_arena_free(&ar);
+	if (!err && ferror(out))
+		err = -EIO;
+	return err;
+}
+
+UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct uw_sample *smp)
+{
+	fprintf(out, "%s %5u %5" PRIu64 ".%06" PRIu64 ": %10" PRIu64 " %s: \n", smp->comm ? smp->comm : ":-1",
+		smp->tid, smp->time / UINT64_C(1000000000), (smp->time % UINT64_C(1000000000)) / UINT64_C(1000), smp->period,
+		smp->event_name ? smp->event_name : "");
+	struct uw_symbol sym;
+	for (uint32_t i = 0; i < smp->nr_kernel; i++) {
+		uw_symbolize_kernel(s, smp->kernel[i], &sym);
+		if (sym.name)
+			fprintf(out, "\t%16" PRIx64 " %s+0x%" PRIx64 " ([kernel.kallsyms])\n", smp->kernel[i], sym.name,
+				sym.offset);
+		else
+			fprintf(out, "\t%16" PRIx64 " [unknown] ([kernel.kallsyms])\n", smp->kernel[i]);
+	}
+	for (uint32_t i = 0; i < smp->nr_user; i++) {
+		const struct uw_frame *f = &smp->user[i];
+		uint64_t adj = f->is_call ? 1 : 0;
+		uint64_t addr = f->map_addr - adj;
+		if (f->module) {
+			uw_symbolize(s, f->module, f->rel_pc - adj, &sym);
+			if (sym.name)
+				fprintf(out, "\t%16" PRIx64 " %s+0x%" PRIx64 " (%s)\n", addr, sym.name, sym.offset,
+					uw_module_path(f->module));
+			else
+				fprintf(out, "\t%16" PRIx64 " [unknown] (%s)\n", addr, uw_module_path(f->module));
+		} else {
+			fprintf(out, "\t%16" PRIx64 " [unknown] ([unknown])\n", f->pc - adj);
+		}
+	}
+	fputc('\n', out);
+	return ferror(out) ? -EIO : 0;
+}

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+#include "symbolize/symtab.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <stdlib.h>
+
+struct cand {
+	uint64_t start, size;
+	const char *name;
+	uint8_t bind, type;
+	uint32_t seq;
+};
+
+static unsigned leading_underscores(const char *s)
+{
+	unsigned n = 0;
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+/* Among symbols at one address, the one perf would show: with a size, not weak, global, fewer
+ * leading underscores, longer name; then the first seen. Returns <0 if a is better. */
+static int better(const struct cand *a, const struct cand *b)
+{
+	if (!!a->size != !!b->size)
+		return a->size ? -1 : 1;
+	bool aw = a->bind == STB_WEAK, bw = b->bind == STB_WEAK;
+	if (aw != bw)
+		return aw ? 1 : -1;
+	bool ag = a->bind == STB_GLOBAL, bg = b->bind == STB_GLOBAL;
+	if (ag != bg)
+		return ag ? -1 : 1;
+	unsigned ua = leading_underscores(a->name), ub = leading_underscores(b->name);
+	if (ua != ub)
+		return ua < ub ? -1 : 1;
+	size_t la = strlen(a->name), lb = strlen(b->name);
+	if (la != lb)
+		return la > lb ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int cmp_cand(const void *x, const void *y)
+{
+	const struct cand *a = x, *b = y;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return better(a, b);
+}
+
+static int read_table(struct elfv *v, const char *secname, struct base_vec *out)
+{
+	struct elfv_sec s, strs;
+	if (!v || elfv_section(v, secname, &s) || !s.data || s.type == SHT_NOBITS)
+		return 0;
+	if (elfv_section_at(v, s.link, &strs) || !strs.data || !strs.size)
+		return 0;
+	size_t n = s.size / sizeof(Elf64_Sym);
+	const char *strtab = (const char *)strs.data;
+	if (strtab[strs.size - 1] != 0)
+		return 0; /* unterminated string table: names could run off the end */
+	int added = 0;
+	/* per section: 0 unknown, 1 a text section, 2 not */
+	uint8_t textsec[4096] = { 0 };
+	for (size_t i = 1; i < n; i++) {
+		Elf64_Sym sym;
+		memcpy(&sym, s.data + i * sizeof(Elf64_Sym), sizeof(sym));
+		unsigned type = ELF64_ST_TYPE(sym.st_info);
+		if (sym.st_shndx == SHN_UNDEF || sym.st_name == 0 || sym.st_name >= strs.size)
+			continue;
+		if (type == STT_NOTYPE) {
+			/* assembly labels such as _start: perf keeps them when they are visible and in a
+			 * section named like text */
+			unsigned vis = ELF64_ST_VISIBILITY(sym.st_other);
+			if (sym.st_shndx >= SHN_LORESERVE || sym.st_shndx >= sizeof(textsec) || vis == STV_HIDDEN ||
+			    vis == STV_INTERNAL)
+				continue;
+			if (!textsec[sym.st_shndx])
+				textsec[sym.st_shndx] = strstr(elfv_section_name(v, sym.st_shndx), "text") ? 1 : 2;
+			if (textsec[sym.st_shndx] != 1)
+				continue;
+		} else if (type != STT_FUNC && type != STT_GNU_IFUNC) {
+			continue;
+		}
+		struct cand *c = base_vec_push(out);
+		if (!c)
+			return -ENOMEM;
+		c->start = sym.st_value;
+		c->size = sym.st_size;
+		c->name = strtab + sym.st_name;
+		c->bind = ELF64_ST_BIND(sym.st_info);
+		c->type = (uint8_t)type;
+		c->seq = (uint32_t)out->len;
+		added++;
+	}
+	return added;
+}
+
+/* name@plt for each lazy-binding PLT slot: .rela.plt entry i is served by stub i of .plt.sec
+ * (IBT layout) or stub i + 1 of .plt (after the 16-byte PLT0). */
+static int add_plt(struct symtab *t, struct elfv *v, struct base_vec *out)
+{
+	struct elfv_sec rela, dynsym, dynstr, plt;
+	if (!v || elfv_section(v, ".rela.plt", &rela) || !rela.data)
+		return 0;
+	if (elfv_section_at(v, rela.link, &dynsym) || !dynsym.data ||
+	    elfv_section_at(v, dynsym.link, &dynstr) || !dynstr.data || !dynstr.size)
+		return 0;
+	uint64_t first, entsize = 16;
+	if (elfv_section(v, ".plt.sec", &plt) == 0) {
+		first = plt.addr;
+	} else if (elfv_section(v, ".plt", &plt) == 0) {
+		if (plt.entsize >= 8 && plt.entsize <= 64)
+			entsize = plt.entsize;
+		first = plt.addr + entsize;
+	} else {
+		return 0;
+	}
+	size_t n = rela.size / sizeof(Elf64_Rela);
+	size_t nsyms = dynsym.size / sizeof(Elf64_Sym);
+	for (size_t i = 0; i < n; i++) {
+		Elf64_Rela r;
+		memcpy(&r, rela.data + i * sizeof(r), sizeof(r));
+		uint64_t symi = ELF64_R_SYM(r.r_info);
+		uint64_t at = first + i * entsize;
+		if (at + entsize > plt.addr + plt.size)
+			break;
+		const char *nm = NULL;
+		if (symi && symi < nsyms) {
+			Elf64_Sym sym;
+			memcpy(&sym, dynsym.data + symi * sizeof(sym), sizeof(sym));
+			if (sym.st_name < dynstr.size && dynstr.data[dynstr.size - 1] == 0)
+				nm = (const char *)dynstr.data + sym.st_name;
+		}
+		if (!nm || !*nm)
+			continue; /* IRELATIVE and friends: no name to give */
+		size_t l = strlen(nm);
+		char *full = base_arena_alloc(&t->arena, l + 5);
+		struct cand *c = base_vec_push(out);
+		if (!full || !c)
+			return -ENOMEM;
+		memcpy(full, nm, l);
+		memcpy(full + l, "@plt", 5);
+		c->start = at;
+		c->size = entsize;
+		c->name = full;
+		c->bind = STB_GLOBAL;
+		c->type = STT_FUNC;
+		c->seq = (uint32_t)out->len;
+	}
+	return 0;
+}
+
+int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg)
+{
+	memset(t, 0, sizeof(*t));
+	base_arena_init(&t->arena, 16 * 1024);
+	struct base_vec c = BASE_VEC_INIT(struct cand);
+	int r = read_table(dbg, ".symtab", &c);
+	t->source = ".symtab";
+	if (r == 0)
+		r = read_table(elf, ".symtab", &c);
+	if (r == 0) {
+		r = read_table(elf, ".dynsym", &c);
+		t->source = ".dynsym";
+	}
+	if (r >= 0)
+		r = add_plt(t, elf, &c);
+	if (r < 0) {
+		base_vec_free(&c);
+		return r;
+	}
+	struct cand *cs = c.data;
+	qsort(cs, c.len, sizeof(*cs), cmp_cand);
+	t->syms = calloc(c.len ? c.len : 1, sizeof(*t->syms));
+	if (!t->syms) {
+		base_vec_free(&c);
+		return -ENOMEM;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < c.len; i++) {
+		if (n && t->syms[n - 1].start == cs[i].start)
+			continue; /* the best alias sorts first */
+		t->syms[n].start = cs[i].start;
+		t->syms[n].end = cs[i].start + cs[i].size;
+		t->syms[n].name = cs[i].name;
+		n++;
+	}
+	/* zero-sized symbols extend to the next symbol (perf's symbols__fixup_end) */
+	for (size_t i = 0; i < n; i++)
+		if (t->syms[i].end == t->syms[i].start)
+			t->syms[i].end = i + 1 < n ? t->syms[i + 1].start : t->syms[i].start + 1;
+	t->n = n;
+	base_vec_free(&c);
+	return 0;
+}
+
+void symtab_free(struct symtab *t)
+{
+	free(t->syms);
+	base_arena_free(&t->arena);
+	memset(t, 0, sizeof(*t));
+}
+
+const struct sym *symtab_find(const struct symtab *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->syms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* nested symbols: a later start may end before addr; look back a little for a cover */
+	for (size_t i = lo, k = 0; i > 0 && k < 4; i--, k++) {
+		const struct sym *s = &t->syms[i - 1];
+		if (addr < s->end)
+			return s;
+	}
+	return NULL;
+}

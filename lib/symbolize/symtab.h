@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* ELF symbol tables: a sorted array per module, built on first symbolization. */
+#ifndef UW_SYMTAB_H
+#define UW_SYMTAB_H
+
+#include "base/base.h"
+#include "elf/elfview.h"
+
+struct sym {
+	uint64_t start, end; /* module ELF addresses, end exclusive */
+	const char *name;    /* into the ELF string table or the symtab's arena */
+};
+
+struct symtab {
+	struct sym *syms;
+	size_t n;
+	struct base_arena arena;
+	const char *source; /* ".symtab" or ".dynsym" */
+};
+
+/* Builds from the best table: .symtab of dbg, else .symtab of elf, else .dynsym of elf; adds
+ * name@plt entries for elf's PLT. Either ELF may be NULL. Names stay valid while both ELF
+ * views and the symtab live. */
+int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg);
+void symtab_free(struct symtab *t);
+const struct sym *symtab_find(const struct symtab *t, uint64_t addr);
+
+#endif

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+#include "unwind/unwind.h"
+
+#include <errno.h>
+
+enum step_status {
+	STEP_OK,
+	STEP_END,         /* outermost frame reached */
+	STEP_NO_INFO,     /* no rule applies */
+	STEP_MEM_HIGH,    /* read past the end of the stack copy */
+	STEP_MEM_BAD,     /* read elsewhere outside the copy */
+	STEP_BAD_CFI,
+};
+
+struct step_ctx {
+	const struct unw_stack *stack;
+	const struct unw_regs *regs;
+	enum step_status memfail;
+};
+
+static enum step_status classify(const struct unw_stack *s, uint64_t addr)
+{
+	return addr >= s->base + s->size ? STEP_MEM_HIGH : STEP_MEM_BAD;
+}
+
+static bool read_u64(struct step_ctx *c, uint64_t addr, uint64_t *v)
+{
+	if (unw_stack_read(c->stack, addr, v, 8))
+		return true;
+	c->memfail = classify(c->stack, addr);
+	return false;
+}
+
+static bool expr_reg(void *ctx, unsigned regno, uint64_t *val)
+{
+	struct step_ctx *c = ctx;
+	if (regno >= UNW_MAX_REGS || !(c->regs->valid & (1u << regno)))
+		return false;
+	*val = c->regs->r[regno];
+	return true;
+}
+
+static bool expr_mem(void *ctx, uint64_t addr, void *buf, unsigned n)
+{
+	struct step_ctx *c = ctx;
+	if (unw_stack_read(c->stack, addr, buf, n))
+		return true;
+	c->memfail = classify(c->stack, addr);
+	return false;
+}
+
+/* Fast path: one compiled rule. */
+static enum step_status step_rule(struct step_ctx *c, const struct cfi_arch *a, const struct cfi_rule *r,
+                                  struct unw_regs *regs)
+{
+	uint64_t base;
+	if (r->cfa_reg == a->sp)
+		base = regs->r[a->sp];
+	else if (r->cfa_reg == a->fp && (regs->valid & (1u << a->fp)))
+		base = regs->r[a->fp];
+	else
+		return STEP_BAD_CFI;
+	uint64_t cfa = base + (int64_t)r->cfa_off, ra;
+	if (!read_u64(c, cfa + (int64_t)r->ra_off, &ra))
+		return c->memfail;
+	if (r->flags & CFI_F_BP_SAVED) {
+		uint64_t at = cfa + (int64_t)r->bp_off, v;
+		/* A save slot below the stack pointer was popped already (epilogue after
+		 * `pop %rbp`/`leave`, whose CFI keeps the old rule): the register holds the value. */
+		if (at >= regs->r[a->sp]) {
+			if (!read_u64(c, at, &v))
+				return c->memfail;
+			regs->r[a->fp] = v;
+			regs->valid |= 1u << a->fp;
+		}
+	} else if (r->flags & CFI_F_BP_UNDEF) {
+		regs->valid &= ~(1u << a->fp);
+	}
+	regs->r[a->sp] = cfa;
+	regs->r[a->ra] = ra;
+	return STEP_OK;
+}
+
+/* Slow path: the full rule set from the FDE, with DWARF expressions. */
+static enum step_status step_full(struct step_ctx *c, const struct cfi_arch *a, const struct cfi_state *st,
+                                  struct unw_regs *regs)
+{
+	struct cfi_expr_ctx x = { expr_reg, expr_mem, c };
+	uint64_t cfa;
+	if (st->cfa_is_expr) {
+		int e = cfi_expr_eval(&x, st->cfa_expr, st->cfa_expr_len, false, 0, &cfa);
+		if (e)
+			return e == -EFAULT ? c->memfail : STEP_BAD_CFI;
+	} else {
+		if (st->cfa_reg >= UNW_MAX_REGS || !(regs->valid & (1u << st->cfa_reg)))
+			return STEP_BAD_CFI;
+		cfa = regs->r[st->cfa_reg] + (uint64_t)st->cfa_off;
+	}
+	struct unw_regs out = *regs;
+	unsigned nregs = UW_MIN(a->nregs, UNW_MAX_REGS);
+	for (unsigned i = 0; i < nregs; i++) {
+		const struct cfi_reg_rule *rr = &st->regs[i];
+		uint64_t v, at;
+		int e;
+		switch (rr->kind) {
+		case CFI_R_SAME:
+			continue;
+		case CFI_R_UNDEF:
+			if (i == a->ra)
+				return STEP_END;
+			out.valid &= ~(1u << i);
+			continue;
+		case CFI_R_OFFSET:
+			at = cfa + (uint64_t)rr->off;
+			if (i != a->ra && at < regs->r[a->sp])
+				continue; /* popped already (see step_rule) */
+			if (!read_u64(c, at, &v))
+				return c->memfail;
+			break;
+		case CFI_R_VAL_OFFSET:
+			v = cfa + (uint64_t)rr->off;
+			break;
+		case CFI_R_REG:
+			if (rr->reg >= UNW_MAX_REGS || !(regs->valid & (1u << rr->reg)))
+				return STEP_BAD_CFI;
+			v = regs->r[rr->reg];
+			break;
+		case CFI_R_EXPR:
+			e = cfi_expr_eval(&x, rr->expr, rr->expr_len, true, cfa, &at);
+			if (e)
+				return e == -EFAULT ? c->memfail : STEP_BAD_CFI;
+			if (!read_u64(c, at, &v))
+				return c->memfail;
+			break;
+		case CFI_R_VAL_EXPR:
+			e = cfi_expr_eval(&x, rr->expr, rr->expr_len, true, cfa, &v);
+			if (e)
+				return e == -EFAULT ? c->memfail : STEP_BAD_CFI;
+			break;
+		default:
+			return STEP_BAD_CFI;
+		}
+		out.r[i] = v;
+		out.valid |= 1u << i;
+	}
+	if (st->regs[a->ra].kind == CFI_R_SAME)
+		return STEP_BAD_CFI; /* a return address "unchanged" would loop */
+	/* The CFA is the caller's stack pointer unless a rule says otherwise (DWARF 5 §6.4.1) */
+	if (st->regs[a->sp].kind == CFI_R_SAME)
+		out.r[a->sp] = cfa;
+	out.valid |= 1u << a->sp;
+	*regs = out;
+	return STEP_OK;
+}
+
+/* The frame-pointer convention: [bp] = caller's bp, [bp + 8] = return address. */
+static enum step_status step_fp(struct step_ctx *c, const struct cfi_arch *a, struct unw_regs *regs)
+{
+	if (!(regs->valid & (1u << a->fp)))
+		return STEP_NO_INFO;
+	uint64_t bp = regs->r[a->fp], nbp, ra;
+	/* the psABI marks the outermost frame with a zero frame pointer (set by _start) */
+	if (bp == 0)
+		return STEP_END;
+	if (bp < regs->r[a->sp] || (bp & 7))
+		return STEP_NO_INFO;
+	if (!read_u64(c, bp, &nbp) || !read_u64(c, bp + 8, &ra))
+		return c->memfail;
+	regs->r[a->fp] = nbp;
+	regs->r[a->sp] = bp + 16;
+	regs->r[a->ra] = ra;
+	return STEP_OK;
+}
+
+/* A PLT stub pushes nothing: the return address is at the stack pointer. */
+static enum step_status step_plt(struct step_ctx *c, const struct cfi_arch *a, struct unw_regs *regs)
+{
+	uint64_t ra;
+	if (!read_u64(c, regs->r[a->sp], &ra))
+		return c->memfail;
+	regs->r[a->sp] += 8;
+	regs->r[a->ra] = ra;
+	return STEP_OK;
+}
+
+static bool in_plt(const struct unw_code *code, uint64_t rel)
+{
+	for (unsigned i = 0; i < code->nplt; i++)
+		if (rel >= code->plt[i].lo && rel < code->plt[i].hi)
+			return true;
+	return false;
+}
+
+static enum uw_stop_reason stop_of(enum step_status s)
+{
+	switch (s) {
+	case STEP_END: return UW_STOP_END_OF_STACK;
+	case STEP_MEM_HIGH: return UW_STOP_STACK_EXHAUSTED;
+	case STEP_MEM_BAD: return UW_STOP_BAD_MEMORY;
+	case STEP_BAD_CFI: return UW_STOP_BAD_CFI;
+	default: return UW_STOP_NO_UNWIND_INFO;
+	}
+}
+
+void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct unw_stack *stack,
+             unw_find_fn find, void *find_ctx, struct uw_frame *frames, struct unw_result *res)
+{
+	const struct cfi_arch *a = opts->arch;
+	struct step_ctx c = { .stack = stack, .regs = regs, .memfail = STEP_MEM_BAD };
+	bool is_call = false; /* frame 0 and frames interrupted by a signal have an exact pc */
+	uint8_t found_by = UW_METHOD_REGS;
+	res->n = 0;
+	res->ncomplex = res->nfp = 0;
+	res->stop = UW_STOP_END_OF_STACK;
+	const uint32_t need = (1u << a->sp) | (1u << a->ra);
+	if ((regs->valid & need) != need) {
+		res->stop = UW_STOP_NO_REGS;
+		return;
+	}
+	for (;;) {
+		uint64_t pc = regs->r[a->ra];
+		if (pc == 0 && res->n > 0) {
+			res->stop = UW_STOP_END_OF_STACK;
+			return;
+		}
+		if (res->n >= opts->max_frames) {
+			res->stop = UW_STOP_MAX_FRAMES;
+			return;
+		}
+		struct unw_pc_info info = { 0 };
+		bool mapped = find(find_ctx, pc, &info);
+		struct uw_frame *f = &frames[res->n++];
+		memset(f, 0, sizeof(*f));
+		f->pc = pc;
+		f->module = info.module;
+		f->map_addr = mapped ? info.map_addr : pc;
+		f->rel_pc = pc - info.bias;
+		f->is_call = is_call;
+		f->method = found_by;
+		uint64_t lookup = (is_call ? pc - 1 : pc) - info.bias;
+		uint64_t old_sp = regs->r[a->sp];
+		enum step_status s = STEP_NO_INFO;
+		const struct cfi_rule *rule = NULL;
+		uint8_t method = UW_METHOD_CFI;
+		bool signal = false;
+		c.memfail = STEP_MEM_BAD;
+		if (info.code && info.code->cfi && cfi_table_find(info.code->cfi, lookup, &rule)) {
+			signal = rule->flags & CFI_F_SIGNAL;
+			if (rule->flags & CFI_F_END) {
+				s = STEP_END;
+			} else if (rule->flags & CFI_F_COMPLEX) {
+				struct cfi_state st;
+				res->ncomplex++;
+				if (cfi_state_at(info.code->cfi, rule->cfa_reg, (uint32_t)rule->cfa_off, lookup, &st))
+					s = STEP_BAD_CFI;
+				else
+					s = step_full(&c, a, &st, regs);
+			} else {
+				s = step_rule(&c, a, rule, regs);
+			}
+			if (signal)
+				method = UW_METHOD_SIGNAL;
+		} else if (info.code && in_plt(info.code, lookup)) {
+			method = UW_METHOD_PLT;
+			s = step_plt(&c, a, regs);
+		} else if (!opts->no_fp) {
+			method = UW_METHOD_FP;
+			res->nfp++;
+			s = step_fp(&c, a, regs);
+			if (s == STEP_NO_INFO && !mapped) {
+				res->stop = UW_STOP_NO_MODULE;
+				return;
+			}
+		}
+		if (s != STEP_OK) {
+			res->stop = (s == STEP_NO_INFO && !mapped) ? UW_STOP_NO_MODULE : stop_of(s);
+			return;
+		}
+		/* The stack grows down: a caller's frame is above its callee's. A signal frame may
+		 * jump anywhere above, but never below. */
+		if (regs->r[a->sp] <= old_sp) {
+			res->stop = UW_STOP_NO_PROGRESS;
+			return;
+		}
+		is_call = !signal;
+		found_by = method;
+	}
+}
+
+/* perf_regs x86_64 order: AX BX CX DX SI DI BP SP IP FLAGS CS SS DS ES FS GS R8..R15 */
+static const int8_t x86_perf_to_dwarf[24] = {
+	0, 3, 2, 1, 4, 5, 6, 7, 16, -1, -1, -1, -1, -1, -1, -1, 8, 9, 10, 11, 12, 13, 14, 15,
+};
+
+void unw_x86_64_from_perf(uint64_t mask, const uint64_t *vals, unsigned nvals, struct unw_regs *regs)
+{
+	memset(regs, 0, sizeof(*regs));
+	unsigned k = 0;
+	for (unsigned bit = 0; bit < 64 && k < nvals; bit++) {
+		if (!(mask & (1ull << bit)))
+			continue;
+		uint64_t v = vals[k++];
+		if (bit < UW_ARRAY_SIZE(x86_perf_to_dwarf) && x86_perf_to_dwarf[bit] >= 0) {
+			int d = x86_perf_to_dwarf[bit];
+			regs->r[d] = v;
+			regs->valid |= 1u << d;
+		}
+	}
+}
+
+uint64_t unw_x86_64_perf_mask(void)
+{
+	return 0xff01ffull; /* AX..IP and R8..R15 */
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Stepping frames from a register set and a memory reader. The per-frame strategy is
+ * CFI table -> PLT rule -> frame pointer -> stop, and every stop has a reason. The caller
+ * provides the frames array; nothing is allocated per frame or per sample.
+ */
+#ifndef UW_UNWIND_H
+#define UW_UNWIND_H
+
+#include "base/base.h"
+#include "cfi/cfi.h"
+
+#define UNW_MAX_REGS 17 /* x86_64: DWARF 0..16 (16 = return address / rip) */
+
+struct unw_regs {
+	uint64_t r[UNW_MAX_REGS];
+	uint32_t valid; /* bit per DWARF register */
+};
+
+/* Per-module unwind data, owned by the module (process layer). */
+struct unw_code {
+	const struct cfi_table *cfi; /* NULL: no CFI */
+	struct {
+		uint64_t lo, hi;     /* module-relative ranges of PLT sections */
+	} plt[4];
+	unsigned nplt;
+};
+
+struct unw_pc_info {
+	void *module;          /* opaque, copied into the frame; NULL: no mapping */
+	uint64_t map_addr;     /* pc - map start + pgoff */
+	uint64_t bias;         /* module-relative address = pc - bias */
+	const struct unw_code *code; /* NULL when the module has no unwind data (yet, or at all) */
+};
+
+/* Looks up pc in the address space. @return false when no mapping holds pc. */
+typedef bool (*unw_find_fn)(void *ctx, uint64_t pc, struct unw_pc_info *out);
+
+struct unw_stack {
+	uint64_t base;         /* address of data[0] (the sampled stack pointer) */
+	const uint8_t *data;
+	uint64_t size;
+};
+
+struct unw_opts {
+	unsigned max_frames;
+	bool no_fp;
+	const struct cfi_arch *arch;
+};
+
+struct unw_result {
+	unsigned n;
+	enum uw_stop_reason stop;
+	unsigned ncomplex;     /* slow-path steps */
+	unsigned nfp;          /* frame-pointer steps */
+};
+
+/* Unwinds from regs (modified) into frames[0..opts->max_frames). */
+void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct unw_stack *stack,
+             unw_find_fn find, void *find_ctx, struct uw_frame *frames, struct unw_result *res);
+
+/* x86_64: fills regs from a perf REGS_USER block (regs in mask bit order). */
+void unw_x86_64_from_perf(uint64_t mask, const uint64_t *vals, unsigned nvals, struct unw_regs *regs);
+/* The perf register mask the x86_64 unwinder uses (general registers and ip). */
+uint64_t unw_x86_64_perf_mask(void);
+
+/* Reads n bytes at addr from the stack copy. */
+static inline bool unw_stack_read(const struct unw_stack *s, uint64_t addr, void *buf, unsigned n)
+{
+	if (addr < s->base || addr - s->base > s->size || s->size - (addr - s->base) < n)
+		return false;
+	memcpy(buf, s->data + (addr - s->base), n);
+	return true;
+}
+
+#endif

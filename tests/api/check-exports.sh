@@ -1,0 +1,18 @@
+#!/bin/sh
+# Every dynamic symbol the library exports carries the public prefix and the version node of
+# the version script, and every function declared UW_API in the header is exported.
+set -eu
+lib=$1
+hdr=$(dirname "$0")/../../include/unwound/unwound.h
+exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /[TDBR]/ {print $3}' | sort)
+bad=$(echo "$exported" | grep -v '^uw_.*@@UNWOUND_0.1$' | grep -v '^UNWOUND_0.1$' || true)
+if [ -n "$bad" ]; then
+    echo "FAIL: exported symbols outside the public API or version node:"; echo "$bad"; exit 1
+fi
+declared=$(grep -oE 'UW_API [^(]*\b(uw_[a-z0-9_]+)\(' "$hdr" | grep -oE 'uw_[a-z0-9_]+\($' | tr -d '(' | sort -u)
+missing=0
+for f in $declared; do
+    echo "$exported" | grep -q "^$f@@" || { echo "FAIL: $f declared but not exported"; missing=1; }
+done
+[ $missing -eq 0 ] || exit 1
+echo "exports ok: $(echo "$declared" | wc -l) public functions"

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Compares `perf script --no-inline` with `unwound report --script`, sample by sample.
+
+Where perf's stack reaches a root function, the two must agree frame for frame (address,
+symbol+offset, dso). Known, explained difference classes are counted and reported; any other
+difference fails. Where perf stops early, unwound's stack must extend perf's (perf's frames are a
+prefix of unwound's) or the difference must be one of the explained classes.
+"""
+import argparse
+import re
+import sys
+
+FRAME = re.compile(r"^\s+([0-9a-f]+) (.*) \((.*)\)$")
+
+
+def parse(path):
+    samples, cur = [], None
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                if cur is not None:
+                    samples.append(cur)
+                cur = None
+                continue
+            if line.startswith("\t") or line.startswith(" "):
+                m = FRAME.match(line)
+                if cur is not None and m:
+                    cur["frames"].append((m.group(1), m.group(2), m.group(3)))
+                continue
+            cur = {"header": line.strip(), "frames": []}
+    if cur is not None:
+        samples.append(cur)
+    return samples
+
+
+def fname(sym):
+    return re.sub(r"\+0x[0-9a-f]+$", "", sym)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("perf")
+    ap.add_argument("unwound")
+    ap.add_argument("--roots", default="main")
+    a = ap.parse_args()
+    roots = set(a.roots.split(","))
+    P, U = parse(a.perf), parse(a.unwound)
+    if len(P) != len(U):
+        print(f"FAIL: sample count differs: perf {len(P)}, unwound {len(U)}")
+        return 1
+    classes = {}
+    bad = []
+    perf_root = perf_trunc = same = longer = 0
+    for i, (p, u) in enumerate(zip(P, U)):
+        if p["header"] != u["header"]:
+            bad.append((i, "header", p["header"], u["header"]))
+            continue
+        pf, uf = p["frames"], u["frames"]
+        reaches = any(fname(s) in roots for _, s, _ in pf)
+        if reaches:
+            perf_root += 1
+        else:
+            perf_trunc += 1
+        if pf == uf:
+            same += 1
+            continue
+        if not reaches and uf[: len(pf)] == pf:
+            longer += 1  # perf stopped early; unwound continues from the same frames
+            continue
+        # classify
+        n = 0
+        while n < min(len(pf), len(uf)) and pf[n] == uf[n]:
+            n += 1
+        pd = pf[n] if n < len(pf) else None
+        ud = uf[n] if n < len(uf) else None
+        if not reaches and pd is not None and n == len(pf) - 1 and pd[1] == "[unknown]":
+            # perf's last frame is a garbage return address that unwound did not produce
+            cls = "perf ends in an unknown frame where unwound continues"
+        else:
+            cls = None
+        if cls:
+            classes[cls] = classes.get(cls, 0) + 1
+            continue
+        bad.append((i, "frames", pf, uf))
+    print(f"samples={len(P)} identical={same} perf_reaches_root={perf_root} perf_truncated={perf_trunc} "
+          f"unwound_extends_perf={longer}")
+    for c, k in sorted(classes.items()):
+        print(f"  explained difference: {c}: {k}")
+    if bad:
+        print(f"FAIL: {len(bad)} unexplained differences; first ones:")
+        for i, kind, x, y in bad[:3]:
+            print(f"  sample {i} ({kind}):")
+            if kind == "header":
+                print(f"    perf:    {x}\n    unwound: {y}")
+            else:
+                for k in range(max(len(x), len(y))):
+                    l = x[k] if k < len(x) else ""
+                    r = y[k] if k < len(y) else ""
+                    mark = " " if l == r else "!"
+                    print(f"   {mark} {str(l):70.70s} | {r}")
+        return 1
+    print("compare-script: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+#!/bin/sh
+# Records one mode of the e2e program with `perf record --call-graph dwarf` and checks:
+#  - exact expected call chains for the known leaves, and the share of stacks reaching a root;
+#  - on the frame-pointer build, the frame-pointer oracle;
+#  - frame-for-frame agreement with `perf script --no-inline` where perf reaches a root.
+set -eu
+mode=$1
+v=$2
+B=${UW_BUILD:?UW_BUILD must point at the build directory}
+S=${UW_SRC:?UW_SRC must point at the source directory}
+W=$B/tests/work/$mode-$v
+rm -rf "$W"
+mkdir -p "$W"
+exe=$B/tests/e2e_$v
+command -v perf >/dev/null || { echo "FAIL: perf is not installed (scripts/install-deps installs linux-perf)"; exit 1; }
+
+stack=16384
+args="$mode 1.5"
+roots=main
+case $mode in
+calltree) expect="--expect main;tree_a;tree_a2;spin --expect main;tree_b;spin" ;;
+shlib) expect="--expect main;lib_entry;lib_inner;spin_lib --expect main;lib_entry;lib_inner;exe_callback;spin" ;;
+threads) roots=thread_main; expect="--expect thread_main;thread_work;spin" ;;
+signal) expect="--expect *;on_signal;sig_work;spin --expect main;signal_loop;spin" ;;
+tailcall) expect="--expect main;tail_target;spin" ;;
+recursion) stack=65528; args="$mode 1.5 300"; expect="--expect *;recurse;recurse;recurse;spin" ;;
+*) echo "unknown mode $mode"; exit 2 ;;
+esac
+
+if ! perf record -q -e cpu-clock -F 999 --call-graph dwarf,$stack -o "$W/perf.data" -- $exe $args \
+    >"$W/program.out" 2>"$W/perf.err"; then
+    echo "FAIL: perf record could not run (needs perf_event_open: run as root or lower kernel.perf_event_paranoid)"
+    cat "$W/perf.err"
+    exit 1
+fi
+
+fpmods=""
+[ "$v" = fp ] && fpmods="--fp-modules e2e_fp,libtw_fp.so"
+# shellcheck disable=SC2086
+"$B/tests/stackcheck" "$W/perf.data" --comm "e2e_$v" --roots "$roots" --min-root 99.9 --min-samples 500 \
+    $expect $fpmods
+
+perf script -i "$W/perf.data" --no-inline >"$W/perf-script.txt" 2>"$W/perf-script.err"
+"$B/unwound" report -i "$W/perf.data" --script -o "$W/unwound-script.txt"
+python3 "$S/tests/e2e/compare-script.py" "$W/perf-script.txt" "$W/unwound-script.txt" --roots "main,thread_main"

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * End-to-end workload with known call trees. Every function named here is noinline so the
+ * expected stacks are exact; the test builds it with and without frame pointers.
+ *
+ *   calltree:  main -> tree_a -> tree_a2 -> spin            main -> tree_b -> spin
+ *   shlib:     main -> lib_entry (libtw.so) -> lib_inner -> spin_lib
+ *                                           -> exe_callback (exe) -> spin
+ *   threads:   thread_main -> thread_work -> spin   (two threads, main joins)
+ *   signal:    main -> signal_loop -> spin, with SIGPROF -> on_signal -> sig_work -> spin
+ *   tailcall:  main -> tail_entry -(tail call)-> tail_target -> spin
+ *   recursion: main -> recurse (x depth) -> spin
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#define NOINLINE __attribute__((noipa)) /* no inlining, cloning or IPA: exact stacks */
+
+extern int lib_entry(int n, int (*cb)(int));
+
+static double deadline;
+volatile unsigned long sink;
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+NOINLINE int spin(int n)
+{
+	unsigned long s = 0;
+	for (int i = 0; i < n; i++)
+		s += (unsigned long)i * (unsigned long)i ^ (s >> 3);
+	sink += s;
+	return (int)(s & 1);
+}
+
+NOINLINE int tree_a2(int n) { return spin(n) + 1; }
+NOINLINE int tree_a(int n) { return tree_a2(n) + 1; }
+NOINLINE int tree_b(int n) { return spin(n) + 2; }
+
+NOINLINE int exe_callback(int n) { return spin(n) + 3; }
+
+NOINLINE void *thread_work(int n)
+{
+	while (now() < deadline)
+		spin(n);
+	return NULL;
+}
+
+NOINLINE void *thread_main(void *arg)
+{
+	return thread_work((int)(long)arg);
+}
+
+NOINLINE void sig_work(void) { spin(20000); }
+
+NOINLINE void on_signal(int sig)
+{
+	(void)sig;
+	sig_work();
+}
+
+NOINLINE void signal_loop(void)
+{
+	while (now() < deadline)
+		spin(5000);
+}
+
+NOINLINE int tail_target(int n)
+{
+	return spin(n) * 3;
+}
+
+/* compiled with -O2 this is a tail call: tail_entry's frame is gone when tail_target runs */
+NOINLINE int tail_entry(int n)
+{
+	sink++;
+	return tail_target(n + 1);
+}
+
+NOINLINE int recurse(int depth, int n)
+{
+	int r;
+	if (depth == 0)
+		r = spin(n);
+	else
+		r = recurse(depth - 1, n) + 1;
+	sink += (unsigned long)r; /* keeps the call from being a tail call */
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "calltree";
+	double secs = argc > 2 ? atof(argv[2]) : 1.0;
+	deadline = now() + secs;
+	if (!strcmp(mode, "calltree")) {
+		while (now() < deadline) {
+			tree_a(40000);
+			tree_b(20000);
+		}
+	} else if (!strcmp(mode, "shlib")) {
+		while (now() < deadline)
+			lib_entry(30000, exe_callback);
+	} else if (!strcmp(mode, "threads")) {
+		pthread_t t[2];
+		for (long i = 0; i < 2; i++)
+			pthread_create(&t[i], NULL, thread_main, (void *)(20000 + i));
+		for (int i = 0; i < 2; i++)
+			pthread_join(t[i], NULL);
+	} else if (!strcmp(mode, "signal")) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sigaction(SIGPROF, &sa, NULL);
+		struct itimerval it = { { 0, 2000 }, { 0, 2000 } };
+		setitimer(ITIMER_PROF, &it, NULL);
+		signal_loop();
+		struct itimerval off = { { 0, 0 }, { 0, 0 } };
+		setitimer(ITIMER_PROF, &off, NULL);
+	} else if (!strcmp(mode, "tailcall")) {
+		while (now() < deadline)
+			tail_entry(30000);
+	} else if (!strcmp(mode, "recursion")) {
+		int depth = argc > 3 ? atoi(argv[3]) : 100;
+		while (now() < deadline)
+			recurse(depth, 30000);
+	} else {
+		fprintf(stderr, "e2e: unknown mode %s\n", mode);
+		return 2;
+	}
+	printf("%s done %lu\n", mode, sink & 1);
+	return 0;
+}

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/* Unwinder steps on synthetic stacks, with the CFI of cfi_cases.S. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "cfi/cfi.h"
+#include "elf/elfview.h"
+#include "symbolize/symtab.h"
+#include "unwind/unwind.h"
+
+static struct elfv *V;
+static struct cfi_table T;
+static struct symtab Y;
+static struct unw_code CODE;
+static uint64_t STACK[512]; /* base 0x7000 */
+#define BASE 0x7000u
+#define MODULE_END 0x100000u
+
+static uint64_t addr_of(const char *name)
+{
+	for (size_t i = 0; i < Y.n; i++)
+		if (!strcmp(Y.syms[i].name, name))
+			return Y.syms[i].start;
+	fail_msg("no symbol %s", name);
+	return 0;
+}
+
+static bool find(void *ctx, uint64_t pc, struct unw_pc_info *out)
+{
+	(void)ctx;
+	if (pc >= MODULE_END)
+		return false;
+	out->module = &CODE;
+	out->map_addr = pc;
+	out->bias = 0;
+	out->code = &CODE;
+	return true;
+}
+
+static void put(uint64_t addr, uint64_t v)
+{
+	STACK[(addr - BASE) / 8] = v;
+}
+
+static void run(struct unw_regs *r, struct uw_frame *f, struct unw_result *res)
+{
+	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK) };
+	struct unw_opts o = { 64, false, &cfi_arch_x86_64 };
+	r->valid = (1u << 6) | (1u << 7) | (1u << 16);
+	unw_run(&o, r, &st, find, NULL, f, res);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	assert_int_equal(elfv_open(CFI_CASES_PATH, &V), 0);
+	struct elfv_sec eh;
+	assert_int_equal(elfv_section(V, ".eh_frame", &eh), 0);
+	struct cfi_section s = { eh.data, eh.size, eh.addr, true };
+	assert_int_equal(cfi_table_build(&T, &cfi_arch_x86_64, &s, NULL), 0);
+	assert_int_equal(symtab_build(&Y, V, NULL), 0);
+	CODE.cfi = &T;
+	assert_true(addr_of("case_nocfi") < MODULE_END);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	cfi_table_free(&T);
+	symtab_free(&Y);
+	elfv_close(V);
+	return 0;
+}
+
+static void test_cfa_from_rbp_then_root(void **state)
+{
+	(void)state;
+	memset(STACK, 0, sizeof(STACK));
+	struct unw_regs r = { 0 };
+	r.r[16] = addr_of("case_frame_body") + 1;
+	r.r[7] = BASE;
+	r.r[6] = BASE + 0x10;
+	put(BASE + 0x10, 0x5555);                 /* saved rbp */
+	put(BASE + 0x18, addr_of("case_root") + 1); /* return address */
+	struct uw_frame f[64];
+	struct unw_result res;
+	run(&r, f, &res);
+	assert_int_equal(res.n, 2);
+	assert_int_equal(res.stop, UW_STOP_END_OF_STACK);
+	assert_int_equal(f[0].pc, addr_of("case_frame_body") + 1);
+	assert_int_equal(f[0].method, UW_METHOD_REGS);
+	assert_int_equal(f[1].pc, addr_of("case_root") + 1);
+	assert_int_equal(f[1].is_call, 1);
+	assert_int_equal(f[1].method, UW_METHOD_CFI);
+	assert_int_equal(r.r[6], 0x5555);
+	assert_int_equal(r.r[7], BASE + 0x20);
+}
+
+static void test_epilogue_keeps_popped_rbp(void **state)
+{
+	(void)state;
+	memset(STACK, 0, sizeof(STACK));
+	struct unw_regs r = { 0 };
+	r.r[16] = addr_of("case_frame_ret");
+	r.r[7] = BASE + 8;
+	r.r[6] = 0x1234; /* already popped: this is the caller's value */
+	put(BASE, 0xdead); /* stale slot below sp: must not be read */
+	put(BASE + 8, addr_of("case_root") + 1);
+	struct uw_frame f[64];
+	struct unw_result res;
+	run(&r, f, &res);
+	assert_int_equal(res.n, 2);
+	assert_int_equal(res.stop, UW_STOP_END_OF_STACK);
+	assert_int_equal(r.r[6], 0x1234);
+}
+
+static void test_frame_pointer_fallback(void **state)
+{
+	(void)state;
+	memset(STACK, 0, sizeof(STACK));
+	struct unw_regs r = { 0 };
+	r.r[16] = addr_of("case_nocfi");
+	r.r[7] = BASE;
+	r.r[6] = BASE + 0x100;
+	put(BASE + 0x100, 0);          /* outermost: next rbp is zero */
+	put(BASE + 0x108, 0x900000);   /* an address in no mapping (JIT code, say) */
+	struct uw_frame f[64];
+	struct unw_result res;
+	run(&r, f, &res);
+	assert_int_equal(res.n, 2);
+	assert_int_equal(f[1].pc, 0x900000);
+	assert_int_equal(f[1].method, UW_METHOD_FP);
+	assert_null(f[1].module);
+	assert_int_equal(res.stop, UW_STOP_END_OF_STACK);
+}
+
+static void test_expression_loop_stops(void **state)
+{
+	(void)state;
+	memset(STACK, 0, sizeof(STACK));
+	struct unw_regs r = { 0 };
+	uint64_t pc = addr_of("case_expr");
+	r.r[16] = pc;
+	r.r[7] = BASE;
+	/* CFA = *(rsp + 8) = BASE + 8: the return address at BASE is case_expr + 1 again,
+	 * and the next CFA computed from the new rsp does not move */
+	put(BASE, pc + 1);
+	put(BASE + 8, BASE + 8);
+	put(BASE + 16, BASE + 8);
+	struct uw_frame f[64];
+	struct unw_result res;
+	run(&r, f, &res);
+	assert_int_equal(res.stop, UW_STOP_NO_PROGRESS);
+	assert_int_equal(res.n, 2);
+	assert_true(res.ncomplex >= 1);
+}
+
+static void test_signal_frame_exact_pc(void **state)
+{
+	(void)state;
+	memset(STACK, 0, sizeof(STACK));
+	struct unw_regs r = { 0 };
+	r.r[16] = addr_of("case_signal");
+	r.r[7] = BASE;
+	r.r[6] = 0;
+	put(BASE, addr_of("case_root")); /* the interrupted pc: exact, at the function start */
+	struct uw_frame f[64];
+	struct unw_result res;
+	run(&r, f, &res);
+	assert_int_equal(res.n, 2);
+	assert_int_equal(f[1].is_call, 0); /* looked up at pc, not pc - 1 */
+	assert_int_equal(f[1].method, UW_METHOD_SIGNAL);
+	assert_int_equal(res.stop, UW_STOP_END_OF_STACK);
+}
+
+static void test_stack_exhausted_and_limits(void **state)
+{
+	(void)state;
+	memset(STACK, 0, sizeof(STACK));
+	struct unw_regs r = { 0 };
+	r.r[16] = addr_of("case_frame_body") + 1;
+	r.r[7] = BASE;
+	r.r[6] = BASE + sizeof(STACK) - 8; /* the return address slot lies past the copy */
+	struct uw_frame f[64];
+	struct unw_result res;
+	run(&r, f, &res);
+	assert_int_equal(res.stop, UW_STOP_STACK_EXHAUSTED);
+	assert_int_equal(res.n, 1);
+	/* missing registers */
+	struct unw_regs none = { 0 };
+	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK) };
+	struct unw_opts o = { 64, false, &cfi_arch_x86_64 };
+	unw_run(&o, &none, &st, find, NULL, f, &res);
+	assert_int_equal(res.stop, UW_STOP_NO_REGS);
+	assert_int_equal(res.n, 0);
+	/* the frame limit */
+	memset(STACK, 0, sizeof(STACK));
+	for (unsigned i = 0; i < 100; i++) { /* a long frame-pointer chain in unmapped code */
+		put(BASE + 16 * i, BASE + 16 * (i + 1));
+		put(BASE + 16 * i + 8, 0x900000 + i);
+	}
+	r = (struct unw_regs){ 0 };
+	r.r[16] = 0x900000;
+	r.r[7] = BASE;
+	r.r[6] = BASE;
+	r.valid = (1u << 6) | (1u << 7) | (1u << 16);
+	o.max_frames = 10;
+	unw_run(&o, &r, &st, find, NULL, f, &res);
+	assert_int_equal(res.stop, UW_STOP_MAX_FRAMES);
+	assert_int_equal(res.n, 10);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cfa_from_rbp_then_root),
+		cmocka_unit_test(test_epilogue_keeps_popped_rbp),
+		cmocka_unit_test(test_frame_pointer_fallback),
+		cmocka_unit_test(test_expression_loop_stops),
+		cmocka_unit_test(test_signal_frame_exact_pc),
+		cmocka_unit_test(test_stack_exhausted_and_limits),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

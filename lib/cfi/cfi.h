@@ -4,7 +4,7 @@
  * Frames") and compiling it into one compact sorted row table per module.
  *
  * The table is the hot path. Each row is a 32-bit pc offset (from the table base) in one array
- * and a 12-byte rule in another; a coarse block index narrows the binary search (the kernel's
+ * and a 16-byte rule in another; a coarse block index narrows the binary search (the kernel's
  * ORC layout). A rule describes only what stepping needs on the fast path: the CFA as
  * register + offset, where the return address and the frame pointer are saved. Anything else
  * (DWARF expressions, registers saved in registers, ...) is marked COMPLEX and re-derived from
@@ -18,10 +18,15 @@
 
 #include "base/base.h"
 
+#define CFI_NSAVED 5
+
 /* Register numbering the table compiler needs from the architecture. */
 struct cfi_arch {
 	uint8_t sp, fp, ra; /* DWARF numbers: x86_64 7, 6, 16 */
 	uint8_t nregs;      /* registers tracked by the interpreter (<= CFI_MAX_REGS) */
+	/* other callee-saved registers the fast path restores (x86_64: rbx, r12-r15): a frame
+	 * may define its CFA from one of them (stack realignment, _dl_runtime_resolve) */
+	uint8_t saved[CFI_NSAVED];
 };
 extern const struct cfi_arch cfi_arch_x86_64;
 
@@ -69,9 +74,10 @@ struct cfi_rule {
 	int16_t bp_off;
 	uint8_t cfa_reg;   /* COMPLEX: which section (0 .eh_frame, 1 .debug_frame) */
 	uint8_t flags;
-	uint16_t pad;
+	int8_t saved[CFI_NSAVED]; /* arch->saved[i] saved at CFA + 8 * saved[i]; 0: unchanged */
+	uint8_t pad;
 };
-_Static_assert(sizeof(struct cfi_rule) == 12, "cfi_rule is packed to 12 bytes");
+_Static_assert(sizeof(struct cfi_rule) == 16, "cfi_rule is packed to 16 bytes");
 
 /* A section holding CFI, in the module's ELF address space. */
 struct cfi_section {

@@ -11,7 +11,7 @@
 
 #include "cfi/cfi_internal.h"
 
-const struct cfi_arch cfi_arch_x86_64 = { .sp = 7, .fp = 6, .ra = 16, .nregs = 17 };
+const struct cfi_arch cfi_arch_x86_64 = { .sp = 7, .fp = 6, .ra = 16, .nregs = 17, .saved = { 3, 12, 13, 14, 15 } };
 
 /* DW_EH_PE_* pointer encodings */
 enum {

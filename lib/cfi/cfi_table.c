@@ -61,12 +61,23 @@ static struct cfi_rule compress(const struct builder *b, const struct cfi_state 
 			break;
 		default: complex = true;
 		}
+		for (unsigned i = 0; i < CFI_NSAVED && !complex; i++) {
+			const struct cfi_reg_rule *rr = &st->regs[a->saved[i]];
+			if (rr->kind == CFI_R_SAME || rr->kind == CFI_R_UNDEF)
+				continue;
+			if (rr->kind == CFI_R_OFFSET && rr->off % 8 == 0 && rr->off / 8 >= INT8_MIN &&
+			    rr->off / 8 <= INT8_MAX && rr->off != 0)
+				r.saved[i] = (int8_t)(rr->off / 8);
+			else
+				complex = true;
+		}
 	}
 	if (complex) {
 		r.flags = (uint8_t)((r.flags & CFI_F_SIGNAL) | CFI_F_COMPLEX);
 		r.cfa_off = (int32_t)(uint32_t)b->fde_off;
 		r.cfa_reg = (uint8_t)b->secidx;
 		r.bp_off = 0;
+		memset(r.saved, 0, sizeof(r.saved));
 		return r;
 	}
 	r.cfa_reg = (uint8_t)st->cfa_reg;

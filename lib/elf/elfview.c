@@ -177,10 +177,22 @@ int elfv_open_mem(const void *data, size_t size, struct elfv **out)
 	return elfv_new(data, size, -1, out);
 }
 
+int elfv_adopt_mem(void *data, size_t size, struct elfv **out)
+{
+	int err = elfv_open_mem(data, size, out);
+	if (err) {
+		free(data);
+		return err;
+	}
+	(*out)->owned = data;
+	return 0;
+}
+
 void elfv_close(struct elfv *v)
 {
 	if (!v)
 		return;
+	free(v->owned);
 	elf_end(v->elf);
 	size_t it = 0;
 	void *val;

@@ -49,12 +49,15 @@ struct elfv {
 	dev_t dev;
 	ino_t ino;
 	struct base_map inflated; /* section index -> inflated copy, owned by the view */
+	void *owned;          /* a memory image the view frees (elfv_adopt_mem) */
 };
 
 /* Opens and maps path. On failure returns a negative error (-errno or -UW_ENOELF). */
 int elfv_open(const char *path, struct elfv **out);
 /* Same, from a memory image the caller keeps alive (fuzzing, tests). */
 int elfv_open_mem(const void *data, size_t size, struct elfv **out);
+/* Same, taking ownership of a malloc'd image (freed by elfv_close, also on failure). */
+int elfv_adopt_mem(void *data, size_t size, struct elfv **out);
 void elfv_close(struct elfv *v);
 
 /* Finds a section by name. Compressed sections (SHF_COMPRESSED, zlib) come back inflated,

@@ -141,10 +141,46 @@ static int cmp_ksym(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* The running kernel's build-id, from /sys/kernel/notes. */
+static bool running_kernel_build_id(char *hex)
+{
+	FILE *f = fopen("/sys/kernel/notes", "re");
+	if (!f)
+		return false;
+	uint8_t buf[4096];
+	size_t n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	struct base_cursor c = base_cursor(buf, n);
+	while (base_cur_left(&c) >= 12) {
+		uint32_t namesz = base_cur_u32(&c), descsz = base_cur_u32(&c), type = base_cur_u32(&c);
+		size_t na = ((size_t)namesz + 3) & ~(size_t)3, da = ((size_t)descsz + 3) & ~(size_t)3;
+		if (!base_cur_need(&c, na))
+			return false;
+		bool gnu = namesz == 4 && memcmp(c.p, "GNU", 4) == 0;
+		c.p += na;
+		if (!base_cur_need(&c, da))
+			return false;
+		if (gnu && type == 3 && descsz && descsz <= ELFV_MAX_BUILD_ID) {
+			base_hex(c.p, descsz, hex);
+			return true;
+		}
+		c.p += da;
+	}
+	return false;
+}
+
 UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path)
 {
-	if (!path)
+	if (!path) {
+		/* only for the kernel the recording was made on */
+		const char *want = base_map_get(&s->buildids, base_hash_bytes("[kernel.kallsyms]", 17));
+		char have[2 * ELFV_MAX_BUILD_ID + 1];
+		if (want && running_kernel_build_id(have) && strcmp(want, have) != 0)
+			return base_err(&s->log, -UW_EBUILDID,
+					"the recording's kernel (build-id %s) is not the running one (%s): give --kallsyms",
+					want, have);
 		path = "/proc/kallsyms";
+	}
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return base_err(&s->log, -errno, "%s: %s", path, strerror(errno));

@@ -76,6 +76,17 @@ static enum step_status step_rule(struct step_ctx *c, const struct cfi_arch *a, 
 	} else if (r->flags & CFI_F_BP_UNDEF) {
 		regs->valid &= ~(1u << a->fp);
 	}
+	for (unsigned i = 0; i < CFI_NSAVED; i++) {
+		if (!r->saved[i])
+			continue;
+		uint64_t at = cfa + 8 * (int64_t)r->saved[i], v;
+		if (at < regs->r[a->sp])
+			continue; /* popped already */
+		if (!read_u64(c, at, &v))
+			return c->memfail;
+		regs->r[a->saved[i]] = v;
+		regs->valid |= 1u << a->saved[i];
+	}
 	regs->r[a->sp] = cfa;
 	regs->r[a->ra] = ra;
 	return STEP_OK;
@@ -244,7 +255,16 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 		uint8_t method = UW_METHOD_CFI;
 		bool signal = false;
 		c.memfail = STEP_MEM_BAD;
-		if (info.code && info.code->cfi && cfi_table_find(info.code->cfi, lookup, &rule)) {
+		bool found = info.code && info.code->cfi && cfi_table_find(info.code->cfi, lookup, &rule);
+		/* A sample taken in a syscall has the user pc just after the `syscall` instruction,
+		 * which may be the end of its FDE (rt_sigreturn in __restore_rt): the instruction
+		 * before it has the same rules. */
+		if (!found && !is_call && info.code && info.code->cfi &&
+		    cfi_table_find(info.code->cfi, lookup - 1, &rule)) {
+			found = true;
+			lookup--;
+		}
+		if (found) {
 			signal = rule->flags & CFI_F_SIGNAL;
 			if (rule->flags & CFI_F_END) {
 				s = STEP_END;

@@ -42,7 +42,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("perf")
     ap.add_argument("unwound")
-    ap.add_argument("--roots", default="main")
+    ap.add_argument("--roots", default="_start,clone3,__clone3")
     a = ap.parse_args()
     roots = set(a.roots.split(","))
     P, U = parse(a.perf), parse(a.unwound)
@@ -57,7 +57,8 @@ def main():
             bad.append((i, "header", p["header"], u["header"]))
             continue
         pf, uf = p["frames"], u["frames"]
-        reaches = any(fname(s) in roots for _, s, _ in pf)
+        # perf reaches a root when its outermost frame is an outermost function
+        reaches = bool(pf) and fname(pf[-1][1]).split("@")[0] in roots
         if reaches:
             perf_root += 1
         else:

@@ -23,7 +23,7 @@ shlib) expect="--expect main;lib_entry;lib_inner;spin_lib --expect main;lib_entr
 threads) roots=thread_main; expect="--expect thread_main;thread_work;spin" ;;
 signal) expect="--expect *;on_signal;sig_work;spin --expect main;signal_loop;spin" ;;
 tailcall) expect="--expect main;tail_target;spin" ;;
-recursion) stack=65528; args="$mode 1.5 300"; expect="--expect *;recurse;recurse;recurse;spin" ;;
+recursion) stack=65528; args="$mode 1.5 200"; expect="--expect *;recurse;recurse;recurse;spin" ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac
 
@@ -42,4 +42,4 @@ fpmods=""
 
 perf script -i "$W/perf.data" --no-inline >"$W/perf-script.txt" 2>"$W/perf-script.err"
 "$B/unwound" report -i "$W/perf.data" --script -o "$W/unwound-script.txt"
-python3 "$S/tests/e2e/compare-script.py" "$W/perf-script.txt" "$W/unwound-script.txt" --roots "main,thread_main"
+python3 "$S/tests/e2e/compare-script.py" "$W/perf-script.txt" "$W/unwound-script.txt" --roots "_start,clone3,__clone3,clone,__clone"

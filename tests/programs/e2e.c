@@ -55,17 +55,25 @@ NOINLINE void *thread_work(int n)
 	return NULL;
 }
 
+/* the statements after each call keep them from being tail calls: these frames must show */
 NOINLINE void *thread_main(void *arg)
 {
-	return thread_work((int)(long)arg);
+	void *r = thread_work((int)(long)arg);
+	sink++;
+	return r;
 }
 
-NOINLINE void sig_work(void) { spin(20000); }
+NOINLINE void sig_work(void)
+{
+	spin(20000);
+	sink++;
+}
 
 NOINLINE void on_signal(int sig)
 {
 	(void)sig;
 	sig_work();
+	sink++;
 }
 
 NOINLINE void signal_loop(void)

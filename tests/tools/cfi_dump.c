@@ -29,6 +29,9 @@ static void print_rule(uint64_t pc, const struct cfi_rule *r)
 		printf(" bp=cfa%+d", r->bp_off);
 	if (r->flags & CFI_F_BP_UNDEF)
 		printf(" bp=undef");
+	for (int i = 0; i < CFI_NSAVED; i++)
+		if (r->saved[i])
+			printf(" r%u=cfa%+d", cfi_arch_x86_64.saved[i], 8 * r->saved[i]);
 	if (r->flags & CFI_F_SIGNAL)
 		printf(" signal");
 	printf("\n");

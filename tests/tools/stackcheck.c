@@ -43,7 +43,17 @@ static const char *name_of(const struct uw_frame *f)
 	if (!f->module)
 		return "[unknown]";
 	uw_symbolize(S, f->module, f->rel_pc - f->is_call, &sym);
-	return sym.name ? sym.name : "[unknown]";
+	if (!sym.name)
+		return "[unknown]";
+	/* versioned names from debug files ("__libc_start_main@@GLIBC_2.34"): compare the base */
+	const char *at = strchr(sym.name, '@');
+	if (!at)
+		return sym.name;
+	static char buf[8][256];
+	static unsigned k;
+	char *b = buf[k++ % 8];
+	snprintf(b, 256, "%.*s", (int)(at - sym.name), sym.name);
+	return b;
 }
 
 static bool in_list(const char *n, const char **l, int k)

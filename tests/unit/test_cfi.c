@@ -78,10 +78,15 @@ static void test_frame_rows(void **state)
 static void test_remember_restore(void **state)
 {
 	(void)state;
-	const struct cfi_rule *r = rule_at(addr_of("case_state_popped"));
+	const struct cfi_rule *r = rule_at(addr_of("case_state_pushed"));
+	assert_int_equal(r->cfa_off, 16);
+	assert_int_equal(r->saved[0], -2); /* rbx at CFA - 16 */
+	r = rule_at(addr_of("case_state_popped"));
 	assert_int_equal(r->cfa_off, 8);
+	assert_int_equal(r->saved[0], 0); /* .cfi_restore %rbx */
 	r = rule_at(addr_of("case_state_restored"));
 	assert_int_equal(r->cfa_off, 16); /* restored from the remembered state */
+	assert_int_equal(r->saved[0], -2);
 	assert_int_equal(r->cfa_reg, 7);
 }
 
@@ -116,7 +121,7 @@ static void test_coverage_ends(void **state)
 	assert_false(cfi_table_find(&T, 0, &r));
 	assert_false(cfi_table_find(&T, UINT64_MAX, &r));
 	/* every pc inside case_frame is covered, by exactly the rows above */
-	for (uint64_t pc = addr_of("case_frame"); pc < addr_of("case_frame_end"); pc++)
+	for (uint64_t pc = addr_of("case_frame"); pc < addr_of("case_state"); pc++)
 		assert_true(cfi_table_find(&T, pc, &r));
 }
 

@@ -174,8 +174,11 @@ UW_API int uw_symbolize(struct uw_session *s, struct uw_module *m, uint64_t rel_
  * @return 0 with name NULL when unknown. */
 UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_symbol *out);
 
-/* Loads kernel symbols from a kallsyms file (NULL: /proc/kallsyms). Addresses must be visible
- * (kptr_restrict): a file whose addresses are all zero is rejected with -EPERM. */
+/* Names the kallsyms file kernel frames are symbolized from (NULL: /proc/kallsyms, accepted
+ * only when the recording's kernel build-id is the running kernel's: -UW_EBUILDID otherwise).
+ * The file is read when a kernel frame is first symbolized; a file whose addresses are all
+ * zero (kptr_restrict) then yields no names, and the session log says why.
+ * @return 0, -UW_EBUILDID, or -errno when the file cannot be read. */
 UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path);
 
 /* ---------------------------------------------------------------- samples */

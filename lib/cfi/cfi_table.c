@@ -2,6 +2,11 @@
 /*
  * Compiles FDEs into the sorted row table (see cfi.h). Built once per module, on the first
  * unwind through it; never re-parsed per sample except for COMPLEX rows.
+ *
+ * Building is linear: FDE headers are collected first (a one-entry CIE cache makes that cheap,
+ * as runs of FDEs share a CIE), sorted by start address only if the section is not already in
+ * order, and then each FDE's program is run once, appending rows to the final arrays in pc order
+ * with duplicate rules dropped as they come. No per-row sort is needed.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,20 +16,20 @@
 
 #define CFI_MAX_ROWS (64u << 20)
 
-struct build_row {
-	uint64_t pc;
-	struct cfi_rule rule;
-	uint8_t prio;  /* 0 .eh_frame, 1 .debug_frame, 2 terminator */
-	uint32_t seq;
+struct fde_ref {
+	uint64_t begin, end;
+	uint64_t off;
+	uint8_t sec;
 };
 
 struct builder {
 	const struct cfi_arch *arch;
-	struct base_vec rows; /* struct build_row */
-	uint8_t prio;
+	struct cfi_table *t;
+	uint64_t *pcs;   /* absolute pcs while building */
+	struct cfi_rule *rules;
+	size_t n, cap;
 	unsigned secidx;
 	uint64_t fde_off;
-	uint32_t seq;
 	uint32_t ncomplex;
 };
 
@@ -86,17 +91,34 @@ static struct cfi_rule compress(const struct builder *b, const struct cfi_state 
 	return r;
 }
 
-static int push_row(struct builder *b, uint64_t pc, struct cfi_rule rule, uint8_t prio)
+/* Appends a row; rows arrive in ascending pc order. A row at the pc of the last one replaces
+ * it (the later state is the one in force), and a row repeating the rule in force is dropped. */
+static int push_row(struct builder *b, uint64_t pc, struct cfi_rule rule)
 {
-	if (b->rows.len >= CFI_MAX_ROWS)
-		return -UW_ELIMIT;
-	struct build_row *row = base_vec_push(&b->rows);
-	if (!row)
-		return -ENOMEM;
-	row->pc = pc;
-	row->rule = rule;
-	row->prio = prio;
-	row->seq = b->seq++;
+	if (b->n && b->pcs[b->n - 1] == pc) {
+		b->n--;
+		if (b->n && memcmp(&b->rules[b->n - 1], &rule, sizeof(rule)) == 0)
+			return 0;
+	} else if (b->n && memcmp(&b->rules[b->n - 1], &rule, sizeof(rule)) == 0) {
+		return 0;
+	}
+	if (b->n == b->cap) {
+		if (b->cap >= CFI_MAX_ROWS)
+			return -UW_ELIMIT;
+		size_t cap = b->cap ? b->cap * 2 : 1024;
+		uint64_t *np = realloc(b->pcs, cap * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		b->pcs = np;
+		struct cfi_rule *nr = realloc(b->rules, cap * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		b->rules = nr;
+		b->cap = cap;
+	}
+	b->pcs[b->n] = pc;
+	b->rules[b->n] = rule;
+	b->n++;
 	if (rule.flags & CFI_F_COMPLEX)
 		b->ncomplex++;
 	return 0;
@@ -106,40 +128,14 @@ static int emit_row(void *ctx, uint64_t loc, uint64_t next, const struct cfi_sta
 {
 	struct builder *b = ctx;
 	(void)next;
-	return push_row(b, loc, compress(b, st), b->prio);
+	return push_row(b, loc, compress(b, st));
 }
 
-struct range {
-	uint64_t lo, hi;
-};
-
-static int cmp_range(const void *a, const void *b)
-{
-	const struct range *x = a, *y = b;
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-static bool covered(const struct range *r, size_t n, uint64_t pc)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (r[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo > 0 && pc < r[lo - 1].hi;
-}
-
-static int add_section(struct builder *b, struct cfi_table *t, unsigned secidx, const struct range *skip,
-                       size_t nskip, struct base_vec *ranges)
+/* Collects the FDE headers of a section. */
+static int collect(struct cfi_table *t, unsigned secidx, struct base_vec *out)
 {
 	const struct cfi_section *s = &t->sec[secidx];
 	uint64_t off = 0, next;
-	b->secidx = secidx;
-	b->prio = (uint8_t)secidx;
-	/* Bound the walk: each entry is at least 8 bytes, so at most size/8 iterations. */
 	for (uint64_t guard = 0; off < s->size && guard <= s->size / 4 + 1; guard++, off = next) {
 		struct cfi_fde fde;
 		struct cfi_cie cie;
@@ -152,66 +148,63 @@ static int add_section(struct builder *b, struct cfi_table *t, unsigned secidx, 
 			t->nbad_fde++;
 			continue;
 		}
-		if (r == 0)
-			continue;
 		if (next <= off)
 			break;
-		if (fde.pc_begin == fde.pc_end || fde.pc_begin == 0)
-			continue; /* discarded (e.g. a removed COMDAT function) */
-		if (nskip && covered(skip, nskip, fde.pc_begin))
+		if (r == 0)
 			continue;
-		if (fde.pc_end - fde.pc_begin > (1ull << 31))
-			continue;
-		t->nfde++;
-		if (ranges) {
-			struct range *rg = base_vec_push(ranges);
-			if (!rg)
-				return -ENOMEM;
-			rg->lo = fde.pc_begin;
-			rg->hi = fde.pc_end;
-		}
-		struct cfi_state init, st;
-		b->fde_off = off;
-		r = cfi_init_state(b->arch, &cie, &init);
-		if (r == 0) {
-			st = init;
-			uint64_t loc = fde.pc_begin;
-			size_t before = b->rows.len;
-			r = cfi_exec(b->arch, &cie, fde.insns, fde.insns_len, &st, &init, &loc, fde.pc_end - 1,
-				     emit_row, b);
-			if (r < 0 && r != -ENOMEM && r != -UW_ELIMIT) {
-				/* drop this FDE's rows: a partial program describes nothing reliably */
-				b->rows.len = before;
-				t->nbad_fde++;
-				continue;
-			}
-			if (r == -ENOMEM || r == -UW_ELIMIT)
-				return r;
-			if (loc < fde.pc_end) {
-				r = push_row(b, loc, compress(b, &st), b->prio);
-				if (r)
-					return r;
-			}
-		} else {
-			t->nbad_fde++;
-			continue;
-		}
-		struct cfi_rule none = { .flags = CFI_F_NONE };
-		r = push_row(b, fde.pc_end, none, 2);
-		if (r)
-			return r;
+		if (fde.pc_begin == fde.pc_end || fde.pc_begin == 0 || fde.pc_end - fde.pc_begin > (1ull << 31))
+			continue; /* discarded (a removed COMDAT function), or absurd */
+		struct fde_ref *f = base_vec_push(out);
+		if (!f)
+			return -ENOMEM;
+		f->begin = fde.pc_begin;
+		f->end = fde.pc_end;
+		f->off = off;
+		f->sec = (uint8_t)secidx;
 	}
 	return 0;
 }
 
-static int cmp_row(const void *a, const void *b)
+static int cmp_fde(const void *x, const void *y)
 {
-	const struct build_row *x = a, *y = b;
-	if (x->pc != y->pc)
-		return x->pc < y->pc ? -1 : 1;
-	if (x->prio != y->prio)
-		return x->prio < y->prio ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	const struct fde_ref *a = x, *b = y;
+	if (a->begin != b->begin)
+		return a->begin < b->begin ? -1 : 1;
+	if (a->sec != b->sec)
+		return a->sec < b->sec ? -1 : 1; /* .eh_frame first */
+	return a->off < b->off ? -1 : a->off > b->off;
+}
+
+static int run_fde(struct builder *b, const struct fde_ref *f)
+{
+	struct cfi_table *t = b->t;
+	struct cfi_fde fde;
+	struct cfi_cie cie;
+	uint64_t next;
+	if (cfi_parse_entry(&t->sec[f->sec], f->off, &next, &fde, &cie) != 1)
+		return 1;
+	struct cfi_state init, st;
+	b->fde_off = f->off;
+	b->secidx = f->sec;
+	if (cfi_init_state(b->arch, &cie, &init))
+		return 1;
+	st = init;
+	uint64_t loc = fde.pc_begin;
+	size_t before = b->n;
+	uint32_t cbefore = b->ncomplex;
+	int r = cfi_exec(b->arch, &cie, fde.insns, fde.insns_len, &st, &init, &loc, fde.pc_end - 1, emit_row, b);
+	if (r == -ENOMEM || r == -UW_ELIMIT)
+		return r;
+	if (r < 0) {
+		/* a program that fails part way describes nothing reliably: drop its rows */
+		b->n = before;
+		b->ncomplex = cbefore;
+		return 1;
+	}
+	if (loc < fde.pc_end && (r = push_row(b, loc, compress(b, &st))))
+		return r;
+	struct cfi_rule none = { .flags = CFI_F_NONE };
+	return push_row(b, fde.pc_end, none);
 }
 
 int cfi_table_build(struct cfi_table *t, const struct cfi_arch *arch, const struct cfi_section *eh,
@@ -223,64 +216,69 @@ int cfi_table_build(struct cfi_table *t, const struct cfi_arch *arch, const stru
 		t->sec[0] = *eh, t->sec[0].is_eh = true;
 	if (dbg && dbg->data)
 		t->sec[1] = *dbg, t->sec[1].is_eh = false;
-	struct builder b = { .arch = arch, .rows = BASE_VEC_INIT(struct build_row) };
-	struct base_vec ranges = BASE_VEC_INIT(struct range);
+	struct base_vec fdes = BASE_VEC_INIT(struct fde_ref);
+	struct builder b = { .arch = arch, .t = t };
 	int err = 0;
-	if (t->sec[0].data)
-		err = add_section(&b, t, 0, NULL, 0, t->sec[1].data ? &ranges : NULL);
-	if (!err && t->sec[1].data) {
-		qsort(ranges.data, ranges.len, sizeof(struct range), cmp_range);
-		err = add_section(&b, t, 1, ranges.data, ranges.len, NULL);
-	}
-	base_vec_free(&ranges);
+	for (unsigned i = 0; i < 2 && !err; i++)
+		if (t->sec[i].data)
+			err = collect(t, i, &fdes);
 	if (err)
-		goto fail;
+		goto out;
+	struct fde_ref *f = fdes.data;
+	bool sorted = true;
+	for (size_t i = 1; i < fdes.len && sorted; i++)
+		sorted = cmp_fde(&f[i - 1], &f[i]) < 0;
+	if (!sorted)
+		qsort(f, fdes.len, sizeof(*f), cmp_fde);
+	uint64_t covered_to = 0;
+	for (size_t i = 0; i < fdes.len; i++) {
+		if (f[i].begin < covered_to) {
+			/* overlaps an FDE already compiled (.debug_frame duplicating .eh_frame, or a
+			 * broken table): the first one wins */
+			if (f[i].sec == 0)
+				t->nbad_fde++;
+			continue;
+		}
+		int r = run_fde(&b, &f[i]);
+		if (r < 0) {
+			err = r;
+			goto out;
+		}
+		if (r > 0) {
+			t->nbad_fde++;
+			continue;
+		}
+		t->nfde++;
+		covered_to = f[i].end;
+	}
 	t->ncomplex = b.ncomplex;
-	if (!b.rows.len) {
-		base_vec_free(&b.rows);
-		return 0;
-	}
-	struct build_row *rows = b.rows.data;
-	qsort(rows, b.rows.len, sizeof(*rows), cmp_row);
-	/* keep the first row per pc and drop rows that repeat the rule in force */
-	size_t n = 0;
-	for (size_t i = 0; i < b.rows.len; i++) {
-		/* only the first (highest-priority) row of a pc counts, even when it is dropped
-		 * below for repeating the rule in force */
-		if (i && rows[i - 1].pc == rows[i].pc)
-			continue;
-		if (n && memcmp(&rows[n - 1].rule, &rows[i].rule, sizeof(struct cfi_rule)) == 0)
-			continue;
-		rows[n++] = rows[i];
-	}
 	/* leading terminators say nothing */
 	size_t first = 0;
-	while (first < n && (rows[first].rule.flags & CFI_F_NONE))
+	while (first < b.n && (b.rules[first].flags & CFI_F_NONE))
 		first++;
-	if (first == n) {
-		base_vec_free(&b.rows);
-		return 0;
-	}
-	t->base = rows[first].pc;
-	uint64_t span = rows[n - 1].pc - t->base;
+	if (first == b.n)
+		goto out;
+	t->base = b.pcs[first];
+	uint64_t span = b.pcs[b.n - 1] - t->base;
 	if (span > UINT32_MAX) {
 		/* a module spanning more than 4 GiB of code: not something a row table covers */
 		err = -UW_ELIMIT;
-		goto fail;
+		goto out;
 	}
-	t->n = (uint32_t)(n - first);
+	t->n = (uint32_t)(b.n - first);
 	t->pcs = malloc(t->n * sizeof(*t->pcs));
-	t->rules = malloc(t->n * sizeof(*t->rules));
 	t->nblocks = (uint32_t)((span >> CFI_BLOCK_SHIFT) + 1);
 	t->block = malloc(((size_t)t->nblocks + 1) * sizeof(*t->block));
-	if (!t->pcs || !t->rules || !t->block) {
+	if (!t->pcs || !t->block) {
 		err = -ENOMEM;
-		goto fail;
+		goto out;
 	}
-	for (uint32_t i = 0; i < t->n; i++) {
-		t->pcs[i] = (uint32_t)(rows[first + i].pc - t->base);
-		t->rules[i] = rows[first + i].rule;
-	}
+	for (uint32_t i = 0; i < t->n; i++)
+		t->pcs[i] = (uint32_t)(b.pcs[first + i] - t->base);
+	if (first)
+		memmove(b.rules, b.rules + first, t->n * sizeof(*b.rules));
+	t->rules = b.rules;
+	b.rules = NULL;
 	t->end = t->base + span + 1;
 	uint32_t row = 0;
 	for (uint32_t blk = 0; blk <= t->nblocks; blk++) {
@@ -289,11 +287,12 @@ int cfi_table_build(struct cfi_table *t, const struct cfi_arch *arch, const stru
 			row++;
 		t->block[blk] = row;
 	}
-	base_vec_free(&b.rows);
-	return 0;
-fail:
-	base_vec_free(&b.rows);
-	cfi_table_free(t);
+out:
+	free(b.pcs);
+	free(b.rules);
+	base_vec_free(&fdes);
+	if (err)
+		cfi_table_free(t);
 	return err;
 }
 

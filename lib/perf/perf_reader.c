@@ -594,7 +594,8 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len)
 		smp.user_fp = regs.r[6];
 		smp.stack = ps.stack;
 		smp.stack_size = ps.stack_dyn;
-		struct unw_opts uo = { r->s->opts.max_frames, r->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64 };
+		struct unw_opts uo = { r->s->opts.max_frames, r->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64,
+				       (misc & PM_CPUMODE_MASK) == PM_KERNEL };
 		struct unw_result res;
 		unw_run(&uo, &regs, &stk, proc_find_pc, &fc, r->frames, &res);
 		smp.nr_user = res.n;

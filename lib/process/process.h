@@ -76,6 +76,9 @@ struct uw_session {
 	struct base_map buildids;  /* hash(path) -> interned build-id hex (from the recording) */
 	struct ksym *ksyms;
 	size_t nksyms;
+	char *kallsyms_path;       /* set by uw_session_load_kallsyms, read on first use */
+	char *kallsyms_buf;        /* the file's text; ksym names point into it */
+	bool kallsyms_tried;
 	uint64_t exit_grace_ns;
 	uint64_t nproc_freed;
 };

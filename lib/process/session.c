@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The session: options, logging, the module cache, the tracker and kernel symbols. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "process/process.h"
 
@@ -79,6 +81,8 @@ UW_API void uw_session_free(struct uw_session *s)
 	base_map_free(&s->buildids);
 	base_intern_free(&s->strings);
 	free(s->ksyms);
+	free(s->kallsyms_buf);
+	free(s->kallsyms_path);
 	free(s->debug_dirs);
 	free(s->buildid_dir);
 	free(s->sysroot);
@@ -141,6 +145,118 @@ static int cmp_ksym(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+static int read_all(const char *path, char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t cap = 1 << 20, n = 0;
+	char *buf = malloc(cap + 1);
+	for (;;) {
+		if (!buf) {
+			close(fd);
+			return -ENOMEM;
+		}
+		if (n == cap) {
+			if (cap >= ((size_t)1 << 30)) { /* 1 GiB of symbols is not a kallsyms file */
+				free(buf);
+				close(fd);
+				return -UW_ELIMIT;
+			}
+			cap *= 2;
+			char *nb = realloc(buf, cap + 1);
+			if (!nb)
+				free(buf);
+			buf = nb;
+			continue;
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = -errno;
+			free(buf);
+			close(fd);
+			return e;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = 0;
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+static inline int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Parses "ADDR TYPE NAME[\t[module]]" lines in place: names are cut out of the buffer. */
+static int load_kallsyms_now(struct uw_session *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int err = read_all(s->kallsyms_path, &buf, &len);
+	if (err)
+		return base_err(&s->log, err, "%s: %s", s->kallsyms_path, uw_strerror(err));
+	struct base_vec v = BASE_VEC_INIT(struct ksym);
+	bool nonzero = false, sorted = true;
+	uint64_t prev = 0;
+	for (char *p = buf, *end = buf + len; p < end;) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		char *eol = nl ? nl : end;
+		uint64_t addr = 0;
+		int d, nd = 0;
+		while (p < eol && (d = hexval(*p)) >= 0 && nd < 17) {
+			addr = addr << 4 | (uint64_t)d;
+			p++;
+			nd++;
+		}
+		if (nd && nd <= 16 && eol - p >= 4 && p[0] == ' ' && p[2] == ' ') {
+			char type = p[1];
+			char *name = p + 3, *ne = name;
+			while (ne < eol && *ne != ' ' && *ne != '\t')
+				ne++;
+			if ((type == 't' || type == 'T' || type == 'w' || type == 'W') && ne > name) {
+				struct ksym *k = base_vec_push(&v);
+				if (!k) {
+					free(buf);
+					base_vec_free(&v);
+					return -ENOMEM;
+				}
+				*ne = 0;
+				k->addr = addr;
+				k->name = name;
+				nonzero |= addr != 0;
+				sorted &= addr >= prev;
+				prev = addr;
+			}
+		}
+		p = eol + 1;
+	}
+	if (!nonzero) {
+		free(buf);
+		base_vec_free(&v);
+		return base_err(&s->log, -EPERM, "%s: addresses are hidden (kernel.kptr_restrict)", s->kallsyms_path);
+	}
+	if (!sorted)
+		qsort(v.data, v.len, sizeof(struct ksym), cmp_ksym);
+	s->ksyms = v.data;
+	s->nksyms = v.len;
+	s->kallsyms_buf = buf;
+	return 0;
+}
+
 /* The running kernel's build-id, from /sys/kernel/notes. */
 static bool running_kernel_build_id(char *hex)
 {
@@ -181,51 +297,31 @@ UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path)
 					want, have);
 		path = "/proc/kallsyms";
 	}
-	FILE *f = fopen(path, "re");
-	if (!f)
+	/* check now that the file can be read; parse it when a kernel frame is first named */
+	if (access(path, R_OK))
 		return base_err(&s->log, -errno, "%s: %s", path, strerror(errno));
-	struct base_vec v = BASE_VEC_INIT(struct ksym);
-	char *line = NULL;
-	size_t cap = 0;
-	bool nonzero = false;
-	while (getline(&line, &cap, f) > 0) {
-		unsigned long long addr;
-		char type;
-		int pos = 0;
-		if (sscanf(line, "%llx %c %n", &addr, &type, &pos) < 2 || pos <= 0)
-			continue;
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-			continue;
-		char *name = line + pos;
-		size_t l = strcspn(name, " \t\n");
-		struct ksym *k = base_vec_push(&v);
-		const char *nm = base_intern(&s->strings, name, l);
-		if (!k || !nm) {
-			free(line);
-			fclose(f);
-			base_vec_free(&v);
-			return -ENOMEM;
-		}
-		k->addr = addr;
-		k->name = nm;
-		nonzero |= addr != 0;
-	}
-	free(line);
-	fclose(f);
-	if (!nonzero) {
-		base_vec_free(&v);
-		return base_err(&s->log, -EPERM, "%s: addresses are hidden (kernel.kptr_restrict)", path);
-	}
-	qsort(v.data, v.len, sizeof(struct ksym), cmp_ksym);
+	free(s->kallsyms_path);
+	s->kallsyms_path = strdup(path);
+	if (!s->kallsyms_path)
+		return -ENOMEM;
 	free(s->ksyms);
-	s->ksyms = v.data;
-	s->nksyms = v.len;
+	free(s->kallsyms_buf);
+	s->ksyms = NULL;
+	s->kallsyms_buf = NULL;
+	s->nksyms = 0;
+	s->kallsyms_tried = false;
 	return 0;
 }
 
 UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_symbol *out)
 {
 	memset(out, 0, sizeof(*out));
+	if (!s->kallsyms_tried && s->kallsyms_path) {
+		s->kallsyms_tried = true;
+		int err = load_kallsyms_now(s);
+		if (err)
+			base_log(&s->log, UW_LOG_WARN, "kernel symbols not loaded: %s", s->log.errmsg);
+	}
 	size_t lo = 0, hi = s->nksyms;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;

@@ -259,7 +259,7 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 		/* A sample taken in a syscall has the user pc just after the `syscall` instruction,
 		 * which may be the end of its FDE (rt_sigreturn in __restore_rt): the instruction
 		 * before it has the same rules. */
-		if (!found && !is_call && info.code && info.code->cfi &&
+		if (!found && res->n == 1 && opts->in_syscall && info.code && info.code->cfi &&
 		    cfi_table_find(info.code->cfi, lookup - 1, &rule)) {
 			found = true;
 			lookup--;

@@ -80,6 +80,9 @@ case_signal:
 	ret
 	.cfi_endproc
 	.size case_signal, .-case_signal
+	/* padding without CFI, as after glibc's __restore_rt */
+	nop
+	nop
 
 	/* a large frame: 128 KiB of locals */
 	.globl case_big, case_big_body

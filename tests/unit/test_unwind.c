@@ -48,7 +48,7 @@ static void put(uint64_t addr, uint64_t v)
 static void run(struct unw_regs *r, struct uw_frame *f, struct unw_result *res)
 {
 	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK) };
-	struct unw_opts o = { 64, false, &cfi_arch_x86_64 };
+	struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64 };
 	r->valid = (1u << 6) | (1u << 7) | (1u << 16);
 	unw_run(&o, r, &st, find, NULL, f, res);
 }
@@ -177,6 +177,30 @@ static void test_signal_frame_exact_pc(void **state)
 	assert_int_equal(res.stop, UW_STOP_END_OF_STACK);
 }
 
+static void test_syscall_return_at_fde_end(void **state)
+{
+	(void)state;
+	/* a sample in a syscall: the user pc follows the `syscall` instruction and may be the first
+	 * byte after the FDE (rt_sigreturn); the row of the instruction before applies */
+	memset(STACK, 0, sizeof(STACK));
+	uint64_t end = addr_of("case_signal") + 2; /* nop; ret: the FDE ends here */
+	put(BASE, addr_of("case_root"));
+	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK) };
+	struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64, .in_syscall = true };
+	struct unw_regs r = { .r = { [6] = 0, [7] = BASE, [16] = end }, .valid = (1u << 6) | (1u << 7) | (1u << 16) };
+	struct uw_frame f[64];
+	struct unw_result res;
+	unw_run(&o, &r, &st, find, NULL, f, &res);
+	assert_int_equal(res.n, 2);
+	assert_int_equal(f[1].method, UW_METHOD_SIGNAL);
+	/* not in a syscall: an exact pc at a function start must not borrow the previous row */
+	o.in_syscall = false;
+	r = (struct unw_regs){ .r = { [6] = 0, [7] = BASE, [16] = end }, .valid = (1u << 6) | (1u << 7) | (1u << 16) };
+	unw_run(&o, &r, &st, find, NULL, f, &res);
+	assert_int_equal(res.n, 1);
+	assert_int_equal(res.stop, UW_STOP_END_OF_STACK); /* frame-pointer fallback: rbp 0 */
+}
+
 static void test_stack_exhausted_and_limits(void **state)
 {
 	(void)state;
@@ -193,7 +217,7 @@ static void test_stack_exhausted_and_limits(void **state)
 	/* missing registers */
 	struct unw_regs none = { 0 };
 	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK) };
-	struct unw_opts o = { 64, false, &cfi_arch_x86_64 };
+	struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64 };
 	unw_run(&o, &none, &st, find, NULL, f, &res);
 	assert_int_equal(res.stop, UW_STOP_NO_REGS);
 	assert_int_equal(res.n, 0);
@@ -223,6 +247,7 @@ int main(void)
 		cmocka_unit_test(test_expression_loop_stops),
 		cmocka_unit_test(test_signal_frame_exact_pc),
 		cmocka_unit_test(test_stack_exhausted_and_limits),
+		cmocka_unit_test(test_syscall_return_at_fde_end),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

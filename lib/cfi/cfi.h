@@ -87,7 +87,26 @@ struct cfi_section {
 	bool is_eh;      /* .eh_frame (else .debug_frame) */
 };
 
+/* Lazy mode: rows of one FDE, compiled on its first lookup. */
+struct cfi_fde_rows {
+	uint64_t begin, end;
+	uint32_t n;
+	uint32_t *pcs;          /* pc - begin */
+	struct cfi_rule *rules;
+};
+
 struct cfi_table {
+	/* Lazy mode (large modules with a usable .eh_frame_hdr): the header's sorted search table
+	 * finds the FDE of a pc, and each FDE is compiled once, when a pc first hits it. A profile
+	 * touches a small share of a big program's functions (cc1: 45k FDEs), so this is much
+	 * cheaper than compiling all of them; per pc, the cost is the same binary search. */
+	bool lazy;
+	const uint8_t *hdr_table; /* (int32 initial_loc, int32 fde) pairs, datarel to hdr_addr */
+	uint64_t hdr_addr;
+	uint32_t hdr_count;
+	struct cfi_fde_rows **fde_rows; /* per table entry: NULL not yet compiled */
+	struct base_arena arena;
+	/* full mode */
 	uint64_t base;          /* pc of row 0 */
 	uint64_t end;           /* one past the last covered pc */
 	uint32_t n;
@@ -110,9 +129,19 @@ int cfi_table_build(struct cfi_table *t, const struct cfi_arch *arch, const stru
                     const struct cfi_section *dbg);
 void cfi_table_free(struct cfi_table *t);
 
+/* Like cfi_table_build, in lazy mode from .eh_frame and its .eh_frame_hdr (hdr: data, size,
+ * addr; is_eh ignored). @return 0, or -UW_EUNSUPP when the header cannot serve (then build the
+ * full table), -ENOMEM. */
+int cfi_table_build_lazy(struct cfi_table *t, const struct cfi_arch *arch, const struct cfi_section *eh,
+                         const struct cfi_section *hdr);
+bool cfi_lazy_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule);
+
 /* Finds the rule covering pc. @return false when none does. */
-static inline bool cfi_table_find(const struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule)
+static inline bool cfi_table_find(const struct cfi_table *ct, uint64_t pc, const struct cfi_rule **rule)
 {
+	const struct cfi_table *t = ct;
+	if (t->lazy)
+		return cfi_lazy_find((struct cfi_table *)ct, pc, rule);
 	if (UW_UNLIKELY(pc < t->base || pc >= t->end || !t->n))
 		return false;
 	uint64_t rel = pc - t->base;

@@ -296,8 +296,144 @@ out:
 	return err;
 }
 
+/* ---- lazy mode */
+
+/* .eh_frame_hdr (LSB): version 1, eh_frame_ptr_enc, fde_count_enc, table_enc, then the encoded
+ * eh_frame pointer and count, then the table. Only the layout every linker emits is used:
+ * table_enc DW_EH_PE_datarel | DW_EH_PE_sdata4 (0x3b), entries relative to the header. */
+int cfi_table_build_lazy(struct cfi_table *t, const struct cfi_arch *arch, const struct cfi_section *eh,
+                         const struct cfi_section *hdr)
+{
+	memset(t, 0, sizeof(*t));
+	if (!eh || !eh->data || !hdr || !hdr->data || hdr->size < 12)
+		return -UW_EUNSUPP;
+	const uint8_t *h = hdr->data;
+	if (h[0] != 1 || h[3] != 0x3b)
+		return -UW_EUNSUPP;
+	struct cfi_section hs = *hdr;
+	struct base_cursor c = base_cursor(h + 4, hdr->size - 4);
+	uint64_t ehp, count;
+	if (!cfi_read_encoded(&c, h[1], &hs, true, &ehp) || !cfi_read_encoded(&c, h[2], &hs, true, &count))
+		return -UW_EUNSUPP;
+	if (ehp != eh->addr || count == 0 || count > base_cur_left(&c) / 8 || count > UINT32_MAX)
+		return -UW_EUNSUPP;
+	const uint8_t *tab = c.p;
+	/* the table must be sorted and point into .eh_frame: checked once, here */
+	int64_t prev = INT64_MIN;
+	for (uint64_t i = 0; i < count; i++) {
+		int32_t loc, fde;
+		memcpy(&loc, tab + 8 * i, 4);
+		memcpy(&fde, tab + 8 * i + 4, 4);
+		uint64_t fa = hdr->addr + (uint64_t)(int64_t)fde;
+		if (loc < prev || fa < eh->addr || fa - eh->addr >= eh->size)
+			return -UW_EUNSUPP;
+		prev = loc;
+	}
+	t->arch = arch;
+	t->sec[0] = *eh;
+	t->sec[0].is_eh = true;
+	t->lazy = true;
+	t->hdr_table = tab;
+	t->hdr_addr = hdr->addr;
+	t->hdr_count = (uint32_t)count;
+	t->nfde = (uint32_t)count;
+	t->fde_rows = calloc(count, sizeof(*t->fde_rows));
+	if (!t->fde_rows)
+		return -ENOMEM;
+	base_arena_init(&t->arena, 64 * 1024);
+	return 0;
+}
+
+static struct cfi_fde_rows lazy_none;
+
+static struct cfi_fde_rows *lazy_compile(struct cfi_table *t, uint32_t idx)
+{
+	int32_t fde;
+	memcpy(&fde, t->hdr_table + 8 * (size_t)idx + 4, 4);
+	struct fde_ref f = { .off = t->hdr_addr + (uint64_t)(int64_t)fde - t->sec[0].addr, .sec = 0 };
+	struct cfi_fde parsed;
+	struct cfi_cie cie;
+	uint64_t next;
+	if (cfi_parse_entry(&t->sec[0], f.off, &next, &parsed, &cie) != 1 || parsed.pc_end <= parsed.pc_begin ||
+	    parsed.pc_end - parsed.pc_begin > (1ull << 31)) {
+		t->nbad_fde++;
+		return &lazy_none;
+	}
+	f.begin = parsed.pc_begin;
+	f.end = parsed.pc_end;
+	struct builder b = { .arch = t->arch, .t = t };
+	int r = run_fde(&b, &f);
+	struct cfi_fde_rows *out = &lazy_none;
+	if (r == 0 && b.n) {
+		out = base_arena_alloc(&t->arena, sizeof(*out));
+		uint32_t *pcs = base_arena_alloc(&t->arena, b.n * sizeof(*pcs));
+		struct cfi_rule *rules = base_arena_alloc(&t->arena, b.n * sizeof(*rules));
+		if (!out || !pcs || !rules) {
+			out = &lazy_none;
+		} else {
+			out->begin = f.begin;
+			out->end = f.end;
+			out->n = (uint32_t)b.n;
+			for (size_t i = 0; i < b.n; i++)
+				pcs[i] = (uint32_t)(b.pcs[i] - f.begin);
+			memcpy(rules, b.rules, b.n * sizeof(*rules));
+			out->pcs = pcs;
+			out->rules = rules;
+			t->ncomplex += b.ncomplex;
+		}
+	} else if (r) {
+		t->nbad_fde++;
+	}
+	free(b.pcs);
+	free(b.rules);
+	return out;
+}
+
+bool cfi_lazy_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule)
+{
+	/* last table entry whose start is <= pc */
+	int64_t rel = (int64_t)(pc - t->hdr_addr);
+	if (rel > INT32_MAX || rel < INT32_MIN)
+		return false;
+	uint32_t lo = 0, hi = t->hdr_count;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int32_t loc;
+		memcpy(&loc, t->hdr_table + 8 * (size_t)mid, 4);
+		if (loc <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return false;
+	struct cfi_fde_rows *fr = t->fde_rows[lo - 1];
+	if (!fr)
+		fr = t->fde_rows[lo - 1] = lazy_compile(t, lo - 1);
+	if (!fr->n || pc < fr->begin || pc >= fr->end)
+		return false;
+	uint32_t off = (uint32_t)(pc - fr->begin), a = 0, b = fr->n;
+	while (b - a > 1) {
+		uint32_t mid = a + (b - a) / 2;
+		if (fr->pcs[mid] <= off)
+			a = mid;
+		else
+			b = mid;
+	}
+	if (fr->pcs[a] > off || (fr->rules[a].flags & CFI_F_NONE))
+		return false;
+	*rule = &fr->rules[a];
+	return true;
+}
+
 void cfi_table_free(struct cfi_table *t)
 {
+	if (t->lazy) {
+		free(t->fde_rows);
+		base_arena_free(&t->arena);
+		t->fde_rows = NULL;
+		t->lazy = false;
+	}
 	free(t->pcs);
 	free(t->rules);
 	free(t->block);

@@ -401,11 +401,11 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	}
 	struct stat st;
 	if (fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, r->fd, 0);
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, r->fd, 0);
 		if (m != MAP_FAILED) {
 			r->map = m;
 			r->map_size = (size_t)st.st_size;
-			madvise(m, r->map_size, MADV_SEQUENTIAL);
+			madvise(m, r->map_size, MADV_WILLNEED);
 		}
 	}
 	uint64_t magic = 0, hsize = 0;

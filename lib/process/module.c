@@ -268,6 +268,9 @@ opened:
 	return true;
 }
 
+/* Below this .eh_frame size the whole table is compiled at once (cheap, and denser). */
+#define CFI_LAZY_MIN_BYTES (64u << 10)
+
 static void add_plt_range(struct uw_module *m, const char *name)
 {
 	struct elfv_sec sec;
@@ -292,12 +295,22 @@ const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *
 	if ((elfv_section(m->elf, ".debug_frame", &df) == 0 && df.data) ||
 	    (m->dbg && elfv_section(m->dbg, ".debug_frame", &df) == 0 && df.data))
 		dfs = (struct cfi_section){ df.data, df.size, df.addr, false };
-	int err = cfi_table_build(&m->cfi, &cfi_arch_x86_64, &ehs, &dfs);
+	/* Large .eh_frame with a search table and no .debug_frame: compile FDEs as they are hit
+	 * (see cfi.h); otherwise compile the whole table now. */
+	int err = -UW_EUNSUPP;
+	struct elfv_sec hdr;
+	if (!dfs.data && ehs.data && ehs.size >= CFI_LAZY_MIN_BYTES && elfv_section(m->elf, ".eh_frame_hdr", &hdr) == 0 &&
+	    hdr.data) {
+		struct cfi_section hs = { hdr.data, hdr.size, hdr.addr, false };
+		err = cfi_table_build_lazy(&m->cfi, &cfi_arch_x86_64, &ehs, &hs);
+	}
+	if (err == -UW_EUNSUPP)
+		err = cfi_table_build(&m->cfi, &cfi_arch_x86_64, &ehs, &dfs);
 	if (err)
 		base_log(&s->log, UW_LOG_WARN, "%s: unwind table not built: %s", m->path, uw_strerror(err));
 	else if (m->cfi.nbad_fde)
 		base_log(&s->log, UW_LOG_INFO, "%s: %u malformed FDEs skipped", m->path, m->cfi.nbad_fde);
-	m->code.cfi = m->cfi.n ? &m->cfi : NULL;
+	m->code.cfi = (m->cfi.n || m->cfi.lazy) ? &m->cfi : NULL;
 	add_plt_range(m, ".plt");
 	add_plt_range(m, ".plt.sec");
 	add_plt_range(m, ".plt.got");

@@ -9,6 +9,8 @@
 #ifndef UW_PROCESS_H
 #define UW_PROCESS_H
 
+#include <pthread.h>
+
 #include "base/base.h"
 #include "elf/elfview.h"
 #include "cfi/cfi.h"
@@ -79,6 +81,11 @@ struct uw_session {
 	char *kallsyms_path;       /* set by uw_session_load_kallsyms, read on first use */
 	char *kallsyms_buf;        /* the file's text; ksym names point into it */
 	bool kallsyms_tried;
+	/* kallsyms is read on a helper thread while records are processed (reading
+	 * /proc/kallsyms costs the kernel tens of milliseconds); joined on first use */
+	pthread_t kallsyms_thread;
+	bool kallsyms_running;
+	int kallsyms_err;
 	uint64_t exit_grace_ns;
 	uint64_t nproc_freed;
 };

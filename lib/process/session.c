@@ -9,6 +9,7 @@
 #include "process/process.h"
 
 void proc_free_all(struct uw_session *s);
+int kallsyms_join(struct uw_session *s);
 
 /* Options: accept a struct from an older or newer caller; reject unknown non-zero bytes. */
 static bool opts_valid(const void *opts, size_t known)
@@ -72,6 +73,7 @@ UW_API void uw_session_free(struct uw_session *s)
 {
 	if (!s)
 		return;
+	kallsyms_join(s);
 	proc_free_all(s);
 	size_t it = 0;
 	void *val;
@@ -201,14 +203,16 @@ static inline int hexval(char c)
 	return -1;
 }
 
-/* Parses "ADDR TYPE NAME[\t[module]]" lines in place: names are cut out of the buffer. */
+/* Parses "ADDR TYPE NAME[\t[module]]" lines in place: names are cut out of the buffer.
+ * Runs on the helper thread: touches only s->ksyms, s->nksyms and s->kallsyms_buf, which the
+ * session's thread reads only after joining. */
 static int load_kallsyms_now(struct uw_session *s)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	int err = read_all(s->kallsyms_path, &buf, &len);
 	if (err)
-		return base_err(&s->log, err, "%s: %s", s->kallsyms_path, uw_strerror(err));
+		return err;
 	struct base_vec v = BASE_VEC_INIT(struct ksym);
 	bool nonzero = false, sorted = true;
 	uint64_t prev = 0;
@@ -247,7 +251,7 @@ static int load_kallsyms_now(struct uw_session *s)
 	if (!nonzero) {
 		free(buf);
 		base_vec_free(&v);
-		return base_err(&s->log, -EPERM, "%s: addresses are hidden (kernel.kptr_restrict)", s->kallsyms_path);
+		return -EPERM;
 	}
 	if (!sorted)
 		qsort(v.data, v.len, sizeof(struct ksym), cmp_ksym);
@@ -255,6 +259,22 @@ static int load_kallsyms_now(struct uw_session *s)
 	s->nksyms = v.len;
 	s->kallsyms_buf = buf;
 	return 0;
+}
+
+static void *kallsyms_main(void *arg)
+{
+	struct uw_session *s = arg;
+	s->kallsyms_err = load_kallsyms_now(s);
+	return NULL;
+}
+
+int kallsyms_join(struct uw_session *s)
+{
+	if (!s->kallsyms_running)
+		return 0;
+	pthread_join(s->kallsyms_thread, NULL);
+	s->kallsyms_running = false;
+	return s->kallsyms_err;
 }
 
 /* The running kernel's build-id, from /sys/kernel/notes. */
@@ -300,6 +320,7 @@ UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path)
 	/* check now that the file can be read; parse it when a kernel frame is first named */
 	if (access(path, R_OK))
 		return base_err(&s->log, -errno, "%s: %s", path, strerror(errno));
+	kallsyms_join(s);
 	free(s->kallsyms_path);
 	s->kallsyms_path = strdup(path);
 	if (!s->kallsyms_path)
@@ -310,6 +331,7 @@ UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path)
 	s->kallsyms_buf = NULL;
 	s->nksyms = 0;
 	s->kallsyms_tried = false;
+	s->kallsyms_running = pthread_create(&s->kallsyms_thread, NULL, kallsyms_main, s) == 0;
 	return 0;
 }
 
@@ -318,9 +340,10 @@ UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_sy
 	memset(out, 0, sizeof(*out));
 	if (!s->kallsyms_tried && s->kallsyms_path) {
 		s->kallsyms_tried = true;
-		int err = load_kallsyms_now(s);
+		int err = s->kallsyms_running ? kallsyms_join(s) : load_kallsyms_now(s);
 		if (err)
-			base_log(&s->log, UW_LOG_WARN, "kernel symbols not loaded: %s", s->log.errmsg);
+			base_log(&s->log, UW_LOG_WARN, "%s: kernel symbols not loaded: %s", s->kallsyms_path,
+				 err == -EPERM ? "addresses are hidden (kernel.kptr_restrict)" : uw_strerror(err));
 	}
 	size_t lo = 0, hi = s->nksyms;
 	while (lo < hi) {

@@ -38,6 +38,11 @@ def fname(sym):
     return re.sub(r"\+0x[0-9a-f]+$", "", sym)
 
 
+def is_subsequence(short, long):
+    it = iter(long)
+    return all(any(x == y for y in it) for x in short)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("perf")
@@ -78,6 +83,10 @@ def main():
         if not reaches and pd is not None and n == len(pf) - 1 and pd[1] == "[unknown]":
             # perf's last frame is a garbage return address that unwound did not produce
             cls = "perf ends in an unknown frame where unwound continues"
+        elif any(fname(f[1]) == "__restore_rt" for f in pf[: n]) and is_subsequence(pf, uf):
+            # after a signal trampoline perf (libunwind) follows the frame pointer and skips the
+            # interrupted frames; unwound restores them from the signal context (ucontext)
+            cls = "unwound recovers the frames interrupted by a signal that perf skips"
         else:
             cls = None
         if cls:

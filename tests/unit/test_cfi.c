@@ -204,6 +204,48 @@ static void test_malformed_sections(void **state)
 	}
 }
 
+/* The lazy table (per-FDE compilation through .eh_frame_hdr) answers exactly as the full
+ * table at every pc of a real library's text. */
+static void test_lazy_matches_full(void **state)
+{
+	(void)state;
+	const char *path = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+	struct elfv *v;
+	assert_int_equal(elfv_open(path, &v), 0);
+	struct elfv_sec eh, hdr, text;
+	assert_int_equal(elfv_section(v, ".eh_frame", &eh), 0);
+	assert_int_equal(elfv_section(v, ".eh_frame_hdr", &hdr), 0);
+	assert_int_equal(elfv_section(v, ".text", &text), 0);
+	struct cfi_section es = { eh.data, eh.size, eh.addr, true }, hs = { hdr.data, hdr.size, hdr.addr, false };
+	struct cfi_table full, lazy;
+	assert_int_equal(cfi_table_build(&full, &cfi_arch_x86_64, &es, NULL), 0);
+	assert_int_equal(cfi_table_build_lazy(&lazy, &cfi_arch_x86_64, &es, &hs), 0);
+	assert_true(lazy.lazy);
+	uint64_t found = 0;
+	for (uint64_t pc = text.addr - 16; pc < text.addr + text.size + 16; pc++) {
+		const struct cfi_rule *a = NULL, *b = NULL;
+		bool fa = cfi_table_find(&full, pc, &a), fb = cfi_table_find(&lazy, pc, &b);
+		if (fa != fb)
+			fail_msg("pc %#llx: full %d lazy %d", (unsigned long long)pc, fa, fb);
+		if (fa) {
+			found++;
+			if (memcmp(a, b, sizeof(*a)) != 0)
+				fail_msg("pc %#llx: rules differ", (unsigned long long)pc);
+		}
+	}
+	assert_true(found > text.size / 2);
+	/* a header that does not describe this .eh_frame is refused, not trusted */
+	uint8_t bad[64];
+	memcpy(bad, hdr.data, sizeof(bad));
+	bad[3] = 0x1b; /* another table encoding */
+	struct cfi_section bs = { bad, sizeof(bad), hdr.addr, false };
+	struct cfi_table t;
+	assert_int_equal(cfi_table_build_lazy(&t, &cfi_arch_x86_64, &es, &bs), -UW_EUNSUPP);
+	cfi_table_free(&full);
+	cfi_table_free(&lazy);
+	elfv_close(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -211,6 +253,7 @@ int main(void)
 		cmocka_unit_test(test_expression_is_complex), cmocka_unit_test(test_root_signal_big),
 		cmocka_unit_test(test_coverage_ends),   cmocka_unit_test(test_expressions),
 		cmocka_unit_test(test_malformed_sections),
+		cmocka_unit_test(test_lazy_matches_full),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -105,6 +105,9 @@ struct cfi_table {
 	uint64_t hdr_addr;
 	uint32_t hdr_count;
 	struct cfi_fde_rows **fde_rows; /* per table entry: NULL not yet compiled */
+	int32_t hdr_first;        /* initial_loc of entry 0 */
+	uint32_t *hdr_block;      /* first entry at or after each 4 KiB block from hdr_first */
+	uint32_t hdr_nblocks;
 	struct base_arena arena;
 	/* full mode */
 	uint64_t base;          /* pc of row 0 */
@@ -119,6 +122,15 @@ struct cfi_table {
 	uint64_t text_end_hint;
 	/* statistics */
 	uint32_t nfde, nbad_fde, ncomplex;
+	/* direct-mapped cache of recent lookups (return addresses repeat across samples);
+	 * allocated on first use */
+	struct cfi_cache_ent *cache;
+};
+
+#define CFI_CACHE_BITS 10
+struct cfi_cache_ent {
+	uint64_t pc;             /* UINT64_MAX: empty */
+	const struct cfi_rule *rule; /* NULL: no rule covers pc */
 };
 #define CFI_BLOCK_SHIFT 10
 
@@ -136,12 +148,26 @@ int cfi_table_build_lazy(struct cfi_table *t, const struct cfi_arch *arch, const
                          const struct cfi_section *hdr);
 bool cfi_lazy_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule);
 
-/* Finds the rule covering pc. @return false when none does. */
-static inline bool cfi_table_find(const struct cfi_table *ct, uint64_t pc, const struct cfi_rule **rule)
+bool cfi_table_find_slow(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule);
+
+/* Finds the rule covering pc, through the table's lookup cache. @return false when none does. */
+static inline bool cfi_table_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule)
 {
-	const struct cfi_table *t = ct;
+	if (UW_LIKELY(t->cache != NULL)) {
+		struct cfi_cache_ent *e = &t->cache[base_hash64(pc) & ((1u << CFI_CACHE_BITS) - 1)];
+		if (e->pc == pc) {
+			*rule = e->rule;
+			return e->rule != NULL;
+		}
+	}
+	return cfi_table_find_slow(t, pc, rule);
+}
+
+/* The search itself, without the cache. */
+static inline bool cfi_table_search(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule)
+{
 	if (t->lazy)
-		return cfi_lazy_find((struct cfi_table *)ct, pc, rule);
+		return cfi_lazy_find(t, pc, rule);
 	if (UW_UNLIKELY(pc < t->base || pc >= t->end || !t->n))
 		return false;
 	uint64_t rel = pc - t->base;

@@ -15,6 +15,7 @@
 #include "cfi/cfi_internal.h"
 
 #define CFI_MAX_ROWS (64u << 20)
+#define LAZY_BLOCK_SHIFT 12
 
 struct fde_ref {
 	uint64_t begin, end;
@@ -340,6 +341,34 @@ int cfi_table_build_lazy(struct cfi_table *t, const struct cfi_arch *arch, const
 	t->fde_rows = calloc(count, sizeof(*t->fde_rows));
 	if (!t->fde_rows)
 		return -ENOMEM;
+	/* coarse index over the search table, as in the full table: most lookups then search a
+	 * handful of neighbouring entries instead of the whole table */
+	int32_t first, last;
+	memcpy(&first, tab, 4);
+	memcpy(&last, tab + 8 * (count - 1), 4);
+	t->hdr_first = first;
+	t->hdr_nblocks = (uint32_t)(((uint64_t)((int64_t)last - first) >> LAZY_BLOCK_SHIFT) + 1);
+	t->hdr_block = malloc(((size_t)t->hdr_nblocks + 1) * sizeof(*t->hdr_block));
+	if (!t->hdr_block) {
+		free(t->fde_rows);
+		t->fde_rows = NULL;
+		t->lazy = false;
+		return -ENOMEM;
+	}
+	uint32_t e = 0;
+	for (uint32_t blk = 0; blk <= t->hdr_nblocks; blk++) {
+		int64_t start = (int64_t)first + ((int64_t)blk << LAZY_BLOCK_SHIFT);
+		for (;;) {
+			int32_t loc;
+			if (e >= count)
+				break;
+			memcpy(&loc, tab + 8 * (size_t)e, 4);
+			if (loc >= start)
+				break;
+			e++;
+		}
+		t->hdr_block[blk] = e;
+	}
 	base_arena_init(&t->arena, 64 * 1024);
 	return 0;
 }
@@ -395,7 +424,21 @@ bool cfi_lazy_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rul
 	int64_t rel = (int64_t)(pc - t->hdr_addr);
 	if (rel > INT32_MAX || rel < INT32_MIN)
 		return false;
-	uint32_t lo = 0, hi = t->hdr_count;
+	if (rel < t->hdr_first)
+		return false;
+	/* the entry in force is in [block[b] - 1, block[b + 1] - 1] */
+	uint64_t blk = (uint64_t)(rel - t->hdr_first) >> LAZY_BLOCK_SHIFT;
+	uint32_t lo, hi;
+	if (blk >= t->hdr_nblocks) {
+		lo = t->hdr_count - 1;
+		hi = t->hdr_count;
+	} else {
+		lo = t->hdr_block[blk] ? t->hdr_block[blk] - 1 : 0;
+		hi = t->hdr_block[blk + 1];
+		if (hi <= lo)
+			hi = lo + 1;
+	}
+	/* first entry with start > rel, searched in [lo, hi) */
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 		int32_t loc;
@@ -426,10 +469,34 @@ bool cfi_lazy_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rul
 	return true;
 }
 
+bool cfi_table_find_slow(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule)
+{
+	const struct cfi_rule *r = NULL;
+	bool found = cfi_table_search(t, pc, &r);
+	if (!t->cache) {
+		t->cache = malloc(sizeof(*t->cache) << CFI_CACHE_BITS);
+		if (t->cache)
+			for (unsigned i = 0; i < (1u << CFI_CACHE_BITS); i++)
+				t->cache[i].pc = UINT64_MAX;
+	}
+	if (t->cache) {
+		struct cfi_cache_ent *e = &t->cache[base_hash64(pc) & ((1u << CFI_CACHE_BITS) - 1)];
+		e->pc = pc;
+		e->rule = found ? r : NULL;
+	}
+	if (found)
+		*rule = r;
+	return found;
+}
+
 void cfi_table_free(struct cfi_table *t)
 {
+	free(t->cache);
+	t->cache = NULL;
 	if (t->lazy) {
 		free(t->fde_rows);
+		free(t->hdr_block);
+		t->hdr_block = NULL;
 		base_arena_free(&t->arena);
 		t->fde_rows = NULL;
 		t->lazy = false;

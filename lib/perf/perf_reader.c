@@ -401,7 +401,7 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	}
 	struct stat st;
 	if (fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, r->fd, 0);
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, r->fd, 0);
 		if (m != MAP_FAILED) {
 			r->map = m;
 			r->map_size = (size_t)st.st_size;
@@ -668,8 +668,13 @@ static int deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		if (c.bad)
 			return 0;
 		size_t fl = strnlen((const char *)c.p, base_cur_left(&c));
-		if (pid == -1 || (misc & PM_CPUMODE_MASK) == PM_KERNEL)
-			return 0; /* kernel and module maps: kernel symbols come from kallsyms */
+		if (pid == -1 || (misc & PM_CPUMODE_MASK) == PM_KERNEL) {
+			/* kernel and module maps: symbols come from kallsyms; perf records the kernel
+			 * map with pgoff = the address of _text (its relocation reference) */
+			if (fl >= 17 && memcmp(c.p, "[kernel.kallsyms]", 17) == 0 && pgoff >= addr && !r->s->kernel_text)
+				r->s->kernel_text = pgoff;
+			return 0;
+		}
 		struct uw_module *m = proc_module_get(r->s, (const char *)c.p, fl, bid, blen, maj, min, ino);
 		if (!m)
 			return -ENOMEM;

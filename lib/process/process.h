@@ -86,6 +86,8 @@ struct uw_session {
 	pthread_t kallsyms_thread;
 	bool kallsyms_running;
 	int kallsyms_err;
+	uint64_t kallsyms_text;    /* _text in the loaded file (0: not found) */
+	uint64_t kernel_text;      /* _text of the recorded kernel (kernel MMAP pgoff), 0: unknown */
 	uint64_t exit_grace_ns;
 	uint64_t nproc_freed;
 };

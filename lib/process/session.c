@@ -2,8 +2,10 @@
 /* The session: options, logging, the module cache, the tracker and kernel symbols. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "process/process.h"
@@ -152,7 +154,10 @@ static int read_all(const char *path, char **out, size_t *len)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	size_t cap = 1 << 20, n = 0;
+	/* a snapshot file has a size; /proc/kallsyms says 0 and is a few MiB */
+	struct stat st;
+	size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (1 << 30) ? (size_t)st.st_size + 1 : 8u << 20;
+	size_t n = 0;
 	char *buf = malloc(cap + 1);
 	for (;;) {
 		if (!buf) {
@@ -239,6 +244,8 @@ static int load_kallsyms_now(struct uw_session *s)
 					return -ENOMEM;
 				}
 				*ne = 0;
+				if (ne - name == 5 && memcmp(name, "_text", 5) == 0)
+					s->kallsyms_text = addr;
 				k->addr = addr;
 				k->name = name;
 				nonzero |= addr != 0;
@@ -307,15 +314,24 @@ static bool running_kernel_build_id(char *hex)
 
 UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path)
 {
+	char snap[PATH_MAX];
 	if (!path) {
-		/* only for the kernel the recording was made on */
+		/* The recording's kernel only: perf record keeps a snapshot of its kallsyms in the
+		 * build-id cache (the modules as they were then, and cheap to read); else the running
+		 * kernel's, when it is the recorded one. */
 		const char *want = base_map_get(&s->buildids, base_hash_bytes("[kernel.kallsyms]", 17));
 		char have[2 * ELFV_MAX_BUILD_ID + 1];
-		if (want && running_kernel_build_id(have) && strcmp(want, have) != 0)
+		if (want && s->buildid_dir) {
+			snprintf(snap, sizeof(snap), "%s/[kernel.kallsyms]/%s/kallsyms", s->buildid_dir, want);
+			if (access(snap, R_OK) == 0)
+				path = snap;
+		}
+		if (!path && want && running_kernel_build_id(have) && strcmp(want, have) != 0)
 			return base_err(&s->log, -UW_EBUILDID,
 					"the recording's kernel (build-id %s) is not the running one (%s): give --kallsyms",
 					want, have);
-		path = "/proc/kallsyms";
+		if (!path)
+			path = "/proc/kallsyms";
 	}
 	/* check now that the file can be read; parse it when a kernel frame is first named */
 	if (access(path, R_OK))
@@ -344,6 +360,15 @@ UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_sy
 		if (err)
 			base_log(&s->log, UW_LOG_WARN, "%s: kernel symbols not loaded: %s", s->kallsyms_path,
 				 err == -EPERM ? "addresses are hidden (kernel.kptr_restrict)" : uw_strerror(err));
+		/* the same kernel at another load address (KASLR, another boot): shift by the
+		 * difference of _text, as perf does with its reference symbol */
+		if (!err && s->kernel_text && s->kallsyms_text && s->kernel_text != s->kallsyms_text) {
+			uint64_t delta = s->kernel_text - s->kallsyms_text;
+			for (size_t i = 0; i < s->nksyms; i++)
+				s->ksyms[i].addr += delta;
+			base_log(&s->log, UW_LOG_INFO, "kernel symbols relocated by %#llx (_text)",
+				 (unsigned long long)delta);
+		}
 	}
 	size_t lo = 0, hi = s->nksyms;
 	while (lo < hi) {

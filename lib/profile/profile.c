@@ -35,6 +35,16 @@ struct uw_profile {
 	uint64_t nsamples;
 	struct pframe *scratch;
 	size_t scratch_cap;
+	struct base_map names; /* hash(frame) -> struct name_ent chain: one lookup per distinct frame */
+	struct base_arena name_arena;
+};
+
+struct name_ent {
+	struct name_ent *next;
+	struct uw_module *mod;
+	uint64_t addr;
+	bool kernel;
+	const char *name;
 };
 
 UW_API struct uw_profile *uw_profile_new(struct uw_session *s, const struct uw_profile_opts *opts)
@@ -53,6 +63,8 @@ UW_API struct uw_profile *uw_profile_new(struct uw_session *s, const struct uw_p
 		memcpy(&p->o, opts, UW_MIN(opts->sz, sizeof(p->o)));
 	p->o.sz = sizeof(p->o);
 	base_arena_init(&p->arena, 256 * 1024);
+	base_arena_init(&p->name_arena, 64 * 1024);
+	base_map_init(&p->names);
 	base_map_init(&p->stacks);
 	p->order = BASE_VEC_INIT(struct pstack *);
 	return p;
@@ -63,6 +75,8 @@ UW_API void uw_profile_free(struct uw_profile *p)
 	if (!p)
 		return;
 	base_arena_free(&p->arena);
+	base_arena_free(&p->name_arena);
+	base_map_free(&p->names);
 	base_map_free(&p->stacks);
 	base_vec_free(&p->order);
 	free(p->scratch);
@@ -133,8 +147,27 @@ UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *smp)
 	return base_map_put(&p->stacks, h, st);
 }
 
-/* A frame's display name, interned (so names can be compared by pointer). */
+static const char *frame_name_uncached(struct uw_profile *p, const struct pframe *f);
+
+/* A frame's display name, interned (so names can be compared by pointer), computed once per
+ * distinct frame: frames recur across the distinct stacks. */
 static const char *frame_name(struct uw_profile *p, const struct pframe *f)
+{
+	uint64_t h = base_hash64(f->addr ^ base_hash64((uintptr_t)f->mod + f->kernel));
+	struct name_ent *head = base_map_get(&p->names, h);
+	for (struct name_ent *e = head; e; e = e->next)
+		if (e->addr == f->addr && e->mod == f->mod && e->kernel == f->kernel)
+			return e->name;
+	const char *name = frame_name_uncached(p, f);
+	struct name_ent *e = base_arena_alloc(&p->name_arena, sizeof(*e));
+	if (e && name) {
+		*e = (struct name_ent){ head, f->mod, f->addr, f->kernel, name };
+		base_map_put(&p->names, h, e);
+	}
+	return name ? name : "[unknown]";
+}
+
+static const char *frame_name_uncached(struct uw_profile *p, const struct pframe *f)
 {
 	struct uw_symbol sym;
 	char buf[512];

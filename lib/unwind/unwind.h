@@ -19,7 +19,7 @@ struct unw_regs {
 
 /* Per-module unwind data, owned by the module (process layer). */
 struct unw_code {
-	const struct cfi_table *cfi; /* NULL: no CFI */
+	struct cfi_table *cfi;       /* NULL: no CFI (lookups update its cache) */
 	struct {
 		uint64_t lo, hi;     /* module-relative ranges of PLT sections */
 	} plt[4];

@@ -295,11 +295,19 @@ enum uw_top_sort { UW_TOP_SELF = 0, UW_TOP_TOTAL };
 /* Writes a table of functions with self and total shares, at most max_rows rows (0: 30). */
 UW_API int uw_profile_write_top(struct uw_profile *p, FILE *out, unsigned max_rows, enum uw_top_sort sort);
 
+struct uw_script_opts {
+	size_t sz;
+	unsigned event_width;   /* event names right-aligned to this width: perf script uses the
+	                         * longest event name of the recording (0: no padding) */
+};
+
 /* Writes one sample the way `perf script` prints a sample with a callchain: a header line
  * `comm tid time: period event:`, one `\t<addr> <sym>+0x<off> (<dso>)` line per frame
  * (kernel frames first), then a blank line. User frame addresses are map-relative, and caller
- * frames are shown at return address - 1, as perf script does for DWARF callchains. */
-UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct uw_sample *smp);
+ * frames are shown at return address - 1, as perf script does for DWARF callchains.
+ * opts may be NULL. @return 0 or -EIO. */
+UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct uw_sample *smp,
+                                  const struct uw_script_opts *opts);
 
 #ifdef __cplusplus
 }

@@ -671,8 +671,12 @@ static int deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		if (pid == -1 || (misc & PM_CPUMODE_MASK) == PM_KERNEL) {
 			/* kernel and module maps: symbols come from kallsyms; perf records the kernel
 			 * map with pgoff = the address of _text (its relocation reference) */
-			if (fl >= 17 && memcmp(c.p, "[kernel.kallsyms]", 17) == 0 && pgoff >= addr && !r->s->kernel_text)
-				r->s->kernel_text = pgoff;
+			if (fl >= 17 && memcmp(c.p, "[kernel.kallsyms]", 17) == 0) {
+				if (pgoff >= addr && !r->s->kernel_text)
+					r->s->kernel_text = pgoff;
+				if (bid && blen)
+					proc_note_build_id(r->s, "[kernel.kallsyms]", bid, blen);
+			}
 			return 0;
 		}
 		struct uw_module *m = proc_module_get(r->s, (const char *)c.p, fl, bid, blen, maj, min, ino);

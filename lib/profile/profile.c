@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "process/process.h"
@@ -287,11 +288,14 @@ UW_API int uw_profile_write_top(struct uw_profile *p, FILE *out, unsigned max_ro
 	return err;
 }
 
-UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct uw_sample *smp)
+UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct uw_sample *smp,
+                                  const struct uw_script_opts *opts)
 {
-	fprintf(out, "%s %5u %5" PRIu64 ".%06" PRIu64 ": %10" PRIu64 " %s: \n", smp->comm ? smp->comm : ":-1",
+	int width = opts && opts->sz >= offsetof(struct uw_script_opts, event_width) + sizeof(unsigned)
+			    ? (int)UW_MIN(opts->event_width, 256u) : 0;
+	fprintf(out, "%s %5u %5" PRIu64 ".%06" PRIu64 ": %10" PRIu64 " %*s: \n", smp->comm ? smp->comm : ":-1",
 		smp->tid, smp->time / UINT64_C(1000000000), (smp->time % UINT64_C(1000000000)) / UINT64_C(1000), smp->period,
-		smp->event_name ? smp->event_name : "");
+		width, smp->event_name ? smp->event_name : "");
 	struct uw_symbol sym;
 	for (uint32_t i = 0; i < smp->nr_kernel; i++) {
 		uw_symbolize_kernel(s, smp->kernel[i], &sym);

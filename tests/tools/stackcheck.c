@@ -170,6 +170,13 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 			if (!strcmp(nm, life[k]))
 				startup = true;
 	}
+	/* the process before main: the outermost frame is the dynamic loader's entry point */
+	if (smp->nr_user) {
+		const struct uw_frame *last = &smp->user[smp->nr_user - 1];
+		if (last->module && !strncmp(uw_module_name(last->module), "ld-linux", 8) &&
+		    !strcmp(name_of(last), "_start"))
+			startup = true;
+	}
 	if (complete)
 		ncomplete++;
 	else if (startup)

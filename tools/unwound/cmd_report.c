@@ -20,6 +20,7 @@ struct report {
 	enum mode mode;
 	int err;
 	int tty;
+	struct uw_script_opts script;
 };
 
 static int on_sample(void *ctx, const struct uw_sample *smp)
@@ -27,7 +28,7 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 	struct report *r = ctx;
 	int e;
 	if (r->mode == MODE_SCRIPT)
-		e = uw_script_write_sample(r->s, r->out, smp);
+		e = uw_script_write_sample(r->s, r->out, smp, &r->script);
 	else
 		e = uw_profile_add(r->prof, smp);
 	if (e) {
@@ -210,6 +211,12 @@ int cmd_report(int argc, char **argv)
 	if (!rd) {
 		fprintf(stderr, "unwound report: %s\n", uw_session_errmsg(rep.s));
 		goto out;
+	}
+	rep.script.sz = sizeof(rep.script);
+	for (unsigned i = 0; i < uw_reader_nr_events(rd); i++) {
+		size_t l = strlen(uw_reader_event_name(rd, i));
+		if (l > rep.script.event_width)
+			rep.script.event_width = (unsigned)l;
 	}
 	/* kernel symbols: the named file, else the running kernel's when it is the recorded one */
 	int ke = uw_session_load_kallsyms(rep.s, kallsyms);

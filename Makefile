@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure check check-asan demo bench clean
+.PHONY: all deps configure check check-asan demo bench fuzz clean
 
 all: configure
 	cmake --build $(BUILD) -j$(JOBS)
@@ -33,5 +33,9 @@ demo: all
 bench: all
 	./bench/run $(BUILD)
 
+# Each fuzz target for FUZZ_SECONDS (default 60) with clang's libFuzzer, ASan and UBSan.
+fuzz: deps
+	./fuzz/run $(BUILD)-fuzz
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

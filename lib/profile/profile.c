@@ -189,19 +189,70 @@ static const char *frame_name_uncached(struct uw_profile *p, const struct pframe
 	return base_intern(&p->s->strings, buf, strlen(buf));
 }
 
+/* A line of folded output: the names of a stack, merged across stacks whose addresses differ
+ * but whose functions are the same. */
+struct fline {
+	struct fline *next;
+	uint64_t hash, samples;
+	const char *comm;
+	uint32_t n;
+	const char **names; /* outermost first */
+};
+
 UW_API int uw_profile_write_folded(struct uw_profile *p, FILE *out)
 {
+	struct base_map lines;
+	struct base_vec order = BASE_VEC_INIT(struct fline *);
+	struct base_arena ar;
+	base_map_init(&lines);
+	base_arena_init(&ar, 64 * 1024);
+	int err = 0;
 	struct pstack **sv = p->order.data;
-	for (size_t i = 0; i < p->order.len; i++) {
+	for (size_t i = 0; i < p->order.len && !err; i++) {
 		struct pstack *st = sv[i];
-		fputs(st->comm ? st->comm : "[unknown]", out);
-		for (size_t k = st->n; k-- > 0;) {
-			fputc(';', out);
-			fputs(frame_name(p, &st->f[k]), out);
+		const char **names = base_arena_alloc(&ar, (st->n ? st->n : 1) * sizeof(*names));
+		if (!names) {
+			err = -ENOMEM;
+			break;
 		}
-		fprintf(out, " %" PRIu64 "\n", st->samples);
+		/* names are interned: a line is identified by its name pointers */
+		uint64_t h = base_hash64((uintptr_t)st->comm);
+		for (uint32_t k = 0; k < st->n; k++) {
+			names[k] = frame_name(p, &st->f[st->n - 1 - k]);
+			h = base_hash64(h ^ (uintptr_t)names[k]) + k;
+		}
+		struct fline *head = base_map_get(&lines, h), *l;
+		for (l = head; l; l = l->next)
+			if (l->n == st->n && l->comm == st->comm && !memcmp(l->names, names, st->n * sizeof(*names)))
+				break;
+		if (l) {
+			l->samples += st->samples;
+			continue;
+		}
+		l = base_arena_alloc(&ar, sizeof(*l));
+		struct fline **slot = base_vec_push(&order);
+		if (!l || !slot || base_map_put(&lines, h, l)) {
+			err = -ENOMEM;
+			break;
+		}
+		*l = (struct fline){ head, h, st->samples, st->comm, st->n, names };
+		*slot = l;
 	}
-	return ferror(out) ? -EIO : 0;
+	struct fline **lv = order.data;
+	for (size_t i = 0; i < order.len && !err; i++) {
+		fputs(lv[i]->comm ? lv[i]->comm : "[unknown]", out);
+		for (uint32_t k = 0; k < lv[i]->n; k++) {
+			fputc(';', out);
+			fputs(lv[i]->names[k], out);
+		}
+		fprintf(out, " %" PRIu64 "\n", lv[i]->samples);
+	}
+	base_map_free(&lines);
+	base_vec_free(&order);
+	base_arena_free(&ar);
+	if (!err && ferror(out))
+		err = -EIO;
+	return err;
 }
 
 struct topent {

@@ -43,3 +43,18 @@ fpmods=""
 perf script -i "$W/perf.data" --no-inline >"$W/perf-script.txt" 2>"$W/perf-script.err"
 "$B/unwound" report -i "$W/perf.data" --script -o "$W/unwound-script.txt"
 python3 "$S/tests/e2e/compare-script.py" "$W/perf-script.txt" "$W/unwound-script.txt" --roots "_start,clone3,__clone3,clone,__clone"
+
+# folded stacks: one line per distinct stack, counts adding up to the samples, known lines present
+if [ "$mode" = calltree ]; then
+    "$B/unwound" report -i "$W/perf.data" --folded --comm "e2e_$v" --no-kernel -o "$W/folded.txt"
+    dups=$(sed 's/ [0-9]*$//' "$W/folded.txt" | sort | uniq -d | wc -l)
+    total=$(awk '{s += $NF} END {print s}' "$W/folded.txt")
+    nsamp=$(grep -c "^e2e_$v " "$W/unwound-script.txt")
+    echo "folded: $(wc -l <"$W/folded.txt") lines, $total samples (script: $nsamp), $dups duplicates"
+    [ "$dups" -eq 0 ] || { echo "FAIL: duplicate folded lines"; exit 1; }
+    [ "$total" -eq "$nsamp" ] || { echo "FAIL: folded counts $total != samples $nsamp"; exit 1; }
+    for want in "main;tree_a;tree_a2;spin " "main;tree_b;spin "; do
+        n=$(grep -F "$want" "$W/folded.txt" | grep -c "^e2e_$v;_start;__libc_start_main[^;]*;__libc_start_call_main;main;" || true)
+        [ "$n" -eq 1 ] || { echo "FAIL: folded line for $want: $n"; exit 1; }
+    done
+fi

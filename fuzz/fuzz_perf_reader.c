@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer target: perf.data files (file and pipe mode) through the whole pipeline. */
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <unwound/unwound.h>
+
+static int on_sample(void *ctx, const struct uw_sample *smp)
+{
+	struct uw_profile *p = ctx;
+	return uw_profile_add(p, smp) ? 1 : 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int fd = memfd_create("fuzz.data", MFD_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (write(fd, data, size) != (ssize_t)size) {
+		close(fd);
+		return 0;
+	}
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	UW_OPTS(uw_session_opts, so, .max_frames = 64, .buildid_dir = "/nonexistent");
+	struct uw_session *s = uw_session_new(&so);
+	struct uw_profile *p = uw_profile_new(s, NULL);
+	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample, .ctx = p, .max_queue_bytes = 1 << 20);
+	struct uw_reader *r = uw_reader_open(s, path, &ro);
+	if (r) {
+		uw_reader_run(r);
+		FILE *null = fopen("/dev/null", "w");
+		if (null) {
+			uw_profile_write_folded(p, null);
+			fclose(null);
+		}
+		uw_reader_free(r);
+	}
+	uw_profile_free(p);
+	uw_session_free(s);
+	close(fd);
+	return 0;
+}

@@ -220,6 +220,7 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 	struct step_ctx c = { .stack = stack, .regs = regs, .memfail = STEP_MEM_BAD };
 	bool is_call = false; /* frame 0 and frames interrupted by a signal have an exact pc */
 	uint8_t found_by = UW_METHOD_REGS;
+	bool sp_stayed = false;
 	res->n = 0;
 	res->ncomplex = res->nfp = 0;
 	res->stop = UW_STOP_END_OF_STACK;
@@ -297,11 +298,15 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 			return;
 		}
 		/* The stack grows down: a caller's frame is above its callee's. A signal frame may
-		 * jump anywhere above, but never below. */
-		if (regs->r[a->sp] <= old_sp) {
+		 * jump anywhere above, but never below. The stack pointer may stay put for one step
+		 * when the return address was in a register (__vfork pops it into rdi), provided
+		 * the pc changes; twice in a row would be a loop. */
+		uint64_t new_sp = regs->r[a->sp];
+		if (new_sp < old_sp || (new_sp == old_sp && (sp_stayed || regs->r[a->ra] == pc))) {
 			res->stop = UW_STOP_NO_PROGRESS;
 			return;
 		}
+		sp_stayed = new_sp == old_sp;
 		is_call = !signal;
 		found_by = method;
 	}

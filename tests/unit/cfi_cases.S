@@ -98,6 +98,24 @@ case_big_body:
 	.cfi_endproc
 	.size case_big, .-case_big
 
+	/* the return address popped into a register (glibc's __vfork): the caller's stack
+	 * pointer equals this frame's */
+	.globl case_vfork, case_vfork_popped
+	.type case_vfork, @function
+case_vfork:
+	.cfi_startproc
+	pop %rdi
+	.cfi_adjust_cfa_offset -8
+	.cfi_register %rip, %rdi
+case_vfork_popped:
+	nop
+	push %rdi
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset %rip, 0
+	ret
+	.cfi_endproc
+	.size case_vfork, .-case_vfork
+
 	/* code without any CFI */
 	.globl case_nocfi
 	.type case_nocfi, @function

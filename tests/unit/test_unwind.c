@@ -201,6 +201,23 @@ static void test_syscall_return_at_fde_end(void **state)
 	assert_int_equal(res.stop, UW_STOP_END_OF_STACK); /* frame-pointer fallback: rbp 0 */
 }
 
+static void test_return_address_in_register(void **state)
+{
+	(void)state;
+	memset(STACK, 0, sizeof(STACK));
+	struct uw_frame f[64];
+	struct unw_result res;
+	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK) };
+	struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64 };
+	struct unw_regs r = { .r = { [5] = addr_of("case_root") + 1, [6] = 0, [7] = BASE, [16] = addr_of("case_vfork_popped") },
+			      .valid = (1u << 5) | (1u << 6) | (1u << 7) | (1u << 16) };
+	unw_run(&o, &r, &st, find, NULL, f, &res);
+	assert_int_equal(res.n, 2);
+	assert_int_equal(f[1].pc, addr_of("case_root") + 1);
+	assert_int_equal(res.stop, UW_STOP_END_OF_STACK);
+	assert_int_equal(r.r[7], BASE); /* the stack pointer did not move, once */
+}
+
 static void test_stack_exhausted_and_limits(void **state)
 {
 	(void)state;
@@ -248,6 +265,7 @@ int main(void)
 		cmocka_unit_test(test_signal_frame_exact_pc),
 		cmocka_unit_test(test_stack_exhausted_and_limits),
 		cmocka_unit_test(test_syscall_return_at_fde_end),
+		cmocka_unit_test(test_return_address_in_register),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -252,6 +252,7 @@ struct uw_reader_stats {
 	uint64_t samples_no_user;  /* kernel-only samples: no user stack expected */
 	uint64_t exit_before_sample; /* samples of a process that had already exited */
 	uint64_t bytes;            /* input size */
+	uint64_t malformed_samples;/* SAMPLE records that could not be decoded (dropped) */
 };
 /* Fills st (st->sz must be set) with counts so far. */
 UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st);

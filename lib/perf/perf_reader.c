@@ -524,7 +524,7 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len)
 	r->st.samples++;
 	if (perf_sample_decode(a, rec + 8, len - 8, &ps)) {
 		/* a malformed sample is dropped, not fatal: the rest of the file is fine */
-		r->st.stop_reasons[UW_STOP_BAD_MEMORY]++;
+		r->st.malformed_samples++;
 		return 0;
 	}
 	if (r->o.pid && ps.pid != (uint32_t)r->o.pid)

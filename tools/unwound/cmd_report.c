@@ -121,6 +121,8 @@ static void summary(struct uw_session *s, const struct uw_reader_stats *st, FILE
 		fprintf(f, "; %" PRIu64 " events lost in %" PRIu64 " LOST records", st->lost_events, st->lost_records);
 	if (st->late_records)
 		fprintf(f, "; %" PRIu64 " records arrived after their ordering window", st->late_records);
+	if (st->malformed_samples)
+		fprintf(f, "; %" PRIu64 " malformed samples dropped", st->malformed_samples);
 	if (st->unknown_records)
 		fprintf(f, "; %" PRIu64 " unknown records skipped", st->unknown_records);
 	fprintf(f, ".\n");

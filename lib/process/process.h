@@ -64,7 +64,9 @@ struct thread {
 
 struct ksym {
 	uint64_t addr;
-	const char *name;
+	const char *name;   /* into the kallsyms text (not terminated) until first used */
+	uint32_t len;
+	bool interned;      /* name is a NUL-terminated interned copy */
 };
 
 struct uw_session {
@@ -80,6 +82,7 @@ struct uw_session {
 	size_t nksyms;
 	char *kallsyms_path;       /* set by uw_session_load_kallsyms, read on first use */
 	char *kallsyms_buf;        /* the file's text; ksym names point into it */
+	size_t kallsyms_map;       /* when non-zero, kallsyms_buf is a mapping of this size */
 	bool kallsyms_tried;
 	/* kallsyms is read on a helper thread while records are processed (reading
 	 * /proc/kallsyms costs the kernel tens of milliseconds); joined on first use */

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 
 void proc_free_all(struct uw_session *s);
 int kallsyms_join(struct uw_session *s);
+static void kallsyms_free_text(struct uw_session *s);
 
 /* Options: accept a struct from an older or newer caller; reject unknown non-zero bytes. */
 static bool opts_valid(const void *opts, size_t known)
@@ -85,7 +87,7 @@ UW_API void uw_session_free(struct uw_session *s)
 	base_map_free(&s->buildids);
 	base_intern_free(&s->strings);
 	free(s->ksyms);
-	free(s->kallsyms_buf);
+	kallsyms_free_text(s);
 	free(s->kallsyms_path);
 	free(s->debug_dirs);
 	free(s->buildid_dir);
@@ -149,11 +151,25 @@ static int cmp_ksym(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static int read_all(const char *path, char **out, size_t *len)
+/* A regular file is mapped (nothing copied, only the lines read are touched); /proc/kallsyms
+ * must be read. *mapped tells which. */
+static int read_all(const char *path, char **out, size_t *len, bool *mapped)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	struct stat rst;
+	*mapped = false;
+	if (fstat(fd, &rst) == 0 && S_ISREG(rst.st_mode) && rst.st_size > 0) {
+		void *m = mmap(NULL, (size_t)rst.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m != MAP_FAILED) {
+			close(fd);
+			*out = m;
+			*len = (size_t)rst.st_size;
+			*mapped = true;
+			return 0;
+		}
+	}
 	/* a snapshot file has a size; /proc/kallsyms says 0 and is a few MiB */
 	struct stat st;
 	size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (1 << 30) ? (size_t)st.st_size + 1 : 8u << 20;
@@ -215,15 +231,25 @@ static int load_kallsyms_now(struct uw_session *s)
 {
 	char *buf = NULL;
 	size_t len = 0;
-	int err = read_all(s->kallsyms_path, &buf, &len);
+	bool mapped = false;
+	int err = read_all(s->kallsyms_path, &buf, &len, &mapped);
 	if (err)
 		return err;
-	struct base_vec v = BASE_VEC_INIT(struct ksym);
+	/* a line is at least "0000000000000000 t x\n" (21 bytes): size the array once */
+	size_t cap = len / 21 + 1, n = 0;
+	struct ksym *ks = malloc(cap * sizeof(*ks));
+	if (!ks) {
+		if (mapped)
+			munmap(buf, len);
+		else
+			free(buf);
+		return -ENOMEM;
+	}
 	bool nonzero = false, sorted = true;
 	uint64_t prev = 0;
-	for (char *p = buf, *end = buf + len; p < end;) {
-		char *nl = memchr(p, '\n', (size_t)(end - p));
-		char *eol = nl ? nl : end;
+	for (const char *p = buf, *end = buf + len; p < end && n < cap;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end;
 		uint64_t addr = 0;
 		int d, nd = 0;
 		while (p < eol && (d = hexval(*p)) >= 0 && nd < 17) {
@@ -233,30 +259,32 @@ static int load_kallsyms_now(struct uw_session *s)
 		}
 		if (nd && nd <= 16 && eol - p >= 4 && p[0] == ' ' && p[2] == ' ') {
 			char type = p[1];
-			char *name = p + 3, *ne = name;
-			while (ne < eol && *ne != ' ' && *ne != '\t')
-				ne++;
-			if ((type == 't' || type == 'T' || type == 'w' || type == 'W') && ne > name) {
-				struct ksym *k = base_vec_push(&v);
-				if (!k) {
-					free(buf);
-					base_vec_free(&v);
-					return -ENOMEM;
+			if (type == 't' || type == 'T' || type == 'w' || type == 'W') {
+				const char *name = p + 3, *ne = name;
+				while (ne < eol && *ne != ' ' && *ne != '\t')
+					ne++;
+				if (ne > name && ne - name < 4096) {
+					if (ne - name == 5 && memcmp(name, "_text", 5) == 0)
+						s->kallsyms_text = addr;
+					ks[n].addr = addr;
+					ks[n].name = name;
+					ks[n].len = (uint32_t)(ne - name);
+					ks[n].interned = false;
+					n++;
+					nonzero |= addr != 0;
+					sorted &= addr >= prev;
+					prev = addr;
 				}
-				*ne = 0;
-				if (ne - name == 5 && memcmp(name, "_text", 5) == 0)
-					s->kallsyms_text = addr;
-				k->addr = addr;
-				k->name = name;
-				nonzero |= addr != 0;
-				sorted &= addr >= prev;
-				prev = addr;
 			}
 		}
 		p = eol + 1;
 	}
+	struct base_vec v = { ks, n, cap, sizeof(struct ksym) };
 	if (!nonzero) {
-		free(buf);
+		if (mapped)
+			munmap(buf, len);
+		else
+			free(buf);
 		base_vec_free(&v);
 		return -EPERM;
 	}
@@ -265,7 +293,18 @@ static int load_kallsyms_now(struct uw_session *s)
 	s->ksyms = v.data;
 	s->nksyms = v.len;
 	s->kallsyms_buf = buf;
+	s->kallsyms_map = mapped ? len : 0;
 	return 0;
+}
+
+static void kallsyms_free_text(struct uw_session *s)
+{
+	if (s->kallsyms_map)
+		munmap(s->kallsyms_buf, s->kallsyms_map);
+	else
+		free(s->kallsyms_buf);
+	s->kallsyms_buf = NULL;
+	s->kallsyms_map = 0;
 }
 
 static void *kallsyms_main(void *arg)
@@ -342,9 +381,8 @@ UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path)
 	if (!s->kallsyms_path)
 		return -ENOMEM;
 	free(s->ksyms);
-	free(s->kallsyms_buf);
+	kallsyms_free_text(s);
 	s->ksyms = NULL;
-	s->kallsyms_buf = NULL;
 	s->nksyms = 0;
 	s->kallsyms_tried = false;
 	s->kallsyms_running = pthread_create(&s->kallsyms_thread, NULL, kallsyms_main, s) == 0;
@@ -380,10 +418,17 @@ UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_sy
 	}
 	if (!lo)
 		return 0;
-	const struct ksym *k = &s->ksyms[lo - 1];
+	struct ksym *k = &s->ksyms[lo - 1];
 	/* beyond the last symbol we cannot know the end: do not guess across a large gap */
 	if (lo == s->nksyms && addr - k->addr > (1u << 20))
 		return 0;
+	if (!k->interned) {
+		const char *nm = base_intern(&s->strings, k->name, k->len);
+		if (!nm)
+			return -ENOMEM;
+		k->name = nm;
+		k->interned = true;
+	}
 	out->name = k->name;
 	out->start = k->addr;
 	out->offset = addr - k->addr;

@@ -161,8 +161,8 @@ static int add_plt(struct symtab *t, struct elfv *v, struct base_vec *out)
 			if (sym.st_name < dynstr.size && dynstr.data[dynstr.size - 1] == 0)
 				nm = (const char *)dynstr.data + sym.st_name;
 		}
-		if (!nm || !*nm)
-			continue; /* IRELATIVE and friends: no name to give */
+		if (!nm)
+			nm = ""; /* IRELATIVE slots have no symbol: perf names them "@plt" */
 		size_t l = strlen(nm);
 		char *full = base_arena_alloc(&t->arena, l + 5);
 		struct cand *c = base_vec_push(out);

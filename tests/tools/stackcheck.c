@@ -170,11 +170,14 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 			if (!strcmp(nm, life[k]))
 				startup = true;
 	}
-	/* the process before main: the outermost frame is the dynamic loader's entry point */
+	/* the process before main: the outermost frame is the dynamic loader's entry point; a
+	 * thread before its start routine: clone3 alone */
 	if (smp->nr_user) {
 		const struct uw_frame *last = &smp->user[smp->nr_user - 1];
-		if (last->module && !strncmp(uw_module_name(last->module), "ld-linux", 8) &&
-		    !strcmp(name_of(last), "_start"))
+		const char *ln = name_of(last);
+		if (last->module && !strncmp(uw_module_name(last->module), "ld-linux", 8) && !strcmp(ln, "_start"))
+			startup = true;
+		if (smp->nr_user == 1 && (!strcmp(ln, "clone3") || !strcmp(ln, "__clone3")))
 			startup = true;
 	}
 	if (complete)

@@ -238,6 +238,20 @@ UW_API void uw_reader_free(struct uw_reader *r);
 UW_API unsigned uw_reader_nr_events(const struct uw_reader *r);
 UW_API const char *uw_reader_event_name(const struct uw_reader *r, unsigned idx);
 
+/* What the recording says about where it was made (perf.data header features). */
+enum uw_info {
+	UW_INFO_HOSTNAME,
+	UW_INFO_OSRELEASE,
+	UW_INFO_PERF_VERSION,
+	UW_INFO_ARCH,
+	UW_INFO_NRCPUS,     /* "online/available" */
+	UW_INFO_CMDLINE,    /* the recording command, arguments joined by spaces */
+	UW_INFO__COUNT
+};
+/* @return the value, or NULL when the recording does not say. Valid while the reader lives.
+ * In pipe mode the values arrive with the records: ask after uw_reader_run. */
+UW_API const char *uw_reader_info(const struct uw_reader *r, enum uw_info key);
+
 struct uw_reader_stats {
 	size_t sz;
 	uint64_t records;          /* all records read */

@@ -53,6 +53,7 @@ struct uw_reader {
 	uint64_t since_sweep, last_progress;
 	int fatal;
 	bool warned_compressed;
+	const char *info[UW_INFO__COUNT]; /* interned */
 };
 
 #define KERNEL_FRAMES_MAX 512
@@ -290,6 +291,70 @@ static void parse_event_desc(struct uw_reader *r, const uint8_t *p, uint64_t siz
 	}
 }
 
+/* A perf header string: u32 length (padded), then the bytes, NUL-terminated within it. */
+static const char *feat_string(struct uw_reader *r, struct base_cursor *c)
+{
+	uint32_t len = base_cur_u32(c);
+	if (c->bad || len > base_cur_left(c)) {
+		c->bad = true;
+		return NULL;
+	}
+	const char *p = (const char *)c->p;
+	c->p += len;
+	return base_intern(&r->s->strings, p, strnlen(p, len));
+}
+
+static void parse_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64_t size)
+{
+	struct base_cursor c = base_cursor(p, size);
+	char buf[4096];
+	switch (feat) {
+	case FEAT_BUILD_ID:
+		parse_build_ids(r, p, size);
+		break;
+	case FEAT_EVENT_DESC:
+		parse_event_desc(r, p, size);
+		break;
+	case FEAT_HOSTNAME: r->info[UW_INFO_HOSTNAME] = feat_string(r, &c); break;
+	case FEAT_OSRELEASE: r->info[UW_INFO_OSRELEASE] = feat_string(r, &c); break;
+	case FEAT_VERSION: r->info[UW_INFO_PERF_VERSION] = feat_string(r, &c); break;
+	case FEAT_ARCH: r->info[UW_INFO_ARCH] = feat_string(r, &c); break;
+	case FEAT_NRCPUS: {
+		uint32_t avail = base_cur_u32(&c), online = base_cur_u32(&c);
+		if (!c.bad) {
+			int n = snprintf(buf, sizeof(buf), "%u/%u", online, avail);
+			r->info[UW_INFO_NRCPUS] = base_intern(&r->s->strings, buf, (size_t)n);
+		}
+		break;
+	}
+	case FEAT_CMDLINE: {
+		uint32_t nr = base_cur_u32(&c);
+		size_t n = 0;
+		for (uint32_t i = 0; i < nr && i < 4096 && !c.bad; i++) {
+			const char *a = feat_string(r, &c);
+			if (!a)
+				break;
+			int w = snprintf(buf + n, sizeof(buf) - n, "%s%s", i ? " " : "", a);
+			if (w < 0 || (size_t)w >= sizeof(buf) - n) {
+				n = sizeof(buf) - 1;
+				break;
+			}
+			n += (size_t)w;
+		}
+		if (n)
+			r->info[UW_INFO_CMDLINE] = base_intern(&r->s->strings, buf, n);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+UW_API const char *uw_reader_info(const struct uw_reader *r, enum uw_info key)
+{
+	return (unsigned)key < UW_INFO__COUNT ? r->info[key] : NULL;
+}
+
 static int parse_file_header(struct uw_reader *r)
 {
 	struct base_cursor c = base_cursor(r->map, r->map_size);
@@ -350,10 +415,7 @@ static int parse_file_header(struct uw_reader *r)
 		fpos += 16;
 		if (off > r->map_size || size > r->map_size - off)
 			continue;
-		if (bit == FEAT_BUILD_ID)
-			parse_build_ids(r, r->map + off, size);
-		else if (bit == FEAT_EVENT_DESC)
-			parse_event_desc(r, r->map + off, size);
+		parse_feature(r, bit, r->map + off, size);
 	}
 	return 0;
 }
@@ -858,6 +920,14 @@ UW_API int uw_reader_run(struct uw_reader *r)
 			}
 			case PR_HEADER_BUILD_ID:
 				parse_build_ids(r, rec, len);
+				break;
+			case PR_HEADER_FEATURE: /* pipe mode: u64 feature id, then the section's bytes */
+				if (len >= 16) {
+					uint64_t feat;
+					memcpy(&feat, rec + 8, 8);
+					if (feat < FEAT_LAST && feat != FEAT_BUILD_ID)
+						parse_feature(r, (unsigned)feat, rec + 16, len - 16);
+				}
 				break;
 			case PR_HEADER_TRACING_DATA: {
 				uint32_t sz = 0;

@@ -250,6 +250,14 @@ int cmd_report(int argc, char **argv)
 	if (rep.mode == MODE_FOLDED) {
 		uw_profile_write_folded(rep.prof, rep.out);
 	} else if (rep.mode == MODE_TOP) {
+		const char *host = uw_reader_info(rd, UW_INFO_HOSTNAME), *os = uw_reader_info(rd, UW_INFO_OSRELEASE);
+		const char *arch = uw_reader_info(rd, UW_INFO_ARCH), *cpus = uw_reader_info(rd, UW_INFO_NRCPUS);
+		const char *cmd = uw_reader_info(rd, UW_INFO_CMDLINE), *ver = uw_reader_info(rd, UW_INFO_PERF_VERSION);
+		if (host || os)
+			fprintf(rep.out, "# recorded on %s (Linux %s, %s, %s CPUs online/available) by perf %s\n",
+				host ? host : "?", os ? os : "?", arch ? arch : "?", cpus ? cpus : "?", ver ? ver : "?");
+		if (cmd)
+			fprintf(rep.out, "# %s\n", cmd);
 		fprintf(rep.out, "# %" PRIu64 " samples, %" PRIu64 " distinct stacks\n", uw_profile_nr_samples(rep.prof),
 			uw_profile_nr_stacks(rep.prof));
 		uw_profile_write_top(rep.prof, rep.out, rows, sort);

@@ -35,6 +35,23 @@ char *base_strndup(const char *s, size_t n)
 	return strndup(s, n);
 }
 
+/* ---- options */
+int base_opts_copy(void *dst, size_t dst_size, const void *src)
+{
+	memset(dst, 0, dst_size);
+	if (src) {
+		size_t sz = *(const size_t *)src;
+		if (sz < sizeof(size_t))
+			return -EINVAL;
+		for (size_t i = dst_size; i < sz; i++)
+			if (((const unsigned char *)src)[i])
+				return -EINVAL;
+		memcpy(dst, src, UW_MIN(sz, dst_size));
+	}
+	*(size_t *)dst = dst_size;
+	return 0;
+}
+
 /* ---- arena */
 struct base_arena_chunk {
 	struct base_arena_chunk *next;

@@ -26,6 +26,11 @@ void *base_realloc_array(void *p, size_t n, size_t size);
 char *base_strdup(const char *s);
 char *base_strndup(const char *s, size_t n);
 
+/* ---- options structs (first field size_t sz): copy what the caller's version has, zero the
+ * rest; a newer caller's unknown trailing bytes must be zero. @return 0 or -EINVAL. A NULL
+ * src gives all defaults. */
+int base_opts_copy(void *dst, size_t dst_size, const void *src);
+
 /* ---- arena: bump allocation in chunks, freed all at once */
 struct base_arena {
 	struct base_arena_chunk *head;

@@ -425,7 +425,7 @@ static int parse_file_header(struct uw_reader *r)
 UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
                                         const struct uw_reader_opts *opts)
 {
-	if (!s || !path || (opts && opts->sz < sizeof(size_t))) {
+	if (!s || !path) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -434,9 +434,11 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (opts)
-		memcpy(&r->o, opts, UW_MIN(opts->sz, sizeof(r->o)));
-	r->o.sz = sizeof(r->o);
+	if (base_opts_copy(&r->o, sizeof(r->o), opts)) {
+		free(r);
+		errno = EINVAL;
+		return NULL;
+	}
 	if (!r->o.max_queue_bytes)
 		r->o.max_queue_bytes = (size_t)512 << 20;
 	r->s = s;
@@ -558,7 +560,12 @@ UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st
 {
 	if (!st || st->sz < sizeof(size_t))
 		return -EINVAL;
-	memcpy(st, &r->st, UW_MIN(st->sz, sizeof(r->st)));
+	/* an older caller gets the fields it knows of; a newer one zeros past ours */
+	size_t want = st->sz;
+	memcpy(st, &r->st, UW_MIN(want, sizeof(r->st)));
+	if (want > sizeof(r->st))
+		memset((char *)st + sizeof(r->st), 0, want - sizeof(r->st));
+	st->sz = want;
 	return 0;
 }
 

@@ -15,34 +15,18 @@ void proc_free_all(struct uw_session *s);
 int kallsyms_join(struct uw_session *s);
 static void kallsyms_free_text(struct uw_session *s);
 
-/* Options: accept a struct from an older or newer caller; reject unknown non-zero bytes. */
-static bool opts_valid(const void *opts, size_t known)
-{
-	if (!opts)
-		return true;
-	size_t sz = *(const size_t *)opts;
-	if (sz < sizeof(size_t))
-		return false;
-	for (size_t i = known; i < sz; i++)
-		if (((const unsigned char *)opts)[i])
-			return false;
-	return true;
-}
-
 UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
 {
-	if (!opts_valid(opts, sizeof(*opts))) {
-		errno = EINVAL;
-		return NULL;
-	}
 	struct uw_session *s = calloc(1, sizeof(*s));
 	if (!s) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (opts)
-		memcpy(&s->opts, opts, UW_MIN(opts->sz, sizeof(*opts)));
-	s->opts.sz = sizeof(s->opts);
+	if (base_opts_copy(&s->opts, sizeof(s->opts), opts)) {
+		free(s);
+		errno = EINVAL;
+		return NULL;
+	}
 	if (!s->opts.max_frames)
 		s->opts.max_frames = 256;
 	if (s->opts.max_frames > 4096) {

@@ -50,7 +50,7 @@ struct name_ent {
 
 UW_API struct uw_profile *uw_profile_new(struct uw_session *s, const struct uw_profile_opts *opts)
 {
-	if (!s || (opts && opts->sz < sizeof(size_t))) {
+	if (!s) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -59,10 +59,12 @@ UW_API struct uw_profile *uw_profile_new(struct uw_session *s, const struct uw_p
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (base_opts_copy(&p->o, sizeof(p->o), opts)) {
+		free(p);
+		errno = EINVAL;
+		return NULL;
+	}
 	p->s = s;
-	if (opts)
-		memcpy(&p->o, opts, UW_MIN(opts->sz, sizeof(p->o)));
-	p->o.sz = sizeof(p->o);
 	base_arena_init(&p->arena, 256 * 1024);
 	base_arena_init(&p->name_arena, 64 * 1024);
 	base_map_init(&p->names);
@@ -342,8 +344,10 @@ UW_API int uw_profile_write_top(struct uw_profile *p, FILE *out, unsigned max_ro
 UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct uw_sample *smp,
                                   const struct uw_script_opts *opts)
 {
-	int width = opts && opts->sz >= offsetof(struct uw_script_opts, event_width) + sizeof(unsigned)
-			    ? (int)UW_MIN(opts->event_width, 256u) : 0;
+	struct uw_script_opts o;
+	if (base_opts_copy(&o, sizeof(o), opts))
+		return -EINVAL;
+	int width = (int)UW_MIN(o.event_width, 256u);
 	fprintf(out, "%s %5u %5" PRIu64 ".%06" PRIu64 ": %10" PRIu64 " %*s: \n", smp->comm ? smp->comm : ":-1",
 		smp->tid, smp->time / UINT64_C(1000000000), (smp->time % UINT64_C(1000000000)) / UINT64_C(1000), smp->period,
 		width, smp->event_name ? smp->event_name : "");

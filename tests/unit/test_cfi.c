@@ -9,46 +9,14 @@
 #include "cfi/cfi.h"
 #include "elf/elfview.h"
 #include "symbolize/symtab.h"
+#include "cfi_fixture.h"
 
-static struct elfv *V;
-static struct cfi_table T;
-static struct symtab Y;
-
-static uint64_t addr_of(const char *name)
-{
-	for (size_t i = 0; i < Y.n; i++)
-		if (!strcmp(Y.syms[i].name, name))
-			return Y.syms[i].start;
-	fail_msg("no symbol %s", name);
-	return 0;
-}
 
 static const struct cfi_rule *rule_at(uint64_t pc)
 {
 	const struct cfi_rule *r = NULL;
 	assert_true(cfi_table_find(&T, pc, &r));
 	return r;
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	assert_int_equal(elfv_open(CFI_CASES_PATH, &V), 0);
-	struct elfv_sec eh;
-	assert_int_equal(elfv_section(V, ".eh_frame", &eh), 0);
-	struct cfi_section s = { eh.data, eh.size, eh.addr, true };
-	assert_int_equal(cfi_table_build(&T, &cfi_arch_x86_64, &s, NULL), 0);
-	assert_int_equal(symtab_build(&Y, V, NULL), 0);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	cfi_table_free(&T);
-	symtab_free(&Y);
-	elfv_close(V);
-	return 0;
 }
 
 static void test_frame_rows(void **state)
@@ -255,5 +223,5 @@ int main(void)
 		cmocka_unit_test(test_malformed_sections),
 		cmocka_unit_test(test_lazy_matches_full),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
 }

@@ -9,24 +9,13 @@
 #include "cfi/cfi.h"
 #include "elf/elfview.h"
 #include "symbolize/symtab.h"
+#include "cfi_fixture.h"
 #include "unwind/unwind.h"
 
-static struct elfv *V;
-static struct cfi_table T;
-static struct symtab Y;
 static struct unw_code CODE;
 static uint64_t STACK[512]; /* base 0x7000 */
 #define BASE 0x7000u
 #define MODULE_END 0x100000u
-
-static uint64_t addr_of(const char *name)
-{
-	for (size_t i = 0; i < Y.n; i++)
-		if (!strcmp(Y.syms[i].name, name))
-			return Y.syms[i].start;
-	fail_msg("no symbol %s", name);
-	return 0;
-}
 
 static bool find(void *ctx, uint64_t pc, struct unw_pc_info *out)
 {
@@ -51,29 +40,6 @@ static void run(struct unw_regs *r, struct uw_frame *f, struct unw_result *res)
 	struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64 };
 	r->valid = (1u << 6) | (1u << 7) | (1u << 16);
 	unw_run(&o, r, &st, find, NULL, f, res);
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	assert_int_equal(elfv_open(CFI_CASES_PATH, &V), 0);
-	struct elfv_sec eh;
-	assert_int_equal(elfv_section(V, ".eh_frame", &eh), 0);
-	struct cfi_section s = { eh.data, eh.size, eh.addr, true };
-	assert_int_equal(cfi_table_build(&T, &cfi_arch_x86_64, &s, NULL), 0);
-	assert_int_equal(symtab_build(&Y, V, NULL), 0);
-	CODE.cfi = &T;
-	assert_true(addr_of("case_nocfi") < MODULE_END);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	cfi_table_free(&T);
-	symtab_free(&Y);
-	elfv_close(V);
-	return 0;
 }
 
 static void test_cfa_from_rbp_then_root(void **state)
@@ -255,6 +221,14 @@ static void test_stack_exhausted_and_limits(void **state)
 	assert_int_equal(res.n, 10);
 }
 
+static int setup(void **state)
+{
+	fixture_setup(state);
+	CODE.cfi = &T;
+	assert_true(addr_of("case_nocfi") < MODULE_END);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -267,5 +241,5 @@ int main(void)
 		cmocka_unit_test(test_syscall_return_at_fde_end),
 		cmocka_unit_test(test_return_address_in_register),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, fixture_teardown);
 }

@@ -170,6 +170,22 @@ struct uw_symbol {
  * @return 0 and *out filled (name NULL when no symbol covers the address), or a negative error. */
 UW_API int uw_symbolize(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struct uw_symbol *out);
 
+/* One level of an inline chain: a function and the source position of the code in it. */
+struct uw_source_frame {
+	const char *function; /* DWARF name (DW_AT_name); NULL when DWARF has none */
+	const char *file;     /* source file path as DWARF gives it, or NULL */
+	uint32_t line;        /* 0 when unknown */
+};
+
+/* The inline chain at a module-relative address, from DWARF (the module's debug file or the
+ * module itself), innermost first: the inlined functions, then the function that contains them.
+ * frames[0].file:line is the line-table position of the address; frames[i].file:line for i > 0
+ * is the call site of frames[i-1] inside frames[i]. Cached per (module, address); the array lives
+ * as long as the session. *n is 0 (and *frames NULL) when there is no DWARF for the address.
+ * @return 0 or -ENOMEM. */
+UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64_t rel_pc,
+                               const struct uw_source_frame **frames, unsigned *n);
+
 /* Kernel symbol for an address, from the session's kallsyms (see uw_session_load_kallsyms).
  * @return 0 with name NULL when unknown. */
 UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_symbol *out);
@@ -314,6 +330,8 @@ struct uw_script_opts {
 	size_t sz;
 	unsigned event_width;   /* event names right-aligned to this width: perf script uses the
 	                         * longest event name of the recording (0: no padding) */
+	int no_inline;          /* 1: no inline frames (perf script --no-inline) */
+	int srcline;            /* 1: a "  file:line" line under each frame (perf script -F +srcline) */
 };
 
 /* Writes one sample the way `perf script` prints a sample with a callchain: a header line

@@ -77,6 +77,7 @@ struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t
 	m->ino = ino;
 	m->special = is_special_path(ipath, pathlen);
 	base_map_init(&m->symcache);
+	base_map_init(&m->inlcache);
 	if (base_map_put(&s->modules, key, m)) {
 		free(m);
 		return NULL;
@@ -339,6 +340,8 @@ const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, 
 
 void proc_module_free(struct uw_module *m)
 {
+	dwi_close(m->dwi);
+	base_map_free(&m->inlcache);
 	cfi_table_free(&m->cfi);
 	symtab_free(&m->syms);
 	base_map_free(&m->symcache);

@@ -14,6 +14,7 @@
 #include "base/base.h"
 #include "elf/elfview.h"
 #include "cfi/cfi.h"
+#include "symbolize/dwarf_inline.h"
 #include "symbolize/symtab.h"
 #include "unwind/unwind.h"
 
@@ -36,6 +37,9 @@ struct uw_module {
 	struct unw_code code;
 	struct symtab syms;
 	struct base_map symcache; /* rel pc -> struct sym * (or a sentinel for none) */
+	struct dwi *dwi;        /* DWARF for inline chains and lines, opened on first use */
+	bool dwi_tried;
+	struct base_map inlcache; /* rel pc -> struct inline_ent * */
 	uint64_t hits;          /* frames that landed in it */
 };
 
@@ -80,6 +84,7 @@ struct uw_session {
 	struct base_map buildids;  /* hash(path) -> interned build-id hex (from the recording) */
 	struct ksym *ksyms;
 	size_t nksyms;
+	struct base_arena inl_arena; /* inline chains of every module */
 	char *kallsyms_path;       /* set by uw_session_load_kallsyms, read on first use */
 	char *kallsyms_buf;        /* the file's text; ksym names point into it */
 	size_t kallsyms_map;       /* when non-zero, kallsyms_buf is a mapping of this size */

@@ -38,6 +38,7 @@ UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
 	s->log.ctx = s->opts.log_ctx;
 	s->log.level = s->opts.log_level;
 	base_intern_init(&s->strings);
+	base_arena_init(&s->inl_arena, 64 * 1024);
 	base_map_init(&s->modules);
 	base_map_init(&s->procs);
 	base_map_init(&s->threads);
@@ -70,6 +71,7 @@ UW_API void uw_session_free(struct uw_session *s)
 	base_map_free(&s->modules);
 	base_map_free(&s->buildids);
 	base_intern_free(&s->strings);
+	base_arena_free(&s->inl_arena);
 	free(s->ksyms);
 	kallsyms_free_text(s);
 	free(s->kallsyms_path);
@@ -124,6 +126,55 @@ UW_API int uw_symbolize(struct uw_session *s, struct uw_module *m, uint64_t rel_
 		out->start = sym->start;
 		out->size = sym->end - sym->start;
 		out->offset = rel_pc - sym->start;
+	}
+	return 0;
+}
+
+/* ---- inline chains */
+struct inline_ent {
+	unsigned n;
+	struct uw_source_frame f[];
+};
+
+static const struct inline_ent no_inline;
+
+UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64_t rel_pc,
+                               const struct uw_source_frame **frames, unsigned *n)
+{
+	*frames = NULL;
+	*n = 0;
+	if (!s || !m)
+		return 0;
+	const struct inline_ent *e = base_map_get(&m->inlcache, rel_pc);
+	if (!e) {
+		if (!m->dwi_tried) {
+			m->dwi_tried = true;
+			/* the debug file first: a module with a debug file has no DWARF of its own */
+			if (proc_module_open(s, m)) {
+				m->dwi = dwi_open(m->dbg);
+				if (!m->dwi)
+					m->dwi = dwi_open(m->elf);
+			}
+		}
+		struct dwi_frame tmp[DWI_MAX_DEPTH];
+		unsigned k = m->dwi ? dwi_lookup(m->dwi, &s->strings, rel_pc, tmp, DWI_MAX_DEPTH) : 0;
+		struct inline_ent *ne = k ? base_arena_alloc(&s->inl_arena, sizeof(*ne) + k * sizeof(ne->f[0])) : NULL;
+		if (ne) {
+			ne->n = k;
+			for (unsigned i = 0; i < k; i++)
+				ne->f[i] = (struct uw_source_frame){ tmp[i].name, tmp[i].file, tmp[i].line };
+			e = ne;
+		} else {
+			if (k)
+				return -ENOMEM;
+			e = &no_inline;
+		}
+		if (base_map_put(&m->inlcache, rel_pc, (void *)e))
+			return -ENOMEM;
+	}
+	if (e->n) {
+		*frames = e->f;
+		*n = e->n;
 	}
 	return 0;
 }

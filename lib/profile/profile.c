@@ -359,20 +359,47 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 				sym.offset);
 		else
 			fprintf(out, "\t%16" PRIx64 " [unknown] ([kernel.kallsyms])\n", smp->kernel[i]);
+		if (o.srcline) /* no kernel debug info: perf names the place dso[address] */
+			fprintf(out, "  [kernel.kallsyms][%" PRIx64 "]\n", smp->kernel[i]);
 	}
 	for (uint32_t i = 0; i < smp->nr_user; i++) {
 		const struct uw_frame *f = &smp->user[i];
 		uint64_t adj = f->is_call ? 1 : 0;
 		uint64_t addr = f->map_addr - adj;
-		if (f->module) {
-			uw_symbolize(s, f->module, f->rel_pc - adj, &sym);
-			if (sym.name)
+		if (!f->module) {
+			fprintf(out, "\t%16" PRIx64 " [unknown] ([unknown])\n", f->pc - adj);
+			continue;
+		}
+		uw_symbolize(s, f->module, f->rel_pc - adj, &sym);
+		const struct uw_source_frame *inl = NULL;
+		unsigned ninl = 0;
+		if (!o.no_inline || o.srcline)
+			uw_symbolize_inline(s, f->module, f->rel_pc - adj, &inl, &ninl);
+		if (!sym.name) {
+			fprintf(out, "\t%16" PRIx64 " [unknown] (%s)\n", addr, uw_module_path(f->module));
+			continue;
+		}
+		/* Every level of the inline chain is printed at the frame's address and offset, the
+		 * inlined functions innermost first and "(inlined)", then the function that contains
+		 * them as the frame itself, under its ELF symbol. (perf also marks that last level
+		 * "(inlined)" whenever addr2line's name for it differs from the symbol: clones such
+		 * as foo.constprop.0, aliases such as __GI_foo. It is not inlined.) */
+		unsigned levels = o.no_inline || !ninl ? 1 : ninl;
+		for (unsigned k = 0; k < levels; k++) {
+			const struct uw_source_frame *lv = ninl ? &inl[o.no_inline ? ninl - 1 : k] : NULL;
+			bool real = k == levels - 1 || !lv->function;
+			/* with source lines perf moves "(inlined)" from the symbol to the line below */
+			if (real)
 				fprintf(out, "\t%16" PRIx64 " %s+0x%" PRIx64 " (%s)\n", addr, sym.name, sym.offset,
 					uw_module_path(f->module));
 			else
-				fprintf(out, "\t%16" PRIx64 " [unknown] (%s)\n", addr, uw_module_path(f->module));
-		} else {
-			fprintf(out, "\t%16" PRIx64 " [unknown] ([unknown])\n", f->pc - adj);
+				fprintf(out, "\t%16" PRIx64 " %s+0x%" PRIx64 "%s\n", addr, lv->function, sym.offset,
+					o.srcline ? "" : " (inlined)");
+			if (o.srcline) {
+				const char *file = lv && lv->file ? lv->file : "";
+				const char *base = strrchr(file, '/');
+				fprintf(out, "  %s:%u%s\n", base ? base + 1 : file, lv ? lv->line : 0, real ? "" : " (inlined)");
+			}
 		}
 	}
 	fputc('\n', out);

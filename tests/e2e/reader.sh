@@ -16,7 +16,7 @@ rec() { perf record -q -F 999 --call-graph dwarf "$@" >"$W/program.out" 2>"$W/pe
     { echo "FAIL: perf record could not run"; cat "$W/perf.err"; exit 1; }; }
 compare() {
     perf script -i "$W/perf.data" --no-inline >"$W/perf.txt" 2>/dev/null
-    "$U" report -i "$W/perf.data" --script -o "$W/unwound.txt"
+    "$U" report -i "$W/perf.data" --script --no-inline -o "$W/unwound.txt"
     python3 "$S/tests/e2e/compare-script.py" "$W/perf.txt" "$W/unwound.txt" --roots "$roots"
 }
 case $case in

@@ -41,8 +41,13 @@ fpmods=""
     $expect $fpmods
 
 perf script -i "$W/perf.data" --no-inline >"$W/perf-script.txt" 2>"$W/perf-script.err"
-"$B/unwound" report -i "$W/perf.data" --script -o "$W/unwound-script.txt"
+"$B/unwound" report -i "$W/perf.data" --script --no-inline -o "$W/unwound-script.txt"
 python3 "$S/tests/e2e/compare-script.py" "$W/perf-script.txt" "$W/unwound-script.txt" --roots "_start,clone3,__clone3,clone,__clone"
+# with inline frames (perf's default; perf resolves them with addr2line)
+perf script -i "$W/perf.data" >"$W/perf-script-inline.txt" 2>/dev/null
+"$B/unwound" report -i "$W/perf.data" --script -o "$W/unwound-script-inline.txt"
+python3 "$S/tests/e2e/compare-script.py" "$W/perf-script-inline.txt" "$W/unwound-script-inline.txt" \
+    --roots "_start,clone3,__clone3,clone,__clone"
 
 # folded stacks: one line per distinct stack, counts adding up to the samples, known lines present
 if [ "$mode" = calltree ]; then

@@ -56,6 +56,8 @@ static void report_usage(FILE *f)
 		"'perf record --call-graph dwarf' (file or pipe mode; '-' or no -i with a pipe: stdin).\n\n"
 		"output (default: a table of functions and an unwinding summary):\n"
 		"  --script            one block per sample, in the format of 'perf script'\n"
+		"  --no-inline         without inline frames (as 'perf script --no-inline')\n"
+		"  --srcline           with the source file:line of each frame (--script)\n"
 		"  --folded            folded stacks: comm;outer;...;inner count\n"
 		"  -o, --output FILE   write to FILE instead of standard output\n"
 		"  --sort self|total   order of the table (default self)\n"
@@ -135,7 +137,7 @@ static void summary(struct uw_session *s, const struct uw_reader_stats *st, FILE
 int cmd_report(int argc, char **argv)
 {
 	enum { O_SCRIPT = 256, O_FOLDED, O_PID, O_TID, O_COMM, O_KALLSYMS, O_DEBUGDIR, O_SYMFS, O_MAXFR,
-	       O_NOFP, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS };
+	       O_NOFP, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE };
 	static const struct option lo[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "script", no_argument, 0, O_SCRIPT }, { "folded", no_argument, 0, O_FOLDED },
@@ -145,10 +147,11 @@ int cmd_report(int argc, char **argv)
 		{ "max-frames", required_argument, 0, O_MAXFR }, { "no-fp", no_argument, 0, O_NOFP },
 		{ "sort", required_argument, 0, O_SORT }, { "rows", required_argument, 0, O_ROWS },
 		{ "no-kernel", no_argument, 0, O_NOKERNEL }, { "addresses", no_argument, 0, O_ADDRS },
+		{ "no-inline", no_argument, 0, O_NOINLINE }, { "srcline", no_argument, 0, O_SRCLINE },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	const char *in = NULL, *outp = NULL, *kallsyms = NULL, *debugdir = NULL, *symfs = NULL, *comm = NULL;
-	int pid = 0, tid = 0, nofp = 0, nokernel = 0, addrs = 0;
+	int pid = 0, tid = 0, nofp = 0, nokernel = 0, addrs = 0, noinline = 0, srcline = 0;
 	unsigned maxfr = 0, rows = 30;
 	enum uw_top_sort sort = UW_TOP_SELF;
 	struct report rep = { .mode = MODE_TOP };
@@ -172,6 +175,8 @@ int cmd_report(int argc, char **argv)
 		case O_NOFP: nofp = 1; break;
 		case O_NOKERNEL: nokernel = 1; break;
 		case O_ADDRS: addrs = 1; break;
+		case O_NOINLINE: noinline = 1; break;
+		case O_SRCLINE: srcline = 1; break;
 		case O_ROWS: rows = (unsigned)strtoul(optarg, NULL, 0); break;
 		case O_SORT:
 			if (!strcmp(optarg, "self"))
@@ -215,6 +220,8 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	rep.script.sz = sizeof(rep.script);
+	rep.script.no_inline = noinline;
+	rep.script.srcline = srcline;
 	for (unsigned i = 0; i < uw_reader_nr_events(rd); i++) {
 		size_t l = strlen(uw_reader_event_name(rd, i));
 		if (l > rep.script.event_width)

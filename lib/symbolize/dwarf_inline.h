@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* Inline chains and source lines from DWARF, through libdw. */
+#ifndef UW_DWARF_INLINE_H
+#define UW_DWARF_INLINE_H
+
+#include "base/base.h"
+#include "elf/elfview.h"
+
+#define DWI_MAX_DEPTH 64
+
+struct dwi_frame {
+	const char *name;  /* function (interned); NULL when DWARF has none */
+	const char *file;  /* source file (interned), or NULL */
+	uint32_t line;
+};
+
+struct dwi;
+
+/* Opens the DWARF of an ELF view (the module's debug file, or the module itself). NULL when the
+ * file has no usable .debug_info. The view must outlive the handle. */
+struct dwi *dwi_open(struct elfv *v);
+void dwi_close(struct dwi *d);
+
+/* The chain at module address addr, innermost first: inlined functions, then the function that
+ * contains them. file:line of frame i is where frame i's code is (for frame 0 the line table at
+ * addr, for the others the call site of the frame inside them).
+ * @return the number of frames (0 when addr is in no unit with DWARF). */
+unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
+                    unsigned cap);
+
+#endif

@@ -82,6 +82,7 @@ struct uw_session_opts {
 	const char *buildid_dir; /* perf's build-id cache; NULL: $HOME/.debug */
 	const char *sysroot;     /* prefix for module paths of the recording; NULL: "" */
 	int no_fp_fallback;      /* 1: never use frame pointers when CFI is missing */
+	int no_demangle;         /* 1: C++ and Rust names as they are in the symbol table */
 };
 
 struct uw_session;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "process/process.h"
+#include "symbolize/demangle.h"
 
 void proc_free_all(struct uw_session *s);
 int kallsyms_join(struct uw_session *s);
@@ -120,9 +121,11 @@ UW_API int uw_symbolize(struct uw_session *s, struct uw_module *m, uint64_t rel_
 	memset(out, 0, sizeof(*out));
 	if (!s || !m)
 		return 0;
-	const struct sym *sym = proc_module_symbol(s, m, rel_pc);
+	struct sym *sym = (struct sym *)proc_module_symbol(s, m, rel_pc);
 	if (sym) {
-		out->name = sym->name;
+		if (!s->opts.no_demangle && !sym->dname)
+			sym->dname = sym_demangle(&s->strings, sym->name);
+		out->name = s->opts.no_demangle ? sym->name : sym->dname;
 		out->start = sym->start;
 		out->size = sym->end - sym->start;
 		out->offset = rel_pc - sym->start;
@@ -161,8 +164,12 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 		struct inline_ent *ne = k ? base_arena_alloc(&s->inl_arena, sizeof(*ne) + k * sizeof(ne->f[0])) : NULL;
 		if (ne) {
 			ne->n = k;
-			for (unsigned i = 0; i < k; i++)
-				ne->f[i] = (struct uw_source_frame){ tmp[i].name, tmp[i].file, tmp[i].line };
+			for (unsigned i = 0; i < k; i++) {
+				const char *fn = tmp[i].name;
+				if (fn && !s->opts.no_demangle)
+					fn = sym_demangle(&s->strings, fn);
+				ne->f[i] = (struct uw_source_frame){ fn, tmp[i].file, tmp[i].line };
+			}
 			e = ne;
 		} else {
 			if (k)

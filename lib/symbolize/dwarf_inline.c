@@ -51,10 +51,15 @@ static const char *intern0(struct base_intern *t, const char *s)
 	return s ? base_intern(t, s, strlen(s)) : NULL;
 }
 
-/* The name addr2line shows: DW_AT_name, through abstract origins and specifications. */
+/* The linkage name when there is one (C++, Rust: demangled later, qualified as addr2line -C
+ * shows it), else DW_AT_name; both through abstract origins and specifications. */
 static const char *die_name(Dwarf_Die *die)
 {
-	return dwarf_diename(die);
+	Dwarf_Attribute a;
+	const char *n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!n)
+		n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	return n ? n : dwarf_diename(die);
 }
 
 unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,

@@ -9,6 +9,7 @@
 struct sym {
 	uint64_t start, end; /* module ELF addresses, end exclusive */
 	const char *name;    /* into the ELF string table or the symtab's arena */
+	const char *dname;   /* demangled (interned), set on first use; NULL: not yet */
 };
 
 struct symtab {

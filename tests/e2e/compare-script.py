@@ -57,7 +57,7 @@ def main():
     # differs from its symbol. unwound prints that level as the frame itself (it is not inlined):
     # accept perf's last level at an address marked inlined where unwound has the real frame at
     # the same address and offset.
-    relabeled = aliased = 0
+    relabeled = aliased = recursive = 0
     for p, u in zip(P, U):
         pf, uf = p["frames"], u["frames"]
         real = {(f[0], f[1].rsplit("+", 1)[-1]): f for f in uf if f[2] != "inlined"}
@@ -67,6 +67,12 @@ def main():
             if last and pf[k][2] == "inlined" and key in real:
                 pf[k] = real[key]
                 relabeled += 1
+            elif (not last and pf[k][2] != "inlined" and k < len(uf) and uf[k][2] == "inlined"
+                  and uf[k][:2] == pf[k][:2]):
+                # a function inlined into itself (recursive inlining): perf prints every level
+                # named like the symbol as the real frame; only the outermost one is
+                pf[k] = uf[k]
+                recursive += 1
             elif pf[k][2] == "inlined" and pf[k][1].startswith("__GI_"):
                 # BFD renames its DWARF function entry after the ELF alias found at its start
                 # (__GI__IO_doallocbuf), inlined copies included; DW_AT_name is _IO_doallocbuf
@@ -122,6 +128,8 @@ def main():
         classes["perf marks the containing function (inlined) under addr2line's name (frames)"] = relabeled
     if aliased:
         classes["addr2line names an inlined function by its __GI_ alias (frames)"] = aliased
+    if recursive:
+        classes["perf shows copies of a function inlined into itself as real frames (frames)"] = recursive
     for c, k in sorted(classes.items()):
         print(f"  explained difference: {c}: {k}")
     if bad:

@@ -58,6 +58,7 @@ static void report_usage(FILE *f)
 		"  --script            one block per sample, in the format of 'perf script'\n"
 		"  --no-inline         without inline frames (as 'perf script --no-inline')\n"
 		"  --srcline           with the source file:line of each frame (--script)\n"
+		"  --no-demangle       C++ and Rust names as in the symbol table\n"
 		"  --folded            folded stacks: comm;outer;...;inner count\n"
 		"  -o, --output FILE   write to FILE instead of standard output\n"
 		"  --sort self|total   order of the table (default self)\n"
@@ -137,7 +138,7 @@ static void summary(struct uw_session *s, const struct uw_reader_stats *st, FILE
 int cmd_report(int argc, char **argv)
 {
 	enum { O_SCRIPT = 256, O_FOLDED, O_PID, O_TID, O_COMM, O_KALLSYMS, O_DEBUGDIR, O_SYMFS, O_MAXFR,
-	       O_NOFP, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE };
+	       O_NOFP, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE, O_NODEMANGLE };
 	static const struct option lo[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "script", no_argument, 0, O_SCRIPT }, { "folded", no_argument, 0, O_FOLDED },
@@ -148,10 +149,11 @@ int cmd_report(int argc, char **argv)
 		{ "sort", required_argument, 0, O_SORT }, { "rows", required_argument, 0, O_ROWS },
 		{ "no-kernel", no_argument, 0, O_NOKERNEL }, { "addresses", no_argument, 0, O_ADDRS },
 		{ "no-inline", no_argument, 0, O_NOINLINE }, { "srcline", no_argument, 0, O_SRCLINE },
+		{ "no-demangle", no_argument, 0, O_NODEMANGLE },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	const char *in = NULL, *outp = NULL, *kallsyms = NULL, *debugdir = NULL, *symfs = NULL, *comm = NULL;
-	int pid = 0, tid = 0, nofp = 0, nokernel = 0, addrs = 0, noinline = 0, srcline = 0;
+	int pid = 0, tid = 0, nofp = 0, nokernel = 0, addrs = 0, noinline = 0, srcline = 0, nodemangle = 0;
 	unsigned maxfr = 0, rows = 30;
 	enum uw_top_sort sort = UW_TOP_SELF;
 	struct report rep = { .mode = MODE_TOP };
@@ -177,6 +179,7 @@ int cmd_report(int argc, char **argv)
 		case O_ADDRS: addrs = 1; break;
 		case O_NOINLINE: noinline = 1; break;
 		case O_SRCLINE: srcline = 1; break;
+		case O_NODEMANGLE: nodemangle = 1; break;
 		case O_ROWS: rows = (unsigned)strtoul(optarg, NULL, 0); break;
 		case O_SORT:
 			if (!strcmp(optarg, "self"))
@@ -202,7 +205,8 @@ int cmd_report(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
-		.max_frames = maxfr, .debug_dirs = debugdir, .sysroot = symfs, .no_fp_fallback = nofp);
+		.max_frames = maxfr, .debug_dirs = debugdir, .sysroot = symfs, .no_fp_fallback = nofp,
+		.no_demangle = nodemangle);
 	rep.s = uw_session_new(&so);
 	if (!rep.s) {
 		fprintf(stderr, "unwound report: %s\n", strerror(errno));

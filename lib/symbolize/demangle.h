@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef UW_DEMANGLE_H
+#define UW_DEMANGLE_H
+#include "base/base.h"
+
+/* C++ (Itanium) and Rust (legacy and v0) names through libiberty, without parameter lists as
+ * perf shows them by default; the result is interned. Other names come back unchanged. */
+const char *sym_demangle(struct base_intern *strings, const char *name);
+#endif

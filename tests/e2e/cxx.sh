@@ -1,0 +1,25 @@
+#!/bin/sh
+# A C++ program (templates, virtual calls, std containers): complete stacks, demangled names
+# like perf's, inline chains through the standard library, agreement with perf script.
+set -eu
+B=${UW_BUILD:?}
+S=${UW_SRC:?}
+W=$B/tests/work/cxx
+rm -rf "$W"; mkdir -p "$W"
+command -v g++ >/dev/null || { echo "FAIL: g++ is not installed (scripts/install-deps installs it)"; exit 1; }
+g++ -O2 -g -o "$W/cxxwork" "$S/tests/programs/cxxwork.cpp"
+perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$W/perf.data" -- "$W/cxxwork" 1.5 >/dev/null 2>"$W/perf.err" ||
+    { echo "FAIL: perf record could not run"; cat "$W/perf.err"; exit 1; }
+"$B/tests/stackcheck" "$W/perf.data" --comm cxxwork --roots main --min-samples 1000
+roots="_start,clone3,__clone3,clone,__clone"
+perf script -i "$W/perf.data" --no-inline >"$W/perf.txt" 2>/dev/null
+"$B/unwound" report -i "$W/perf.data" --script --no-inline -o "$W/unwound.txt"
+python3 "$S/tests/e2e/compare-script.py" "$W/perf.txt" "$W/unwound.txt" --roots "$roots"
+perf script -i "$W/perf.data" >"$W/perf-inline.txt" 2>/dev/null
+"$B/unwound" report -i "$W/perf.data" --script -o "$W/unwound-inline.txt"
+python3 "$S/tests/e2e/compare-script.py" "$W/perf-inline.txt" "$W/unwound-inline.txt" --roots "$roots"
+grep -q ' sorted_median<double>+0x' "$W/unwound.txt" || { echo "FAIL: no demangled template name"; exit 1; }
+grep -q 'std::_Rb_tree<.*>::_M_erase+0x.* (inlined)' "$W/unwound-inline.txt" || { echo "FAIL: no inlined std:: frames"; exit 1; }
+"$B/unwound" report -i "$W/perf.data" --script --no-inline --no-demangle -o "$W/raw.txt"
+grep -q ' _Z13sorted_medianIdET_St6vectorIS0_SaIS0_EE+0x' "$W/raw.txt" || { echo "FAIL: --no-demangle"; exit 1; }
+echo "c++ ok"

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inline frames and source lines with libdw (DWARF 2-5: DW_AT_ranges, abstract origins,
- * .debug_rnglists, .debug_line_str and type units are libdw's business). Per address: the CU
- * from .debug_aranges (dwarf_addrdie), the nested scopes (dwarf_getscopes), the line table
- * (dwarf_getsrc_die) for the innermost location, and DW_AT_call_file/DW_AT_call_line of each
- * inlined subroutine for the location in its caller.
+ * Inline frames and source lines. libdw reads the DWARF (2-5: DW_AT_ranges, abstract origins,
+ * .debug_rnglists, .debug_line_str, type units); the per-address search is ours.
+ *
+ * Why not dwarf_getscopes per address: it walks the unit's DIE tree from the root on every call
+ * (and a second call, dwarf_getscopes_die, is needed for the concrete nesting), so a CPython
+ * recording took 2 s for inline chains against 55 ms without. Here each unit is indexed once, on
+ * its first query: one walk over its DIEs collects the ranges of every subprogram and inlined
+ * subroutine with its enclosing scope, and a sweep flattens the nested ranges into sorted
+ * segments, each naming the innermost scope over it. A lookup is then a binary search and a walk
+ * up the parents; names and call sites are read only for scopes that are looked up, and kept.
  */
 #include "symbolize/dwarf_inline.h"
 
@@ -13,8 +18,36 @@
 #include <libelf.h>
 #include <stdlib.h>
 
+#define DWI_MAX_NODES (1u << 24)
+
+struct dwi_node {
+	Dwarf_Off off;        /* the DIE */
+	int32_t parent;       /* enclosing scope (-1: none; a subprogram has none) */
+	bool subprogram;
+	bool resolved;
+	const char *name;     /* interned, when resolved */
+	const char *call_file;
+	uint32_t call_line;
+};
+
+struct dwi_seg {
+	uint64_t start;
+	int32_t node;         /* innermost scope from start on; -1: none */
+};
+
+struct dwi_cu {
+	Dwarf_Off off;        /* the unit DIE */
+	struct dwi_node *nodes;
+	uint32_t nnodes;
+	struct dwi_seg *segs;
+	uint32_t nsegs;
+	Dwarf_Files *files;
+	size_t nfiles;
+};
+
 struct dwi {
 	Dwarf *dw;
+	struct base_map cus;  /* unit offset -> struct dwi_cu * */
 };
 
 struct dwi *dwi_open(struct elfv *v)
@@ -35,15 +68,191 @@ struct dwi *dwi_open(struct elfv *v)
 		return NULL;
 	}
 	d->dw = dw;
+	base_map_init(&d->cus);
 	return d;
+}
+
+static void cu_free(struct dwi_cu *c)
+{
+	if (!c)
+		return;
+	free(c->nodes);
+	free(c->segs);
+	free(c);
 }
 
 void dwi_close(struct dwi *d)
 {
 	if (!d)
 		return;
+	size_t it = 0;
+	void *val;
+	while (base_map_next(&d->cus, &it, NULL, &val))
+		cu_free(val);
+	base_map_free(&d->cus);
 	dwarf_end(d->dw);
 	free(d);
+}
+
+struct range {
+	uint64_t lo, hi;
+	uint32_t depth;
+	int32_t node;
+};
+
+static int cmp_range(const void *x, const void *y)
+{
+	const struct range *a = x, *b = y;
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	if (a->depth != b->depth)
+		return a->depth < b->depth ? -1 : 1; /* outer first */
+	return a->hi > b->hi ? -1 : a->hi < b->hi;
+}
+
+static int push_seg(struct base_vec *segs, uint64_t start, int32_t node)
+{
+	struct dwi_seg *last = segs->len ? base_vec_at(segs, segs->len - 1) : NULL;
+	if (last && last->start == start) {
+		last->node = node; /* the later, inner decision wins at the same address */
+		if (segs->len > 1 && ((struct dwi_seg *)base_vec_at(segs, segs->len - 2))->node == node)
+			segs->len--;
+		return 0;
+	}
+	if (last && last->node == node)
+		return 0;
+	struct dwi_seg *s = base_vec_push(segs);
+	if (!s)
+		return -1;
+	s->start = start;
+	s->node = node;
+	return 0;
+}
+
+/* One walk over the unit's DIEs: nodes for subprograms and inlined subroutines with code,
+ * their ranges, then the flattening sweep. */
+static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie)
+{
+	struct dwi_cu *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->off = dwarf_dieoffset(cudie);
+	if (dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
+		c->files = NULL;
+	struct base_vec nodes = BASE_VEC_INIT(struct dwi_node), ranges = BASE_VEC_INIT(struct range);
+	struct base_vec segs = BASE_VEC_INIT(struct dwi_seg);
+	/* explicit stack of (die, enclosing node, depth) */
+	struct frame {
+		Dwarf_Die die;
+		int32_t scope;
+		uint32_t depth;
+	} stack[256];
+	unsigned sp = 0;
+	Dwarf_Die child;
+	if (dwarf_child(cudie, &child) == 0)
+		stack[sp++] = (struct frame){ child, -1, 0 };
+	bool fail = false;
+	while (sp && !fail) {
+		struct frame f = stack[--sp];
+		/* siblings continue at the same level */
+		Dwarf_Die sib;
+		if (dwarf_siblingof(&f.die, &sib) == 0 && sp < UW_ARRAY_SIZE(stack))
+			stack[sp++] = (struct frame){ sib, f.scope, f.depth };
+		int tag = dwarf_tag(&f.die);
+		int32_t scope = f.scope;
+		bool descend = true;
+		switch (tag) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine: {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t off = 0;
+			int32_t id = -1;
+			while ((off = dwarf_ranges(&f.die, off, &base, &lo, &hi)) > 0) {
+				if (hi <= lo)
+					continue;
+				if (id < 0) {
+					if (nodes.len >= DWI_MAX_NODES) {
+						fail = true;
+						break;
+					}
+					struct dwi_node *n = base_vec_push(&nodes);
+					if (!n) {
+						fail = true;
+						break;
+					}
+					id = (int32_t)(nodes.len - 1);
+					n->off = dwarf_dieoffset(&f.die);
+					n->subprogram = tag == DW_TAG_subprogram;
+					n->parent = n->subprogram ? -1 : f.scope;
+				}
+				struct range *r = base_vec_push(&ranges);
+				if (!r) {
+					fail = true;
+					break;
+				}
+				*r = (struct range){ lo, hi, f.depth, id };
+			}
+			if (id >= 0)
+				scope = id;
+			break;
+		}
+		/* no code below these */
+		case DW_TAG_base_type: case DW_TAG_pointer_type: case DW_TAG_typedef: case DW_TAG_const_type:
+		case DW_TAG_volatile_type: case DW_TAG_array_type: case DW_TAG_enumeration_type:
+		case DW_TAG_subroutine_type: case DW_TAG_formal_parameter: case DW_TAG_variable:
+		case DW_TAG_member: case DW_TAG_enumerator: case DW_TAG_subrange_type: case DW_TAG_label:
+		case DW_TAG_call_site: case DW_TAG_GNU_call_site: case DW_TAG_template_type_parameter:
+		case DW_TAG_template_value_parameter: case DW_TAG_unspecified_parameters:
+			descend = false;
+			break;
+		default:
+			break;
+		}
+		if (descend && dwarf_child(&f.die, &child) == 0 && sp < UW_ARRAY_SIZE(stack))
+			stack[sp++] = (struct frame){ child, scope, f.depth + 1 };
+	}
+	if (fail) {
+		base_vec_free(&nodes);
+		base_vec_free(&ranges);
+		free(c);
+		return NULL;
+	}
+	/* sweep: ranges by start, outer first; a stack of open ranges; a segment starts wherever
+	 * the innermost open range changes */
+	struct range *rs = ranges.data;
+	qsort(rs, ranges.len, sizeof(*rs), cmp_range);
+	struct range open[256];
+	unsigned no = 0;
+	for (size_t i = 0; i <= ranges.len && !fail; i++) {
+		uint64_t at = i < ranges.len ? rs[i].lo : UINT64_MAX;
+		while (no && open[no - 1].hi <= at) {
+			uint64_t end = open[no - 1].hi;
+			no--;
+			if (push_seg(&segs, end, no ? open[no - 1].node : -1))
+				fail = true;
+		}
+		if (i == ranges.len)
+			break;
+		if (no == UW_ARRAY_SIZE(open))
+			continue; /* absurd nesting: keep the outer ranges */
+		if (no && rs[i].hi > open[no - 1].hi)
+			rs[i].hi = open[no - 1].hi; /* not nested (bad DWARF): clip to the parent */
+		open[no++] = rs[i];
+		if (push_seg(&segs, rs[i].lo, rs[i].node))
+			fail = true;
+	}
+	base_vec_free(&ranges);
+	if (fail) {
+		base_vec_free(&nodes);
+		base_vec_free(&segs);
+		free(c);
+		return NULL;
+	}
+	c->nodes = nodes.data;
+	c->nnodes = (uint32_t)nodes.len;
+	c->segs = segs.data;
+	c->nsegs = (uint32_t)segs.len;
+	return c;
 }
 
 static const char *intern0(struct base_intern *t, const char *s)
@@ -62,58 +271,75 @@ static const char *die_name(Dwarf_Die *die)
 	return n ? n : dwarf_diename(die);
 }
 
+static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings)
+{
+	if (n->resolved)
+		return;
+	n->resolved = true;
+	Dwarf_Die die;
+	if (!dwarf_offdie(d->dw, n->off, &die))
+		return;
+	n->name = intern0(strings, die_name(&die));
+	if (n->subprogram)
+		return;
+	Dwarf_Attribute a;
+	Dwarf_Word fi = 0, cl = 0;
+	if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &a), &fi) == 0 && c->files && fi < c->nfiles)
+		n->call_file = intern0(strings, dwarf_filesrc(c->files, fi, NULL, NULL));
+	if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_line, &a), &cl) == 0)
+		n->call_line = (uint32_t)cl;
+}
+
 unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
                     unsigned cap)
 {
-	Dwarf_Die cu;
-	if (!d || !cap || !dwarf_addrdie(d->dw, (Dwarf_Addr)addr, &cu))
+	Dwarf_Die cudie;
+	if (!d || !cap || !dwarf_addrdie(d->dw, (Dwarf_Addr)addr, &cudie))
 		return 0;
-	/* dwarf_getscopes gives the innermost scope at addr, but past an inlined subroutine it
-	 * continues into that function's abstract definition; the concrete nesting (the callers
-	 * the code was inlined into) comes from dwarf_getscopes_die on the innermost scope */
-	Dwarf_Die *pcscopes = NULL, *scopes = NULL;
-	int npc = dwarf_getscopes(&cu, (Dwarf_Addr)addr, &pcscopes);
-	int ns = 0;
-	if (npc > 0)
-		ns = dwarf_getscopes_die(&pcscopes[0], &scopes);
-	free(pcscopes);
-	if (ns < 0)
-		ns = 0;
-	unsigned n = 0;
-	/* the innermost location, from the line table */
+	uint64_t key = dwarf_dieoffset(&cudie);
+	struct dwi_cu *c = base_map_get(&d->cus, key);
+	if (!c) {
+		c = cu_index(d, &cudie);
+		if (!c || base_map_put(&d->cus, key, c)) {
+			cu_free(c);
+			return 0;
+		}
+	}
+	/* the innermost scope over addr */
+	uint32_t lo = 0, hi = c->nsegs;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (c->segs[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || c->segs[lo - 1].node < 0)
+		return 0;
+	int32_t id = c->segs[lo - 1].node;
+	/* the innermost position, from the line table */
 	const char *file = NULL;
 	uint32_t line = 0;
-	Dwarf_Line *l = dwarf_getsrc_die(&cu, (Dwarf_Addr)addr);
+	Dwarf_Line *l = dwarf_getsrc_die(&cudie, (Dwarf_Addr)addr);
 	if (l) {
 		int ln = 0;
 		dwarf_lineno(l, &ln);
-		file = dwarf_linesrc(l, NULL, NULL);
+		file = intern0(strings, dwarf_linesrc(l, NULL, NULL));
 		line = ln > 0 ? (uint32_t)ln : 0;
 	}
-	Dwarf_Files *files = NULL;
-	size_t nfiles = 0;
-	if (dwarf_getsrcfiles(&cu, &files, &nfiles) != 0)
-		files = NULL;
-	for (int i = 0; i < ns && n < cap; i++) {
-		int tag = dwarf_tag(&scopes[i]);
-		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
-			continue;
-		out[n].name = intern0(strings, die_name(&scopes[i]));
-		out[n].file = intern0(strings, file);
+	unsigned n = 0;
+	for (unsigned guard = 0; id >= 0 && (uint32_t)id < c->nnodes && n < cap && guard < DWI_MAX_DEPTH; guard++) {
+		struct dwi_node *nd = &c->nodes[id];
+		node_resolve(d, c, nd, strings);
+		out[n].name = nd->name;
+		out[n].file = file;
 		out[n].line = line;
 		n++;
-		if (tag == DW_TAG_subprogram)
+		if (nd->subprogram)
 			break;
-		/* where this inlined copy sits in its caller */
-		Dwarf_Attribute a;
-		Dwarf_Word fi = 0, cl = 0;
-		file = NULL;
-		line = 0;
-		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &fi) == 0 && files && fi < nfiles)
-			file = dwarf_filesrc(files, fi, NULL, NULL);
-		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &cl) == 0)
-			line = (uint32_t)cl;
+		file = nd->call_file; /* where this inlined copy sits in its caller */
+		line = nd->call_line;
+		id = nd->parent;
 	}
-	free(scopes);
 	return n;
 }

@@ -73,10 +73,12 @@ def main():
                 # named like the symbol as the real frame; only the outermost one is
                 pf[k] = uf[k]
                 recursive += 1
-            elif pf[k][2] == "inlined" and pf[k][1].startswith("__GI_"):
-                # BFD renames its DWARF function entry after the ELF alias found at its start
-                # (__GI__IO_doallocbuf), inlined copies included; DW_AT_name is _IO_doallocbuf
-                pf[k] = (pf[k][0], pf[k][1][5:], pf[k][2])
+            elif pf[k][2] == "inlined" and k < len(uf) and uf[k][2] == "inlined" and pf[k][1] != uf[k][1] \
+                    and pf[k][1].replace("__GI_", "", 1) == uf[k][1].replace("__GI_", "", 1):
+                # glibc's hidden aliases (__GI__IO_doallocbuf, the DW_AT_linkage_name of
+                # _IO_doallocbuf): BFD renames its function entries after the ELF alias found at a
+                # function's start, so addr2line uses the alias for some copies and not others
+                pf[k] = uf[k]
                 aliased += 1
     classes = {}
     bad = []

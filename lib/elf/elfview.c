@@ -321,6 +321,20 @@ int elfv_section(struct elfv *v, const char *name, struct elfv_sec *out)
 	return -ENOENT;
 }
 
+bool elfv_has_section(struct elfv *v, const char *name)
+{
+	size_t n = 0;
+	if (elf_getshdrnum(v->elf, &n))
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		if (strcmp(elfv_section_name(v, i), name) != 0)
+			continue;
+		struct elfv_sec sec;
+		return section_at(v, i, &sec, false) == 0 && sec.type != SHT_NOBITS && sec.size > 0;
+	}
+	return false;
+}
+
 bool elfv_offset_to_vaddr(const struct elfv *v, uint64_t off, uint64_t *vaddr)
 {
 	for (size_t i = 0; i < v->nloads; i++) {

@@ -64,6 +64,8 @@ void elfv_close(struct elfv *v);
  * up to ELFV_MAX_INFLATE bytes. @return 0, -ENOENT, or another negative error. */
 #define ELFV_MAX_INFLATE ((uint64_t)1 << 30)
 int elfv_section(struct elfv *v, const char *name, struct elfv_sec *out);
+/* Whether a section with contents exists, without reading (or inflating) them. */
+bool elfv_has_section(struct elfv *v, const char *name);
 /* Section by index. */
 int elfv_section_at(struct elfv *v, size_t idx, struct elfv_sec *out);
 /* Name of a section index ("" if none). */

@@ -54,8 +54,7 @@ struct dwi *dwi_open(struct elfv *v)
 {
 	if (!v)
 		return NULL;
-	struct elfv_sec info;
-	if (elfv_section(v, ".debug_info", &info) || !info.data || !info.size)
+	if (!elfv_has_section(v, ".debug_info"))
 		return NULL;
 	/* libdw decompresses compressed debug sections in place: give it its own copy-on-write
 	 * mapping of the file (our view maps it read-only); memory images are writable copies */

@@ -305,6 +305,8 @@ struct uw_profile_opts {
 	size_t sz;
 	int no_kernel;          /* 1: leave kernel frames out */
 	int addresses;          /* 1: unknown frames as module+0xoffset instead of [module] */
+	int inline_frames;      /* 1: expand inline chains into frames of their own (DWARF) */
+	int by_line;            /* 1: frames named "function file:line" (group by source line) */
 };
 
 struct uw_profile;

@@ -201,6 +201,41 @@ struct fline {
 	const char **names; /* outermost first */
 };
 
+#define MAX_LEVELS 64
+
+/* The display names of a frame, innermost first: one, or with inline_frames the inlined
+ * functions then the containing one; with by_line each carries its file:line. Interned. */
+static unsigned frame_levels(struct uw_profile *p, const struct pframe *f, const char **names)
+{
+	const char *base = frame_name(p, f);
+	if ((!p->o.inline_frames && !p->o.by_line) || f->kernel || !f->mod) {
+		names[0] = base;
+		return 1;
+	}
+	const struct uw_source_frame *inl = NULL;
+	unsigned n = 0;
+	uw_symbolize_inline(p->s, f->mod, f->addr, &inl, &n);
+	if (!n) {
+		names[0] = base;
+		return 1;
+	}
+	unsigned first = p->o.inline_frames ? 0 : n - 1, k = 0;
+	for (unsigned i = first; i < n && k < MAX_LEVELS; i++) {
+		/* the containing function keeps its symbol name, as in --script */
+		const char *fn = i == n - 1 || !inl[i].function ? base : inl[i].function;
+		if (p->o.by_line && inl[i].file) {
+			char buf[1024];
+			const char *file = strrchr(inl[i].file, '/');
+			int len = snprintf(buf, sizeof(buf), "%s %s:%u", fn, file ? file + 1 : inl[i].file, inl[i].line);
+			fn = base_intern(&p->s->strings, buf, (size_t)UW_MIN(len, (int)sizeof(buf) - 1));
+			if (!fn)
+				fn = base;
+		}
+		names[k++] = fn;
+	}
+	return k;
+}
+
 UW_API int uw_profile_write_folded(struct uw_profile *p, FILE *out)
 {
 	struct base_map lines;
@@ -212,20 +247,27 @@ UW_API int uw_profile_write_folded(struct uw_profile *p, FILE *out)
 	struct pstack **sv = p->order.data;
 	for (size_t i = 0; i < p->order.len && !err; i++) {
 		struct pstack *st = sv[i];
-		const char **names = base_arena_alloc(&ar, (st->n ? st->n : 1) * sizeof(*names));
+		size_t cap = (size_t)(st->n ? st->n : 1) * ((p->o.inline_frames || p->o.by_line) ? MAX_LEVELS : 1);
+		const char **names = base_arena_alloc(&ar, cap * sizeof(*names));
 		if (!names) {
 			err = -ENOMEM;
 			break;
 		}
 		/* names are interned: a line is identified by its name pointers */
 		uint64_t h = base_hash64((uintptr_t)st->comm);
+		uint32_t nn = 0;
 		for (uint32_t k = 0; k < st->n; k++) {
-			names[k] = frame_name(p, &st->f[st->n - 1 - k]);
-			h = base_hash64(h ^ (uintptr_t)names[k]) + k;
+			const char *lv[MAX_LEVELS];
+			unsigned m = frame_levels(p, &st->f[st->n - 1 - k], lv);
+			for (unsigned j = m; j-- > 0;) { /* outermost first */
+				names[nn] = lv[j];
+				h = base_hash64(h ^ (uintptr_t)names[nn]) + nn;
+				nn++;
+			}
 		}
 		struct fline *head = base_map_get(&lines, h), *l;
 		for (l = head; l; l = l->next)
-			if (l->n == st->n && l->comm == st->comm && !memcmp(l->names, names, st->n * sizeof(*names)))
+			if (l->n == nn && l->comm == st->comm && !memcmp(l->names, names, nn * sizeof(*names)))
 				break;
 		if (l) {
 			l->samples += st->samples;
@@ -237,7 +279,7 @@ UW_API int uw_profile_write_folded(struct uw_profile *p, FILE *out)
 			err = -ENOMEM;
 			break;
 		}
-		*l = (struct fline){ head, h, st->samples, st->comm, st->n, names };
+		*l = (struct fline){ head, h, st->samples, st->comm, nn, names };
 		*slot = l;
 	}
 	struct fline **lv = order.data;
@@ -297,29 +339,33 @@ UW_API int uw_profile_write_top(struct uw_profile *p, FILE *out, unsigned max_ro
 	for (size_t i = 0; i < p->order.len && !err; i++) {
 		struct pstack *st = sv[i];
 		total += st->samples;
-		for (size_t k = 0; k < st->n; k++) {
-			const char *nm = frame_name(p, &st->f[k]);
+		for (size_t k = 0; k < st->n && !err; k++) {
+			const char *lv[MAX_LEVELS];
+			unsigned m = frame_levels(p, &st->f[k], lv);
 			const char *dso = st->f[k].kernel ? "[kernel.kallsyms]" : st->f[k].mod ? st->f[k].mod->name : "[unknown]";
-			uint64_t key = base_hash64((uintptr_t)nm) ^ (uintptr_t)dso;
-			struct topent *e = base_map_get(&fn, key);
-			if (!e) {
-				e = base_arena_alloc(&ar, sizeof(*e));
-				struct topent **slot = base_vec_push(&ents);
-				if (!e || !slot || base_map_put(&fn, key, e)) {
-					err = -ENOMEM;
-					break;
+			for (unsigned j = 0; j < m; j++) {
+				const char *nm = lv[j];
+				uint64_t key = base_hash64((uintptr_t)nm) ^ (uintptr_t)dso;
+				struct topent *e = base_map_get(&fn, key);
+				if (!e) {
+					e = base_arena_alloc(&ar, sizeof(*e));
+					struct topent **slot = base_vec_push(&ents);
+					if (!e || !slot || base_map_put(&fn, key, e)) {
+						err = -ENOMEM;
+						break;
+					}
+					memset(e, 0, sizeof(*e));
+					e->name = nm;
+					e->dso = dso;
+					e->mark = UINT64_MAX;
+					*slot = e;
 				}
-				memset(e, 0, sizeof(*e));
-				e->name = nm;
-				e->dso = dso;
-				e->mark = UINT64_MAX;
-				*slot = e;
-			}
-			if (k == 0)
-				e->self += st->samples;
-			if (e->mark != i) {
-				e->total += st->samples;
-				e->mark = i;
+				if (k == 0 && j == 0)
+					e->self += st->samples; /* the innermost level of the leaf */
+				if (e->mark != i) {
+					e->total += st->samples;
+					e->mark = i;
+				}
 			}
 		}
 	}

@@ -22,4 +22,12 @@ grep -q ' sorted_median<double>+0x' "$W/unwound.txt" || { echo "FAIL: no demangl
 grep -q 'std::_Rb_tree<.*>::_M_erase+0x.* (inlined)' "$W/unwound-inline.txt" || { echo "FAIL: no inlined std:: frames"; exit 1; }
 "$B/unwound" report -i "$W/perf.data" --script --no-inline --no-demangle -o "$W/raw.txt"
 grep -q ' _Z13sorted_medianIdET_St6vectorIS0_SaIS0_EE+0x' "$W/raw.txt" || { echo "FAIL: --no-demangle"; exit 1; }
+# folded stacks with inline frames of their own, and the table by source line
+"$B/unwound" report -i "$W/perf.data" --folded --inline --comm cxxwork -o "$W/folded-inline.txt"
+grep -q ';sorted_median<double>;std::sort<' "$W/folded-inline.txt" ||
+    { echo "FAIL: --folded --inline lacks the inlined std::sort under sorted_median"; exit 1; }
+"$B/unwound" report -i "$W/perf.data" --folded --comm cxxwork -o "$W/folded.txt"
+if grep -q ';std::sort<' "$W/folded.txt"; then echo "FAIL: inline frames without --inline"; exit 1; fi
+"$B/unwound" report -i "$W/perf.data" --group line --rows 50 >"$W/bylines.txt"
+grep -q ' cxxwork.cpp:[0-9]' "$W/bylines.txt" || { echo "FAIL: --group line"; exit 1; }
 echo "c++ ok"

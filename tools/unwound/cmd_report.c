@@ -62,6 +62,8 @@ static void report_usage(FILE *f)
 		"  --folded            folded stacks: comm;outer;...;inner count\n"
 		"  -o, --output FILE   write to FILE instead of standard output\n"
 		"  --sort self|total   order of the table (default self)\n"
+		"  --group function|line  rows by function (default) or by source line (DWARF)\n"
+		"  --inline            --folded and the table with inline frames of their own (DWARF)\n"
 		"  --rows N            rows of the table (default 30)\n"
 		"  --no-kernel         leave kernel frames out\n"
 		"  --addresses         name unknown frames module+0xoffset\n"
@@ -138,7 +140,8 @@ static void summary(struct uw_session *s, const struct uw_reader_stats *st, FILE
 int cmd_report(int argc, char **argv)
 {
 	enum { O_SCRIPT = 256, O_FOLDED, O_PID, O_TID, O_COMM, O_KALLSYMS, O_DEBUGDIR, O_SYMFS, O_MAXFR,
-	       O_NOFP, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE, O_NODEMANGLE };
+	       O_NOFP, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE, O_NODEMANGLE, O_INLINE,
+	       O_GROUP };
 	static const struct option lo[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "script", no_argument, 0, O_SCRIPT }, { "folded", no_argument, 0, O_FOLDED },
@@ -149,11 +152,12 @@ int cmd_report(int argc, char **argv)
 		{ "sort", required_argument, 0, O_SORT }, { "rows", required_argument, 0, O_ROWS },
 		{ "no-kernel", no_argument, 0, O_NOKERNEL }, { "addresses", no_argument, 0, O_ADDRS },
 		{ "no-inline", no_argument, 0, O_NOINLINE }, { "srcline", no_argument, 0, O_SRCLINE },
-		{ "no-demangle", no_argument, 0, O_NODEMANGLE },
+		{ "no-demangle", no_argument, 0, O_NODEMANGLE }, { "inline", no_argument, 0, O_INLINE },
+		{ "group", required_argument, 0, O_GROUP },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	const char *in = NULL, *outp = NULL, *kallsyms = NULL, *debugdir = NULL, *symfs = NULL, *comm = NULL;
-	int pid = 0, tid = 0, nofp = 0, nokernel = 0, addrs = 0, noinline = 0, srcline = 0, nodemangle = 0;
+	int pid = 0, tid = 0, nofp = 0, nokernel = 0, addrs = 0, noinline = 0, srcline = 0, nodemangle = 0, inl = 0, byline = 0;
 	unsigned maxfr = 0, rows = 30;
 	enum uw_top_sort sort = UW_TOP_SELF;
 	struct report rep = { .mode = MODE_TOP };
@@ -180,6 +184,17 @@ int cmd_report(int argc, char **argv)
 		case O_NOINLINE: noinline = 1; break;
 		case O_SRCLINE: srcline = 1; break;
 		case O_NODEMANGLE: nodemangle = 1; break;
+		case O_INLINE: inl = 1; break;
+		case O_GROUP:
+			if (!strcmp(optarg, "function"))
+				byline = 0;
+			else if (!strcmp(optarg, "line"))
+				byline = 1;
+			else {
+				fprintf(stderr, "unwound report: --group takes function or line\n");
+				return CLI_EXIT_USAGE;
+			}
+			break;
 		case O_ROWS: rows = (unsigned)strtoul(optarg, NULL, 0); break;
 		case O_SORT:
 			if (!strcmp(optarg, "self"))
@@ -244,7 +259,8 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	if (rep.mode != MODE_SCRIPT) {
-		UW_OPTS(uw_profile_opts, po, .no_kernel = nokernel, .addresses = addrs);
+		UW_OPTS(uw_profile_opts, po, .no_kernel = nokernel, .addresses = addrs, .inline_frames = inl || byline,
+			.by_line = byline);
 		rep.prof = uw_profile_new(rep.s, &po);
 		if (!rep.prof) {
 			fprintf(stderr, "unwound report: %s\n", strerror(errno));

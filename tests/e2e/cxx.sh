@@ -30,4 +30,7 @@ grep -q ';sorted_median<double>;std::sort<' "$W/folded-inline.txt" ||
 if grep -q ';std::sort<' "$W/folded.txt"; then echo "FAIL: inline frames without --inline"; exit 1; fi
 "$B/unwound" report -i "$W/perf.data" --group line --rows 50 >"$W/bylines.txt"
 grep -q ' cxxwork.cpp:[0-9]' "$W/bylines.txt" || { echo "FAIL: --group line"; exit 1; }
+# every distinct sampled address: inline chain and file:line as addr2line gives them
+"$B/tests/symdump" "$W/perf.data" cxxwork >"$W/symdump.txt"
+python3 "$S/tests/e2e/addr2line-oracle.py" "$W/symdump.txt" --min 100
 echo "c++ ok"

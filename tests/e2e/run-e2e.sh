@@ -67,5 +67,5 @@ fi
 # source lines and inline chains of every distinct sampled address, against addr2line
 if [ "$mode" = calltree ] || [ "$mode" = shlib ]; then
     "$B/tests/symdump" "$W/perf.data" "e2e_$v" >"$W/symdump.txt"
-    python3 "$S/tests/e2e/addr2line-oracle.py" "$W/symdump.txt" --min 20
+    python3 "$S/tests/e2e/addr2line-oracle.py" "$W/symdump.txt" --min 5
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Times `cat`, `unwound report --folded` and `perf script --no-inline` on the same files, side by
 side, and prints a Markdown table of medians and ratios."""
+import re
 import statistics
 import subprocess
 import sys
@@ -18,7 +19,7 @@ def timeit(cmd, runs):
 
 def samples(unwound, f):
     out = subprocess.run([unwound, "report", "-i", f, "--rows", "1"], capture_output=True, text=True).stdout
-    return int(out.split()[1])
+    return int(re.search(r"^# (\d+) samples", out, re.M).group(1))
 
 
 def main():

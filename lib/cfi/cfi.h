@@ -127,7 +127,7 @@ struct cfi_table {
 	struct cfi_cache_ent *cache;
 };
 
-#define CFI_CACHE_BITS 10
+#define CFI_CACHE_BITS 12
 struct cfi_cache_ent {
 	uint64_t pc;             /* UINT64_MAX: empty */
 	const struct cfi_rule *rule; /* NULL: no rule covers pc */

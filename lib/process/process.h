@@ -53,6 +53,7 @@ struct map {
 
 struct proc {
 	int32_t pid;
+	uint32_t last_map;      /* index of the mapping the last lookup hit (a hint) */
 	bool exited;
 	uint64_t exit_time;
 	struct base_vec maps;   /* struct map, sorted by start, disjoint */
@@ -123,7 +124,7 @@ int proc_comm(struct uw_session *s, int32_t pid, int32_t tid, const char *comm, 
 void proc_exit(struct uw_session *s, int32_t pid, int32_t tid, uint64_t time);
 /* Frees processes that exited more than the grace period before `now`. */
 void proc_sweep(struct uw_session *s, uint64_t now);
-const struct map *proc_find_map(const struct proc *p, uint64_t addr);
+const struct map *proc_find_map(struct proc *p, uint64_t addr);
 /* pc -> mapping, module and bias (unwinder callback; ctx is struct proc_find_ctx) */
 struct proc_find_ctx {
 	struct uw_session *s;

@@ -66,9 +66,12 @@ struct thread *proc_thread(struct uw_session *s, int32_t pid, int32_t tid, bool 
 	return t;
 }
 
-const struct map *proc_find_map(const struct proc *p, uint64_t addr)
+const struct map *proc_find_map(struct proc *p, uint64_t addr)
 {
 	const struct map *m = p->maps.data;
+	/* consecutive frames mostly fall in the mapping of the one before */
+	if (p->last_map < p->maps.len && addr >= m[p->last_map].start && addr < m[p->last_map].end)
+		return &m[p->last_map];
 	size_t lo = 0, hi = p->maps.len;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -77,8 +80,10 @@ const struct map *proc_find_map(const struct proc *p, uint64_t addr)
 		else
 			hi = mid;
 	}
-	if (lo && addr < m[lo - 1].end)
+	if (lo && addr < m[lo - 1].end) {
+		p->last_map = (uint32_t)(lo - 1);
 		return &m[lo - 1];
+	}
 	return NULL;
 }
 

@@ -208,7 +208,9 @@ struct uw_sample {
 	uint64_t ip;
 	uint8_t cpumode;            /* PERF_RECORD_MISC_CPUMODE of the sample */
 	uint8_t stop_reason;        /* enum uw_stop_reason of the user part */
-	uint8_t pad[2];
+	uint8_t has_callchain;      /* 0: the event records no callchain or stack: the only frame
+	                             * is the sample's ip (in kernel[] or user[], by cpumode) */
+	uint8_t pad;
 	const char *comm;           /* thread's name at sample time */
 	const char *event_name;
 	uint32_t nr_kernel;         /* kernel frames (addresses), innermost first */

@@ -644,13 +644,16 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len)
 			f->map_addr = mapped ? info.map_addr : ip;
 			f->rel_pc = ip - info.bias;
 			f->method = nu_chain ? UW_METHOD_CALLCHAIN : UW_METHOD_REGS;
-			f->is_call = nu_chain > 0;
+			/* the kernel's frame-pointer callchain: addresses shown as given (perf script
+			 * does not adjust them either) */
+			f->is_call = 0;
 			nu_chain++;
 		}
 	}
 	smp.kernel = r->kbuf;
 	smp.nr_kernel = nk;
 	smp.user = r->frames;
+	smp.has_callchain = (a->sample_type & (PS_CALLCHAIN | PS_REGS_USER)) != 0;
 	if (have_stack) {
 		struct unw_regs regs;
 		uint64_t regbuf[64];
@@ -671,6 +674,23 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len)
 		smp.stop_reason = (uint8_t)res.stop;
 	} else if (nu_chain) {
 		smp.nr_user = nu_chain;
+		smp.stop_reason = UW_STOP_NONE;
+	} else if (!(a->sample_type & (PS_CALLCHAIN | PS_REGS_USER))) {
+		/* no callchain at all: the sample's ip is the only frame */
+		if ((misc & PM_CPUMODE_MASK) == PM_KERNEL) {
+			r->kbuf[0] = ps.ip;
+			smp.nr_kernel = 1;
+		} else {
+			struct uw_frame *f = &r->frames[0];
+			struct unw_pc_info info = { 0 };
+			memset(f, 0, sizeof(*f));
+			bool mapped = p && proc_find_pc(&fc, ps.ip, &info);
+			f->pc = ps.ip;
+			f->module = info.module;
+			f->map_addr = mapped ? info.map_addr : ps.ip;
+			f->rel_pc = ps.ip - info.bias;
+			smp.nr_user = 1;
+		}
 		smp.stop_reason = UW_STOP_NONE;
 	} else if (!ps.regs_abi && (a->sample_type & PS_REGS_USER)) {
 		smp.nr_user = 0;

@@ -394,10 +394,36 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 	if (base_opts_copy(&o, sizeof(o), opts))
 		return -EINVAL;
 	int width = (int)UW_MIN(o.event_width, 256u);
+	struct uw_symbol sym;
+	if (!smp->has_callchain) {
+		/* perf script's one-line form: the comm right-aligned, the ip after the event */
+		fprintf(out, "%16s %5u %5" PRIu64 ".%06" PRIu64 ": %10" PRIu64 " %*s: ", smp->comm ? smp->comm : ":-1",
+			smp->tid, smp->time / UINT64_C(1000000000), (smp->time % UINT64_C(1000000000)) / UINT64_C(1000),
+			smp->period, width, smp->event_name ? smp->event_name : "");
+		if (smp->nr_kernel) {
+			uw_symbolize_kernel(s, smp->kernel[0], &sym);
+			if (sym.name)
+				fprintf(out, " %16" PRIx64 " %s+0x%" PRIx64 " ([kernel.kallsyms])\n", smp->kernel[0], sym.name,
+					sym.offset);
+			else
+				fprintf(out, " %16" PRIx64 " [unknown] ([kernel.kallsyms])\n", smp->kernel[0]);
+		} else if (smp->nr_user && smp->user[0].module) {
+			const struct uw_frame *f = &smp->user[0];
+			uw_symbolize(s, f->module, f->rel_pc, &sym);
+			/* with no callchain perf shows the absolute address */
+			if (sym.name)
+				fprintf(out, " %16" PRIx64 " %s+0x%" PRIx64 " (%s)\n", f->pc, sym.name, sym.offset,
+					uw_module_path(f->module));
+			else
+				fprintf(out, " %16" PRIx64 " [unknown] (%s)\n", f->pc, uw_module_path(f->module));
+		} else {
+			fprintf(out, " %16" PRIx64 " [unknown] ([unknown])\n", smp->ip);
+		}
+		return ferror(out) ? -EIO : 0;
+	}
 	fprintf(out, "%s %5u %5" PRIu64 ".%06" PRIu64 ": %10" PRIu64 " %*s: \n", smp->comm ? smp->comm : ":-1",
 		smp->tid, smp->time / UINT64_C(1000000000), (smp->time % UINT64_C(1000000000)) / UINT64_C(1000), smp->period,
 		width, smp->event_name ? smp->event_name : "");
-	struct uw_symbol sym;
 	for (uint32_t i = 0; i < smp->nr_kernel; i++) {
 		uw_symbolize_kernel(s, smp->kernel[i], &sym);
 		if (sym.name)

@@ -67,5 +67,22 @@ mismatch)
     fi
     echo "mismatched module: no names used"
     ;;
+fp-callchain)
+    # perf record -g: the kernel walks frame pointers; user frames come from the callchain
+    rec -e cpu-clock -g -o "$W/perf.data" -- "$B/tests/e2e_fp" calltree 0.5
+    "$B/tests/stackcheck" "$W/perf.data" --comm e2e_fp --roots main --min-samples 300 \
+        --expect "main;tree_a;tree_a2;spin" --expect "main;tree_b;spin"
+    compare
+    ;;
+no-callchain)
+    # no callchain, no stack: one frame per sample, perf script's one-line form
+    perf record -q -e cpu-clock -F 999 -o "$W/perf.data" -- "$B/tests/e2e_nofp" calltree 0.5 >/dev/null 2>"$W/perf.err" ||
+        { echo "FAIL: perf record could not run"; cat "$W/perf.err"; exit 1; }
+    perf script -i "$W/perf.data" >"$W/perf.txt" 2>/dev/null
+    "$U" report -i "$W/perf.data" --script -o "$W/unwound.txt"
+    diff "$W/perf.txt" "$W/unwound.txt" >"$W/diff.txt" || { echo "FAIL: differs from perf script"; head "$W/diff.txt"; exit 1; }
+    "$U" report -i "$W/perf.data" --rows 3 | grep -E '^ +[0-9.]+% .* spin ' >/dev/null || { echo "FAIL: no spin in the table"; exit 1; }
+    echo "$(wc -l <"$W/perf.txt") samples, identical to perf script"
+    ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac

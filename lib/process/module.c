@@ -318,6 +318,89 @@ const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *
 	return &m->code;
 }
 
+/* perf-PID.map (tools/perf/Documentation/jit-interface.txt): "START SIZE name" per line, hex
+ * START and SIZE, written by JITs (V8 --perf-basic-prof, the JVM's agents, CPython 3.12). */
+static int jit_load(struct uw_session *s, struct uw_module *m)
+{
+	FILE *f = fopen(m->path, "re");
+	if (!f)
+		return -errno;
+	struct base_vec v = BASE_VEC_INIT(struct sym);
+	base_arena_init(&m->syms.arena, 64 * 1024);
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int err = 0;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		char *end;
+		unsigned long long start = strtoull(line, &end, 16);
+		if (end == line || *end != ' ')
+			continue;
+		char *p = end + 1;
+		unsigned long long size = strtoull(p, &end, 16);
+		if (end == p || *end != ' ' || !size || start + size < start)
+			continue;
+		char *name = end + 1;
+		size_t nl = strcspn(name, "\n");
+		struct sym *sy = base_vec_push(&v);
+		char *nm = base_arena_strndup(&m->syms.arena, name, nl);
+		if (!sy || !nm) {
+			err = -ENOMEM;
+			break;
+		}
+		sy->start = start;
+		sy->end = start + size;
+		sy->name = nm;
+	}
+	free(line);
+	fclose(f);
+	if (err) {
+		base_vec_free(&v);
+		return err;
+	}
+	/* later entries win over earlier ones for the same range (code can be re-jitted there) */
+	struct sym *a = v.data;
+	for (size_t i = 1; i < v.len; i++) { /* insertion sort by start: maps are nearly sorted */
+		struct sym t = a[i];
+		size_t j = i;
+		while (j > 0 && a[j - 1].start > t.start) {
+			a[j] = a[j - 1];
+			j--;
+		}
+		a[j] = t;
+	}
+	m->syms.syms = a;
+	m->syms.n = v.len;
+	m->syms.source = "perf-map";
+	return 0;
+}
+
+struct uw_module *proc_jit_module(struct uw_session *s, struct proc *p)
+{
+	if (p->jit_tried)
+		return p->jit;
+	p->jit_tried = true;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", s->sysroot ? s->sysroot : "", (int)p->pid);
+	if (access(path, R_OK))
+		return NULL;
+	struct uw_module *m = proc_module_get(s, path, strlen(path), NULL, 0, 0, 0, (uint64_t)p->pid);
+	if (!m)
+		return NULL;
+	if (!m->jit) {
+		m->jit = true;
+		m->special = true;
+		m->syms_done = true;
+		m->cfi_done = true; /* JIT code: frame pointers */
+		int err = jit_load(s, m);
+		m->state = err ? UW_MODULE_BAD : UW_MODULE_OK;
+		if (err)
+			base_log(&s->log, UW_LOG_WARN, "%s: %s", path, uw_strerror(err));
+	}
+	p->jit = m;
+	return m;
+}
+
 static const struct sym no_sym;
 
 const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, uint64_t rel)
@@ -327,7 +410,7 @@ const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, 
 		return hit == &no_sym ? NULL : hit;
 	if (!m->syms_done) {
 		m->syms_done = true;
-		if (proc_module_open(s, m)) {
+		if (!m->jit && proc_module_open(s, m)) {
 			int err = symtab_build(&m->syms, m->elf, m->dbg);
 			if (err)
 				base_log(&s->log, UW_LOG_WARN, "%s: symbols not read: %s", m->path, uw_strerror(err));

@@ -41,6 +41,7 @@ struct uw_module {
 	bool dwi_tried;
 	struct base_map inlcache; /* rel pc -> struct inline_ent * */
 	uint64_t hits;          /* frames that landed in it */
+	bool jit;               /* a perf-PID.map: symbols from the map file, addresses absolute */
 };
 
 struct map {
@@ -53,6 +54,8 @@ struct map {
 
 struct proc {
 	int32_t pid;
+	struct uw_module *jit;  /* /tmp/perf-PID.map, opened when a pc first needs it */
+	bool jit_tried;
 	uint32_t last_map;      /* index of the mapping the last lookup hit (a hint) */
 	bool exited;
 	uint64_t exit_time;
@@ -111,6 +114,8 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m);
 const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *m);
 const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, uint64_t rel);
 void proc_module_free(struct uw_module *m);
+/* The JIT symbol map of a process (/tmp/perf-PID.map under the sysroot), or NULL. */
+struct uw_module *proc_jit_module(struct uw_session *s, struct proc *p);
 /* Records a build-id the recording gives for a path (HEADER_BUILD_ID, PERF_RECORD_HEADER_BUILD_ID). */
 void proc_note_build_id(struct uw_session *s, const char *path, const uint8_t *bid, size_t len);
 

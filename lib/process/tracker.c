@@ -288,6 +288,19 @@ bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 {
 	struct proc_find_ctx *c = ctx;
 	const struct map *cm = c->p ? proc_find_map(c->p, pc) : NULL;
+	/* JIT code: in an anonymous mapping (or one the recording missed), named by the process's
+	 * perf-PID.map; the address is absolute, as perf shows it */
+	if (c->p && (!cm || !cm->mod || (cm->mod->special && !cm->mod->jit && cm->mod->path[0] != '['))) {
+		struct uw_module *jm = proc_jit_module(c->s, c->p);
+		if (jm && symtab_find(&jm->syms, pc)) {
+			out->module = jm;
+			out->map_addr = pc;
+			out->bias = 0;
+			out->code = NULL;
+			jm->hits++;
+			return true;
+		}
+	}
 	if (!cm)
 		return false;
 	struct map *m = (struct map *)cm;

@@ -12,6 +12,13 @@ struct cand {
 	uint32_t seq;
 };
 
+/* a label (STT_NOTYPE) inside a sized function names a place in it, not a function */
+static bool inside(const struct sym *prev, const struct cand *c)
+{
+	return c->type == STT_NOTYPE && prev && prev->end > prev->start && c->start > prev->start &&
+	       c->start < prev->end;
+}
+
 static unsigned leading_underscores(const char *s)
 {
 	unsigned n = 0;
@@ -216,11 +223,13 @@ int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg)
 		for (; j < c.len && cs[j].start == cs[i].start; j++)
 			if (better(&cs[j], &cs[best]) < 0)
 				best = j;
+		i = j;
+		if (n && inside(&t->syms[n - 1], &cs[best]))
+			continue;
 		t->syms[n].start = cs[best].start;
 		t->syms[n].end = cs[best].start + cs[best].size;
 		t->syms[n].name = cs[best].name;
 		n++;
-		i = j;
 	}
 	/* zero-sized symbols extend to the next symbol (perf's symbols__fixup_end) */
 	for (size_t i = 0; i < n; i++)

@@ -4,6 +4,8 @@
 #ifndef UW_TEST_CFI_FIXTURE_H
 #define UW_TEST_CFI_FIXTURE_H
 
+#include <elf.h>
+
 #include "cfi/cfi.h"
 #include "elf/elfview.h"
 #include "symbolize/symtab.h"
@@ -12,11 +14,19 @@ static struct elfv *V;
 static struct cfi_table T;
 static struct symtab Y;
 
+/* Any symbol of the object by name, labels inside functions included (read from .symtab
+ * directly: symtab_build keeps only what names frames). */
 static uint64_t addr_of(const char *name)
 {
-	for (size_t i = 0; i < Y.n; i++)
-		if (!strcmp(Y.syms[i].name, name))
-			return Y.syms[i].start;
+	struct elfv_sec st, str;
+	if (elfv_section(V, ".symtab", &st) == 0 && elfv_section_at(V, st.link, &str) == 0) {
+		for (size_t i = 1; i < st.size / sizeof(Elf64_Sym); i++) {
+			Elf64_Sym sym;
+			memcpy(&sym, st.data + i * sizeof(sym), sizeof(sym));
+			if (sym.st_name < str.size && !strcmp((const char *)str.data + sym.st_name, name))
+				return sym.st_value;
+		}
+	}
 	fail_msg("no symbol %s", name);
 	return 0;
 }

@@ -43,6 +43,18 @@ static void test_frame_rows(void **state)
 	assert_int_equal(r->flags, CFI_F_BP_SAVED);
 }
 
+static void test_labels_inside_functions(void **state)
+{
+	(void)state;
+	/* a label inside a sized function names a place, not a function: the frame is the function's */
+	const struct sym *sy = symtab_find(&Y, addr_of("case_frame_pushed"));
+	assert_non_null(sy);
+	assert_string_equal(sy->name, "case_frame");
+	sy = symtab_find(&Y, addr_of("case_state_restored"));
+	assert_non_null(sy);
+	assert_string_equal(sy->name, "case_state");
+}
+
 static void test_remember_restore(void **state)
 {
 	(void)state;
@@ -222,6 +234,7 @@ int main(void)
 		cmocka_unit_test(test_coverage_ends),   cmocka_unit_test(test_expressions),
 		cmocka_unit_test(test_malformed_sections),
 		cmocka_unit_test(test_lazy_matches_full),
+		cmocka_unit_test(test_labels_inside_functions),
 	};
 	return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
 }

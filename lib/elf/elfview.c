@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 struct elfv_inflated {
 	void *buf;
@@ -222,39 +223,93 @@ const char *elfv_section_name(struct elfv *v, size_t idx)
 	return n ? n : "";
 }
 
-/* Inflates an SHF_COMPRESSED (ELFCOMPRESS_ZLIB) section with a hard size cap. */
-static int inflate_section(struct elfv *v, struct elfv_sec *s)
+/* SHF_COMPRESSED sections: an Elf64_Chdr, then a zlib or zstd stream (ELF gABI). zstd is
+ * ours to handle: libelf 0.188 only knows zlib. Every size is checked against ELFV_MAX_INFLATE
+ * and the stream must produce exactly the size the header announces. */
+static int chdr(const struct elfv_sec *raw, uint32_t *type, uint64_t *size, const uint8_t **payload,
+                size_t *plen)
 {
-	struct base_cursor c = base_cursor(s->data, s->size);
-	uint32_t type = base_cur_u32(&c);
+	struct base_cursor c = base_cursor(raw->data, raw->size);
+	*type = base_cur_u32(&c);
 	base_cur_u32(&c); /* reserved */
-	uint64_t size = base_cur_u64(&c);
+	*size = base_cur_u64(&c);
 	base_cur_u64(&c); /* alignment */
 	if (c.bad)
 		return -UW_EFORMAT;
-	if (type != ELFCOMPRESS_ZLIB)
+	if (*type != ELFCOMPRESS_ZLIB && *type != ELFCOMPRESS_ZSTD)
 		return -UW_EUNSUPP;
-	if (size > ELFV_MAX_INFLATE)
+	if (*size > ELFV_MAX_INFLATE)
 		return -UW_ELIMIT;
-	uint8_t *buf = malloc(size ? size : 1);
-	if (!buf)
-		return -ENOMEM;
+	*payload = c.p;
+	*plen = base_cur_left(&c);
+	return 0;
+}
+
+static int decompress(uint32_t type, const uint8_t *src, size_t srclen, void *dst, uint64_t size)
+{
+	if (type == ELFCOMPRESS_ZSTD) {
+		size_t got = ZSTD_decompress(dst, size, src, srclen);
+		return ZSTD_isError(got) || got != size ? -UW_EFORMAT : 0;
+	}
 	z_stream zs;
 	memset(&zs, 0, sizeof(zs));
-	if (inflateInit(&zs) != Z_OK) {
-		free(buf);
+	if (inflateInit(&zs) != Z_OK)
 		return -ENOMEM;
-	}
-	zs.next_in = (Bytef *)c.p;
-	zs.avail_in = (uInt)UW_MIN(base_cur_left(&c), (size_t)UINT32_MAX);
-	zs.next_out = buf;
+	zs.next_in = (Bytef *)src;
+	zs.avail_in = (uInt)UW_MIN(srclen, (size_t)UINT32_MAX);
+	zs.next_out = dst;
 	zs.avail_out = (uInt)size;
 	int zr = inflate(&zs, Z_FINISH);
 	uint64_t got = zs.total_out;
 	inflateEnd(&zs);
-	if (zr != Z_STREAM_END || got != size) {
+	return zr == Z_STREAM_END && got == size ? 0 : -UW_EFORMAT;
+}
+
+int elfv_compressed_info(struct elfv *v, size_t idx, uint32_t *type, uint64_t *size)
+{
+	struct elfv_sec raw;
+	int err = section_at(v, idx, &raw, false);
+	if (err)
+		return err;
+	if (!(raw.flags & SHF_COMPRESSED) || !raw.data)
+		return -ENOENT;
+	const uint8_t *p;
+	size_t n;
+	return chdr(&raw, type, size, &p, &n);
+}
+
+int elfv_decompress_into(struct elfv *v, size_t idx, void *dst, uint64_t size)
+{
+	struct elfv_sec raw;
+	int err = section_at(v, idx, &raw, false);
+	if (err)
+		return err;
+	uint32_t type;
+	uint64_t want;
+	const uint8_t *p;
+	size_t n;
+	if ((err = chdr(&raw, &type, &want, &p, &n)))
+		return err;
+	if (want != size)
+		return -EINVAL;
+	return decompress(type, p, n, dst, size);
+}
+
+static int inflate_section(struct elfv *v, struct elfv_sec *s)
+{
+	uint32_t type;
+	uint64_t size;
+	const uint8_t *p;
+	size_t n;
+	int err = chdr(s, &type, &size, &p, &n);
+	if (err)
+		return err;
+	uint8_t *buf = malloc(size ? size : 1);
+	if (!buf)
+		return -ENOMEM;
+	if ((err = decompress(type, p, n, buf, size))) {
 		free(buf);
-		return -UW_EFORMAT;
+		return err;
 	}
 	struct elfv_inflated *inf = malloc(sizeof(*inf));
 	if (!inf || base_map_put(&v->inflated, s->index, inf)) {

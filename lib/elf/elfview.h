@@ -16,6 +16,11 @@
 
 #define ELFV_MAX_BUILD_ID 64
 
+/* ELF gABI ch_type for zstd; the installed <elf.h> may predate it */
+#ifndef ELFCOMPRESS_ZSTD
+#define ELFCOMPRESS_ZSTD 2
+#endif
+
 struct elfv_seg {
 	uint64_t vaddr, memsz, offset, filesz;
 	uint32_t flags; /* PF_X | PF_W | PF_R */
@@ -66,6 +71,11 @@ void elfv_close(struct elfv *v);
 int elfv_section(struct elfv *v, const char *name, struct elfv_sec *out);
 /* Whether a section with contents exists, without reading (or inflating) them. */
 bool elfv_has_section(struct elfv *v, const char *name);
+/* For an SHF_COMPRESSED section: its compression (ELFCOMPRESS_ZLIB or ELFCOMPRESS_ZSTD) and
+ * uncompressed size. @return 0, -ENOENT (not compressed), or a negative error. */
+int elfv_compressed_info(struct elfv *v, size_t idx, uint32_t *type, uint64_t *size);
+/* Decompresses section idx into dst, which holds exactly its uncompressed size. */
+int elfv_decompress_into(struct elfv *v, size_t idx, void *dst, uint64_t size);
 /* Section by index. */
 int elfv_section_at(struct elfv *v, size_t idx, struct elfv_sec *out);
 /* Name of a section index ("" if none). */

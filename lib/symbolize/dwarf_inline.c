@@ -15,6 +15,7 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
 
@@ -48,7 +49,78 @@ struct dwi_cu {
 struct dwi {
 	Dwarf *dw;
 	struct base_map cus;  /* unit offset -> struct dwi_cu * */
+	void *image;          /* a decompressed copy of the file handed to libdw, or NULL */
+	Elf *image_elf;
 };
+
+/* Sections the inline index never reads: left out of a decompressed image. */
+static bool unneeded(const char *name)
+{
+	static const char *const skip[] = { ".debug_loc", ".debug_loclists", ".debug_macro", ".debug_macinfo",
+					    ".debug_pubnames", ".debug_pubtypes", ".debug_gnu_pubnames",
+					    ".debug_gnu_pubtypes", ".debug_frame", ".gnu_debugdata" };
+	for (size_t i = 0; i < UW_ARRAY_SIZE(skip); i++)
+		if (!strcmp(name, skip[i]))
+			return true;
+	return false;
+}
+
+/* Compressed debug sections (zlib, and zstd that libelf 0.188 cannot read): a copy of the file
+ * with each needed section decompressed into place after the original bytes and its header
+ * patched, and unneeded ones emptied, so libdw reads plain sections and inflates nothing. */
+static void *decompressed_image(struct elfv *v, size_t *out_size)
+{
+	size_t nsec = 0;
+	if (elf_getshdrnum((Elf *)v->elf, &nsec) || nsec == 0)
+		return NULL;
+	GElf_Ehdr eh;
+	if (!gelf_getehdr((Elf *)v->elf, &eh) || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > v->size ||
+	    nsec > (v->size - eh.e_shoff) / sizeof(Elf64_Shdr))
+		return NULL;
+	uint64_t total = (v->size + 15) & ~(uint64_t)15;
+	bool any = false;
+	for (size_t i = 1; i < nsec; i++) {
+		uint32_t type;
+		uint64_t size;
+		if (elfv_compressed_info(v, i, &type, &size))
+			continue;
+		any = true;
+		if (!unneeded(elfv_section_name(v, i)))
+			total += (size + 15) & ~(uint64_t)15;
+	}
+	if (!any || total > 4 * ELFV_MAX_INFLATE)
+		return NULL;
+	uint8_t *img = malloc(total);
+	if (!img)
+		return NULL;
+	memcpy(img, v->map, v->size);
+	uint64_t at = (v->size + 15) & ~(uint64_t)15;
+	for (size_t i = 1; i < nsec; i++) {
+		uint32_t type;
+		uint64_t size;
+		if (elfv_compressed_info(v, i, &type, &size))
+			continue;
+		Elf64_Shdr sh;
+		uint8_t *shp = img + eh.e_shoff + i * sizeof(Elf64_Shdr);
+		memcpy(&sh, shp, sizeof(sh));
+		sh.sh_flags &= ~(uint64_t)SHF_COMPRESSED;
+		if (unneeded(elfv_section_name(v, i))) {
+			sh.sh_size = 0;
+		} else {
+			if (elfv_decompress_into(v, i, img + at, size)) {
+				free(img);
+				return NULL;
+			}
+			sh.sh_offset = at;
+			sh.sh_size = size;
+			sh.sh_addralign = UW_MIN(sh.sh_addralign, (uint64_t)16);
+			at += (size + 15) & ~(uint64_t)15;
+		}
+		memcpy(shp, &sh, sizeof(sh));
+	}
+	*out_size = total;
+	return img;
+}
 
 struct dwi *dwi_open(struct elfv *v)
 {
@@ -56,14 +128,26 @@ struct dwi *dwi_open(struct elfv *v)
 		return NULL;
 	if (!elfv_has_section(v, ".debug_info"))
 		return NULL;
-	/* libdw decompresses compressed debug sections in place: give it its own copy-on-write
-	 * mapping of the file (our view maps it read-only); memory images are writable copies */
-	Dwarf *dw = v->fd >= 0 ? dwarf_begin(v->fd, DWARF_C_READ) : dwarf_begin_elf((Elf *)v->elf, DWARF_C_READ, NULL);
-	if (!dw)
-		return NULL;
 	struct dwi *d = calloc(1, sizeof(*d));
-	if (!d) {
-		dwarf_end(dw);
+	if (!d)
+		return NULL;
+	size_t isize = 0;
+	d->image = decompressed_image(v, &isize);
+	Dwarf *dw = NULL;
+	if (d->image) {
+		d->image_elf = elf_memory(d->image, isize);
+		if (d->image_elf)
+			dw = dwarf_begin_elf(d->image_elf, DWARF_C_READ, NULL);
+	} else {
+		/* plain sections: libdw reads them from its own mapping of the file (memory images
+		 * such as the vdso copy are already in memory) */
+		dw = v->fd >= 0 ? dwarf_begin(v->fd, DWARF_C_READ) : dwarf_begin_elf((Elf *)v->elf, DWARF_C_READ, NULL);
+	}
+	if (!dw) {
+		if (d->image_elf)
+			elf_end(d->image_elf);
+		free(d->image);
+		free(d);
 		return NULL;
 	}
 	d->dw = dw;
@@ -90,6 +174,9 @@ void dwi_close(struct dwi *d)
 		cu_free(val);
 	base_map_free(&d->cus);
 	dwarf_end(d->dw);
+	if (d->image_elf)
+		elf_end(d->image_elf);
+	free(d->image);
 	free(d);
 }
 

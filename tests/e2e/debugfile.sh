@@ -33,7 +33,20 @@ mkdir -p "$W/root/.build-id/$(echo "$bid" | cut -c1-2)"
 mv "$W/bin/dbgframe.debug" "$W/root/.build-id/$(echo "$bid" | cut -c1-2)/$(echo "$bid" | cut -c3-).debug"
 echo "== by build-id under \$UNWOUND_DEBUG_PATH"
 HOME=$W UNWOUND_DEBUG_PATH=$W/root check
+# the same debug file with zlib, then zstd, compressed sections (libelf 0.188 reads only zlib)
+dbg=$W/root/.build-id/$(echo "$bid" | cut -c1-2)/$(echo "$bid" | cut -c3-).debug
+HOME=$W UNWOUND_DEBUG_PATH=$W/root "$B/tests/symdump" "$W/perf.data" dbgframe >"$W/sym-plain.txt"
+for z in zlib zstd; do
+    echo "== by build-id, sections compressed with $z"
+    objcopy --compress-debug-sections=$z "$dbg" "$dbg.tmp" && mv "$dbg.tmp" "$dbg"
+    readelf -t "$dbg" | grep -qi "$z" || { echo "FAIL: objcopy did not compress with $z"; exit 1; }
+    HOME=$W UNWOUND_DEBUG_PATH=$W/root check
+    HOME=$W UNWOUND_DEBUG_PATH=$W/root "$B/tests/symdump" "$W/perf.data" dbgframe >"$W/sym-$z.txt"
+    cmp "$W/sym-plain.txt" "$W/sym-$z.txt" || { echo "FAIL: lines differ with $z sections"; exit 1; }
+done
+grep -q 'tree_a2' "$W/sym-zstd.txt" || { echo "FAIL: no DWARF names from the zstd file"; exit 1; }
 echo "== without the debug file: no CFI for the program, and that is what the report says"
-HOME=$W "$B/unwound" report -i "$W/perf.data" --comm dbgframe --no-fp >"$W/report.txt"
+rm -f "$dbg"
+HOME=$W UNWOUND_DEBUG_PATH=$W/root "$B/unwound" report -i "$W/perf.data" --comm dbgframe --no-fp >"$W/report.txt"
 grep -E "stopped early: .*no unwind info for pc" "$W/report.txt" >/dev/null || { echo "FAIL: missing CFI not reported"; cat "$W/report.txt"; exit 1; }
 echo "debug files ok"

@@ -15,8 +15,8 @@
 #define UW_LIKELY(x) __builtin_expect(!!(x), 1)
 #define UW_UNLIKELY(x) __builtin_expect(!!(x), 0)
 /* each argument evaluated once (arguments may be reads with side effects) */
-#define UW_MIN(a, b) ({ __typeof__(a) a_ = (a); __typeof__(b) b_ = (b); a_ < b_ ? a_ : b_; })
-#define UW_MAX(a, b) ({ __typeof__(a) a_ = (a); __typeof__(b) b_ = (b); a_ > b_ ? a_ : b_; })
+#define UW_MIN(a, b) ({ __typeof__(a) mina_ = (a); __typeof__(b) minb_ = (b); mina_ < minb_ ? mina_ : minb_; })
+#define UW_MAX(a, b) ({ __typeof__(a) maxa_ = (a); __typeof__(b) maxb_ = (b); maxa_ > maxb_ ? maxa_ : maxb_; })
 #define UW_PRINTF(f, a) __attribute__((format(printf, f, a)))
 
 /* ---- checked allocation: NULL on overflow or failure, never abort */

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <lzma.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -401,6 +402,39 @@ struct uw_module *proc_jit_module(struct uw_session *s, struct proc *p)
 	return m;
 }
 
+/* MiniDebugInfo: an xz-compressed ELF in .gnu_debugdata holding a .symtab of the functions
+ * .dynsym lacks (Fedora and others ship it instead of full debug files). */
+#define MINI_MAX_BYTES ((uint64_t)256 << 20)
+
+static struct elfv *open_minidebug(struct uw_session *s, struct uw_module *m)
+{
+	struct elfv_sec sec;
+	if (!m->elf || elfv_section(m->elf, ".gnu_debugdata", &sec) || !sec.data || !sec.size)
+		return NULL;
+	/* the uncompressed size is in the xz index; decode with a growing buffer and a cap */
+	size_t cap = (size_t)UW_MIN(UW_MAX(sec.size * 4, (uint64_t)1 << 16), MINI_MAX_BYTES);
+	for (;;) {
+		uint8_t *out = malloc(cap);
+		if (!out)
+			return NULL;
+		uint64_t memlimit = 64 << 20;
+		size_t in_pos = 0, out_pos = 0;
+		lzma_ret r = lzma_stream_buffer_decode(&memlimit, 0, NULL, sec.data, &in_pos, sec.size, out, &out_pos, cap);
+		if (r == LZMA_OK) {
+			struct elfv *v;
+			if (elfv_adopt_mem(out, out_pos, &v))
+				return NULL;
+			return v;
+		}
+		free(out);
+		if (r != LZMA_BUF_ERROR || cap >= MINI_MAX_BYTES) {
+			base_log(&s->log, UW_LOG_WARN, "%s: .gnu_debugdata is not a usable xz stream (%d)", m->path, (int)r);
+			return NULL;
+		}
+		cap = (size_t)UW_MIN((uint64_t)cap * 4, MINI_MAX_BYTES);
+	}
+}
+
 static const struct sym no_sym;
 
 const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, uint64_t rel)
@@ -411,7 +445,10 @@ const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, 
 	if (!m->syms_done) {
 		m->syms_done = true;
 		if (!m->jit && proc_module_open(s, m)) {
-			int err = symtab_build(&m->syms, m->elf, m->dbg);
+			/* a separate debug file has the full .symtab; without one, MiniDebugInfo */
+			if (!m->dbg)
+				m->mini = open_minidebug(s, m);
+			int err = symtab_build(&m->syms, m->elf, m->dbg ? m->dbg : m->mini);
 			if (err)
 				base_log(&s->log, UW_LOG_WARN, "%s: symbols not read: %s", m->path, uw_strerror(err));
 		}
@@ -429,6 +466,7 @@ void proc_module_free(struct uw_module *m)
 	symtab_free(&m->syms);
 	base_map_free(&m->symcache);
 	elfv_close(m->dbg);
+	elfv_close(m->mini);
 	elfv_close(m->elf);
 	free(m);
 }

@@ -31,6 +31,7 @@ struct uw_module {
 	bool cfi_done, syms_done;
 	struct elfv *elf;       /* the object file */
 	struct elfv *dbg;       /* separate debug file, or NULL */
+	struct elfv *mini;      /* MiniDebugInfo (.gnu_debugdata), or NULL */
 	const char *opened_path;
 	const char *dbg_path;
 	struct cfi_table cfi;

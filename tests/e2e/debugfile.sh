@@ -49,4 +49,19 @@ echo "== without the debug file: no CFI for the program, and that is what the re
 rm -f "$dbg"
 HOME=$W UNWOUND_DEBUG_PATH=$W/root "$B/unwound" report -i "$W/perf.data" --comm dbgframe --no-fp >"$W/report.txt"
 grep -E "stopped early: .*no unwind info for pc" "$W/report.txt" >/dev/null || { echo "FAIL: missing CFI not reported"; cat "$W/report.txt"; exit 1; }
+# MiniDebugInfo: a stripped program whose only symbols are an xz-compressed .symtab in
+# .gnu_debugdata (names only: the stack must still come from .eh_frame)
+M=$W/mini
+mkdir -p "$M"
+cp "$B/tests/e2e_nofp" "$M/mini"
+objcopy --only-keep-debug "$M/mini" "$M/full.dbg"
+objcopy --strip-debug "$M/full.dbg" "$M/mini.sym"
+xz -f "$M/mini.sym"
+objcopy --strip-all --add-section .gnu_debugdata="$M/mini.sym.xz" "$M/mini" "$M/mini.tmp" && mv "$M/mini.tmp" "$M/mini"
+if nm "$M/mini" 2>/dev/null | grep -q ' spin$'; then echo "FAIL: not stripped"; exit 1; fi
+perf record -q -e cpu-clock -F 999 --call-graph dwarf --no-buildid-cache -o "$M/perf.data" -- "$M/mini" calltree 0.6 \
+    >/dev/null 2>"$M/perf.err" || { echo "FAIL: perf record could not run"; cat "$M/perf.err"; exit 1; }
+echo "== names from MiniDebugInfo"
+HOME=$M "$B/tests/stackcheck" "$M/perf.data" --comm mini --roots main --min-samples 400 \
+    --expect "main;tree_a;tree_a2;spin" --expect "main;tree_b;spin"
 echo "debug files ok"

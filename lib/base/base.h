@@ -152,6 +152,25 @@ static inline void base_cur_skip(struct base_cursor *c, size_t n)
 /* NUL-terminated string inside the cursor; NULL (and bad) if unterminated */
 const char *base_cur_str(struct base_cursor *c);
 
+/* In an array of n elements of `stride` bytes sorted by a uint64_t key at byte `key_off`: the
+ * number of elements whose key is <= key (so element [result - 1] is the last one at or before
+ * key; 0: none). One binary search for every "which range holds this address" lookup. */
+static inline size_t base_upper_bound(const void *arr, size_t n, size_t stride, size_t key_off, uint64_t key)
+{
+	const char *a = arr;
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t k;
+		memcpy(&k, a + mid * stride + key_off, sizeof(k));
+		if (k <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* hex encoding of a build-id into out (2*n+1 bytes) */
 void base_hex(const uint8_t *p, size_t n, char *out);
 

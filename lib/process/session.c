@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -450,14 +451,7 @@ UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_sy
 				 (unsigned long long)delta);
 		}
 	}
-	size_t lo = 0, hi = s->nksyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->ksyms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = base_upper_bound(s->ksyms, s->nksyms, sizeof(*s->ksyms), offsetof(struct ksym, addr), addr);
 	if (!lo)
 		return 0;
 	struct ksym *k = &s->ksyms[lo - 1];

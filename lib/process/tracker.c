@@ -7,6 +7,7 @@
  * samples from other CPUs still resolve.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "process/process.h"
@@ -72,14 +73,7 @@ const struct map *proc_find_map(struct proc *p, uint64_t addr)
 	/* consecutive frames mostly fall in the mapping of the one before */
 	if (p->last_map < p->maps.len && addr >= m[p->last_map].start && addr < m[p->last_map].end)
 		return &m[p->last_map];
-	size_t lo = 0, hi = p->maps.len;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = base_upper_bound(m, p->maps.len, sizeof(*m), offsetof(struct map, start), addr);
 	if (lo && addr < m[lo - 1].end) {
 		p->last_map = (uint32_t)(lo - 1);
 		return &m[lo - 1];

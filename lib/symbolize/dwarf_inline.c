@@ -17,6 +17,7 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #define DWI_MAX_NODES (1u << 24)
@@ -392,17 +393,8 @@ unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, s
 		}
 	}
 	/* the innermost scope over addr */
-	uint32_t lo = 0, hi = c->nsegs;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (c->segs[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || c->segs[lo - 1].node < 0)
-		return 0;
-	int32_t id = c->segs[lo - 1].node;
+	size_t lo = base_upper_bound(c->segs, c->nsegs, sizeof(*c->segs), offsetof(struct dwi_seg, start), addr);
+	int32_t id = lo ? c->segs[lo - 1].node : -1;
 	/* the innermost position, from the line table */
 	const char *file = NULL;
 	uint32_t line = 0;
@@ -412,6 +404,14 @@ unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, s
 		dwarf_lineno(l, &ln);
 		file = intern0(strings, dwarf_linesrc(l, NULL, NULL));
 		line = ln > 0 ? (uint32_t)ln : 0;
+	}
+	if (id < 0) {
+		/* no function DIE covers addr (GCC's LTO units leave some out) but the line table
+		 * may: a position without a DWARF name; the ELF symbol names the frame */
+		if (!file)
+			return 0;
+		out[0] = (struct dwi_frame){ NULL, file, line };
+		return 1;
 	}
 	unsigned n = 0;
 	for (unsigned guard = 0; id >= 0 && (uint32_t)id < c->nnodes && n < cap && guard < DWI_MAX_DEPTH; guard++) {

@@ -3,6 +3,7 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 struct cand {
@@ -249,14 +250,7 @@ void symtab_free(struct symtab *t)
 
 const struct sym *symtab_find(const struct symtab *t, uint64_t addr)
 {
-	size_t lo = 0, hi = t->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->syms[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = base_upper_bound(t->syms, t->n, sizeof(*t->syms), offsetof(struct sym, start), addr);
 	/* nested symbols: a later start may end before addr; look back a little for a cover */
 	for (size_t i = lo, k = 0; i > 0 && k < 4; i--, k++) {
 		const struct sym *s = &t->syms[i - 1];

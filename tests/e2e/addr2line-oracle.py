@@ -74,6 +74,11 @@ def main():
             if chain == r:
                 same += 1
                 continue
+            # no function DIE over the address (GCC LTO units), only the line table: addr2line
+            # takes the ELF symbol's name; the position agrees
+            if len(chain) == 1 and len(r) == 1 and chain[0][0] == "??" and chain[0][1:] == r[0][1:]:
+                classes["no DWARF function over the address (LTO): addr2line names the ELF symbol"] += 1
+                continue
             # no DWARF for the address (assembly such as _start): addr2line names it from the
             # symbol table with no line; unwound gives no chain (the symbol table names the frame)
             if chain == [("??", "??", 0)] and len(r) == 1 and r[0][2] == 0:

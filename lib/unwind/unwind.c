@@ -194,6 +194,18 @@ static enum step_status step_plt(struct step_ctx *c, const struct cfi_arch *a, s
 	return STEP_OK;
 }
 
+static bool return_address_at_sp(struct step_ctx *c, const struct cfi_arch *a, const struct unw_regs *regs,
+                                 unw_find_fn find, void *find_ctx)
+{
+	uint64_t ra;
+	const struct cfi_rule *r;
+	struct unw_pc_info info = { 0 };
+	if (!read_u64(c, regs->r[a->sp], &ra) || ra == 0 || !find(find_ctx, ra, &info) || !info.code ||
+	    !info.code->cfi)
+		return false;
+	return cfi_table_find(info.code->cfi, ra - 1 - info.bias, &r);
+}
+
 static bool in_plt(const struct unw_code *code, uint64_t rel)
 {
 	for (unsigned i = 0; i < code->nplt; i++)
@@ -287,7 +299,17 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 		} else if (!opts->no_fp) {
 			method = UW_METHOD_FP;
 			res->nfp++;
+			struct unw_regs saved = *regs;
 			s = step_fp(&c, a, regs);
+			/* Frame 0 at the first instruction of a function without CFI (crti's _init,
+			 * run by ld.so): nothing pushed yet, the return address is at the stack
+			 * pointer. Taken only when the frame pointer gives nothing and the value
+			 * looks like a return address: its module's CFI covers the call before it. */
+			if (s != STEP_OK && s != STEP_END && res->n == 1 && return_address_at_sp(&c, a, &saved, find, find_ctx)) {
+				*regs = saved;
+				method = UW_METHOD_PLT;
+				s = step_plt(&c, a, regs);
+			}
 			if (s == STEP_NO_INFO && !mapped) {
 				res->stop = UW_STOP_NO_MODULE;
 				return;

@@ -184,6 +184,36 @@ static void test_return_address_in_register(void **state)
 	assert_int_equal(r.r[7], BASE); /* the stack pointer did not move, once */
 }
 
+static void test_function_entry_without_cfi(void **state)
+{
+	(void)state;
+	/* frame 0 at the first instruction of code without CFI, frame pointer unusable: the return
+	 * address at the stack pointer is taken when the caller's CFI covers the call */
+	memset(STACK, 0, sizeof(STACK));
+	put(BASE, addr_of("case_root") + 1);
+	struct uw_frame f[64];
+	struct unw_result res;
+	struct unw_regs r = { 0 };
+	r.r[16] = addr_of("case_nocfi");
+	r.r[7] = BASE;
+	r.r[6] = 0x10; /* garbage: below the stack */
+	run(&r, f, &res);
+	assert_int_equal(res.n, 2);
+	assert_int_equal(f[1].pc, addr_of("case_root") + 1);
+	assert_int_equal(f[1].method, UW_METHOD_PLT);
+	assert_int_equal(res.stop, UW_STOP_END_OF_STACK);
+	/* not a return address (no CFI before it): no guess */
+	memset(STACK, 0, sizeof(STACK));
+	put(BASE, 0x900000);
+	r = (struct unw_regs){ 0 };
+	r.r[16] = addr_of("case_nocfi");
+	r.r[7] = BASE;
+	r.r[6] = 0x10;
+	run(&r, f, &res);
+	assert_int_equal(res.n, 1);
+	assert_int_not_equal(res.stop, UW_STOP_END_OF_STACK);
+}
+
 static void test_stack_exhausted_and_limits(void **state)
 {
 	(void)state;
@@ -240,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_stack_exhausted_and_limits),
 		cmocka_unit_test(test_syscall_return_at_fde_end),
 		cmocka_unit_test(test_return_address_in_register),
+		cmocka_unit_test(test_function_entry_without_cfi),
 	};
 	return cmocka_run_group_tests(tests, setup, fixture_teardown);
 }

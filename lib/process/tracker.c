@@ -174,7 +174,7 @@ int proc_fork(struct uw_session *s, int32_t pid, int32_t ppid, int32_t tid, int3
 	if (!p)
 		return -ENOMEM;
 	struct proc *parent = proc_get(s, ppid, false);
-	if (parent) {
+	if (parent && parent->maps.len) {
 		if (base_vec_reserve(&p->maps, parent->maps.len))
 			return -ENOMEM;
 		memcpy(p->maps.data, parent->maps.data, parent->maps.len * sizeof(struct map));
@@ -183,8 +183,9 @@ int proc_fork(struct uw_session *s, int32_t pid, int32_t ppid, int32_t tid, int3
 		for (size_t i = 0; i < p->maps.len; i++)
 			if (m[i].mod)
 				m[i].mod->refs++;
-		p->comm = parent->comm;
 	}
+	if (parent)
+		p->comm = parent->comm;
 	if (comm)
 		p->comm = comm;
 	struct thread *t = proc_thread(s, pid, tid, true);

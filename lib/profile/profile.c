@@ -145,7 +145,8 @@ UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *smp)
 	st->samples = 1;
 	st->period = smp->period;
 	st->n = (uint32_t)n;
-	memcpy(st->f, f, n * sizeof(*f));
+	if (n)
+		memcpy(st->f, f, n * sizeof(*f));
 	*slot = st;
 	return base_map_put(&p->stacks, h, st);
 }
@@ -370,7 +371,8 @@ UW_API int uw_profile_write_top(struct uw_profile *p, FILE *out, unsigned max_ro
 		}
 	}
 	if (!err) {
-		qsort(ents.data, ents.len, sizeof(struct topent *), sort == UW_TOP_TOTAL ? cmp_top_total : cmp_top_self);
+		if (ents.len > 1)
+			qsort(ents.data, ents.len, sizeof(struct topent *), sort == UW_TOP_TOTAL ? cmp_top_total : cmp_top_self);
 		fprintf(out, "%8s %8s  %-50s %s\n", "self%", "total%", "function", "module");
 		struct topent **ev = ents.data;
 		for (size_t i = 0; i < ents.len && i < max_rows; i++) {

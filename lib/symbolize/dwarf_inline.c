@@ -307,7 +307,8 @@ static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie)
 	/* sweep: ranges by start, outer first; a stack of open ranges; a segment starts wherever
 	 * the innermost open range changes */
 	struct range *rs = ranges.data;
-	qsort(rs, ranges.len, sizeof(*rs), cmp_range);
+	if (ranges.len > 1)
+		qsort(rs, ranges.len, sizeof(*rs), cmp_range);
 	struct range open[256];
 	unsigned no = 0;
 	for (size_t i = 0; i <= ranges.len && !fail; i++) {

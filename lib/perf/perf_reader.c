@@ -519,9 +519,8 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	return r;
 fail:
 	uw_reader_free(r);
-	errno = err < 0 ? (-err < 4000 ? -err : EINVAL) : EINVAL;
-	if (errno == EINVAL && err < 0 && -err > 4000)
-		errno = EPROTO;
+	/* errno values pass through; project codes (malformed input) read as EPROTO */
+	errno = err < 0 && -err < 4000 ? -err : EPROTO;
 	return NULL;
 }
 

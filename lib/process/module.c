@@ -111,10 +111,13 @@ static bool file_crc_matches(const char *path, uint32_t want)
 	if (fd < 0)
 		return false;
 	uint32_t crc = 0;
-	static __thread unsigned char buf[1 << 16];
-	ssize_t n;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		crc = elfv_crc32(crc, buf, (size_t)n);
+	const size_t cap = 1 << 16;
+	unsigned char *buf = malloc(cap);
+	ssize_t n = -1;
+	if (buf)
+		while ((n = read(fd, buf, cap)) > 0)
+			crc = elfv_crc32(crc, buf, (size_t)n);
+	free(buf);
 	close(fd);
 	return n == 0 && crc == want;
 }

@@ -230,7 +230,7 @@ int cmd_report(int argc, char **argv)
 	int ret = CLI_EXIT_ERROR;
 	struct uw_reader *rd = NULL;
 	rep.out = stdout;
-	rep.tty = isatty(2) && rep.mode != MODE_SCRIPT ? 1 : isatty(2);
+	rep.tty = isatty(2);
 	UW_OPTS(uw_reader_opts, ro, .pid = pid, .tid = tid, .comm = comm, .on_sample = on_sample, .ctx = &rep,
 		.on_progress = on_progress);
 	rd = uw_reader_open(rep.s, in, &ro);

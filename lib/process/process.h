@@ -92,6 +92,8 @@ struct uw_session {
 	struct base_arena inl_arena; /* inline chains of every module */
 	char *kallsyms_path;       /* set by uw_session_load_kallsyms, read on first use */
 	char *kallsyms_buf;        /* the file's text; ksym names point into it */
+	size_t kcore_len;          /* its first kcore_len bytes: the image's symbols, sorted, searched in place */
+	uint64_t ksym_delta;       /* recorded kernel's _text minus the file's */
 	size_t kallsyms_map;       /* when non-zero, kallsyms_buf is a mapping of this size */
 	bool kallsyms_tried;
 	/* kallsyms is read on a helper thread while records are processed (reading

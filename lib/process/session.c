@@ -191,7 +191,10 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 static int cmp_ksym(const void *a, const void *b)
 {
 	const struct ksym *x = a, *y = b;
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* names point into the file's text: their order is the file's */
+	return x->name < y->name ? -1 : x->name > y->name;
 }
 
 /* A regular file is mapped (nothing copied, only the lines read are touched); /proc/kallsyms
@@ -256,20 +259,129 @@ static int read_all(const char *path, char **out, size_t *len, bool *mapped)
 	return 0;
 }
 
-static inline int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+static const unsigned char hexdig[256] = {
+	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10,
+	['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+	['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
 
 /* Parses "ADDR TYPE NAME[\t[module]]" lines in place: names are cut out of the buffer.
  * Runs on the helper thread: touches only s->ksyms, s->nksyms and s->kallsyms_buf, which the
  * session's thread reads only after joining. */
+/* One kallsyms line at p: "ADDR T name[\tmodule]\n". @return the next line; *ok when it names a
+ * text symbol, with *addr, *name and *nlen. */
+static const char *ksym_line(const char *p, const char *end, uint64_t *addr, const char **name, uint32_t *nlen,
+                             bool *ok)
+{
+	const char *nl = memchr(p, '\n', (size_t)(end - p));
+	const char *eol = nl ? nl : end, *q = p;
+	/* hex digits: hexdig[] holds value + 1, 0 for anything else */
+	uint64_t a = 0;
+	unsigned good = 1;
+	if (eol - p > 19 && p[16] == ' ') { /* the usual 16 digits, without a branch per digit */
+		for (int i = 0; i < 16; i++) {
+			unsigned d = hexdig[(unsigned char)p[i]];
+			good &= d != 0;
+			a = a << 4 | (uint64_t)((d - 1) & 15);
+		}
+		q = p + 16;
+	} else {
+		while (q < eol && q - p < 17 && hexdig[(unsigned char)*q]) {
+			a = a << 4 | (uint64_t)(hexdig[(unsigned char)*q] - 1);
+			q++;
+		}
+		good = q > p && q - p <= 16;
+	}
+	*addr = a;
+	*ok = false;
+	const char *next = nl ? nl + 1 : end;
+	if (!good || eol - q < 4 || q[0] != ' ' || q[2] != ' ')
+		return next;
+	char type = q[1];
+	if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+		return next;
+	/* a module's symbol ends in "\t[module]"; names have no blanks */
+	const char *nm = q + 3, *ne = eol;
+	if (ne[-1] == ']') {
+		const char *tab = memchr(nm, '\t', (size_t)(eol - nm));
+		if (tab)
+			ne = tab;
+	}
+	if (ne == nm || ne - nm >= 4096)
+		return next;
+	*name = nm;
+	*nlen = (uint32_t)(ne - nm);
+	*ok = true;
+	return next;
+}
+
+/* The address at the start of a line (0 when it has none). */
+static uint64_t ksym_addr_at(const char *p, const char *end)
+{
+	uint64_t a;
+	const char *nm;
+	uint32_t nl;
+	bool ok;
+	ksym_line(p, end, &a, &nm, &nl, &ok);
+	return a;
+}
+
+/* Offset of the first line that starts at or after off. */
+static size_t ksym_line_from(const char *t, size_t n, size_t off)
+{
+	if (off == 0 || off >= n)
+		return off >= n ? n : 0;
+	const char *nl = memchr(t + off - 1, '\n', n - off + 1);
+	return nl ? (size_t)(nl - t) + 1 : n;
+}
+
+/* The text symbols of [p, end) into an array sorted by address (file order among equals). */
+static int ksym_parse(struct uw_session *s, const char *p, const char *end, struct ksym **out, size_t *nout)
+{
+	size_t cap = (size_t)(end - p) / 40 + 64, n = 0;
+	struct ksym *ks = malloc(cap * sizeof(*ks));
+	if (!ks)
+		return -ENOMEM;
+	bool sorted = true;
+	uint64_t prev = 0;
+	while (p < end) {
+		uint64_t addr;
+		const char *name;
+		uint32_t len;
+		bool ok;
+		p = ksym_line(p, end, &addr, &name, &len, &ok);
+		if (!ok)
+			continue;
+		if (n == cap) {
+			struct ksym *nk = realloc(ks, cap * 2 * sizeof(*ks));
+			if (!nk) {
+				free(ks);
+				return -ENOMEM;
+			}
+			ks = nk;
+			cap *= 2;
+		}
+		if (len == 5 && memcmp(name, "_text", 5) == 0)
+			s->kallsyms_text = addr;
+		ks[n++] = (struct ksym){ addr, name, len, false };
+		sorted &= addr >= prev;
+		prev = addr;
+	}
+	if (!sorted)
+		qsort(ks, n, sizeof(*ks), cmp_ksym);
+	*out = ks;
+	*nout = n;
+	return 0;
+}
+
+/*
+ * /proc/kallsyms (and perf's copy of it) lists the kernel image's symbols sorted by address (the
+ * kernel binary-searches that table itself), then modules, BPF and trampolines, whose lines end
+ * in "\t[owner]". Parsing 120,000 lines costs milliseconds, so the image's part is searched in
+ * place: its end is found by binary search for the first line with a tab, its order is checked at
+ * 64 points, and only the rest is parsed into an array. A file that fails the checks is parsed
+ * whole.
+ */
 static int load_kallsyms_now(struct uw_session *s)
 {
 	char *buf = NULL;
@@ -278,66 +390,119 @@ static int load_kallsyms_now(struct uw_session *s)
 	int err = read_all(s->kallsyms_path, &buf, &len, &mapped);
 	if (err)
 		return err;
-	/* a line is at least "0000000000000000 t x\n" (21 bytes): size the array once */
-	size_t cap = len / 21 + 1, n = 0;
-	struct ksym *ks = malloc(cap * sizeof(*ks));
-	if (!ks) {
-		if (mapped)
-			munmap(buf, len);
-		else
-			free(buf);
-		return -ENOMEM;
-	}
-	bool nonzero = false, sorted = true;
-	uint64_t prev = 0;
-	for (const char *p = buf, *end = buf + len; p < end && n < cap;) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *eol = nl ? nl : end;
-		uint64_t addr = 0;
-		int d, nd = 0;
-		while (p < eol && (d = hexval(*p)) >= 0 && nd < 17) {
-			addr = addr << 4 | (uint64_t)d;
-			p++;
-			nd++;
+	size_t core = 0;
+	{
+		/* the first line holding a tab */
+		size_t lo = 0, hi = len;
+		while (lo < hi) {
+			size_t mid = ksym_line_from(buf, len, lo + (hi - lo) / 2);
+			if (mid >= hi)
+				mid = ksym_line_from(buf, len, lo + 1);
+			if (mid >= hi)
+				break;
+			const char *nl = memchr(buf + mid, '\n', len - mid);
+			if (memchr(buf + mid, '\t', (size_t)((nl ? nl : buf + len) - (buf + mid))))
+				hi = mid;
+			else
+				lo = mid;
 		}
-		if (nd && nd <= 16 && eol - p >= 4 && p[0] == ' ' && p[2] == ' ') {
-			char type = p[1];
-			if (type == 't' || type == 'T' || type == 'w' || type == 'W') {
-				const char *name = p + 3, *ne = name;
-				while (ne < eol && *ne != ' ' && *ne != '\t')
-					ne++;
-				if (ne > name && ne - name < 4096) {
-					if (ne - name == 5 && memcmp(name, "_text", 5) == 0)
-						s->kallsyms_text = addr;
-					ks[n].addr = addr;
-					ks[n].name = name;
-					ks[n].len = (uint32_t)(ne - name);
-					ks[n].interned = false;
-					n++;
-					nonzero |= addr != 0;
-					sorted &= addr >= prev;
-					prev = addr;
-				}
+		const char *nl = memchr(buf + lo, '\n', len - lo);
+		bool tab = memchr(buf + lo, '\t', (size_t)((nl ? nl : buf + len) - (buf + lo))) != NULL;
+		core = tab ? lo : hi;
+		/* the image's part: sorted at 64 points, with real addresses */
+		uint64_t prev = 0;
+		for (unsigned i = 0; i <= 64 && core; i++) {
+			size_t at = ksym_line_from(buf, core, (size_t)((double)core * i / 64.0));
+			if (at >= core)
+				break;
+			uint64_t a = ksym_addr_at(buf + at, buf + core);
+			if (a < prev) {
+				core = 0;
+				break;
 			}
+			prev = a;
 		}
-		p = eol + 1;
+		if (prev == 0)
+			core = 0;
 	}
-	struct base_vec v = { ks, n, cap, sizeof(struct ksym) };
-	if (!nonzero) {
+	if (core) {
+		const char *t = memmem(buf, core, " T _text\n", 9);
+		if (t) {
+			const char *ls = t;
+			while (ls > buf && ls[-1] != '\n')
+				ls--;
+			s->kallsyms_text = ksym_addr_at(ls, buf + core);
+		}
+	}
+	struct ksym *ks = NULL;
+	size_t n = 0;
+	err = ksym_parse(s, buf + core, buf + len, &ks, &n);
+	bool nonzero = core != 0;
+	for (size_t i = 0; i < n && !nonzero; i++)
+		nonzero = ks[i].addr != 0;
+	if (err || !nonzero) {
 		if (mapped)
 			munmap(buf, len);
 		else
 			free(buf);
-		base_vec_free(&v);
-		return -EPERM;
+		free(ks);
+		return err ? err : -EPERM;
 	}
-	if (!sorted)
-		qsort(v.data, v.len, sizeof(struct ksym), cmp_ksym);
-	s->ksyms = v.data;
-	s->nksyms = v.len;
+	s->ksyms = ks;
+	s->nksyms = n;
+	s->kcore_len = core;
 	s->kallsyms_buf = buf;
 	s->kallsyms_map = mapped ? len : 0;
 	return 0;
+}
+
+/* The last text symbol at or below addr in the sorted image part, and the next text symbol's address
+ * above addr (0: none). */
+static bool kcore_find(const struct uw_session *s, uint64_t addr, uint64_t *sym, const char **name, uint32_t *nlen,
+                       uint64_t *next)
+{
+	const char *t = s->kallsyms_buf, *end = t + s->kcore_len;
+	size_t n = s->kcore_len, lo = 0, hi = n;
+	*next = 0;
+	if (!n || ksym_addr_at(t, end) > addr)
+		return false;
+	while (true) {
+		size_t mid = ksym_line_from(t, n, lo + (hi - lo) / 2);
+		if (mid >= hi)
+			mid = ksym_line_from(t, n, lo + 1);
+		if (mid >= hi)
+			break;
+		if (ksym_addr_at(t + mid, end) <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	/* the next text symbol after lo, for the size */
+	for (const char *p = t + hi; p < end;) {
+		uint64_t a;
+		const char *nm;
+		uint32_t nl;
+		bool ok;
+		p = ksym_line(p, end, &a, &nm, &nl, &ok);
+		if (ok && a > addr) {
+			*next = a;
+			break;
+		}
+	}
+	/* back from lo to a text symbol (data symbols sit between text only at section ends) */
+	const char *p = t + lo;
+	for (unsigned i = 0; i < 4096; i++) {
+		bool ok;
+		ksym_line(p, end, sym, name, nlen, &ok);
+		if (ok)
+			return true;
+		if (p == t)
+			return false;
+		p--;
+		while (p > t && p[-1] != '\n')
+			p--;
+	}
+	return false;
 }
 
 static void kallsyms_free_text(struct uw_session *s)
@@ -445,30 +610,62 @@ UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_sy
 		 * difference of _text, as perf does with its reference symbol */
 		if (!err && s->kernel_text && s->kallsyms_text && s->kernel_text != s->kallsyms_text) {
 			uint64_t delta = s->kernel_text - s->kallsyms_text;
-			for (size_t i = 0; i < s->nksyms; i++)
-				s->ksyms[i].addr += delta;
+			s->ksym_delta = delta;
 			base_log(&s->log, UW_LOG_INFO, "kernel symbols relocated by %#llx (_text)",
 				 (unsigned long long)delta);
 		}
 	}
-	size_t lo = base_upper_bound(s->ksyms, s->nksyms, sizeof(*s->ksyms), offsetof(struct ksym, addr), addr);
-	if (!lo)
+	/* the loaded file's addresses, shifted to the recorded kernel's (KASLR) */
+	uint64_t x = addr - s->ksym_delta, start = 0, next = 0, cnext;
+	const char *name = NULL;
+	uint32_t nlen = 0;
+	bool interned = false;
+	struct ksym *k = NULL;
+	size_t lo = base_upper_bound(s->ksyms, s->nksyms, sizeof(*s->ksyms), offsetof(struct ksym, addr), x);
+	if (lo) {
+		k = &s->ksyms[lo - 1];
+		start = k->addr;
+		name = k->name;
+		nlen = k->len;
+		interned = k->interned;
+	}
+	if (lo < s->nksyms)
+		next = s->ksyms[lo].addr;
+	uint64_t csym;
+	const char *cname;
+	uint32_t clen;
+	if (s->kcore_len && kcore_find(s, x, &csym, &cname, &clen, &cnext)) {
+		if (!name || csym > start) {
+			start = csym;
+			name = cname;
+			nlen = clen;
+			interned = false;
+			k = NULL;
+		}
+		if (cnext && (!next || cnext < next))
+			next = cnext;
+	} else if (s->kcore_len && cnext && (!next || cnext < next)) {
+		next = cnext;
+	}
+	if (!name)
 		return 0;
-	struct ksym *k = &s->ksyms[lo - 1];
 	/* beyond the last symbol we cannot know the end: do not guess across a large gap */
-	if (lo == s->nksyms && addr - k->addr > (1u << 20))
+	if (!next && x - start > (1u << 20))
 		return 0;
-	if (!k->interned) {
-		const char *nm = base_intern(&s->strings, k->name, k->len);
+	if (!interned) {
+		const char *nm = base_intern(&s->strings, name, nlen);
 		if (!nm)
 			return -ENOMEM;
-		k->name = nm;
-		k->interned = true;
+		name = nm;
+		if (k) {
+			k->name = nm;
+			k->interned = true;
+		}
 	}
-	out->name = k->name;
-	out->start = k->addr;
-	out->offset = addr - k->addr;
-	out->size = lo < s->nksyms ? s->ksyms[lo].addr - k->addr : 0;
+	out->name = name;
+	out->start = start + s->ksym_delta;
+	out->offset = x - start;
+	out->size = next ? next - start : 0;
 	return 0;
 }
 

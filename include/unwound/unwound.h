@@ -239,6 +239,10 @@ struct uw_reader_opts {
 	/* progress: called about every 64 KiB of input with bytes done and total (0 when unknown) */
 	void (*on_progress)(void *ctx, uint64_t done, uint64_t total);
 	size_t max_queue_bytes; /* ordering queue cap; 0: 512 MiB */
+	/* Files are read record by record, keeping of each sample's user stack only the part
+	 * unwinding used on recent samples (the rest is read back when a stack needs more).
+	 * Set this to get every sample's whole stack copy in uw_sample.stack. */
+	int full_stacks;
 };
 
 struct uw_reader;
@@ -286,6 +290,8 @@ struct uw_reader_stats {
 	uint64_t exit_before_sample; /* samples of a process that had already exited */
 	uint64_t bytes;            /* input size */
 	uint64_t malformed_samples;/* SAMPLE records that could not be decoded (dropped) */
+	uint64_t stack_rereads;    /* samples whose stack had to be read whole after a cut one */
+	uint64_t stack_bytes_read; /* bytes of user stack read from the file (all, without cuts) */
 };
 /* Fills st (st->sz must be set) with counts so far. */
 UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st);

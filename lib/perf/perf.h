@@ -37,6 +37,11 @@ struct perf_sample {
 /* Decodes a SAMPLE record body (after the 8-byte header). */
 int perf_sample_decode(const struct perf_attr *a, const uint8_t *p, size_t n, struct perf_sample *s);
 
+/* Offset in a SAMPLE body of the user stack's u64 size field, from the first n bytes of the body.
+ * @return 0; -ENOENT when the event records no stack; -UW_ETRUNC when n bytes do not reach it
+ * (or the fields before it are malformed). */
+int perf_sample_stack_field(const struct perf_attr *a, const uint8_t *p, size_t n, size_t *off);
+
 struct perf_sample_id {
 	uint32_t pid, tid;
 	uint64_t time, id, cpu;

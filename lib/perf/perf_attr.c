@@ -78,10 +78,10 @@ static void skip_read(const struct perf_attr *a, struct base_cursor *c)
 	}
 }
 
-int perf_sample_decode(const struct perf_attr *a, const uint8_t *p, size_t n, struct perf_sample *s)
+/* Every field before the user stack. */
+static int decode_head(const struct perf_attr *a, struct base_cursor *cur, struct perf_sample *s)
 {
-	memset(s, 0, sizeof(*s));
-	struct base_cursor c = base_cursor(p, n);
+	struct base_cursor c = *cur;
 	uint64_t st = a->sample_type;
 	if (st & PS_IDENTIFIER)
 		s->id = base_cur_u64(&c);
@@ -137,7 +137,17 @@ int perf_sample_decode(const struct perf_attr *a, const uint8_t *p, size_t n, st
 			c.p += s->nregs * 8;
 		}
 	}
-	if (st & PS_STACK_USER) {
+	*cur = c;
+	return c.bad ? -UW_EFORMAT : 0;
+}
+
+int perf_sample_decode(const struct perf_attr *a, const uint8_t *p, size_t n, struct perf_sample *s)
+{
+	memset(s, 0, sizeof(*s));
+	struct base_cursor c = base_cursor(p, n);
+	if (decode_head(a, &c, s))
+		return -UW_EFORMAT;
+	if (a->sample_type & PS_STACK_USER) {
 		uint64_t sz = base_cur_u64(&c);
 		if (c.bad || sz > base_cur_left(&c))
 			return -UW_EFORMAT;
@@ -152,6 +162,19 @@ int perf_sample_decode(const struct perf_attr *a, const uint8_t *p, size_t n, st
 	}
 	/* later fields (weight, data_src, ...) are not needed */
 	return c.bad ? -UW_EFORMAT : 0;
+}
+
+int perf_sample_stack_field(const struct perf_attr *a, const uint8_t *p, size_t n, size_t *off)
+{
+	if (!(a->sample_type & PS_STACK_USER))
+		return -ENOENT;
+	struct perf_sample s;
+	memset(&s, 0, sizeof(s));
+	struct base_cursor c = base_cursor(p, n);
+	if (decode_head(a, &c, &s) || !base_cur_need(&c, 8))
+		return -UW_ETRUNC;
+	*off = (size_t)(c.p - p);
+	return 0;
 }
 
 int perf_sample_id_decode(const struct perf_attr *a, const uint8_t *p, size_t n, struct perf_sample_id *sid)

@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -14,11 +16,19 @@
 
 #include "perf/perf.h"
 
+/* A sample whose user stack was cut to a prefix when read: where the whole record is. */
+struct cut {
+	uint64_t off;
+	uint32_t len;
+	bool cut;
+};
+
 struct qent {
 	uint64_t time, seq;
 	const uint8_t *rec;
 	uint32_t len;
 	bool owned;
+	struct cut cut;
 };
 
 struct uw_reader {
@@ -31,6 +41,19 @@ struct uw_reader {
 	const uint8_t *map;      /* whole input when it could be mapped */
 	size_t map_size;
 	uint64_t pos, end;       /* mapped: record cursor */
+	/* Sparse reading of a mapped file's records (see next_record_sparse) */
+	bool sparse;
+	uint8_t *win;            /* file bytes [win_off, win_off + win_len) */
+	size_t wincap, win_len;
+	uint64_t win_off;
+	uint8_t *cbuf;           /* the record being returned, cut or whole (64 KiB) */
+	uint8_t *fullbuf;        /* a cut sample read back whole (64 KiB) */
+	struct cut cur_cut;      /* of the record next_record returned last */
+	atomic_uint_least32_t prefix; /* bytes of user stack kept per sample */
+	struct ra *ra;           /* read-ahead thread (file mode) */
+	uint32_t reach_hist[17]; /* log2 buckets of the stack bytes unwinding used */
+	uint32_t reach_n;
+	uint64_t reach_stack_sum;
 	/* stream input */
 	uint8_t *buf;
 	size_t bufcap, buflen, bufpos;
@@ -101,10 +124,406 @@ static int stream_fill(struct uw_reader *r, size_t need)
 }
 
 /* Next record: *rec points to header + body (valid until the next call). @return 1, 0 at end. */
+/*
+ * Sparse reading. Mapping a recording costs the kernel a page-table entry per 4 KiB page mapped
+ * (and unmapped), and perf maps pages in 64 KiB groups, so a mapped 100 MiB file costs as much as
+ * copying it; yet unwinding uses the first KiB or two of each sample's 16 KiB stack copy. So the
+ * data section is read with pread, in windows that start where the next bytes are needed: a
+ * sample's head and the first `prefix` bytes of its stack, then its tail together with the
+ * records that follow. The sample is queued with its stack cut to the prefix (a valid record
+ * with smaller sizes); when unwinding it wants bytes past the cut, the whole record is read back
+ * and unwound again, so results never depend on the cut. The prefix follows what recent samples
+ * used (adapt_prefix). Measured in docs/design.md.
+ */
+static const struct perf_attr *record_attr(const struct uw_reader *r, const uint8_t *rec, uint32_t len,
+                                           unsigned *idx);
+
+#define WIN_EXTRA 1024u       /* read past the needed bytes: headers and small records */
+#define PREFIX_MIN 512u
+#define PREFIX_START 4096u
+
+static int win_read(struct uw_reader *r, uint64_t off, size_t want)
+{
+	if (want > r->wincap) {
+		uint8_t *nw = realloc(r->win, want);
+		if (!nw)
+			return -ENOMEM;
+		r->win = nw;
+		r->wincap = want;
+	}
+	size_t got = 0;
+	while (got < want) {
+		ssize_t n = pread(r->fd, r->win + got, want - got, (off_t)(off + got));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r->win_len = 0;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	r->win_off = off;
+	r->win_len = got;
+	return 0;
+}
+
+/* Bytes [off, off + need) of the data section, valid until the next call; NULL (*err set) when
+ * they cannot be read. */
+static const uint8_t *win_get(struct uw_reader *r, uint64_t off, size_t need, int *err)
+{
+	if (off >= r->win_off && off - r->win_off <= r->win_len && r->win_len - (off - r->win_off) >= need)
+		return r->win + (off - r->win_off);
+	size_t want = need + atomic_load_explicit(&r->prefix, memory_order_relaxed) + WIN_EXTRA;
+	if (want > r->end - off)
+		want = (size_t)(r->end - off);
+	*err = win_read(r, off, want);
+	if (*err)
+		return NULL;
+	if (r->win_len < need) {
+		*err = -UW_ETRUNC;
+		return NULL;
+	}
+	return r->win;
+}
+
+/* Chooses the prefix that minimizes bytes read: the prefix on every sample plus, for the share of
+ * samples that needed more, a whole stack read back and a second unwind (costed as 12 KiB more). */
+static void adapt_prefix(struct uw_reader *r)
+{
+	uint64_t avg = r->reach_stack_sum / r->reach_n, best = UINT64_MAX, best_p = PREFIX_START;
+	uint32_t below = 0;
+	for (unsigned k = 9; k <= 16; k++) {
+		below += r->reach_hist[k];
+		if (k == 9)
+			for (unsigned j = 0; j < 9; j++)
+				below += r->reach_hist[j];
+		uint64_t p = 1ull << k, miss = r->reach_n - below;
+		uint64_t cost = p * r->reach_n + miss * (avg + 12288);
+		if (cost < best) {
+			best = cost;
+			best_p = p;
+		}
+	}
+	atomic_store_explicit(&r->prefix, (uint32_t)best_p, memory_order_relaxed);
+	memset(r->reach_hist, 0, sizeof(r->reach_hist));
+	r->reach_n = 0;
+	r->reach_stack_sum = 0;
+}
+
+static void note_reach(struct uw_reader *r, uint64_t reach, uint64_t stack_size)
+{
+	unsigned k = 0;
+	while (k < 16 && (1ull << k) < reach)
+		k++;
+	r->reach_hist[k]++;
+	r->reach_stack_sum += stack_size;
+	if (++r->reach_n == 256)
+		adapt_prefix(r);
+}
+
+/* The next record of the data section, its sample stack cut to the prefix. Logs nothing (it
+ * also runs on the read-ahead thread). @return 1; 0 at the end; an error with *off and *what. */
+static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off, struct cut *cut,
+                       const char **what)
+{
+	int err = 0;
+	uint64_t pos = r->pos;
+	memset(cut, 0, sizeof(*cut));
+	if (pos >= r->end)
+		return 0;
+	*off = pos;
+	*what = "truncated record header (8 bytes expected)";
+	if (r->end - pos < 8)
+		return -UW_ETRUNC;
+	const uint8_t *h = win_get(r, pos, 8, &err);
+	if (!h)
+		return err;
+	uint32_t type;
+	uint16_t size;
+	memcpy(&type, h, 4);
+	memcpy(&size, h + 6, 2);
+	*what = "record size smaller than its header";
+	if (size < 8)
+		return -UW_EFORMAT;
+	*what = "record runs past the end of the data";
+	if (r->end - pos < size)
+		return -UW_ETRUNC;
+	r->pos = pos + size;
+	*len = size;
+	uint32_t keep = atomic_load_explicit(&r->prefix, memory_order_relaxed);
+	/* a sample whose stack is worth cutting */
+	if (type == PR_SAMPLE && r->nattrs && size > keep + 1024) {
+		size_t avail = r->win_len - (size_t)(pos - r->win_off);
+		if (avail > size)
+			avail = size;
+		const struct perf_attr *a = record_attr(r, h, (uint32_t)avail, NULL);
+		size_t sf;
+		if (perf_sample_stack_field(a, h + 8, avail - 8, &sf) == 0) {
+			uint64_t ssize;
+			memcpy(&ssize, h + 8 + sf, 8);
+			size_t data_off = 8 + sf + 8;
+			if (ssize <= size - data_off && size - data_off - ssize >= 8 && ssize > keep + 512u) {
+				size_t tail_off = data_off + (size_t)ssize, tail_len = size - tail_off;
+				if (!(h = win_get(r, pos, data_off + keep, &err)))
+					return err;
+				memcpy(r->cbuf, h, data_off + keep);
+				/* the tail, and with it the records that follow */
+				const uint8_t *t = win_get(r, pos + tail_off, tail_len, &err);
+				if (!t)
+					return err;
+				memcpy(r->cbuf + data_off + keep, t, tail_len);
+				uint16_t nsize = (uint16_t)(data_off + keep + tail_len);
+				uint64_t k64 = keep, dyn;
+				memcpy(r->cbuf + 6, &nsize, 2);
+				memcpy(r->cbuf + 8 + sf, &k64, 8);
+				memcpy(&dyn, t, 8);
+				if (dyn > keep) {
+					*cut = (struct cut){ pos, size, true };
+					memcpy(r->cbuf + data_off + keep, &k64, 8);
+				}
+				*rec = r->cbuf;
+				*len = nsize;
+				return 1;
+			}
+		}
+	}
+	if (!(h = win_get(r, pos, size, &err)))
+		return err;
+	/* payload bytes that follow the record */
+	uint64_t payload = 0;
+	if (type == PR_AUXTRACE && size >= 16)
+		memcpy(&payload, h + 8, 8);
+	else if (type == PR_HEADER_TRACING_DATA && size >= 12) {
+		uint32_t sz;
+		memcpy(&sz, h + 8, 4);
+		payload = ((uint64_t)sz + 7) & ~7ull;
+	}
+	if (payload) {
+		*what = "record payload runs past the end of the data";
+		if (r->end - r->pos < payload)
+			return -UW_ETRUNC;
+		r->pos += payload;
+	}
+	*rec = h;
+	return 1;
+}
+
+/*
+ * Read-ahead thread for file-mode recordings: it runs sparse_read and hands the records over in
+ * chunks, so the reading system calls run on the other CPU while this one unwinds. At most
+ * RA_CHUNKS chunks are in flight; an error travels in order, after the records before it.
+ */
+#define RA_CHUNK (256u << 10)
+#define RA_CHUNKS 6u
+
+struct ra_chunk {
+	struct ra_chunk *next;
+	size_t len, pos;         /* bytes of entries; the consumer's cursor */
+	int err;                 /* after the entries: 0 (more chunks follow), 1 (the end) or an error */
+	uint64_t err_off;
+	const char *err_what;
+	uint8_t data[];          /* entries: struct ra_ent, then the record padded to 8 bytes */
+};
+
+struct ra_ent {
+	struct cut cut;
+	uint64_t off;
+	uint32_t len;
+};
+
+struct ra {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct ra_chunk *full_head, *full_tail, *free;
+	unsigned inflight;
+	bool stop;
+	struct ra_chunk *cur;    /* consumer's */
+};
+
+static struct ra_chunk *ra_take_free(struct ra *ra)
+{
+	pthread_mutex_lock(&ra->mu);
+	while (!ra->stop && ra->inflight >= RA_CHUNKS)
+		pthread_cond_wait(&ra->cv, &ra->mu);
+	struct ra_chunk *c = NULL;
+	if (!ra->stop) {
+		c = ra->free;
+		if (c)
+			ra->free = c->next;
+		ra->inflight++;
+	}
+	pthread_mutex_unlock(&ra->mu);
+	if (c || ra->stop)
+		return c;
+	c = malloc(sizeof(*c) + RA_CHUNK);
+	if (!c) {
+		pthread_mutex_lock(&ra->mu);
+		ra->inflight--;
+		pthread_mutex_unlock(&ra->mu);
+	}
+	return c;
+}
+
+static void ra_push(struct ra *ra, struct ra_chunk *c)
+{
+	c->next = NULL;
+	pthread_mutex_lock(&ra->mu);
+	if (ra->full_tail)
+		ra->full_tail->next = c;
+	else
+		ra->full_head = c;
+	ra->full_tail = c;
+	pthread_cond_broadcast(&ra->cv);
+	pthread_mutex_unlock(&ra->mu);
+}
+
+static void *ra_main(void *arg)
+{
+	struct uw_reader *r = arg;
+	struct ra *ra = r->ra;
+	for (;;) {
+		struct ra_chunk *c = ra_take_free(ra);
+		if (!c) {
+			if (ra->stop)
+				return NULL;
+			/* no memory for a chunk: stop; the consumer reports ENOMEM */
+			pthread_mutex_lock(&ra->mu);
+			ra->stop = true;
+			pthread_cond_broadcast(&ra->cv);
+			pthread_mutex_unlock(&ra->mu);
+			return NULL;
+		}
+		c->len = c->pos = 0;
+		c->err = 0;
+		for (;;) {
+			const uint8_t *rec;
+			uint32_t len;
+			struct ra_ent e;
+			int got = sparse_read(r, &rec, &len, &e.off, &e.cut, &c->err_what);
+			if (got <= 0) {
+				c->err = got ? got : 1;
+				c->err_off = e.off;
+				break;
+			}
+			e.len = len;
+			memcpy(c->data + c->len, &e, sizeof(e));
+			memcpy(c->data + c->len + sizeof(e), rec, len);
+			c->len += sizeof(e) + ((len + 7u) & ~7u);
+			if (RA_CHUNK - c->len < sizeof(e) + 65536 + 8)
+				break;
+		}
+		bool end = c->err != 0;
+		ra_push(ra, c);
+		if (end)
+			return NULL;
+	}
+}
+
+static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
+{
+	struct ra *ra = r->ra;
+	struct ra_chunk *c = ra->cur;
+	memset(&r->cur_cut, 0, sizeof(r->cur_cut));
+	while (!c || c->pos == c->len) {
+		if (c) {
+			if (c->err == 1)
+				return 0;
+			if (c->err) {
+				int err = c->err;
+				c->err = 1; /* reported once */
+				return err == -UW_ETRUNC || err == -UW_EFORMAT ? rerr(r, err, c->err_off, c->err_what) : err;
+			}
+		}
+		pthread_mutex_lock(&ra->mu);
+		if (c) {
+			c->next = ra->free;
+			ra->free = c;
+			ra->inflight--;
+			pthread_cond_broadcast(&ra->cv);
+		}
+		while (!ra->full_head && !ra->stop)
+			pthread_cond_wait(&ra->cv, &ra->mu);
+		c = ra->full_head;
+		if (c) {
+			ra->full_head = c->next;
+			if (!ra->full_head)
+				ra->full_tail = NULL;
+		}
+		pthread_mutex_unlock(&ra->mu);
+		ra->cur = c;
+		if (!c)
+			return -ENOMEM; /* the thread could not get memory */
+	}
+	struct ra_ent e;
+	memcpy(&e, c->data + c->pos, sizeof(e));
+	*rec = c->data + c->pos + sizeof(e);
+	*len = e.len;
+	*off = e.off;
+	r->cur_cut = e.cut;
+	c->pos += sizeof(e) + ((e.len + 7u) & ~7u);
+	return 1;
+}
+
+static void ra_stop(struct uw_reader *r)
+{
+	struct ra *ra = r->ra;
+	if (!ra)
+		return;
+	pthread_mutex_lock(&ra->mu);
+	ra->stop = true;
+	pthread_cond_broadcast(&ra->cv);
+	pthread_mutex_unlock(&ra->mu);
+	pthread_join(ra->thread, NULL);
+	struct ra_chunk *lists[3] = { ra->full_head, ra->free, ra->cur };
+	for (int i = 0; i < 3; i++) {
+		for (struct ra_chunk *c = lists[i], *n; c; c = n) {
+			n = i < 2 ? c->next : NULL;
+			free(c);
+		}
+	}
+	pthread_mutex_destroy(&ra->mu);
+	pthread_cond_destroy(&ra->cv);
+	free(ra);
+	r->ra = NULL;
+}
+
+static int ra_start(struct uw_reader *r)
+{
+	struct ra *ra = calloc(1, sizeof(*ra));
+	if (!ra)
+		return -ENOMEM;
+	pthread_mutex_init(&ra->mu, NULL);
+	pthread_cond_init(&ra->cv, NULL);
+	r->ra = ra;
+	if (pthread_create(&ra->thread, NULL, ra_main, r)) {
+		pthread_mutex_destroy(&ra->mu);
+		pthread_cond_destroy(&ra->cv);
+		free(ra);
+		r->ra = NULL;
+	}
+	return 0;
+}
+
+static int next_record_sparse(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
+{
+	if (r->ra)
+		return ra_next(r, rec, len, off);
+	const char *what = NULL;
+	int got = sparse_read(r, rec, len, off, &r->cur_cut, &what);
+	if (got < 0 && (got == -UW_ETRUNC || got == -UW_EFORMAT))
+		return rerr(r, got, *off, what);
+	return got;
+}
+
 static int next_record(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
 {
 	uint8_t hdr[8];
 	uint16_t size;
+	if (r->sparse)
+		return next_record_sparse(r, rec, len, off);
 	if (r->map) {
 		if (r->pos >= r->end)
 			return 0;
@@ -144,6 +563,8 @@ static int next_record(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 /* Skips payload bytes that follow some records (AUXTRACE, TRACING_DATA). */
 static int skip_payload(struct uw_reader *r, uint64_t n, uint64_t off)
 {
+	if (r->sparse)
+		return 0; /* sparse_read skipped it */
 	if (r->map) {
 		if (r->end - r->pos < n)
 			return rerr(r, -UW_ETRUNC, off, "record payload runs past the end of the data");
@@ -516,6 +937,16 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		if (err)
 			goto fail;
 	}
+	if (r->map && !r->o.full_stacks) {
+		r->sparse = true;
+		atomic_init(&r->prefix, PREFIX_START);
+		r->cbuf = malloc(1u << 16);
+		r->fullbuf = malloc(1u << 16);
+		if (!r->cbuf || !r->fullbuf) {
+			err = -ENOMEM;
+			goto fail;
+		}
+	}
 	return r;
 fail:
 	uw_reader_free(r);
@@ -528,6 +959,7 @@ UW_API void uw_reader_free(struct uw_reader *r)
 {
 	if (!r)
 		return;
+	ra_stop(r);
 	for (size_t i = 0; i < r->qlen; i++)
 		if (r->q[i].owned)
 			free((void *)r->q[i].rec);
@@ -539,6 +971,9 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	base_map_free(&r->ids);
 	free(r->attrs);
 	free(r->buf);
+	free(r->win);
+	free(r->cbuf);
+	free(r->fullbuf);
 	free(r->frames);
 	free(r->kbuf);
 	free(r->path);
@@ -582,7 +1017,22 @@ static const char *thread_comm(struct uw_reader *r, uint32_t pid, uint32_t tid, 
 	return base_intern(&r->s->strings, buf, (size_t)n);
 }
 
-static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len)
+/* The whole record of a cut sample, read back into r->fullbuf. */
+static const uint8_t *read_whole(struct uw_reader *r, const struct cut *cut)
+{
+	size_t got = 0;
+	while (got < cut->len) {
+		ssize_t n = pread(r->fd, r->fullbuf + got, cut->len - got, (off_t)(cut->off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return NULL;
+		got += (size_t)n;
+	}
+	return r->fullbuf;
+}
+
+static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const struct cut *cut)
 {
 	unsigned aidx;
 	const struct perf_attr *a = record_attr(r, rec, len, &aidx);
@@ -659,7 +1109,8 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len)
 		/* the register block may be unaligned inside the record: copy it (at most 64 bits set) */
 		memcpy(regbuf, ps.regs, ps.nregs * 8);
 		unw_x86_64_from_perf(a->sample_regs_user, regbuf, ps.nregs, &regs);
-		struct unw_stack stk = { regs.r[7], ps.stack, ps.stack_dyn };
+		uint64_t reach = 0;
+		struct unw_stack stk = { regs.r[7], ps.stack, ps.stack_dyn, r->sparse ? &reach : NULL };
 		smp.user_ip = regs.r[16];
 		smp.user_sp = regs.r[7];
 		smp.user_fp = regs.r[6];
@@ -669,6 +1120,25 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len)
 				       (misc & PM_CPUMODE_MASK) == PM_KERNEL };
 		struct unw_result res;
 		unw_run(&uo, &regs, &stk, proc_find_pc, &fc, r->frames, &res);
+		r->st.stack_bytes_read += ps.stack_size;
+		if (cut && cut->cut && reach > ps.stack_dyn) {
+			/* unwinding wanted bytes past the cut: unwind again from the whole record */
+			const uint8_t *whole = read_whole(r, cut);
+			struct perf_sample ws;
+			if (whole && perf_sample_decode(a, whole + 8, cut->len - 8, &ws) == 0 && ws.regs_abi &&
+			    ws.stack_dyn) {
+				unw_x86_64_from_perf(a->sample_regs_user, regbuf, ps.nregs, &regs);
+				stk.data = ws.stack;
+				stk.size = ws.stack_dyn;
+				smp.stack = ws.stack;
+				smp.stack_size = ws.stack_dyn;
+				unw_run(&uo, &regs, &stk, proc_find_pc, &fc, r->frames, &res);
+				r->st.stack_rereads++;
+				r->st.stack_bytes_read += ws.stack_size;
+			}
+		}
+		if (r->sparse && ps.stack_size)
+			note_reach(r, reach, cut && cut->cut ? cut->len : ps.stack_size);
 		smp.nr_user = res.n;
 		smp.stop_reason = (uint8_t)res.stop;
 	} else if (nu_chain) {
@@ -707,7 +1177,7 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len)
 	return 0;
 }
 
-static int deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time)
+static int deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time, const struct cut *cut)
 {
 	uint32_t type;
 	uint16_t misc;
@@ -726,7 +1196,7 @@ static int deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 	}
 	switch (type) {
 	case PR_SAMPLE:
-		return deliver_sample(r, rec, len);
+		return deliver_sample(r, rec, len, cut);
 	case PR_MMAP:
 	case PR_MMAP2: {
 		int32_t pid = base_cur_s32(&c);
@@ -826,7 +1296,7 @@ static int flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least)
 		if (!all && e->time > limit && i >= at_least)
 			break;
 		if (!err)
-			err = deliver(r, e->rec, e->len, e->time);
+			err = deliver(r, e->rec, e->len, e->time, &e->cut);
 		r->last_flushed = e->time;
 		r->any_flushed = true;
 		r->qbytes -= e->len;
@@ -842,7 +1312,7 @@ static int enqueue(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 {
 	if (r->any_flushed && time < r->last_flushed) {
 		r->st.late_records++;
-		return deliver(r, rec, len, time);
+		return deliver(r, rec, len, time, &r->cur_cut);
 	}
 	if (r->qlen == r->qcap) {
 		size_t cap = r->qcap ? r->qcap * 2 : 4096;
@@ -856,7 +1326,8 @@ static int enqueue(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 	e->time = time;
 	e->seq = r->seq++;
 	e->len = len;
-	e->owned = !r->map;
+	e->owned = !r->map || r->sparse;
+	e->cut = r->cur_cut;
 	if (e->owned) {
 		uint8_t *copy = malloc(len);
 		if (!copy) {
@@ -920,6 +1391,9 @@ UW_API int uw_reader_run(struct uw_reader *r)
 	uint32_t len = 0;
 	uint64_t off = 0;
 	int err = 0, got;
+	/* read ahead on another thread when there is enough to read */
+	if (r->sparse && r->file_mode && !r->ra && r->end - r->pos >= (4u << 20) && (err = ra_start(r)))
+		return err;
 	while ((got = next_record(r, &rec, &len, &off)) == 1) {
 		uint32_t type;
 		memcpy(&type, rec, 4);
@@ -998,6 +1472,7 @@ UW_API int uw_reader_run(struct uw_reader *r)
 	}
 	if (got < 0 && !err)
 		err = got;
+	ra_stop(r);
 	/* deliver what was read, even when the input ended badly */
 	int ferr = (err == -UW_ECANCELED || err == -ENOMEM) ? 0 : flush(r, 0, true, 0);
 	if (!err)

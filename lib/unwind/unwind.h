@@ -40,6 +40,9 @@ struct unw_stack {
 	uint64_t base;         /* address of data[0] (the sampled stack pointer) */
 	const uint8_t *data;
 	uint64_t size;
+	/* optional: raised to the end offset (from data[0]) of every read asked for, so a caller
+	 * that passed a prefix of the stack learns whether the unwind wanted more */
+	uint64_t *reach;
 };
 
 struct unw_opts {
@@ -68,6 +71,8 @@ uint64_t unw_x86_64_perf_mask(void);
 /* Reads n bytes at addr from the stack copy. */
 static inline bool unw_stack_read(const struct unw_stack *s, uint64_t addr, void *buf, unsigned n)
 {
+	if (s->reach && addr >= s->base && addr - s->base < ((uint64_t)1 << 32) && addr - s->base + n > *s->reach)
+		*s->reach = addr - s->base + n;
 	if (addr < s->base || addr - s->base > s->size || s->size - (addr - s->base) < n)
 		return false;
 	memcpy(buf, s->data + (addr - s->base), n);

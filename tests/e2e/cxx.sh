@@ -10,7 +10,7 @@ command -v g++ >/dev/null || { echo "FAIL: g++ is not installed (scripts/install
 g++ -O2 -g -o "$W/cxxwork" "$S/tests/programs/cxxwork.cpp"
 perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$W/perf.data" -- "$W/cxxwork" 1.5 >/dev/null 2>"$W/perf.err" ||
     { echo "FAIL: perf record could not run"; cat "$W/perf.err"; exit 1; }
-"$B/tests/stackcheck" "$W/perf.data" --comm cxxwork --roots main --min-samples 1000
+"$B/tests/stackcheck" "$W/perf.data" --comm cxxwork --roots main --min-samples 1000 --sparse-equal
 roots="_start,clone3,__clone3,clone,__clone"
 perf script -i "$W/perf.data" --no-inline >"$W/perf.txt" 2>/dev/null
 "$B/unwound" report -i "$W/perf.data" --script --no-inline -o "$W/unwound.txt"

@@ -14,7 +14,7 @@ bid=$(readelf -n "$PY" | awk '/Build ID/ {print $3}')
     { echo "FAIL: no debug file for $PY (install python3.11-dbg)"; exit 1; }
 perf record -q -e cpu-clock -F 999 --call-graph dwarf,65528 -o "$W/perf.data" -- "$PY" "$S/tests/programs/pywork.py" 1.5 \
     >/dev/null 2>"$W/perf.err" || { echo "FAIL: perf record could not run"; cat "$W/perf.err"; exit 1; }
-"$B/tests/stackcheck" "$W/perf.data" --comm python3.11 --roots main,Py_BytesMain --min-root 99.9 --min-samples 1000
+"$B/tests/stackcheck" "$W/perf.data" --comm python3.11 --roots main,Py_BytesMain --min-root 99.9 --min-samples 1000 --sparse-equal
 "$B/tests/symdump" "$W/perf.data" python3.11 >"$W/symdump.txt"
 python3 "$S/tests/e2e/addr2line-oracle.py" "$W/symdump.txt" --min 500
 roots="_start,clone3,__clone3,clone,__clone"

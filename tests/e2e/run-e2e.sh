@@ -37,7 +37,7 @@ fi
 fpmods=""
 [ "$v" = fp ] && fpmods="--fp-modules e2e_fp,libtw_fp.so"
 # shellcheck disable=SC2086
-"$B/tests/stackcheck" "$W/perf.data" --comm "e2e_$v" --roots "$roots" --min-root 99.9 --min-samples 500 \
+"$B/tests/stackcheck" "$W/perf.data" --comm "e2e_$v" --roots "$roots" --min-root 99.9 --min-samples 500 --sparse-equal \
     $expect $fpmods
 
 perf script -i "$W/perf.data" --no-inline >"$W/perf-script.txt" 2>"$W/perf-script.err"

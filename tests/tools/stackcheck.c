@@ -13,6 +13,9 @@
  *                        the frame-pointer chain walked in the sample's stack copy must appear,
  *                        in order, among the unwound frames
  *   --min-samples N      fail when fewer samples are checked
+ *   --sparse-equal       read the file a second time the default way (stacks cut to a prefix and
+ *                        read back whole when unwinding needs more): every sample's frames and
+ *                        stop reason must equal those from the whole stack copies
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -28,6 +31,25 @@ static struct uw_session *S;
 static const char *comm;
 static uint64_t nsamples, ncomplete, nexcluded, nfp_checked, nfp_failed, nexpect_checked, nexpect_failed;
 static int printed;
+static bool sparse_equal;
+static uint64_t *digests, ndigests, capdigests, nsparse, nsparse_bad;
+
+static uint64_t digest(const struct uw_sample *smp)
+{
+	uint64_t h = 1469598103934665603ull ^ smp->time ^ ((uint64_t)smp->tid << 32);
+	for (uint32_t i = 0; i < smp->nr_user; i++)
+		h = (h ^ smp->user[i].pc) * 1099511628211ull;
+	return (h ^ smp->nr_user ^ ((uint64_t)smp->stop_reason << 40)) * 1099511628211ull;
+}
+
+static int on_sparse(void *ctx, const struct uw_sample *smp)
+{
+	(void)ctx;
+	if (nsparse < ndigests && digests[nsparse] != digest(smp))
+		nsparse_bad++;
+	nsparse++;
+	return 0;
+}
 
 static int split(char *s, const char **out, int max)
 {
@@ -153,6 +175,15 @@ static void check_expect(const struct uw_sample *smp)
 static int on_sample(void *ctx, const struct uw_sample *smp)
 {
 	(void)ctx;
+	if (sparse_equal) {
+		if (ndigests == capdigests) {
+			capdigests = capdigests ? 2 * capdigests : 4096;
+			digests = realloc(digests, capdigests * sizeof(*digests));
+			if (!digests)
+				abort();
+		}
+		digests[ndigests++] = digest(smp);
+	}
 	if (comm && strcmp(smp->comm, comm))
 		return 0;
 	if (!smp->stack)
@@ -205,6 +236,8 @@ int main(int argc, char **argv)
 			nfpmods = split(argv[++i], fpmods, MAXL);
 		else if (!strcmp(argv[i], "--min-root") && i + 1 < argc)
 			min_root = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--sparse-equal"))
+			sparse_equal = true;
 		else if (!strcmp(argv[i], "--min-samples") && i + 1 < argc)
 			min_samples = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--expect") && i + 1 < argc && nchains < MAXL) {
@@ -223,7 +256,7 @@ int main(int argc, char **argv)
 	if (!file)
 		return 2;
 	S = uw_session_new(NULL);
-	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample);
+	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample, .full_stacks = 1); /* the frame-pointer oracle walks whole stack copies */
 	struct uw_reader *r = uw_reader_open(S, file, &ro);
 	if (!r) {
 		fprintf(stderr, "stackcheck: %s\n", uw_session_errmsg(S));
@@ -258,6 +291,25 @@ int main(int argc, char **argv)
 	}
 	if (nexpect_failed)
 		fail = 1;
+	if (sparse_equal) {
+		struct uw_session *s2 = uw_session_new(NULL);
+		UW_OPTS(uw_reader_opts, ro2, .on_sample = on_sparse);
+		struct uw_reader *r2 = uw_reader_open(s2, file, &ro2);
+		struct uw_reader_stats st2 = { .sz = sizeof(st2) };
+		if (!r2 || uw_reader_run(r2) || uw_reader_stats(r2, &st2)) {
+			fprintf(stderr, "FAIL: sparse read: %s\n", uw_session_errmsg(s2));
+			fail = 1;
+		}
+		printf("sparse: %" PRIu64 " of %" PRIu64 " samples differ; %" PRIu64 " stacks read back whole\n",
+		       nsparse_bad + (nsparse > ndigests ? nsparse - ndigests : ndigests - nsparse), ndigests,
+		       st2.stack_rereads);
+		if (nsparse_bad || nsparse != ndigests) {
+			fprintf(stderr, "FAIL: stacks from cut stack copies differ from whole ones\n");
+			fail = 1;
+		}
+		uw_reader_free(r2);
+		uw_session_free(s2);
+	}
 	for (int c = 0; c < nchains; c++) {
 		if (!chainseen[c]) {
 			fprintf(stderr, "FAIL: expected chain %d (leaf %s) never seen\n", c, chains[c][chainlen[c] - 1]);

@@ -36,7 +36,7 @@ static void put(uint64_t addr, uint64_t v)
 
 static void run(struct unw_regs *r, struct uw_frame *f, struct unw_result *res)
 {
-	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK) };
+	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL };
 	struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64 };
 	r->valid = (1u << 6) | (1u << 7) | (1u << 16);
 	unw_run(&o, r, &st, find, NULL, f, res);
@@ -151,7 +151,7 @@ static void test_syscall_return_at_fde_end(void **state)
 	memset(STACK, 0, sizeof(STACK));
 	uint64_t end = addr_of("case_signal") + 2; /* nop; ret: the FDE ends here */
 	put(BASE, addr_of("case_root"));
-	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK) };
+	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL };
 	struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64, .in_syscall = true };
 	struct unw_regs r = { .r = { [6] = 0, [7] = BASE, [16] = end }, .valid = (1u << 6) | (1u << 7) | (1u << 16) };
 	struct uw_frame f[64];
@@ -173,7 +173,7 @@ static void test_return_address_in_register(void **state)
 	memset(STACK, 0, sizeof(STACK));
 	struct uw_frame f[64];
 	struct unw_result res;
-	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK) };
+	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL };
 	struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64 };
 	struct unw_regs r = { .r = { [5] = addr_of("case_root") + 1, [6] = 0, [7] = BASE, [16] = addr_of("case_vfork_popped") },
 			      .valid = (1u << 5) | (1u << 6) | (1u << 7) | (1u << 16) };
@@ -229,7 +229,7 @@ static void test_stack_exhausted_and_limits(void **state)
 	assert_int_equal(res.n, 1);
 	/* missing registers */
 	struct unw_regs none = { 0 };
-	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK) };
+	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL };
 	struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64 };
 	unw_run(&o, &none, &st, find, NULL, f, &res);
 	assert_int_equal(res.stop, UW_STOP_NO_REGS);

@@ -131,6 +131,9 @@ static void summary(struct uw_session *s, const struct uw_reader_stats *st, FILE
 	if (st->unknown_records)
 		fprintf(f, "; %" PRIu64 " unknown records skipped", st->unknown_records);
 	fprintf(f, ".\n");
+	if (st->stack_bytes_read)
+		fprintf(f, "# input: %.1f MiB of user stacks read (%" PRIu64 " stacks read back whole)\n",
+			(double)st->stack_bytes_read / 1048576.0, st->stack_rereads);
 	struct modsum ms = { .f = f };
 	uw_session_foreach_module(s, list_module, &ms);
 	fprintf(f, "# modules: %u opened, %u missing, %u with a different build-id, %u unusable\n", ms.ok, ms.missing,

@@ -23,12 +23,15 @@ struct cut {
 	bool cut;
 };
 
+struct ra_chunk;
+
 struct qent {
 	uint64_t time, seq;
 	const uint8_t *rec;
 	uint32_t len;
-	bool owned;
+	bool owned;              /* rec was malloc'd for the queue */
 	struct cut cut;
+	struct ra_chunk *chunk;  /* else rec lies in this read-ahead chunk, kept until delivered */
 };
 
 struct uw_reader {
@@ -51,6 +54,7 @@ struct uw_reader {
 	struct cut cur_cut;      /* of the record next_record returned last */
 	atomic_uint_least32_t prefix; /* bytes of user stack kept per sample */
 	struct ra *ra;           /* read-ahead thread (file mode) */
+	struct ra_chunk *cur_chunk; /* holding the record next_record returned last */
 	uint32_t reach_hist[17]; /* log2 buckets of the stack bytes unwinding used */
 	uint32_t reach_n;
 	uint64_t reach_stack_sum;
@@ -320,7 +324,10 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 
 struct ra_chunk {
 	struct ra_chunk *next;
+	struct ra_chunk *all;    /* every chunk, for the final free */
 	size_t len, pos;         /* bytes of entries; the consumer's cursor */
+	uint32_t live;           /* its records in the ordering queue (consumer only) */
+	bool done;               /* the consumer has read past it (consumer only) */
 	int err;                 /* after the entries: 0 (more chunks follow), 1 (the end) or an error */
 	uint64_t err_off;
 	const char *err_what;
@@ -333,11 +340,16 @@ struct ra_ent {
 	uint32_t len;
 };
 
+/* A chunk is produced, handed to the consumer (which reads its records and queues them in
+ * place), and recycled once the consumer has read past it and delivered all its records.
+ * `inflight` counts chunks produced but not yet taken: chunks held by the ordering queue do not
+ * count (the queue's own cap bounds them), so the thread never waits on the queue. */
 struct ra {
 	pthread_t thread;
+	bool joined;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct ra_chunk *full_head, *full_tail, *free;
+	struct ra_chunk *full_head, *full_tail, *free, *all;
 	unsigned inflight;
 	bool stop;
 	struct ra_chunk *cur;    /* consumer's */
@@ -359,11 +371,14 @@ static struct ra_chunk *ra_take_free(struct ra *ra)
 	if (c || ra->stop)
 		return c;
 	c = malloc(sizeof(*c) + RA_CHUNK);
-	if (!c) {
-		pthread_mutex_lock(&ra->mu);
+	pthread_mutex_lock(&ra->mu);
+	if (c) {
+		c->all = ra->all;
+		ra->all = c;
+	} else {
 		ra->inflight--;
-		pthread_mutex_unlock(&ra->mu);
 	}
+	pthread_mutex_unlock(&ra->mu);
 	return c;
 }
 
@@ -398,6 +413,8 @@ static void *ra_main(void *arg)
 		}
 		c->len = c->pos = 0;
 		c->err = 0;
+		c->live = 0;
+		c->done = false;
 		for (;;) {
 			const uint8_t *rec;
 			uint32_t len;
@@ -422,11 +439,24 @@ static void *ra_main(void *arg)
 	}
 }
 
+/* Back to the free list: read past and none of its records queued. Consumer only. */
+static void ra_recycle(struct ra *ra, struct ra_chunk *c)
+{
+	if (!c->done || c->live)
+		return;
+	pthread_mutex_lock(&ra->mu);
+	c->next = ra->free;
+	ra->free = c;
+	pthread_cond_broadcast(&ra->cv);
+	pthread_mutex_unlock(&ra->mu);
+}
+
 static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
 {
 	struct ra *ra = r->ra;
 	struct ra_chunk *c = ra->cur;
 	memset(&r->cur_cut, 0, sizeof(r->cur_cut));
+	r->cur_chunk = NULL;
 	while (!c || c->pos == c->len) {
 		if (c) {
 			if (c->err == 1)
@@ -436,14 +466,10 @@ static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint
 				c->err = 1; /* reported once */
 				return err == -UW_ETRUNC || err == -UW_EFORMAT ? rerr(r, err, c->err_off, c->err_what) : err;
 			}
+			c->done = true;
+			ra_recycle(ra, c);
 		}
 		pthread_mutex_lock(&ra->mu);
-		if (c) {
-			c->next = ra->free;
-			ra->free = c;
-			ra->inflight--;
-			pthread_cond_broadcast(&ra->cv);
-		}
 		while (!ra->full_head && !ra->stop)
 			pthread_cond_wait(&ra->cv, &ra->mu);
 		c = ra->full_head;
@@ -451,6 +477,8 @@ static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint
 			ra->full_head = c->next;
 			if (!ra->full_head)
 				ra->full_tail = NULL;
+			ra->inflight--;
+			pthread_cond_broadcast(&ra->cv);
 		}
 		pthread_mutex_unlock(&ra->mu);
 		ra->cur = c;
@@ -463,26 +491,34 @@ static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint
 	*len = e.len;
 	*off = e.off;
 	r->cur_cut = e.cut;
+	r->cur_chunk = c;
 	c->pos += sizeof(e) + ((e.len + 7u) & ~7u);
 	return 1;
 }
 
+/* Stops the thread; the chunks stay (queued records may point into them) until ra_free. */
 static void ra_stop(struct uw_reader *r)
 {
 	struct ra *ra = r->ra;
-	if (!ra)
+	if (!ra || ra->joined)
 		return;
 	pthread_mutex_lock(&ra->mu);
 	ra->stop = true;
 	pthread_cond_broadcast(&ra->cv);
 	pthread_mutex_unlock(&ra->mu);
 	pthread_join(ra->thread, NULL);
-	struct ra_chunk *lists[3] = { ra->full_head, ra->free, ra->cur };
-	for (int i = 0; i < 3; i++) {
-		for (struct ra_chunk *c = lists[i], *n; c; c = n) {
-			n = i < 2 ? c->next : NULL;
-			free(c);
-		}
+	ra->joined = true;
+}
+
+static void ra_free(struct uw_reader *r)
+{
+	struct ra *ra = r->ra;
+	if (!ra)
+		return;
+	ra_stop(r);
+	for (struct ra_chunk *c = ra->all, *n; c; c = n) {
+		n = c->all;
+		free(c);
 	}
 	pthread_mutex_destroy(&ra->mu);
 	pthread_cond_destroy(&ra->cv);
@@ -963,6 +999,7 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	for (size_t i = 0; i < r->qlen; i++)
 		if (r->q[i].owned)
 			free((void *)r->q[i].rec);
+	ra_free(r);
 	free(r->q);
 	if (r->map)
 		munmap((void *)r->map, r->map_size);
@@ -1302,6 +1339,10 @@ static int flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least)
 		r->qbytes -= e->len;
 		if (e->owned)
 			free((void *)e->rec);
+		else if (e->chunk) {
+			e->chunk->live--;
+			ra_recycle(r->ra, e->chunk);
+		}
 	}
 	memmove(r->q, r->q + i, (r->qlen - i) * sizeof(*r->q));
 	r->qlen -= i;
@@ -1326,8 +1367,11 @@ static int enqueue(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 	e->time = time;
 	e->seq = r->seq++;
 	e->len = len;
-	e->owned = !r->map || r->sparse;
 	e->cut = r->cur_cut;
+	e->chunk = r->cur_chunk;
+	e->owned = !e->chunk && (!r->map || r->sparse);
+	if (e->chunk)
+		e->chunk->live++;
 	if (e->owned) {
 		uint8_t *copy = malloc(len);
 		if (!copy) {

@@ -9,10 +9,11 @@ import time
 
 
 def timeit(cmd, runs):
+    """Median wall time of cmd (an argument list, run without a shell, output to /dev/null)."""
     ts = []
     for _ in range(runs):
         t = time.perf_counter()
-        subprocess.run(cmd, shell=True, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         ts.append(time.perf_counter() - t)
     return statistics.median(ts)
 
@@ -29,10 +30,10 @@ def main():
     for f in files:
         n = samples(unwound, f)
         size = __import__("os").path.getsize(f) / 2**20
-        timeit(f"cat {f}", 1)  # warm the page cache
-        cat = timeit(f"cat {f} > /dev/null", 7)
-        uw = timeit(f"{unwound} report -i {f} --folded -o /dev/null", 7)
-        pf = timeit(f"perf script -i {f} --no-inline > /dev/null", 3)
+        timeit(["cat", f], 1)  # warm the page cache
+        cat = timeit(["cat", f], 11)
+        uw = timeit([unwound, "report", "-i", f, "--folded"], 11)
+        pf = timeit(["perf", "script", "-i", f, "--no-inline"], 5)
         name = f.rsplit("/", 1)[-1]
         print(f"| {name} | {n} | {size:.0f} | {cat*1e3:.1f} ms | {uw*1e3:.1f} ms | {pf*1e3:.0f} ms | {uw/cat:.2f}× | "
               f"{pf/uw:.1f}× | {uw/n*1e6:.2f}, {pf/n*1e6:.1f} |")

@@ -389,6 +389,96 @@ UW_API int uw_profile_write_top(struct uw_profile *p, FILE *out, unsigned max_ro
 	return err;
 }
 
+/* ---- a small output buffer for the perf-script writer */
+struct wbuf {
+	FILE *out;
+	size_t n;
+	char b[16384];
+};
+
+static void wb_flush(struct wbuf *w)
+{
+	if (w->n)
+		fwrite(w->b, 1, w->n, w->out);
+	w->n = 0;
+}
+
+static void wb_mem(struct wbuf *w, const char *p, size_t len)
+{
+	if (len > sizeof(w->b) - w->n) {
+		wb_flush(w);
+		if (len > sizeof(w->b)) {
+			fwrite(p, 1, len, w->out);
+			return;
+		}
+	}
+	memcpy(w->b + w->n, p, len);
+	w->n += len;
+}
+
+static void wb_str(struct wbuf *w, const char *s)
+{
+	wb_mem(w, s, strlen(s));
+}
+
+static void wb_char(struct wbuf *w, char c)
+{
+	if (w->n == sizeof(w->b))
+		wb_flush(w);
+	w->b[w->n++] = c;
+}
+
+/* v in decimal, right-aligned in width with pad */
+static void wb_dec(struct wbuf *w, uint64_t v, unsigned width, char pad)
+{
+	char t[24];
+	unsigned n = 0;
+	do {
+		t[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (unsigned i = n; i < width; i++)
+		wb_char(w, pad);
+	while (n)
+		wb_char(w, t[--n]);
+}
+
+/* v in lower-case hex, right-aligned in width with blanks */
+static void wb_hex(struct wbuf *w, uint64_t v, unsigned width)
+{
+	char t[16];
+	unsigned n = 0;
+	do {
+		t[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	for (unsigned i = n; i < width; i++)
+		wb_char(w, ' ');
+	while (n)
+		wb_char(w, t[--n]);
+}
+
+/* "\t<addr> <name>+0x<off> (<dso>)\n", or "[unknown]" without a name; no dso: the line is left
+ * open after the offset */
+static void wb_frame(struct wbuf *w, uint64_t addr, const char *name, uint64_t off, const char *dso)
+{
+	wb_char(w, '\t');
+	wb_hex(w, addr, 16);
+	wb_char(w, ' ');
+	if (name) {
+		wb_str(w, name);
+		wb_str(w, "+0x");
+		wb_hex(w, off, 0);
+	} else {
+		wb_str(w, "[unknown]");
+	}
+	if (dso) {
+		wb_str(w, " (");
+		wb_str(w, dso);
+		wb_str(w, ")\n");
+	}
+}
+
 UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct uw_sample *smp,
                                   const struct uw_script_opts *opts)
 {
@@ -423,25 +513,39 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 		}
 		return ferror(out) ? -EIO : 0;
 	}
-	fprintf(out, "%s %5u %5" PRIu64 ".%06" PRIu64 ": %10" PRIu64 " %*s: \n", smp->comm ? smp->comm : ":-1",
-		smp->tid, smp->time / UINT64_C(1000000000), (smp->time % UINT64_C(1000000000)) / UINT64_C(1000), smp->period,
-		width, smp->event_name ? smp->event_name : "");
+	/* the callchain form is most of the output: formatted by hand into a buffer (vfprintf was
+	 * a fifth of the time of `report --script`) */
+	struct wbuf w = { .out = out };
+	wb_str(&w, smp->comm ? smp->comm : ":-1");
+	wb_char(&w, ' ');
+	wb_dec(&w, smp->tid, 5, ' ');
+	wb_char(&w, ' ');
+	wb_dec(&w, smp->time / UINT64_C(1000000000), 5, ' ');
+	wb_char(&w, '.');
+	wb_dec(&w, (smp->time % UINT64_C(1000000000)) / UINT64_C(1000), 6, '0');
+	wb_str(&w, ": ");
+	wb_dec(&w, smp->period, 10, ' ');
+	wb_char(&w, ' ');
+	const char *ev = smp->event_name ? smp->event_name : "";
+	for (size_t el = strlen(ev); el < (size_t)width; el++)
+		wb_char(&w, ' ');
+	wb_str(&w, ev);
+	wb_str(&w, ": \n");
 	for (uint32_t i = 0; i < smp->nr_kernel; i++) {
 		uw_symbolize_kernel(s, smp->kernel[i], &sym);
-		if (sym.name)
-			fprintf(out, "\t%16" PRIx64 " %s+0x%" PRIx64 " ([kernel.kallsyms])\n", smp->kernel[i], sym.name,
-				sym.offset);
-		else
-			fprintf(out, "\t%16" PRIx64 " [unknown] ([kernel.kallsyms])\n", smp->kernel[i]);
-		if (o.srcline) /* no kernel debug info: perf names the place dso[address] */
-			fprintf(out, "  [kernel.kallsyms][%" PRIx64 "]\n", smp->kernel[i]);
+		wb_frame(&w, smp->kernel[i], sym.name, sym.offset, "[kernel.kallsyms]");
+		if (o.srcline) { /* no kernel debug info: perf names the place dso[address] */
+			wb_str(&w, "  [kernel.kallsyms][");
+			wb_hex(&w, smp->kernel[i], 0);
+			wb_str(&w, "]\n");
+		}
 	}
 	for (uint32_t i = 0; i < smp->nr_user; i++) {
 		const struct uw_frame *f = &smp->user[i];
 		uint64_t adj = f->is_call ? 1 : 0;
 		uint64_t addr = f->map_addr - adj;
 		if (!f->module) {
-			fprintf(out, "\t%16" PRIx64 " [unknown] ([unknown])\n", f->pc - adj);
+			wb_frame(&w, f->pc - adj, NULL, 0, "[unknown]");
 			continue;
 		}
 		uw_symbolize(s, f->module, f->rel_pc - adj, &sym);
@@ -450,7 +554,7 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 		if (!o.no_inline || o.srcline)
 			uw_symbolize_inline(s, f->module, f->rel_pc - adj, &inl, &ninl);
 		if (!sym.name) {
-			fprintf(out, "\t%16" PRIx64 " [unknown] (%s)\n", addr, uw_module_path(f->module));
+			wb_frame(&w, addr, NULL, 0, uw_module_path(f->module));
 			continue;
 		}
 		/* Every level of the inline chain is printed at the frame's address and offset, the
@@ -463,19 +567,28 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 			const struct uw_source_frame *lv = ninl ? &inl[o.no_inline ? ninl - 1 : k] : NULL;
 			bool real = k == levels - 1 || !lv->function;
 			/* with source lines perf moves "(inlined)" from the symbol to the line below */
-			if (real)
-				fprintf(out, "\t%16" PRIx64 " %s+0x%" PRIx64 " (%s)\n", addr, sym.name, sym.offset,
-					uw_module_path(f->module));
-			else
-				fprintf(out, "\t%16" PRIx64 " %s+0x%" PRIx64 "%s\n", addr, lv->function, sym.offset,
-					o.srcline ? "" : " (inlined)");
+			if (real) {
+				wb_frame(&w, addr, sym.name, sym.offset, uw_module_path(f->module));
+			} else {
+				wb_frame(&w, addr, lv->function, sym.offset, NULL);
+				if (!o.srcline)
+					wb_str(&w, " (inlined)");
+				wb_char(&w, '\n');
+			}
 			if (o.srcline) {
 				const char *file = lv && lv->file ? lv->file : "";
 				const char *base = strrchr(file, '/');
-				fprintf(out, "  %s:%u%s\n", base ? base + 1 : file, lv ? lv->line : 0, real ? "" : " (inlined)");
+				wb_str(&w, "  ");
+				wb_str(&w, base ? base + 1 : file);
+				wb_char(&w, ':');
+				wb_dec(&w, lv ? lv->line : 0, 0, ' ');
+				if (!real)
+					wb_str(&w, " (inlined)");
+				wb_char(&w, '\n');
 			}
 		}
 	}
-	fputc('\n', out);
+	wb_char(&w, '\n');
+	wb_flush(&w);
 	return ferror(out) ? -EIO : 0;
 }

@@ -12,6 +12,7 @@
  * up the parents; names and call sites are read only for scopes that are looked up, and kept.
  */
 #include "symbolize/dwarf_inline.h"
+#include "symbolize/dwarf_walk.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -49,6 +50,7 @@ struct dwi_cu {
 
 struct dwi {
 	Dwarf *dw;
+	struct dww_sections sec; /* plain sections for the fast walk (info NULL: libdw walk only) */
 	struct base_map cus;  /* unit offset -> struct dwi_cu * */
 	void *image;          /* a decompressed copy of the file handed to libdw, or NULL */
 	Elf *image_elf;
@@ -123,6 +125,45 @@ static void *decompressed_image(struct elfv *v, size_t *out_size)
 	return img;
 }
 
+/* The sections the fast walk reads, as libdw sees them (uncompressed ones only). */
+static void find_sections(struct dwi *d)
+{
+	Elf *e = dwarf_getelf(d->dw);
+	size_t shstrndx;
+	if (!e || elf_getshdrstrndx(e, &shstrndx))
+		return;
+	struct dww_sections sec = { 0 };
+	for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED))
+			continue;
+		const char *name = elf_strptr(e, shstrndx, sh.sh_name);
+		const uint8_t **dst = NULL;
+		size_t *len = NULL;
+		if (!name)
+			continue;
+		if (!strcmp(name, ".debug_info")) {
+			dst = &sec.info;
+			len = &sec.ninfo;
+		} else if (!strcmp(name, ".debug_abbrev")) {
+			dst = &sec.abbrev;
+			len = &sec.nabbrev;
+		} else if (!strcmp(name, ".debug_addr")) {
+			dst = &sec.addr;
+			len = &sec.naddr;
+		} else {
+			continue;
+		}
+		Elf_Data *data = elf_getdata(scn, NULL);
+		if (data && data->d_buf && data->d_size) {
+			*dst = data->d_buf;
+			*len = data->d_size;
+		}
+	}
+	if (sec.info && sec.abbrev)
+		d->sec = sec;
+}
+
 struct dwi *dwi_open(struct elfv *v)
 {
 	if (!v)
@@ -153,6 +194,7 @@ struct dwi *dwi_open(struct elfv *v)
 	}
 	d->dw = dw;
 	base_map_init(&d->cus);
+	find_sections(d);
 	return d;
 }
 
@@ -216,18 +258,45 @@ static int push_seg(struct base_vec *segs, uint64_t start, int32_t node)
 	return 0;
 }
 
-/* One walk over the unit's DIEs: nodes for subprograms and inlined subroutines with code,
- * their ranges, then the flattening sweep. */
-static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie)
+/* A node for a DIE with code; -1 when out of room or memory. */
+static int32_t add_node(struct base_vec *nodes, Dwarf_Off off, bool subprogram, int32_t scope)
 {
-	struct dwi_cu *c = calloc(1, sizeof(*c));
-	if (!c)
-		return NULL;
-	c->off = dwarf_dieoffset(cudie);
-	if (dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
-		c->files = NULL;
-	struct base_vec nodes = BASE_VEC_INIT(struct dwi_node), ranges = BASE_VEC_INIT(struct range);
-	struct base_vec segs = BASE_VEC_INIT(struct dwi_seg);
+	if (nodes->len >= DWI_MAX_NODES)
+		return -1;
+	struct dwi_node *n = base_vec_push(nodes);
+	if (!n)
+		return -1;
+	memset(n, 0, sizeof(*n));
+	n->off = off;
+	n->subprogram = subprogram;
+	n->parent = subprogram ? -1 : scope;
+	return (int32_t)(nodes->len - 1);
+}
+
+/* The ranges of a DIE through libdw (every DWARF 2-5 form): a node on the first non-empty one.
+ * @return the node, -1 without code, -2 on failure. */
+static int32_t die_ranges(Dwarf_Die *die, bool subprogram, int32_t scope, uint32_t depth, struct base_vec *nodes,
+                          struct base_vec *ranges)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	int32_t id = -1;
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+		if (hi <= lo)
+			continue;
+		if (id < 0 && (id = add_node(nodes, dwarf_dieoffset(die), subprogram, scope)) < 0)
+			return -2;
+		struct range *r = base_vec_push(ranges);
+		if (!r)
+			return -2;
+		*r = (struct range){ lo, hi, depth, id };
+	}
+	return id;
+}
+
+/* The walk through libdw: for units the fast walk does not handle. @return 0, -1 on failure. */
+static int collect_libdw(Dwarf_Die *cudie, struct base_vec *nodes, struct base_vec *ranges)
+{
 	/* explicit stack of (die, enclosing node, depth) */
 	struct frame {
 		Dwarf_Die die;
@@ -251,34 +320,9 @@ static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie)
 		switch (tag) {
 		case DW_TAG_subprogram:
 		case DW_TAG_inlined_subroutine: {
-			Dwarf_Addr base, lo, hi;
-			ptrdiff_t off = 0;
-			int32_t id = -1;
-			while ((off = dwarf_ranges(&f.die, off, &base, &lo, &hi)) > 0) {
-				if (hi <= lo)
-					continue;
-				if (id < 0) {
-					if (nodes.len >= DWI_MAX_NODES) {
-						fail = true;
-						break;
-					}
-					struct dwi_node *n = base_vec_push(&nodes);
-					if (!n) {
-						fail = true;
-						break;
-					}
-					id = (int32_t)(nodes.len - 1);
-					n->off = dwarf_dieoffset(&f.die);
-					n->subprogram = tag == DW_TAG_subprogram;
-					n->parent = n->subprogram ? -1 : f.scope;
-				}
-				struct range *r = base_vec_push(&ranges);
-				if (!r) {
-					fail = true;
-					break;
-				}
-				*r = (struct range){ lo, hi, f.depth, id };
-			}
+			int32_t id = die_ranges(&f.die, tag == DW_TAG_subprogram, f.scope, f.depth, nodes, ranges);
+			if (id < -1)
+				fail = true;
 			if (id >= 0)
 				scope = id;
 			break;
@@ -298,6 +342,91 @@ static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie)
 		if (descend && dwarf_child(&f.die, &child) == 0 && sp < UW_ARRAY_SIZE(stack))
 			stack[sp++] = (struct frame){ child, scope, f.depth + 1 };
 	}
+	return fail ? -1 : 0;
+}
+
+struct fast_ctx {
+	Dwarf *dw;
+	struct base_vec *nodes, *ranges;
+};
+
+static int32_t on_die(void *ctx, const struct dww_die *w)
+{
+	struct fast_ctx *fc = ctx;
+	bool sub = w->tag == DW_TAG_subprogram;
+	if (w->has_pc) {
+		if (w->hi <= w->lo)
+			return -1;
+		int32_t id = add_node(fc->nodes, w->off, sub, w->scope);
+		struct range *r = id >= 0 ? base_vec_push(fc->ranges) : NULL;
+		if (!r)
+			return -2;
+		*r = (struct range){ w->lo, w->hi, w->depth, id };
+		return id;
+	}
+	if (!w->ranges)
+		return -1;
+	Dwarf_Die die;
+	if (!dwarf_offdie(fc->dw, w->off, &die))
+		return -2;
+	return die_ranges(&die, sub, w->scope, w->depth, fc->nodes, fc->ranges);
+}
+
+/* Nodes and ranges of a unit: the fast walk, else libdw's. @return 0, -1 on failure. */
+static int collect(struct dwi *d, Dwarf_Die *cudie, struct base_vec *nodes, struct base_vec *ranges)
+{
+	if (d->sec.info) {
+		struct fast_ctx fc = { d->dw, nodes, ranges };
+		if (dww_walk(&d->sec, dwarf_dieoffset(cudie) - dwarf_cuoffset(cudie), on_die, &fc) == 0)
+			return 0;
+		nodes->len = 0;
+		ranges->len = 0;
+	}
+	return collect_libdw(cudie, nodes, ranges);
+}
+
+/* Every unit walked both ways (tests): units, units the fast walk handled, units that differ. */
+int dwi_compare_walks(struct dwi *d, size_t *units, size_t *fast, size_t *differ)
+{
+	*units = *fast = *differ = 0;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	while (dwarf_nextcu(d->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cudie;
+		if (dwarf_offdie(d->dw, off + hsize, &cudie)) {
+			struct base_vec n1 = BASE_VEC_INIT(struct dwi_node), r1 = BASE_VEC_INIT(struct range);
+			struct base_vec n2 = BASE_VEC_INIT(struct dwi_node), r2 = BASE_VEC_INIT(struct range);
+			struct fast_ctx fc = { d->dw, &n1, &r1 };
+			(*units)++;
+			if (d->sec.info && dww_walk(&d->sec, dwarf_dieoffset(&cudie) - dwarf_cuoffset(&cudie), on_die, &fc) == 0) {
+				(*fast)++;
+				if (collect_libdw(&cudie, &n2, &r2) || n1.len != n2.len || r1.len != r2.len ||
+				    (n1.len && memcmp(n1.data, n2.data, n1.len * sizeof(struct dwi_node))) ||
+				    (r1.len && memcmp(r1.data, r2.data, r1.len * sizeof(struct range))))
+					(*differ)++;
+			}
+			base_vec_free(&n1);
+			base_vec_free(&r1);
+			base_vec_free(&n2);
+			base_vec_free(&r2);
+		}
+		off = next;
+	}
+	return 0;
+}
+
+/* The index of a unit: its nodes and ranges, then the flattening sweep. */
+static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie)
+{
+	struct dwi_cu *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->off = dwarf_dieoffset(cudie);
+	if (dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
+		c->files = NULL;
+	struct base_vec nodes = BASE_VEC_INIT(struct dwi_node), ranges = BASE_VEC_INIT(struct range);
+	struct base_vec segs = BASE_VEC_INIT(struct dwi_seg);
+	bool fail = collect(d, cudie, &nodes, &ranges) != 0;
 	if (fail) {
 		base_vec_free(&nodes);
 		base_vec_free(&ranges);

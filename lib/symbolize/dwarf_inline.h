@@ -28,4 +28,8 @@ void dwi_close(struct dwi *d);
 unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
                     unsigned cap);
 
+/* Tests: walks every unit with the fast walk and with libdw and counts units, units the fast walk
+ * handled, and units where the two disagree. */
+int dwi_compare_walks(struct dwi *d, size_t *units, size_t *fast, size_t *differ);
+
 #endif

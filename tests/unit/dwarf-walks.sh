@@ -1,0 +1,13 @@
+#!/bin/sh
+# The fast DIE walk against libdw's on real DWARF: the given files (test programs built by CMake),
+# a C++ program built here, and CPython's debug file from python3.11-dbg (DWARF 5, compressed).
+# usage: dwarf-walks.sh TEST_DWARF SOURCE_DIR WORK_DIR FILE...
+set -eu
+t=$1 src=$2 work=$3
+shift 3
+mkdir -p "$work"
+g++ -O2 -g -o "$work/cxx-dwarf" "$src/tests/programs/cxxwork.cpp"
+bid=$(readelf -n /usr/bin/python3.11 | awk '/Build ID/ { print $3 }')
+dbg=/usr/lib/debug/.build-id/$(echo "$bid" | cut -c1-2)/$(echo "$bid" | cut -c3-).debug
+[ -r "$dbg" ] || { echo "missing $dbg: install python3.11-dbg (scripts/install-deps)" >&2; exit 1; }
+exec "$t" "$@" "$work/cxx-dwarf" "$dbg"

@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
+#include <libdeflate.h>
 #include <zstd.h>
 
 struct elfv_inflated {
@@ -251,18 +251,15 @@ static int decompress(uint32_t type, const uint8_t *src, size_t srclen, void *ds
 		size_t got = ZSTD_decompress(dst, size, src, srclen);
 		return ZSTD_isError(got) || got != size ? -UW_EFORMAT : 0;
 	}
-	z_stream zs;
-	memset(&zs, 0, sizeof(zs));
-	if (inflateInit(&zs) != Z_OK)
+	/* libdeflate, not zlib: the whole output size is known, and its whole-buffer inflate is about
+	 * twice as fast (libc's debug sections: 7 MiB inflated per run with inline frames) */
+	struct libdeflate_decompressor *dc = libdeflate_alloc_decompressor();
+	if (!dc)
 		return -ENOMEM;
-	zs.next_in = (Bytef *)src;
-	zs.avail_in = (uInt)UW_MIN(srclen, (size_t)UINT32_MAX);
-	zs.next_out = dst;
-	zs.avail_out = (uInt)size;
-	int zr = inflate(&zs, Z_FINISH);
-	uint64_t got = zs.total_out;
-	inflateEnd(&zs);
-	return zr == Z_STREAM_END && got == size ? 0 : -UW_EFORMAT;
+	size_t got = 0;
+	enum libdeflate_result r = libdeflate_zlib_decompress(dc, src, srclen, dst, (size_t)size, &got);
+	libdeflate_free_decompressor(dc);
+	return r == LIBDEFLATE_SUCCESS && got == size ? 0 : -UW_EFORMAT;
 }
 
 int elfv_compressed_info(struct elfv *v, size_t idx, uint32_t *type, uint64_t *size)
@@ -410,12 +407,6 @@ size_t elfv_build_id_hex(const struct elfv *v, char *out)
 
 uint32_t elfv_crc32(uint32_t crc, const void *buf, size_t len)
 {
-	/* zlib's crc32 is the same polynomial gdb uses for .gnu_debuglink */
-	while (len) {
-		uInt n = (uInt)UW_MIN(len, (size_t)1 << 30);
-		crc = (uint32_t)crc32(crc, buf, n);
-		buf = (const char *)buf + n;
-		len -= n;
-	}
-	return crc;
+	/* the gzip CRC-32, which gdb uses for .gnu_debuglink */
+	return libdeflate_crc32(crc, buf, len);
 }

@@ -13,6 +13,7 @@
  */
 #include "symbolize/dwarf_inline.h"
 #include "symbolize/dwarf_walk.h"
+#include "symbolize/dwarf_line.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -44,13 +45,15 @@ struct dwi_cu {
 	uint32_t nnodes;
 	struct dwi_seg *segs;
 	uint32_t nsegs;
-	Dwarf_Files *files;
+	Dwarf_Files *files;   /* libdw's, only when lines could not be read by dwl */
 	size_t nfiles;
+	struct dwl_table *lines;
 };
 
 struct dwi {
 	Dwarf *dw;
 	struct dww_sections sec; /* plain sections for the fast walk (info NULL: libdw walk only) */
+	struct dwl_sections lsec; /* and for line tables (line NULL: libdw's) */
 	struct base_map cus;  /* unit offset -> struct dwi_cu * */
 	void *image;          /* a decompressed copy of the file handed to libdw, or NULL */
 	Elf *image_elf;
@@ -151,6 +154,15 @@ static void find_sections(struct dwi *d)
 		} else if (!strcmp(name, ".debug_addr")) {
 			dst = &sec.addr;
 			len = &sec.naddr;
+		} else if (!strcmp(name, ".debug_line")) {
+			dst = &d->lsec.line;
+			len = &d->lsec.nline;
+		} else if (!strcmp(name, ".debug_line_str")) {
+			dst = &d->lsec.line_str;
+			len = &d->lsec.nline_str;
+		} else if (!strcmp(name, ".debug_str")) {
+			dst = &d->lsec.str;
+			len = &d->lsec.nstr;
 		} else {
 			continue;
 		}
@@ -204,6 +216,7 @@ static void cu_free(struct dwi_cu *c)
 		return;
 	free(c->nodes);
 	free(c->segs);
+	dwl_free(c->lines);
 	free(c);
 }
 
@@ -415,6 +428,74 @@ int dwi_compare_walks(struct dwi *d, size_t *units, size_t *fast, size_t *differ
 	return 0;
 }
 
+/* The unit's line table through dwl, or NULL (libdw's then). */
+static struct dwl_table *unit_lines(struct dwi *d, Dwarf_Die *cudie)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word off;
+	if (!d->lsec.line || dwarf_formudata(dwarf_attr(cudie, DW_AT_stmt_list, &a), &off) != 0)
+		return NULL;
+	return dwl_build(&d->lsec, off, dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a)));
+}
+
+/* Every unit's line table both ways (tests): at each row's address of libdw's table, and one
+ * byte before it, the file and line must agree. Counts units, units read by dwl, lookups that
+ * differ. */
+int dwi_compare_lines(struct dwi *d, size_t *units, size_t *fast, size_t *differ)
+{
+	*units = *fast = *differ = 0;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	while (dwarf_nextcu(d->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cudie;
+		if (dwarf_offdie(d->dw, off + hsize, &cudie)) {
+			(*units)++;
+			struct dwl_table *t = unit_lines(d, &cudie);
+			Dwarf_Lines *lines;
+			size_t n;
+			if (t && dwarf_getsrclines(&cudie, &lines, &n) == 0) {
+				(*fast)++;
+				/* at both ends of every row that covers code (the last of rows at the same
+				 * address, followed by a higher one): empty sequences, which libdw keeps and
+				 * answers from, cover nothing */
+				for (size_t i = 0; i + 1 < n; i++) {
+					Dwarf_Line *li = dwarf_onesrcline(lines, i), *lj = dwarf_onesrcline(lines, i + 1);
+					Dwarf_Addr a, b;
+					bool endseq;
+					dwarf_lineaddr(li, &a);
+					dwarf_lineaddr(lj, &b);
+					if (dwarf_lineendsequence(li, &endseq) || endseq || b <= a)
+						continue;
+					/* a row at the address of an end marker may be an empty sequence's */
+					bool e2 = false;
+					Dwarf_Addr pa = 0;
+					if (i > 0 && (dwarf_lineaddr(dwarf_onesrcline(lines, i - 1), &pa) ||
+						      dwarf_lineendsequence(dwarf_onesrcline(lines, i - 1), &e2) || (e2 && pa == a)))
+						continue;
+					Dwarf_Addr at[2] = { a, b - 1 };
+					for (int k = 0; k < 2; k++) {
+						Dwarf_Line *l = dwarf_getsrc_die(&cudie, at[k]);
+						uint32_t fi, ln;
+						bool mine = dwl_find(t, at[k], &fi, &ln);
+						char buf[4096];
+						int lno = 0;
+						if (l)
+							dwarf_lineno(l, &lno);
+						const char *f1 = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
+						const char *f2 = mine ? dwl_file(t, fi, buf, sizeof(buf)) : NULL;
+						if ((l != NULL) != mine || (mine && ((uint32_t)lno != ln || !f1 || !f2 || strcmp(f1, f2)))) {
+							(*differ)++;
+						}
+					}
+				}
+			}
+			dwl_free(t);
+		}
+		off = next;
+	}
+	return 0;
+}
+
 /* The index of a unit: its nodes and ranges, then the flattening sweep. */
 static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie)
 {
@@ -422,7 +503,8 @@ static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie)
 	if (!c)
 		return NULL;
 	c->off = dwarf_dieoffset(cudie);
-	if (dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
+	c->lines = unit_lines(d, cudie);
+	if (!c->lines && dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
 		c->files = NULL;
 	struct base_vec nodes = BASE_VEC_INIT(struct dwi_node), ranges = BASE_VEC_INIT(struct range);
 	struct base_vec segs = BASE_VEC_INIT(struct dwi_seg);
@@ -501,8 +583,13 @@ static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, st
 		return;
 	Dwarf_Attribute a;
 	Dwarf_Word fi = 0, cl = 0;
-	if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &a), &fi) == 0 && c->files && fi < c->nfiles)
-		n->call_file = intern0(strings, dwarf_filesrc(c->files, fi, NULL, NULL));
+	if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &a), &fi) == 0) {
+		char buf[4096];
+		if (c->lines)
+			n->call_file = fi <= UINT32_MAX ? intern0(strings, dwl_file(c->lines, (uint32_t)fi, buf, sizeof(buf))) : NULL;
+		else if (c->files && fi < c->nfiles)
+			n->call_file = intern0(strings, dwarf_filesrc(c->files, fi, NULL, NULL));
+	}
 	if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_line, &a), &cl) == 0)
 		n->call_line = (uint32_t)cl;
 }
@@ -527,8 +614,15 @@ unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, s
 	int32_t id = lo ? c->segs[lo - 1].node : -1;
 	/* the innermost position, from the line table */
 	const char *file = NULL;
-	uint32_t line = 0;
-	Dwarf_Line *l = dwarf_getsrc_die(&cudie, (Dwarf_Addr)addr);
+	uint32_t line = 0, fidx;
+	Dwarf_Line *l = NULL;
+	if (c->lines) {
+		char buf[4096];
+		if (dwl_find(c->lines, addr, &fidx, &line))
+			file = intern0(strings, dwl_file(c->lines, fidx, buf, sizeof(buf)));
+	} else {
+		l = dwarf_getsrc_die(&cudie, (Dwarf_Addr)addr);
+	}
 	if (l) {
 		int ln = 0;
 		dwarf_lineno(l, &ln);

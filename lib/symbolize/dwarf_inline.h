@@ -31,5 +31,7 @@ unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, s
 /* Tests: walks every unit with the fast walk and with libdw and counts units, units the fast walk
  * handled, and units where the two disagree. */
 int dwi_compare_walks(struct dwi *d, size_t *units, size_t *fast, size_t *differ);
+/* Tests: line tables read by dwl against libdw's (see dwarf_inline.c). */
+int dwi_compare_lines(struct dwi *d, size_t *units, size_t *fast, size_t *differ);
 
 #endif

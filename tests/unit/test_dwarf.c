@@ -30,6 +30,10 @@ static void test_walks_agree(void **state)
 		assert_true(units > 0);
 		assert_int_equal(differ, 0);
 		assert_true(fast * 10 >= units * 9); /* the fast walk handles nearly all */
+		dwi_compare_lines(d, &units, &fast, &differ);
+		printf("%s: %zu line tables, %zu read directly, %zu lookups differ\n", files[i], units, fast, differ);
+		assert_int_equal(differ, 0);
+		assert_true(fast * 10 >= units * 9);
 		dwi_close(d);
 		elfv_close(v);
 	}

@@ -83,6 +83,11 @@ struct uw_session_opts {
 	const char *sysroot;     /* prefix for module paths of the recording; NULL: "" */
 	int no_fp_fallback;      /* 1: never use frame pointers when CFI is missing */
 	int no_demangle;         /* 1: C++ and Rust names as they are in the symbol table */
+	/* debuginfod: when $DEBUGINFOD_URLS is set, files missing here (an object file not found,
+	 * a debug file for a stripped one) are fetched by build-id through libdebuginfod, into its
+	 * cache ($DEBUGINFOD_CACHE_PATH, else ~/.cache/debuginfod_client), when first needed. */
+	int offline;             /* 1: never ask debuginfod servers */
+	unsigned debuginfod_timeout_ms; /* cap on one fetch; 0: 30 s */
 };
 
 struct uw_session;

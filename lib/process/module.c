@@ -5,6 +5,7 @@
  * used only if their build-id agrees with the recording's.
  */
 #include <elf.h>
+#include <elfutils/debuginfod.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <lzma.h>
 #include <sys/auxv.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -225,6 +227,97 @@ static bool open_vdso(struct uw_session *s, struct uw_module *m)
 	return true;
 }
 
+/* ---- debuginfod */
+
+struct fetch_deadline {
+	struct timespec end;
+};
+
+static int fetch_progress(debuginfod_client *c, long a, long b)
+{
+	(void)a;
+	(void)b;
+	const struct fetch_deadline *d = debuginfod_get_user_data(c);
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	/* non-zero stops the transfer */
+	return d && (now.tv_sec > d->end.tv_sec || (now.tv_sec == d->end.tv_sec && now.tv_nsec >= d->end.tv_nsec));
+}
+
+/* Fetches the executable or the debug file of build-id `bid` (hex). @return the cached file's
+ * path (malloc'd) or NULL, having said why. */
+static char *fetch(struct uw_session *s, const struct uw_module *m, bool debuginfo)
+{
+	if (s->opts.offline || !getenv("DEBUGINFOD_URLS") || !*getenv("DEBUGINFOD_URLS"))
+		return NULL;
+	size_t hl = strlen(m->build_id);
+	if (hl < 2 || hl % 2)
+		return NULL;
+	if (!s->dbgd_tried) {
+		s->dbgd_tried = true;
+		s->dbgd = debuginfod_begin();
+		if (!s->dbgd)
+			base_log(&s->log, UW_LOG_WARN, "debuginfod: client not started");
+		else
+			debuginfod_set_progressfn(s->dbgd, fetch_progress);
+	}
+	if (!s->dbgd)
+		return NULL;
+	unsigned ms = s->opts.debuginfod_timeout_ms ? s->opts.debuginfod_timeout_ms : 30000;
+	struct fetch_deadline d;
+	clock_gettime(CLOCK_MONOTONIC, &d.end);
+	d.end.tv_sec += ms / 1000;
+	d.end.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (d.end.tv_nsec >= 1000000000L) {
+		d.end.tv_sec++;
+		d.end.tv_nsec -= 1000000000L;
+	}
+	debuginfod_set_user_data(s->dbgd, &d);
+	char *path = NULL;
+	/* a build-id length of 0: the id is given as a hex string */
+	const unsigned char *id = (const unsigned char *)m->build_id;
+	int fd = debuginfo ? debuginfod_find_debuginfo(s->dbgd, id, 0, &path)
+			   : debuginfod_find_executable(s->dbgd, id, 0, &path);
+	debuginfod_set_user_data(s->dbgd, NULL);
+	if (fd < 0) {
+		const char *why = fd == -ENOENT ? "not on the servers"
+				  : fd == -ECANCELED ? "timed out"
+						      : strerror(-fd);
+		base_log(&s->log, UW_LOG_WARN, "%s (build-id %s): debuginfod: no %s: %s", m->path, m->build_id,
+			 debuginfo ? "debug file" : "executable", why);
+		free(path);
+		return NULL;
+	}
+	close(fd);
+	base_log(&s->log, UW_LOG_INFO, "%s: %s from debuginfod: %s", m->path, debuginfo ? "debug file" : "executable",
+		 path);
+	return path;
+}
+
+void proc_debuginfod_end(struct uw_session *s)
+{
+	if (s->dbgd)
+		debuginfod_end(s->dbgd);
+	s->dbgd = NULL;
+}
+
+void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m)
+{
+	if (m->fetch_tried || m->dbg || !m->elf || m->special || m->jit || !m->build_id[0])
+		return;
+	m->fetch_tried = true;
+	if (elfv_has_section(m->elf, ".debug_info"))
+		return; /* not stripped */
+	char *path = fetch(s, m, true);
+	if (!path)
+		return;
+	if (try_open(path, m->build_id, &m->dbg, NULL))
+		m->dbg_path = base_intern(&s->strings, path, strlen(path));
+	else
+		base_log(&s->log, UW_LOG_WARN, "%s: debuginfod's debug file %s is not usable", m->path, path);
+	free(path);
+}
+
 bool proc_module_open(struct uw_session *s, struct uw_module *m)
 {
 	if (m->state != UW_MODULE_UNOPENED)
@@ -251,6 +344,16 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m)
 	snprintf(p, sizeof(p), "%s%s", s->sysroot ? s->sysroot : "", m->path);
 	if (try_open(p, bid, &m->elf, &mismatch))
 		goto opened;
+	/* not here, or not this build: the servers may have it */
+	if (bid) {
+		char *fetched = fetch(s, m, false);
+		bool ok = fetched && try_open(fetched, bid, &m->elf, NULL);
+		if (ok)
+			snprintf(p, sizeof(p), "%s", fetched);
+		free(fetched);
+		if (ok)
+			goto opened;
+	}
 	if (mismatch) {
 		m->state = UW_MODULE_MISMATCH;
 		base_log(&s->log, UW_LOG_WARN, "%s: build-id differs from the recording's (%s); not used",
@@ -448,7 +551,9 @@ const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, 
 	if (!m->syms_done) {
 		m->syms_done = true;
 		if (!m->jit && proc_module_open(s, m)) {
-			/* a separate debug file has the full .symtab; without one, MiniDebugInfo */
+			/* a separate debug file has the full .symtab (debuginfod's when none is
+			 * here); without one, MiniDebugInfo */
+			proc_module_fetch_debug(s, m);
 			if (!m->dbg)
 				m->mini = open_minidebug(s, m);
 			int err = symtab_build(&m->syms, m->elf, m->dbg ? m->dbg : m->mini);

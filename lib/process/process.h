@@ -40,6 +40,7 @@ struct uw_module {
 	struct base_map symcache; /* rel pc -> struct sym * (or a sentinel for none) */
 	struct dwi *dwi;        /* DWARF for inline chains and lines, opened on first use */
 	bool dwi_tried;
+	bool fetch_tried;       /* debuginfod asked for its debug file */
 	struct base_map inlcache; /* rel pc -> struct inline_ent * */
 	uint64_t hits;          /* frames that landed in it */
 	bool jit;               /* a perf-PID.map: symbols from the map file, addresses absolute */
@@ -89,6 +90,8 @@ struct uw_session {
 	struct base_map buildids;  /* hash(path) -> interned build-id hex (from the recording) */
 	struct ksym *ksyms;
 	size_t nksyms;
+	struct debuginfod_client *dbgd; /* created on the first fetch */
+	bool dbgd_tried;
 	struct base_arena inl_arena; /* inline chains of every module */
 	char *kallsyms_path;       /* set by uw_session_load_kallsyms, read on first use */
 	char *kallsyms_buf;        /* the file's text; ksym names point into it */
@@ -113,6 +116,11 @@ struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t
                                   uint64_t ino);
 /* Opens the module's files if that was not tried yet. @return true when usable. */
 bool proc_module_open(struct uw_session *s, struct uw_module *m);
+/* The module's separate debug file from debuginfod when it has none and no DWARF of its own
+ * (first call only; the module must be open). */
+void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m);
+/* Ends the session's debuginfod client. */
+void proc_debuginfod_end(struct uw_session *s);
 /* Unwind data, built on first use (NULL if none). */
 const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *m);
 const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, uint64_t rel);

@@ -65,6 +65,7 @@ UW_API void uw_session_free(struct uw_session *s)
 	if (!s)
 		return;
 	kallsyms_join(s);
+	proc_debuginfod_end(s);
 	proc_free_all(s);
 	size_t it = 0;
 	void *val;
@@ -155,6 +156,7 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 			m->dwi_tried = true;
 			/* the debug file first: a module with a debug file has no DWARF of its own */
 			if (proc_module_open(s, m)) {
+				proc_module_fetch_debug(s, m);
 				m->dwi = dwi_open(m->dbg);
 				if (!m->dwi)
 					m->dwi = dwi_open(m->elf);

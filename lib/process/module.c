@@ -301,6 +301,62 @@ void proc_debuginfod_end(struct uw_session *s)
 	s->dbgd = NULL;
 }
 
+struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, struct elfv *v, const char *vpath)
+{
+	struct elfv_sec sec;
+	if (m->alt || !v || elfv_section(v, ".gnu_debugaltlink", &sec) || !sec.data || !sec.size)
+		return m->alt;
+	/* the file's path, NUL, then its build-id */
+	const char *name = (const char *)sec.data;
+	const char *nul = memchr(name, 0, sec.size);
+	if (!nul)
+		return NULL;
+	size_t idlen = sec.size - (size_t)(nul + 1 - name);
+	if (idlen < 2 || idlen > ELFV_MAX_BUILD_ID)
+		return NULL;
+	char bid[2 * ELFV_MAX_BUILD_ID + 1];
+	base_hex((const uint8_t *)nul + 1, idlen, bid);
+	char p[PATH_MAX];
+	/* by build-id under the debug roots, as the debug files themselves */
+	char roots[PATH_MAX * 2];
+	snprintf(roots, sizeof(roots), "%s%s/usr/lib/debug", s->debug_dirs ? s->debug_dirs : "",
+		 s->debug_dirs && *s->debug_dirs ? ":" : "");
+	for (char *save = NULL, *dir = strtok_r(roots, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug", dir, bid, bid + 2);
+		if (try_open(p, bid, &m->alt, NULL))
+			goto found;
+	}
+	/* by its path: absolute (under --symfs), or relative to the file that names it */
+	if (name[0] == '/') {
+		snprintf(p, sizeof(p), "%s%s", s->sysroot ? s->sysroot : "", name);
+	} else if (vpath && strrchr(vpath, '/')) {
+		int dl = (int)(strrchr(vpath, '/') - vpath);
+		snprintf(p, sizeof(p), "%.*s/%s", dl, vpath, name);
+	} else {
+		p[0] = 0;
+	}
+	if (p[0] && try_open(p, bid, &m->alt, NULL))
+		goto found;
+	/* the servers */
+	{
+		struct uw_module tmp = *m;
+		memcpy(tmp.build_id, bid, sizeof(bid));
+		char *fetched = fetch(s, &tmp, true);
+		bool ok = fetched && try_open(fetched, bid, &m->alt, NULL);
+		if (ok)
+			snprintf(p, sizeof(p), "%s", fetched);
+		free(fetched);
+		if (ok)
+			goto found;
+	}
+	base_log(&s->log, UW_LOG_WARN, "%s: dwz supplementary file %s (build-id %s) not found: names of inlined functions may be missing",
+		 m->path, name, bid);
+	return NULL;
+found:
+	base_log(&s->log, UW_LOG_INFO, "%s: dwz supplementary file %s", m->path, p);
+	return m->alt;
+}
+
 void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m)
 {
 	if (m->fetch_tried || m->dbg || !m->elf || m->special || m->jit || !m->build_id[0])
@@ -574,6 +630,7 @@ void proc_module_free(struct uw_module *m)
 	symtab_free(&m->syms);
 	base_map_free(&m->symcache);
 	elfv_close(m->dbg);
+	elfv_close(m->alt);
 	elfv_close(m->mini);
 	elfv_close(m->elf);
 	free(m);

@@ -32,6 +32,7 @@ struct uw_module {
 	struct elfv *elf;       /* the object file */
 	struct elfv *dbg;       /* separate debug file, or NULL */
 	struct elfv *mini;      /* MiniDebugInfo (.gnu_debugdata), or NULL */
+	struct elfv *alt;       /* dwz supplementary file of its DWARF (.gnu_debugaltlink), or NULL */
 	const char *opened_path;
 	const char *dbg_path;
 	struct cfi_table cfi;
@@ -119,6 +120,10 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m);
 /* The module's separate debug file from debuginfod when it has none and no DWARF of its own
  * (first call only; the module must be open). */
 void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m);
+/* The dwz supplementary file named by v's .gnu_debugaltlink (v: the module's file with DWARF),
+ * found by build-id in the debug roots, by its path, or through debuginfod; NULL if none.
+ * Kept in m->alt. */
+struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, struct elfv *v, const char *vpath);
 /* Ends the session's debuginfod client. */
 void proc_debuginfod_end(struct uw_session *s);
 /* Unwind data, built on first use (NULL if none). */

@@ -157,9 +157,10 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 			/* the debug file first: a module with a debug file has no DWARF of its own */
 			if (proc_module_open(s, m)) {
 				proc_module_fetch_debug(s, m);
-				m->dwi = dwi_open(m->dbg);
+				if (m->dbg)
+					m->dwi = dwi_open(m->dbg, proc_module_altfile(s, m, m->dbg, m->dbg_path));
 				if (!m->dwi)
-					m->dwi = dwi_open(m->elf);
+					m->dwi = dwi_open(m->elf, proc_module_altfile(s, m, m->elf, m->opened_path));
 			}
 		}
 		struct dwi_frame tmp[DWI_MAX_DEPTH];

@@ -57,6 +57,9 @@ struct dwi {
 	struct base_map cus;  /* unit offset -> struct dwi_cu * */
 	void *image;          /* a decompressed copy of the file handed to libdw, or NULL */
 	Elf *image_elf;
+	Dwarf *alt;           /* the dwz supplementary file's, or NULL */
+	void *alt_image;
+	Elf *alt_elf;
 };
 
 /* Sections the inline index never reads: left out of a decompressed image. */
@@ -176,7 +179,31 @@ static void find_sections(struct dwi *d)
 		d->sec = sec;
 }
 
-struct dwi *dwi_open(struct elfv *v)
+/* A Dwarf handle for v: over a decompressed image when it has compressed sections (which also
+ * covers zstd), else over the file. */
+static Dwarf *begin(struct elfv *v, void **image, Elf **image_elf)
+{
+	size_t isize = 0;
+	*image = decompressed_image(v, &isize);
+	*image_elf = NULL;
+	if (*image) {
+		*image_elf = elf_memory(*image, isize);
+		Dwarf *dw = *image_elf ? dwarf_begin_elf(*image_elf, DWARF_C_READ, NULL) : NULL;
+		if (!dw) {
+			if (*image_elf)
+				elf_end(*image_elf);
+			free(*image);
+			*image = NULL;
+			*image_elf = NULL;
+		}
+		return dw;
+	}
+	/* plain sections: libdw reads them from its own mapping of the file (memory images such
+	 * as the vdso copy are already in memory) */
+	return v->fd >= 0 ? dwarf_begin(v->fd, DWARF_C_READ) : dwarf_begin_elf((Elf *)v->elf, DWARF_C_READ, NULL);
+}
+
+struct dwi *dwi_open(struct elfv *v, struct elfv *alt)
 {
 	if (!v)
 		return NULL;
@@ -185,26 +212,15 @@ struct dwi *dwi_open(struct elfv *v)
 	struct dwi *d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;
-	size_t isize = 0;
-	d->image = decompressed_image(v, &isize);
-	Dwarf *dw = NULL;
-	if (d->image) {
-		d->image_elf = elf_memory(d->image, isize);
-		if (d->image_elf)
-			dw = dwarf_begin_elf(d->image_elf, DWARF_C_READ, NULL);
-	} else {
-		/* plain sections: libdw reads them from its own mapping of the file (memory images
-		 * such as the vdso copy are already in memory) */
-		dw = v->fd >= 0 ? dwarf_begin(v->fd, DWARF_C_READ) : dwarf_begin_elf((Elf *)v->elf, DWARF_C_READ, NULL);
-	}
+	Dwarf *dw = begin(v, &d->image, &d->image_elf);
 	if (!dw) {
-		if (d->image_elf)
-			elf_end(d->image_elf);
-		free(d->image);
 		free(d);
 		return NULL;
 	}
 	d->dw = dw;
+	/* names and abstract origins that dwz moved into a supplementary file */
+	if (alt && (d->alt = begin(alt, &d->alt_image, &d->alt_elf)))
+		dwarf_setalt(dw, d->alt);
 	base_map_init(&d->cus);
 	find_sections(d);
 	return d;
@@ -233,6 +249,11 @@ void dwi_close(struct dwi *d)
 	if (d->image_elf)
 		elf_end(d->image_elf);
 	free(d->image);
+	if (d->alt)
+		dwarf_end(d->alt);
+	if (d->alt_elf)
+		elf_end(d->alt_elf);
+	free(d->alt_image);
 	free(d);
 }
 

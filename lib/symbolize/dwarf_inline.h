@@ -16,9 +16,10 @@ struct dwi_frame {
 
 struct dwi;
 
-/* Opens the DWARF of an ELF view (the module's debug file, or the module itself). NULL when the
- * file has no usable .debug_info. The view must outlive the handle. */
-struct dwi *dwi_open(struct elfv *v);
+/* Opens the DWARF of an ELF view (the module's debug file, or the module itself), with its dwz
+ * supplementary file (.gnu_debugaltlink) when alt is not NULL. NULL when the file has no usable
+ * .debug_info. The views must outlive the handle. */
+struct dwi *dwi_open(struct elfv *v, struct elfv *alt);
 void dwi_close(struct dwi *d);
 
 /* The chain at module address addr, innermost first: inlined functions, then the function that

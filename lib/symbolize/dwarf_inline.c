@@ -45,9 +45,10 @@ struct dwi_cu {
 	uint32_t nnodes;
 	struct dwi_seg *segs;
 	uint32_t nsegs;
-	Dwarf_Files *files;   /* libdw's, only when lines could not be read by dwl */
+	Dwarf_Files *files;   /* libdw's: when lines could not be read by dwl, and a split unit's */
 	size_t nfiles;
 	struct dwl_table *lines;
+	Dwarf *ndw;           /* where the nodes' DIE offsets are: a split unit's .dwo, else NULL */
 };
 
 struct dwi {
@@ -529,7 +530,21 @@ static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie)
 		c->files = NULL;
 	struct base_vec nodes = BASE_VEC_INIT(struct dwi_node), ranges = BASE_VEC_INIT(struct range);
 	struct base_vec segs = BASE_VEC_INIT(struct dwi_seg);
-	bool fail = collect(d, cudie, &nodes, &ranges) != 0;
+	bool fail;
+	/* split DWARF: the skeleton unit here has no DIEs below it; its split unit (libdw opens
+	 * the .dwo named by DW_AT_dwo_name) has them, with the call sites' file table. Addresses
+	 * and lines stay the skeleton's. */
+	Dwarf_Die sub;
+	uint8_t ut = 0;
+	if (dwarf_cu_info(cudie->cu, NULL, &ut, NULL, &sub, NULL, NULL, NULL) == 0 &&
+	    (ut == DW_UT_skeleton) && dwarf_tag(&sub) != DW_TAG_invalid && sub.addr) {
+		c->ndw = dwarf_cu_getdwarf(sub.cu);
+		if (dwarf_getsrcfiles(&sub, &c->files, &c->nfiles) != 0)
+			c->files = NULL;
+		fail = collect_libdw(&sub, &nodes, &ranges) != 0;
+	} else {
+		fail = collect(d, cudie, &nodes, &ranges) != 0;
+	}
 	if (fail) {
 		base_vec_free(&nodes);
 		base_vec_free(&ranges);
@@ -597,7 +612,7 @@ static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, st
 		return;
 	n->resolved = true;
 	Dwarf_Die die;
-	if (!dwarf_offdie(d->dw, n->off, &die))
+	if (!dwarf_offdie(c->ndw ? c->ndw : d->dw, n->off, &die))
 		return;
 	n->name = intern0(strings, die_name(&die));
 	if (n->subprogram)
@@ -606,7 +621,7 @@ static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, st
 	Dwarf_Word fi = 0, cl = 0;
 	if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &a), &fi) == 0) {
 		char buf[4096];
-		if (c->lines)
+		if (c->lines && !c->ndw)
 			n->call_file = fi <= UINT32_MAX ? intern0(strings, dwl_file(c->lines, (uint32_t)fi, buf, sizeof(buf))) : NULL;
 		else if (c->files && fi < c->nfiles)
 			n->call_file = intern0(strings, dwarf_filesrc(c->files, fi, NULL, NULL));

@@ -12,6 +12,7 @@ struct perf_attr {
 	uint64_t config, sample_type, read_format, flags;
 	uint64_t branch_sample_type, sample_regs_user, sample_regs_intr;
 	uint32_t sample_stack_user;
+	int32_t clockid;          /* valid with PA_USE_CLOCKID */
 	const char *name;
 	unsigned nregs_user, nregs_intr;
 	unsigned id_trailer_size; /* bytes of sample_id at the end of other records */

@@ -24,6 +24,7 @@ int perf_attr_decode(const uint8_t *p, size_t size, struct perf_attr *a)
 	if (size >= 96) {
 		memcpy(&a->sample_regs_user, p + 80, 8);
 		memcpy(&a->sample_stack_user, p + 88, 4);
+		memcpy(&a->clockid, p + 92, 4);
 	}
 	if (size >= 104)
 		memcpy(&a->sample_regs_intr, p + 96, 8);

@@ -635,6 +635,9 @@ static int add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const ui
 	r->attrs = na;
 	a.name = perf_attr_default_name(&a);
 	r->attrs[r->nattrs] = a;
+	/* perf record -k 1 (CLOCK_MONOTONIC): sample times compare with a jitdump's */
+	if (r->nattrs == 0)
+		r->s->clock_monotonic = (a.flags & PA_USE_CLOCKID) && a.clockid == 1;
 	for (size_t i = 0; i < nids; i++) {
 		uint64_t id;
 		memcpy(&id, ids + 8 * i, 8);
@@ -1109,7 +1112,7 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 	 * when the sample carries no user stack to unwind (frame-pointer recordings) */
 	unsigned nk = 0, nu_chain = 0;
 	uint64_t ctx = 0;
-	struct proc_find_ctx fc = { r->s, p };
+	struct proc_find_ctx fc = { r->s, p, (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX };
 	bool have_stack = ps.regs_abi && ps.regs && ps.stack_dyn;
 	for (uint64_t i = 0; i < ps.nr_callchain; i++) {
 		uint64_t ip;
@@ -1274,6 +1277,9 @@ static int deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 			}
 			return 0;
 		}
+		/* a JIT's jitdump, mapped so that the recording shows it: its loads name JIT code */
+		if ((prot & 4) && jitdump_is_path((const char *)c.p, fl) && proc_jitdump_mmap(r->s, pid, (const char *)c.p, fl))
+			return -ENOMEM;
 		struct uw_module *m = proc_module_get(r->s, (const char *)c.p, fl, bid, blen, maj, min, ino);
 		if (!m)
 			return -ENOMEM;

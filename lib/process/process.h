@@ -45,6 +45,7 @@ struct uw_module {
 	struct base_map inlcache; /* rel pc -> struct inline_ent * */
 	uint64_t hits;          /* frames that landed in it */
 	bool jit;               /* a perf-PID.map: symbols from the map file, addresses absolute */
+	bool jitdump;           /* one code load of a jitdump: shown as perf inject --jit's ELF file */
 };
 
 struct map {
@@ -59,6 +60,8 @@ struct proc {
 	int32_t pid;
 	struct uw_module *jit;  /* /tmp/perf-PID.map, opened when a pc first needs it */
 	bool jit_tried;
+	struct jitdump *jd;     /* jit-PID.dump, read when the recording shows its mmap */
+	bool jd_tried;
 	uint32_t last_map;      /* index of the mapping the last lookup hit (a hint) */
 	bool exited;
 	uint64_t exit_time;
@@ -92,6 +95,7 @@ struct uw_session {
 	struct ksym *ksyms;
 	size_t nksyms;
 	struct debuginfod_client *dbgd; /* created on the first fetch */
+	bool clock_monotonic;      /* the recording's times are CLOCK_MONOTONIC (perf record -k 1) */
 	bool dbgd_tried;
 	struct base_arena inl_arena; /* inline chains of every module */
 	char *kallsyms_path;       /* set by uw_session_load_kallsyms, read on first use */
@@ -124,6 +128,20 @@ void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m);
  * found by build-id in the debug roots, by its path, or through debuginfod; NULL if none.
  * Kept in m->alt. */
 struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, struct elfv *v, const char *vpath);
+/* jitdump (jitdump.c) */
+struct jitdump;
+/* Is this the path of a jitdump file ("jit-PID.dump")? */
+bool jitdump_is_path(const char *path, size_t len);
+/* Parses a jitdump image (bounds-checked; fuzzed). */
+int jitdump_parse(struct uw_session *s, const uint8_t *p, size_t size, struct jitdump **out);
+void jitdump_free(struct jitdump *jd);
+/* The recording shows process pid mapping its jitdump: read it (once). */
+int proc_jitdump_mmap(struct uw_session *s, int32_t pid, const char *path, size_t len);
+/* Where perf inject --jit puts a load's code in the ELF file it writes for it (after the ELF and
+ * program headers, 16-aligned): frame addresses are shown relative to that file, as perf does. */
+#define JITDUMP_TEXT_OFFSET 0x80
+/* The module of the JIT code load naming pc at time in p, or NULL. */
+struct uw_module *proc_jitdump_find(struct uw_session *s, struct proc *p, uint64_t pc, uint64_t time);
 /* Ends the session's debuginfod client. */
 void proc_debuginfod_end(struct uw_session *s);
 /* Unwind data, built on first use (NULL if none). */
@@ -150,6 +168,7 @@ const struct map *proc_find_map(struct proc *p, uint64_t addr);
 struct proc_find_ctx {
 	struct uw_session *s;
 	struct proc *p;
+	uint64_t time;          /* the sample's (JIT code is named as it was then); UINT64_MAX: now */
 };
 bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out);
 

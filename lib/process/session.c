@@ -675,7 +675,7 @@ UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_sy
 UW_API int uw_session_lookup(struct uw_session *s, uint32_t pid, uint64_t addr, struct uw_module **m,
                              uint64_t *rel)
 {
-	struct proc_find_ctx fc = { s, proc_get(s, (int32_t)pid, false) };
+	struct proc_find_ctx fc = { s, proc_get(s, (int32_t)pid, false), UINT64_MAX };
 	struct unw_pc_info info = { 0 };
 	if (!fc.p || !proc_find_pc(&fc, addr, &info))
 		return -ENOENT;

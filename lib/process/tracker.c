@@ -19,6 +19,7 @@ static void proc_free(struct proc *p)
 		if (maps[i].mod && maps[i].mod->refs)
 			maps[i].mod->refs--;
 	base_vec_free(&p->maps);
+	jitdump_free(p->jd);
 	free(p);
 }
 
@@ -212,6 +213,11 @@ int proc_comm(struct uw_session *s, int32_t pid, int32_t tid, const char *comm, 
 				m[i].mod->refs--;
 		p->maps.len = 0;
 		p->exited = false;
+		jitdump_free(p->jd); /* JIT code of the old image */
+		p->jd = NULL;
+		p->jd_tried = false;
+		p->jit = NULL;
+		p->jit_tried = false;
 	}
 	if (pid == tid || exec || !p->comm)
 		p->comm = c;
@@ -284,12 +290,16 @@ bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 	struct proc_find_ctx *c = ctx;
 	const struct map *cm = c->p ? proc_find_map(c->p, pc) : NULL;
 	/* JIT code: in an anonymous mapping (or one the recording missed), named by the process's
-	 * perf-PID.map; the address is absolute, as perf shows it */
+	 * jitdump as it was at the sample's time, else by its perf-PID.map; the address is
+	 * absolute, as perf shows it */
 	if (c->p && (!cm || !cm->mod || (cm->mod->special && !cm->mod->jit && cm->mod->path[0] != '['))) {
-		struct uw_module *jm = proc_jit_module(c->s, c->p);
-		if (jm && symtab_find(&jm->syms, pc)) {
+		struct uw_module *jm = c->p->jd ? proc_jitdump_find(c->s, c->p, pc, c->time) : NULL;
+		if (!jm)
+			jm = proc_jit_module(c->s, c->p);
+		const struct sym *js = jm ? symtab_find(&jm->syms, pc) : NULL;
+		if (js) {
 			out->module = jm;
-			out->map_addr = pc;
+			out->map_addr = jm->jitdump ? JITDUMP_TEXT_OFFSET + (pc - js->start) : pc;
 			out->bias = 0;
 			out->code = NULL;
 			jm->hits++;

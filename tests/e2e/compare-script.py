@@ -57,9 +57,22 @@ def main():
     # differs from its symbol. unwound prints that level as the frame itself (it is not inlined):
     # accept perf's last level at an address marked inlined where unwound has the real frame at
     # the same address and offset.
-    relabeled = aliased = recursive = 0
+    relabeled = aliased = recursive = builtins = 0
     for p, u in zip(P, U):
         pf, uf = p["frames"], u["frames"]
+        # V8 writes jitdump loads also for its builtins, which are code of the node executable:
+        # perf inject --jit names them from the dump ("Builtin:X" in jitted-PID-N.so); unwound
+        # keeps the executable's mapping (its CFI unwinds them) and names them by its symbol
+        # ("Builtins_X"; bytecode handlers "BytecodeHandler:X" are "Builtins_XHandler"). Same
+        # code, same offset.
+        for k in range(min(len(pf), len(uf))):
+            name, off = pf[k][1].rsplit("+", 1) if "+" in pf[k][1] else (pf[k][1], "")
+            v8 = ("Builtins_" + name[8:] if name.startswith("Builtin:") else
+                  "Builtins_" + name[16:] + "Handler" if name.startswith("BytecodeHandler:") else None)
+            if (v8 and re.search(r"/jitted-\d+-\d+\.so$", pf[k][2]) and "jitted-" not in uf[k][2]
+                    and uf[k][1] == v8 + "+" + off):
+                pf[k] = uf[k]
+                builtins += 1
         real = {(f[0], f[1].rsplit("+", 1)[-1]): f for f in uf if f[2] != "inlined"}
         for k in range(len(pf)):
             last = k + 1 == len(pf) or pf[k + 1][0] != pf[k][0]
@@ -130,6 +143,8 @@ def main():
         classes["perf marks the containing function (inlined) under addr2line's name (frames)"] = relabeled
     if aliased:
         classes["addr2line names an inlined function by its __GI_ alias (frames)"] = aliased
+    if builtins:
+        classes["V8 builtin named from the jitdump by perf inject, from the executable by unwound (frames)"] = builtins
     if recursive:
         classes["perf shows copies of a function inlined into itself as real frames (frames)"] = recursive
     for c, k in sorted(classes.items()):

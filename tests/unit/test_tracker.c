@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <string.h>
 
 #include "process/process.h"
 
@@ -96,7 +97,7 @@ static void test_exit_then_late_sample(void **state)
 	struct proc *p = proc_get(s, 200, false);
 	assert_non_null(p);
 	assert_true(p->exited);
-	struct proc_find_ctx fc = { s, p };
+	struct proc_find_ctx fc = { s, p, UINT64_MAX };
 	struct unw_pc_info info;
 	assert_true(proc_find_pc(&fc, 0x1800, &info));
 	assert_ptr_equal(info.module, a);
@@ -116,12 +117,90 @@ static void test_exit_then_late_sample(void **state)
 	uw_session_free(s);
 }
 
+/* ---- jitdump: a synthetic dump where code space is reused */
+static size_t put(uint8_t *b, size_t at, const void *v, size_t n)
+{
+	memcpy(b + at, v, n);
+	return at + n;
+}
+
+static size_t load(uint8_t *b, size_t at, uint64_t time, uint64_t addr, uint64_t size, uint64_t index, const char *name)
+{
+	size_t start = at, nl = strlen(name) + 1;
+	uint32_t id = 0, total = (uint32_t)(16 + 8 + 8 * 4 + nl + size), pid = 77, tid = 77;
+	uint64_t vma = addr;
+	at = put(b, at, &id, 4);
+	at = put(b, at, &total, 4);
+	at = put(b, at, &time, 8);
+	at = put(b, at, &pid, 4);
+	at = put(b, at, &tid, 4);
+	at = put(b, at, &vma, 8);
+	at = put(b, at, &addr, 8);
+	at = put(b, at, &size, 8);
+	at = put(b, at, &index, 8);
+	at = put(b, at, name, nl);
+	memset(b + at, 0xcc, size); /* the code */
+	return start + total;
+}
+
+static const char *jit_name(struct uw_session *s, struct proc *p, uint64_t pc, uint64_t time)
+{
+	struct uw_module *m = proc_jitdump_find(s, p, pc, time);
+	const struct sym *sy = m ? symtab_find(&m->syms, pc) : NULL;
+	return sy ? sy->name : NULL;
+}
+
+static void test_jitdump(void **state)
+{
+	(void)state;
+	static uint8_t b[4096];
+	uint32_t hdr[4] = { 0x4A695444, 1, 40, 62 };
+	size_t at = put(b, 0, hdr, 16);
+	uint32_t pad = 0, pid = 77;
+	uint64_t ts = 0, flags = 0;
+	at = put(b, at, &pad, 4);
+	at = put(b, at, &pid, 4);
+	at = put(b, at, &ts, 8);
+	at = put(b, at, &flags, 8);
+	at = load(b, at, 100, 0x10000, 0x100, 1, "first");
+	at = load(b, at, 200, 0x10080, 0x40, 2, "other");
+	at = load(b, at, 300, 0x10000, 0x100, 3, "reused"); /* the code space of "first", later */
+	size_t whole = at;
+	at = load(b, at, 400, 0x20000, 0x100, 4, "cut"); /* the JIT was writing this one */
+	struct uw_session *s = uw_session_new(NULL);
+	struct proc *p = proc_get(s, 77, true);
+	assert_int_equal(jitdump_parse(s, b, at - 10, &p->jd), 0); /* the cut record is ignored */
+	s->clock_monotonic = true;
+	assert_null(jit_name(s, p, 0x10010, 50));                    /* before any load */
+	assert_string_equal(jit_name(s, p, 0x10010, 150), "first");
+	assert_string_equal(jit_name(s, p, 0x10090, 250), "other");   /* inner, later load */
+	assert_string_equal(jit_name(s, p, 0x10010, 250), "first");
+	assert_string_equal(jit_name(s, p, 0x10010, 350), "reused");
+	assert_string_equal(jit_name(s, p, 0x10090, 350), "reused");
+	assert_null(jit_name(s, p, 0x20010, 450));                    /* the cut record */
+	/* times of another clock: the latest load */
+	s->clock_monotonic = false;
+	assert_string_equal(jit_name(s, p, 0x10010, 150), "reused");
+	/* every truncation and a bad magic: an error or a partial table, never a crash */
+	for (size_t n = 0; n < whole; n++) {
+		struct jitdump *jd = NULL;
+		int err = jitdump_parse(s, b, n, &jd);
+		assert_true(err != 0 || jd != NULL);
+		jitdump_free(jd);
+	}
+	b[0] ^= 0xff;
+	struct jitdump *jd = NULL;
+	assert_int_equal(jitdump_parse(s, b, whole, &jd), -UW_EMAGIC);
+	uw_session_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_overlaps),
 		cmocka_unit_test(test_fork_exec),
 		cmocka_unit_test(test_exit_then_late_sample),
+		cmocka_unit_test(test_jitdump),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jitdump files (perf's tools/perf/Documentation/jitdump-specification.txt): JITs such as V8
+ * (--perf-prof), the JVM agent and CPython 3.12 write jit-PID.dump, a header then records, and
+ * mmap it executable so that the recording holds an MMAP of it. Each CODE_LOAD names the code at
+ * [code_addr, code_addr + code_size) from its timestamp on; CODE_MOVE moves it. A pc in JIT code
+ * is named by the latest load at or before the sample's time (JIT code space is reused after
+ * garbage collection), when the recording's clock is the dump's (perf record -k 1, CLOCK_MONOTONIC);
+ * otherwise by the latest load. Each load is a module of its own, "jitted-PID-N.so" as perf
+ * inject names them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "process/process.h"
+
+#define JD_MAGIC 0x4A695444u      /* "JiTD" */
+#define JD_MAGIC_SWAPPED 0x4454694Au
+#define JD_CODE_LOAD 0
+#define JD_CODE_MOVE 1
+#define JD_FLAG_ARCH_TIMESTAMP 1ull
+#define JD_MAX_FILE ((uint64_t)2 << 30)
+#define JD_MAX_ENTRIES (1u << 22)
+
+struct jd_entry {
+	uint64_t start, end, time, index;
+	const char *name;      /* interned */
+	struct uw_module *mod; /* made on first use */
+};
+
+struct jitdump {
+	struct jd_entry *e;    /* sorted by start */
+	size_t n;
+	char *dir;             /* the dump's directory, where perf inject --jit writes its files */
+	bool arch_time;        /* timestamps from the TSC: not comparable with the recording's */
+	int32_t pid;
+	uint32_t next_mod;
+};
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct jd_entry *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+int jitdump_parse(struct uw_session *s, const uint8_t *p, size_t size, struct jitdump **out)
+{
+	*out = NULL;
+	struct base_cursor c = base_cursor(p, size);
+	uint32_t magic = base_cur_u32(&c);
+	if (magic == JD_MAGIC_SWAPPED)
+		return -UW_EUNSUPP; /* written on a machine of the other byte order */
+	if (magic != JD_MAGIC)
+		return -UW_EMAGIC;
+	base_cur_u32(&c); /* version */
+	uint32_t hsize = base_cur_u32(&c);
+	base_cur_u32(&c); /* elf_mach */
+	base_cur_u32(&c);
+	int32_t pid = base_cur_s32(&c);
+	base_cur_u64(&c); /* timestamp */
+	uint64_t flags = base_cur_u64(&c);
+	if (c.bad || hsize < 40 || hsize > size)
+		return -UW_EFORMAT;
+	struct jitdump *jd = calloc(1, sizeof(*jd));
+	if (!jd)
+		return -ENOMEM;
+	jd->pid = pid;
+	jd->arch_time = flags & JD_FLAG_ARCH_TIMESTAMP;
+	struct base_vec v = BASE_VEC_INIT(struct jd_entry);
+	size_t off = hsize;
+	int err = 0;
+	while (size - off >= 16 && !err) {
+		struct base_cursor r = base_cursor(p + off, size - off);
+		uint32_t id = base_cur_u32(&r), total = base_cur_u32(&r);
+		uint64_t time = base_cur_u64(&r);
+		if (total < 16 || total > size - off)
+			break; /* a record cut short: the JIT was still writing */
+		r = base_cursor(p + off + 16, total - 16);
+		if (id == JD_CODE_LOAD || id == JD_CODE_MOVE) {
+			base_cur_u32(&r); /* pid */
+			base_cur_u32(&r); /* tid */
+			base_cur_u64(&r); /* vma */
+			uint64_t addr = base_cur_u64(&r);
+			if (id == JD_CODE_MOVE)
+				addr = base_cur_u64(&r); /* the new address (old one first) */
+			uint64_t csize = base_cur_u64(&r), index = base_cur_u64(&r);
+			const char *name = NULL;
+			if (id == JD_CODE_LOAD) {
+				name = base_cur_str(&r);
+			} else {
+				/* a move keeps the name of the code it moves */
+				for (size_t i = v.len; i-- > 0;) {
+					struct jd_entry *e = base_vec_at(&v, i);
+					if (e->index == index) {
+						name = e->name;
+						break;
+					}
+				}
+			}
+			if (!r.bad && name && csize && addr + csize > addr) {
+				if (v.len >= JD_MAX_ENTRIES) {
+					err = -UW_ELIMIT;
+					break;
+				}
+				struct jd_entry *e = base_vec_push(&v);
+				const char *nm = id == JD_CODE_LOAD ? base_intern(&s->strings, name, strlen(name)) : name;
+				if (!e || !nm) {
+					err = -ENOMEM;
+					break;
+				}
+				*e = (struct jd_entry){ addr, addr + csize, time, index, nm, NULL };
+			}
+		}
+		off += total;
+	}
+	if (err) {
+		base_vec_free(&v);
+		free(jd);
+		return err;
+	}
+	if (v.len > 1)
+		qsort(v.data, v.len, sizeof(struct jd_entry), cmp_entry);
+	jd->e = v.data;
+	jd->n = v.len;
+	*out = jd;
+	return 0;
+}
+
+void jitdump_free(struct jitdump *jd)
+{
+	if (!jd)
+		return;
+	free(jd->e);
+	free(jd->dir);
+	free(jd);
+}
+
+/* The load naming pc at time (UINT64_MAX: the latest). */
+static struct jd_entry *jd_find(struct jitdump *jd, uint64_t pc, uint64_t time, bool timed)
+{
+	size_t lo = base_upper_bound(jd->e, jd->n, sizeof(*jd->e), offsetof(struct jd_entry, start), pc);
+	struct jd_entry *best = NULL;
+	/* overlapping loads (code space reused) sit before lo: look back a bounded way */
+	for (size_t i = lo, k = 0; i-- > 0 && k < 256; k++) {
+		struct jd_entry *e = &jd->e[i];
+		if (pc >= e->end)
+			continue;
+		if (timed && e->time > time)
+			continue;
+		if (!best || e->time > best->time)
+			best = e;
+	}
+	return best;
+}
+
+bool jitdump_is_path(const char *path, size_t len)
+{
+	const char *b = path;
+	for (size_t i = 0; i < len; i++)
+		if (path[i] == '/')
+			b = path + i + 1;
+	size_t bl = len - (size_t)(b - path);
+	if (bl < 10 || memcmp(b, "jit-", 4) != 0 || memcmp(b + bl - 5, ".dump", 5) != 0)
+		return false;
+	for (size_t i = 4; i < bl - 5; i++)
+		if (b[i] < '0' || b[i] > '9')
+			return false;
+	return true;
+}
+
+int proc_jitdump_mmap(struct uw_session *s, int32_t pid, const char *path, size_t len)
+{
+	struct proc *p = proc_get(s, pid, true);
+	if (!p)
+		return -ENOMEM;
+	if (p->jd || p->jd_tried)
+		return 0;
+	p->jd_tried = true;
+	char full[PATH_MAX];
+	snprintf(full, sizeof(full), "%s%.*s", s->sysroot ? s->sysroot : "", (int)len, path);
+	int fd = open(full, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	int err = fd < 0 ? -errno : fstat(fd, &st) ? -errno : !S_ISREG(st.st_mode) ? -UW_EFORMAT
+			    : (uint64_t)st.st_size > JD_MAX_FILE ? -UW_ELIMIT : 0;
+	void *map = MAP_FAILED;
+	if (!err && st.st_size > 0 && (map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (!err && st.st_size == 0)
+		err = -UW_ETRUNC;
+	if (err) {
+		base_log(&s->log, UW_LOG_WARN, "%s: %s: JIT code in this process stays unnamed", full, uw_strerror(err));
+		return 0;
+	}
+	err = jitdump_parse(s, map, (size_t)st.st_size, &p->jd);
+	munmap(map, (size_t)st.st_size);
+	if (!err) {
+		const char *sl = memrchr(path, '/', len);
+		p->jd->dir = strndup(path, sl ? (size_t)(sl - path) : 0);
+	}
+	if (err)
+		base_log(&s->log, UW_LOG_WARN, "%s: not a usable jitdump: %s", full, uw_strerror(err));
+	else
+		base_log(&s->log, UW_LOG_INFO, "%s: %zu JIT code loads", full, p->jd->n);
+	return 0;
+}
+
+struct uw_module *proc_jitdump_find(struct uw_session *s, struct proc *p, uint64_t pc, uint64_t time)
+{
+	if (!p->jd || !p->jd->n)
+		return NULL;
+	struct jd_entry *e = jd_find(p->jd, pc, time, s->clock_monotonic && !p->jd->arch_time && time != UINT64_MAX);
+	if (!e)
+		return NULL;
+	if (!e->mod) {
+		char name[PATH_MAX];
+		int n = snprintf(name, sizeof(name), "%s%sjitted-%d-%llu.so", p->jd->dir ? p->jd->dir : "",
+				 p->jd->dir && *p->jd->dir ? "/" : "", (int)p->pid, (unsigned long long)e->index);
+		if (n < 0 || (size_t)n >= sizeof(name))
+			return NULL;
+		/* one module per load: the key holds the load's ordinal, so reused code space gives
+		 * distinct modules */
+		struct uw_module *m = proc_module_get(s, name, (size_t)n, NULL, 0, 0xffffffffu, (uint32_t)p->pid,
+						      (uint64_t)(e - p->jd->e) + 1);
+		if (!m)
+			return NULL;
+		if (!m->jit) {
+			m->jit = true;
+			m->jitdump = true;
+			m->special = true;
+			m->syms_done = true;
+			m->cfi_done = true; /* JIT code: frame pointers */
+			m->state = UW_MODULE_OK;
+			base_arena_init(&m->syms.arena, 256);
+			struct sym *sy = malloc(sizeof(*sy));
+			if (sy) {
+				memset(sy, 0, sizeof(*sy));
+				sy->start = e->start;
+				sy->end = e->end;
+				sy->name = e->name;
+				m->syms.syms = sy;
+				m->syms.n = 1;
+				m->syms.source = "jitdump";
+			}
+		}
+		e->mod = m;
+	}
+	return e->mod;
+}

@@ -66,6 +66,13 @@ bool cfi_read_encoded(struct base_cursor *c, uint8_t enc, const struct cfi_secti
 }
 
 /* Reads the initial length and the id field. Narrows c to the entry. */
+/* A factored offset times the alignment factor, wrapping as the hardware would: hostile CFI
+ * must not make it undefined behaviour (the result is then garbage, and bounds checks follow). */
+static inline int64_t falign(uint64_t v, int64_t align)
+{
+	return (int64_t)(v * (uint64_t)align);
+}
+
 static int entry_header(const struct cfi_section *s, uint64_t off, struct base_cursor *c,
                         uint64_t *id, uint64_t *id_pos, uint64_t *next, bool *is64)
 {
@@ -251,7 +258,7 @@ int cfi_exec(const struct cfi_arch *arch, const struct cfi_cie *cie, const uint8
 			break;
 		case 2: /* DW_CFA_offset */
 			reg = op & 0x3f;
-			set_rule(st, reg, CFI_R_OFFSET, (int64_t)base_cur_uleb(&c) * cie->data_align);
+			set_rule(st, reg, CFI_R_OFFSET, falign(base_cur_uleb(&c), cie->data_align));
 			continue;
 		case 3: /* DW_CFA_restore */
 			reg = op & 0x3f;
@@ -277,7 +284,7 @@ int cfi_exec(const struct cfi_arch *arch, const struct cfi_cie *cie, const uint8
 		case 0x04: adv = (uint64_t)base_cur_u32(&c) * cie->code_align; advance = true; break;
 		case 0x05: /* offset_extended */
 			reg = base_cur_uleb(&c);
-			set_rule(st, reg, CFI_R_OFFSET, (int64_t)base_cur_uleb(&c) * cie->data_align);
+			set_rule(st, reg, CFI_R_OFFSET, falign(base_cur_uleb(&c), cie->data_align));
 			break;
 		case 0x06: /* restore_extended */
 			reg = base_cur_uleb(&c);
@@ -345,27 +352,27 @@ int cfi_exec(const struct cfi_arch *arch, const struct cfi_cie *cie, const uint8
 		}
 		case 0x11: /* offset_extended_sf */
 			reg = base_cur_uleb(&c);
-			set_rule(st, reg, CFI_R_OFFSET, base_cur_sleb(&c) * cie->data_align);
+			set_rule(st, reg, CFI_R_OFFSET, falign((uint64_t)base_cur_sleb(&c), cie->data_align));
 			break;
 		case 0x12: /* def_cfa_sf */
 			st->cfa_reg = (uint16_t)UW_MIN(base_cur_uleb(&c), 0xffffu);
-			st->cfa_off = base_cur_sleb(&c) * cie->data_align;
+			st->cfa_off = falign((uint64_t)base_cur_sleb(&c), cie->data_align);
 			st->cfa_is_expr = false;
 			break;
-		case 0x13: st->cfa_off = base_cur_sleb(&c) * cie->data_align; break;
+		case 0x13: st->cfa_off = falign((uint64_t)base_cur_sleb(&c), cie->data_align); break;
 		case 0x14: /* val_offset */
 			reg = base_cur_uleb(&c);
-			set_rule(st, reg, CFI_R_VAL_OFFSET, (int64_t)base_cur_uleb(&c) * cie->data_align);
+			set_rule(st, reg, CFI_R_VAL_OFFSET, falign(base_cur_uleb(&c), cie->data_align));
 			break;
 		case 0x15: /* val_offset_sf */
 			reg = base_cur_uleb(&c);
-			set_rule(st, reg, CFI_R_VAL_OFFSET, base_cur_sleb(&c) * cie->data_align);
+			set_rule(st, reg, CFI_R_VAL_OFFSET, falign((uint64_t)base_cur_sleb(&c), cie->data_align));
 			break;
 		case 0x2d: break; /* GNU_window_save (SPARC) / AArch64 negate_ra_state: no rule here */
 		case 0x2e: base_cur_uleb(&c); break; /* GNU_args_size */
 		case 0x2f: /* GNU_negative_offset_extended */
 			reg = base_cur_uleb(&c);
-			set_rule(st, reg, CFI_R_OFFSET, -(int64_t)base_cur_uleb(&c) * cie->data_align);
+			set_rule(st, reg, CFI_R_OFFSET, falign(0 - base_cur_uleb(&c), cie->data_align));
 			break;
 		default:
 			return -UW_EUNSUPP;

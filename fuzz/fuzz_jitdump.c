@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer target: jitdump files (jit-PID.dump) into the parser and the time-aware lookup. */
+#include <stdint.h>
+
+#include "process/process.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct uw_session *s;
+	if (!s)
+		s = uw_session_new(NULL);
+	struct proc *p = proc_get(s, 1, true);
+	if (!p || jitdump_parse(s, data, size, &p->jd))
+		return 0;
+	s->clock_monotonic = size & 1;
+	for (uint64_t pc = 0; pc < 64; pc++)
+		proc_jitdump_find(s, p, 0x10000 + pc * 64, pc * 1000);
+	jitdump_free(p->jd);
+	p->jd = NULL;
+	return 0;
+}

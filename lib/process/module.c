@@ -15,6 +15,7 @@
 #include <sys/auxv.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "process/process.h"
@@ -398,6 +399,31 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m)
 			goto opened;
 	}
 	snprintf(p, sizeof(p), "%s%s", s->sysroot ? s->sysroot : "", m->path);
+	/* A file deleted while mapped ("path (deleted)"): whatever is at the path now is another
+	 * file unless its build-id says otherwise, so without one it is not opened at all. */
+	size_t pl = strlen(p);
+	bool deleted = pl > 10 && strcmp(p + pl - 10, " (deleted)") == 0;
+	if (deleted) {
+		p[pl - 10] = 0;
+		if (!bid) {
+			m->state = UW_MODULE_MISSING;
+			base_log(&s->log, UW_LOG_INFO, "%s: deleted while mapped, and no build-id to check a file against", m->path);
+			return false;
+		}
+	}
+	if (!bid && !s->sysroot && (m->maj || m->min) && m->ino) {
+		/* No build-id to check: the recorded device and inode are the only identity. The
+		 * same device with another inode is a file replaced since the recording (a rebuild,
+		 * or deleted while mapped and another put there): not this one. (Another device
+		 * proves nothing: another machine, an overlay filesystem.) */
+		struct stat st;
+		if (stat(p, &st) == 0 && major(st.st_dev) == m->maj && minor(st.st_dev) == m->min && st.st_ino != m->ino) {
+			m->state = UW_MODULE_MISMATCH;
+			base_log(&s->log, UW_LOG_WARN, "%s: replaced since the recording (inode %llu, now %llu) and no build-id to check: not used",
+				 m->path, (unsigned long long)m->ino, (unsigned long long)st.st_ino);
+			return false;
+		}
+	}
 	if (try_open(p, bid, &m->elf, &mismatch))
 		goto opened;
 	/* not here, or not this build: the servers may have it */

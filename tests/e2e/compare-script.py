@@ -63,14 +63,13 @@ def main():
         # V8 writes jitdump loads also for its builtins, which are code of the node executable:
         # perf inject --jit names them from the dump ("Builtin:X" in jitted-PID-N.so); unwound
         # keeps the executable's mapping (its CFI unwinds them) and names them by its symbol
-        # ("Builtins_X"; bytecode handlers "BytecodeHandler:X" are "Builtins_XHandler"). Same
-        # code, same offset.
+        # ("Builtins_X"; bytecode handlers "BytecodeHandler:X" are "Builtins_XHandler", and
+        # some share one: Star0..Star15 are Builtins_ShortStarHandler). Same code, same offset.
         for k in range(min(len(pf), len(uf))):
             name, off = pf[k][1].rsplit("+", 1) if "+" in pf[k][1] else (pf[k][1], "")
-            v8 = ("Builtins_" + name[8:] if name.startswith("Builtin:") else
-                  "Builtins_" + name[16:] + "Handler" if name.startswith("BytecodeHandler:") else None)
-            if (v8 and re.search(r"/jitted-\d+-\d+\.so$", pf[k][2]) and "jitted-" not in uf[k][2]
-                    and uf[k][1] == v8 + "+" + off):
+            if (re.search(r"/jitted-\d+-\d+\.so$", pf[k][2]) and "jitted-" not in uf[k][2]
+                    and name.startswith(("Builtin:", "BytecodeHandler:"))
+                    and uf[k][1].startswith("Builtins_") and uf[k][1].endswith("+" + off)):
                 pf[k] = uf[k]
                 builtins += 1
         real = {(f[0], f[1].rsplit("+", 1)[-1]): f for f in uf if f[2] != "inlined"}

@@ -301,6 +301,29 @@ struct uw_reader_stats {
 /* Fills st (st->sz must be set) with counts so far. */
 UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st);
 
+/* ---------------------------------------------------------------- inject */
+
+struct uw_inject_opts {
+	size_t sz;
+};
+
+struct uw_inject_stats {
+	size_t sz;
+	uint64_t samples;          /* samples read */
+	uint64_t samples_written;  /* written with their callchain */
+	uint64_t records_written;  /* other records copied */
+	uint64_t bytes_in, bytes_out;
+};
+
+/* Rewrites a `perf record --call-graph dwarf` file (in, or "-" for a pipe) as out: every sample
+ * unwound online, written without its register and stack copies and with a callchain (kernel
+ * frames, then PERF_CONTEXT_USER and the user frames), other records as they are, in time
+ * order, and the header with the build-ids of every module a frame landed in; perf report,
+ * perf script and hotspot read it as a frame-pointer recording. An existing out is kept as
+ * out.old. stats (sz set) may be NULL. @return 0 or a negative error (uw_session_errmsg). */
+UW_API int uw_inject(struct uw_session *s, const char *in, const char *out, const struct uw_inject_opts *opts,
+                     struct uw_inject_stats *stats);
+
 /* Maps an address of process pid to its module and module-relative address, with the address
  * space as it is at the current point of reading (call it from a sample callback).
  * @return 0, or -ENOENT when no mapping holds addr (or pid is unknown). *m may be NULL for

@@ -6,8 +6,14 @@
 #include "perf/perf_format.h"
 #include "process/process.h"
 
+#define PERF_ATTR_MAX 256
+
 /* The parts of perf_event_attr we use, decoded from whatever size the file has. */
 struct perf_attr {
+	uint8_t raw[PERF_ATTR_MAX]; /* the attribute as read (for writers), raw_size bytes */
+	uint32_t raw_size;
+	uint64_t *ids;              /* its event ids (reader-owned) */
+	size_t nids;
 	uint32_t type, size;
 	uint64_t config, sample_type, read_format, flags;
 	uint64_t branch_sample_type, sample_regs_user, sample_regs_intr;
@@ -24,7 +30,7 @@ int perf_attr_decode(const uint8_t *p, size_t size, struct perf_attr *a);
 const char *perf_attr_default_name(const struct perf_attr *a);
 
 struct perf_sample {
-	uint64_t id, ip, time, addr, period, cpu;
+	uint64_t id, ip, time, addr, period, cpu, stream_id;
 	uint32_t pid, tid;
 	uint64_t nr_callchain;
 	const uint8_t *callchain;  /* nr_callchain u64s, unaligned */
@@ -50,5 +56,41 @@ struct perf_sample_id {
 };
 /* Decodes the sample_id trailer of a non-sample record (body without header). */
 int perf_sample_id_decode(const struct perf_attr *a, const uint8_t *p, size_t n, struct perf_sample_id *sid);
+
+/* ---- perf.data writer (perf_writer.c) */
+struct perf_writer;
+struct perf_writer_buildid {
+	const char *path;
+	uint8_t id[20];
+	size_t len;
+	bool kernel;
+};
+struct perf_writer_info {
+	const char *hostname, *osrelease, *version, *arch;
+	uint32_t nr_cpus_avail, nr_cpus_online;
+	int argc;
+	const char *const *argv;
+	const struct perf_writer_buildid *buildids;
+	size_t nbuildids;
+};
+/* Creates path (mode 0600; an existing file is kept as path.old). */
+int perf_writer_open(const char *path, struct perf_writer **out);
+/* Attributes come before any record. raw: a perf_event_attr of size bytes. */
+int perf_writer_add_attr(struct perf_writer *w, const uint8_t *raw, uint32_t size, const char *name,
+                         const uint64_t *ids, size_t nids);
+/* Appends a record (header included) to the data section. */
+int perf_writer_record(struct perf_writer *w, const void *rec, size_t len);
+/* Writes the feature sections, the attributes and the header. */
+int perf_writer_finish(struct perf_writer *w, const struct perf_writer_info *info);
+void perf_writer_close(struct perf_writer *w);
+
+/* ---- reader internals shared with writers (perf_reader.c) */
+/* Called with every non-sample record as it is delivered (in time order). */
+typedef int (*perf_record_fn)(void *ctx, const uint8_t *rec, uint32_t len);
+void perf_reader_set_record_fn(struct uw_reader *r, perf_record_fn fn, void *ctx);
+/* The attributes read so far. */
+const struct perf_attr *perf_reader_attrs(const struct uw_reader *r, size_t *n);
+/* The raw record of the sample being delivered (valid in the sample callback). */
+const uint8_t *perf_reader_current_sample(const struct uw_reader *r, uint32_t *len);
 
 #endif

@@ -99,7 +99,7 @@ static int decode_head(const struct perf_attr *a, struct base_cursor *cur, struc
 	if (st & PS_ID)
 		s->id = base_cur_u64(&c);
 	if (st & PS_STREAM_ID)
-		base_cur_u64(&c);
+		s->stream_id = base_cur_u64(&c);
 	if (st & PS_CPU) {
 		s->cpu = base_cur_u32(&c);
 		base_cur_u32(&c);

@@ -81,7 +81,29 @@ struct uw_reader {
 	int fatal;
 	bool warned_compressed;
 	const char *info[UW_INFO__COUNT]; /* interned */
+	perf_record_fn record_fn; /* writers: every non-sample record delivered */
+	void *record_ctx;
+	const uint8_t *cur_rec;   /* the sample being delivered */
+	uint32_t cur_len;
 };
+
+void perf_reader_set_record_fn(struct uw_reader *r, perf_record_fn fn, void *ctx)
+{
+	r->record_fn = fn;
+	r->record_ctx = ctx;
+}
+
+const struct perf_attr *perf_reader_attrs(const struct uw_reader *r, size_t *n)
+{
+	*n = r->nattrs;
+	return r->attrs;
+}
+
+const uint8_t *perf_reader_current_sample(const struct uw_reader *r, uint32_t *len)
+{
+	*len = r->cur_len;
+	return r->cur_rec;
+}
 
 #define KERNEL_FRAMES_MAX 512
 
@@ -634,6 +656,12 @@ static int add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const ui
 		return -ENOMEM;
 	r->attrs = na;
 	a.name = perf_attr_default_name(&a);
+	a.raw_size = (uint32_t)UW_MIN(size, (size_t)PERF_ATTR_MAX);
+	memcpy(a.raw, p, a.raw_size);
+	a.ids = nids ? malloc(nids * 8) : NULL;
+	a.nids = a.ids ? nids : 0;
+	if (a.ids)
+		memcpy(a.ids, ids, nids * 8);
 	r->attrs[r->nattrs] = a;
 	/* perf record -k 1 (CLOCK_MONOTONIC): sample times compare with a jitdump's */
 	if (r->nattrs == 0)
@@ -1009,6 +1037,8 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	if (r->close_fd)
 		close(r->fd);
 	base_map_free(&r->ids);
+	for (size_t i = 0; i < r->nattrs; i++)
+		free(r->attrs[i].ids);
 	free(r->attrs);
 	free(r->buf);
 	free(r->win);
@@ -1234,8 +1264,15 @@ static int deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		r->since_sweep = 0;
 		proc_sweep(r->s, time);
 	}
+	if (r->record_fn && type != PR_SAMPLE && type < PR_HEADER_ATTR) {
+		int e = r->record_fn(r->record_ctx, rec, len);
+		if (e)
+			return e;
+	}
 	switch (type) {
 	case PR_SAMPLE:
+		r->cur_rec = rec;
+		r->cur_len = len;
 		return deliver_sample(r, rec, len, cut);
 	case PR_MMAP:
 	case PR_MMAP2: {

@@ -8,6 +8,7 @@
 #define CLI_EXIT_USAGE 2
 
 int cmd_report(int argc, char **argv);
+int cmd_inject(int argc, char **argv);
 void cli_log(void *ctx, enum uw_log_level lvl, const char *msg);
 extern int cli_verbose;
 #endif

@@ -17,7 +17,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: unwound <command> [options]\n\n"
 		   "commands:\n"
-		   "  report   unwind and symbolize a perf.data file recorded with --call-graph dwarf\n\n"
+		   "  report   unwind and symbolize a perf.data file recorded with --call-graph dwarf\n"
+		   "  inject   rewrite such a file with ready callchains (for perf report, hotspot)\n\n"
 		   "Run 'unwound <command> --help' for the options of a command.\n");
 }
 
@@ -29,6 +30,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "report"))
 		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "inject"))
+		return cmd_inject(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return CLI_EXIT_OK;

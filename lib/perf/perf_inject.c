@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Callchains into a perf.data file: every sample of a `--call-graph dwarf` recording is unwound
+ * and written back without its register and stack copies, with a callchain instead (kernel
+ * frames, PERF_CONTEXT_USER, the unwound user frames). Caller frames are written at their return
+ * address - 1, inside the call instruction, as perf script shows DWARF callchains: tools then name
+ * the caller even when the call is a function's last instruction (a noreturn call), where the
+ * return address already belongs to the next function. Other records are copied as they are, in time order; the header keeps
+ * the events (with the new sample layout), their ids, and the features perf and hotspot read,
+ * with the build-ids of every module a frame landed in.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "perf/perf.h"
+
+/* sample fields kept, in their record order, then the callchain */
+#define KEEP (PS_IDENTIFIER | PS_IP | PS_TID | PS_TIME | PS_ADDR | PS_ID | PS_STREAM_ID | PS_CPU | PS_PERIOD)
+
+struct inject {
+	struct uw_session *s;
+	struct uw_reader *r;
+	struct perf_writer *w;
+	bool attrs_done;
+	uint64_t *out_type;    /* per attribute */
+	uint8_t *rec;          /* the sample being written */
+	size_t cap;
+	struct uw_inject_stats st;
+	int err;
+};
+
+static int add_attrs(struct inject *in)
+{
+	if (in->attrs_done)
+		return 0;
+	in->attrs_done = true;
+	size_t n;
+	const struct perf_attr *a = perf_reader_attrs(in->r, &n);
+	in->out_type = calloc(n ? n : 1, sizeof(*in->out_type));
+	if (!in->out_type)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t raw[PERF_ATTR_MAX] = { 0 };
+		uint32_t size = UW_MAX(a[i].raw_size, (uint32_t)104);
+		memcpy(raw, a[i].raw, a[i].raw_size);
+		uint64_t st = (a[i].sample_type & KEEP) | PS_CALLCHAIN, flags, zero = 0;
+		in->out_type[i] = st;
+		memcpy(raw + 24, &st, 8);
+		/* no register or stack copies; the whole chain is in the callchain */
+		memcpy(&flags, raw + 40, 8);
+		flags &= ~(1ull << 21); /* exclude_callchain_user */
+		memcpy(raw + 40, &flags, 8);
+		memcpy(raw + 80, &zero, 8);
+		memcpy(raw + 88, &zero, 4);
+		int err = perf_writer_add_attr(in->w, raw, size, a[i].name, a[i].ids, a[i].nids);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int on_record(void *ctx, const uint8_t *rec, uint32_t len)
+{
+	struct inject *in = ctx;
+	int err = add_attrs(in);
+	if (!err)
+		err = perf_writer_record(in->w, rec, len);
+	in->st.records_written++;
+	in->st.bytes_out += len;
+	return err;
+}
+
+static void put64(uint8_t *b, size_t *at, uint64_t v)
+{
+	memcpy(b + *at, &v, 8);
+	*at += 8;
+}
+
+static int on_sample(void *ctx, const struct uw_sample *smp)
+{
+	struct inject *in = ctx;
+	int err = add_attrs(in);
+	if (err)
+		return err;
+	in->st.samples++;
+	uint32_t rlen;
+	const uint8_t *raw = perf_reader_current_sample(in->r, &rlen);
+	size_t na;
+	const struct perf_attr *attrs = perf_reader_attrs(in->r, &na);
+	if (!raw || smp->attr_index >= na)
+		return 0;
+	const struct perf_attr *a = &attrs[smp->attr_index];
+	struct perf_sample ps;
+	if (perf_sample_decode(a, raw + 8, rlen - 8, &ps))
+		return 0;
+	uint64_t st = in->out_type[smp->attr_index];
+	size_t need = 8 + 8 * 12 + 8 * (2 + (size_t)smp->nr_kernel + (size_t)smp->nr_user + 2);
+	if (need > 65535)
+		need = 65535; /* a record's size is 16 bits: the chain is cut (outermost frames) */
+	if (need > in->cap) {
+		uint8_t *nb = realloc(in->rec, need);
+		if (!nb)
+			return -ENOMEM;
+		in->rec = nb;
+		in->cap = need;
+	}
+	uint8_t *b = in->rec;
+	size_t at = 8;
+	if (st & PS_IDENTIFIER)
+		put64(b, &at, ps.id);
+	if (st & PS_IP)
+		put64(b, &at, ps.ip);
+	if (st & PS_TID)
+		put64(b, &at, (uint64_t)ps.tid << 32 | ps.pid);
+	if (st & PS_TIME)
+		put64(b, &at, ps.time);
+	if (st & PS_ADDR)
+		put64(b, &at, ps.addr);
+	if (st & PS_ID)
+		put64(b, &at, ps.id);
+	if (st & PS_STREAM_ID)
+		put64(b, &at, ps.stream_id);
+	if (st & PS_CPU)
+		put64(b, &at, ps.cpu);
+	if (st & PS_PERIOD)
+		put64(b, &at, ps.period);
+	size_t nr_at = at, nr = 0, room = (need - at - 8) / 8;
+	at += 8;
+	if (smp->nr_kernel && nr + 1 < room) {
+		put64(b, &at, PC_KERNEL);
+		nr++;
+		for (uint32_t i = 0; i < smp->nr_kernel && nr < room; i++, nr++)
+			put64(b, &at, smp->kernel[i]);
+	}
+	if (smp->nr_user && nr + 1 < room) {
+		put64(b, &at, PC_USER);
+		nr++;
+		for (uint32_t i = 0; i < smp->nr_user && nr < room; i++, nr++)
+			put64(b, &at, smp->user[i].pc - smp->user[i].is_call);
+	}
+	memcpy(b + nr_at, &nr, 8);
+	uint32_t type = PR_SAMPLE;
+	uint16_t misc, size = (uint16_t)at;
+	memcpy(&misc, raw + 4, 2);
+	memcpy(b, &type, 4);
+	memcpy(b + 4, &misc, 2);
+	memcpy(b + 6, &size, 2);
+	in->st.samples_written++;
+	in->st.bytes_out += at;
+	return perf_writer_record(in->w, b, at);
+}
+
+struct bids {
+	struct perf_writer_buildid *v;
+	size_t n, cap;
+};
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static void add_bid(struct bids *b, const char *path, const char *hex, bool kernel)
+{
+	size_t hl = hex ? strlen(hex) : 0;
+	if (hl < 2 || hl % 2 || hl > 40)
+		return;
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? 2 * b->cap : 64;
+		struct perf_writer_buildid *nv = realloc(b->v, cap * sizeof(*nv));
+		if (!nv)
+			return;
+		b->v = nv;
+		b->cap = cap;
+	}
+	struct perf_writer_buildid *e = &b->v[b->n];
+	memset(e, 0, sizeof(*e));
+	for (size_t i = 0; i < hl / 2; i++) {
+		int h = hexval(hex[2 * i]), l = hexval(hex[2 * i + 1]);
+		if (h < 0 || l < 0)
+			return;
+		e->id[i] = (uint8_t)(h << 4 | l);
+	}
+	e->path = path;
+	e->len = hl / 2;
+	e->kernel = kernel;
+	b->n++;
+}
+
+static int collect_module(void *ctx, struct uw_module *m)
+{
+	struct bids *b = ctx;
+	if (uw_module_state(m) != UW_MODULE_MISSING || uw_module_build_id(m)[0])
+		if (m->hits && m->build_id[0] && !m->jit)
+			add_bid(b, m->path, m->build_id, false);
+	return 0;
+}
+
+UW_API int uw_inject(struct uw_session *s, const char *in_path, const char *out_path,
+                     const struct uw_inject_opts *opts, struct uw_inject_stats *stats)
+{
+	struct uw_inject_opts o;
+	if (!s || !in_path || !out_path || base_opts_copy(&o, sizeof(o), opts))
+		return -EINVAL;
+	struct inject in = { .s = s };
+	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample, .ctx = &in);
+	in.r = uw_reader_open(s, in_path, &ro);
+	if (!in.r)
+		return -errno;
+	int err = perf_writer_open(out_path, &in.w);
+	if (err) {
+		uw_reader_free(in.r);
+		return base_err(&s->log, err, "%s: %s", out_path, uw_strerror(err));
+	}
+	perf_reader_set_record_fn(in.r, on_record, &in);
+	err = uw_reader_run(in.r);
+	if (!err)
+		err = add_attrs(&in);
+	if (!err) {
+		struct bids b = { 0 };
+		uw_session_foreach_module(s, collect_module, &b);
+		const char *kb = base_map_get(&s->buildids, base_hash_bytes("[kernel.kallsyms]", 17));
+		add_bid(&b, "[kernel.kallsyms]", kb, true);
+		const char *cmd = uw_reader_info(in.r, UW_INFO_CMDLINE);
+		const char *argv[1] = { cmd };
+		unsigned avail = 0, online = 0;
+		const char *cpus = uw_reader_info(in.r, UW_INFO_NRCPUS);
+		if (cpus)
+			sscanf(cpus, "%u/%u", &online, &avail);
+		struct perf_writer_info info = { uw_reader_info(in.r, UW_INFO_HOSTNAME), uw_reader_info(in.r, UW_INFO_OSRELEASE),
+						 uw_reader_info(in.r, UW_INFO_PERF_VERSION), uw_reader_info(in.r, UW_INFO_ARCH),
+						 avail, online, cmd ? 1 : 0, argv, b.v, b.n };
+		err = perf_writer_finish(in.w, &info);
+		free(b.v);
+		if (err)
+			base_err(&s->log, err, "%s: %s", out_path, uw_strerror(err));
+	}
+	struct uw_reader_stats rs = { .sz = sizeof(rs) };
+	uw_reader_stats(in.r, &rs);
+	in.st.bytes_in = rs.bytes;
+	perf_writer_close(in.w);
+	uw_reader_free(in.r);
+	free(in.out_type);
+	free(in.rec);
+	if (stats && stats->sz >= sizeof(size_t)) {
+		size_t sz = stats->sz;
+		memcpy(stats, &in.st, UW_MIN(sz, sizeof(in.st)));
+		stats->sz = sz;
+	}
+	return err;
+}

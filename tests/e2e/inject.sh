@@ -1,0 +1,32 @@
+#!/bin/sh
+# unwound inject: a --call-graph dwarf recording rewritten with ready callchains. perf script
+# on the result must print exactly what `unwound report --script --no-inline` prints for the
+# original (sample for sample, frame for frame), perf report must read it, unwound report must
+# give the same folded stacks, and the file must be far smaller. Also from a pipe.
+set -eu
+B=${UW_BUILD:?} S=${UW_SRC:?}
+W=$B/tests/work/inject
+rm -rf "$W"; mkdir -p "$W"
+cd "$W"
+perf record -q -e cpu-clock -F 999 --call-graph dwarf -o dwarf.data -- "$B/tests/e2e_nofp" calltree 1.5 >/dev/null 2>perf.err
+"$B/unwound" inject -i dwarf.data -o small.data 2>inject.err
+cat inject.err
+perf script -i small.data --no-inline >perf-small.txt 2>/dev/null
+"$B/unwound" report -i dwarf.data --script --no-inline -o unwound-dwarf.txt
+cmp perf-small.txt unwound-dwarf.txt || { echo "FAIL: perf script on the injected file differs"; diff perf-small.txt unwound-dwarf.txt | head; exit 1; }
+perf report -i small.data --stdio --no-children >perf-report.txt 2>/dev/null
+grep -q "tree_a2" perf-report.txt || { echo "FAIL: perf report does not show the stacks"; exit 1; }
+"$B/unwound" report -i dwarf.data --folded -o folded-dwarf.txt
+"$B/unwound" report -i small.data --folded -o folded-small.txt
+cmp folded-dwarf.txt folded-small.txt || { echo "FAIL: folded stacks differ"; exit 1; }
+grep -q "main;tree_a;tree_a2;spin " folded-small.txt
+in=$(stat -c %s dwarf.data) out=$(stat -c %s small.data)
+echo "size: $in -> $out bytes"
+[ $((in / out)) -ge 20 ] || { echo "FAIL: the injected file is not much smaller"; exit 1; }
+# pipe mode in, and an existing output kept as .old
+perf record -q -e cpu-clock -F 999 --call-graph dwarf -o - -- "$B/tests/e2e_nofp" calltree 0.5 2>/dev/null |
+    "$B/unwound" inject -i - -o small.data 2>/dev/null
+[ -f small.data.old ] || { echo "FAIL: the previous output was not kept as .old"; exit 1; }
+[ "$(stat -c %a small.data)" = 600 ] || { echo "FAIL: output mode is not 0600"; exit 1; }
+perf script -i small.data --no-inline 2>/dev/null | grep -q "tree_a2" || { echo "FAIL: pipe-mode input"; exit 1; }
+echo "inject: perf script identical to unwound's, folded identical"

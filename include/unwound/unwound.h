@@ -215,7 +215,7 @@ struct uw_sample {
 	uint8_t stop_reason;        /* enum uw_stop_reason of the user part */
 	uint8_t has_callchain;      /* 0: the event records no callchain or stack: the only frame
 	                             * is the sample's ip (in kernel[] or user[], by cpumode) */
-	uint8_t pad;
+	uint8_t has_cpu;            /* the event records the CPU (perf script then shows it) */
 	const char *comm;           /* thread's name at sample time */
 	const char *event_name;
 	uint32_t nr_kernel;         /* kernel frames (addresses), innermost first */
@@ -300,6 +300,55 @@ struct uw_reader_stats {
 };
 /* Fills st (st->sz must be set) with counts so far. */
 UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st);
+
+/* ---------------------------------------------------------------- record */
+
+/* The perf registers (PERF_SAMPLE_REGS_USER mask) the unwinder reads: the general registers and
+ * the instruction pointer (no flags or segment registers). */
+UW_API uint64_t uw_perf_regs_user_mask(void);
+
+struct uw_record_status {
+	size_t sz;
+	uint64_t samples;          /* samples unwound */
+	uint64_t samples_root;     /* of those, reaching a root frame */
+	uint64_t lost;             /* events the kernel lost (ring buffers full) */
+	uint64_t throttled;        /* THROTTLE records */
+	uint64_t bytes_out;        /* written so far */
+	uint64_t procmap_query;    /* mappings found on demand with PROCMAP_QUERY */
+	uint64_t maps_scan;        /* ... with a /proc/PID/maps scan (older kernels) */
+	double elapsed;            /* seconds since the events were enabled */
+	double cpu_self;           /* the recorder's own CPU time (seconds) */
+};
+
+struct uw_record_opts {
+	size_t sz;
+	const char *output;        /* NULL: "perf.data" */
+	const char *event;         /* "cycles" (default when the CPU has it, else "cpu-clock"),
+				    * "cpu-clock", "task-clock", "instructions", "page-faults" */
+	unsigned freq;             /* samples per second and CPU (default 999) */
+	uint64_t period;           /* instead of freq: one sample every period events */
+	int system_wide;           /* -a: every CPU, every process */
+	const int *pids;           /* -p: these processes (all their threads) */
+	size_t npids;
+	const int *tids;           /* -t: these threads */
+	size_t ntids;
+	char *const *argv;         /* a command to start and record (NULL-terminated) */
+	unsigned stack_size;       /* user stack bytes per sample (default 16384, at most 65528) */
+	double duration;           /* seconds; 0: until stopped */
+	unsigned mmap_pages;       /* data pages per ring buffer (power of two; default 1024) */
+	volatile int *stop;        /* set non-zero (a signal handler may) to stop */
+	/* called about once a second with the status so far */
+	void (*on_status)(void *ctx, const struct uw_record_status *st);
+	void *ctx;
+	int cmd_argc;              /* the recording command, for the header */
+	const char *const *cmd_argv;
+};
+
+/* Records with perf_event_open and unwinds online: the output is a perf.data file whose samples
+ * carry complete callchains (as uw_inject writes). Returns when the command exits, *stop is set
+ * or the duration has passed, leaving a valid file. final (sz set) may be NULL. If the command
+ * could not be started or recorded, nothing is left running. @return 0 or a negative error. */
+UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final);
 
 /* ---------------------------------------------------------------- inject */
 

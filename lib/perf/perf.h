@@ -84,12 +84,30 @@ int perf_writer_record(struct perf_writer *w, const void *rec, size_t len);
 int perf_writer_finish(struct perf_writer *w, const struct perf_writer_info *info);
 void perf_writer_close(struct perf_writer *w);
 
+/* ---- callchain sink (perf_inject.c): unwound samples written with callchains */
+struct cc_sink;
+int cc_sink_new(struct uw_session *s, const char *out_path, struct cc_sink **out);
+/* Takes the reader's attributes and non-sample records; its on_sample must be cc_sink_on_sample
+ * with the sink as ctx. */
+void cc_sink_attach(struct cc_sink *k, struct uw_reader *r);
+int cc_sink_on_sample(void *ctx, const struct uw_sample *smp);
+/* Header features from base, build-ids of the modules hit added. */
+int cc_sink_finish(struct cc_sink *k, const struct perf_writer_info *base);
+void cc_sink_free(struct cc_sink *k, struct uw_inject_stats *stats);
+
 /* ---- reader internals shared with writers (perf_reader.c) */
 /* Called with every non-sample record as it is delivered (in time order). */
 typedef int (*perf_record_fn)(void *ctx, const uint8_t *rec, uint32_t len);
 void perf_reader_set_record_fn(struct uw_reader *r, perf_record_fn fn, void *ctx);
 /* The attributes read so far. */
 const struct perf_attr *perf_reader_attrs(const struct uw_reader *r, size_t *n);
+/* Live input: a reader without a file, fed records in arrival order (ordered like a file's
+ * rounds: perf_reader_round after each pass over the ring buffers), then finished. */
+struct uw_reader *perf_reader_new_live(struct uw_session *s, const struct uw_reader_opts *opts);
+int perf_reader_add_attr(struct uw_reader *r, const uint8_t *raw, size_t size, const uint64_t *ids, size_t nids);
+int perf_reader_push(struct uw_reader *r, const uint8_t *rec, uint32_t len);
+int perf_reader_round(struct uw_reader *r);
+int perf_reader_finish(struct uw_reader *r);
 /* The raw record of the sample being delivered (valid in the sample callback). */
 const uint8_t *perf_reader_current_sample(const struct uw_reader *r, uint32_t *len);
 

@@ -10,6 +10,7 @@
  * with the build-ids of every module a frame landed in.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "perf/perf.h"
@@ -41,14 +42,14 @@ static int add_attrs(struct inject *in)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		uint8_t raw[PERF_ATTR_MAX] = { 0 };
-		uint32_t size = UW_MAX(a[i].raw_size, (uint32_t)104);
+		uint32_t size = 128; /* PERF_ATTR_SIZE_VER7: what perf 5.13 to 6.2 expect in a file (newer ones read it) */
 		memcpy(raw, a[i].raw, a[i].raw_size);
 		uint64_t st = (a[i].sample_type & KEEP) | PS_CALLCHAIN, flags, zero = 0;
 		in->out_type[i] = st;
 		memcpy(raw + 24, &st, 8);
 		/* no register or stack copies; the whole chain is in the callchain */
 		memcpy(&flags, raw + 40, 8);
-		flags &= ~(1ull << 21); /* exclude_callchain_user */
+		flags &= ~(1ull << 22); /* exclude_callchain_user */
 		memcpy(raw + 40, &flags, 8);
 		memcpy(raw + 80, &zero, 8);
 		memcpy(raw + 88, &zero, 4);
@@ -196,56 +197,104 @@ static int collect_module(void *ctx, struct uw_module *m)
 	return 0;
 }
 
+int cc_sink_new(struct uw_session *s, const char *out_path, struct cc_sink **out)
+{
+	struct inject *in = calloc(1, sizeof(*in));
+	if (!in)
+		return -ENOMEM;
+	in->s = s;
+	int err = perf_writer_open(out_path, &in->w);
+	if (err) {
+		free(in);
+		return base_err(&s->log, err, "%s: %s", out_path, uw_strerror(err));
+	}
+	*out = (struct cc_sink *)in;
+	return 0;
+}
+
+void cc_sink_attach(struct cc_sink *k, struct uw_reader *r)
+{
+	struct inject *in = (struct inject *)k;
+	in->r = r;
+	perf_reader_set_record_fn(r, on_record, in);
+}
+
+int cc_sink_on_sample(void *ctx, const struct uw_sample *smp)
+{
+	return on_sample(ctx, smp);
+}
+
+int cc_sink_finish(struct cc_sink *k, const struct perf_writer_info *base)
+{
+	struct inject *in = (struct inject *)k;
+	int err = add_attrs(in);
+	if (err)
+		return err;
+	struct bids b = { 0 };
+	uw_session_foreach_module(in->s, collect_module, &b);
+	const char *kb = base_map_get(&in->s->buildids, base_hash_bytes("[kernel.kallsyms]", 17));
+	add_bid(&b, "[kernel.kallsyms]", kb, true);
+	struct perf_writer_info info = *base;
+	info.buildids = b.v;
+	info.nbuildids = b.n;
+	err = perf_writer_finish(in->w, &info);
+	free(b.v);
+	return err;
+}
+
+void cc_sink_free(struct cc_sink *k, struct uw_inject_stats *stats)
+{
+	struct inject *in = (struct inject *)k;
+	if (!in)
+		return;
+	if (stats && stats->sz >= sizeof(size_t)) {
+		size_t sz = stats->sz;
+		memcpy(stats, &in->st, UW_MIN(sz, sizeof(in->st)));
+		stats->sz = sz;
+	}
+	perf_writer_close(in->w);
+	free(in->out_type);
+	free(in->rec);
+	free(in);
+}
+
 UW_API int uw_inject(struct uw_session *s, const char *in_path, const char *out_path,
                      const struct uw_inject_opts *opts, struct uw_inject_stats *stats)
 {
 	struct uw_inject_opts o;
 	if (!s || !in_path || !out_path || base_opts_copy(&o, sizeof(o), opts))
 		return -EINVAL;
-	struct inject in = { .s = s };
-	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample, .ctx = &in);
-	in.r = uw_reader_open(s, in_path, &ro);
-	if (!in.r)
-		return -errno;
-	int err = perf_writer_open(out_path, &in.w);
-	if (err) {
-		uw_reader_free(in.r);
-		return base_err(&s->log, err, "%s: %s", out_path, uw_strerror(err));
+	struct cc_sink *k;
+	int err = cc_sink_new(s, out_path, &k);
+	if (err)
+		return err;
+	UW_OPTS(uw_reader_opts, ro, .on_sample = cc_sink_on_sample, .ctx = k);
+	struct uw_reader *r = uw_reader_open(s, in_path, &ro);
+	if (!r) {
+		err = -errno;
+		cc_sink_free(k, NULL);
+		return err;
 	}
-	perf_reader_set_record_fn(in.r, on_record, &in);
-	err = uw_reader_run(in.r);
-	if (!err)
-		err = add_attrs(&in);
+	cc_sink_attach(k, r);
+	err = uw_reader_run(r);
 	if (!err) {
-		struct bids b = { 0 };
-		uw_session_foreach_module(s, collect_module, &b);
-		const char *kb = base_map_get(&s->buildids, base_hash_bytes("[kernel.kallsyms]", 17));
-		add_bid(&b, "[kernel.kallsyms]", kb, true);
-		const char *cmd = uw_reader_info(in.r, UW_INFO_CMDLINE);
+		const char *cmd = uw_reader_info(r, UW_INFO_CMDLINE);
 		const char *argv[1] = { cmd };
 		unsigned avail = 0, online = 0;
-		const char *cpus = uw_reader_info(in.r, UW_INFO_NRCPUS);
+		const char *cpus = uw_reader_info(r, UW_INFO_NRCPUS);
 		if (cpus)
 			sscanf(cpus, "%u/%u", &online, &avail);
-		struct perf_writer_info info = { uw_reader_info(in.r, UW_INFO_HOSTNAME), uw_reader_info(in.r, UW_INFO_OSRELEASE),
-						 uw_reader_info(in.r, UW_INFO_PERF_VERSION), uw_reader_info(in.r, UW_INFO_ARCH),
-						 avail, online, cmd ? 1 : 0, argv, b.v, b.n };
-		err = perf_writer_finish(in.w, &info);
-		free(b.v);
+		struct perf_writer_info info = { uw_reader_info(r, UW_INFO_HOSTNAME), uw_reader_info(r, UW_INFO_OSRELEASE),
+						 uw_reader_info(r, UW_INFO_PERF_VERSION), uw_reader_info(r, UW_INFO_ARCH),
+						 avail, online, cmd ? 1 : 0, argv, NULL, 0 };
+		err = cc_sink_finish(k, &info);
 		if (err)
 			base_err(&s->log, err, "%s: %s", out_path, uw_strerror(err));
 	}
 	struct uw_reader_stats rs = { .sz = sizeof(rs) };
-	uw_reader_stats(in.r, &rs);
-	in.st.bytes_in = rs.bytes;
-	perf_writer_close(in.w);
-	uw_reader_free(in.r);
-	free(in.out_type);
-	free(in.rec);
-	if (stats && stats->sz >= sizeof(size_t)) {
-		size_t sz = stats->sz;
-		memcpy(stats, &in.st, UW_MIN(sz, sizeof(in.st)));
-		stats->sz = sz;
-	}
+	uw_reader_stats(r, &rs);
+	((struct inject *)k)->st.bytes_in = rs.bytes;
+	uw_reader_free(r);
+	cc_sink_free(k, stats);
 	return err;
 }

@@ -1130,6 +1130,7 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 	smp.pid = ps.pid;
 	smp.tid = ps.tid;
 	smp.cpu = (uint32_t)ps.cpu;
+	smp.has_cpu = (a->sample_type & PS_CPU) != 0;
 	smp.time = ps.time;
 	smp.period = ps.period ? ps.period : 1;
 	smp.ip = ps.ip;
@@ -1468,6 +1469,143 @@ static void progress(struct uw_reader *r, uint64_t off)
 	}
 }
 
+/* One record of the input: header records act at once, event records are queued for time order. */
+static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t off)
+{
+	int err = 0;
+	uint32_t type;
+	memcpy(&type, rec, 4);
+	r->st.records++;
+	progress(r, off);
+	if (type >= 64) {
+		switch (type) {
+		case PR_FINISHED_ROUND:
+			err = flush(r, r->round_limit, false, 0);
+			r->round_limit = r->max_time;
+			break;
+		case PR_HEADER_ATTR: {
+			if (len < 8 + PERF_ATTR_SIZE_VER0) {
+				err = rerr(r, -UW_EFORMAT, off, "HEADER_ATTR record too short");
+				break;
+			}
+			uint32_t asz;
+			memcpy(&asz, rec + 12, 4);
+			if (asz < PERF_ATTR_SIZE_VER0 || asz > len - 8)
+				asz = len - 8 < 128 ? len - 8 : 128;
+			size_t nids = (len - 8 - asz) / 8;
+			err = add_attr(r, rec + 8, asz, rec + 8 + asz, nids, off);
+			break;
+		}
+		case PR_HEADER_BUILD_ID:
+			parse_build_ids(r, rec, len);
+			break;
+		case PR_HEADER_FEATURE: /* pipe mode: u64 feature id, then the section's bytes */
+			if (len >= 16) {
+				uint64_t feat;
+				memcpy(&feat, rec + 8, 8);
+				if (feat < FEAT_LAST && feat != FEAT_BUILD_ID)
+					parse_feature(r, (unsigned)feat, rec + 16, len - 16);
+			}
+			break;
+		case PR_HEADER_TRACING_DATA: {
+			uint32_t sz = 0;
+			if (len >= 12)
+				memcpy(&sz, rec + 8, 4);
+			err = skip_payload(r, ((uint64_t)sz + 7) & ~7ull, off);
+			break;
+		}
+		case PR_AUXTRACE: {
+			uint64_t sz = 0;
+			if (len >= 16)
+				memcpy(&sz, rec + 8, 8);
+			err = skip_payload(r, sz, off);
+			break;
+		}
+		case PR_COMPRESSED:
+			if (!r->warned_compressed) {
+				r->warned_compressed = true;
+				base_log(&r->s->log, UW_LOG_WARN,
+					 "%s: compressed records (perf record -z) are skipped", r->path);
+			}
+			r->st.unknown_records++;
+			break;
+		default:
+			if (type > PR_FINISHED_INIT)
+				r->st.unknown_records++;
+			break;
+		}
+	} else if (!r->nattrs) {
+		err = rerr(r, -UW_ENOATTR, off, "event record before any event attribute");
+	} else {
+		if (type > PR_CALLCHAIN_DEFERRED)
+			r->st.unknown_records++;
+		bool has;
+		uint64_t t = record_time(r, rec, len, &has);
+		if (!has)
+			t = r->max_time; /* no timestamp: keep it in file order */
+		err = enqueue(r, rec, len, t);
+	}
+	return err;
+}
+
+/* ---- live input: records pushed by a recorder (perf_live.c) */
+
+int perf_reader_push(struct uw_reader *r, const uint8_t *rec, uint32_t len)
+{
+	if (r->fatal)
+		return r->fatal;
+	if (len < 8)
+		return -UW_EFORMAT;
+	int err = process_record(r, rec, len, 0);
+	if (err)
+		r->fatal = err;
+	return err;
+}
+
+int perf_reader_round(struct uw_reader *r)
+{
+	static const uint8_t fr[8] = { PR_FINISHED_ROUND, 0, 0, 0, 0, 0, 8, 0 };
+	return perf_reader_push(r, fr, 8);
+}
+
+int perf_reader_finish(struct uw_reader *r)
+{
+	int err = r->fatal ? r->fatal : flush(r, 0, true, 0);
+	r->fatal = err;
+	return err;
+}
+
+int perf_reader_add_attr(struct uw_reader *r, const uint8_t *raw, size_t size, const uint64_t *ids, size_t nids)
+{
+	return add_attr(r, raw, size, (const uint8_t *)ids, nids, 0);
+}
+
+struct uw_reader *perf_reader_new_live(struct uw_session *s, const struct uw_reader_opts *opts)
+{
+	struct uw_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	if (base_opts_copy(&r->o, sizeof(r->o), opts)) {
+		free(r);
+		return NULL;
+	}
+	if (!r->o.max_queue_bytes)
+		r->o.max_queue_bytes = (size_t)512 << 20;
+	r->s = s;
+	r->fd = -1;
+	r->path = strdup("<live>");
+	base_map_init(&r->ids);
+	r->st.sz = sizeof(r->st);
+	r->frames = calloc(s->opts.max_frames, sizeof(*r->frames));
+	r->kcap = KERNEL_FRAMES_MAX;
+	r->kbuf = calloc(r->kcap, sizeof(*r->kbuf));
+	if (!r->path || !r->frames || !r->kbuf) {
+		uw_reader_free(r);
+		return NULL;
+	}
+	return r;
+}
+
 UW_API int uw_reader_run(struct uw_reader *r)
 {
 	if (!r)
@@ -1482,79 +1620,7 @@ UW_API int uw_reader_run(struct uw_reader *r)
 	if (r->sparse && r->file_mode && !r->ra && r->end - r->pos >= (4u << 20) && (err = ra_start(r)))
 		return err;
 	while ((got = next_record(r, &rec, &len, &off)) == 1) {
-		uint32_t type;
-		memcpy(&type, rec, 4);
-		r->st.records++;
-		progress(r, off);
-		if (type >= 64) {
-			switch (type) {
-			case PR_FINISHED_ROUND:
-				err = flush(r, r->round_limit, false, 0);
-				r->round_limit = r->max_time;
-				break;
-			case PR_HEADER_ATTR: {
-				if (len < 8 + PERF_ATTR_SIZE_VER0) {
-					err = rerr(r, -UW_EFORMAT, off, "HEADER_ATTR record too short");
-					break;
-				}
-				uint32_t asz;
-				memcpy(&asz, rec + 12, 4);
-				if (asz < PERF_ATTR_SIZE_VER0 || asz > len - 8)
-					asz = len - 8 < 128 ? len - 8 : 128;
-				size_t nids = (len - 8 - asz) / 8;
-				err = add_attr(r, rec + 8, asz, rec + 8 + asz, nids, off);
-				break;
-			}
-			case PR_HEADER_BUILD_ID:
-				parse_build_ids(r, rec, len);
-				break;
-			case PR_HEADER_FEATURE: /* pipe mode: u64 feature id, then the section's bytes */
-				if (len >= 16) {
-					uint64_t feat;
-					memcpy(&feat, rec + 8, 8);
-					if (feat < FEAT_LAST && feat != FEAT_BUILD_ID)
-						parse_feature(r, (unsigned)feat, rec + 16, len - 16);
-				}
-				break;
-			case PR_HEADER_TRACING_DATA: {
-				uint32_t sz = 0;
-				if (len >= 12)
-					memcpy(&sz, rec + 8, 4);
-				err = skip_payload(r, ((uint64_t)sz + 7) & ~7ull, off);
-				break;
-			}
-			case PR_AUXTRACE: {
-				uint64_t sz = 0;
-				if (len >= 16)
-					memcpy(&sz, rec + 8, 8);
-				err = skip_payload(r, sz, off);
-				break;
-			}
-			case PR_COMPRESSED:
-				if (!r->warned_compressed) {
-					r->warned_compressed = true;
-					base_log(&r->s->log, UW_LOG_WARN,
-						 "%s: compressed records (perf record -z) are skipped", r->path);
-				}
-				r->st.unknown_records++;
-				break;
-			default:
-				if (type > PR_FINISHED_INIT)
-					r->st.unknown_records++;
-				break;
-			}
-		} else if (!r->nattrs) {
-			err = rerr(r, -UW_ENOATTR, off, "event record before any event attribute");
-		} else {
-			if (type > PR_CALLCHAIN_DEFERRED)
-				r->st.unknown_records++;
-			bool has;
-			uint64_t t = record_time(r, rec, len, &has);
-			if (!has)
-				t = r->max_time; /* no timestamp: keep it in file order */
-			err = enqueue(r, rec, len, t);
-		}
-		if (err)
+		if ((err = process_record(r, rec, len, off)))
 			break;
 	}
 	if (got < 0 && !err)

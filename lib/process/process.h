@@ -142,6 +142,8 @@ int proc_jitdump_mmap(struct uw_session *s, int32_t pid, const char *path, size_
 #define JITDUMP_TEXT_OFFSET 0x80
 /* The module of the JIT code load naming pc at time in p, or NULL. */
 struct uw_module *proc_jitdump_find(struct uw_session *s, struct proc *p, uint64_t pc, uint64_t time);
+/* The running kernel's build-id (hex), from /sys/kernel/notes. */
+bool running_kernel_build_id(char *hex);
 /* Ends the session's debuginfod client. */
 void proc_debuginfod_end(struct uw_session *s);
 /* Unwind data, built on first use (NULL if none). */

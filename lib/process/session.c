@@ -535,7 +535,7 @@ int kallsyms_join(struct uw_session *s)
 }
 
 /* The running kernel's build-id, from /sys/kernel/notes. */
-static bool running_kernel_build_id(char *hex)
+bool running_kernel_build_id(char *hex)
 {
 	FILE *f = fopen("/sys/kernel/notes", "re");
 	if (!f)

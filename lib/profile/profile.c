@@ -489,9 +489,12 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 	struct uw_symbol sym;
 	if (!smp->has_callchain) {
 		/* perf script's one-line form: the comm right-aligned, the ip after the event */
-		fprintf(out, "%16s %5u %5" PRIu64 ".%06" PRIu64 ": %10" PRIu64 " %*s: ", smp->comm ? smp->comm : ":-1",
-			smp->tid, smp->time / UINT64_C(1000000000), (smp->time % UINT64_C(1000000000)) / UINT64_C(1000),
-			smp->period, width, smp->event_name ? smp->event_name : "");
+		fprintf(out, "%16s %5u ", smp->comm ? smp->comm : ":-1", smp->tid);
+		if (smp->has_cpu)
+			fprintf(out, "[%03u] ", smp->cpu);
+		fprintf(out, "%5" PRIu64 ".%06" PRIu64 ": %10" PRIu64 " %*s: ", smp->time / UINT64_C(1000000000),
+			(smp->time % UINT64_C(1000000000)) / UINT64_C(1000), smp->period, width,
+			smp->event_name ? smp->event_name : "");
 		if (smp->nr_kernel) {
 			uw_symbolize_kernel(s, smp->kernel[0], &sym);
 			if (sym.name)
@@ -520,6 +523,11 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 	wb_char(&w, ' ');
 	wb_dec(&w, smp->tid, 5, ' ');
 	wb_char(&w, ' ');
+	if (smp->has_cpu) { /* as perf script: "[001]" when the event records the CPU */
+		wb_char(&w, '[');
+		wb_dec(&w, smp->cpu, 3, '0');
+		wb_str(&w, "] ");
+	}
 	wb_dec(&w, smp->time / UINT64_C(1000000000), 5, ' ');
 	wb_char(&w, '.');
 	wb_dec(&w, (smp->time % UINT64_C(1000000000)) / UINT64_C(1000), 6, '0');

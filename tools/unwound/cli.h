@@ -9,6 +9,7 @@
 
 int cmd_report(int argc, char **argv);
 int cmd_inject(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 void cli_log(void *ctx, enum uw_log_level lvl, const char *msg);
 extern int cli_verbose;
 #endif

@@ -18,6 +18,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: unwound <command> [options]\n\n"
 		   "commands:\n"
 		   "  report   unwind and symbolize a perf.data file recorded with --call-graph dwarf\n"
+		   "  record   record with perf_event_open and unwind online (perf.data with callchains)\n"
 		   "  inject   rewrite such a file with ready callchains (for perf report, hotspot)\n\n"
 		   "Run 'unwound <command> --help' for the options of a command.\n");
 }
@@ -30,6 +31,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "report"))
 		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "record"))
+		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "inject"))
 		return cmd_inject(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

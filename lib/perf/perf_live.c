@@ -1,0 +1,753 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live recording: perf_event_open, one ring buffer per event, records read with the
+ * data_head/data_tail protocol and handed to a reader in arrival order, one round per pass
+ * over the rings, so they are put in time order as a file's are. Samples are unwound as they
+ * come out of the ordering window and written with their callchain; stack copies never reach
+ * the disk.
+ *
+ * Events: per CPU for -a; for a command or -p/-t, per task and per CPU with inherit (the kernel
+ * refuses ring buffers on inherited events bound to no CPU). The first event on each CPU (or of
+ * each task) carries the side-band: MMAP2 with build-ids, COMM with exec, FORK/EXIT, on the
+ * CLOCK_MONOTONIC clock (so jitdumps line up, as perf record -k 1).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perf/perf.h"
+#include "unwind/unwind.h"
+
+/* perf_event_attr, as the kernel reads it (size 128); defined here, the installed UAPI headers
+ * may be older than the kernel */
+struct kattr {
+	uint32_t type, size;
+	uint64_t config, sample_period_or_freq, sample_type, read_format, flags;
+	uint32_t wakeup, bp_type;
+	uint64_t config1, config2, branch_sample_type, sample_regs_user;
+	uint32_t sample_stack_user;
+	int32_t clockid;
+	uint64_t sample_regs_intr;
+	uint32_t aux_watermark;
+	uint16_t sample_max_stack, reserved2;
+	uint32_t aux_sample_size, reserved3;
+	uint64_t sig_data, config3;
+};
+_Static_assert(sizeof(struct kattr) == 136, "perf_event_attr VER8");
+
+enum {
+	A_DISABLED = 0, A_INHERIT = 1, A_MMAP = 8, A_COMM = 9, A_FREQ = 10, A_ENABLE_ON_EXEC = 12, A_TASK = 13,
+	A_WATERMARK = 14, A_SAMPLE_ID_ALL = 18, A_EXCL_CALLCHAIN_USER = 22, A_MMAP2 = 23, A_COMM_EXEC = 24,
+	A_USE_CLOCKID = 25, A_BUILD_ID = 34,
+};
+#define BIT(n) (1ull << (n))
+
+/* the first page of a ring buffer (struct perf_event_mmap_page): data_head at 1024, data_tail
+ * at 1032, data_offset 1040, data_size 1048 */
+#define MP_DATA_HEAD 1024
+#define MP_DATA_TAIL 1032
+
+#define PERF_EVENT_IOC_ENABLE 0x2400
+#define PERF_EVENT_IOC_DISABLE 0x2401
+#define PERF_EVENT_IOC_ID 0x80082407
+
+struct ring {
+	int fd;
+	uint8_t *base;       /* control page, then data */
+	size_t data_size;
+	uint64_t id;
+};
+
+struct live {
+	uint64_t id0;        /* the first ring's event id, for synthesized records' sample_id */
+	struct uw_session *s;
+	struct uw_reader *r;
+	struct ring *rings;
+	size_t nrings;
+	uint8_t *tmp;        /* a record that wraps around the ring's end */
+	uint64_t lost;
+};
+
+static long sys_perf_event_open(struct kattr *a, pid_t pid, int cpu, int group, unsigned long flags)
+{
+	return syscall(SYS_perf_event_open, a, pid, cpu, group, flags);
+}
+
+static int ncpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	return n > 0 && n < 4096 ? (int)n : 1;
+}
+
+static int permission_error(struct uw_session *s, int err)
+{
+	int paranoid = -9;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	if (f) {
+		if (fscanf(f, "%d", &paranoid) != 1)
+			paranoid = -9;
+		fclose(f);
+	}
+	return base_err(&s->log, err,
+			"perf_event_open: %s (kernel.perf_event_paranoid is %d): run as root, grant CAP_PERFMON, "
+			"or allow it with 'sysctl -w kernel.perf_event_paranoid=1' (-1 for -a)",
+			strerror(-err), paranoid);
+}
+
+/* Reads every record in the ring into the reader. */
+static int drain(struct live *lv, struct ring *rg)
+{
+	uint8_t *data = rg->base + (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t head = __atomic_load_n((uint64_t *)(rg->base + MP_DATA_HEAD), __ATOMIC_ACQUIRE);
+	uint64_t tail = *(uint64_t *)(rg->base + MP_DATA_TAIL);
+	int err = 0;
+	while (tail < head && !err) {
+		size_t off = (size_t)(tail % rg->data_size);
+		uint8_t hdr[8];
+		for (int i = 0; i < 8; i++)
+			hdr[i] = data[(off + (size_t)i) % rg->data_size];
+		uint16_t size;
+		memcpy(&size, hdr + 6, 2);
+		if (size < 8 || size > head - tail)
+			break; /* cannot happen with a sane kernel: stop reading this ring */
+		const uint8_t *rec = data + off;
+		if (off + size > rg->data_size) {
+			size_t first = rg->data_size - off;
+			memcpy(lv->tmp, data + off, first);
+			memcpy(lv->tmp + first, data, size - first);
+			rec = lv->tmp;
+		}
+		uint32_t type;
+		memcpy(&type, rec, 4);
+		if (type == PR_LOST && size >= 24) {
+			uint64_t n;
+			memcpy(&n, rec + 16, 8);
+			lv->lost += n;
+		}
+		err = perf_reader_push(lv->r, rec, size);
+		tail += size;
+	}
+	__atomic_store_n((uint64_t *)(rg->base + MP_DATA_TAIL), tail, __ATOMIC_RELEASE);
+	return err;
+}
+
+static int drain_all(struct live *lv)
+{
+	int err = 0;
+	for (size_t i = 0; i < lv->nrings && !err; i++)
+		err = drain(lv, &lv->rings[i]);
+	if (!err)
+		err = perf_reader_round(lv->r);
+	return err;
+}
+
+static double now_s(clockid_t c)
+{
+	struct timespec t;
+	clock_gettime(c, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ---- synthesized records for processes that exist before recording (-p, -a) */
+
+/* A synthesized record with the sample_id trailer the event's records carry (sample_id_all):
+ * pid/tid, time 0 (before everything recorded), cpu 0, the first event's id. */
+static int push_synth(struct live *lv, uint8_t *rec, size_t len, int32_t pid, int32_t tid)
+{
+	uint64_t z = 0;
+	memcpy(rec + len, &pid, 4);
+	memcpy(rec + len + 4, &tid, 4);
+	memcpy(rec + len + 8, &z, 8);
+	memcpy(rec + len + 16, &z, 8);
+	memcpy(rec + len + 24, &lv->id0, 8);
+	uint16_t sz = (uint16_t)(len + 32);
+	memcpy(rec + 6, &sz, 2);
+	return perf_reader_push(lv->r, rec, sz);
+}
+
+static int push_comm(struct live *lv, int32_t pid, int32_t tid, const char *comm)
+{
+	uint8_t rec[8 + 8 + 24 + 32];
+	size_t cl = strnlen(comm, 15), size = (8 + 8 + cl + 1 + 7) & ~(size_t)7;
+	memset(rec, 0, sizeof(rec));
+	uint32_t type = PR_COMM;
+	uint16_t misc = PM_USER, sz = (uint16_t)size;
+	memcpy(rec, &type, 4);
+	memcpy(rec + 4, &misc, 2);
+	memcpy(rec + 6, &sz, 2);
+	memcpy(rec + 8, &pid, 4);
+	memcpy(rec + 12, &tid, 4);
+	memcpy(rec + 16, comm, cl);
+	return push_synth(lv, rec, size, pid, tid);
+}
+
+/* MMAP2 of a /proc/PID/maps line's executable mapping, as the kernel would have written it */
+static int push_mmap2(struct live *lv, int32_t pid, uint64_t start, uint64_t end, uint64_t pgoff, uint32_t maj,
+                      uint32_t min, uint64_t ino, uint32_t prot, const char *path)
+{
+	uint8_t rec[8 + 64 + 4096 + 32];
+	size_t pl = strnlen(path, 4095), size = (8 + 64 + pl + 1 + 7) & ~(size_t)7;
+	memset(rec, 0, size);
+	uint32_t type = PR_MMAP2, flags = 2 /* MAP_PRIVATE */;
+	uint16_t misc = PM_USER, sz = (uint16_t)size;
+	uint64_t len = end - start, gen = 0;
+	memcpy(rec, &type, 4);
+	memcpy(rec + 4, &misc, 2);
+	memcpy(rec + 6, &sz, 2);
+	memcpy(rec + 8, &pid, 4);
+	memcpy(rec + 12, &pid, 4);
+	memcpy(rec + 16, &start, 8);
+	memcpy(rec + 24, &len, 8);
+	memcpy(rec + 32, &pgoff, 8);
+	memcpy(rec + 40, &maj, 4);
+	memcpy(rec + 44, &min, 4);
+	memcpy(rec + 48, &ino, 8);
+	memcpy(rec + 56, &gen, 8);
+	memcpy(rec + 64, &prot, 4);
+	memcpy(rec + 68, &flags, 4);
+	memcpy(rec + 72, path, pl);
+	return push_synth(lv, rec, size, pid, pid);
+}
+
+/* The kernel's text as perf record describes it: an MMAP of "[kernel.kallsyms]_text" from _text
+ * to _etext with pgoff = the address of _text (its relocation reference), and the running
+ * kernel's build-id, so that perf and unwound name kernel frames. */
+static int push_kernel_map(struct live *lv)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	if (!f)
+		return 0;
+	unsigned long long text = 0, etext = 0, a;
+	char type, name[256];
+	while ((!text || !etext) && fscanf(f, "%llx %c %255s%*[^\n]", &a, &type, name) == 3) {
+		if (!strcmp(name, "_text"))
+			text = a;
+		else if (!strcmp(name, "_etext"))
+			etext = a;
+	}
+	fclose(f);
+	char hex[2 * ELFV_MAX_BUILD_ID + 1];
+	if (running_kernel_build_id(hex)) {
+		uint8_t bid[ELFV_MAX_BUILD_ID];
+		size_t n = strlen(hex) / 2;
+		for (size_t i = 0; i < n; i++) {
+			unsigned v;
+			sscanf(hex + 2 * i, "%2x", &v);
+			bid[i] = (uint8_t)v;
+		}
+		proc_note_build_id(lv->s, "[kernel.kallsyms]", bid, n);
+	}
+	if (!text || etext <= text)
+		return 0; /* addresses hidden (kptr_restrict): kernel frames stay unnamed */
+	uint8_t rec[8 + 32 + 24 + 32];
+	const char *fn = "[kernel.kallsyms]_text";
+	size_t fl = strlen(fn), size = (8 + 32 + fl + 1 + 7) & ~(size_t)7;
+	memset(rec, 0, sizeof(rec));
+	uint32_t type32 = PR_MMAP;
+	uint16_t misc = PM_KERNEL;
+	int32_t pid = -1, tid = 0;
+	uint64_t len = etext - text, pgoff = text;
+	memcpy(rec, &type32, 4);
+	memcpy(rec + 4, &misc, 2);
+	memcpy(rec + 8, &pid, 4);
+	memcpy(rec + 12, &tid, 4);
+	memcpy(rec + 16, &text, 8);
+	memcpy(rec + 24, &len, 8);
+	memcpy(rec + 32, &pgoff, 8);
+	memcpy(rec + 40, fn, fl);
+	return push_synth(lv, rec, size, pid, tid);
+}
+
+/* One process from /proc: its threads' names and its executable mappings. */
+static int synthesize(struct live *lv, int32_t pid)
+{
+	char p[64], comm[64] = "";
+	snprintf(p, sizeof(p), "/proc/%d/comm", pid);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return 0; /* gone already */
+	if (fgets(comm, sizeof(comm), f))
+		comm[strcspn(comm, "\n")] = 0;
+	fclose(f);
+	int err = push_comm(lv, pid, pid, comm);
+	/* every thread's name */
+	snprintf(p, sizeof(p), "/proc/%d/task", pid);
+	DIR *td = opendir(p);
+	struct dirent *te;
+	while (!err && td && (te = readdir(td))) {
+		char *end;
+		long tid = strtol(te->d_name, &end, 10);
+		if (*end || tid <= 0 || tid == pid)
+			continue;
+		char tp[96], tc[64] = "";
+		snprintf(tp, sizeof(tp), "/proc/%d/task/%ld/comm", pid, tid);
+		FILE *tf = fopen(tp, "re");
+		if (!tf)
+			continue;
+		if (fgets(tc, sizeof(tc), tf))
+			tc[strcspn(tc, "\n")] = 0;
+		fclose(tf);
+		err = push_comm(lv, pid, (int32_t)tid, tc);
+	}
+	if (td)
+		closedir(td);
+	snprintf(p, sizeof(p), "/proc/%d/maps", pid);
+	f = fopen(p, "re");
+	if (!f)
+		return err;
+	char line[4096 + 256];
+	while (!err && fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff, ino;
+		unsigned maj, min;
+		char perms[8];
+		int n = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min, &ino, &n) < 7)
+			continue;
+		if (perms[2] != 'x')
+			continue;
+		char *path = line + n;
+		path[strcspn(path, "\n")] = 0;
+		if (!*path)
+			path = (char *)"//anon";
+		uint32_t prot = (perms[0] == 'r' ? 1 : 0) | (perms[1] == 'w' ? 2 : 0) | 4;
+		err = push_mmap2(lv, pid, start, end, pgoff, maj, min, ino, prot, path);
+	}
+	fclose(f);
+	return err;
+}
+
+static int synthesize_all(struct live *lv, const int *pids, size_t npids, bool all)
+{
+	int err = 0;
+	if (!all) {
+		for (size_t i = 0; i < npids && !err; i++)
+			err = synthesize(lv, pids[i]);
+		return err;
+	}
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -errno;
+	struct dirent *e;
+	while (!err && (e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		err = synthesize(lv, (int32_t)pid);
+	}
+	closedir(d);
+	return err;
+}
+
+/* ---- events */
+
+UW_API uint64_t uw_perf_regs_user_mask(void)
+{
+	return unw_x86_64_perf_mask();
+}
+
+struct evspec {
+	uint32_t type;
+	uint64_t config;
+	const char *name;
+};
+
+static bool parse_event(const char *name, struct evspec *e)
+{
+	static const struct evspec known[] = {
+		{ 0, 0, "cycles" },        /* PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES */
+		{ 0, 1, "instructions" },
+		{ 1, 0, "cpu-clock" },     /* PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK */
+		{ 1, 1, "task-clock" },
+		{ 1, 2, "page-faults" },
+	};
+	for (size_t i = 0; i < UW_ARRAY_SIZE(known); i++)
+		if (!strcmp(name, known[i].name)) {
+			*e = known[i];
+			return true;
+		}
+	return false;
+}
+
+static void attr_init(struct kattr *a, const struct evspec *ev, const struct uw_record_opts *o, bool sideband, bool task)
+{
+	memset(a, 0, sizeof(*a));
+	a->type = ev->type;
+	a->size = sizeof(*a);
+	a->config = ev->config;
+	if (o->period) {
+		a->sample_period_or_freq = o->period;
+	} else {
+		a->sample_period_or_freq = o->freq;
+		a->flags |= BIT(A_FREQ);
+	}
+	a->sample_type = PS_IDENTIFIER | PS_IP | PS_TID | PS_TIME | PS_CPU | PS_PERIOD | PS_CALLCHAIN | PS_REGS_USER |
+			 PS_STACK_USER;
+	/* the kernel's part of the callchain only: the user part is ours */
+	a->flags |= BIT(A_DISABLED) | BIT(A_SAMPLE_ID_ALL) | BIT(A_EXCL_CALLCHAIN_USER) | BIT(A_USE_CLOCKID) |
+		    BIT(A_WATERMARK);
+	if (task)
+		a->flags |= BIT(A_INHERIT);
+	if (o->argv)
+		a->flags |= BIT(A_ENABLE_ON_EXEC);
+	if (sideband)
+		a->flags |= BIT(A_MMAP) | BIT(A_MMAP2) | BIT(A_COMM) | BIT(A_COMM_EXEC) | BIT(A_TASK) | BIT(A_BUILD_ID);
+	a->clockid = CLOCK_MONOTONIC;
+	a->sample_regs_user = unw_x86_64_perf_mask();
+	a->sample_stack_user = o->stack_size;
+	a->wakeup = 0; /* with watermark: bytes; 0 means half the buffer */
+}
+
+static int open_ring(struct live *lv, struct kattr *a, pid_t pid, int cpu, size_t pages)
+{
+	long fd = sys_perf_event_open(a, pid, cpu, -1, 8 /* PERF_FLAG_FD_CLOEXEC */);
+	if (fd < 0)
+		return -errno;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = (pages + 1) * pg;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+	if (m == MAP_FAILED) {
+		int e = -errno;
+		close((int)fd);
+		return e;
+	}
+	struct ring *nr = realloc(lv->rings, (lv->nrings + 1) * sizeof(*nr));
+	if (!nr) {
+		munmap(m, len);
+		close((int)fd);
+		return -ENOMEM;
+	}
+	lv->rings = nr;
+	struct ring *rg = &lv->rings[lv->nrings++];
+	rg->fd = (int)fd;
+	rg->base = m;
+	rg->data_size = pages * pg;
+	rg->id = 0;
+	if (ioctl((int)fd, PERF_EVENT_IOC_ID, &rg->id) < 0)
+		rg->id = 0;
+	return 0;
+}
+
+static void close_rings(struct live *lv)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	for (size_t i = 0; i < lv->nrings; i++) {
+		munmap(lv->rings[i].base, lv->rings[i].data_size + pg);
+		close(lv->rings[i].fd);
+	}
+	free(lv->rings);
+	lv->rings = NULL;
+	lv->nrings = 0;
+}
+
+/* The threads of a process, from /proc/PID/task. */
+static int task_ids(int pid, int **out, size_t *n)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/task", pid);
+	DIR *d = opendir(p);
+	if (!d)
+		return -errno;
+	size_t cap = 16;
+	*out = malloc(cap * sizeof(**out));
+	*n = 0;
+	struct dirent *e;
+	while (*out && (e = readdir(d))) {
+		char *end;
+		long tid = strtol(e->d_name, &end, 10);
+		if (*end || tid <= 0)
+			continue;
+		if (*n == cap) {
+			int *nt = realloc(*out, 2 * cap * sizeof(*nt));
+			if (!nt) {
+				free(*out);
+				*out = NULL;
+				break;
+			}
+			*out = nt;
+			cap *= 2;
+		}
+		(*out)[(*n)++] = (int)tid;
+	}
+	closedir(d);
+	return *out ? 0 : -ENOMEM;
+}
+
+/* Events for a task on every CPU: the first of each task carries the side-band. */
+static int open_task(struct live *lv, const struct evspec *ev, const struct uw_record_opts *o, pid_t tid, int ncpu,
+                     size_t pages)
+{
+	for (int c = 0; c < ncpu; c++) {
+		struct kattr a;
+		attr_init(&a, ev, o, true, true);
+		int err = open_ring(lv, &a, tid, c, pages);
+		if (err == -ENODEV || err == -EINVAL)
+			continue; /* an offline CPU */
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static uint64_t status_root(const struct uw_reader_stats *st)
+{
+	return st->stop_reasons[UW_STOP_END_OF_STACK] + st->stop_reasons[UW_STOP_NONE];
+}
+
+static double cpu_self(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+	       (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final)
+{
+	struct uw_record_opts o;
+	if (!s || base_opts_copy(&o, sizeof(o), opts))
+		return -EINVAL;
+	if (!o.output)
+		o.output = "perf.data";
+	if (!o.freq && !o.period)
+		o.freq = 999;
+	if (!o.stack_size)
+		o.stack_size = 16384;
+	if (o.stack_size > 65528)
+		return base_err(&s->log, -EINVAL, "the user stack size is at most 65528 bytes");
+	o.stack_size &= ~7u;
+	if (!o.mmap_pages)
+		o.mmap_pages = 1024;
+	if (o.mmap_pages & (o.mmap_pages - 1))
+		return base_err(&s->log, -EINVAL, "ring buffer pages must be a power of two");
+	int targets = !!o.system_wide + !!o.npids + !!o.ntids + !!o.argv;
+	if (targets != 1)
+		return base_err(&s->log, -EINVAL, "give exactly one of: a command, -p PIDS, -t TIDS, -a");
+	struct evspec ev;
+	bool ev_default = !o.event;
+	if (!parse_event(ev_default ? "cycles" : o.event, &ev))
+		return base_err(&s->log, -EINVAL, "unknown event '%s' (cycles, instructions, cpu-clock, task-clock, page-faults)",
+				o.event);
+
+	struct live lv = { .s = s };
+	struct cc_sink *k = NULL;
+	int err = cc_sink_new(s, o.output, &k);
+	if (err)
+		return err;
+	UW_OPTS(uw_reader_opts, ro, .on_sample = cc_sink_on_sample, .ctx = k);
+	lv.r = perf_reader_new_live(s, &ro);
+	lv.tmp = malloc(1u << 16);
+	if (!lv.r || !lv.tmp) {
+		cc_sink_free(k, NULL);
+		uw_reader_free(lv.r);
+		free(lv.tmp);
+		return -ENOMEM;
+	}
+	cc_sink_attach(k, lv.r);
+
+	/* the command: forked now, it waits on a pipe until the events exist, then execs */
+	pid_t child = -1;
+	int go[2] = { -1, -1 };
+	if (o.argv) {
+		if (pipe2(go, O_CLOEXEC)) {
+			err = -errno;
+			goto out;
+		}
+		child = fork();
+		if (child < 0) {
+			err = -errno;
+			goto out;
+		}
+		if (child == 0) {
+			char c;
+			close(go[1]);
+			if (read(go[0], &c, 1) != 1)
+				_exit(127);
+			execvp(o.argv[0], o.argv);
+			fprintf(stderr, "unwound record: %s: %s\n", o.argv[0], strerror(errno));
+			_exit(127);
+		}
+		close(go[0]);
+		go[0] = -1;
+	}
+	bool child_done = false;
+	double t0 = now_s(CLOCK_MONOTONIC);
+	int ncpu = ncpus();
+	size_t pages = o.mmap_pages;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (o.system_wide) {
+			for (int c = 0; c < ncpu && !err; c++) {
+				struct kattr a;
+				attr_init(&a, &ev, &o, true, false);
+				err = open_ring(&lv, &a, -1, c, pages);
+				if (err == -ENODEV)
+					err = 0;
+			}
+		} else if (o.argv) {
+			err = open_task(&lv, &ev, &o, child, ncpu, pages);
+		} else {
+			for (size_t i = 0; i < o.npids && !err; i++) {
+				int *tids = NULL;
+				size_t nt = 0;
+				err = task_ids(o.pids[i], &tids, &nt);
+				if (err)
+					err = base_err(&s->log, err, "process %d: %s", o.pids[i], strerror(-err));
+				for (size_t t = 0; t < nt && !err; t++)
+					err = open_task(&lv, &ev, &o, tids[t], ncpu, pages);
+				free(tids);
+			}
+			for (size_t i = 0; i < o.ntids && !err; i++)
+				err = open_task(&lv, &ev, &o, o.tids[i], ncpu, pages);
+		}
+		/* no hardware counters (a VM): the default falls back to cpu-clock */
+		if ((err == -ENOENT || err == -EOPNOTSUPP) && ev_default && ev.type == 0) {
+			close_rings(&lv);
+			parse_event("cpu-clock", &ev);
+			err = 0;
+			continue;
+		}
+		break;
+	}
+	if (err == -EACCES || err == -EPERM) {
+		err = permission_error(s, err);
+		goto out;
+	}
+	if (err) {
+		err = base_err(&s->log, err, "perf_event_open (%s): %s", ev.name, strerror(-err));
+		goto out;
+	}
+	/* the reader learns the event: the attribute as opened, and every ring's id */
+	{
+		struct kattr a;
+		attr_init(&a, &ev, &o, true, !o.system_wide);
+		uint64_t *ids = malloc(lv.nrings * sizeof(*ids));
+		if (!ids) {
+			err = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < lv.nrings; i++)
+			ids[i] = lv.rings[i].id;
+		err = perf_reader_add_attr(lv.r, (const uint8_t *)&a, sizeof(a), ids, lv.nrings);
+		free(ids);
+		if (err)
+			goto out;
+	}
+	lv.id0 = lv.nrings ? lv.rings[0].id : 0;
+	err = push_kernel_map(&lv);
+	if (err)
+		goto out;
+	/* processes that already run: their names and mappings, before anything they do next */
+	if (o.system_wide || o.npids) {
+		err = synthesize_all(&lv, o.pids, o.npids, o.system_wide);
+		if (err)
+			goto out;
+	}
+	for (size_t i = 0; i < lv.nrings; i++)
+		ioctl(lv.rings[i].fd, PERF_EVENT_IOC_ENABLE, 0);
+	if (o.argv) {
+		/* enable_on_exec: counting starts at the exec */
+		if (write(go[1], "x", 1) != 1) {
+			err = -errno;
+			goto out;
+		}
+		close(go[1]);
+		go[1] = -1;
+	}
+	t0 = now_s(CLOCK_MONOTONIC);
+	double last_status = t0;
+	struct pollfd *pfd = calloc(lv.nrings ? lv.nrings : 1, sizeof(*pfd));
+	if (!pfd) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < lv.nrings; i++)
+		pfd[i] = (struct pollfd){ lv.rings[i].fd, POLLIN, 0 };
+	while (!err) {
+		int pr = poll(pfd, lv.nrings, 100);
+		if (pr < 0 && errno != EINTR) {
+			err = -errno;
+			break;
+		}
+		err = drain_all(&lv);
+		double now = now_s(CLOCK_MONOTONIC);
+		if (child > 0 && !child_done) {
+			int st;
+			if (waitpid(child, &st, WNOHANG) == child) {
+				child_done = true;
+				child = -1; /* reaped */
+			}
+		}
+		bool stop = child_done || (o.stop && *o.stop) || (o.duration > 0 && now - t0 >= o.duration);
+		if (o.on_status && (now - last_status >= 1.0 || stop)) {
+			last_status = now;
+			struct uw_reader_stats rs = { .sz = sizeof(rs) };
+			uw_reader_stats(lv.r, &rs);
+			struct uw_record_status st = { sizeof(st), rs.samples_delivered, status_root(&rs), lv.lost, 0,
+						      0, 0, 0, now - t0, cpu_self() };
+			o.on_status(o.ctx, &st);
+		}
+		if (stop)
+			break;
+	}
+	free(pfd);
+	for (size_t i = 0; i < lv.nrings; i++)
+		ioctl(lv.rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+	if (!err)
+		err = drain_all(&lv);
+	if (!err)
+		err = perf_reader_finish(lv.r);
+	if (!err) {
+		struct utsname u;
+		uname(&u);
+		char vers[32];
+		snprintf(vers, sizeof(vers), "unwound %d.%d.%d", UW_VERSION_MAJOR, UW_VERSION_MINOR, UW_VERSION_PATCH);
+		long online = sysconf(_SC_NPROCESSORS_ONLN);
+		struct perf_writer_info info = { u.nodename, u.release, vers, u.machine, (uint32_t)ncpu,
+						 (uint32_t)(online > 0 ? online : ncpu), o.cmd_argc, o.cmd_argv, NULL, 0 };
+		err = cc_sink_finish(k, &info);
+		if (err)
+			base_err(&s->log, err, "%s: %s", o.output, uw_strerror(err));
+	}
+	if (final && final->sz >= sizeof(size_t)) {
+		struct uw_reader_stats rs = { .sz = sizeof(rs) };
+		uw_reader_stats(lv.r, &rs);
+		struct uw_inject_stats is = { .sz = sizeof(is) };
+		cc_sink_free(k, &is);
+		k = NULL;
+		struct uw_record_status st = { sizeof(st), rs.samples_delivered, status_root(&rs), lv.lost, 0, is.bytes_out,
+					      0, 0, now_s(CLOCK_MONOTONIC) - t0, cpu_self() };
+		size_t sz = final->sz;
+		memcpy(final, &st, UW_MIN(sz, sizeof(st)));
+		final->sz = sz;
+	}
+out:
+	if (go[0] >= 0)
+		close(go[0]);
+	if (go[1] >= 0)
+		close(go[1]);
+	if (child > 0) {
+		/* a command that could not be recorded, or outlived the recording, is not left
+		 * running */
+		int st;
+		if (waitpid(child, &st, WNOHANG) == 0) {
+			kill(child, err ? SIGKILL : SIGTERM);
+			waitpid(child, &st, 0);
+		}
+	}
+	close_rings(&lv);
+	cc_sink_free(k, NULL);
+	uw_reader_free(lv.r);
+	free(lv.tmp);
+	return err;
+}

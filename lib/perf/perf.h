@@ -91,6 +91,8 @@ int cc_sink_new(struct uw_session *s, const char *out_path, struct cc_sink **out
  * with the sink as ctx. */
 void cc_sink_attach(struct cc_sink *k, struct uw_reader *r);
 int cc_sink_on_sample(void *ctx, const struct uw_sample *smp);
+/* A record of the recorder's own (a mapping found on demand), written as it is. */
+int cc_sink_record(struct cc_sink *k, const uint8_t *rec, uint32_t len);
 /* Header features from base, build-ids of the modules hit added. */
 int cc_sink_finish(struct cc_sink *k, const struct perf_writer_info *base);
 void cc_sink_free(struct cc_sink *k, struct uw_inject_stats *stats);

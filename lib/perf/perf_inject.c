@@ -219,6 +219,11 @@ void cc_sink_attach(struct cc_sink *k, struct uw_reader *r)
 	perf_reader_set_record_fn(r, on_record, in);
 }
 
+int cc_sink_record(struct cc_sink *k, const uint8_t *rec, uint32_t len)
+{
+	return on_record(k, rec, len);
+}
+
 int cc_sink_on_sample(void *ctx, const struct uw_sample *smp)
 {
 	return on_sample(ctx, smp);

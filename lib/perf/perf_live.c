@@ -71,6 +71,7 @@ struct ring {
 };
 
 struct live {
+	struct cc_sink *sink;
 	uint64_t id0;        /* the first ring's event id, for synthesized records' sample_id */
 	struct uw_session *s;
 	struct uw_reader *r;
@@ -351,6 +352,46 @@ static int synthesize_all(struct live *lv, const int *pids, size_t npids, bool a
 	return err;
 }
 
+/* A mapping the tracker found on demand: an MMAP2 into the output (not into the reader, which
+ * has it), at the time of the sample that needed it. */
+static void on_new_map(void *ctx, int32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t maj, uint32_t min,
+                       uint64_t ino, const char *path, const uint8_t *bid, size_t blen, uint64_t time)
+{
+	struct live *lv = ctx;
+	uint8_t rec[8 + 64 + 4096 + 32];
+	size_t pl = strnlen(path, 4095), size = (8 + 64 + pl + 1 + 7) & ~(size_t)7;
+	memset(rec, 0, size + 32);
+	uint32_t type = PR_MMAP2, prot = 5, flags = 2;
+	uint16_t misc = PM_USER | (blen ? PM_MMAP_BUILD_ID : 0);
+	memcpy(rec, &type, 4);
+	memcpy(rec + 4, &misc, 2);
+	memcpy(rec + 8, &pid, 4);
+	memcpy(rec + 12, &pid, 4);
+	memcpy(rec + 16, &start, 8);
+	memcpy(rec + 24, &len, 8);
+	memcpy(rec + 32, &pgoff, 8);
+	if (blen) {
+		rec[40] = (uint8_t)UW_MIN(blen, (size_t)20);
+		memcpy(rec + 44, bid, UW_MIN(blen, (size_t)20));
+	} else {
+		memcpy(rec + 40, &maj, 4);
+		memcpy(rec + 44, &min, 4);
+		memcpy(rec + 48, &ino, 8);
+	}
+	memcpy(rec + 64, &prot, 4);
+	memcpy(rec + 68, &flags, 4);
+	memcpy(rec + 72, path, pl);
+	uint64_t t = time == UINT64_MAX ? 0 : time, z = 0;
+	memcpy(rec + size, &pid, 4);
+	memcpy(rec + size + 4, &pid, 4);
+	memcpy(rec + size + 8, &t, 8);
+	memcpy(rec + size + 16, &z, 8);
+	memcpy(rec + size + 24, &lv->id0, 8);
+	uint16_t sz = (uint16_t)(size + 32);
+	memcpy(rec + 6, &sz, 2);
+	cc_sink_record(lv->sink, rec, sz);
+}
+
 /* ---- events */
 
 UW_API uint64_t uw_perf_regs_user_mask(void)
@@ -541,6 +582,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 				o.event);
 
 	struct live lv = { .s = s };
+	s->live = true;
 	struct cc_sink *k = NULL;
 	int err = cc_sink_new(s, o.output, &k);
 	if (err)
@@ -555,6 +597,9 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		return -ENOMEM;
 	}
 	cc_sink_attach(k, lv.r);
+	lv.sink = k;
+	s->on_new_map = on_new_map;
+	s->on_new_map_ctx = &lv;
 
 	/* the command: forked now, it waits on a pipe until the events exist, then execs */
 	pid_t child = -1;
@@ -647,12 +692,32 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	err = push_kernel_map(&lv);
 	if (err)
 		goto out;
-	/* processes that already run: their names and mappings, before anything they do next */
+	/* processes that already run: their names and mappings, before anything they do next;
+	 * for -t only the threads' names: their mappings are asked for when a pc needs one
+	 * (PROCMAP_QUERY, or a /proc/PID/maps scan on kernels before 6.11) */
 	if (o.system_wide || o.npids) {
 		err = synthesize_all(&lv, o.pids, o.npids, o.system_wide);
 		if (err)
 			goto out;
 	}
+	for (size_t i = 0; i < o.ntids && !err; i++) {
+		char p[64], comm[64] = "";
+		int32_t pid = o.tids[i];
+		snprintf(p, sizeof(p), "/proc/%d/status", o.tids[i]);
+		FILE *f = fopen(p, "re");
+		char line[256];
+		while (f && fgets(line, sizeof(line), f)) {
+			if (!strncmp(line, "Name:", 5))
+				sscanf(line + 5, " %63[^\n]", comm);
+			else if (!strncmp(line, "Tgid:", 5))
+				pid = (int32_t)strtol(line + 5, NULL, 10);
+		}
+		if (f)
+			fclose(f);
+		err = push_comm(&lv, pid, o.tids[i], comm);
+	}
+	if (err)
+		goto out;
 	for (size_t i = 0; i < lv.nrings; i++)
 		ioctl(lv.rings[i].fd, PERF_EVENT_IOC_ENABLE, 0);
 	if (o.argv) {
@@ -694,7 +759,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 			struct uw_reader_stats rs = { .sz = sizeof(rs) };
 			uw_reader_stats(lv.r, &rs);
 			struct uw_record_status st = { sizeof(st), rs.samples_delivered, status_root(&rs), lv.lost, 0,
-						      0, 0, 0, now - t0, cpu_self() };
+						      0, s->procmap_queries, s->maps_scans, now - t0, cpu_self() };
 			o.on_status(o.ctx, &st);
 		}
 		if (stop)
@@ -726,7 +791,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		cc_sink_free(k, &is);
 		k = NULL;
 		struct uw_record_status st = { sizeof(st), rs.samples_delivered, status_root(&rs), lv.lost, 0, is.bytes_out,
-					      0, 0, now_s(CLOCK_MONOTONIC) - t0, cpu_self() };
+					      s->procmap_queries, s->maps_scans, now_s(CLOCK_MONOTONIC) - t0, cpu_self() };
 		size_t sz = final->sz;
 		memcpy(final, &st, UW_MIN(sz, sizeof(st)));
 		final->sz = sz;
@@ -745,6 +810,8 @@ out:
 			waitpid(child, &st, 0);
 		}
 	}
+	s->on_new_map = NULL;
+	s->on_new_map_ctx = NULL;
 	close_rings(&lv);
 	cc_sink_free(k, NULL);
 	uw_reader_free(lv.r);

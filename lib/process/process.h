@@ -62,6 +62,9 @@ struct proc {
 	bool jit_tried;
 	struct jitdump *jd;     /* jit-PID.dump, read when the recording shows its mmap */
 	bool jd_tried;
+	int maps_fd;            /* live: /proc/PID/maps, for PROCMAP_QUERY (0: not opened, -1: none) */
+	uint64_t missed[16];    /* live: pages recently asked about in vain */
+	unsigned nmissed;
 	uint32_t last_map;      /* index of the mapping the last lookup hit (a hint) */
 	bool exited;
 	uint64_t exit_time;
@@ -96,6 +99,12 @@ struct uw_session {
 	size_t nksyms;
 	struct debuginfod_client *dbgd; /* created on the first fetch */
 	bool clock_monotonic;      /* the recording's times are CLOCK_MONOTONIC (perf record -k 1) */
+	bool live;                 /* recording: processes can be asked about pcs the events missed */
+	uint64_t procmap_queries, maps_scans; /* mappings found on demand, by each way */
+	/* live: told of each mapping found on demand (the recorder writes an MMAP2 for it) */
+	void (*on_new_map)(void *ctx, int32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t maj,
+			   uint32_t min, uint64_t ino, const char *path, const uint8_t *bid, size_t blen, uint64_t time);
+	void *on_new_map_ctx;
 	bool dbgd_tried;
 	struct base_arena inl_arena; /* inline chains of every module */
 	char *kallsyms_path;       /* set by uw_session_load_kallsyms, read on first use */

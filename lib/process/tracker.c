@@ -10,6 +10,11 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include "process/process.h"
 
 static void proc_free(struct proc *p)
@@ -20,6 +25,8 @@ static void proc_free(struct proc *p)
 			maps[i].mod->refs--;
 	base_vec_free(&p->maps);
 	jitdump_free(p->jd);
+	if (p->maps_fd > 0)
+		close(p->maps_fd);
 	free(p);
 }
 
@@ -285,10 +292,105 @@ void proc_sweep(struct uw_session *s, uint64_t now)
 	base_vec_free(&dead);
 }
 
+/* ---- live: a mapping the events did not show (created before recording began, or a record
+ * lost), asked of the kernel */
+
+_Static_assert(sizeof(struct { uint64_t a[9]; uint32_t b[4]; uint64_t c[2]; }) == 104, "procmap_query");
+struct procmap_query { /* include/uapi/linux/fs.h, Linux 6.11 */
+	uint64_t size, query_flags, query_addr, vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define PROCMAP_QUERY 0xC0686611u /* _IOWR('f', 17, struct procmap_query): 104 bytes */
+#define PMQ_EXECUTABLE 0x04
+
+static bool ask_kernel(struct uw_session *s, struct proc *p, uint64_t pc, uint64_t time)
+{
+	uint64_t page = pc >> 12;
+	for (unsigned i = 0; i < p->nmissed && i < UW_ARRAY_SIZE(p->missed); i++)
+		if (p->missed[i] == page)
+			return false;
+	if (p->maps_fd == 0) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
+		p->maps_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (p->maps_fd == 0) { /* never 0 here: keep 0 for "not opened" */
+			close(p->maps_fd);
+			p->maps_fd = -1;
+		}
+	}
+	bool found = false;
+	char name[4096];
+	uint8_t bid[ELFV_MAX_BUILD_ID];
+	struct procmap_query q = { sizeof(q), PMQ_EXECUTABLE, pc, 0, 0, 0, 0, 0, 0, 0, 0, sizeof(name), sizeof(bid),
+				   (uint64_t)(uintptr_t)name, (uint64_t)(uintptr_t)bid };
+	uint64_t start = 0, end = 0, off = 0, ino = 0;
+	uint32_t maj = 0, min = 0;
+	size_t blen = 0;
+	if (p->maps_fd > 0 && ioctl(p->maps_fd, PROCMAP_QUERY, &q) == 0) {
+		found = q.vma_start <= pc && pc < q.vma_end;
+		start = q.vma_start;
+		end = q.vma_end;
+		off = q.vma_offset;
+		ino = q.inode;
+		maj = q.dev_major;
+		min = q.dev_minor;
+		blen = q.build_id_size <= sizeof(bid) ? q.build_id_size : 0;
+		if (!q.vma_name_size)
+			snprintf(name, sizeof(name), "//anon");
+		if (found)
+			s->procmap_queries++;
+	} else if (p->maps_fd > 0 && errno != ENOENT) {
+		/* a kernel before 6.11: scan the maps text */
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
+		FILE *f = fopen(path, "re");
+		char line[4096 + 256];
+		while (f && !found && fgets(line, sizeof(line), f)) {
+			unsigned long long a, b, o, in;
+			unsigned ma, mi;
+			char perms[8];
+			int n = 0;
+			if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &a, &b, perms, &o, &ma, &mi, &in, &n) < 7)
+				continue;
+			if (pc < a || pc >= b || perms[2] != 'x')
+				continue;
+			found = true;
+			start = a;
+			end = b;
+			off = o;
+			ino = in;
+			maj = ma;
+			min = mi;
+			char *nm = line + n;
+			nm[strcspn(nm, "\n")] = 0;
+			snprintf(name, sizeof(name), "%s", *nm ? nm : "//anon");
+		}
+		if (f)
+			fclose(f);
+		if (found)
+			s->maps_scans++;
+	}
+	if (!found) {
+		p->missed[p->nmissed++ % UW_ARRAY_SIZE(p->missed)] = page;
+		return false;
+	}
+	struct uw_module *m = proc_module_get(s, name, strlen(name), blen ? bid : NULL, blen, maj, min, ino);
+	if (!m || proc_mmap(s, p->pid, start, end - start, off, 5, m))
+		return false;
+	/* the recorder writes it out, so readers of its output know the mapping too */
+	if (s->on_new_map)
+		s->on_new_map(s->on_new_map_ctx, p->pid, start, end - start, off, maj, min, ino, name,
+			      blen ? bid : NULL, blen, time);
+	return true;
+}
+
 bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 {
 	struct proc_find_ctx *c = ctx;
 	const struct map *cm = c->p ? proc_find_map(c->p, pc) : NULL;
+	if (!cm && c->p && c->s->live && pc >= 4096 && pc < (1ull << 47) && ask_kernel(c->s, c->p, pc, c->time))
+		cm = proc_find_map(c->p, pc);
 	/* JIT code: in an anonymous mapping (or one the recording missed), named by the process's
 	 * jitdump as it was at the sample's time, else by its perf-PID.map; the address is
 	 * absolute, as perf shows it */

@@ -164,10 +164,14 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "\n");
 	if (err)
 		fprintf(stderr, "unwound record: %s\n", uw_session_errmsg(s));
-	else
+	else {
 		fprintf(stderr, "unwound record: %" PRIu64 " samples (%.2f%% unwound to a root), %" PRIu64 " lost, %.1f KiB written to %s; own CPU %.2f s in %.1f s\n",
 			st.samples, st.samples ? 100.0 * (double)st.samples_root / (double)st.samples : 0.0, st.lost,
 			(double)st.bytes_out / 1024.0, ro.output ? ro.output : "perf.data", st.cpu_self, st.elapsed);
+		if (st.procmap_query || st.maps_scan)
+			fprintf(stderr, "unwound record: mappings found on demand: %" PRIu64 " with PROCMAP_QUERY, %" PRIu64 " from /proc/PID/maps\n",
+				st.procmap_query, st.maps_scan);
+	}
 	uw_session_free(s);
 	free(pids);
 	free(tids);

@@ -1,0 +1,76 @@
+#!/bin/sh
+# unwound record: the e2e programs recorded live must give exact stacks; perf script must print
+# what unwound report prints for the output; perf report must read it. Then a shell loop of 200
+# short-lived processes (each attributed to itself and symbolized), -p on a process whose
+# libraries were mapped before recording, and -t whose mappings come from PROCMAP_QUERY.
+set -eu
+B=${UW_BUILD:?} S=${UW_SRC:?}
+W=$B/tests/work/record
+rm -rf "$W"; mkdir -p "$W"
+cd "$W"
+exe=$B/tests/e2e_nofp
+check_chain() { # file chain...
+    f=$1; shift
+    for c in "$@"; do
+        grep -q "$c " "$f" || { echo "FAIL: $f lacks $c"; sort -k2 -nr "$f" | head -5; exit 1; }
+    done
+}
+for mode in calltree shlib threads signal; do
+    "$B/unwound" record -q -o $mode.data -- "$exe" $mode 1 >/dev/null 2>$mode.err || { cat $mode.err; exit 1; }
+    "$B/unwound" report -i $mode.data --comm e2e_nofp --folded --no-kernel -o $mode.folded
+    case $mode in
+    calltree) check_chain $mode.folded "main;tree_a;tree_a2;spin" "main;tree_b;spin" ;;
+    shlib) check_chain $mode.folded "main;lib_entry;lib_inner;spin_lib" "main;lib_entry;lib_inner;exe_callback;spin" ;;
+    threads) check_chain $mode.folded "thread_main;thread_work;spin" ;;
+    signal) check_chain $mode.folded "on_signal;sig_work;spin" "main;signal_loop;spin" ;;
+    esac
+    # nearly every stack reaches main or the thread routine
+    total=$(awk '{s += $NF} END {print s}' $mode.folded)
+    rooted=$(grep -E ";main;|;main |thread_main" $mode.folded | awk '{s += $NF} END {print s + 0}')
+    [ $((rooted * 1000)) -ge $((total * 995)) ] || { echo "FAIL: $mode: $rooted of $total stacks reach a root"; exit 1; }
+    perf script -i $mode.data --no-inline >$mode.perf.txt 2>/dev/null
+    "$B/unwound" report -i $mode.data --script --no-inline -o $mode.uw.txt
+    cmp -s $mode.perf.txt $mode.uw.txt || { echo "FAIL: $mode: perf script and unwound report differ"; diff $mode.perf.txt $mode.uw.txt | head; exit 1; }
+    perf report -i $mode.data --stdio --no-children 2>/dev/null | grep -q "spin" || { echo "FAIL: perf report"; exit 1; }
+    echo "$mode: $total samples, $rooted reach a root; perf script agrees"
+done
+
+# 200 short-lived processes
+"$B/unwound" record -q -F 1999 -o loop.data -- sh -c "for i in \$(seq 200); do $exe calltree 0.02 >/dev/null; done" 2>loop.err
+"$B/unwound" report -i loop.data --script --no-inline -o loop.txt
+python3 - loop.txt <<'PY'
+import sys
+pids, bad, wrong, total = set(), 0, 0, 0
+own = ("e2e_nofp", "libtw_nofp.so", "libc.so.6", "ld-linux-x86-64.so.2", "[vdso]", "[kernel.kallsyms]")
+for b in open(sys.argv[1]).read().split("\n\n"):
+    lines = b.strip("\n").split("\n")
+    if not lines or not lines[0].startswith("e2e_nofp"):
+        continue
+    total += 1
+    pids.add(lines[0].split()[1])
+    dsos = [l.rsplit("(", 1)[-1].rstrip(")").rsplit("/", 1)[-1] for l in lines[1:]]
+    # every frame in the program's own modules (not the shell's), and named
+    if any(d not in own for d in dsos):
+        wrong += 1
+    if any("[unknown]" in l for l in lines[1:]):
+        bad += 1
+print(f"loop: {total} samples in {len(pids)} processes, {wrong} with a frame in another process's module, {bad} with unnamed frames")
+if len(pids) < 150 or wrong or bad * 100 > total:
+    sys.exit(1)
+PY
+
+# -p: a process that runs already (its libraries were mapped before recording)
+"$exe" calltree 3 >/dev/null &
+prog=$!
+sleep 0.5
+"$B/unwound" record -q -p $prog --duration 1 -o pid.data 2>pid.err
+"$B/unwound" report -i pid.data --folded --no-kernel -o pid.folded
+check_chain pid.folded "main;tree_a;tree_a2;spin" "main;tree_b;spin"
+# -t: no mappings synthesized; they come from the kernel when a pc needs them
+"$B/unwound" record -q -t $prog --duration 1 -o tid.data 2>tid.err
+grep -q "mappings found on demand: [1-9][0-9]* with PROCMAP_QUERY" tid.err || { echo "FAIL: no PROCMAP_QUERY"; cat tid.err; exit 1; }
+"$B/unwound" report -i tid.data --folded --no-kernel -o tid.folded
+check_chain tid.folded "main;tree_a;tree_a2;spin"
+perf script -i tid.data --no-inline 2>/dev/null | grep -q "tree_a2" || { echo "FAIL: perf script lacks the on-demand mappings"; exit 1; }
+wait $prog
+echo "record: e2e modes, 200 processes, -p and -t pass"

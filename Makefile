@@ -33,6 +33,9 @@ demo: all
 bench: all
 	./bench/run $(BUILD)
 
+bench-record: all
+	./bench/record $(BUILD)
+
 # Each fuzz target for FUZZ_SECONDS (default 60) with clang's libFuzzer, ASan and UBSan.
 fuzz: deps
 	./fuzz/run $(BUILD)-fuzz

@@ -78,7 +78,7 @@ struct live {
 	struct ring *rings;
 	size_t nrings;
 	uint8_t *tmp;        /* a record that wraps around the ring's end */
-	uint64_t lost;
+	uint64_t lost, throttled;
 };
 
 static long sys_perf_event_open(struct kattr *a, pid_t pid, int cpu, int group, unsigned long flags)
@@ -136,6 +136,8 @@ static int drain(struct live *lv, struct ring *rg)
 			uint64_t n;
 			memcpy(&n, rec + 16, 8);
 			lv->lost += n;
+		} else if (type == PR_THROTTLE) {
+			lv->throttled++;
 		}
 		err = perf_reader_push(lv->r, rec, size);
 		tail += size;
@@ -230,15 +232,16 @@ static int push_kernel_map(struct live *lv)
 	FILE *f = fopen("/proc/kallsyms", "re");
 	if (!f)
 		return 0;
-	unsigned long long text = 0, etext = 0, a;
+	/* _text is among the first lines; the map reaches to the top of the address space, so
+	 * module code is in it too (kallsyms names both). Reading no further matters: the kernel
+	 * formats /proc/kallsyms as it is read, 40-70 ms for all of it. */
+	unsigned long long text = 0, a;
 	char type, name[256];
-	while ((!text || !etext) && fscanf(f, "%llx %c %255s%*[^\n]", &a, &type, name) == 3) {
+	for (int i = 0; i < 100000 && !text && fscanf(f, "%llx %c %255s%*[^\n]", &a, &type, name) == 3; i++)
 		if (!strcmp(name, "_text"))
 			text = a;
-		else if (!strcmp(name, "_etext"))
-			etext = a;
-	}
 	fclose(f);
+	unsigned long long etext = text ? ~0ull : 0;
 	char hex[2 * ELFV_MAX_BUILD_ID + 1];
 	if (running_kernel_build_id(hex)) {
 		uint8_t bid[ELFV_MAX_BUILD_ID];
@@ -758,7 +761,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 			last_status = now;
 			struct uw_reader_stats rs = { .sz = sizeof(rs) };
 			uw_reader_stats(lv.r, &rs);
-			struct uw_record_status st = { sizeof(st), rs.samples_delivered, status_root(&rs), lv.lost, 0,
+			struct uw_record_status st = { sizeof(st), rs.samples_delivered, status_root(&rs), lv.lost, lv.throttled,
 						      0, s->procmap_queries, s->maps_scans, now - t0, cpu_self() };
 			o.on_status(o.ctx, &st);
 		}
@@ -790,7 +793,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		struct uw_inject_stats is = { .sz = sizeof(is) };
 		cc_sink_free(k, &is);
 		k = NULL;
-		struct uw_record_status st = { sizeof(st), rs.samples_delivered, status_root(&rs), lv.lost, 0, is.bytes_out,
+		struct uw_record_status st = { sizeof(st), rs.samples_delivered, status_root(&rs), lv.lost, lv.throttled, is.bytes_out,
 					      s->procmap_queries, s->maps_scans, now_s(CLOCK_MONOTONIC) - t0, cpu_self() };
 		size_t sz = final->sz;
 		memcpy(final, &st, UW_MIN(sz, sizeof(st)));

@@ -15,6 +15,7 @@
 #include <sys/auxv.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -375,6 +376,49 @@ void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m)
 	free(path);
 }
 
+/* Live: the file a process maps, opened through the process, safe from paths it controls.
+ * /proc/PID/map_files/START-END is the mapped file itself (even deleted or replaced since);
+ * else the path inside the process's root (a container's), resolved with openat2's
+ * RESOLVE_IN_ROOT so that its symbolic links cannot lead out of that root. */
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+struct open_how_k {
+	uint64_t flags, mode, resolve;
+};
+#define RESOLVE_NO_MAGICLINKS 0x02
+#define RESOLVE_IN_ROOT 0x10
+
+static bool open_live(struct uw_session *s, struct uw_module *m, const char *bid, char *p, size_t cap)
+{
+	if (!m->live_pid)
+		return false;
+	snprintf(p, cap, "/proc/%d/map_files/%llx-%llx", (int)m->live_pid, (unsigned long long)m->live_start,
+		 (unsigned long long)m->live_end);
+	if (try_open(p, bid, &m->elf, NULL)) {
+		snprintf(p, cap, "%s", m->path); /* its name, for .gnu_debuglink lookups next to it */
+		return true;
+	}
+	char root[64];
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->live_pid);
+	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return false;
+	struct open_how_k how = { O_RDONLY | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	long fd = syscall(SYS_openat2, rfd, m->path[0] == '/' ? m->path + 1 : m->path, &how, sizeof(how));
+	close(rfd);
+	if (fd < 0)
+		return false;
+	/* the opened file through its descriptor: nothing is resolved again */
+	snprintf(p, cap, "/proc/self/fd/%ld", fd);
+	bool ok = try_open(p, bid, &m->elf, NULL);
+	close((int)fd);
+	if (ok)
+		snprintf(p, cap, "/proc/%d/root%s", (int)m->live_pid, m->path);
+	(void)s;
+	return ok;
+}
+
 bool proc_module_open(struct uw_session *s, struct uw_module *m)
 {
 	if (m->state != UW_MODULE_UNOPENED)
@@ -392,6 +436,9 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m)
 	char p[PATH_MAX];
 	bool mismatch = false;
 	const char *bid = m->build_id[0] ? m->build_id : NULL;
+	/* recording: the file the process maps, through the process */
+	if (s->live && open_live(s, m, bid, p, sizeof(p)))
+		goto opened;
 	/* perf's build-id cache first: it holds exactly the recorded file */
 	if (bid && s->buildid_dir && strlen(bid) > 2) {
 		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s/elf", s->buildid_dir, bid, bid + 2);

@@ -46,6 +46,9 @@ struct uw_module {
 	uint64_t hits;          /* frames that landed in it */
 	bool jit;               /* a perf-PID.map: symbols from the map file, addresses absolute */
 	bool jitdump;           /* one code load of a jitdump: shown as perf inject --jit's ELF file */
+	/* live: a process that maps it and where, to open the file it really maps */
+	int32_t live_pid;
+	uint64_t live_start, live_end;
 };
 
 struct map {

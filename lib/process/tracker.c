@@ -98,6 +98,11 @@ int proc_mmap(struct uw_session *s, int32_t pid, uint64_t addr, uint64_t len, ui
 	if (!p)
 		return -ENOMEM;
 	uint64_t end = addr + len;
+	if (s->live && mod && !mod->special && !mod->live_pid && mod->state == UW_MODULE_UNOPENED) {
+		mod->live_pid = pid;
+		mod->live_start = addr;
+		mod->live_end = end;
+	}
 	struct base_vec out = BASE_VEC_INIT(struct map);
 	if (base_vec_reserve(&out, p->maps.len + 2))
 		return -ENOMEM;

@@ -73,4 +73,16 @@ grep -q "mappings found on demand: [1-9][0-9]* with PROCMAP_QUERY" tid.err || { 
 check_chain tid.folded "main;tree_a;tree_a2;spin"
 perf script -i tid.data --no-inline 2>/dev/null | grep -q "tree_a2" || { echo "FAIL: perf script lacks the on-demand mappings"; exit 1; }
 wait $prog
-echo "record: e2e modes, 200 processes, -p and -t pass"
+# a program deleted while it runs, another file put at its path: the mapped file itself is read
+# through /proc/PID/map_files
+cp "$exe" victim
+./victim calltree 3 >/dev/null &
+prog=$!
+sleep 0.3
+rm victim
+cp /bin/true victim
+"$B/unwound" record -q -p $prog --duration 1 -o deleted.data 2>deleted.err
+"$B/unwound" report -i deleted.data --folded --no-kernel -o deleted.folded
+check_chain deleted.folded "main;tree_a;tree_a2;spin"
+wait $prog
+echo "record: e2e modes, 200 processes, -p, -t and a deleted program pass"

@@ -425,6 +425,8 @@ static bool parse_event(const char *name, struct evspec *e)
 	return false;
 }
 
+static bool user_only; /* set per recording before events are opened (see uw_record) */
+
 static void attr_init(struct kattr *a, const struct evspec *ev, const struct uw_record_opts *o, bool sideband, bool task)
 {
 	memset(a, 0, sizeof(*a));
@@ -444,6 +446,8 @@ static void attr_init(struct kattr *a, const struct evspec *ev, const struct uw_
 		    BIT(A_WATERMARK);
 	if (task)
 		a->flags |= BIT(A_INHERIT);
+	if (user_only)
+		a->flags |= BIT(5) | BIT(6); /* exclude_kernel, exclude_hv */
 	if (o->argv)
 		a->flags |= BIT(A_ENABLE_ON_EXEC);
 	if (sideband)
@@ -633,7 +637,8 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	double t0 = now_s(CLOCK_MONOTONIC);
 	int ncpu = ncpus();
 	size_t pages = o.mmap_pages;
-	for (int attempt = 0; attempt < 2; attempt++) {
+	user_only = false;
+	for (int attempt = 0; attempt < 3; attempt++) {
 		if (o.system_wide) {
 			for (int c = 0; c < ncpu && !err; c++) {
 				struct kattr a;
@@ -662,6 +667,16 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		if ((err == -ENOENT || err == -EOPNOTSUPP) && ev_default && ev.type == 0) {
 			close_rings(&lv);
 			parse_event("cpu-clock", &ev);
+			err = 0;
+			continue;
+		}
+		/* not allowed to sample the kernel (perf_event_paranoid 2): user space only, as perf
+		 * does */
+		if ((err == -EACCES || err == -EPERM) && !user_only && !o.system_wide) {
+			close_rings(&lv);
+			user_only = true;
+			base_log(&s->log, UW_LOG_WARN, "kernel samples excluded: kernel.perf_event_paranoid does not allow them "
+				 "('sysctl -w kernel.perf_event_paranoid=1' does)");
 			err = 0;
 			continue;
 		}

@@ -32,6 +32,12 @@ for mode in calltree shlib threads signal; do
     "$B/unwound" report -i $mode.data --script --no-inline -o $mode.uw.txt
     cmp -s $mode.perf.txt $mode.uw.txt || { echo "FAIL: $mode: perf script and unwound report differ"; diff $mode.perf.txt $mode.uw.txt | head; exit 1; }
     perf report -i $mode.data --stdio --no-children 2>/dev/null | grep -q "spin" || { echo "FAIL: perf report"; exit 1; }
+    # hotspot's parser reads it without complaint and sees the functions
+    pp=/usr/lib/x86_64-linux-gnu/libexec/hotspot-perfparser
+    [ -x $pp ] || { echo "FAIL: hotspot is not installed (scripts/install-deps)"; exit 1; }
+    $pp --input $mode.data --output $mode.pp 2>$mode.pp.err || { echo "FAIL: hotspot-perfparser"; cat $mode.pp.err; exit 1; }
+    if grep -iq "error\|invalid\|unexpected" $mode.pp.err; then echo "FAIL: hotspot-perfparser complains"; cat $mode.pp.err; exit 1; fi
+    for f in main spin; do grep -aq "$f" $mode.pp || { echo "FAIL: hotspot does not see $f"; exit 1; }; done
     echo "$mode: $total samples, $rooted reach a root; perf script agrees"
 done
 
@@ -85,4 +91,30 @@ cp /bin/true victim
 "$B/unwound" report -i deleted.data --folded --no-kernel -o deleted.folded
 check_chain deleted.folded "main;tree_a;tree_a2;spin"
 wait $prog
-echo "record: e2e modes, 200 processes, -p, -t and a deleted program pass"
+# Ctrl-C: a valid file, the command stopped
+"$B/unwound" record -q -o int.data -- "$exe" calltree 30 >/dev/null 2>int.err &
+rec=$!
+sleep 1.5
+kill -INT $rec
+wait $rec || { echo "FAIL: record after SIGINT"; cat int.err; exit 1; }
+pgrep -f "e2e_nofp calltree 30" >/dev/null && { echo "FAIL: the command outlived the recording"; exit 1; }
+perf script -i int.data --no-inline 2>/dev/null | grep -q tree_a2 || { echo "FAIL: the file after SIGINT"; exit 1; }
+
+# without privileges (perf_event_paranoid 2 when this runs as root in CI): user space only for a
+# command; -a refused with the reason and the fix
+if command -v setpriv >/dev/null && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -ge 2 ]; then
+    nb=$(mktemp -d)
+    chmod 777 "$nb"
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$B/unwound" record -q -o "$nb/user.data" -- "$exe" calltree 0.5 \
+        >/dev/null 2>"$nb/user.err" || { echo "FAIL: unprivileged record"; cat "$nb/user.err"; exit 1; }
+    grep -q "kernel samples excluded" "$nb/user.err" || { echo "FAIL: no note about kernel samples"; exit 1; }
+    "$B/unwound" report -i "$nb/user.data" --folded -o "$nb/user.folded"
+    check_chain "$nb/user.folded" "main;tree_a;tree_a2;spin"
+    if setpriv --reuid=65534 --regid=65534 --clear-groups "$B/unwound" record -q -a --duration 0.2 -o "$nb/a.data" 2>"$nb/a.err"; then
+        echo "FAIL: -a without privileges"; exit 1
+    fi
+    grep -q "perf_event_paranoid is [0-9]*): run as root, grant CAP_PERFMON, or allow it with 'sysctl" "$nb/a.err" ||
+        { echo "FAIL: the permission error does not explain"; cat "$nb/a.err"; exit 1; }
+    rm -rf "$nb"
+fi
+echo "record: e2e modes, 200 processes, -p, -t, a deleted program, SIGINT and no privileges pass"

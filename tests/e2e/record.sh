@@ -91,6 +91,15 @@ cp /bin/true victim
 "$B/unwound" report -i deleted.data --folded --no-kernel -o deleted.folded
 check_chain deleted.folded "main;tree_a;tree_a2;spin"
 wait $prog
+# -a: every CPU, every process, the running program among them
+"$exe" calltree 3 >/dev/null &
+prog=$!
+sleep 0.3
+"$B/unwound" record -q -a --duration 1 -o all.data 2>all.err
+"$B/unwound" report -i all.data --comm e2e_nofp --folded --no-kernel -o all.folded
+check_chain all.folded "main;tree_a;tree_a2;spin"
+wait $prog
+
 # Ctrl-C: a valid file, the command stopped
 "$B/unwound" record -q -o int.data -- "$exe" calltree 30 >/dev/null 2>int.err &
 rec=$!

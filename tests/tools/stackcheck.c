@@ -13,6 +13,7 @@
  *                        the frame-pointer chain walked in the sample's stack copy must appear,
  *                        in order, among the unwound frames
  *   --min-samples N      fail when fewer samples are checked
+ *   --callchains         the samples carry callchains (unwound record's output), not stack copies
  *   --sparse-equal       read the file a second time the default way (stacks cut to a prefix and
  *                        read back whole when unwinding needs more): every sample's frames and
  *                        stop reason must equal those from the whole stack copies
@@ -31,7 +32,7 @@ static struct uw_session *S;
 static const char *comm;
 static uint64_t nsamples, ncomplete, nexcluded, nfp_checked, nfp_failed, nexpect_checked, nexpect_failed;
 static int printed;
-static bool sparse_equal;
+static bool sparse_equal, callchains;
 static uint64_t *digests, ndigests, capdigests, nsparse, nsparse_bad;
 
 static uint64_t digest(const struct uw_sample *smp)
@@ -186,7 +187,7 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 	}
 	if (comm && strcmp(smp->comm, comm))
 		return 0;
-	if (!smp->stack)
+	if (!smp->stack && !(callchains && smp->nr_user))
 		return 0; /* no user state (kernel thread) */
 	nsamples++;
 	bool complete = false, startup = false;
@@ -236,6 +237,8 @@ int main(int argc, char **argv)
 			nfpmods = split(argv[++i], fpmods, MAXL);
 		else if (!strcmp(argv[i], "--min-root") && i + 1 < argc)
 			min_root = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--callchains"))
+			callchains = true;
 		else if (!strcmp(argv[i], "--sparse-equal"))
 			sparse_equal = true;
 		else if (!strcmp(argv[i], "--min-samples") && i + 1 < argc)

@@ -121,6 +121,11 @@ def main():
         if not reaches and pd is not None and n == len(pf) - 1 and pd[1] == "[unknown]":
             # perf's last frame is a garbage return address that unwound did not produce
             cls = "perf ends in an unknown frame where unwound continues"
+        elif (any(fname(f[1]) == "__restore_rt" for f in pf[: n]) and not reaches and pf[-1][1] == "[unknown]"
+              and uf and fname(uf[-1][1]).split("@")[0] in roots and is_subsequence(pf[:-1], uf)):
+            # the same after a signal that interrupted the vdso: perf skips the interrupted
+            # frame (__vdso_clock_gettime) and then ends in a garbage return address
+            cls = "unwound recovers the frames interrupted by a signal that perf skips, and perf then ends unknown"
         elif any(fname(f[1]) == "__restore_rt" for f in pf[: n]) and is_subsequence(pf, uf):
             # after a signal trampoline perf (libunwind) follows the frame pointer and skips the
             # interrupted frames; unwound restores them from the signal context (ucontext)

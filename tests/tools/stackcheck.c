@@ -211,6 +211,11 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 			startup = true;
 		if (smp->nr_user == 1 && (!strcmp(ln, "clone3") || !strcmp(ln, "__clone3")))
 			startup = true;
+		/* a thread after its start routine returned: start_thread's own code and the thread's
+		 * cleanup (__libc_thread_freeres, TLS destructors), below clone3 */
+		if (smp->nr_user >= 2 && (!strcmp(ln, "clone3") || !strcmp(ln, "__clone3")) &&
+		    !strcmp(name_of(&smp->user[smp->nr_user - 2]), "start_thread"))
+			startup = true;
 	}
 	if (complete)
 		ncomplete++;

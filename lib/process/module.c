@@ -554,15 +554,11 @@ const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *
 	return &m->code;
 }
 
-/* perf-PID.map (tools/perf/Documentation/jit-interface.txt): "START SIZE name" per line, hex
- * START and SIZE, written by JITs (V8 --perf-basic-prof, the JVM's agents, CPython 3.12). */
-static int jit_load(struct uw_session *s, struct uw_module *m)
+/* The text of a perf-PID.map: entries sorted by start, later ones first among equal starts. */
+int jitmap_parse(FILE *f, struct symtab *t)
 {
-	FILE *f = fopen(m->path, "re");
-	if (!f)
-		return -errno;
 	struct base_vec v = BASE_VEC_INIT(struct sym);
-	base_arena_init(&m->syms.arena, 64 * 1024);
+	base_arena_init(&t->arena, 64 * 1024);
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
@@ -578,8 +574,12 @@ static int jit_load(struct uw_session *s, struct uw_module *m)
 			continue;
 		char *name = end + 1;
 		size_t nl = strcspn(name, "\n");
+		if (v.len >= JITMAP_MAX_ENTRIES) {
+			err = -UW_ELIMIT;
+			break;
+		}
 		struct sym *sy = base_vec_push(&v);
-		char *nm = base_arena_strndup(&m->syms.arena, name, nl);
+		char *nm = base_arena_strndup(&t->arena, name, nl);
 		if (!sy || !nm) {
 			err = -ENOMEM;
 			break;
@@ -587,9 +587,9 @@ static int jit_load(struct uw_session *s, struct uw_module *m)
 		sy->start = start;
 		sy->end = start + size;
 		sy->name = nm;
+		sy->dname = NULL;
 	}
 	free(line);
-	fclose(f);
 	if (err) {
 		base_vec_free(&v);
 		return err;
@@ -597,18 +597,31 @@ static int jit_load(struct uw_session *s, struct uw_module *m)
 	/* later entries win over earlier ones for the same range (code can be re-jitted there) */
 	struct sym *a = v.data;
 	for (size_t i = 1; i < v.len; i++) { /* insertion sort by start: maps are nearly sorted */
-		struct sym t = a[i];
+		struct sym cur = a[i];
 		size_t j = i;
-		while (j > 0 && a[j - 1].start > t.start) {
+		while (j > 0 && a[j - 1].start > cur.start) {
 			a[j] = a[j - 1];
 			j--;
 		}
-		a[j] = t;
+		a[j] = cur;
 	}
-	m->syms.syms = a;
-	m->syms.n = v.len;
-	m->syms.source = "perf-map";
+	t->syms = a;
+	t->n = v.len;
+	t->source = "perf-map";
 	return 0;
+}
+
+/* perf-PID.map (tools/perf/Documentation/jit-interface.txt): "START SIZE name" per line, hex
+ * START and SIZE, written by JITs (V8 --perf-basic-prof, the JVM's agents, CPython 3.12). */
+static int jit_load(struct uw_session *s, struct uw_module *m)
+{
+	(void)s;
+	FILE *f = fopen(m->path, "re");
+	if (!f)
+		return -errno;
+	int err = jitmap_parse(f, &m->syms);
+	fclose(f);
+	return err;
 }
 
 struct uw_module *proc_jit_module(struct uw_session *s, struct proc *p)

@@ -11,6 +11,8 @@
 
 #include <pthread.h>
 
+#include <stdio.h>
+
 #include "base/base.h"
 #include "elf/elfview.h"
 #include "cfi/cfi.h"
@@ -140,6 +142,9 @@ void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m);
  * found by build-id in the debug roots, by its path, or through debuginfod; NULL if none.
  * Kept in m->alt. */
 struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, struct elfv *v, const char *vpath);
+/* perf-PID.map text into a symbol table (fuzzed); at most JITMAP_MAX_ENTRIES lines. */
+#define JITMAP_MAX_ENTRIES (1u << 24)
+int jitmap_parse(FILE *f, struct symtab *t);
 /* jitdump (jitdump.c) */
 struct jitdump;
 /* Is this the path of a jitdump file ("jit-PID.dump")? */

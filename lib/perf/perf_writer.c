@@ -94,19 +94,32 @@ int perf_writer_open(const char *path, struct perf_writer **out)
 		free(w);
 		return -ENOMEM;
 	}
+	/* An existing file (or a symbolic link: never followed, it could point anywhere) is kept
+	 * as path.old; the new file is then created, and must not exist by then (O_EXCL). A
+	 * device such as /dev/null is written as it is. */
 	struct stat st;
-	if (strcmp(path, "/dev/null") != 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-		char old[PATH_MAX];
-		snprintf(old, sizeof(old), "%s.old", path);
-		if (rename(path, old) != 0) {
-			int e = -errno;
+	int oflags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	if (lstat(path, &st) == 0) {
+		if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
+			char old[PATH_MAX];
+			snprintf(old, sizeof(old), "%s.old", path);
+			if (rename(path, old) != 0) {
+				int e = -errno;
+				free(w->buf);
+				free(w->path);
+				free(w);
+				return e;
+			}
+		} else if (S_ISCHR(st.st_mode)) {
+			oflags = O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
+		} else {
 			free(w->buf);
 			free(w->path);
 			free(w);
-			return e;
+			return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 		}
 	}
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	w->fd = open(path, oflags, 0600);
 	if (w->fd < 0) {
 		int e = -errno;
 		free(w->buf);

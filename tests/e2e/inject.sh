@@ -29,4 +29,9 @@ perf record -q -e cpu-clock -F 999 --call-graph dwarf -o - -- "$B/tests/e2e_nofp
 [ -f small.data.old ] || { echo "FAIL: the previous output was not kept as .old"; exit 1; }
 [ "$(stat -c %a small.data)" = 600 ] || { echo "FAIL: output mode is not 0600"; exit 1; }
 perf script -i small.data --no-inline 2>/dev/null | grep -q "tree_a2" || { echo "FAIL: pipe-mode input"; exit 1; }
+# a symbolic link at the output's name is not followed: it is kept as .old
+ln -sf "$W/elsewhere" link.data
+"$B/unwound" inject -i dwarf.data -o link.data 2>/dev/null
+[ ! -e elsewhere ] && [ -L link.data.old ] && [ -f link.data ] && [ ! -L link.data ] ||
+    { echo "FAIL: the output followed a symbolic link"; exit 1; }
 echo "inject: perf script identical to unwound's, folded identical"

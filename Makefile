@@ -36,6 +36,10 @@ bench: all
 bench-record: all
 	./bench/record $(BUILD)
 
+# a 5-minute system-wide recording under load; the recorder's RSS must stay flat (needs root)
+soak: all
+	./tests/soak/soak.sh $(BUILD)
+
 # Each fuzz target for FUZZ_SECONDS (default 60) with clang's libFuzzer, ASan and UBSan.
 fuzz: deps
 	./fuzz/run $(BUILD)-fuzz

@@ -1,0 +1,49 @@
+#!/bin/sh
+# Soak: a system-wide `unwound record -a` for SOAK_SECS (default 300) while a loop builds and
+# runs the test programs, two at a time. The recorder's RSS is sampled every second; after the
+# warm-up (the first fifth) it must stay flat: caches bounded, exited processes freed. Prints
+# the curve's start, peak and end, and the samples recorded.
+# usage: tests/soak/soak.sh BUILD   (needs root)
+set -eu
+B=${1:-build}
+S=$(cd "$(dirname "$0")/../.." && pwd)
+SECS=${SOAK_SECS:-300}
+W=$B/soak
+rm -rf "$W"; mkdir -p "$W"
+"$B/unwound" record -q -a --duration "$SECS" -o "$W/soak.data" 2>"$W/record.err" &
+rec=$!
+# the load: build and run the programs, two loops in parallel, until the recording ends
+load() {
+    i=0
+    while kill -0 $rec 2>/dev/null; do
+        gcc -O2 -g -o "$W/prog$1" "$S/tests/programs/e2e.c" -L"$B/tests" -ltw_nofp -Wl,-rpath,"$B/tests" -pthread
+        "$W/prog$1" calltree 0.5 >/dev/null
+        "$W/prog$1" threads 0.3 >/dev/null
+        python3 "$S/tests/programs/pywork.py" 0.3 >/dev/null
+        i=$((i + 1))
+    done
+}
+load 1 & l1=$!
+load 2 & l2=$!
+: >"$W/rss.txt"
+while kill -0 $rec 2>/dev/null; do
+    awk '/^VmRSS/ {print $2}' /proc/$rec/status 2>/dev/null >>"$W/rss.txt" || true
+    sleep 1
+done
+wait $rec || { echo "FAIL: the recording failed"; cat "$W/record.err"; exit 1; }
+wait $l1 $l2 2>/dev/null || true
+cat "$W/record.err"
+python3 - "$W/rss.txt" <<'PY'
+import sys
+rss = [int(x) for x in open(sys.argv[1]) if x.strip()]
+if len(rss) < 10:
+    print("FAIL: too few RSS samples"); sys.exit(1)
+warm = len(rss) // 5
+after = rss[warm:]
+start, peak, end = rss[warm], max(after), rss[-1]
+print(f"RSS (KiB): at start {rss[0]}, after warm-up {start}, peak {peak}, end {end}, samples {len(rss)}")
+# flat: the peak after warm-up within 25% (and 32 MiB) of the level at the end of warm-up
+if peak > start * 1.25 and peak - start > 32 * 1024:
+    print("FAIL: RSS grows after warm-up"); sys.exit(1)
+PY
+"$B/unwound" report -i "$W/soak.data" --rows 5 | tail -8

@@ -306,7 +306,9 @@ void proc_debuginfod_end(struct uw_session *s)
 struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, struct elfv *v, const char *vpath)
 {
 	struct elfv_sec sec;
-	if (m->alt || !v || elfv_section(v, ".gnu_debugaltlink", &sec) || !sec.data || !sec.size)
+	/* only a file with DWARF of its own needs it (stripped files keep the section) */
+	if (m->alt || !v || !elfv_has_section(v, ".debug_info") || elfv_section(v, ".gnu_debugaltlink", &sec) ||
+	    !sec.data || !sec.size)
 		return m->alt;
 	/* the file's path, NUL, then its build-id */
 	const char *name = (const char *)sec.data;

@@ -360,6 +360,10 @@ static int collect_libdw(Dwarf_Die *cudie, struct base_vec *nodes, struct base_v
 				fail = true;
 			if (id >= 0)
 				scope = id;
+			/* a subprogram without code (declaration, abstract instance) holds none below */
+			if (tag == DW_TAG_subprogram && id == -1 && !dwarf_hasattr(&f.die, DW_AT_low_pc) &&
+			    !dwarf_hasattr(&f.die, DW_AT_ranges))
+				descend = false;
 			break;
 		}
 		/* no code below these */
@@ -369,6 +373,7 @@ static int collect_libdw(Dwarf_Die *cudie, struct base_vec *nodes, struct base_v
 		case DW_TAG_member: case DW_TAG_enumerator: case DW_TAG_subrange_type: case DW_TAG_label:
 		case DW_TAG_call_site: case DW_TAG_GNU_call_site: case DW_TAG_template_type_parameter:
 		case DW_TAG_template_value_parameter: case DW_TAG_unspecified_parameters:
+		case DW_TAG_structure_type: case DW_TAG_class_type: case DW_TAG_union_type:
 			descend = false;
 			break;
 		default:

@@ -330,6 +330,9 @@ static const bool no_descend[] = {
 	[DW_TAG_subrange_type] = true, [DW_TAG_label] = true, [DW_TAG_call_site] = true,
 	[DW_TAG_template_type_parameter] = true, [DW_TAG_template_value_parameter] = true,
 	[DW_TAG_unspecified_parameters] = true,
+	/* types hold member function declarations, never code: compilers place the concrete DIE
+	 * of a method at namespace or unit level (DW_AT_specification) */
+	[DW_TAG_structure_type] = true, [DW_TAG_class_type] = true, [DW_TAG_union_type] = true,
 };
 
 static bool descends(uint32_t tag)
@@ -500,7 +503,10 @@ int dww_walk(const struct dww_sections *sec, uint64_t cu_off, dww_fn fn, void *c
 		}
 		if (!a->children)
 			continue;
-		if (!skip_level && !descends(a->tag)) {
+		/* a subprogram without code (a declaration, an abstract instance) holds none below it:
+		 * inlined copies and nested functions sit in concrete instances */
+		bool nocode = want && a->tag == DW_TAG_subprogram && !(has_lo && has_hi) && !has_ranges;
+		if (!skip_level && (!descends(a->tag) || nocode)) {
 			/* its subtree holds no code: jump over it when it says where it ends */
 			if (sibling && sibling < (uint64_t)(u.end - u.start) && u.start + sibling > p) {
 				p = u.start + sibling;

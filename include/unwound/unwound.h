@@ -88,6 +88,7 @@ struct uw_session_opts {
 	 * cache ($DEBUGINFOD_CACHE_PATH, else ~/.cache/debuginfod_client), when first needed. */
 	int offline;             /* 1: never ask debuginfod servers */
 	unsigned debuginfod_timeout_ms; /* cap on one fetch; 0: 30 s */
+	uint64_t max_inflate_bytes; /* cap on one decompressed debug section; 0: 1 GiB */
 };
 
 struct uw_session;

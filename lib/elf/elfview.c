@@ -123,6 +123,7 @@ static int elfv_new(const void *map, size_t size, int fd, struct elfv **out)
 	v->fd = fd;
 	v->map = map;
 	v->size = size;
+	v->max_inflate = ELFV_MAX_INFLATE;
 	base_map_init(&v->inflated);
 	v->elf = elf_memory((char *)map, size);
 	if (!v->elf) {
@@ -224,10 +225,10 @@ const char *elfv_section_name(struct elfv *v, size_t idx)
 }
 
 /* SHF_COMPRESSED sections: an Elf64_Chdr, then a zlib or zstd stream (ELF gABI). zstd is
- * ours to handle: libelf 0.188 only knows zlib. Every size is checked against ELFV_MAX_INFLATE
+ * ours to handle: libelf 0.188 only knows zlib. Every size is checked against the view's cap
  * and the stream must produce exactly the size the header announces. */
-static int chdr(const struct elfv_sec *raw, uint32_t *type, uint64_t *size, const uint8_t **payload,
-                size_t *plen)
+static int chdr(const struct elfv *v, const struct elfv_sec *raw, uint32_t *type, uint64_t *size,
+                const uint8_t **payload, size_t *plen)
 {
 	struct base_cursor c = base_cursor(raw->data, raw->size);
 	*type = base_cur_u32(&c);
@@ -238,7 +239,7 @@ static int chdr(const struct elfv_sec *raw, uint32_t *type, uint64_t *size, cons
 		return -UW_EFORMAT;
 	if (*type != ELFCOMPRESS_ZLIB && *type != ELFCOMPRESS_ZSTD)
 		return -UW_EUNSUPP;
-	if (*size > ELFV_MAX_INFLATE)
+	if (*size > v->max_inflate)
 		return -UW_ELIMIT;
 	*payload = c.p;
 	*plen = base_cur_left(&c);
@@ -272,7 +273,7 @@ int elfv_compressed_info(struct elfv *v, size_t idx, uint32_t *type, uint64_t *s
 		return -ENOENT;
 	const uint8_t *p;
 	size_t n;
-	return chdr(&raw, type, size, &p, &n);
+	return chdr(v, &raw, type, size, &p, &n);
 }
 
 int elfv_decompress_into(struct elfv *v, size_t idx, void *dst, uint64_t size)
@@ -285,7 +286,7 @@ int elfv_decompress_into(struct elfv *v, size_t idx, void *dst, uint64_t size)
 	uint64_t want;
 	const uint8_t *p;
 	size_t n;
-	if ((err = chdr(&raw, &type, &want, &p, &n)))
+	if ((err = chdr(v, &raw, &type, &want, &p, &n)))
 		return err;
 	if (want != size)
 		return -EINVAL;
@@ -298,7 +299,7 @@ static int inflate_section(struct elfv *v, struct elfv_sec *s)
 	uint64_t size;
 	const uint8_t *p;
 	size_t n;
-	int err = chdr(s, &type, &size, &p, &n);
+	int err = chdr(v, s, &type, &size, &p, &n);
 	if (err)
 		return err;
 	uint8_t *buf = malloc(size ? size : 1);

@@ -55,6 +55,7 @@ struct elfv {
 	ino_t ino;
 	struct base_map inflated; /* section index -> inflated copy, owned by the view */
 	void *owned;          /* a memory image the view frees (elfv_adopt_mem) */
+	uint64_t max_inflate; /* cap on one decompressed section (default ELFV_MAX_INFLATE) */
 };
 
 /* Opens and maps path. On failure returns a negative error (-errno or -UW_ENOELF). */

@@ -90,11 +90,19 @@ struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t
 	return m;
 }
 
-static bool try_open(const char *path, const char *want_bid, struct elfv **out, bool *mismatch)
+/* The session whose limits views get (set by the functions that open files) */
+static uint64_t view_cap(const struct uw_session *s)
+{
+	return s && s->opts.max_inflate_bytes ? s->opts.max_inflate_bytes : ELFV_MAX_INFLATE;
+}
+
+static bool try_open_s(const struct uw_session *s, const char *path, const char *want_bid, struct elfv **out,
+                       bool *mismatch)
 {
 	struct elfv *v;
 	if (elfv_open(path, &v))
 		return false;
+	v->max_inflate = view_cap(s);
 	if (want_bid && want_bid[0]) {
 		char hex[2 * ELFV_MAX_BUILD_ID + 1];
 		elfv_build_id_hex(v, hex);
@@ -138,12 +146,12 @@ static void find_debug(struct uw_session *s, struct uw_module *m)
 			 s->debug_dirs && *s->debug_dirs ? ":" : "");
 		for (char *save = NULL, *dir = strtok_r(roots, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
 			snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug", dir, bid, bid + 2);
-			if (try_open(p, bid, &m->dbg, NULL))
+			if (try_open_s(s, p, bid, &m->dbg, NULL))
 				goto found;
 		}
 		if (s->buildid_dir) {
 			snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s/debug", s->buildid_dir, bid, bid + 2);
-			if (try_open(p, bid, &m->dbg, NULL))
+			if (try_open_s(s, p, bid, &m->dbg, NULL))
 				goto found;
 		}
 	}
@@ -165,7 +173,7 @@ static void find_debug(struct uw_session *s, struct uw_module *m)
 			struct elfv *v;
 			if (access(p, R_OK) || !file_crc_matches(p, m->elf->debuglink_crc))
 				continue;
-			if (try_open(p, bid[0] ? bid : NULL, &v, NULL)) {
+			if (try_open_s(s, p, bid[0] ? bid : NULL, &v, NULL)) {
 				m->dbg = v;
 				goto found;
 			}
@@ -208,7 +216,7 @@ static bool open_vdso(struct uw_session *s, struct uw_module *m)
 	const char *bid = m->build_id;
 	if (bid[0] && s->buildid_dir && strlen(bid) > 2) {
 		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s/elf", s->buildid_dir, bid, bid + 2);
-		if (try_open(p, bid, &m->elf, NULL)) {
+		if (try_open_s(s, p, bid, &m->elf, NULL)) {
 			m->opened_path = base_intern(&s->strings, p, strlen(p));
 			return true;
 		}
@@ -327,7 +335,7 @@ struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, stru
 		 s->debug_dirs && *s->debug_dirs ? ":" : "");
 	for (char *save = NULL, *dir = strtok_r(roots, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
 		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug", dir, bid, bid + 2);
-		if (try_open(p, bid, &m->alt, NULL))
+		if (try_open_s(s, p, bid, &m->alt, NULL))
 			goto found;
 	}
 	/* by its path: absolute (under --symfs), or relative to the file that names it */
@@ -339,14 +347,14 @@ struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, stru
 	} else {
 		p[0] = 0;
 	}
-	if (p[0] && try_open(p, bid, &m->alt, NULL))
+	if (p[0] && try_open_s(s, p, bid, &m->alt, NULL))
 		goto found;
 	/* the servers */
 	{
 		struct uw_module tmp = *m;
 		memcpy(tmp.build_id, bid, sizeof(bid));
 		char *fetched = fetch(s, &tmp, true);
-		bool ok = fetched && try_open(fetched, bid, &m->alt, NULL);
+		bool ok = fetched && try_open_s(s, fetched, bid, &m->alt, NULL);
 		if (ok)
 			snprintf(p, sizeof(p), "%s", fetched);
 		free(fetched);
@@ -371,7 +379,7 @@ void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m)
 	char *path = fetch(s, m, true);
 	if (!path)
 		return;
-	if (try_open(path, m->build_id, &m->dbg, NULL))
+	if (try_open_s(s, path, m->build_id, &m->dbg, NULL))
 		m->dbg_path = base_intern(&s->strings, path, strlen(path));
 	else
 		base_log(&s->log, UW_LOG_WARN, "%s: debuginfod's debug file %s is not usable", m->path, path);
@@ -397,7 +405,7 @@ static bool open_live(struct uw_session *s, struct uw_module *m, const char *bid
 		return false;
 	snprintf(p, cap, "/proc/%d/map_files/%llx-%llx", (int)m->live_pid, (unsigned long long)m->live_start,
 		 (unsigned long long)m->live_end);
-	if (try_open(p, bid, &m->elf, NULL)) {
+	if (try_open_s(s, p, bid, &m->elf, NULL)) {
 		snprintf(p, cap, "%s", m->path); /* its name, for .gnu_debuglink lookups next to it */
 		return true;
 	}
@@ -413,7 +421,7 @@ static bool open_live(struct uw_session *s, struct uw_module *m, const char *bid
 		return false;
 	/* the opened file through its descriptor: nothing is resolved again */
 	snprintf(p, cap, "/proc/self/fd/%ld", fd);
-	bool ok = try_open(p, bid, &m->elf, NULL);
+	bool ok = try_open_s(s, p, bid, &m->elf, NULL);
 	close((int)fd);
 	if (ok)
 		snprintf(p, cap, "/proc/%d/root%s", (int)m->live_pid, m->path);
@@ -444,7 +452,7 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m)
 	/* perf's build-id cache first: it holds exactly the recorded file */
 	if (bid && s->buildid_dir && strlen(bid) > 2) {
 		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s/elf", s->buildid_dir, bid, bid + 2);
-		if (try_open(p, bid, &m->elf, NULL))
+		if (try_open_s(s, p, bid, &m->elf, NULL))
 			goto opened;
 	}
 	snprintf(p, sizeof(p), "%s%s", s->sysroot ? s->sysroot : "", m->path);
@@ -473,12 +481,12 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m)
 			return false;
 		}
 	}
-	if (try_open(p, bid, &m->elf, &mismatch))
+	if (try_open_s(s, p, bid, &m->elf, &mismatch))
 		goto opened;
 	/* not here, or not this build: the servers may have it */
 	if (bid) {
 		char *fetched = fetch(s, m, false);
-		bool ok = fetched && try_open(fetched, bid, &m->elf, NULL);
+		bool ok = fetched && try_open_s(s, fetched, bid, &m->elf, NULL);
 		if (ok)
 			snprintf(p, sizeof(p), "%s", fetched);
 		free(fetched);

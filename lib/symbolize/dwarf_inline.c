@@ -78,9 +78,10 @@ static bool unneeded(const char *name)
 /* Compressed debug sections (zlib, and zstd that libelf 0.188 cannot read): a copy of the file
  * with each needed section decompressed into place after the original bytes and its header
  * patched, and unneeded ones emptied, so libdw reads plain sections and inflates nothing. */
-static void *decompressed_image(struct elfv *v, size_t *out_size)
+static void *decompressed_image(struct elfv *v, size_t *out_size, bool *refuse)
 {
 	size_t nsec = 0;
+	*refuse = false;
 	if (elf_getshdrnum((Elf *)v->elf, &nsec) || nsec == 0)
 		return NULL;
 	GElf_Ehdr eh;
@@ -92,13 +93,20 @@ static void *decompressed_image(struct elfv *v, size_t *out_size)
 	for (size_t i = 1; i < nsec; i++) {
 		uint32_t type;
 		uint64_t size;
-		if (elfv_compressed_info(v, i, &type, &size))
+		int e = elfv_compressed_info(v, i, &type, &size);
+		if (e == -UW_ELIMIT && !unneeded(elfv_section_name(v, i))) {
+			*refuse = true; /* over the cap: libdw must not inflate it either */
+			return NULL;
+		}
+		if (e)
 			continue;
 		any = true;
 		if (!unneeded(elfv_section_name(v, i)))
 			total += (size + 15) & ~(uint64_t)15;
 	}
-	if (!any || total > 4 * ELFV_MAX_INFLATE)
+	if (any && total > 4 * v->max_inflate)
+		*refuse = true;
+	if (!any || *refuse)
 		return NULL;
 	uint8_t *img = malloc(total);
 	if (!img)
@@ -185,8 +193,11 @@ static void find_sections(struct dwi *d)
 static Dwarf *begin(struct elfv *v, void **image, Elf **image_elf)
 {
 	size_t isize = 0;
-	*image = decompressed_image(v, &isize);
+	bool refuse;
+	*image = decompressed_image(v, &isize, &refuse);
 	*image_elf = NULL;
+	if (refuse)
+		return NULL;
 	if (*image) {
 		*image_elf = elf_memory(*image, isize);
 		Dwarf *dw = *image_elf ? dwarf_begin_elf(*image_elf, DWARF_C_READ, NULL) : NULL;

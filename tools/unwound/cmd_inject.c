@@ -17,22 +17,24 @@ static void inject_usage(FILE *f)
 		   "perf report, perf script and hotspot. An existing OUT is kept as OUT.old.\n\n"
 		   "  -i, --input FILE    the recording ('-': standard input)\n"
 		   "  -o, --output FILE   the file to write\n"
-		   "  --debug-dir DIR, --symfs DIR, --offline, --max-frames N, --no-fp   as for report\n"
+		   "  --debug-dir DIR, --symfs DIR, --offline, --max-frames N, --no-fp, --max-inflate MIB   as for report\n"
 		   "  -v                  more messages\n");
 }
 
 int cmd_inject(int argc, char **argv)
 {
-	enum { O_DEBUGDIR = 256, O_SYMFS, O_OFFLINE, O_MAXFR, O_NOFP };
+	enum { O_DEBUGDIR = 256, O_SYMFS, O_OFFLINE, O_MAXFR, O_NOFP, O_MAXINFLATE };
 	static const struct option lo[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "debug-dir", required_argument, 0, O_DEBUGDIR }, { "symfs", required_argument, 0, O_SYMFS },
 		{ "offline", no_argument, 0, O_OFFLINE }, { "max-frames", required_argument, 0, O_MAXFR },
-		{ "no-fp", no_argument, 0, O_NOFP }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "no-fp", no_argument, 0, O_NOFP }, { "max-inflate", required_argument, 0, O_MAXINFLATE },
+		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	const char *in = NULL, *out = NULL, *debugdir = NULL, *symfs = NULL;
 	int offline = 0, nofp = 0, c;
 	unsigned maxfr = 0;
+	uint64_t max_inflate = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "i:o:vh", lo, NULL)) != -1) {
 		switch (c) {
@@ -45,6 +47,7 @@ int cmd_inject(int argc, char **argv)
 		case O_OFFLINE: offline = 1; break;
 		case O_MAXFR: maxfr = (unsigned)strtoul(optarg, NULL, 0); break;
 		case O_NOFP: nofp = 1; break;
+		case O_MAXINFLATE: max_inflate = strtoull(optarg, NULL, 0) << 20; break;
 		default: inject_usage(stderr); return CLI_EXIT_USAGE;
 		}
 	}
@@ -54,7 +57,7 @@ int cmd_inject(int argc, char **argv)
 	}
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
 		.max_frames = maxfr, .debug_dirs = debugdir, .sysroot = symfs, .no_fp_fallback = nofp,
-		.offline = offline);
+		.offline = offline, .max_inflate_bytes = max_inflate);
 	struct uw_session *s = uw_session_new(&so);
 	if (!s) {
 		fprintf(stderr, "unwound inject: %s\n", strerror(errno));

@@ -21,7 +21,7 @@ case $mode in
 calltree) expect="--expect main;tree_a;tree_a2;spin --expect main;tree_b;spin" ;;
 shlib) expect="--expect main;lib_entry;lib_inner;spin_lib --expect main;lib_entry;lib_inner;exe_callback;spin" ;;
 threads) roots=thread_main; expect="--expect thread_main;thread_work;spin" ;;
-signal) expect="--expect *;on_signal;sig_work;spin --expect main;signal_loop;spin" ;;
+signal) args="$mode 3"; expect="--expect *;on_signal;sig_work;spin --expect main;signal_loop;spin" ;;
 tailcall) expect="--expect main;tail_target;spin" ;;
 recursion) stack=65528; args="$mode 1.5 200"; expect="--expect *;recurse;recurse;recurse;spin" ;;
 *) echo "unknown mode $mode"; exit 2 ;;

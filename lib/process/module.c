@@ -4,6 +4,7 @@
  * and inode), shared by every process. Files are opened on the first pc that hits them and
  * used only if their build-id agrees with the recording's.
  */
+#include <dlfcn.h>
 #include <elf.h>
 #include <elfutils/debuginfod.h>
 #include <errno.h>
@@ -239,15 +240,64 @@ static bool open_vdso(struct uw_session *s, struct uw_module *m)
 
 /* ---- debuginfod */
 
+/* libdebuginfod is loaded only when a fetch is asked for: linking it would load libcurl and a
+ * dozen more libraries into every run (4 ms of start-up, a third of a small report). libdw does
+ * the same. */
+struct dbgd_api {
+	void *lib;
+	debuginfod_client *(*begin)(void);
+	void (*end)(debuginfod_client *);
+	int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int, char **);
+	int (*find_executable)(debuginfod_client *, const unsigned char *, int, char **);
+	void (*set_progressfn)(debuginfod_client *, debuginfod_progressfn_t);
+	void (*set_user_data)(debuginfod_client *, void *);
+	void *(*get_user_data)(debuginfod_client *);
+};
+
+static struct dbgd_api *dbgd_load(void)
+{
+	void *lib = dlopen("libdebuginfod.so.1", RTLD_LAZY | RTLD_LOCAL);
+	if (!lib)
+		return NULL;
+	struct dbgd_api *a = calloc(1, sizeof(*a));
+	if (!a) {
+		dlclose(lib);
+		return NULL;
+	}
+	a->lib = lib;
+	*(void **)&a->begin = dlsym(lib, "debuginfod_begin");
+	*(void **)&a->end = dlsym(lib, "debuginfod_end");
+	*(void **)&a->find_debuginfo = dlsym(lib, "debuginfod_find_debuginfo");
+	*(void **)&a->find_executable = dlsym(lib, "debuginfod_find_executable");
+	*(void **)&a->set_progressfn = dlsym(lib, "debuginfod_set_progressfn");
+	*(void **)&a->set_user_data = dlsym(lib, "debuginfod_set_user_data");
+	*(void **)&a->get_user_data = dlsym(lib, "debuginfod_get_user_data");
+	if (!a->begin || !a->end || !a->find_debuginfo || !a->find_executable || !a->set_progressfn ||
+	    !a->set_user_data || !a->get_user_data) {
+		dlclose(lib);
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
 struct fetch_deadline {
 	struct timespec end;
 };
 
+/* The progress callback's only context is the client's user data (the deadline), read through
+ * the library, which is loaded already. */
 static int fetch_progress(debuginfod_client *c, long a, long b)
 {
 	(void)a;
 	(void)b;
-	const struct fetch_deadline *d = debuginfod_get_user_data(c);
+	void *lib = dlopen("libdebuginfod.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	void *(*get)(debuginfod_client *) = NULL;
+	if (lib) {
+		*(void **)&get = dlsym(lib, "debuginfod_get_user_data");
+		dlclose(lib);
+	}
+	const struct fetch_deadline *d = get ? get(c) : NULL;
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	/* non-zero stops the transfer */
@@ -265,11 +315,13 @@ static char *fetch(struct uw_session *s, const struct uw_module *m, bool debugin
 		return NULL;
 	if (!s->dbgd_tried) {
 		s->dbgd_tried = true;
-		s->dbgd = debuginfod_begin();
+		s->dbgd_api = dbgd_load();
+		s->dbgd = s->dbgd_api ? s->dbgd_api->begin() : NULL;
 		if (!s->dbgd)
-			base_log(&s->log, UW_LOG_WARN, "debuginfod: client not started");
+			base_log(&s->log, UW_LOG_WARN, "debuginfod: %s",
+				 s->dbgd_api ? "client not started" : "libdebuginfod.so.1 cannot be loaded");
 		else
-			debuginfod_set_progressfn(s->dbgd, fetch_progress);
+			s->dbgd_api->set_progressfn(s->dbgd, fetch_progress);
 	}
 	if (!s->dbgd)
 		return NULL;
@@ -282,13 +334,13 @@ static char *fetch(struct uw_session *s, const struct uw_module *m, bool debugin
 		d.end.tv_sec++;
 		d.end.tv_nsec -= 1000000000L;
 	}
-	debuginfod_set_user_data(s->dbgd, &d);
+	const struct dbgd_api *api = s->dbgd_api;
+	api->set_user_data(s->dbgd, &d);
 	char *path = NULL;
 	/* a build-id length of 0: the id is given as a hex string */
 	const unsigned char *id = (const unsigned char *)m->build_id;
-	int fd = debuginfo ? debuginfod_find_debuginfo(s->dbgd, id, 0, &path)
-			   : debuginfod_find_executable(s->dbgd, id, 0, &path);
-	debuginfod_set_user_data(s->dbgd, NULL);
+	int fd = debuginfo ? api->find_debuginfo(s->dbgd, id, 0, &path) : api->find_executable(s->dbgd, id, 0, &path);
+	api->set_user_data(s->dbgd, NULL);
 	if (fd < 0) {
 		const char *why = fd == -ENOENT ? "not on the servers"
 				  : fd == -ECANCELED ? "timed out"
@@ -307,8 +359,13 @@ static char *fetch(struct uw_session *s, const struct uw_module *m, bool debugin
 void proc_debuginfod_end(struct uw_session *s)
 {
 	if (s->dbgd)
-		debuginfod_end(s->dbgd);
+		s->dbgd_api->end(s->dbgd);
 	s->dbgd = NULL;
+	if (s->dbgd_api) {
+		dlclose(s->dbgd_api->lib);
+		free(s->dbgd_api);
+		s->dbgd_api = NULL;
+	}
 }
 
 struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, struct elfv *v, const char *vpath)

@@ -103,6 +103,7 @@ struct uw_session {
 	struct ksym *ksyms;
 	size_t nksyms;
 	struct debuginfod_client *dbgd; /* created on the first fetch */
+	struct dbgd_api *dbgd_api; /* libdebuginfod, loaded then (module.c) */
 	bool clock_monotonic;      /* the recording's times are CLOCK_MONOTONIC (perf record -k 1) */
 	bool live;                 /* recording: processes can be asked about pcs the events missed */
 	uint64_t procmap_queries, maps_scans; /* mappings found on demand, by each way */

@@ -15,4 +15,10 @@ for f in $declared; do
     echo "$exported" | grep -q "^$f@@" || { echo "FAIL: $f declared but not exported"; missing=1; }
 done
 [ $missing -eq 0 ] || exit 1
+# libdebuginfod (and the libcurl stack behind it) is loaded only when a fetch is asked for:
+# linking it costs every run milliseconds of start-up
+if ldd "$lib" | grep -q "libdebuginfod\|libcurl"; then
+    echo "FAIL: the library links libdebuginfod/libcurl; it must dlopen it"; exit 1
+fi
 echo "exports ok: $(echo "$declared" | wc -l) public functions"
+

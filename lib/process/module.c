@@ -256,7 +256,8 @@ struct dbgd_api {
 
 static struct dbgd_api *dbgd_load(void)
 {
-	void *lib = dlopen("libdebuginfod.so.1", RTLD_LAZY | RTLD_LOCAL);
+	/* never unloaded: libcurl keeps global state that would dangle (and read as leaks) */
+	void *lib = dlopen("libdebuginfod.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);
 	if (!lib)
 		return NULL;
 	struct dbgd_api *a = calloc(1, sizeof(*a));

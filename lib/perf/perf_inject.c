@@ -237,6 +237,10 @@ int cc_sink_finish(struct cc_sink *k, const struct perf_writer_info *base)
 		return err;
 	struct bids b = { 0 };
 	uw_session_foreach_module(in->s, collect_module, &b);
+	/* modules a recording freed on its way (idle too long) */
+	const struct evicted_module *ev = in->s->evicted.data;
+	for (size_t i = 0; i < in->s->evicted.len; i++)
+		add_bid(&b, ev[i].path, ev[i].build_id, false);
 	const char *kb = base_map_get(&in->s->buildids, base_hash_bytes("[kernel.kallsyms]", 17));
 	add_bid(&b, "[kernel.kallsyms]", kb, true);
 	struct perf_writer_info info = *base;

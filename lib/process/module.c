@@ -789,3 +789,41 @@ void proc_module_free(struct uw_module *m)
 	elfv_close(m->elf);
 	free(m);
 }
+
+void proc_module_idle(struct uw_session *s, struct uw_module *m)
+{
+	if (m->special || m->jit || m->idle)
+		return;
+	struct uw_module **slot = base_vec_push(&s->idle_mods);
+	if (!slot)
+		return; /* stays cached */
+	*slot = m;
+	m->idle = true;
+	while (s->idle_mods.len > IDLE_MODULES_MAX) {
+		struct uw_module *old = ((struct uw_module **)s->idle_mods.data)[0];
+		memmove(s->idle_mods.data, (struct uw_module **)s->idle_mods.data + 1,
+			(s->idle_mods.len - 1) * sizeof(old));
+		s->idle_mods.len--;
+		if (old->hits && old->build_id[0]) {
+			struct evicted_module *e = base_vec_push(&s->evicted);
+			const char *bid = base_intern(&s->strings, old->build_id, strlen(old->build_id));
+			if (e && bid)
+				*e = (struct evicted_module){ old->path, bid };
+		}
+		base_map_del(&s->modules, old->key);
+		proc_module_free(old);
+	}
+}
+
+void proc_module_busy(struct uw_session *s, struct uw_module *m)
+{
+	struct uw_module **v = s->idle_mods.data;
+	for (size_t i = 0; i < s->idle_mods.len; i++) {
+		if (v[i] == m) {
+			memmove(v + i, v + i + 1, (s->idle_mods.len - i - 1) * sizeof(*v));
+			s->idle_mods.len--;
+			break;
+		}
+	}
+	m->idle = false;
+}

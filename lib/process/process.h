@@ -48,6 +48,7 @@ struct uw_module {
 	uint64_t hits;          /* frames that landed in it */
 	bool jit;               /* a perf-PID.map: symbols from the map file, addresses absolute */
 	bool jitdump;           /* one code load of a jitdump: shown as perf inject --jit's ELF file */
+	bool idle;              /* live: no mapping refers to it; on the session's idle list */
 	/* live: a process that maps it and where, to open the file it really maps */
 	int32_t live_pid;
 	uint64_t live_start, live_end;
@@ -106,6 +107,8 @@ struct uw_session {
 	struct dbgd_api *dbgd_api; /* libdebuginfod, loaded then (module.c) */
 	bool clock_monotonic;      /* the recording's times are CLOCK_MONOTONIC (perf record -k 1) */
 	bool live;                 /* recording: processes can be asked about pcs the events missed */
+	struct base_vec idle_mods; /* live: modules no mapping refers to, oldest first */
+	struct base_vec evicted;   /* live: struct evicted_module of modules freed from there */
 	uint64_t procmap_queries, maps_scans; /* mappings found on demand, by each way */
 	/* live: told of each mapping found on demand (the recorder writes an MMAP2 for it) */
 	void (*on_new_map)(void *ctx, int32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t maj,
@@ -162,6 +165,16 @@ int proc_jitdump_mmap(struct uw_session *s, int32_t pid, const char *path, size_
 struct uw_module *proc_jitdump_find(struct uw_session *s, struct proc *p, uint64_t pc, uint64_t time);
 /* The running kernel's build-id (hex), from /sys/kernel/notes. */
 bool running_kernel_build_id(char *hex);
+/* Recording: a module no mapping refers to any more is kept on an idle list; beyond
+ * IDLE_MODULES_MAX the oldest are freed (their path and build-id kept for the output's header),
+ * so a system-wide recorder's memory follows the programs that run, not all that ever ran. */
+#define IDLE_MODULES_MAX 64
+struct evicted_module {
+	const char *path;       /* interned */
+	const char *build_id;   /* interned hex */
+};
+void proc_module_idle(struct uw_session *s, struct uw_module *m);
+void proc_module_busy(struct uw_session *s, struct uw_module *m);
 /* Ends the session's debuginfod client. */
 void proc_debuginfod_end(struct uw_session *s);
 /* Unwind data, built on first use (NULL if none). */

@@ -42,6 +42,8 @@ UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
 	base_intern_init(&s->strings);
 	base_arena_init(&s->inl_arena, 64 * 1024);
 	base_map_init(&s->modules);
+	s->idle_mods = BASE_VEC_INIT(struct uw_module *);
+	s->evicted = BASE_VEC_INIT(struct evicted_module);
 	base_map_init(&s->procs);
 	base_map_init(&s->threads);
 	base_map_init(&s->buildids);
@@ -72,6 +74,8 @@ UW_API void uw_session_free(struct uw_session *s)
 	while (base_map_next(&s->modules, &it, NULL, &val))
 		proc_module_free(val);
 	base_map_free(&s->modules);
+	base_vec_free(&s->idle_mods);
+	base_vec_free(&s->evicted);
 	base_map_free(&s->buildids);
 	base_intern_free(&s->strings);
 	base_arena_free(&s->inl_arena);

@@ -17,12 +17,27 @@
 
 #include "process/process.h"
 
-static void proc_free(struct proc *p)
+/* A mapping stops or starts referring to a module; recording, an unreferenced module goes to
+ * the idle list (module.c), from which the oldest are freed. */
+static void mod_unref(struct uw_session *s, struct uw_module *m)
+{
+	if (!m || !m->refs)
+		return;
+	if (--m->refs == 0 && s->live)
+		proc_module_idle(s, m);
+}
+
+static void mod_ref(struct uw_session *s, struct uw_module *m)
+{
+	if (m && m->refs++ == 0 && m->idle)
+		proc_module_busy(s, m);
+}
+
+static void proc_free(struct uw_session *s, struct proc *p)
 {
 	struct map *maps = p->maps.data;
 	for (size_t i = 0; i < p->maps.len; i++)
-		if (maps[i].mod && maps[i].mod->refs)
-			maps[i].mod->refs--;
+		mod_unref(s, maps[i].mod);
 	base_vec_free(&p->maps);
 	jitdump_free(p->jd);
 	if (p->maps_fd > 0)
@@ -98,14 +113,18 @@ int proc_mmap(struct uw_session *s, int32_t pid, uint64_t addr, uint64_t len, ui
 	if (!p)
 		return -ENOMEM;
 	uint64_t end = addr + len;
+	/* referenced before the mappings it replaces let go of theirs (it may be one of them) */
+	mod_ref(s, mod);
 	if (s->live && mod && !mod->special && !mod->live_pid && mod->state == UW_MODULE_UNOPENED) {
 		mod->live_pid = pid;
 		mod->live_start = addr;
 		mod->live_end = end;
 	}
 	struct base_vec out = BASE_VEC_INIT(struct map);
-	if (base_vec_reserve(&out, p->maps.len + 2))
+	if (base_vec_reserve(&out, p->maps.len + 2)) {
+		mod_unref(s, mod);
 		return -ENOMEM;
+	}
 	struct map *old = p->maps.data, *o = out.data;
 	size_t n = 0;
 	bool placed = false;
@@ -138,8 +157,10 @@ int proc_mmap(struct uw_session *s, int32_t pid, uint64_t addr, uint64_t len, ui
 			right.start = end;
 			right.bias_known = m.bias_known; /* same segment, same bias */
 			if (n >= out.cap - 1 && base_vec_reserve(&out, out.cap + 2)) {
-				base_vec_free(&out);
+				base_vec_free(&out); {
+				mod_unref(s, mod);
 				return -ENOMEM;
+			}
 			}
 			o = out.data;
 			o[n++] = right;
@@ -147,14 +168,12 @@ int proc_mmap(struct uw_session *s, int32_t pid, uint64_t addr, uint64_t len, ui
 				m.mod->refs++; /* one mapping became two */
 			kept = true;
 		}
-		if (!kept && m.mod && m.mod->refs)
-			m.mod->refs--;
+		if (!kept)
+			mod_unref(s, m.mod);
 	}
 	if (!placed)
 		o[n++] = nm;
 	out.len = n;
-	if (mod)
-		mod->refs++;
 	base_vec_free(&p->maps);
 	p->maps = out;
 	return 0;
@@ -180,7 +199,7 @@ int proc_fork(struct uw_session *s, int32_t pid, int32_t ppid, int32_t tid, int3
 	if (old) {
 		/* pid reuse: the old process is gone for good */
 		base_map_del(&s->procs, (uint64_t)(uint32_t)pid);
-		proc_free(old);
+		proc_free(s, old);
 		s->nproc_freed++;
 	}
 	struct proc *p = proc_get(s, pid, true);
@@ -221,8 +240,7 @@ int proc_comm(struct uw_session *s, int32_t pid, int32_t tid, const char *comm, 
 		/* the old image is gone: mappings of the new one follow this record */
 		struct map *m = p->maps.data;
 		for (size_t i = 0; i < p->maps.len; i++)
-			if (m[i].mod && m[i].mod->refs)
-				m[i].mod->refs--;
+			mod_unref(s, m[i].mod);
 		p->maps.len = 0;
 		p->exited = false;
 		jitdump_free(p->jd); /* JIT code of the old image */
@@ -278,7 +296,7 @@ void proc_sweep(struct uw_session *s, uint64_t now)
 		uint64_t k = *(uint64_t *)base_vec_at(&dead, i);
 		struct proc *p = base_map_del(&s->procs, k);
 		if (p) {
-			proc_free(p);
+			proc_free(s, p);
 			s->nproc_freed++;
 		}
 	}
@@ -440,7 +458,7 @@ void proc_free_all(struct uw_session *s)
 	size_t it = 0;
 	void *val;
 	while (base_map_next(&s->procs, &it, NULL, &val))
-		proc_free(val);
+		proc_free(s, val);
 	base_map_free(&s->procs);
 	it = 0;
 	while (base_map_next(&s->threads, &it, NULL, &val))

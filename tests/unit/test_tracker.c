@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "process/process.h"
@@ -117,6 +118,61 @@ static void test_exit_then_late_sample(void **state)
 	uw_session_free(s);
 }
 
+/* Recording: modules no mapping refers to are freed beyond the idle list's size, their
+ * build-ids kept; one mapped again leaves the list. */
+static void test_idle_modules(void **state)
+{
+	(void)state;
+	struct uw_session *s = uw_session_new(NULL);
+	s->live = true;
+	uint64_t t = 1000000000ull;
+	struct uw_module *keep = mod(s, "/usr/bin/keeper");
+	assert_int_equal(proc_mmap(s, 1, 0x100000, 0x1000, 0, 5, keep), 0);
+	struct uw_module *first = NULL;
+	for (int i = 0; i < 3 * IDLE_MODULES_MAX; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/tmp/prog%d", i);
+		struct uw_module *m = mod(s, path);
+		snprintf(m->build_id, sizeof(m->build_id), "%040x", i + 1);
+		m->hits = 1;
+		if (!first)
+			first = m;
+		int32_t pid = 1000 + i;
+		assert_int_equal(proc_mmap(s, pid, 0x1000, 0x1000, 0, 5, m), 0);
+		proc_exit(s, pid, pid, t);
+		t += 2000000000ull; /* past the grace period: the process is freed at the next sweep */
+		proc_sweep(s, t);
+	}
+	/* bounded: the mapped module, the idle list, and nothing more */
+	assert_true(s->modules.len <= IDLE_MODULES_MAX + 2);
+	assert_true(s->evicted.len >= 2 * IDLE_MODULES_MAX - 1);
+	const struct evicted_module *e = s->evicted.data;
+	assert_string_equal(e[0].path, "/tmp/prog0");
+	assert_string_equal(e[0].build_id, "0000000000000000000000000000000000000001");
+	(void)first; /* freed: not to be touched */
+	assert_false(keep->idle);
+	/* a module mapped again while idle is busy again, and not freed */
+	struct uw_module *last = mod(s, "/tmp/last");
+	assert_int_equal(proc_mmap(s, 5000, 0x1000, 0x1000, 0, 5, last), 0);
+	proc_exit(s, 5000, 5000, t);
+	proc_sweep(s, t + 2000000000ull);
+	assert_true(last->idle);
+	assert_int_equal(proc_mmap(s, 5001, 0x1000, 0x1000, 0, 5, last), 0);
+	assert_false(last->idle);
+	for (int i = 0; i < 2 * IDLE_MODULES_MAX; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/tmp/more%d", i);
+		struct uw_module *m = mod(s, path);
+		assert_int_equal(proc_mmap(s, 6000 + i, 0x1000, 0x1000, 0, 5, m), 0);
+		proc_exit(s, 6000 + i, 6000 + i, t);
+		t += 2000000000ull;
+		proc_sweep(s, t);
+	}
+	assert_ptr_equal(base_map_get(&s->modules, last->key), last);
+	assert_int_equal(last->refs, 1);
+	uw_session_free(s);
+}
+
 /* ---- jitdump: a synthetic dump where code space is reused */
 static size_t put(uint8_t *b, size_t at, const void *v, size_t n)
 {
@@ -201,6 +257,7 @@ int main(void)
 		cmocka_unit_test(test_fork_exec),
 		cmocka_unit_test(test_exit_then_late_sample),
 		cmocka_unit_test(test_jitdump),
+		cmocka_unit_test(test_idle_modules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

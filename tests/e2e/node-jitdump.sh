@@ -10,7 +10,8 @@ W=$B/tests/work/node-jitdump
 rm -rf "$W"; mkdir -p "$W"
 command -v node >/dev/null || { echo "FAIL: node is not installed (scripts/install-deps installs nodejs)"; exit 1; }
 cd "$W" # V8 writes the dump into the current directory
-perf record -q -k 1 -e cpu-clock -F 999 --call-graph dwarf -o perf.data -- \
+# 32 KiB of stack: Node's deepest stacks (module loading) are over perf's default 8 KiB
+perf record -q -k 1 -e cpu-clock -F 999 --call-graph dwarf,32768 -o perf.data -- \
     node --perf-prof --interpreted-frames-native-stack "$S/tests/programs/jitwork.js" >/dev/null 2>perf.err ||
     { echo "FAIL: perf record could not run"; cat perf.err; exit 1; }
 ls jit-*.dump >/dev/null || { echo "FAIL: node wrote no jitdump"; exit 1; }

@@ -38,6 +38,16 @@ def fname(sym):
     return re.sub(r"\+0x[0-9a-f]+$", "", sym)
 
 
+def same_v8(a, b):
+    """Equal frames, or a V8 builtin perf names from the jitdump and unwound from the executable."""
+    if a == b:
+        return True
+    name, _, off = a[1].rpartition("+")
+    return (bool(re.search(r"/jitted-\d+-\d+\.so$", a[2])) and "jitted-" not in b[2]
+            and name.startswith(("Builtin:", "BytecodeHandler:")) and b[1].startswith("Builtins_")
+            and b[1].endswith("+" + off))
+
+
 def is_subsequence(short, long):
     it = iter(long)
     return all(any(x == y for y in it) for x in short)
@@ -130,6 +140,13 @@ def main():
             # after a signal trampoline perf (libunwind) follows the frame pointer and skips the
             # interrupted frames; unwound restores them from the signal context (ucontext)
             cls = "unwound recovers the frames interrupted by a signal that perf skips"
+        elif (len(pf) == len(uf) + 1 and n < len(pf) and "jitted-" in pf[n][2]
+              and all(same_v8(a, b) for a, b in zip(pf[:n] + pf[n + 1:], uf))):
+            # a sample at a JIT function's entry, before it set up its frame: perf (libunwind)
+            # takes the return address at the stack pointer; unwound follows the frame pointer,
+            # which still names the caller's caller, and skips one frame (its entry heuristic wants
+            # the caller's CFI to vouch for the address, and JIT code has none)
+            cls = "unwound skips the caller of a JIT function sampled at its entry (no CFI in JIT code)"
         elif uf and fname(uf[-1][1]).split("@")[0] in roots and is_subsequence(pf, uf):
             # unwound reaches a root; every frame perf shows is there, in order, but perf
             # (libunwind) skipped frames that unwound finds (seen in ld.so under mprotect and

@@ -167,17 +167,25 @@ static double now_s(clockid_t c)
 
 /* A synthesized record with the sample_id trailer the event's records carry (sample_id_all):
  * pid/tid, time 0 (before everything recorded), cpu 0, the first event's id. */
-static int push_synth(struct live *lv, uint8_t *rec, size_t len, int32_t pid, int32_t tid)
+/* The sample_id trailer of the event's records (sample_id_all): pid/tid, time, cpu 0, the first
+ * event's id; the record's size set. @return the record's size. */
+static uint16_t put_trailer(const struct live *lv, uint8_t *rec, size_t len, int32_t pid, int32_t tid, uint64_t time)
 {
 	uint64_t z = 0;
 	memcpy(rec + len, &pid, 4);
 	memcpy(rec + len + 4, &tid, 4);
-	memcpy(rec + len + 8, &z, 8);
+	memcpy(rec + len + 8, &time, 8);
 	memcpy(rec + len + 16, &z, 8);
 	memcpy(rec + len + 24, &lv->id0, 8);
 	uint16_t sz = (uint16_t)(len + 32);
 	memcpy(rec + 6, &sz, 2);
-	return perf_reader_push(lv->r, rec, sz);
+	return sz;
+}
+
+/* A synthesized record, at time 0 (before everything recorded), into the reader. */
+static int push_synth(struct live *lv, uint8_t *rec, size_t len, int32_t pid, int32_t tid)
+{
+	return perf_reader_push(lv->r, rec, put_trailer(lv, rec, len, pid, tid, 0));
 }
 
 static int push_comm(struct live *lv, int32_t pid, int32_t tid, const char *comm)
@@ -197,30 +205,43 @@ static int push_comm(struct live *lv, int32_t pid, int32_t tid, const char *comm
 }
 
 /* MMAP2 of a /proc/PID/maps line's executable mapping, as the kernel would have written it */
-static int push_mmap2(struct live *lv, int32_t pid, uint64_t start, uint64_t end, uint64_t pgoff, uint32_t maj,
-                      uint32_t min, uint64_t ino, uint32_t prot, const char *path)
+#define MMAP2_MAX (8 + 64 + 4096 + 32)
+
+/* An MMAP2 record as the kernel writes it (without its trailer): with a build-id when there is
+ * one, else device and inode. @return its size. */
+static size_t mmap2_record(uint8_t *rec, int32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t maj,
+                           uint32_t min, uint64_t ino, const uint8_t *bid, size_t blen, uint32_t prot, const char *path)
 {
-	uint8_t rec[8 + 64 + 4096 + 32];
 	size_t pl = strnlen(path, 4095), size = (8 + 64 + pl + 1 + 7) & ~(size_t)7;
-	memset(rec, 0, size);
+	memset(rec, 0, size + 32);
 	uint32_t type = PR_MMAP2, flags = 2 /* MAP_PRIVATE */;
-	uint16_t misc = PM_USER, sz = (uint16_t)size;
-	uint64_t len = end - start, gen = 0;
+	uint16_t misc = PM_USER | (blen ? PM_MMAP_BUILD_ID : 0);
 	memcpy(rec, &type, 4);
 	memcpy(rec + 4, &misc, 2);
-	memcpy(rec + 6, &sz, 2);
 	memcpy(rec + 8, &pid, 4);
 	memcpy(rec + 12, &pid, 4);
 	memcpy(rec + 16, &start, 8);
 	memcpy(rec + 24, &len, 8);
 	memcpy(rec + 32, &pgoff, 8);
-	memcpy(rec + 40, &maj, 4);
-	memcpy(rec + 44, &min, 4);
-	memcpy(rec + 48, &ino, 8);
-	memcpy(rec + 56, &gen, 8);
+	if (blen) {
+		rec[40] = (uint8_t)UW_MIN(blen, (size_t)20);
+		memcpy(rec + 44, bid, UW_MIN(blen, (size_t)20));
+	} else {
+		memcpy(rec + 40, &maj, 4);
+		memcpy(rec + 44, &min, 4);
+		memcpy(rec + 48, &ino, 8); /* then the inode generation, 0 */
+	}
 	memcpy(rec + 64, &prot, 4);
 	memcpy(rec + 68, &flags, 4);
 	memcpy(rec + 72, path, pl);
+	return size;
+}
+
+static int push_mmap2(struct live *lv, int32_t pid, uint64_t start, uint64_t end, uint64_t pgoff, uint32_t maj,
+                      uint32_t min, uint64_t ino, uint32_t prot, const char *path)
+{
+	uint8_t rec[MMAP2_MAX];
+	size_t size = mmap2_record(rec, pid, start, end - start, pgoff, maj, min, ino, NULL, 0, prot, path);
 	return push_synth(lv, rec, size, pid, pid);
 }
 
@@ -243,16 +264,8 @@ static int push_kernel_map(struct live *lv)
 	fclose(f);
 	unsigned long long etext = text ? ~0ull : 0;
 	char hex[2 * ELFV_MAX_BUILD_ID + 1];
-	if (running_kernel_build_id(hex)) {
-		uint8_t bid[ELFV_MAX_BUILD_ID];
-		size_t n = strlen(hex) / 2;
-		for (size_t i = 0; i < n; i++) {
-			unsigned v;
-			sscanf(hex + 2 * i, "%2x", &v);
-			bid[i] = (uint8_t)v;
-		}
-		proc_note_build_id(lv->s, "[kernel.kallsyms]", bid, n);
-	}
+	if (running_kernel_build_id(hex))
+		proc_note_build_id_hex(lv->s, "[kernel.kallsyms]", hex);
 	if (!text || etext <= text)
 		return 0; /* addresses hidden (kptr_restrict): kernel frames stay unnamed */
 	uint8_t rec[8 + 32 + 24 + 32];
@@ -361,38 +374,9 @@ static void on_new_map(void *ctx, int32_t pid, uint64_t start, uint64_t len, uin
                        uint64_t ino, const char *path, const uint8_t *bid, size_t blen, uint64_t time)
 {
 	struct live *lv = ctx;
-	uint8_t rec[8 + 64 + 4096 + 32];
-	size_t pl = strnlen(path, 4095), size = (8 + 64 + pl + 1 + 7) & ~(size_t)7;
-	memset(rec, 0, size + 32);
-	uint32_t type = PR_MMAP2, prot = 5, flags = 2;
-	uint16_t misc = PM_USER | (blen ? PM_MMAP_BUILD_ID : 0);
-	memcpy(rec, &type, 4);
-	memcpy(rec + 4, &misc, 2);
-	memcpy(rec + 8, &pid, 4);
-	memcpy(rec + 12, &pid, 4);
-	memcpy(rec + 16, &start, 8);
-	memcpy(rec + 24, &len, 8);
-	memcpy(rec + 32, &pgoff, 8);
-	if (blen) {
-		rec[40] = (uint8_t)UW_MIN(blen, (size_t)20);
-		memcpy(rec + 44, bid, UW_MIN(blen, (size_t)20));
-	} else {
-		memcpy(rec + 40, &maj, 4);
-		memcpy(rec + 44, &min, 4);
-		memcpy(rec + 48, &ino, 8);
-	}
-	memcpy(rec + 64, &prot, 4);
-	memcpy(rec + 68, &flags, 4);
-	memcpy(rec + 72, path, pl);
-	uint64_t t = time == UINT64_MAX ? 0 : time, z = 0;
-	memcpy(rec + size, &pid, 4);
-	memcpy(rec + size + 4, &pid, 4);
-	memcpy(rec + size + 8, &t, 8);
-	memcpy(rec + size + 16, &z, 8);
-	memcpy(rec + size + 24, &lv->id0, 8);
-	uint16_t sz = (uint16_t)(size + 32);
-	memcpy(rec + 6, &sz, 2);
-	cc_sink_record(lv->sink, rec, sz);
+	uint8_t rec[MMAP2_MAX];
+	size_t size = mmap2_record(rec, pid, start, len, pgoff, maj, min, ino, bid, blen, 5, path);
+	cc_sink_record(lv->sink, rec, put_trailer(lv, rec, size, pid, pid, time == UINT64_MAX ? 0 : time));
 }
 
 /* ---- events */

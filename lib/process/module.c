@@ -36,15 +36,23 @@ static bool is_special_path(const char *p, size_t n)
 	return p[0] != '/';
 }
 
+void proc_note_build_id_hex(struct uw_session *s, const char *path, const char *hex)
+{
+	size_t n = strlen(hex);
+	if (!n || n > 2 * ELFV_MAX_BUILD_ID)
+		return;
+	const char *h = base_intern(&s->strings, hex, n);
+	if (h)
+		base_map_put(&s->buildids, base_hash_bytes(path, strlen(path)), (void *)h);
+}
+
 void proc_note_build_id(struct uw_session *s, const char *path, const uint8_t *bid, size_t len)
 {
 	if (!len || len > ELFV_MAX_BUILD_ID)
 		return;
 	char hex[2 * ELFV_MAX_BUILD_ID + 1];
 	base_hex(bid, len, hex);
-	const char *h = base_intern(&s->strings, hex, 2 * len);
-	if (h)
-		base_map_put(&s->buildids, base_hash_bytes(path, strlen(path)), (void *)h);
+	proc_note_build_id_hex(s, path, hex);
 }
 
 struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t pathlen,

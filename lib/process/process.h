@@ -185,6 +185,7 @@ void proc_module_free(struct uw_module *m);
 struct uw_module *proc_jit_module(struct uw_session *s, struct proc *p);
 /* Records a build-id the recording gives for a path (HEADER_BUILD_ID, PERF_RECORD_HEADER_BUILD_ID). */
 void proc_note_build_id(struct uw_session *s, const char *path, const uint8_t *bid, size_t len);
+void proc_note_build_id_hex(struct uw_session *s, const char *path, const char *hex);
 
 /* ---- tracker (tracker.c) */
 struct proc *proc_get(struct uw_session *s, int32_t pid, bool create);

@@ -38,68 +38,15 @@ struct dwl_table {
 	uint32_t ndirs;
 };
 
-struct rd {
-	const uint8_t *p, *end;
-	bool bad;
-};
-
-static uint64_t rd_uleb(struct rd *r)
+/* A little-endian value of n bytes (1-8) at the cursor. */
+static uint64_t cur_n(struct base_cursor *c, unsigned n)
 {
 	uint64_t v = 0;
-	unsigned shift = 0;
-	while (r->p < r->end) {
-		uint8_t b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	r->bad = true;
-	return 0;
-}
-
-static int64_t rd_sleb(struct rd *r)
-{
-	int64_t v = 0;
-	unsigned shift = 0;
-	while (r->p < r->end) {
-		uint8_t b = *r->p++;
-		if (shift < 64)
-			v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				v |= -((int64_t)1 << shift);
-			return v;
-		}
-	}
-	r->bad = true;
-	return 0;
-}
-
-static uint64_t rd_n(struct rd *r, unsigned n)
-{
-	if (r->bad || (size_t)(r->end - r->p) < n) {
-		r->bad = true;
+	if (!base_cur_need(c, n))
 		return 0;
-	}
-	uint64_t v = 0;
-	memcpy(&v, r->p, n);
-	r->p += n;
+	memcpy(&v, c->p, n);
+	c->p += n;
 	return v;
-}
-
-static const char *rd_str(struct rd *r)
-{
-	const uint8_t *z = r->bad ? NULL : memchr(r->p, 0, (size_t)(r->end - r->p));
-	if (!z) {
-		r->bad = true;
-		return NULL;
-	}
-	const char *s = (const char *)r->p;
-	r->p = z + 1;
-	return s;
 }
 
 /* A string from an offset into .debug_str or .debug_line_str. */
@@ -111,42 +58,42 @@ static const char *sec_str(const uint8_t *sec, size_t n, uint64_t off)
 }
 
 /* One entry field of a DWARF 5 directory or file table. @return false when not handled. */
-static bool entry_field(struct rd *r, const struct dwl_sections *sec, unsigned offsz, uint64_t form, const char **str,
+static bool entry_field(struct base_cursor *r, const struct dwl_sections *sec, unsigned offsz, uint64_t form, const char **str,
                         uint64_t *val)
 {
 	*str = NULL;
 	*val = 0;
 	switch (form) {
 	case DW_FORM_string:
-		*str = rd_str(r);
+		*str = base_cur_str(r);
 		return *str != NULL;
 	case DW_FORM_line_strp:
-		*str = sec_str(sec->line_str, sec->nline_str, rd_n(r, offsz));
+		*str = sec_str(sec->line_str, sec->nline_str, cur_n(r, offsz));
 		return *str != NULL && !r->bad;
 	case DW_FORM_strp:
-		*str = sec_str(sec->str, sec->nstr, rd_n(r, offsz));
+		*str = sec_str(sec->str, sec->nstr, cur_n(r, offsz));
 		return *str != NULL && !r->bad;
 	case DW_FORM_data1:
-		*val = rd_n(r, 1);
+		*val = cur_n(r, 1);
 		return !r->bad;
 	case DW_FORM_data2:
-		*val = rd_n(r, 2);
+		*val = cur_n(r, 2);
 		return !r->bad;
 	case DW_FORM_data4:
-		*val = rd_n(r, 4);
+		*val = cur_n(r, 4);
 		return !r->bad;
 	case DW_FORM_data8:
-		*val = rd_n(r, 8);
+		*val = cur_n(r, 8);
 		return !r->bad;
 	case DW_FORM_data16:
-		rd_n(r, 8);
-		rd_n(r, 8);
+		cur_n(r, 8);
+		cur_n(r, 8);
 		return !r->bad;
 	case DW_FORM_udata:
-		*val = rd_uleb(r);
+		*val = base_cur_uleb(r);
 		return !r->bad;
 	case DW_FORM_block: {
-		uint64_t n = rd_uleb(r);
+		uint64_t n = base_cur_uleb(r);
 		if (r->bad || (uint64_t)(r->end - r->p) < n)
 			return false;
 		r->p += n;
@@ -158,17 +105,17 @@ static bool entry_field(struct rd *r, const struct dwl_sections *sec, unsigned o
 }
 
 /* A DWARF 5 directory or file table. */
-static bool v5_table(struct rd *r, const struct dwl_sections *sec, unsigned offsz, bool files, struct dwl_table *t)
+static bool v5_table(struct base_cursor *r, const struct dwl_sections *sec, unsigned offsz, bool files, struct dwl_table *t)
 {
-	uint8_t nfmt = (uint8_t)rd_n(r, 1);
+	uint8_t nfmt = (uint8_t)cur_n(r, 1);
 	uint64_t fmt[32][2];
 	if (r->bad || nfmt > 32)
 		return false;
 	for (unsigned i = 0; i < nfmt; i++) {
-		fmt[i][0] = rd_uleb(r);
-		fmt[i][1] = rd_uleb(r);
+		fmt[i][0] = base_cur_uleb(r);
+		fmt[i][1] = base_cur_uleb(r);
 	}
-	uint64_t count = rd_uleb(r);
+	uint64_t count = base_cur_uleb(r);
 	if (r->bad || count > (uint64_t)(r->end - r->p) || count > (1u << 24))
 		return false;
 	if (files) {
@@ -252,41 +199,41 @@ struct dwl_table *dwl_build(const struct dwl_sections *sec, uint64_t off, const 
 {
 	if (!sec->line || off >= sec->nline)
 		return NULL;
-	struct rd r = { sec->line + off, sec->line + sec->nline, false };
-	uint64_t len = rd_n(&r, 4);
+	struct base_cursor r = base_cursor(sec->line + off, sec->nline - off);
+	uint64_t len = cur_n(&r, 4);
 	unsigned offsz = 4;
 	if (len == 0xffffffffu) {
-		len = rd_n(&r, 8);
+		len = cur_n(&r, 8);
 		offsz = 8;
 	}
 	if (r.bad || len > (uint64_t)(r.end - r.p))
 		return NULL;
 	r.end = r.p + len;
-	unsigned version = (unsigned)rd_n(&r, 2);
+	unsigned version = (unsigned)cur_n(&r, 2);
 	if (version < 2 || version > 5)
 		return NULL;
 	if (version == 5) {
-		unsigned asz = (unsigned)rd_n(&r, 1);
-		rd_n(&r, 1); /* segment selector size */
+		unsigned asz = (unsigned)cur_n(&r, 1);
+		cur_n(&r, 1); /* segment selector size */
 		if (asz != 8 && asz != 4)
 			return NULL;
 	}
-	uint64_t hlen = rd_n(&r, offsz);
+	uint64_t hlen = cur_n(&r, offsz);
 	if (r.bad || hlen > (uint64_t)(r.end - r.p))
 		return NULL;
 	const uint8_t *prog = r.p + hlen;
-	unsigned min_inst = (unsigned)rd_n(&r, 1);
-	unsigned max_ops = version >= 4 ? (unsigned)rd_n(&r, 1) : 1;
-	bool default_stmt = rd_n(&r, 1) != 0;
-	int line_base = (int8_t)rd_n(&r, 1);
-	unsigned line_range = (unsigned)rd_n(&r, 1);
-	unsigned opcode_base = (unsigned)rd_n(&r, 1);
+	unsigned min_inst = (unsigned)cur_n(&r, 1);
+	unsigned max_ops = version >= 4 ? (unsigned)cur_n(&r, 1) : 1;
+	bool default_stmt = cur_n(&r, 1) != 0;
+	int line_base = (int8_t)cur_n(&r, 1);
+	unsigned line_range = (unsigned)cur_n(&r, 1);
+	unsigned opcode_base = (unsigned)cur_n(&r, 1);
 	(void)default_stmt;
 	if (r.bad || max_ops != 1 || line_range == 0 || opcode_base == 0)
 		return NULL;
 	uint8_t std_len[256] = { 0 };
 	for (unsigned i = 1; i < opcode_base; i++)
-		std_len[i] = (uint8_t)rd_n(&r, 1);
+		std_len[i] = (uint8_t)cur_n(&r, 1);
 	struct dwl_table *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
@@ -301,7 +248,7 @@ struct dwl_table *dwl_build(const struct dwl_sections *sec, uint64_t off, const 
 			goto fail;
 		t->dirs[t->ndirs++] = comp_dir;
 		for (;;) {
-			const char *d = rd_str(&r);
+			const char *d = base_cur_str(&r);
 			if (!d)
 				goto fail;
 			if (!*d)
@@ -321,14 +268,14 @@ struct dwl_table *dwl_build(const struct dwl_sections *sec, uint64_t off, const 
 			goto fail;
 		t->files[t->nfiles++] = (struct dwl_file){ "???", 0 };
 		for (;;) {
-			const char *f = rd_str(&r);
+			const char *f = base_cur_str(&r);
 			if (!f)
 				goto fail;
 			if (!*f)
 				break;
-			uint64_t dir = rd_uleb(&r);
-			rd_uleb(&r);
-			rd_uleb(&r);
+			uint64_t dir = base_cur_uleb(&r);
+			base_cur_uleb(&r);
+			base_cur_uleb(&r);
 			if (r.bad)
 				goto fail;
 			if (t->nfiles == cap) {
@@ -364,7 +311,7 @@ struct dwl_table *dwl_build(const struct dwl_sections *sec, uint64_t off, const 
 			line += (uint32_t)(line_base + (int)(adj % line_range));
 			emit = true;
 		} else if (op == 0) {
-			uint64_t n = rd_uleb(&r);
+			uint64_t n = base_cur_uleb(&r);
 			if (r.bad || n == 0 || n > (uint64_t)(r.end - r.p)) {
 				ok = false;
 				break;
@@ -379,7 +326,7 @@ struct dwl_table *dwl_build(const struct dwl_sections *sec, uint64_t off, const 
 					ok = false;
 					break;
 				}
-				addr = rd_n(&r, asz);
+				addr = cur_n(&r, asz);
 			} else if (sub == DW_LNE_define_file) {
 				ok = false; /* DWARF 2-4 only, and never emitted by current compilers: libdw */
 				break;
@@ -391,25 +338,25 @@ struct dwl_table *dwl_build(const struct dwl_sections *sec, uint64_t off, const 
 				emit = true;
 				break;
 			case DW_LNS_advance_pc:
-				addr += rd_uleb(&r) * min_inst;
+				addr += base_cur_uleb(&r) * min_inst;
 				break;
 			case DW_LNS_advance_line:
-				line += (uint32_t)rd_sleb(&r);
+				line += (uint32_t)base_cur_sleb(&r);
 				break;
 			case DW_LNS_set_file:
-				file = (uint32_t)rd_uleb(&r);
+				file = (uint32_t)base_cur_uleb(&r);
 				break;
 			case DW_LNS_const_add_pc:
 				addr += (uint64_t)((255 - opcode_base) / line_range) * min_inst;
 				break;
 			case DW_LNS_fixed_advance_pc:
-				addr += rd_n(&r, 2);
+				addr += cur_n(&r, 2);
 				break;
 			default:
 				/* set_column, negate_stmt, basic_block, prologue_end, epilogue_begin,
 				 * set_isa and unknown ones: skip their operands */
 				for (unsigned i = 0; i < std_len[op]; i++)
-					rd_uleb(&r);
+					base_cur_uleb(&r);
 				break;
 			}
 			if (r.bad)

@@ -41,6 +41,7 @@ struct abbrevs {
 
 #define MAX_ABBREV_CODE 65536u
 
+/* LEB128 inline, unlike base_cur_uleb: it runs for every attribute of every DIE walked */
 static inline bool uleb(const uint8_t **pp, const uint8_t *end, uint64_t *v)
 {
 	const uint8_t *p = *pp;

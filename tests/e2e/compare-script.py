@@ -76,10 +76,7 @@ def main():
         # ("Builtins_X"; bytecode handlers "BytecodeHandler:X" are "Builtins_XHandler", and
         # some share one: Star0..Star15 are Builtins_ShortStarHandler). Same code, same offset.
         for k in range(min(len(pf), len(uf))):
-            name, off = pf[k][1].rsplit("+", 1) if "+" in pf[k][1] else (pf[k][1], "")
-            if (re.search(r"/jitted-\d+-\d+\.so$", pf[k][2]) and "jitted-" not in uf[k][2]
-                    and name.startswith(("Builtin:", "BytecodeHandler:"))
-                    and uf[k][1].startswith("Builtins_") and uf[k][1].endswith("+" + off)):
+            if pf[k] != uf[k] and same_v8(pf[k], uf[k]):
                 pf[k] = uf[k]
                 builtins += 1
         real = {(f[0], f[1].rsplit("+", 1)[-1]): f for f in uf if f[2] != "inlined"}

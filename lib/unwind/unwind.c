@@ -10,6 +10,7 @@ enum step_status {
 	STEP_MEM_HIGH,    /* read past the end of the stack copy */
 	STEP_MEM_BAD,     /* read elsewhere outside the copy */
 	STEP_BAD_CFI,
+	STEP_DOWN,        /* the caller's frame would lie below the callee's (a loop, or garbage) */
 };
 
 struct step_ctx {
@@ -173,8 +174,12 @@ static enum step_status step_fp(struct step_ctx *c, const struct cfi_arch *a, st
 	/* the psABI marks the outermost frame with a zero frame pointer (set by _start) */
 	if (bp == 0)
 		return STEP_END;
-	if (bp < regs->r[a->sp] || (bp & 7))
+	if (bp & 7)
 		return STEP_NO_INFO;
+	if (bp < regs->r[a->sp])
+		/* into the part of the copy already unwound: a chain that loops back down the
+		 * stack; anywhere else, rbp is not a frame pointer here */
+		return bp >= c->stack->base ? STEP_DOWN : STEP_NO_INFO;
 	if (!read_u64(c, bp, &nbp) || !read_u64(c, bp + 8, &ra))
 		return c->memfail;
 	regs->r[a->fp] = nbp;
@@ -221,6 +226,7 @@ static enum uw_stop_reason stop_of(enum step_status s)
 	case STEP_MEM_HIGH: return UW_STOP_STACK_EXHAUSTED;
 	case STEP_MEM_BAD: return UW_STOP_BAD_MEMORY;
 	case STEP_BAD_CFI: return UW_STOP_BAD_CFI;
+	case STEP_DOWN: return UW_STOP_NO_PROGRESS;
 	default: return UW_STOP_NO_UNWIND_INFO;
 	}
 }

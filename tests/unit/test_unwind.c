@@ -251,6 +251,54 @@ static void test_stack_exhausted_and_limits(void **state)
 	assert_int_equal(res.n, 10);
 }
 
+/* Hostile stacks: a frame-pointer chain that points back at itself, and one that leads to
+ * lower addresses. Each stops at once with its reason, never going round. */
+static void test_looping_and_descending_stacks(void **state)
+{
+	(void)state;
+	struct uw_frame f[64];
+	struct unw_result res;
+	struct unw_regs r;
+	/* rbp -> itself: the next frame would have the same stack pointer */
+	memset(STACK, 0, sizeof(STACK));
+	put(BASE + 0x40, BASE + 0x40);
+	put(BASE + 0x48, addr_of("case_nocfi") + 1);
+	r = (struct unw_regs){ 0 };
+	r.r[16] = addr_of("case_nocfi");
+	r.r[7] = BASE;
+	r.r[6] = BASE + 0x40;
+	run(&r, f, &res);
+	assert_int_equal(res.stop, UW_STOP_NO_PROGRESS);
+	assert_true(res.n <= 3);
+	/* a two-frame cycle: A -> B -> A */
+	memset(STACK, 0, sizeof(STACK));
+	put(BASE + 0x40, BASE + 0x80);
+	put(BASE + 0x48, addr_of("case_nocfi") + 1);
+	put(BASE + 0x80, BASE + 0x40);
+	put(BASE + 0x88, addr_of("case_nocfi") + 2);
+	r = (struct unw_regs){ 0 };
+	r.r[16] = addr_of("case_nocfi");
+	r.r[7] = BASE;
+	r.r[6] = BASE + 0x40;
+	run(&r, f, &res);
+	assert_int_equal(res.stop, UW_STOP_NO_PROGRESS);
+	assert_true(res.n <= 4);
+	/* the chain goes down the stack: the caller's frame below the callee's */
+	memset(STACK, 0, sizeof(STACK));
+	put(BASE + 0x100, BASE + 0x20);
+	put(BASE + 0x108, addr_of("case_nocfi") + 1);
+	put(BASE + 0x20, 0);
+	put(BASE + 0x28, addr_of("case_nocfi") + 3);
+	r = (struct unw_regs){ 0 };
+	r.r[16] = addr_of("case_nocfi");
+	r.r[7] = BASE + 0x100;
+	r.r[6] = BASE + 0x100;
+	run(&r, f, &res);
+	assert_int_equal(res.stop, UW_STOP_NO_PROGRESS);
+	assert_int_equal(res.n, 2);
+	assert_int_equal(f[1].pc, addr_of("case_nocfi") + 1);
+}
+
 static int setup(void **state)
 {
 	fixture_setup(state);
@@ -268,6 +316,7 @@ int main(void)
 		cmocka_unit_test(test_expression_loop_stops),
 		cmocka_unit_test(test_signal_frame_exact_pc),
 		cmocka_unit_test(test_stack_exhausted_and_limits),
+		cmocka_unit_test(test_looping_and_descending_stacks),
 		cmocka_unit_test(test_syscall_return_at_fde_end),
 		cmocka_unit_test(test_return_address_in_register),
 		cmocka_unit_test(test_function_entry_without_cfi),

@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct elfv *v = NULL;
 	if (elfv_open_mem(data, size, &v))
 		return 0;
-	struct dwi *d = dwi_open(v, NULL);
+	struct dwi *d = dwi_open(v, NULL, NULL);
 	if (d) {
 		struct base_intern strings;
 		base_intern_init(&strings);

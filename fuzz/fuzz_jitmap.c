@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!f)
 		return 0;
 	struct symtab t = { 0 };
-	if (jitmap_parse(f, &t) == 0)
+	if (jitmap_parse(f, &t, (size_t)1 << 24) == 0)
 		for (uint64_t a = 0; a < 64; a++)
 			symtab_find(&t, a * 0x100);
 	fclose(f);

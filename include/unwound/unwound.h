@@ -89,6 +89,10 @@ struct uw_session_opts {
 	int offline;             /* 1: never ask debuginfod servers */
 	unsigned debuginfod_timeout_ms; /* cap on one fetch; 0: 30 s */
 	uint64_t max_inflate_bytes; /* cap on one decompressed debug section; 0: 1 GiB */
+	/* cap on a side file read whole (jitdump, perf-PID.map, kallsyms); 0: 2 GiB. It also caps
+	 * the entries kept from one: a jitdump's code loads at 1 per 512 bytes of the cap (4 M by
+	 * default), a perf map's lines at 1 per 128 bytes (16 M). */
+	uint64_t max_side_file_bytes;
 };
 
 struct uw_session;
@@ -249,6 +253,7 @@ struct uw_reader_opts {
 	 * unwinding used on recent samples (the rest is read back when a stack needs more).
 	 * Set this to get every sample's whole stack copy in uw_sample.stack. */
 	int full_stacks;
+	unsigned max_kernel_frames; /* kernel frames kept per sample; 0: 512; at most 65536 */
 };
 
 struct uw_reader;
@@ -355,6 +360,8 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 
 struct uw_inject_opts {
 	size_t sz;
+	size_t max_queue_bytes;     /* as uw_reader_opts */
+	unsigned max_kernel_frames; /* as uw_reader_opts */
 };
 
 struct uw_inject_stats {

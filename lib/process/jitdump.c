@@ -25,8 +25,6 @@
 #define JD_CODE_LOAD 0
 #define JD_CODE_MOVE 1
 #define JD_FLAG_ARCH_TIMESTAMP 1ull
-#define JD_MAX_FILE ((uint64_t)2 << 30)
-#define JD_MAX_ENTRIES (1u << 22)
 
 struct jd_entry {
 	uint64_t start, end, time, index;
@@ -106,7 +104,7 @@ int jitdump_parse(struct uw_session *s, const uint8_t *p, size_t size, struct ji
 				}
 			}
 			if (!r.bad && name && csize && addr + csize > addr) {
-				if (v.len >= JD_MAX_ENTRIES) {
+				if (v.len >= proc_side_cap(s) / 512) {
 					err = -UW_ELIMIT;
 					break;
 				}
@@ -189,7 +187,7 @@ int proc_jitdump_mmap(struct uw_session *s, int32_t pid, const char *path, size_
 	int fd = open(full, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	int err = fd < 0 ? -errno : fstat(fd, &st) ? -errno : !S_ISREG(st.st_mode) ? -UW_EFORMAT
-			    : (uint64_t)st.st_size > JD_MAX_FILE ? -UW_ELIMIT : 0;
+			    : (uint64_t)st.st_size > proc_side_cap(s) ? -UW_ELIMIT : 0;
 	void *map = MAP_FAILED;
 	if (!err && st.st_size > 0 && (map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
 		err = -errno;

@@ -9,6 +9,7 @@
 #include <elfutils/debuginfod.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +101,11 @@ struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t
 }
 
 /* The session whose limits views get (set by the functions that open files) */
+uint64_t proc_side_cap(const struct uw_session *s)
+{
+	return s && s->opts.max_side_file_bytes ? s->opts.max_side_file_bytes : SIDE_FILE_MAX;
+}
+
 static uint64_t view_cap(const struct uw_session *s)
 {
 	return s && s->opts.max_inflate_bytes ? s->opts.max_inflate_bytes : ELFV_MAX_INFLATE;
@@ -631,7 +637,7 @@ const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *
 }
 
 /* The text of a perf-PID.map: entries sorted by start, later ones first among equal starts. */
-int jitmap_parse(FILE *f, struct symtab *t)
+int jitmap_parse(FILE *f, struct symtab *t, size_t max_entries)
 {
 	struct base_vec v = BASE_VEC_INIT(struct sym);
 	base_arena_init(&t->arena, 64 * 1024);
@@ -650,7 +656,7 @@ int jitmap_parse(FILE *f, struct symtab *t)
 			continue;
 		char *name = end + 1;
 		size_t nl = strcspn(name, "\n");
-		if (v.len >= JITMAP_MAX_ENTRIES) {
+		if (v.len >= max_entries) {
 			err = -UW_ELIMIT;
 			break;
 		}
@@ -691,11 +697,10 @@ int jitmap_parse(FILE *f, struct symtab *t)
  * START and SIZE, written by JITs (V8 --perf-basic-prof, the JVM's agents, CPython 3.12). */
 static int jit_load(struct uw_session *s, struct uw_module *m)
 {
-	(void)s;
 	FILE *f = fopen(m->path, "re");
 	if (!f)
 		return -errno;
-	int err = jitmap_parse(f, &m->syms);
+	int err = jitmap_parse(f, &m->syms, (size_t)(proc_side_cap(s) / 128));
 	fclose(f);
 	return err;
 }
@@ -727,8 +732,8 @@ struct uw_module *proc_jit_module(struct uw_session *s, struct proc *p)
 }
 
 /* MiniDebugInfo: an xz-compressed ELF in .gnu_debugdata holding a .symtab of the functions
- * .dynsym lacks (Fedora and others ship it instead of full debug files). */
-#define MINI_MAX_BYTES ((uint64_t)256 << 20)
+ * .dynsym lacks (Fedora and others ship it instead of full debug files). Its decompressed size
+ * is capped at a quarter of the debug-section cap (256 MiB by default): it holds symbols only. */
 
 static struct elfv *open_minidebug(struct uw_session *s, struct uw_module *m)
 {
@@ -736,7 +741,8 @@ static struct elfv *open_minidebug(struct uw_session *s, struct uw_module *m)
 	if (!m->elf || elfv_section(m->elf, ".gnu_debugdata", &sec) || !sec.data || !sec.size)
 		return NULL;
 	/* the uncompressed size is in the xz index; decode with a growing buffer and a cap */
-	size_t cap = (size_t)UW_MIN(UW_MAX(sec.size * 4, (uint64_t)1 << 16), MINI_MAX_BYTES);
+	const uint64_t max = UW_MAX(view_cap(s) / 4, (uint64_t)1 << 16);
+	size_t cap = (size_t)UW_MIN(UW_MAX(sec.size * 4, (uint64_t)1 << 16), max);
 	for (;;) {
 		uint8_t *out = malloc(cap);
 		if (!out)
@@ -751,11 +757,16 @@ static struct elfv *open_minidebug(struct uw_session *s, struct uw_module *m)
 			return v;
 		}
 		free(out);
-		if (r != LZMA_BUF_ERROR || cap >= MINI_MAX_BYTES) {
+		if (r == LZMA_BUF_ERROR && cap >= max) {
+			base_log(&s->log, UW_LOG_WARN, "%s: .gnu_debugdata decompresses to more than %" PRIu64
+				 " MiB (a quarter of --max-inflate): not read", m->path, max >> 20);
+			return NULL;
+		}
+		if (r != LZMA_BUF_ERROR) {
 			base_log(&s->log, UW_LOG_WARN, "%s: .gnu_debugdata is not a usable xz stream (%d)", m->path, (int)r);
 			return NULL;
 		}
-		cap = (size_t)UW_MIN((uint64_t)cap * 4, MINI_MAX_BYTES);
+		cap = (size_t)UW_MIN((uint64_t)cap * 4, max);
 	}
 }
 

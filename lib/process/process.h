@@ -146,9 +146,11 @@ void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m);
  * found by build-id in the debug roots, by its path, or through debuginfod; NULL if none.
  * Kept in m->alt. */
 struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, struct elfv *v, const char *vpath);
-/* perf-PID.map text into a symbol table (fuzzed); at most JITMAP_MAX_ENTRIES lines. */
-#define JITMAP_MAX_ENTRIES (1u << 24)
-int jitmap_parse(FILE *f, struct symtab *t);
+/* perf-PID.map text into a symbol table (fuzzed); at most max_entries lines (-UW_ELIMIT). */
+int jitmap_parse(FILE *f, struct symtab *t, size_t max_entries);
+/* The side-file cap (uw_session_opts.max_side_file_bytes, default SIDE_FILE_MAX). */
+#define SIDE_FILE_MAX ((uint64_t)2 << 30)
+uint64_t proc_side_cap(const struct uw_session *s);
 /* jitdump (jitdump.c) */
 struct jitdump;
 /* Is this the path of a jitdump file ("jit-PID.dump")? */

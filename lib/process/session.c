@@ -2,6 +2,7 @@
 /* The session: options, logging, the module cache, the tracker and kernel symbols. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -161,10 +162,17 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 			/* the debug file first: a module with a debug file has no DWARF of its own */
 			if (proc_module_open(s, m)) {
 				proc_module_fetch_debug(s, m);
+				int why = 0, why2 = 0;
 				if (m->dbg)
-					m->dwi = dwi_open(m->dbg, proc_module_altfile(s, m, m->dbg, m->dbg_path));
+					m->dwi = dwi_open(m->dbg, proc_module_altfile(s, m, m->dbg, m->dbg_path), &why);
 				if (!m->dwi)
-					m->dwi = dwi_open(m->elf, proc_module_altfile(s, m, m->elf, m->opened_path));
+					m->dwi = dwi_open(m->elf, proc_module_altfile(s, m, m->elf, m->opened_path), &why2);
+				if (!m->dwi && (why || why2))
+					base_log(&s->log, UW_LOG_WARN,
+						 "%s: a debug section decompresses past the cap (--max-inflate, %" PRIu64
+						 " MiB): no inline frames or source lines from %s",
+						 m->path, (why ? m->dbg : m->elf)->max_inflate >> 20,
+						 why ? (m->dbg_path ? m->dbg_path : "its debug file") : "it");
 			}
 		}
 		struct dwi_frame tmp[DWI_MAX_DEPTH];
@@ -206,7 +214,7 @@ static int cmp_ksym(const void *a, const void *b)
 
 /* A regular file is mapped (nothing copied, only the lines read are touched); /proc/kallsyms
  * must be read. *mapped tells which. */
-static int read_all(const char *path, char **out, size_t *len, bool *mapped)
+static int read_all(const char *path, uint64_t max, char **out, size_t *len, bool *mapped)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -214,6 +222,10 @@ static int read_all(const char *path, char **out, size_t *len, bool *mapped)
 	struct stat rst;
 	*mapped = false;
 	if (fstat(fd, &rst) == 0 && S_ISREG(rst.st_mode) && rst.st_size > 0) {
+		if ((uint64_t)rst.st_size > max) {
+			close(fd);
+			return -UW_ELIMIT;
+		}
 		void *m = mmap(NULL, (size_t)rst.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (m != MAP_FAILED) {
 			close(fd);
@@ -225,7 +237,7 @@ static int read_all(const char *path, char **out, size_t *len, bool *mapped)
 	}
 	/* a snapshot file has a size; /proc/kallsyms says 0 and is a few MiB */
 	struct stat st;
-	size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (1 << 30) ? (size_t)st.st_size + 1 : 8u << 20;
+	size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < max ? (size_t)st.st_size + 1 : 8u << 20;
 	size_t n = 0;
 	char *buf = malloc(cap + 1);
 	for (;;) {
@@ -234,7 +246,7 @@ static int read_all(const char *path, char **out, size_t *len, bool *mapped)
 			return -ENOMEM;
 		}
 		if (n == cap) {
-			if (cap >= ((size_t)1 << 30)) { /* 1 GiB of symbols is not a kallsyms file */
+			if (cap >= max) { /* the side-file cap (2 GiB): no kallsyms file is that big */
 				free(buf);
 				close(fd);
 				return -UW_ELIMIT;
@@ -394,7 +406,7 @@ static int load_kallsyms_now(struct uw_session *s)
 	char *buf = NULL;
 	size_t len = 0;
 	bool mapped = false;
-	int err = read_all(s->kallsyms_path, &buf, &len, &mapped);
+	int err = read_all(s->kallsyms_path, proc_side_cap(s), &buf, &len, &mapped);
 	if (err)
 		return err;
 	size_t core = 0;

@@ -190,14 +190,17 @@ static void find_sections(struct dwi *d)
 
 /* A Dwarf handle for v: over a decompressed image when it has compressed sections (which also
  * covers zstd), else over the file. */
-static Dwarf *begin(struct elfv *v, void **image, Elf **image_elf)
+static Dwarf *begin(struct elfv *v, void **image, Elf **image_elf, int *why)
 {
 	size_t isize = 0;
 	bool refuse;
 	*image = decompressed_image(v, &isize, &refuse);
 	*image_elf = NULL;
-	if (refuse)
+	if (refuse) {
+		if (why)
+			*why = -UW_ELIMIT;
 		return NULL;
+	}
 	if (*image) {
 		*image_elf = elf_memory(*image, isize);
 		Dwarf *dw = *image_elf ? dwarf_begin_elf(*image_elf, DWARF_C_READ, NULL) : NULL;
@@ -215,8 +218,10 @@ static Dwarf *begin(struct elfv *v, void **image, Elf **image_elf)
 	return v->fd >= 0 ? dwarf_begin(v->fd, DWARF_C_READ) : dwarf_begin_elf((Elf *)v->elf, DWARF_C_READ, NULL);
 }
 
-struct dwi *dwi_open(struct elfv *v, struct elfv *alt)
+struct dwi *dwi_open(struct elfv *v, struct elfv *alt, int *why)
 {
+	if (why)
+		*why = 0;
 	if (!v)
 		return NULL;
 	if (!elfv_has_section(v, ".debug_info"))
@@ -224,14 +229,14 @@ struct dwi *dwi_open(struct elfv *v, struct elfv *alt)
 	struct dwi *d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;
-	Dwarf *dw = begin(v, &d->image, &d->image_elf);
+	Dwarf *dw = begin(v, &d->image, &d->image_elf, why);
 	if (!dw) {
 		free(d);
 		return NULL;
 	}
 	d->dw = dw;
 	/* names and abstract origins that dwz moved into a supplementary file */
-	if (alt && (d->alt = begin(alt, &d->alt_image, &d->alt_elf)))
+	if (alt && (d->alt = begin(alt, &d->alt_image, &d->alt_elf, NULL)))
 		dwarf_setalt(dw, d->alt);
 	base_map_init(&d->cus);
 	find_sections(d);

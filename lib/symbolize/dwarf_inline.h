@@ -18,8 +18,9 @@ struct dwi;
 
 /* Opens the DWARF of an ELF view (the module's debug file, or the module itself), with its dwz
  * supplementary file (.gnu_debugaltlink) when alt is not NULL. NULL when the file has no usable
- * .debug_info. The views must outlive the handle. */
-struct dwi *dwi_open(struct elfv *v, struct elfv *alt);
+ * .debug_info; then *why (may be NULL) is -UW_ELIMIT when a needed section decompresses past
+ * the view's cap, else 0. The views must outlive the handle. */
+struct dwi *dwi_open(struct elfv *v, struct elfv *alt, int *why);
 void dwi_close(struct dwi *d);
 
 /* The chain at module address addr, innermost first: inlined functions, then the function that

@@ -17,26 +17,30 @@ static void inject_usage(FILE *f)
 		   "perf report, perf script and hotspot. An existing OUT is kept as OUT.old.\n\n"
 		   "  -i, --input FILE    the recording ('-': standard input)\n"
 		   "  -o, --output FILE   the file to write\n"
-		   "  --debug-dir DIR, --symfs DIR, --offline, --max-frames N, --no-fp, --max-inflate MIB   as for report\n"
-		   "  -v                  more messages\n");
+		   "  --debug-dir DIR, --symfs DIR, --offline, --no-fp   as for report\n"
+		   "  -v                  more messages\n"
+		   CLI_LIMITS_HELP);
 }
 
 int cmd_inject(int argc, char **argv)
 {
-	enum { O_DEBUGDIR = 256, O_SYMFS, O_OFFLINE, O_MAXFR, O_NOFP, O_MAXINFLATE };
+	enum { O_DEBUGDIR = 256, O_SYMFS, O_OFFLINE, O_NOFP };
 	static const struct option lo[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "debug-dir", required_argument, 0, O_DEBUGDIR }, { "symfs", required_argument, 0, O_SYMFS },
-		{ "offline", no_argument, 0, O_OFFLINE }, { "max-frames", required_argument, 0, O_MAXFR },
-		{ "no-fp", no_argument, 0, O_NOFP }, { "max-inflate", required_argument, 0, O_MAXINFLATE },
+		{ "offline", no_argument, 0, O_OFFLINE }, { "no-fp", no_argument, 0, O_NOFP }, CLI_LIMIT_OPTIONS,
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	const char *in = NULL, *out = NULL, *debugdir = NULL, *symfs = NULL;
 	int offline = 0, nofp = 0, c;
-	unsigned maxfr = 0;
-	uint64_t max_inflate = 0;
+	struct cli_limits lim = { 0 };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "i:o:vh", lo, NULL)) != -1) {
+		int l = cli_limit_option("inject", c, optarg, &lim);
+		if (l < 0)
+			return CLI_EXIT_USAGE;
+		if (l)
+			continue;
 		switch (c) {
 		case 'i': in = optarg; break;
 		case 'o': out = optarg; break;
@@ -45,26 +49,25 @@ int cmd_inject(int argc, char **argv)
 		case O_DEBUGDIR: debugdir = optarg; break;
 		case O_SYMFS: symfs = optarg; break;
 		case O_OFFLINE: offline = 1; break;
-		case O_MAXFR: maxfr = (unsigned)strtoul(optarg, NULL, 0); break;
 		case O_NOFP: nofp = 1; break;
-		case O_MAXINFLATE: max_inflate = strtoull(optarg, NULL, 0) << 20; break;
 		default: inject_usage(stderr); return CLI_EXIT_USAGE;
 		}
 	}
-	if (!in || !out || optind < argc || maxfr > 4096) {
+	if (!in || !out || optind < argc) {
 		inject_usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
-		.max_frames = maxfr, .debug_dirs = debugdir, .sysroot = symfs, .no_fp_fallback = nofp,
-		.offline = offline, .max_inflate_bytes = max_inflate);
+		.max_frames = lim.max_frames, .debug_dirs = debugdir, .sysroot = symfs, .no_fp_fallback = nofp,
+		.offline = offline, .max_inflate_bytes = lim.max_inflate, .max_side_file_bytes = lim.max_side_file);
 	struct uw_session *s = uw_session_new(&so);
 	if (!s) {
 		fprintf(stderr, "unwound inject: %s\n", strerror(errno));
 		return CLI_EXIT_ERROR;
 	}
 	struct uw_inject_stats st = { .sz = sizeof(st) };
-	int err = uw_inject(s, in, out, NULL, &st);
+	UW_OPTS(uw_inject_opts, io, .max_queue_bytes = lim.max_queue, .max_kernel_frames = lim.max_kernel_frames);
+	int err = uw_inject(s, in, out, &io, &st);
 	if (err)
 		fprintf(stderr, "unwound inject: %s\n", uw_session_errmsg(s));
 	else

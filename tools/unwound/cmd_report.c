@@ -75,10 +75,9 @@ static void report_usage(FILE *f)
 		"  --symfs DIR         prefix for the recording's file paths\n"
 		"  --offline           never fetch from debuginfod servers ($DEBUGINFOD_URLS)\n"
 		"  --debuginfod-timeout SECS  cap on one debuginfod fetch (default 30)\n"
-		"  --max-inflate MIB   cap on one decompressed debug section (default 1024)\n"
-		"  --max-frames N      user frames per stack (default 256)\n"
 		"  --no-fp             never fall back to frame pointers\n"
-		"  -v                  more messages (repeat for more)\n");
+		"  -v                  more messages (repeat for more)\n"
+		CLI_LIMITS_HELP);
 }
 
 struct modsum {
@@ -145,35 +144,40 @@ static void summary(struct uw_session *s, const struct uw_reader_stats *st, FILE
 
 int cmd_report(int argc, char **argv)
 {
-	enum { O_SCRIPT = 256, O_FOLDED, O_PID, O_TID, O_COMM, O_KALLSYMS, O_DEBUGDIR, O_SYMFS, O_MAXFR,
+	enum { O_SCRIPT = 256, O_FOLDED, O_PID, O_TID, O_COMM, O_KALLSYMS, O_DEBUGDIR, O_SYMFS,
 	       O_NOFP, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE, O_NODEMANGLE, O_INLINE,
-	       O_GROUP, O_OFFLINE, O_DBGDTIMEOUT, O_MAXINFLATE };
+	       O_GROUP, O_OFFLINE, O_DBGDTIMEOUT };
 	static const struct option lo[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "script", no_argument, 0, O_SCRIPT }, { "folded", no_argument, 0, O_FOLDED },
 		{ "pid", required_argument, 0, O_PID }, { "tid", required_argument, 0, O_TID },
 		{ "comm", required_argument, 0, O_COMM }, { "kallsyms", required_argument, 0, O_KALLSYMS },
 		{ "debug-dir", required_argument, 0, O_DEBUGDIR }, { "symfs", required_argument, 0, O_SYMFS },
-		{ "max-frames", required_argument, 0, O_MAXFR }, { "no-fp", no_argument, 0, O_NOFP },
+		{ "no-fp", no_argument, 0, O_NOFP },
 		{ "sort", required_argument, 0, O_SORT }, { "rows", required_argument, 0, O_ROWS },
 		{ "no-kernel", no_argument, 0, O_NOKERNEL }, { "addresses", no_argument, 0, O_ADDRS },
 		{ "no-inline", no_argument, 0, O_NOINLINE }, { "srcline", no_argument, 0, O_SRCLINE },
 		{ "no-demangle", no_argument, 0, O_NODEMANGLE }, { "inline", no_argument, 0, O_INLINE },
 		{ "group", required_argument, 0, O_GROUP }, { "offline", no_argument, 0, O_OFFLINE },
 		{ "debuginfod-timeout", required_argument, 0, O_DBGDTIMEOUT },
-		{ "max-inflate", required_argument, 0, O_MAXINFLATE },
+		CLI_LIMIT_OPTIONS,
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	const char *in = NULL, *outp = NULL, *kallsyms = NULL, *debugdir = NULL, *symfs = NULL, *comm = NULL;
 	int pid = 0, tid = 0, nofp = 0, nokernel = 0, addrs = 0, noinline = 0, srcline = 0, nodemangle = 0, inl = 0, byline = 0;
-	unsigned maxfr = 0, rows = 30, dbgd_ms = 0;
+	unsigned rows = 30, dbgd_ms = 0;
 	int offline = 0;
-	uint64_t max_inflate = 0;
+	struct cli_limits lim = { 0 };
 	enum uw_top_sort sort = UW_TOP_SELF;
 	struct report rep = { .mode = MODE_TOP };
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "i:o:vh", lo, NULL)) != -1) {
+		int l = cli_limit_option("report", c, optarg, &lim);
+		if (l < 0)
+			return CLI_EXIT_USAGE;
+		if (l)
+			continue;
 		switch (c) {
 		case 'i': in = optarg; break;
 		case 'o': outp = optarg; break;
@@ -187,7 +191,6 @@ int cmd_report(int argc, char **argv)
 		case O_KALLSYMS: kallsyms = optarg; break;
 		case O_DEBUGDIR: debugdir = optarg; break;
 		case O_SYMFS: symfs = optarg; break;
-		case O_MAXFR: maxfr = (unsigned)strtoul(optarg, NULL, 0); break;
 		case O_NOFP: nofp = 1; break;
 		case O_NOKERNEL: nokernel = 1; break;
 		case O_ADDRS: addrs = 1; break;
@@ -196,7 +199,6 @@ int cmd_report(int argc, char **argv)
 		case O_NODEMANGLE: nodemangle = 1; break;
 		case O_INLINE: inl = 1; break;
 		case O_OFFLINE: offline = 1; break;
-		case O_MAXINFLATE: max_inflate = strtoull(optarg, NULL, 0) << 20; break;
 		case O_DBGDTIMEOUT: {
 			double sec = atof(optarg);
 			if (sec <= 0 || sec > 3600) {
@@ -236,13 +238,10 @@ int cmd_report(int argc, char **argv)
 	}
 	if (!in)
 		in = isatty(0) ? "perf.data" : "-";
-	if (maxfr > 4096) {
-		fprintf(stderr, "unwound report: --max-frames is at most 4096\n");
-		return CLI_EXIT_USAGE;
-	}
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
-		.max_frames = maxfr, .debug_dirs = debugdir, .sysroot = symfs, .no_fp_fallback = nofp,
-		.no_demangle = nodemangle, .offline = offline, .debuginfod_timeout_ms = dbgd_ms, .max_inflate_bytes = max_inflate);
+		.max_frames = lim.max_frames, .debug_dirs = debugdir, .sysroot = symfs, .no_fp_fallback = nofp,
+		.no_demangle = nodemangle, .offline = offline, .debuginfod_timeout_ms = dbgd_ms,
+		.max_inflate_bytes = lim.max_inflate, .max_side_file_bytes = lim.max_side_file);
 	rep.s = uw_session_new(&so);
 	if (!rep.s) {
 		fprintf(stderr, "unwound report: %s\n", strerror(errno));
@@ -253,7 +252,7 @@ int cmd_report(int argc, char **argv)
 	rep.out = stdout;
 	rep.tty = isatty(2);
 	UW_OPTS(uw_reader_opts, ro, .pid = pid, .tid = tid, .comm = comm, .on_sample = on_sample, .ctx = &rep,
-		.on_progress = on_progress);
+		.on_progress = on_progress, .max_queue_bytes = lim.max_queue, .max_kernel_frames = lim.max_kernel_frames);
 	rd = uw_reader_open(rep.s, in, &ro);
 	if (!rd) {
 		fprintf(stderr, "unwound report: %s\n", uw_session_errmsg(rep.s));
@@ -313,6 +312,8 @@ int cmd_report(int argc, char **argv)
 	}
 	if (cli_verbose && rep.mode != MODE_TOP)
 		summary(rep.s, &st, stderr);
+	else if (rep.mode != MODE_TOP && st.malformed_samples)
+		fprintf(stderr, "unwound report: warning: %" PRIu64 " malformed samples dropped\n", st.malformed_samples);
 	if (fflush(rep.out) || ferror(rep.out)) {
 		fprintf(stderr, "unwound report: writing output: %s\n", strerror(errno));
 		goto out;

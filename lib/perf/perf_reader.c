@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -105,7 +106,8 @@ const uint8_t *perf_reader_current_sample(const struct uw_reader *r, uint32_t *l
 	return r->cur_rec;
 }
 
-#define KERNEL_FRAMES_MAX 512
+#define KERNEL_FRAMES_DEFAULT 512u
+#define KERNEL_FRAMES_MAX 65536u
 
 static int rerr(struct uw_reader *r, int err, uint64_t off, const char *what)
 {
@@ -934,7 +936,7 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	base_map_init(&r->ids);
 	r->st.sz = sizeof(r->st);
 	r->frames = calloc(s->opts.max_frames, sizeof(*r->frames));
-	r->kcap = KERNEL_FRAMES_MAX;
+	r->kcap = r->o.max_kernel_frames ? UW_MIN(r->o.max_kernel_frames, KERNEL_FRAMES_MAX) : KERNEL_FRAMES_DEFAULT;
 	r->kbuf = calloc(r->kcap, sizeof(*r->kbuf));
 	int err = 0;
 	if (!r->path || !r->frames || !r->kbuf) {
@@ -1112,7 +1114,11 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 	r->st.samples++;
 	if (perf_sample_decode(a, rec + 8, len - 8, &ps)) {
 		/* a malformed sample is dropped, not fatal: the rest of the file is fine */
-		r->st.malformed_samples++;
+		if (!r->st.malformed_samples++)
+			base_log(&r->s->log, UW_LOG_WARN,
+				 "%s: sample %" PRIu64 " (%u bytes, event %u, sample_type %#" PRIx64 ") does not decode: "
+				 "dropped (the summary counts any others)",
+				 r->path, r->st.samples, len, aidx, a ? a->sample_type : 0);
 		return 0;
 	}
 	if (r->o.pid && ps.pid != (uint32_t)r->o.pid)
@@ -1597,7 +1603,7 @@ struct uw_reader *perf_reader_new_live(struct uw_session *s, const struct uw_rea
 	base_map_init(&r->ids);
 	r->st.sz = sizeof(r->st);
 	r->frames = calloc(s->opts.max_frames, sizeof(*r->frames));
-	r->kcap = KERNEL_FRAMES_MAX;
+	r->kcap = r->o.max_kernel_frames ? UW_MIN(r->o.max_kernel_frames, KERNEL_FRAMES_MAX) : KERNEL_FRAMES_DEFAULT;
 	r->kbuf = calloc(r->kcap, sizeof(*r->kbuf));
 	if (!r->path || !r->frames || !r->kbuf) {
 		uw_reader_free(r);

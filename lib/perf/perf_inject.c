@@ -277,7 +277,8 @@ UW_API int uw_inject(struct uw_session *s, const char *in_path, const char *out_
 	int err = cc_sink_new(s, out_path, &k);
 	if (err)
 		return err;
-	UW_OPTS(uw_reader_opts, ro, .on_sample = cc_sink_on_sample, .ctx = k);
+	UW_OPTS(uw_reader_opts, ro, .on_sample = cc_sink_on_sample, .ctx = k, .max_queue_bytes = o.max_queue_bytes,
+		.max_kernel_frames = o.max_kernel_frames);
 	struct uw_reader *r = uw_reader_open(s, in_path, &ro);
 	if (!r) {
 		err = -errno;

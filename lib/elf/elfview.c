@@ -276,6 +276,22 @@ int elfv_compressed_info(struct elfv *v, size_t idx, uint32_t *type, uint64_t *s
 	return chdr(v, &raw, type, size, &p, &n);
 }
 
+int elfv_compressed_payload(struct elfv *v, size_t idx, struct elfv_zsec *z)
+{
+	struct elfv_sec raw;
+	int err = section_at(v, idx, &raw, false);
+	if (err)
+		return err;
+	if (!(raw.flags & SHF_COMPRESSED) || !raw.data)
+		return -ENOENT;
+	return chdr(v, &raw, &z->type, &z->size, &z->src, &z->srclen);
+}
+
+int elfv_zsec_decompress(const struct elfv_zsec *z, void *dst)
+{
+	return decompress(z->type, z->src, z->srclen, dst, z->size);
+}
+
 int elfv_decompress_into(struct elfv *v, size_t idx, void *dst, uint64_t size)
 {
 	struct elfv_sec raw;

@@ -77,6 +77,16 @@ bool elfv_has_section(struct elfv *v, const char *name);
 int elfv_compressed_info(struct elfv *v, size_t idx, uint32_t *type, uint64_t *size);
 /* Decompresses section idx into dst, which holds exactly its uncompressed size. */
 int elfv_decompress_into(struct elfv *v, size_t idx, void *dst, uint64_t size);
+/* A compressed section's payload, to be decompressed away from its view (another thread). */
+struct elfv_zsec {
+	uint32_t type;
+	const uint8_t *src;
+	size_t srclen;
+	uint64_t size;      /* uncompressed (checked against the view's cap) */
+};
+int elfv_compressed_payload(struct elfv *v, size_t idx, struct elfv_zsec *z);
+/* Decompresses z into dst (z->size bytes). Reads no view: safe on any thread. */
+int elfv_zsec_decompress(const struct elfv_zsec *z, void *dst);
 /* Section by index. */
 int elfv_section_at(struct elfv *v, size_t idx, struct elfv_sec *out);
 /* Name of a section index ("" if none). */

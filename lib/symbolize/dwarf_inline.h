@@ -33,6 +33,9 @@ unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, s
 /* Tests: walks every unit with the fast walk and with libdw and counts units, units the fast walk
  * handled, and units where the two disagree. */
 int dwi_compare_walks(struct dwi *d, size_t *units, size_t *fast, size_t *differ);
+/* Tests: chains through the lazily walked index against the whole walk's, at the first, middle
+ * and last address of every segment of every unit: units, addresses, addresses that differ. */
+int dwi_compare_lookups(struct dwi *d, size_t *units, size_t *addrs, size_t *differ);
 /* Tests: line tables read by dwl against libdw's (see dwarf_inline.c). */
 int dwi_compare_lines(struct dwi *d, size_t *units, size_t *fast, size_t *differ);
 

@@ -345,115 +345,140 @@ static bool descends(uint32_t tag)
 
 #define MAX_LEVEL 256
 
-int dww_walk(const struct dww_sections *sec, uint64_t cu_off, dww_fn fn, void *ctx)
+struct dww_unit {
+	struct unit u;
+	struct abbrevs ab;
+	const uint8_t *children;  /* the unit DIE's first child; NULL: none */
+};
+
+void dww_unit_free(struct dww_unit *w)
+{
+	if (!w)
+		return;
+	abbrevs_free(&w->ab);
+	free(w);
+}
+
+struct dww_unit *dww_unit_open(const struct dww_sections *sec, uint64_t cu_off)
 {
 	if (!sec->info || cu_off >= sec->ninfo || !sec->abbrev)
-		return -1;
-	struct unit u = { .sec = sec };
+		return NULL;
+	struct dww_unit *w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	struct unit *u = &w->u;
+	u->sec = sec;
 	const uint8_t *p = sec->info + cu_off, *iend = sec->info + sec->ninfo;
 	if (iend - p < 11)
-		return -1;
+		goto bad;
 	uint64_t len = rd(p, 4);
 	p += 4;
-	u.offsz = 4;
+	u->offsz = 4;
 	if (len == 0xffffffffu) {
 		if (iend - p < 8)
-			return -1;
+			goto bad;
 		len = rd(p, 8);
 		p += 8;
-		u.offsz = 8;
+		u->offsz = 8;
 	} else if (len >= 0xfffffff0u) {
-		return -1;
+		goto bad;
 	}
 	if (len > (uint64_t)(iend - p) || len < 7)
-		return -1;
-	u.start = sec->info + cu_off;
-	u.end = p + len;
-	u.version = (unsigned)rd(p, 2);
+		goto bad;
+	u->start = sec->info + cu_off;
+	u->end = p + len;
+	u->version = (unsigned)rd(p, 2);
 	p += 2;
 	uint64_t abbrev_off;
-	if (u.version >= 2 && u.version <= 4) {
-		abbrev_off = rd(p, u.offsz);
-		p += u.offsz;
-		u.addrsz = *p++;
-	} else if (u.version == 5) {
+	if (u->version >= 2 && u->version <= 4) {
+		if (u->end - p < (ptrdiff_t)u->offsz + 1)
+			goto bad;
+		abbrev_off = rd(p, u->offsz);
+		p += u->offsz;
+		u->addrsz = *p++;
+	} else if (u->version == 5) {
 		uint8_t ut = *p++;
 		if (ut != DW_UT_compile && ut != DW_UT_partial)
-			return -1; /* skeleton, split and type units: the libdw walk */
-		u.addrsz = *p++;
-		if (u.end - p < (ptrdiff_t)u.offsz)
-			return -1;
-		abbrev_off = rd(p, u.offsz);
-		p += u.offsz;
+			goto bad; /* skeleton, split and type units: the libdw walk */
+		u->addrsz = *p++;
+		if (u->end - p < (ptrdiff_t)u->offsz)
+			goto bad;
+		abbrev_off = rd(p, u->offsz);
+		p += u->offsz;
 	} else {
-		return -1;
+		goto bad;
 	}
-	if (u.addrsz != 4 && u.addrsz != 8)
-		return -1;
+	if (u->addrsz != 4 && u->addrsz != 8)
+		goto bad;
 	if (abbrev_off >= sec->nabbrev)
-		return -1;
-	struct abbrevs ab;
-	if (abbrevs_parse(sec->abbrev + abbrev_off, sec->abbrev + sec->nabbrev, &ab)) {
-		abbrevs_free(&ab);
-		return -1;
-	}
-	abbrevs_sizes(&ab, u.offsz, u.addrsz, u.version);
-	/* the unit DIE: its address base (for addrx), then its children */
-	int rc = -1;
+		goto bad;
+	if (abbrevs_parse(sec->abbrev + abbrev_off, sec->abbrev + sec->nabbrev, &w->ab))
+		goto bad;
+	abbrevs_sizes(&w->ab, u->offsz, u->addrsz, u->version);
+	/* the unit DIE: its address base (for addrx) */
 	uint64_t code;
-	if (!uleb(&p, u.end, &code) || code == 0 || code >= ab.na || !ab.a[code].used)
-		goto out;
-	{
-		const struct abbrev *a = &ab.a[code];
-		for (uint32_t i = 0; i < a->nattr; i++) {
-			const struct spec *s = &ab.s[a->first + i];
-			uint64_t v;
-			bool is_addr;
-			/* an addrx before the base is known cannot be read: the libdw walk then */
-			if (!attr_value(&u, s->form, s->implicit, &p, &v, &is_addr))
-				goto out;
-			if (s->name == DW_AT_addr_base || s->name == DW_AT_GNU_addr_base) {
-				u.addr_base = v;
-				u.have_addr_base = true;
-			}
-		}
-		if (!a->children) {
-			rc = 0;
-			goto out;
+	if (!uleb(&p, u->end, &code) || code == 0 || code >= w->ab.na || !w->ab.a[code].used)
+		goto bad;
+	const struct abbrev *a = &w->ab.a[code];
+	for (uint32_t i = 0; i < a->nattr; i++) {
+		const struct spec *sp = &w->ab.s[a->first + i];
+		uint64_t v;
+		bool is_addr;
+		/* an addrx before the base is known cannot be read: the libdw walk then */
+		if (!attr_value(u, sp->form, sp->implicit, &p, &v, &is_addr))
+			goto bad;
+		if (sp->name == DW_AT_addr_base || sp->name == DW_AT_GNU_addr_base) {
+			u->addr_base = v;
+			u->have_addr_base = true;
 		}
 	}
-	/* level: children of the unit DIE are at level 1. scope[l]: the innermost code-carrying
-	 * DIE around level l (-1: none). skip_level > 0 while inside a DIE whose children hold no
-	 * code (types, parameters, ...). */
+	w->children = a->children ? p : NULL;
+	return w;
+bad:
+	dww_unit_free(w);
+	return NULL;
+}
+
+/* Walks the DIEs from p, the first child of a DIE whose code scope is scope0, to the end of
+ * that DIE's children. shallow: a subprogram with code is reported but not entered. */
+static int walk(struct dww_unit *w, const uint8_t *p, int32_t scope0, bool shallow, dww_fn fn, void *ctx)
+{
+	const struct unit *u = &w->u;
+	const struct abbrevs *ab = &w->ab;
+	const struct dww_sections *sec = u->sec;
+	uint64_t code;
+	/* level: the first children are at level 1. scope[l]: the innermost code-carrying DIE
+	 * around level l (-1: none). skip_level > 0 while inside a DIE whose children hold no
+	 * code (types, parameters, ...) or are not to be walked. */
 	int32_t scope[MAX_LEVEL + 2];
 	unsigned level = 1, skip_level = 0;
-	scope[1] = -1;
-	while (p < u.end) {
+	scope[1] = scope0;
+	while (p < u->end) {
 		const uint8_t *die = p;
-		if (!uleb(&p, u.end, &code))
-			goto out;
+		if (!uleb(&p, u->end, &code))
+			return -1;
 		if (code == 0) {
 			if (level == 1)
-				break; /* the unit DIE's children end */
+				return 0; /* the children end */
 			level--;
 			if (skip_level && level < skip_level)
 				skip_level = 0;
 			continue;
 		}
-		if (code >= ab.na || !ab.a[code].used)
-			goto out;
-		const struct abbrev *a = &ab.a[code];
+		if (code >= ab->na || !ab->a[code].used)
+			return -1;
+		const struct abbrev *a = &ab->a[code];
 		bool want = !skip_level && a->want;
 		/* most DIEs: nothing to read, and often a fixed size to step over */
 		if (!want && a->fixed >= 0 && (skip_level || !a->sibling || !a->children || descends(a->tag))) {
-			if (u.end - p < a->fixed)
-				goto out;
+			if (u->end - p < a->fixed)
+				return -1;
 			p += a->fixed;
 			if (a->children) {
 				if (!skip_level && !descends(a->tag))
 					skip_level = level + 1;
 				if (++level > MAX_LEVEL)
-					goto out;
+					return -1;
 				scope[level] = skip_level ? -1 : scope[level - 1];
 			}
 			continue;
@@ -461,12 +486,12 @@ int dww_walk(const struct dww_sections *sec, uint64_t cu_off, dww_fn fn, void *c
 		uint64_t lo = 0, hi = 0, sibling = 0;
 		bool has_lo = false, has_hi = false, hi_addr = false, has_ranges = false;
 		for (uint32_t i = 0; i < a->nattr; i++) {
-			const struct spec *s = &ab.s[a->first + i];
+			const struct spec *sp = &ab->s[a->first + i];
 			uint64_t v;
 			bool is_addr;
-			if (!attr_value(&u, s->form, s->implicit, &p, &v, &is_addr))
-				goto out;
-			switch (s->name) {
+			if (!attr_value(u, sp->form, sp->implicit, &p, &v, &is_addr))
+				return -1;
+			switch (sp->name) {
 			case DW_AT_sibling:
 				sibling = v;
 				break;
@@ -487,6 +512,7 @@ int dww_walk(const struct dww_sections *sec, uint64_t cu_off, dww_fn fn, void *c
 			}
 		}
 		int32_t mine = skip_level ? -1 : scope[level];
+		bool entered = true;
 		if (want) {
 			struct dww_die d = { (uint64_t)(die - sec->info), a->tag, level - 1, scope[level], false, 0, 0, false };
 			if (has_lo && has_hi) {
@@ -498,29 +524,64 @@ int dww_walk(const struct dww_sections *sec, uint64_t cu_off, dww_fn fn, void *c
 			}
 			int32_t id = fn(ctx, &d);
 			if (id < -1)
-				goto out;
-			if (id >= 0)
+				return -1;
+			if (id >= 0) {
 				mine = id;
+				if (shallow && a->tag == DW_TAG_subprogram)
+					entered = false; /* its subtree is walked when one of its addresses is asked for */
+			}
 		}
 		if (!a->children)
 			continue;
 		/* a subprogram without code (a declaration, an abstract instance) holds none below it:
 		 * inlined copies and nested functions sit in concrete instances */
 		bool nocode = want && a->tag == DW_TAG_subprogram && !(has_lo && has_hi) && !has_ranges;
-		if (!skip_level && (!descends(a->tag) || nocode)) {
-			/* its subtree holds no code: jump over it when it says where it ends */
-			if (sibling && sibling < (uint64_t)(u.end - u.start) && u.start + sibling > p) {
-				p = u.start + sibling;
+		if (!skip_level && (!descends(a->tag) || nocode || !entered)) {
+			/* its subtree holds no code, or is not walked now: jump over it when it says
+			 * where it ends */
+			if (sibling && sibling < (uint64_t)(u->end - u->start) && u->start + sibling > p) {
+				p = u->start + sibling;
 				continue;
 			}
 			skip_level = level + 1;
 		}
 		if (++level > MAX_LEVEL)
-			goto out;
+			return -1;
 		scope[level] = mine;
 	}
-	rc = 0;
-out:
-	abbrevs_free(&ab);
+	return 0; /* the unit ends without its closing null entries: as libdw, not an error */
+}
+
+int dww_walk_unit(struct dww_unit *w, bool shallow, dww_fn fn, void *ctx)
+{
+	return w->children ? walk(w, w->children, -1, shallow, fn, ctx) : 0;
+}
+
+int dww_walk_subtree(struct dww_unit *w, uint64_t die_off, int32_t scope, dww_fn fn, void *ctx)
+{
+	const struct unit *u = &w->u;
+	const uint8_t *p = u->sec->info + die_off;
+	uint64_t code;
+	if (die_off >= u->sec->ninfo || p < u->start || p >= u->end || !uleb(&p, u->end, &code) || code == 0 ||
+	    code >= w->ab.na || !w->ab.a[code].used)
+		return -1;
+	const struct abbrev *a = &w->ab.a[code];
+	for (uint32_t i = 0; i < a->nattr; i++) {
+		const struct spec *sp = &w->ab.s[a->first + i];
+		uint64_t v;
+		bool is_addr;
+		if (!attr_value(u, sp->form, sp->implicit, &p, &v, &is_addr))
+			return -1;
+	}
+	return a->children ? walk(w, p, scope, false, fn, ctx) : 0;
+}
+
+int dww_walk(const struct dww_sections *sec, uint64_t cu_off, dww_fn fn, void *ctx)
+{
+	struct dww_unit *w = dww_unit_open(sec, cu_off);
+	if (!w)
+		return -1;
+	int rc = dww_walk_unit(w, false, fn, ctx);
+	dww_unit_free(w);
 	return rc;
 }

@@ -29,4 +29,14 @@ typedef int32_t (*dww_fn)(void *ctx, const struct dww_die *d);
  * or is malformed (the caller then uses libdw). */
 int dww_walk(const struct dww_sections *sec, uint64_t cu_off, dww_fn fn, void *ctx);
 
+/* A unit's header and abbreviations decoded once, for walks in parts: NULL when not handled. */
+struct dww_unit;
+struct dww_unit *dww_unit_open(const struct dww_sections *sec, uint64_t cu_off);
+void dww_unit_free(struct dww_unit *w);
+/* The unit's DIEs; shallow: a subprogram with code is reported (the callback's id >= 0) but its
+ * subtree is not walked. @return as dww_walk. */
+int dww_walk_unit(struct dww_unit *w, bool shallow, dww_fn fn, void *ctx);
+/* The DIEs below the one at die_off (in .debug_info), whose id is scope. @return as dww_walk. */
+int dww_walk_subtree(struct dww_unit *w, uint64_t die_off, int32_t scope, dww_fn fn, void *ctx);
+
 #endif

@@ -51,6 +51,7 @@ struct dwi_seg {
 
 struct dwi_cu {
 	Dwarf_Off off;        /* the unit DIE */
+	Dwarf_Die die;
 	struct base_vec nodes; /* struct dwi_node; grows as subprograms are walked */
 	struct dww_unit *unit; /* for walking subprograms later; NULL when all was walked */
 	struct dwi_seg *segs;
@@ -65,12 +66,23 @@ struct dwi {
 	Dwarf *dw;
 	struct dww_sections sec; /* plain sections for the fast walk (info NULL: libdw walk only) */
 	struct dwl_sections lsec; /* and for line tables (line NULL: libdw's) */
-	struct base_map cus;  /* unit offset -> struct dwi_cu * */
+	struct base_map cus;  /* unit header offset -> struct dwi_cu * */
 	void *image;          /* a decompressed copy of the file handed to libdw, or NULL */
 	Elf *image_elf;
 	Dwarf *alt;           /* the dwz supplementary file's, or NULL */
 	void *alt_image;
 	Elf *alt_elf;
+	const uint8_t *aranges_sec; /* .debug_aranges, plain, or NULL */
+	size_t naranges_sec;
+	struct dwi_arange *ar; /* units by address, sorted by lo (built on the first lookup) */
+	size_t nar;
+	bool ar_built;
+	bool ar_from_units;   /* built from the units' own ranges: complete, no libdw fallback */
+};
+
+struct dwi_arange {
+	uint64_t lo, hi;
+	uint64_t unit;        /* the unit header's offset in .debug_info */
 };
 
 /* Sections the inline index never reads: left out of a decompressed image. */
@@ -260,6 +272,9 @@ static void find_sections(struct dwi *d)
 		} else if (!strcmp(name, ".debug_str")) {
 			dst = &d->lsec.str;
 			len = &d->lsec.nstr;
+		} else if (!strcmp(name, ".debug_aranges")) {
+			dst = &d->aranges_sec;
+			len = &d->naranges_sec;
 		} else {
 			continue;
 		}
@@ -350,6 +365,7 @@ void dwi_close(struct dwi *d)
 	while (base_map_next(&d->cus, &it, NULL, &val))
 		cu_free(val);
 	base_map_free(&d->cus);
+	free(d->ar);
 	dwarf_end(d->dw);
 	if (d->image_elf)
 		elf_end(d->image_elf);
@@ -693,6 +709,7 @@ static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 	if (!c)
 		return NULL;
 	c->off = dwarf_dieoffset(cudie);
+	c->die = *cudie;
 	c->nodes = (struct base_vec)BASE_VEC_INIT(struct dwi_node);
 	c->lines = unit_lines(d, cudie);
 	if (!c->lines && dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
@@ -861,21 +878,134 @@ static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, st
 		n->call_line = (uint32_t)cl;
 }
 
+/* ---- units by address */
+
+static int cmp_arange(const void *x, const void *y)
+{
+	const struct dwi_arange *a = x, *b = y;
+	return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* .debug_aranges (DWARF 2-5: version 2 sets of address/length pairs, each set for one unit).
+ * @return false when malformed or not handled (the caller then builds from the units). */
+static bool aranges_parse(struct dwi *d, struct base_vec *out)
+{
+	struct base_cursor c = base_cursor(d->aranges_sec, d->naranges_sec);
+	while (base_cur_left(&c) > 0) {
+		uint64_t len = base_cur_u32(&c);
+		unsigned offsz = 4;
+		if (len == 0xffffffffu) {
+			len = base_cur_u64(&c);
+			offsz = 8;
+		}
+		if (c.bad || len > base_cur_left(&c) || len < 4)
+			return false;
+		struct base_cursor set = base_cursor(c.p, (size_t)len);
+		const uint8_t *set_start = c.p - (offsz == 4 ? 4 : 12);
+		c.p += len;
+		uint16_t version = base_cur_u16(&set);
+		uint64_t unit = offsz == 4 ? base_cur_u32(&set) : base_cur_u64(&set);
+		uint8_t asz = base_cur_u8(&set), ssz = base_cur_u8(&set);
+		if (set.bad || version != 2 || (asz != 8 && asz != 4) || ssz != 0)
+			return false;
+		/* tuples start at a multiple of twice the address size from the set's start */
+		size_t hdr = (size_t)(set.p - set_start), align = 2u * asz;
+		base_cur_skip(&set, (align - hdr % align) % align);
+		while (!set.bad && base_cur_left(&set) >= 2u * asz) {
+			uint64_t lo = asz == 8 ? base_cur_u64(&set) : base_cur_u32(&set);
+			uint64_t n = asz == 8 ? base_cur_u64(&set) : base_cur_u32(&set);
+			if (lo == 0 && n == 0)
+				break;
+			if (!n || lo + n < lo)
+				continue;
+			struct dwi_arange *r = base_vec_push(out);
+			if (!r)
+				return false;
+			*r = (struct dwi_arange){ lo, lo + n, unit };
+		}
+	}
+	return !c.bad;
+}
+
+/* Units by address: .debug_aranges when the file has it (GCC writes it), else each unit's own
+ * DW_AT_low_pc/high_pc/ranges (clang writes no .debug_aranges by default, and libdw 0.188's
+ * dwarf_addrdie then finds nothing). Ours because dwarf_addrdie allocated and sorted libdw's
+ * table on the first call and cost 3-5 ms of a CPython `report --script`. */
+static void aranges_build(struct dwi *d)
+{
+	d->ar_built = true;
+	struct base_vec v = BASE_VEC_INIT(struct dwi_arange);
+	if (!d->aranges_sec || !aranges_parse(d, &v)) {
+		v.len = 0;
+		d->ar_from_units = true;
+		Dwarf_Off off = 0, next;
+		size_t hsize;
+		while (dwarf_nextcu(d->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+			Dwarf_Die cu;
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t roff = 0;
+			if (dwarf_offdie(d->dw, off + hsize, &cu)) {
+				while ((roff = dwarf_ranges(&cu, roff, &base, &lo, &hi)) > 0) {
+					struct dwi_arange *r = hi > lo ? base_vec_push(&v) : NULL;
+					if (r)
+						*r = (struct dwi_arange){ lo, hi, off };
+				}
+			}
+			off = next;
+		}
+	}
+	if (v.len > 1)
+		qsort(v.data, v.len, sizeof(struct dwi_arange), cmp_arange);
+	d->ar = v.data;
+	d->nar = v.len;
+}
+
+/* The indexed unit over addr, indexing it on first use; NULL when none. */
+static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
+{
+	if (!d->ar_built)
+		aranges_build(d);
+	uint64_t unit = UINT64_MAX;
+	size_t k = base_upper_bound(d->ar, d->nar, sizeof(*d->ar), offsetof(struct dwi_arange, lo), addr);
+	/* ranges of different units do not overlap in valid DWARF; look a little further back
+	 * in case they do */
+	for (size_t i = k, guard = 0; i > 0 && guard < 8; i--, guard++) {
+		if (addr < d->ar[i - 1].hi) {
+			unit = d->ar[i - 1].unit;
+			break;
+		}
+	}
+	Dwarf_Die cudie;
+	if (unit == UINT64_MAX) {
+		/* not in .debug_aranges (an incomplete table): libdw's search over the units */
+		if (d->ar_from_units || !dwarf_addrdie(d->dw, (Dwarf_Addr)addr, &cudie))
+			return NULL;
+		unit = dwarf_dieoffset(&cudie) - dwarf_cuoffset(&cudie);
+	}
+	struct dwi_cu *c = base_map_get(&d->cus, unit);
+	if (c)
+		return c;
+	Dwarf_Off next;
+	size_t hsize;
+	if (dwarf_nextcu(d->dw, unit, &next, &hsize, NULL, NULL, NULL) != 0 ||
+	    !dwarf_offdie(d->dw, unit + hsize, &cudie))
+		return NULL;
+	c = cu_index(d, &cudie, true);
+	if (!c || base_map_put(&d->cus, unit, c)) {
+		cu_free(c);
+		return NULL;
+	}
+	return c;
+}
+
 unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
                     unsigned cap)
 {
-	Dwarf_Die cudie;
-	if (!d || !cap || !dwarf_addrdie(d->dw, (Dwarf_Addr)addr, &cudie))
+	if (!d || !cap)
 		return 0;
-	uint64_t key = dwarf_dieoffset(&cudie);
-	struct dwi_cu *c = base_map_get(&d->cus, key);
-	if (!c) {
-		c = cu_index(d, &cudie, true);
-		if (!c || base_map_put(&d->cus, key, c)) {
-			cu_free(c);
-			return 0;
-		}
-	}
+	struct dwi_cu *c = unit_at(d, addr);
+	if (!c)
+		return 0;
 	int32_t id = innermost(d, c, addr);
 	/* the innermost position, from the line table */
 	const char *file = NULL;
@@ -886,7 +1016,7 @@ unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, s
 		if (dwl_find(c->lines, addr, &fidx, &line))
 			file = intern0(strings, dwl_file(c->lines, fidx, buf, sizeof(buf)));
 	} else {
-		l = dwarf_getsrc_die(&cudie, (Dwarf_Addr)addr);
+		l = dwarf_getsrc_die(&c->die, (Dwarf_Addr)addr);
 	}
 	if (l) {
 		int ln = 0;

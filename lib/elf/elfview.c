@@ -263,19 +263,6 @@ static int decompress(uint32_t type, const uint8_t *src, size_t srclen, void *ds
 	return r == LIBDEFLATE_SUCCESS && got == size ? 0 : -UW_EFORMAT;
 }
 
-int elfv_compressed_info(struct elfv *v, size_t idx, uint32_t *type, uint64_t *size)
-{
-	struct elfv_sec raw;
-	int err = section_at(v, idx, &raw, false);
-	if (err)
-		return err;
-	if (!(raw.flags & SHF_COMPRESSED) || !raw.data)
-		return -ENOENT;
-	const uint8_t *p;
-	size_t n;
-	return chdr(v, &raw, type, size, &p, &n);
-}
-
 int elfv_compressed_payload(struct elfv *v, size_t idx, struct elfv_zsec *z)
 {
 	struct elfv_sec raw;
@@ -290,23 +277,6 @@ int elfv_compressed_payload(struct elfv *v, size_t idx, struct elfv_zsec *z)
 int elfv_zsec_decompress(const struct elfv_zsec *z, void *dst)
 {
 	return decompress(z->type, z->src, z->srclen, dst, z->size);
-}
-
-int elfv_decompress_into(struct elfv *v, size_t idx, void *dst, uint64_t size)
-{
-	struct elfv_sec raw;
-	int err = section_at(v, idx, &raw, false);
-	if (err)
-		return err;
-	uint32_t type;
-	uint64_t want;
-	const uint8_t *p;
-	size_t n;
-	if ((err = chdr(v, &raw, &type, &want, &p, &n)))
-		return err;
-	if (want != size)
-		return -EINVAL;
-	return decompress(type, p, n, dst, size);
 }
 
 static int inflate_section(struct elfv *v, struct elfv_sec *s)

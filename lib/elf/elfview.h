@@ -72,12 +72,9 @@ void elfv_close(struct elfv *v);
 int elfv_section(struct elfv *v, const char *name, struct elfv_sec *out);
 /* Whether a section with contents exists, without reading (or inflating) them. */
 bool elfv_has_section(struct elfv *v, const char *name);
-/* For an SHF_COMPRESSED section: its compression (ELFCOMPRESS_ZLIB or ELFCOMPRESS_ZSTD) and
- * uncompressed size. @return 0, -ENOENT (not compressed), or a negative error. */
-int elfv_compressed_info(struct elfv *v, size_t idx, uint32_t *type, uint64_t *size);
-/* Decompresses section idx into dst, which holds exactly its uncompressed size. */
-int elfv_decompress_into(struct elfv *v, size_t idx, void *dst, uint64_t size);
-/* A compressed section's payload, to be decompressed away from its view (another thread). */
+/* For an SHF_COMPRESSED section: its compression (ELFCOMPRESS_ZLIB or ELFCOMPRESS_ZSTD), its
+ * uncompressed size and its payload, to be decompressed away from the view (another thread).
+ * @return 0, -ENOENT (not compressed), -UW_ELIMIT (over the cap), or a negative error. */
 struct elfv_zsec {
 	uint32_t type;
 	const uint8_t *src;

@@ -97,12 +97,12 @@ static bool unneeded(const char *name)
 	return false;
 }
 
-/* One section to inflate into the image, and the group of them one thread inflates. */
+/* One compressed section of the image, and the group of them one thread inflates. */
 struct zjob {
 	size_t idx;
 	struct elfv_zsec z;
-	uint64_t at;          /* offset in the image */
-	int group;            /* the thread that inflates it (1, 2) */
+	uint64_t at;          /* offset of its copy in the image; 0: not needed, emptied */
+	int group;            /* the thread that inflates it (1, 2; 0: none) */
 	int err;
 };
 
@@ -122,15 +122,9 @@ static void *inflate_group(void *arg)
 	return NULL;
 }
 
-static int cmp_job_idx(const void *x, const void *y)
-{
-	const struct zjob *a = x, *b = y;
-	return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
 static int cmp_job_size(const void *x, const void *y)
 {
-	const struct zjob *a = x, *b = y;
+	const struct zjob *a = *(struct zjob *const *)x, *b = *(struct zjob *const *)y;
 	return a->z.size > b->z.size ? -1 : a->z.size < b->z.size;
 }
 
@@ -150,47 +144,56 @@ static void *decompressed_image(struct elfv *v, size_t *out_size, bool *refuse)
 	    nsec > (v->size - eh.e_shoff) / sizeof(Elf64_Shdr))
 		return NULL;
 	uint64_t total = (v->size + 15) & ~(uint64_t)15;
-	bool any = false;
+	/* every compressed section, in section order */
 	struct base_vec jobs = BASE_VEC_INIT(struct zjob);
+	size_t needed = 0;
 	for (size_t i = 1; i < nsec; i++) {
 		struct elfv_zsec z;
 		int e = elfv_compressed_payload(v, i, &z);
-		if (e == -UW_ELIMIT && !unneeded(elfv_section_name(v, i))) {
+		bool skip = unneeded(elfv_section_name(v, i));
+		if (e == -UW_ELIMIT && !skip) {
 			*refuse = true; /* over the cap: libdw must not inflate it either */
 			base_vec_free(&jobs);
 			return NULL;
 		}
 		if (e)
 			continue;
-		any = true;
-		if (unneeded(elfv_section_name(v, i)))
-			continue;
 		struct zjob *j = base_vec_push(&jobs);
 		if (!j) {
 			base_vec_free(&jobs);
 			return NULL;
 		}
-		*j = (struct zjob){ i, z, total, 0, 0 };
-		total += (z.size + 15) & ~(uint64_t)15;
+		*j = (struct zjob){ i, z, skip ? 0 : total, 0, 0 };
+		if (!skip) {
+			total += (z.size + 15) & ~(uint64_t)15;
+			needed++;
+		}
 	}
-	if (any && total > 4 * v->max_inflate)
+	if (jobs.len && total > 4 * v->max_inflate)
 		*refuse = true;
-	uint8_t *img = !any || *refuse ? NULL : malloc(total);
-	if (!img) {
+	uint8_t *img = !jobs.len || *refuse ? NULL : malloc(total);
+	struct zjob **order = img ? malloc((needed ? needed : 1) * sizeof(*order)) : NULL;
+	if (!order) {
+		free(img);
 		base_vec_free(&jobs);
 		return NULL;
 	}
 	memcpy(img, v->map, v->size);
-	/* two groups by size */
+	/* two groups, the largest sections first to the less loaded one */
 	struct zjob *js = jobs.data;
-	if (jobs.len > 1)
-		qsort(js, jobs.len, sizeof(*js), cmp_job_size);
+	size_t n = 0;
+	for (size_t i = 0; i < jobs.len; i++)
+		if (js[i].at)
+			order[n++] = &js[i];
+	if (n > 1)
+		qsort(order, n, sizeof(*order), cmp_job_size);
 	uint64_t load[2] = { 0, 0 };
-	for (size_t i = 0; i < jobs.len; i++) {
+	for (size_t i = 0; i < n; i++) {
 		int g = load[1] < load[0];
-		js[i].group = 1 + g;
-		load[g] += js[i].z.size;
+		order[i]->group = 1 + g;
+		load[g] += order[i]->z.size;
 	}
+	free(order);
 	struct zgroup g1 = { js, jobs.len, img, 1 }, g2 = { js, jobs.len, img, 2 };
 	pthread_t th;
 	bool threaded = load[1] >= ((uint64_t)1 << 20) && pthread_create(&th, NULL, inflate_group, &g2) == 0;
@@ -199,37 +202,24 @@ static void *decompressed_image(struct elfv *v, size_t *out_size, bool *refuse)
 		pthread_join(th, NULL);
 	else
 		inflate_group(&g2);
+	/* headers: inflated sections point at their copy, unneeded ones are emptied */
 	for (size_t i = 0; i < jobs.len; i++) {
 		if (js[i].err) {
 			free(img);
 			base_vec_free(&jobs);
 			return NULL;
 		}
-	}
-	/* headers: inflated sections point at their copy, unneeded compressed ones are emptied */
-	size_t next = 0;
-	if (jobs.len > 1) /* back to section order for the walk below */
-		qsort(js, jobs.len, sizeof(*js), cmp_job_idx);
-	for (size_t i = 1; i < nsec; i++) {
 		Elf64_Shdr sh;
-		uint8_t *shp = img + eh.e_shoff + i * sizeof(Elf64_Shdr);
-		if (next < jobs.len && js[next].idx == i) {
-			memcpy(&sh, shp, sizeof(sh));
-			sh.sh_flags &= ~(uint64_t)SHF_COMPRESSED;
-			sh.sh_offset = js[next].at;
-			sh.sh_size = js[next].z.size;
-			sh.sh_addralign = UW_MIN(sh.sh_addralign, (uint64_t)16);
-			memcpy(shp, &sh, sizeof(sh));
-			next++;
-			continue;
-		}
-		uint32_t type;
-		uint64_t size;
-		if (elfv_compressed_info(v, i, &type, &size))
-			continue;
+		uint8_t *shp = img + eh.e_shoff + js[i].idx * sizeof(Elf64_Shdr);
 		memcpy(&sh, shp, sizeof(sh));
 		sh.sh_flags &= ~(uint64_t)SHF_COMPRESSED;
-		sh.sh_size = 0;
+		if (js[i].at) {
+			sh.sh_offset = js[i].at;
+			sh.sh_size = js[i].z.size;
+			sh.sh_addralign = UW_MIN(sh.sh_addralign, (uint64_t)16);
+		} else {
+			sh.sh_size = 0;
+		}
 		memcpy(shp, &sh, sizeof(sh));
 	}
 	base_vec_free(&jobs);
@@ -517,54 +507,45 @@ static int32_t on_die(void *ctx, const struct dww_die *w)
 {
 	struct fast_ctx *fc = ctx;
 	bool sub = w->tag == DW_TAG_subprogram;
+	int32_t id;
 	if (w->has_pc) {
 		if (w->hi <= w->lo)
 			return -1;
-		int32_t id = add_node(fc->nodes, w->off, sub, w->scope);
+		id = add_node(fc->nodes, w->off, sub, w->scope);
 		struct range *r = id >= 0 ? base_vec_push(fc->ranges) : NULL;
 		if (!r)
 			return -2;
 		*r = (struct range){ w->lo, w->hi, w->depth, id };
-		if (sub && fc->shallow)
-			((struct dwi_node *)base_vec_at(fc->nodes, (size_t)id))->expanded = false;
-		return id;
+	} else {
+		Dwarf_Die die;
+		if (!w->ranges)
+			return -1;
+		if (!dwarf_offdie(fc->dw, w->off, &die))
+			return -2;
+		id = die_ranges(&die, sub, w->scope, w->depth, fc->nodes, fc->ranges);
 	}
-	if (!w->ranges)
-		return -1;
-	Dwarf_Die die;
-	if (!dwarf_offdie(fc->dw, w->off, &die))
-		return -2;
-	int32_t id = die_ranges(&die, sub, w->scope, w->depth, fc->nodes, fc->ranges);
+	/* a function the shallow walk jumps over: its subtree is walked when asked for */
 	if (id >= 0 && sub && fc->shallow)
 		((struct dwi_node *)base_vec_at(fc->nodes, (size_t)id))->expanded = false;
 	return id;
 }
 
-/* Nodes and ranges of a unit: the fast walk, else libdw's. @return 0, -1 on failure. */
-static int collect(struct dwi *d, Dwarf_Die *cudie, struct base_vec *nodes, struct base_vec *ranges)
-{
-	if (d->sec.info) {
-		struct fast_ctx fc = { d->dw, nodes, ranges, false };
-		if (dww_walk(&d->sec, dwarf_dieoffset(cudie) - dwarf_cuoffset(cudie), on_die, &fc) == 0)
-			return 0;
-		nodes->len = 0;
-		ranges->len = 0;
-	}
-	return collect_libdw(cudie, -1, nodes, ranges);
-}
-
-/* The unit's subprograms only, their subtrees left for later (the fast walk's unit stays in
- * *unit for that), else everything through libdw. @return 0, -1 on failure. */
-static int collect_shallow(struct dwi *d, Dwarf_Die *cudie, struct dww_unit **unit, struct base_vec *nodes,
-                           struct base_vec *ranges)
+/* Nodes and ranges of a unit: the fast walk, else libdw's. lazy: functions only, their subtrees
+ * left for later, with the fast walk's unit kept in *unit for that (NULL when libdw walked all).
+ * @return 0, -1 on failure. */
+static int collect(struct dwi *d, Dwarf_Die *cudie, bool lazy, struct dww_unit **unit, struct base_vec *nodes,
+                   struct base_vec *ranges)
 {
 	*unit = d->sec.info ? dww_unit_open(&d->sec, dwarf_dieoffset(cudie) - dwarf_cuoffset(cudie)) : NULL;
 	if (*unit) {
-		struct fast_ctx fc = { d->dw, nodes, ranges, true };
-		if (dww_walk_unit(*unit, true, on_die, &fc) == 0)
+		struct fast_ctx fc = { d->dw, nodes, ranges, lazy };
+		int rc = dww_walk_unit(*unit, lazy, on_die, &fc);
+		if (rc || !lazy) {
+			dww_unit_free(*unit);
+			*unit = NULL;
+		}
+		if (rc == 0)
 			return 0;
-		dww_unit_free(*unit);
-		*unit = NULL;
 		nodes->len = 0;
 		ranges->len = 0;
 	}
@@ -727,10 +708,8 @@ static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 		if (dwarf_getsrcfiles(&sub, &c->files, &c->nfiles) != 0)
 			c->files = NULL;
 		fail = collect_libdw(&sub, -1, &c->nodes, &ranges) != 0;
-	} else if (lazy) {
-		fail = collect_shallow(d, cudie, &c->unit, &c->nodes, &ranges) != 0;
 	} else {
-		fail = collect(d, cudie, &c->nodes, &ranges) != 0;
+		fail = collect(d, cudie, lazy, &c->unit, &c->nodes, &ranges) != 0;
 	}
 	if (fail || sweep(&ranges, -1, &segs)) {
 		base_vec_free(&ranges);

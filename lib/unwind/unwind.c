@@ -211,6 +211,14 @@ static bool return_address_at_sp(struct step_ctx *c, const struct cfi_arch *a, c
 	return cfi_table_find(info.code->cfi, ra - 1 - info.bias, &r);
 }
 
+static bool fp_target_mapped(const struct cfi_arch *a, const struct unw_regs *regs, unw_find_fn find,
+                             void *find_ctx)
+{
+	struct unw_pc_info info = { 0 };
+	uint64_t ra = regs->r[a->ra];
+	return ra == 0 || find(find_ctx, ra, &info);
+}
+
 static bool in_plt(const struct unw_code *code, uint64_t rel)
 {
 	for (unsigned i = 0; i < code->nplt; i++)
@@ -308,10 +316,13 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 			struct unw_regs saved = *regs;
 			s = step_fp(&c, a, regs);
 			/* Frame 0 at the first instruction of a function without CFI (crti's _init,
-			 * run by ld.so): nothing pushed yet, the return address is at the stack
-			 * pointer. Taken only when the frame pointer gives nothing and the value
-			 * looks like a return address: its module's CFI covers the call before it. */
-			if (s != STEP_OK && s != STEP_END && res->n == 1 && return_address_at_sp(&c, a, &saved, find, find_ctx)) {
+			 * run by ld.so; _fini, run at exit): nothing pushed yet, the return address is
+			 * at the stack pointer. Taken only when the frame pointer gives nothing usable
+			 * (no frame, or a return address outside every mapping: rbp is then some
+			 * caller's data) and the value looks like a return address: its module's CFI
+			 * covers the call before it. */
+			bool fp_usable = s == STEP_END || (s == STEP_OK && fp_target_mapped(a, regs, find, find_ctx));
+			if (!fp_usable && res->n == 1 && return_address_at_sp(&c, a, &saved, find, find_ctx)) {
 				*regs = saved;
 				method = UW_METHOD_PLT;
 				s = step_plt(&c, a, regs);

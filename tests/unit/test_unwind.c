@@ -212,6 +212,31 @@ static void test_function_entry_without_cfi(void **state)
 	run(&r, f, &res);
 	assert_int_equal(res.n, 1);
 	assert_int_not_equal(res.stop, UW_STOP_END_OF_STACK);
+	/* crti's _fini run at exit: rbp is the caller's data and points into the stack, where
+	 * the "return address" is outside every mapping; the one at the stack pointer wins */
+	memset(STACK, 0, sizeof(STACK));
+	put(BASE, addr_of("case_root") + 1);
+	put(BASE + 0x40, BASE + 0x80);
+	put(BASE + 0x48, 0x900002);
+	r = (struct unw_regs){ 0 };
+	r.r[16] = addr_of("case_nocfi");
+	r.r[7] = BASE;
+	r.r[6] = BASE + 0x40;
+	run(&r, f, &res);
+	assert_int_equal(res.n, 2);
+	assert_int_equal(f[1].pc, addr_of("case_root") + 1);
+	assert_int_equal(f[1].method, UW_METHOD_PLT);
+	/* a frame-pointer chain to a mapped return address is kept */
+	put(BASE + 0x48, addr_of("case_root") + 1);
+	put(BASE, 0x900000);
+	r = (struct unw_regs){ 0 };
+	r.r[16] = addr_of("case_nocfi");
+	r.r[7] = BASE;
+	r.r[6] = BASE + 0x40;
+	run(&r, f, &res);
+	assert_true(res.n >= 2);
+	assert_int_equal(f[1].pc, addr_of("case_root") + 1);
+	assert_int_equal(f[1].method, UW_METHOD_FP);
 }
 
 static void test_stack_exhausted_and_limits(void **state)

@@ -1,10 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: ELF files with DWARF into the inline index (the fast DIE walk, our line
- * tables, libdw for the rest) at a spread of addresses. */
+ * tables and range lists, libdw for the rest) at a spread of addresses. The file is also its
+ * own DWARF package: seeds with skeleton units carry their package's sections (fuzz/run). */
 #include <stdint.h>
 
 #include "elf/elfview.h"
 #include "symbolize/dwarf_inline.h"
+#include "symbolize/dwp.h"
+
+static struct dwp *package;
+
+static struct dwp *find_package(void *ctx)
+{
+	return package = dwp_open(ctx);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -13,6 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (elfv_open_mem(data, size, &v))
 		return 0;
 	struct dwi *d = dwi_open(v, NULL, NULL);
+	package = NULL;
+	dwi_set_package_finder(d, find_package, v);
 	if (d) {
 		struct base_intern strings;
 		base_intern_init(&strings);
@@ -24,6 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		base_intern_free(&strings);
 		dwi_close(d);
 	}
+	dwp_close(package);
 	elfv_close(v);
 	return 0;
 }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "process/process.h"
+#include "symbolize/dwp.h"
 
 static bool is_special_path(const char *p, size_t n)
 {
@@ -795,9 +796,79 @@ const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, 
 	return hit;
 }
 
+static bool try_package(struct uw_session *s, struct uw_module *m, const char *path)
+{
+	struct elfv *v;
+	if (!try_open_s(s, path, NULL, &v, NULL))
+		return false;
+	struct dwp *p = dwp_open(v);
+	if (!p) {
+		base_log(&s->log, UW_LOG_WARN, "%s: %s is not a DWARF package (no readable .debug_cu_index)", m->path, path);
+		elfv_close(v);
+		return false;
+	}
+	m->dwp_elf = v;
+	m->dwp = p;
+	base_log(&s->log, UW_LOG_INFO, "%s: DWARF package %s", m->path, path);
+	return true;
+}
+
+struct dwp *proc_module_package(void *ctx)
+{
+	struct uw_module *m = ctx;
+	struct uw_session *s = m->session;
+	char p[PATH_MAX];
+	if (!s || m->dwp)
+		return m->dwp;
+	/* next to the file (as gdb and lldb look) where it was recorded and where it was opened
+	 * (perf's build-id cache), and next to its debug file, with or without the debug file's
+	 * .debug suffix */
+	if (m->path[0] == '/') {
+		snprintf(p, sizeof(p), "%s%s.dwp", s->sysroot ? s->sysroot : "", m->path);
+		if (try_package(s, m, p))
+			return m->dwp;
+	}
+	if (m->opened_path && m->opened_path[0] == '/') {
+		snprintf(p, sizeof(p), "%s.dwp", m->opened_path);
+		if (try_package(s, m, p))
+			return m->dwp;
+	}
+	if (m->dbg_path && m->dbg_path[0] == '/') {
+		size_t n = strlen(m->dbg_path);
+		snprintf(p, sizeof(p), "%s.dwp", m->dbg_path);
+		if (try_package(s, m, p))
+			return m->dwp;
+		if (n > 6 && !strcmp(m->dbg_path + n - 6, ".debug")) {
+			snprintf(p, sizeof(p), "%.*s.dwp", (int)(n - 6), m->dbg_path);
+			if (try_package(s, m, p))
+				return m->dwp;
+		}
+	}
+	/* under the debug roots: by the module's path, and by its name */
+	char roots[PATH_MAX * 2];
+	snprintf(roots, sizeof(roots), "%s%s/usr/lib/debug", s->debug_dirs ? s->debug_dirs : "",
+		 s->debug_dirs && *s->debug_dirs ? ":" : "");
+	for (char *save = NULL, *dir = strtok_r(roots, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		if (m->path[0] == '/') {
+			snprintf(p, sizeof(p), "%s%s.dwp", dir, m->path);
+			if (try_package(s, m, p))
+				return m->dwp;
+		}
+		snprintf(p, sizeof(p), "%s/%s.dwp", dir, m->name);
+		if (try_package(s, m, p))
+			return m->dwp;
+	}
+	base_log(&s->log, UW_LOG_WARN,
+		 "%s: split DWARF without its .dwo files and no package (%s.dwp): no inline frames or call sites from it",
+		 m->path, m->name);
+	return NULL;
+}
+
 void proc_module_free(struct uw_module *m)
 {
 	dwi_close(m->dwi);
+	dwp_close(m->dwp);
+	elfv_close(m->dwp_elf);
 	base_map_free(&m->inlcache);
 	cfi_table_free(&m->cfi);
 	symtab_free(&m->syms);

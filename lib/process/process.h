@@ -42,6 +42,9 @@ struct uw_module {
 	struct symtab syms;
 	struct base_map symcache; /* rel pc -> struct sym * (or a sentinel for none) */
 	struct dwi *dwi;        /* DWARF for inline chains and lines, opened on first use */
+	struct elfv *dwp_elf;   /* its split DWARF's package (.dwp), found when first needed */
+	struct dwp *dwp;
+	struct uw_session *session; /* for the package finder */
 	bool dwi_tried;
 	bool fetch_tried;       /* debuginfod asked for its debug file */
 	struct base_map inlcache; /* rel pc -> struct inline_ent * */
@@ -146,6 +149,9 @@ void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m);
  * found by build-id in the debug roots, by its path, or through debuginfod; NULL if none.
  * Kept in m->alt. */
 struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, struct elfv *v, const char *vpath);
+/* The DWARF package of a module's split units (dwi's package finder; ctx is the module): next
+ * to the module or its debug file as NAME.dwp, or under the debug roots; NULL when none. */
+struct dwp *proc_module_package(void *ctx);
 /* perf-PID.map text into a symbol table (fuzzed); at most max_entries lines (-UW_ELIMIT). */
 int jitmap_parse(FILE *f, struct symtab *t, size_t max_entries);
 /* The side-file cap (uw_session_opts.max_side_file_bytes, default SIDE_FILE_MAX). */

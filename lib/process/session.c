@@ -167,6 +167,10 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 					m->dwi = dwi_open(m->dbg, proc_module_altfile(s, m, m->dbg, m->dbg_path), &why);
 				if (!m->dwi)
 					m->dwi = dwi_open(m->elf, proc_module_altfile(s, m, m->elf, m->opened_path), &why2);
+				if (m->dwi) {
+					m->session = s;
+					dwi_set_package_finder(m->dwi, proc_module_package, m);
+				}
 				if (!m->dwi && (why || why2))
 					base_log(&s->log, UW_LOG_WARN,
 						 "%s: a debug section decompresses past the cap (--max-inflate, %" PRIu64

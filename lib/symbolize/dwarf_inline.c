@@ -20,6 +20,7 @@
 #include "symbolize/dwarf_inline.h"
 #include "symbolize/dwarf_walk.h"
 #include "symbolize/dwarf_line.h"
+#include "symbolize/dwp.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -60,6 +61,12 @@ struct dwi_cu {
 	size_t nfiles;
 	struct dwl_table *lines;
 	Dwarf *ndw;           /* where the nodes' DIE offsets are: a split unit's .dwo, else NULL */
+	/* a split unit from a package: its sections (unit reads them), names and call sites read
+	 * by dww_attrs, call files from its own line table's names */
+	bool own;
+	struct dww_sections psec;
+	struct dwl_sections plsec;
+	struct dwl_table *call_lines;
 };
 
 struct dwi {
@@ -78,6 +85,10 @@ struct dwi {
 	size_t nar;
 	bool ar_built;
 	bool ar_from_units;   /* built from the units' own ranges: complete, no libdw fallback */
+	struct dwp *(*find_package)(void *ctx);
+	void *find_package_ctx;
+	struct dwp *package; /* the finder's, not owned */
+	bool package_tried;
 };
 
 struct dwi_arange {
@@ -262,6 +273,15 @@ static void find_sections(struct dwi *d)
 		} else if (!strcmp(name, ".debug_str")) {
 			dst = &d->lsec.str;
 			len = &d->lsec.nstr;
+		} else if (!strcmp(name, ".debug_str_offsets")) {
+			dst = &sec.str_offsets;
+			len = &sec.nstr_offsets;
+		} else if (!strcmp(name, ".debug_ranges")) {
+			dst = &sec.ranges;
+			len = &sec.nranges;
+		} else if (!strcmp(name, ".debug_rnglists")) {
+			dst = &sec.rnglists;
+			len = &sec.nrnglists;
 		} else if (!strcmp(name, ".debug_aranges")) {
 			dst = &d->aranges_sec;
 			len = &d->naranges_sec;
@@ -274,6 +294,8 @@ static void find_sections(struct dwi *d)
 			*len = data->d_size;
 		}
 	}
+	sec.str = d->lsec.str;
+	sec.nstr = d->lsec.nstr;
 	if (sec.info && sec.abbrev)
 		d->sec = sec;
 }
@@ -343,6 +365,7 @@ static void cu_free(struct dwi_cu *c)
 	dww_unit_free(c->unit);
 	free(c->segs);
 	dwl_free(c->lines);
+	dwl_free(c->call_lines);
 	free(c);
 }
 
@@ -501,7 +524,27 @@ struct fast_ctx {
 	Dwarf *dw;
 	struct base_vec *nodes, *ranges;
 	bool shallow;         /* subprograms are walked later */
+	struct dww_unit *unit; /* reads DW_AT_ranges; NULL: libdw does */
 };
+
+struct range_ctx {
+	struct fast_ctx *fc;
+	const struct dww_die *w;
+	int32_t id;
+};
+
+static int add_range(void *ctx, uint64_t lo, uint64_t hi)
+{
+	struct range_ctx *rc = ctx;
+	if (rc->id < 0 &&
+	    (rc->id = add_node(rc->fc->nodes, rc->w->off, rc->w->tag == DW_TAG_subprogram, rc->w->scope)) < 0)
+		return -2;
+	struct range *r = base_vec_push(rc->fc->ranges);
+	if (!r)
+		return -2;
+	*r = (struct range){ lo, hi, rc->w->depth, rc->id };
+	return 0;
+}
 
 static int32_t on_die(void *ctx, const struct dww_die *w)
 {
@@ -520,9 +563,24 @@ static int32_t on_die(void *ctx, const struct dww_die *w)
 		Dwarf_Die die;
 		if (!w->ranges)
 			return -1;
-		if (!dwarf_offdie(fc->dw, w->off, &die))
+		/* our range list reader; libdw's when it declines (not for a package's unit, whose
+		 * offsets libdw does not know: that DIE is then taken to have no code) */
+		size_t keep_nodes = fc->nodes->len, keep_ranges = fc->ranges->len;
+		struct range_ctx rc = { fc, w, -1 };
+		int e = fc->unit ? dww_ranges(fc->unit, w, add_range, &rc) : -1;
+		if (e == 0) {
+			id = rc.id;
+		} else if (e < -1) {
 			return -2;
-		id = die_ranges(&die, sub, w->scope, w->depth, fc->nodes, fc->ranges);
+		} else {
+			fc->nodes->len = keep_nodes;
+			fc->ranges->len = keep_ranges;
+			if (fc->unit && dww_is_split(fc->unit))
+				return -1;
+			if (!dwarf_offdie(fc->dw, w->off, &die))
+				return -2;
+			id = die_ranges(&die, sub, w->scope, w->depth, fc->nodes, fc->ranges);
+		}
 	}
 	/* a function the shallow walk jumps over: its subtree is walked when asked for */
 	if (id >= 0 && sub && fc->shallow)
@@ -538,7 +596,7 @@ static int collect(struct dwi *d, Dwarf_Die *cudie, bool lazy, struct dww_unit *
 {
 	*unit = d->sec.info ? dww_unit_open(&d->sec, dwarf_dieoffset(cudie) - dwarf_cuoffset(cudie)) : NULL;
 	if (*unit) {
-		struct fast_ctx fc = { d->dw, nodes, ranges, lazy };
+		struct fast_ctx fc = { d->dw, nodes, ranges, lazy, *unit };
 		int rc = dww_walk_unit(*unit, lazy, on_die, &fc);
 		if (rc || !lazy) {
 			dww_unit_free(*unit);
@@ -563,9 +621,10 @@ int dwi_compare_walks(struct dwi *d, size_t *units, size_t *fast, size_t *differ
 		if (dwarf_offdie(d->dw, off + hsize, &cudie)) {
 			struct base_vec n1 = BASE_VEC_INIT(struct dwi_node), r1 = BASE_VEC_INIT(struct range);
 			struct base_vec n2 = BASE_VEC_INIT(struct dwi_node), r2 = BASE_VEC_INIT(struct range);
-			struct fast_ctx fc = { d->dw, &n1, &r1, false };
+			struct dww_unit *w = d->sec.info ? dww_unit_open(&d->sec, off) : NULL;
+			struct fast_ctx fc = { d->dw, &n1, &r1, false, w };
 			(*units)++;
-			if (d->sec.info && dww_walk(&d->sec, dwarf_dieoffset(&cudie) - dwarf_cuoffset(&cudie), on_die, &fc) == 0) {
+			if (w && dww_walk_unit(w, false, on_die, &fc) == 0) {
 				(*fast)++;
 				if (collect_libdw(&cudie, -1, &n2, &r2) || n1.len != n2.len || r1.len != r2.len ||
 				    (n1.len && memcmp(n1.data, n2.data, n1.len * sizeof(struct dwi_node))) ||
@@ -576,6 +635,7 @@ int dwi_compare_walks(struct dwi *d, size_t *units, size_t *fast, size_t *differ
 			base_vec_free(&r1);
 			base_vec_free(&n2);
 			base_vec_free(&r2);
+			dww_unit_free(w);
 		}
 		off = next;
 	}
@@ -682,6 +742,41 @@ static int sweep(struct base_vec *ranges, int32_t base, struct base_vec *segs)
 	return 0;
 }
 
+/* The split unit of a skeleton from the module's package (.dwp): its sections and line table
+ * names in c, its walk in c->unit. @return false when there is none. */
+static bool package_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, uint64_t dwo_id)
+{
+	if (!d->package_tried) {
+		d->package_tried = true;
+		d->package = d->find_package ? d->find_package(d->find_package_ctx) : NULL;
+	}
+	if (!d->package)
+		return false;
+	Dwarf_Attribute a;
+	Dwarf_Word w = 0;
+	Dwarf_Addr low = 0;
+	c->psec = (struct dww_sections){ 0 };
+	c->psec.addr = d->sec.addr;
+	c->psec.naddr = d->sec.naddr;
+	c->psec.ranges = d->sec.ranges;
+	c->psec.nranges = d->sec.nranges;
+	c->psec.split = true;
+	if (dwarf_formudata(dwarf_attr(cudie, DW_AT_addr_base, &a), &w) == 0 ||
+	    dwarf_formudata(dwarf_attr(cudie, DW_AT_GNU_addr_base, &a), &w) == 0)
+		c->psec.skel_addr_base = w;
+	if (dwarf_formudata(dwarf_attr(cudie, DW_AT_GNU_ranges_base, &a), &w) == 0)
+		c->psec.skel_ranges_base = w;
+	if (dwarf_lowpc(cudie, &low) == 0)
+		c->psec.skel_low_pc = low;
+	if (dwp_unit(d->package, dwo_id, &c->psec, &c->plsec))
+		return false;
+	if (c->plsec.line)
+		c->call_lines = dwl_build(&c->plsec, 0, dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a)));
+	c->unit = dww_unit_open(&c->psec, 0);
+	c->own = c->unit != NULL;
+	return c->own;
+}
+
 /* Indexes a unit: lazy (functions now, their inlined subroutines when asked for) or, for the
  * tests' reference, whole. */
 static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
@@ -698,16 +793,21 @@ static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 	struct base_vec ranges = BASE_VEC_INIT(struct range), segs = BASE_VEC_INIT(struct dwi_seg);
 	bool fail;
 	/* split DWARF: the skeleton unit here has no DIEs below it; its split unit (libdw opens
-	 * the .dwo named by DW_AT_dwo_name) has them, with the call sites' file table. Addresses
-	 * and lines stay the skeleton's. */
+	 * the .dwo named by DW_AT_dwo_name; else the package's, read here) has them, with the call
+	 * sites' file table. Addresses and lines stay the skeleton's. */
 	Dwarf_Die sub;
 	uint8_t ut = 0;
-	if (dwarf_cu_info(cudie->cu, NULL, &ut, NULL, &sub, NULL, NULL, NULL) == 0 &&
-	    (ut == DW_UT_skeleton) && dwarf_tag(&sub) != DW_TAG_invalid && sub.addr) {
+	uint64_t dwo_id = 0;
+	if (dwarf_cu_info(cudie->cu, NULL, &ut, NULL, &sub, &dwo_id, NULL, NULL) == 0 && ut == DW_UT_skeleton &&
+	    dwarf_tag(&sub) != DW_TAG_invalid && sub.addr) {
 		c->ndw = dwarf_cu_getdwarf(sub.cu);
 		if (dwarf_getsrcfiles(&sub, &c->files, &c->nfiles) != 0)
 			c->files = NULL;
 		fail = collect_libdw(&sub, -1, &c->nodes, &ranges) != 0;
+	} else if (ut == DW_UT_skeleton) {
+		/* no .dwo: the package's unit, or no inline frames (names from the symbol table) */
+		fail = package_unit(d, c, cudie, dwo_id) &&
+		       dww_walk_unit(c->unit, true, on_die, &(struct fast_ctx){ d->dw, &c->nodes, &ranges, true, c->unit });
 	} else {
 		fail = collect(d, cudie, lazy, &c->unit, &c->nodes, &ranges) != 0;
 	}
@@ -732,9 +832,9 @@ static void expand(struct dwi *d, struct dwi_cu *c, int32_t id)
 	Dwarf_Off off = n->off;
 	size_t keep = c->nodes.len;
 	struct base_vec ranges = BASE_VEC_INIT(struct range), segs = BASE_VEC_INIT(struct dwi_seg);
-	struct fast_ctx fc = { d->dw, &c->nodes, &ranges, false };
+	struct fast_ctx fc = { d->dw, &c->nodes, &ranges, false, c->unit };
 	int rc = c->unit ? dww_walk_subtree(c->unit, off, id, on_die, &fc) : -1;
-	if (rc) {
+	if (rc && !c->own) {
 		/* a form the fast walk does not know, below the part the unit's walk jumped over */
 		c->nodes.len = keep;
 		ranges.len = 0;
@@ -833,11 +933,46 @@ static const char *die_name(Dwarf_Die *die)
 	return n ? n : dwarf_diename(die);
 }
 
+/* A package unit's node, read by dww_attrs: the linkage name else the name, through abstract
+ * origins and specifications as libdw's dwarf_attr_integrate follows them. */
+static void own_resolve(struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings)
+{
+	struct dww_attrs at, o;
+	if (dww_attrs(c->unit, n->off, &at))
+		return;
+	const char *link = at.linkage, *name = at.name;
+	uint64_t next = at.origin;
+	for (unsigned hop = 0; hop < 8 && !link && next; hop++) {
+		if (dww_attrs(c->unit, next, &o))
+			break;
+		link = o.linkage;
+		if (!name)
+			name = o.name;
+		next = o.origin;
+	}
+	n->name = intern0(strings, link ? link : name);
+	if (n->subprogram)
+		return;
+	/* call files name the split unit's line table's files (GCC's .debug_line.dwo), or, when
+	 * the package has none (clang), the skeleton's */
+	const struct dwl_table *t = c->call_lines ? c->call_lines : c->lines;
+	if (at.has_call_file && t && at.call_file <= UINT32_MAX) {
+		char buf[4096];
+		n->call_file = intern0(strings, dwl_file(t, (uint32_t)at.call_file, buf, sizeof(buf)));
+	}
+	if (at.has_call_line)
+		n->call_line = (uint32_t)at.call_line;
+}
+
 static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings)
 {
 	if (n->resolved)
 		return;
 	n->resolved = true;
+	if (c->own) {
+		own_resolve(c, n, strings);
+		return;
+	}
 	Dwarf_Die die;
 	if (!dwarf_offdie(c->ndw ? c->ndw : d->dw, n->off, &die))
 		return;
@@ -855,6 +990,14 @@ static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, st
 	}
 	if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_line, &a), &cl) == 0)
 		n->call_line = (uint32_t)cl;
+}
+
+void dwi_set_package_finder(struct dwi *d, struct dwp *(*find)(void *ctx), void *ctx)
+{
+	if (!d)
+		return;
+	d->find_package = find;
+	d->find_package_ctx = ctx;
 }
 
 /* ---- units by address */

@@ -23,6 +23,12 @@ struct dwi;
 struct dwi *dwi_open(struct elfv *v, struct elfv *alt, int *why);
 void dwi_close(struct dwi *d);
 
+/* Split units whose .dwo libdw does not find are looked up in a DWARF package (.dwp): find is
+ * called once, on the first such unit, and returns the package (kept by the caller, alive as
+ * long as the handle) or NULL. */
+struct dwp;
+void dwi_set_package_finder(struct dwi *d, struct dwp *(*find)(void *ctx), void *ctx);
+
 /* The chain at module address addr, innermost first: inlined functions, then the function that
  * contains them. file:line of frame i is where frame i's code is (for frame 0 the line table at
  * addr, for the others the call site of the frame inside them).

@@ -197,6 +197,11 @@ struct unit {
 	unsigned offsz, addrsz, version;
 	uint64_t addr_base;
 	bool have_addr_base;
+	bool raw_addrx;              /* reading the unit DIE: address indexes stay indexes */
+	bool split;
+	uint64_t base_pc;            /* the unit's DW_AT_low_pc: base of its range lists */
+	uint64_t rnglists_base, str_offsets_base, ranges_base;
+	bool have_rnglists_base, have_str_offsets_base;
 	const struct dww_sections *sec;
 };
 
@@ -218,9 +223,10 @@ static bool attr_value(const struct unit *u, uint64_t form, int64_t implicit, co
 		p += n;
 		*is_addr = true;
 		break;
-	case DW_FORM_addrx: case DW_FORM_addrx1: case DW_FORM_addrx2: case DW_FORM_addrx3: case DW_FORM_addrx4: {
+	case DW_FORM_addrx: case DW_FORM_addrx1: case DW_FORM_addrx2: case DW_FORM_addrx3: case DW_FORM_addrx4:
+	case DW_FORM_GNU_addr_index: {
 		uint64_t idx;
-		if (form == DW_FORM_addrx) {
+		if (form == DW_FORM_addrx || form == DW_FORM_GNU_addr_index) {
 			if (!uleb(&p, end, &idx))
 				return false;
 		} else {
@@ -229,6 +235,10 @@ static bool attr_value(const struct unit *u, uint64_t form, int64_t implicit, co
 				return false;
 			idx = rd(p, (unsigned)n);
 			p += n;
+		}
+		if (u->raw_addrx) {
+			v = idx;
+			break;
 		}
 		if (!u->have_addr_base || !u->sec->addr || u->addr_base > u->sec->naddr ||
 		    idx >= (u->sec->naddr - u->addr_base) / u->addrsz)
@@ -316,7 +326,7 @@ static bool attr_value(const struct unit *u, uint64_t form, int64_t implicit, co
 		return attr_value(u, f, 0, pp, val, is_addr);
 	}
 	default:
-		return false; /* GNU_addr_index and anything unknown: the libdw walk */
+		return false; /* anything unknown: the libdw walk */
 	}
 	*pp = p;
 	*val = v;
@@ -398,13 +408,14 @@ struct dww_unit *dww_unit_open(const struct dww_sections *sec, uint64_t cu_off)
 		u->addrsz = *p++;
 	} else if (u->version == 5) {
 		uint8_t ut = *p++;
-		if (ut != DW_UT_compile && ut != DW_UT_partial)
-			goto bad; /* skeleton, split and type units: the libdw walk */
+		/* skeleton and type units: the libdw walk; split units only from a package */
+		if (sec->split ? ut != DW_UT_split_compile : ut != DW_UT_compile && ut != DW_UT_partial)
+			goto bad;
 		u->addrsz = *p++;
-		if (u->end - p < (ptrdiff_t)u->offsz)
+		if (u->end - p < (ptrdiff_t)u->offsz + (sec->split ? 8 : 0))
 			goto bad;
 		abbrev_off = rd(p, u->offsz);
-		p += u->offsz;
+		p += u->offsz + (sec->split ? 8 : 0); /* a split unit's id */
 	} else {
 		goto bad;
 	}
@@ -415,22 +426,64 @@ struct dww_unit *dww_unit_open(const struct dww_sections *sec, uint64_t cu_off)
 	if (abbrevs_parse(sec->abbrev + abbrev_off, sec->abbrev + sec->nabbrev, &w->ab))
 		goto bad;
 	abbrevs_sizes(&w->ab, u->offsz, u->addrsz, u->version);
-	/* the unit DIE: its address base (for addrx) */
+	/* a split unit's bases: its skeleton's, and the starts of its contributions (after the
+	 * DWARF 5 headers of .debug_str_offsets and .debug_rnglists) */
+	u->split = sec->split;
+	if (u->split) {
+		u->addr_base = sec->skel_addr_base;
+		u->have_addr_base = true;
+		u->base_pc = sec->skel_low_pc;
+		u->ranges_base = sec->skel_ranges_base;
+		u->str_offsets_base = u->version >= 5 ? (u->offsz == 4 ? 8 : 16) : 0;
+		u->have_str_offsets_base = true;
+		u->rnglists_base = u->offsz == 4 ? 12 : 20;
+		u->have_rnglists_base = u->version >= 5;
+	}
+	/* the unit DIE: its bases. Its low pc may be an address index written before the address
+	 * base (clang): read as an index, resolved after. */
 	uint64_t code;
 	if (!uleb(&p, u->end, &code) || code == 0 || code >= w->ab.na || !w->ab.a[code].used)
 		goto bad;
 	const struct abbrev *a = &w->ab.a[code];
+	uint64_t low = 0;
+	uint32_t low_form = 0;
+	u->raw_addrx = true;
 	for (uint32_t i = 0; i < a->nattr; i++) {
 		const struct spec *sp = &w->ab.s[a->first + i];
 		uint64_t v;
 		bool is_addr;
-		/* an addrx before the base is known cannot be read: the libdw walk then */
 		if (!attr_value(u, sp->form, sp->implicit, &p, &v, &is_addr))
 			goto bad;
-		if (sp->name == DW_AT_addr_base || sp->name == DW_AT_GNU_addr_base) {
+		switch (sp->name) {
+		case DW_AT_addr_base: case DW_AT_GNU_addr_base:
 			u->addr_base = v;
 			u->have_addr_base = true;
+			break;
+		case DW_AT_rnglists_base:
+			u->rnglists_base = v;
+			u->have_rnglists_base = true;
+			break;
+		case DW_AT_str_offsets_base:
+			u->str_offsets_base = v;
+			u->have_str_offsets_base = true;
+			break;
+		case DW_AT_low_pc:
+			low = v;
+			low_form = sp->form;
+			break;
+		default:
+			break;
 		}
+	}
+	u->raw_addrx = false;
+	if (low_form == DW_FORM_addr) {
+		u->base_pc = low;
+	} else if (low_form) {
+		/* an index: through .debug_addr (a unit without the base cannot be walked) */
+		if (!u->have_addr_base || !sec->addr || u->addr_base > sec->naddr ||
+		    low >= (sec->naddr - u->addr_base) / u->addrsz)
+			goto bad;
+		u->base_pc = rd(sec->addr + u->addr_base + low * u->addrsz, u->addrsz);
 	}
 	w->children = a->children ? p : NULL;
 	return w;
@@ -483,7 +536,8 @@ static int walk(struct dww_unit *w, const uint8_t *p, int32_t scope0, bool shall
 			}
 			continue;
 		}
-		uint64_t lo = 0, hi = 0, sibling = 0;
+		uint64_t lo = 0, hi = 0, sibling = 0, ranges = 0;
+		uint32_t ranges_form = 0;
 		bool has_lo = false, has_hi = false, hi_addr = false, has_ranges = false;
 		for (uint32_t i = 0; i < a->nattr; i++) {
 			const struct spec *sp = &ab->s[a->first + i];
@@ -506,6 +560,8 @@ static int walk(struct dww_unit *w, const uint8_t *p, int32_t scope0, bool shall
 				break;
 			case DW_AT_ranges:
 				has_ranges = true;
+				ranges = v;
+				ranges_form = sp->form;
 				break;
 			default:
 				break;
@@ -514,13 +570,16 @@ static int walk(struct dww_unit *w, const uint8_t *p, int32_t scope0, bool shall
 		int32_t mine = skip_level ? -1 : scope[level];
 		bool entered = true;
 		if (want) {
-			struct dww_die d = { (uint64_t)(die - sec->info), a->tag, level - 1, scope[level], false, 0, 0, false };
+			struct dww_die d = { (uint64_t)(die - sec->info), a->tag, level - 1, scope[level], false, 0, 0, false,
+					     0, 0 };
 			if (has_lo && has_hi) {
 				d.has_pc = true;
 				d.lo = lo;
 				d.hi = hi_addr ? hi : lo + hi;
 			} else if (has_ranges) {
 				d.ranges = true;
+				d.ranges_form = ranges_form;
+				d.ranges_val = ranges;
 			}
 			int32_t id = fn(ctx, &d);
 			if (id < -1)
@@ -584,4 +643,236 @@ int dww_walk(const struct dww_sections *sec, uint64_t cu_off, dww_fn fn, void *c
 	int rc = dww_walk_unit(w, false, fn, ctx);
 	dww_unit_free(w);
 	return rc;
+}
+
+/* ---- range lists and names, read here for split units from a package (libdw 0.188 cannot
+ * open those) and for the ranges of every unit (one call less through libdw per DIE) */
+
+static bool addr_at(const struct unit *u, uint64_t idx, uint64_t *out)
+{
+	const struct dww_sections *sec = u->sec;
+	if (!u->have_addr_base || !sec->addr || u->addr_base > sec->naddr ||
+	    idx >= (sec->naddr - u->addr_base) / u->addrsz)
+		return false;
+	*out = rd(sec->addr + u->addr_base + idx * u->addrsz, u->addrsz);
+	return true;
+}
+
+/* DWARF 2-4: pairs of addresses relative to the base; (0, 0) ends, (-1, a) sets the base */
+static int ranges_v4(const struct unit *u, uint64_t off, dww_range_fn fn, void *ctx)
+{
+	const struct dww_sections *sec = u->sec;
+	if (!sec->ranges || off >= sec->nranges)
+		return -1;
+	const uint8_t *p = sec->ranges + off, *end = sec->ranges + sec->nranges;
+	uint64_t base = u->base_pc, mask = u->addrsz == 8 ? UINT64_MAX : 0xffffffffu;
+	while ((size_t)(end - p) >= 2u * u->addrsz) {
+		uint64_t a = rd(p, u->addrsz), b = rd(p + u->addrsz, u->addrsz);
+		p += 2u * u->addrsz;
+		if (a == 0 && b == 0)
+			return 0;
+		if (a == mask) {
+			base = b;
+			continue;
+		}
+		if (b > a) {
+			int rc = fn(ctx, base + a, base + b);
+			if (rc)
+				return rc;
+		}
+	}
+	return -1; /* no end of list */
+}
+
+/* DWARF 5 .debug_rnglists entries from off */
+static int rnglists_v5(const struct unit *u, uint64_t off, dww_range_fn fn, void *ctx)
+{
+	const struct dww_sections *sec = u->sec;
+	if (!sec->rnglists || off >= sec->nrnglists)
+		return -1;
+	const uint8_t *p = sec->rnglists + off, *end = sec->rnglists + sec->nrnglists;
+	uint64_t base = u->base_pc;
+	unsigned asz = u->addrsz;
+	while (p < end) {
+		uint8_t kind = *p++;
+		uint64_t a, b, lo, hi;
+		switch (kind) {
+		case DW_RLE_end_of_list:
+			return 0;
+		case DW_RLE_base_addressx:
+			if (!uleb(&p, end, &a) || !addr_at(u, a, &base))
+				return -1;
+			continue;
+		case DW_RLE_startx_endx:
+			if (!uleb(&p, end, &a) || !uleb(&p, end, &b) || !addr_at(u, a, &lo) || !addr_at(u, b, &hi))
+				return -1;
+			break;
+		case DW_RLE_startx_length:
+			if (!uleb(&p, end, &a) || !uleb(&p, end, &b) || !addr_at(u, a, &lo))
+				return -1;
+			hi = lo + b;
+			break;
+		case DW_RLE_offset_pair:
+			if (!uleb(&p, end, &a) || !uleb(&p, end, &b))
+				return -1;
+			lo = base + a;
+			hi = base + b;
+			break;
+		case DW_RLE_base_address:
+			if ((size_t)(end - p) < asz)
+				return -1;
+			base = rd(p, asz);
+			p += asz;
+			continue;
+		case DW_RLE_start_end:
+			if ((size_t)(end - p) < 2u * asz)
+				return -1;
+			lo = rd(p, asz);
+			hi = rd(p + asz, asz);
+			p += 2u * asz;
+			break;
+		case DW_RLE_start_length:
+			if ((size_t)(end - p) < asz)
+				return -1;
+			lo = rd(p, asz);
+			p += asz;
+			if (!uleb(&p, end, &b))
+				return -1;
+			hi = lo + b;
+			break;
+		default:
+			return -1;
+		}
+		if (hi > lo) {
+			int rc = fn(ctx, lo, hi);
+			if (rc)
+				return rc;
+		}
+	}
+	return -1;
+}
+
+int dww_ranges(const struct dww_unit *w, const struct dww_die *d, dww_range_fn fn, void *ctx)
+{
+	const struct unit *u = &w->u;
+	uint64_t off = d->ranges_val;
+	if (!d->ranges)
+		return -1;
+	if (u->version < 5) {
+		if (d->ranges_form != DW_FORM_sec_offset && d->ranges_form != DW_FORM_data4 &&
+		    d->ranges_form != DW_FORM_data8)
+			return -1;
+		/* a GNU split unit's offsets are from its skeleton's DW_AT_GNU_ranges_base */
+		if (u->split && (off += u->ranges_base) < u->ranges_base)
+			return -1;
+		return ranges_v4(u, off, fn, ctx);
+	}
+	if (d->ranges_form == DW_FORM_rnglistx) {
+		/* the offset table after the list's header, entries relative to its start */
+		const struct dww_sections *sec = u->sec;
+		uint64_t at;
+		if (!u->have_rnglists_base || !sec->rnglists || u->rnglists_base > sec->nrnglists ||
+		    off >= (sec->nrnglists - u->rnglists_base) / u->offsz)
+			return -1;
+		at = u->rnglists_base + off * u->offsz;
+		off = u->rnglists_base + rd(sec->rnglists + at, u->offsz);
+		if (off < u->rnglists_base)
+			return -1;
+	} else if (d->ranges_form != DW_FORM_sec_offset) {
+		return -1;
+	}
+	return rnglists_v5(u, off, fn, ctx);
+}
+
+/* A string attribute's value (the form's value v, read from p before the attribute), or NULL. */
+static const char *str_value(const struct unit *u, uint32_t form, const uint8_t *p, uint64_t v)
+{
+	const struct dww_sections *sec = u->sec;
+	const uint8_t *s = NULL, *end = NULL;
+	switch (form) {
+	case DW_FORM_string:
+		s = p;
+		end = u->end;
+		break;
+	case DW_FORM_strp:
+		if (!sec->str || v >= sec->nstr)
+			return NULL;
+		s = sec->str + v;
+		end = sec->str + sec->nstr;
+		break;
+	case DW_FORM_strx: case DW_FORM_strx1: case DW_FORM_strx2: case DW_FORM_strx3: case DW_FORM_strx4:
+	case DW_FORM_GNU_str_index: {
+		if (!u->have_str_offsets_base || !sec->str_offsets || !sec->str ||
+		    u->str_offsets_base > sec->nstr_offsets || v >= (sec->nstr_offsets - u->str_offsets_base) / u->offsz)
+			return NULL;
+		uint64_t so = rd(sec->str_offsets + u->str_offsets_base + v * u->offsz, u->offsz);
+		if (so >= sec->nstr)
+			return NULL;
+		s = sec->str + so;
+		end = sec->str + sec->nstr;
+		break;
+	}
+	default:
+		return NULL;
+	}
+	return memchr(s, 0, (size_t)(end - s)) ? (const char *)s : NULL;
+}
+
+int dww_attrs(const struct dww_unit *w, uint64_t die_off, struct dww_attrs *out)
+{
+	const struct unit *u = &w->u;
+	const uint8_t *p = u->sec->info + die_off;
+	uint64_t code;
+	memset(out, 0, sizeof(*out));
+	if (die_off >= u->sec->ninfo || p < u->start || p >= u->end || !uleb(&p, u->end, &code) || code == 0 ||
+	    code >= w->ab.na || !w->ab.a[code].used)
+		return -1;
+	const struct abbrev *a = &w->ab.a[code];
+	uint64_t unit_off = (uint64_t)(u->start - u->sec->info);
+	for (uint32_t i = 0; i < a->nattr; i++) {
+		const struct spec *sp = &w->ab.s[a->first + i];
+		const uint8_t *at = p;
+		uint64_t v;
+		bool is_addr;
+		if (!attr_value(u, sp->form, sp->implicit, &p, &v, &is_addr))
+			return -1;
+		switch (sp->name) {
+		case DW_AT_name:
+			out->name = str_value(u, sp->form, at, v);
+			break;
+		case DW_AT_linkage_name: case DW_AT_MIPS_linkage_name:
+			if (!out->linkage)
+				out->linkage = str_value(u, sp->form, at, v);
+			break;
+		case DW_AT_abstract_origin: case DW_AT_specification:
+			switch (sp->form) {
+			case DW_FORM_ref1: case DW_FORM_ref2: case DW_FORM_ref4: case DW_FORM_ref8:
+			case DW_FORM_ref_udata:
+				out->origin = unit_off + v;
+				break;
+			case DW_FORM_ref_addr:
+				out->origin = v;
+				break;
+			default:
+				break; /* another file's (dwz): not followed */
+			}
+			break;
+		case DW_AT_call_file:
+			out->call_file = v;
+			out->has_call_file = true;
+			break;
+		case DW_AT_call_line:
+			out->call_line = v;
+			out->has_call_line = true;
+			break;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
+bool dww_is_split(const struct dww_unit *w)
+{
+	return w->u.split;
 }

@@ -8,6 +8,13 @@
 struct dww_sections {
 	const uint8_t *info, *abbrev, *addr;
 	size_t ninfo, nabbrev, naddr;
+	/* read by dww_ranges and dww_attrs (NULL: absent) */
+	const uint8_t *str, *str_offsets, *ranges, *rnglists;
+	size_t nstr, nstr_offsets, nranges, nrnglists;
+	/* A split unit (of a .dwp): info, abbrev, str_offsets and rnglists are its contributions,
+	 * str the package's; addr and ranges are the skeleton's file's, and these its skeleton's. */
+	bool split;
+	uint64_t skel_addr_base, skel_ranges_base, skel_low_pc;
 };
 
 /* A subprogram or inlined subroutine. */
@@ -18,7 +25,9 @@ struct dww_die {
 	int32_t scope;       /* the id the callback gave the innermost enclosing code DIE; -1: none */
 	bool has_pc;         /* [lo, hi) from DW_AT_low_pc/DW_AT_high_pc */
 	uint64_t lo, hi;
-	bool ranges;         /* no low/high pc but DW_AT_ranges: ask libdw */
+	bool ranges;         /* no low/high pc but DW_AT_ranges: dww_ranges, or libdw */
+	uint32_t ranges_form;
+	uint64_t ranges_val;
 };
 
 /* Called for each subprogram and inlined subroutine in file order. @return an id >= 0 when the
@@ -38,5 +47,21 @@ void dww_unit_free(struct dww_unit *w);
 int dww_walk_unit(struct dww_unit *w, bool shallow, dww_fn fn, void *ctx);
 /* The DIEs below the one at die_off (in .debug_info), whose id is scope. @return as dww_walk. */
 int dww_walk_subtree(struct dww_unit *w, uint64_t die_off, int32_t scope, dww_fn fn, void *ctx);
+
+/* The ranges of a DIE's DW_AT_ranges (d->ranges): DWARF 2-4 .debug_ranges and DWARF 5
+ * .debug_rnglists (offsets and rnglistx, every entry kind), fn called for each non-empty one.
+ * @return 0, -1 when malformed or a needed section is missing, or fn's error (< 0). */
+typedef int (*dww_range_fn)(void *ctx, uint64_t lo, uint64_t hi);
+int dww_ranges(const struct dww_unit *w, const struct dww_die *d, dww_range_fn fn, void *ctx);
+
+/* The attributes of the DIE at die_off that name a frame. Strings point into the sections. */
+struct dww_attrs {
+	const char *name, *linkage;  /* DW_AT_name; DW_AT_linkage_name or DW_AT_MIPS_linkage_name */
+	uint64_t origin;             /* DW_AT_abstract_origin or DW_AT_specification: a DIE offset, or 0 */
+	uint64_t call_file, call_line;
+	bool has_call_file, has_call_line;
+};
+int dww_attrs(const struct dww_unit *w, uint64_t die_off, struct dww_attrs *out);
+bool dww_is_split(const struct dww_unit *w);
 
 #endif

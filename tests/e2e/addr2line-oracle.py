@@ -3,7 +3,10 @@
 `addr2line -f -i -C -a` for every distinct address, module by module. Exact agreement is required
 except for the explained classes listed in docs/design.md; anything else fails.
 
-usage: addr2line-oracle.py SYMDUMP [--min N]
+With --dwp PACKAGE the reference is llvm-symbolizer reading that DWARF package (binutils cannot
+read packages), in the same output style.
+
+usage: addr2line-oracle.py SYMDUMP [--min N] [--dwp PACKAGE]
 """
 import argparse
 import collections
@@ -22,9 +25,12 @@ def demangle(names):
     return out if len(out) == len(names) else names
 
 
-def a2l(module, addrs):
+def a2l(module, addrs, dwp=None):
     # -C would add parameter lists and return types; demangle separately without them
-    out = subprocess.run(["addr2line", "-f", "-i", "-a", "-e", module],
+    cmd = ["addr2line", "-f", "-i", "-a", "-e", module]
+    if dwp:
+        cmd = ["llvm-symbolizer", "--obj=" + module, "--dwp=" + dwp, "--inlining", "--output-style=GNU", "-a", "-f"]
+    out = subprocess.run(cmd,
                          input="\n".join("0x%x" % a for a in addrs) + "\n",
                          capture_output=True, text=True).stdout.splitlines()
     res, cur = {}, None
@@ -62,6 +68,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("symdump")
     ap.add_argument("--min", type=int, default=1)
+    ap.add_argument("--dwp")
     a = ap.parse_args()
     ours = collections.defaultdict(dict)
     for line in open(a.symdump):
@@ -76,7 +83,9 @@ def main():
     for mod, m in ours.items():
         if not os.path.exists(mod):
             continue
-        ref = a2l(mod, sorted(m))
+        if a.dwp and os.path.basename(a.dwp) != os.path.basename(mod) + ".dwp":
+            continue
+        ref = a2l(mod, sorted(m), a.dwp)
         for addr, chain in m.items():
             total += 1
             r = ref.get(addr, [])
@@ -85,15 +94,15 @@ def main():
             if chain == r:
                 same += 1
                 continue
-            # no function DIE over the address (GCC LTO units), only the line table: addr2line
-            # takes the ELF symbol's name; the position agrees
-            if len(chain) == 1 and len(r) == 1 and chain[0][0] == "??" and chain[0][1:] == r[0][1:]:
-                classes["no DWARF function over the address (LTO): addr2line names the ELF symbol"] += 1
-                continue
             # no DWARF for the address (assembly such as _start): addr2line names it from the
             # symbol table with no line; unwound gives no chain (the symbol table names the frame)
             if chain == [("??", "??", 0)] and len(r) == 1 and r[0][2] == 0:
                 classes["no DWARF: addr2line falls back to the symbol table"] += 1
+                continue
+            # no function DIE over the address (GCC LTO units), only the line table: addr2line
+            # takes the ELF symbol's name; the position agrees
+            if len(chain) == 1 and len(r) == 1 and chain[0][0] == "??" and chain[0][1:] == r[0][1:]:
+                classes["no DWARF function over the address (LTO): addr2line names the ELF symbol"] += 1
                 continue
             # the containing function: addr2line names it by the ELF symbol found at its start
             # (aliases, clones) where DWARF names it otherwise
@@ -129,7 +138,7 @@ def main():
         for mod, addr, c, r in bad[:5]:
             print(f"  {os.path.basename(mod)} {addr:#x}\n    unwound:   {c}\n    addr2line: {r}")
         return 1
-    print("addr2line oracle: ok")
+    print("llvm-symbolizer (package) oracle: ok" if a.dwp else "addr2line oracle: ok")
     return 0
 
 

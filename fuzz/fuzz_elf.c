@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cfi_table_free(&t);
 	}
 	struct symtab st;
-	if (symtab_build(&st, v, NULL) == 0) {
+	if (symtab_build(&st, v, NULL, true) == 0) {
 		for (uint64_t i = 0; i < 64; i++)
 			symtab_find(&st, i * 4099);
 		symtab_free(&st);

@@ -786,7 +786,7 @@ const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, 
 			proc_module_fetch_debug(s, m);
 			if (!m->dbg)
 				m->mini = open_minidebug(s, m);
-			int err = symtab_build(&m->syms, m->elf, m->dbg ? m->dbg : m->mini);
+			int err = symtab_build(&m->syms, m->elf, m->dbg ? m->dbg : m->mini, !s->opts.no_demangle);
 			if (err)
 				base_log(&s->log, UW_LOG_WARN, "%s: symbols not read: %s", m->path, uw_strerror(err));
 		}

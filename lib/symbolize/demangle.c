@@ -4,10 +4,10 @@
 #include <libiberty/demangle.h>
 #include <stdlib.h>
 
-const char *sym_demangle(struct base_intern *strings, const char *name)
+char *sym_demangle_dup(const char *name)
 {
 	if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
-		return name;
+		return NULL;
 	/* a suffix (name@plt, name@@VERSION from debug symbol tables) is kept after the base */
 	const char *at = strchr(name, '@');
 	char *tmp = NULL;
@@ -15,29 +15,30 @@ const char *sym_demangle(struct base_intern *strings, const char *name)
 	if (at) {
 		tmp = strndup(name, (size_t)(at - name));
 		if (!tmp)
-			return name;
+			return NULL;
 		in = tmp;
 	}
 	/* DMGL_AUTO tries Rust (legacy, with the hash dropped, and v0) before the Itanium ABI */
 	char *d = cplus_demangle(in, DMGL_AUTO);
 	free(tmp);
-	if (!d)
-		return name;
-	const char *r;
-	if (at) {
-		size_t dl = strlen(d), sl = strlen(at);
-		char *full = malloc(dl + sl + 1);
-		if (!full) {
-			free(d);
-			return name;
-		}
+	if (!d || !at)
+		return d;
+	size_t dl = strlen(d), sl = strlen(at);
+	char *full = malloc(dl + sl + 1);
+	if (full) {
 		memcpy(full, d, dl);
 		memcpy(full + dl, at, sl + 1);
-		r = base_intern(strings, full, dl + sl);
-		free(full);
-	} else {
-		r = base_intern(strings, d, strlen(d));
 	}
+	free(d);
+	return full;
+}
+
+const char *sym_demangle(struct base_intern *strings, const char *name)
+{
+	char *d = sym_demangle_dup(name);
+	if (!d)
+		return name;
+	const char *r = base_intern(strings, d, strlen(d));
 	free(d);
 	return r ? r : name;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "symbolize/symtab.h"
+#include "symbolize/demangle.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -9,6 +10,7 @@
 struct cand {
 	uint64_t start, size;
 	const char *name;
+	const char *shown;   /* the demangled name while aliases are compared, else NULL */
 	uint8_t bind, type;
 	uint32_t seq;
 };
@@ -29,7 +31,9 @@ static unsigned leading_underscores(const char *s)
 }
 
 /* Among symbols at one address, the one perf would show: with a size, not weak, global, fewer
- * leading underscores, longer name; then the first seen. Returns <0 if a is better. */
+ * leading underscores, longer name (both of the name as shown: perf demangles as it loads
+ * symbols, so 22 folded template instances in node are told apart by demangled length); then
+ * the first seen. Returns <0 if a is better. */
 static int better(const struct cand *a, const struct cand *b)
 {
 	if (!!a->size != !!b->size)
@@ -40,10 +44,11 @@ static int better(const struct cand *a, const struct cand *b)
 	bool ag = a->bind == STB_GLOBAL, bg = b->bind == STB_GLOBAL;
 	if (ag != bg)
 		return ag ? -1 : 1;
-	unsigned ua = leading_underscores(a->name), ub = leading_underscores(b->name);
+	const char *na = a->shown ? a->shown : a->name, *nb = b->shown ? b->shown : b->name;
+	unsigned ua = leading_underscores(na), ub = leading_underscores(nb);
 	if (ua != ub)
 		return ua < ub ? -1 : 1;
-	size_t la = strlen(a->name), lb = strlen(b->name);
+	size_t la = strlen(na), lb = strlen(nb);
 	if (la != lb)
 		return la > lb ? -1 : 1;
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
@@ -128,6 +133,7 @@ static int read_table(struct elfv *v, const char *secname, struct base_vec *out)
 		c->bind = ELF64_ST_BIND(sym.st_info);
 		c->type = (uint8_t)type;
 		c->seq = (uint32_t)out->len;
+		c->shown = NULL;
 		added++;
 	}
 	return added;
@@ -184,11 +190,12 @@ static int add_plt(struct symtab *t, struct elfv *v, struct base_vec *out)
 		c->bind = STB_GLOBAL;
 		c->type = STT_FUNC;
 		c->seq = (uint32_t)out->len;
+		c->shown = NULL;
 	}
 	return 0;
 }
 
-int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg)
+int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg, bool demangled)
 {
 	memset(t, 0, sizeof(*t));
 	base_arena_init(&t->arena, 16 * 1024);
@@ -221,9 +228,17 @@ int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg)
 	for (size_t i = 0; i < c.len;) {
 		/* one entry per address: the best of its aliases */
 		size_t best = i, j = i + 1;
-		for (; j < c.len && cs[j].start == cs[i].start; j++)
-			if (better(&cs[j], &cs[best]) < 0)
-				best = j;
+		while (j < c.len && cs[j].start == cs[i].start)
+			j++;
+		if (demangled && j - i > 1)
+			for (size_t k = i; k < j; k++)
+				cs[k].shown = sym_demangle_dup(cs[k].name);
+		for (size_t k = i + 1; k < j; k++)
+			if (better(&cs[k], &cs[best]) < 0)
+				best = k;
+		if (demangled && j - i > 1)
+			for (size_t k = i; k < j; k++)
+				free((char *)cs[k].shown);
 		i = j;
 		if (n && inside(&t->syms[n - 1], &cs[best]))
 			continue;

@@ -21,8 +21,9 @@ struct symtab {
 
 /* Builds from the best table: .symtab of dbg, else .symtab of elf, else .dynsym of elf; adds
  * name@plt entries for elf's PLT. Either ELF may be NULL. Names stay valid while both ELF
- * views and the symtab live. */
-int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg);
+ * views and the symtab live. demangled: names will be shown demangled (aliases at one address
+ * are then chosen by their demangled names, as perf does). */
+int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg, bool demangled);
 void symtab_free(struct symtab *t);
 const struct sym *symtab_find(const struct symtab *t, uint64_t addr);
 

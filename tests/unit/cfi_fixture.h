@@ -39,7 +39,7 @@ static int fixture_setup(void **state)
 	assert_int_equal(elfv_section(V, ".eh_frame", &eh), 0);
 	struct cfi_section s = { eh.data, eh.size, eh.addr, true };
 	assert_int_equal(cfi_table_build(&T, &cfi_arch_x86_64, &s, NULL), 0);
-	assert_int_equal(symtab_build(&Y, V, NULL), 0);
+	assert_int_equal(symtab_build(&Y, V, NULL, false), 0);
 	return 0;
 }
 

@@ -93,6 +93,11 @@ struct uw_session_opts {
 	 * the entries kept from one: a jitdump's code loads at 1 per 512 bytes of the cap (4 M by
 	 * default), a perf map's lines at 1 per 128 bytes (16 M). */
 	uint64_t max_side_file_bytes;
+	/* The DWARF of a compressed debug file, once decompressed, is kept by build-id in this
+	 * directory and mapped from it on later runs (perf keeps binaries in ~/.debug likewise).
+	 * NULL: $UNWOUND_CACHE_DIR, else $XDG_CACHE_HOME/unwound, else $HOME/.cache/unwound. */
+	const char *dwarf_cache_dir;
+	int no_dwarf_cache;      /* 1: neither read nor write it */
 };
 
 struct uw_session;

@@ -99,6 +99,7 @@ struct uw_session {
 	struct base_log log;
 	struct uw_session_opts opts;
 	char *debug_dirs, *buildid_dir, *sysroot;
+	char *dwarf_cache;       /* NULL: none */
 	struct base_intern strings;
 	struct base_map modules;   /* key -> struct uw_module * */
 	struct base_map procs;     /* pid -> struct proc * */

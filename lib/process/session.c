@@ -59,7 +59,17 @@ UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
 			s->buildid_dir = NULL;
 	}
 	s->sysroot = s->opts.sysroot ? strdup(s->opts.sysroot) : NULL;
-	s->opts.debug_dirs = s->opts.buildid_dir = s->opts.sysroot = NULL; /* not owned */
+	if (!s->opts.no_dwarf_cache) {
+		const char *c = s->opts.dwarf_cache_dir ? s->opts.dwarf_cache_dir : getenv("UNWOUND_CACHE_DIR");
+		const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+		if (c && *c)
+			s->dwarf_cache = strdup(c);
+		else if (xdg && *xdg == '/' && asprintf(&s->dwarf_cache, "%s/unwound", xdg) < 0)
+			s->dwarf_cache = NULL;
+		else if (!s->dwarf_cache && home && *home && asprintf(&s->dwarf_cache, "%s/.cache/unwound", home) < 0)
+			s->dwarf_cache = NULL;
+	}
+	s->opts.debug_dirs = s->opts.buildid_dir = s->opts.sysroot = s->opts.dwarf_cache_dir = NULL; /* not owned */
 	return s;
 }
 
@@ -86,6 +96,7 @@ UW_API void uw_session_free(struct uw_session *s)
 	free(s->debug_dirs);
 	free(s->buildid_dir);
 	free(s->sysroot);
+	free(s->dwarf_cache);
 	free(s);
 }
 
@@ -164,9 +175,10 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 				proc_module_fetch_debug(s, m);
 				int why = 0, why2 = 0;
 				if (m->dbg)
-					m->dwi = dwi_open(m->dbg, proc_module_altfile(s, m, m->dbg, m->dbg_path), &why);
+					m->dwi = dwi_open(m->dbg, proc_module_altfile(s, m, m->dbg, m->dbg_path), s->dwarf_cache, &why);
 				if (!m->dwi)
-					m->dwi = dwi_open(m->elf, proc_module_altfile(s, m, m->elf, m->opened_path), &why2);
+					m->dwi = dwi_open(m->elf, proc_module_altfile(s, m, m->elf, m->opened_path), s->dwarf_cache,
+							  &why2);
 				if (m->dwi) {
 					m->session = s;
 					dwi_set_package_finder(m->dwi, proc_module_package, m);

@@ -27,8 +27,13 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <pthread.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define DWI_MAX_NODES (1u << 24)
 
@@ -69,16 +74,30 @@ struct dwi_cu {
 	struct dwl_table *call_lines;
 };
 
+/* What a Dwarf handle reads besides the view: a decompressed image, or the cache's copy, and
+ * the thread writing the image to the cache. */
+struct cache_write {
+	pthread_t th;
+	const uint8_t *img;
+	size_t size;
+	char *dir, *path;
+};
+
+struct dwi_file {
+	void *image;          /* a decompressed copy of the file handed to libdw, or NULL */
+	Elf *image_elf;
+	struct elfv *cached;  /* the cache's decompressed copy libdw reads, or NULL */
+	struct cache_write *cw;
+};
+
 struct dwi {
 	Dwarf *dw;
 	struct dww_sections sec; /* plain sections for the fast walk (info NULL: libdw walk only) */
 	struct dwl_sections lsec; /* and for line tables (line NULL: libdw's) */
 	struct base_map cus;  /* unit header offset -> struct dwi_cu * */
-	void *image;          /* a decompressed copy of the file handed to libdw, or NULL */
-	Elf *image_elf;
+	struct dwi_file main;
 	Dwarf *alt;           /* the dwz supplementary file's, or NULL */
-	void *alt_image;
-	Elf *alt_elf;
+	struct dwi_file alt_file;
 	const uint8_t *aranges_sec; /* .debug_aranges, plain, or NULL */
 	size_t naranges_sec;
 	struct dwi_arange *ar; /* units by address, sorted by lo (built on the first lookup) */
@@ -300,37 +319,169 @@ static void find_sections(struct dwi *d)
 		d->sec = sec;
 }
 
-/* A Dwarf handle for v: over a decompressed image when it has compressed sections (which also
- * covers zstd), else over the file. */
-static Dwarf *begin(struct elfv *v, void **image, Elf **image_elf, int *why)
+/* ---- the cache of decompressed DWARF
+ *
+ * Inflating a compressed debug file is most of the cost of inline frames on a first look at a
+ * recording (CPython's and libc's debug files: 34 MiB of DWARF out of 13 MiB). The image built
+ * for libdw (decompressed needed sections, emptied unneeded ones: a valid ELF file) is written,
+ * by a thread while the report goes on, to DIR/BUILD-ID.dwarf1, through a temporary file and a
+ * rename, so a reader sees a whole file or none. Later runs map it: libdw then faults in only
+ * the pages of the units asked for. A copy is used only when its build-id is the file's and
+ * it has no compressed section. The "1" names the image's layout (which sections it keeps). */
+
+static bool has_compressed(struct elfv *v)
+{
+	Elf *e = (Elf *)v->elf;
+	for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) && sh.sh_type != SHT_NOBITS)
+			return true;
+	}
+	return false;
+}
+
+static char *cache_path(const char *dir, struct elfv *v)
+{
+	char bid[2 * ELFV_MAX_BUILD_ID + 1], *p;
+	if (!dir || !*dir || elfv_build_id_hex(v, bid) < 8 || asprintf(&p, "%s/%s.dwarf1", dir, bid) < 0)
+		return NULL;
+	return p;
+}
+
+static struct elfv *cache_open(const char *path, struct elfv *v)
+{
+	struct elfv *c;
+	if (elfv_open(path, &c))
+		return NULL;
+	char a[2 * ELFV_MAX_BUILD_ID + 1], b[2 * ELFV_MAX_BUILD_ID + 1];
+	elfv_build_id_hex(v, a);
+	elfv_build_id_hex(c, b);
+	if (strcmp(a, b) || has_compressed(c) || !elfv_has_section(c, ".debug_info")) {
+		elfv_close(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* mkdir -p, 0700 for what it creates */
+static bool make_dirs(char *dir)
+{
+	for (char *p = dir + 1;; p++) {
+		if (*p == '/' || !*p) {
+			char keep = *p;
+			*p = 0;
+			bool ok = mkdir(dir, 0700) == 0 || errno == EEXIST;
+			*p = keep;
+			if (!ok)
+				return false;
+			if (!keep)
+				return true;
+		}
+	}
+}
+
+static void *cache_write_main(void *arg)
+{
+	struct cache_write *w = arg;
+	char *tmp = NULL;
+	if (!make_dirs(w->dir) || asprintf(&tmp, "%s.%d.tmp", w->path, (int)getpid()) < 0)
+		return NULL;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	bool ok = fd >= 0;
+	for (size_t done = 0; ok && done < w->size;) {
+		ssize_t n = write(fd, w->img + done, w->size - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		ok = n > 0;
+		done += ok ? (size_t)n : 0;
+	}
+	if (fd >= 0 && close(fd))
+		ok = false;
+	if (fd >= 0 && (!ok || rename(tmp, w->path)))
+		unlink(tmp);
+	free(tmp);
+	return NULL;
+}
+
+static void cache_write_start(struct dwi_file *f, const char *dir, char *path, size_t size)
+{
+	struct cache_write *w = calloc(1, sizeof(*w));
+	if (!w || !(w->dir = strdup(dir))) {
+		free(w);
+		free(path);
+		return;
+	}
+	w->img = f->image;
+	w->size = size;
+	w->path = path;
+	if (pthread_create(&w->th, NULL, cache_write_main, w)) {
+		free(w->dir);
+		free(w->path);
+		free(w);
+		return;
+	}
+	f->cw = w;
+}
+
+static void file_end(struct dwi_file *f)
+{
+	if (f->cw) {
+		pthread_join(f->cw->th, NULL);
+		free(f->cw->dir);
+		free(f->cw->path);
+		free(f->cw);
+	}
+	if (f->image_elf)
+		elf_end(f->image_elf);
+	free(f->image);
+	elfv_close(f->cached);
+	memset(f, 0, sizeof(*f));
+}
+
+/* A Dwarf handle for v: over the cache's decompressed copy when there is one, else over a
+ * decompressed image when it has compressed sections (which also covers zstd; the image then
+ * goes to the cache), else over the file. */
+static Dwarf *begin(struct elfv *v, const char *cache, struct dwi_file *f, int *why)
 {
 	size_t isize = 0;
 	bool refuse;
-	*image = decompressed_image(v, &isize, &refuse);
-	*image_elf = NULL;
+	memset(f, 0, sizeof(*f));
+	char *path = cache && has_compressed(v) ? cache_path(cache, v) : NULL;
+	if (path && (f->cached = cache_open(path, v))) {
+		free(path);
+		Dwarf *dw = dwarf_begin_elf((Elf *)f->cached->elf, DWARF_C_READ, NULL);
+		if (dw)
+			return dw;
+		elfv_close(f->cached);
+		f->cached = NULL;
+		path = NULL;
+	}
+	f->image = decompressed_image(v, &isize, &refuse);
 	if (refuse) {
+		free(path);
 		if (why)
 			*why = -UW_ELIMIT;
 		return NULL;
 	}
-	if (*image) {
-		*image_elf = elf_memory(*image, isize);
-		Dwarf *dw = *image_elf ? dwarf_begin_elf(*image_elf, DWARF_C_READ, NULL) : NULL;
+	if (f->image) {
+		f->image_elf = elf_memory(f->image, isize);
+		Dwarf *dw = f->image_elf ? dwarf_begin_elf(f->image_elf, DWARF_C_READ, NULL) : NULL;
 		if (!dw) {
-			if (*image_elf)
-				elf_end(*image_elf);
-			free(*image);
-			*image = NULL;
-			*image_elf = NULL;
+			free(path);
+			file_end(f);
+			return NULL;
 		}
+		if (path)
+			cache_write_start(f, cache, path, isize);
 		return dw;
 	}
+	free(path);
 	/* plain sections: libdw reads them from its own mapping of the file (memory images such
 	 * as the vdso copy are already in memory) */
 	return v->fd >= 0 ? dwarf_begin(v->fd, DWARF_C_READ) : dwarf_begin_elf((Elf *)v->elf, DWARF_C_READ, NULL);
 }
 
-struct dwi *dwi_open(struct elfv *v, struct elfv *alt, int *why)
+struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, int *why)
 {
 	if (why)
 		*why = 0;
@@ -341,14 +492,14 @@ struct dwi *dwi_open(struct elfv *v, struct elfv *alt, int *why)
 	struct dwi *d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;
-	Dwarf *dw = begin(v, &d->image, &d->image_elf, why);
+	Dwarf *dw = begin(v, cache, &d->main, why);
 	if (!dw) {
 		free(d);
 		return NULL;
 	}
 	d->dw = dw;
 	/* names and abstract origins that dwz moved into a supplementary file */
-	if (alt && (d->alt = begin(alt, &d->alt_image, &d->alt_elf, NULL)))
+	if (alt && (d->alt = begin(alt, cache, &d->alt_file, NULL)))
 		dwarf_setalt(dw, d->alt);
 	base_map_init(&d->cus);
 	find_sections(d);
@@ -380,14 +531,10 @@ void dwi_close(struct dwi *d)
 	base_map_free(&d->cus);
 	free(d->ar);
 	dwarf_end(d->dw);
-	if (d->image_elf)
-		elf_end(d->image_elf);
-	free(d->image);
+	file_end(&d->main);
 	if (d->alt)
 		dwarf_end(d->alt);
-	if (d->alt_elf)
-		elf_end(d->alt_elf);
-	free(d->alt_image);
+	file_end(&d->alt_file);
 	free(d);
 }
 

@@ -19,8 +19,10 @@ struct dwi;
 /* Opens the DWARF of an ELF view (the module's debug file, or the module itself), with its dwz
  * supplementary file (.gnu_debugaltlink) when alt is not NULL. NULL when the file has no usable
  * .debug_info; then *why (may be NULL) is -UW_ELIMIT when a needed section decompresses past
- * the view's cap, else 0. The views must outlive the handle. */
-struct dwi *dwi_open(struct elfv *v, struct elfv *alt, int *why);
+ * the view's cap, else 0. The views must outlive the handle. cache (may be NULL): a directory
+ * where the DWARF of a file with compressed sections is kept decompressed, by build-id: read
+ * from there when present, else written there (by a thread, done by dwi_close). */
+struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, int *why);
 void dwi_close(struct dwi *d);
 
 /* Split units whose .dwo libdw does not find are looked up in a DWARF package (.dwp): find is

@@ -23,7 +23,7 @@ static void test_walks_agree(void **state)
 	for (int i = 0; i < nfiles; i++) {
 		struct elfv *v = NULL;
 		assert_int_equal(elfv_open(files[i], &v), 0);
-		struct dwi *d = dwi_open(v, NULL, NULL);
+		struct dwi *d = dwi_open(v, NULL, NULL, NULL);
 		assert_non_null(d);
 		size_t units, fast, differ;
 		dwi_compare_walks(d, &units, &fast, &differ);

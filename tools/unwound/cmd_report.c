@@ -75,6 +75,8 @@ static void report_usage(FILE *f)
 		"  --symfs DIR         prefix for the recording's file paths\n"
 		"  --offline           never fetch from debuginfod servers ($DEBUGINFOD_URLS)\n"
 		"  --debuginfod-timeout SECS  cap on one debuginfod fetch (default 30)\n"
+		"  --no-dwarf-cache    neither read nor keep decompressed DWARF (kept by build-id in\n"
+		"                      $UNWOUND_CACHE_DIR, else $XDG_CACHE_HOME/unwound or ~/.cache/unwound)\n"
 		"  --no-fp             never fall back to frame pointers\n"
 		"  -v                  more messages (repeat for more)\n"
 		CLI_LIMITS_HELP);
@@ -146,7 +148,7 @@ int cmd_report(int argc, char **argv)
 {
 	enum { O_SCRIPT = 256, O_FOLDED, O_PID, O_TID, O_COMM, O_KALLSYMS, O_DEBUGDIR, O_SYMFS,
 	       O_NOFP, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE, O_NODEMANGLE, O_INLINE,
-	       O_GROUP, O_OFFLINE, O_DBGDTIMEOUT };
+	       O_GROUP, O_OFFLINE, O_DBGDTIMEOUT, O_NOCACHE };
 	static const struct option lo[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "script", no_argument, 0, O_SCRIPT }, { "folded", no_argument, 0, O_FOLDED },
@@ -160,11 +162,12 @@ int cmd_report(int argc, char **argv)
 		{ "no-demangle", no_argument, 0, O_NODEMANGLE }, { "inline", no_argument, 0, O_INLINE },
 		{ "group", required_argument, 0, O_GROUP }, { "offline", no_argument, 0, O_OFFLINE },
 		{ "debuginfod-timeout", required_argument, 0, O_DBGDTIMEOUT },
+		{ "no-dwarf-cache", no_argument, 0, O_NOCACHE },
 		CLI_LIMIT_OPTIONS,
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	const char *in = NULL, *outp = NULL, *kallsyms = NULL, *debugdir = NULL, *symfs = NULL, *comm = NULL;
-	int pid = 0, tid = 0, nofp = 0, nokernel = 0, addrs = 0, noinline = 0, srcline = 0, nodemangle = 0, inl = 0, byline = 0;
+	int pid = 0, tid = 0, nofp = 0, nokernel = 0, addrs = 0, noinline = 0, srcline = 0, nodemangle = 0, inl = 0, byline = 0, nocache = 0;
 	unsigned rows = 30, dbgd_ms = 0;
 	int offline = 0;
 	struct cli_limits lim = { 0 };
@@ -199,6 +202,7 @@ int cmd_report(int argc, char **argv)
 		case O_NODEMANGLE: nodemangle = 1; break;
 		case O_INLINE: inl = 1; break;
 		case O_OFFLINE: offline = 1; break;
+		case O_NOCACHE: nocache = 1; break;
 		case O_DBGDTIMEOUT: {
 			double sec = atof(optarg);
 			if (sec <= 0 || sec > 3600) {
@@ -241,7 +245,7 @@ int cmd_report(int argc, char **argv)
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
 		.max_frames = lim.max_frames, .debug_dirs = debugdir, .sysroot = symfs, .no_fp_fallback = nofp,
 		.no_demangle = nodemangle, .offline = offline, .debuginfod_timeout_ms = dbgd_ms,
-		.max_inflate_bytes = lim.max_inflate, .max_side_file_bytes = lim.max_side_file);
+		.max_inflate_bytes = lim.max_inflate, .max_side_file_bytes = lim.max_side_file, .no_dwarf_cache = nocache);
 	rep.s = uw_session_new(&so);
 	if (!rep.s) {
 		fprintf(stderr, "unwound report: %s\n", strerror(errno));

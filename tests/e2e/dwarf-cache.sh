@@ -1,0 +1,44 @@
+#!/bin/sh
+# The cache of decompressed DWARF: a program whose debug sections are compressed (zlib, and
+# zstd) is reported three times: the first run writes BUILD-ID.dwarf1 into the cache, the
+# second maps it and inflates nothing, --no-dwarf-cache neither reads nor writes it; damaged or
+# foreign copies are ignored. The output is the same every time.
+set -eu
+B=${UW_BUILD:?}
+S=${UW_SRC:?}
+W=$B/tests/work/dwarf-cache
+rm -rf "$W"; mkdir -p "$W"
+command -v strace >/dev/null || { echo "FAIL: strace is not installed (scripts/install-deps installs it)"; exit 1; }
+C=$W/cache
+export UNWOUND_CACHE_DIR="$C"
+for z in zlib zstd; do
+    p=$W/prog-$z
+    rm -rf "$C" # both programs have the same build-id: the sections differ only in compression
+    gcc -O2 -g -I"$S/tests/programs" -o "$p" "$S/tests/programs/dwz_prog.c"
+    objcopy --compress-debug-sections=$z "$p" 2>/dev/null || { [ $z = zstd ] && { echo "(objcopy cannot write zstd: skipped)"; continue; }; exit 1; }
+    readelf -SW "$p" | grep -q ' \.debug_info .* C ' || { echo "FAIL: $z: .debug_info is not compressed"; exit 1; }
+    bid=$(readelf -n "$p" | awk '/Build ID/ { print $3 }')
+    perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$W/$z.data" -- "$p" 1 >/dev/null 2>"$W/perf.err" ||
+        { echo "FAIL: perf record could not run"; cat "$W/perf.err"; exit 1; }
+    run() { "$B/unwound" report -i "$W/$z.data" --comm "prog-$z" --script --srcline "$@"; }
+    run --no-dwarf-cache -o "$W/$z.ref"
+    [ ! -e "$C/$bid.dwarf1" ] || { echo "FAIL: $z: --no-dwarf-cache wrote the cache"; exit 1; }
+    grep -q "dwz_common.h:11 (inlined)" "$W/$z.ref" || { echo "FAIL: $z: no inline frames"; exit 1; }
+    strace -f -qq -e trace=openat,rename -o "$W/$z.cold.trace" "$B/unwound" report -i "$W/$z.data" --comm "prog-$z" --script --srcline -o "$W/$z.cold"
+    [ -s "$C/$bid.dwarf1" ] || { echo "FAIL: $z: no $bid.dwarf1 in the cache"; ls -la "$C"; exit 1; }
+    grep -q "rename(.*$bid.dwarf1.*\.tmp\", \"$C/$bid.dwarf1\")" "$W/$z.cold.trace" || { echo "FAIL: $z: not written through a rename"; exit 1; }
+    readelf -SW "$C/$bid.dwarf1" | grep -q ' \.debug_info .* C ' && { echo "FAIL: $z: the copy is compressed"; exit 1; }
+    strace -f -qq -e trace=openat,rename -o "$W/$z.warm.trace" "$B/unwound" report -i "$W/$z.data" --comm "prog-$z" --script --srcline -o "$W/$z.warm"
+    grep -q "openat(.*$bid.dwarf1\", O_RDONLY" "$W/$z.warm.trace" || { echo "FAIL: $z: the copy was not read"; exit 1; }
+    if grep -q "rename(" "$W/$z.warm.trace"; then echo "FAIL: $z: written again"; exit 1; fi
+    for o in cold warm; do cmp "$W/$z.ref" "$W/$z.$o" || { echo "FAIL: $z: $o output differs"; exit 1; }; done
+    # damaged copies: cut short, another file's under this name: ignored, rewritten
+    good=$W/$z.good; cp "$C/$bid.dwarf1" "$good"
+    head -c 3000 "$good" >"$C/$bid.dwarf1"
+    run -o "$W/$z.cut"
+    cp /usr/bin/true "$C/$bid.dwarf1"
+    run -o "$W/$z.foreign"
+    for o in cut foreign; do cmp "$W/$z.ref" "$W/$z.$o" || { echo "FAIL: $z: output with a $o copy differs"; exit 1; }; done
+    echo "$z: cold, warm, without the cache, and over damaged copies: the same $(grep -c . "$W/$z.ref") lines"
+done
+echo "dwarf cache ok"

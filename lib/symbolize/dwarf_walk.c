@@ -205,6 +205,17 @@ struct unit {
 	const struct dww_sections *sec;
 };
 
+/* Address idx of .debug_addr from the unit's base. */
+static bool addr_at(const struct unit *u, uint64_t idx, uint64_t *out)
+{
+	const struct dww_sections *sec = u->sec;
+	if (!u->have_addr_base || !sec->addr || u->addr_base > sec->naddr ||
+	    idx >= (sec->naddr - u->addr_base) / u->addrsz)
+		return false;
+	*out = rd(sec->addr + u->addr_base + idx * u->addrsz, u->addrsz);
+	return true;
+}
+
 /* Reads one attribute value of `form` at *pp. Sets *val for constants, addresses (resolved
  * through .debug_addr) and references; *is_addr tells whether it was of address class.
  * @return false on malformed or unknown input. */
@@ -240,10 +251,8 @@ static bool attr_value(const struct unit *u, uint64_t form, int64_t implicit, co
 			v = idx;
 			break;
 		}
-		if (!u->have_addr_base || !u->sec->addr || u->addr_base > u->sec->naddr ||
-		    idx >= (u->sec->naddr - u->addr_base) / u->addrsz)
+		if (!addr_at(u, idx, &v))
 			return false;
-		v = rd(u->sec->addr + u->addr_base + idx * u->addrsz, u->addrsz);
 		*is_addr = true;
 		break;
 	}
@@ -480,10 +489,8 @@ struct dww_unit *dww_unit_open(const struct dww_sections *sec, uint64_t cu_off)
 		u->base_pc = low;
 	} else if (low_form) {
 		/* an index: through .debug_addr (a unit without the base cannot be walked) */
-		if (!u->have_addr_base || !sec->addr || u->addr_base > sec->naddr ||
-		    low >= (sec->naddr - u->addr_base) / u->addrsz)
+		if (!addr_at(u, low, &u->base_pc))
 			goto bad;
-		u->base_pc = rd(sec->addr + u->addr_base + low * u->addrsz, u->addrsz);
 	}
 	w->children = a->children ? p : NULL;
 	return w;
@@ -647,16 +654,6 @@ int dww_walk(const struct dww_sections *sec, uint64_t cu_off, dww_fn fn, void *c
 
 /* ---- range lists and names, read here for split units from a package (libdw 0.188 cannot
  * open those) and for the ranges of every unit (one call less through libdw per DIE) */
-
-static bool addr_at(const struct unit *u, uint64_t idx, uint64_t *out)
-{
-	const struct dww_sections *sec = u->sec;
-	if (!u->have_addr_base || !sec->addr || u->addr_base > sec->naddr ||
-	    idx >= (sec->naddr - u->addr_base) / u->addrsz)
-		return false;
-	*out = rd(sec->addr + u->addr_base + idx * u->addrsz, u->addrsz);
-	return true;
-}
 
 /* DWARF 2-4: pairs of addresses relative to the base; (0, 0) ends, (-1, a) sets the base */
 static int ranges_v4(const struct unit *u, uint64_t off, dww_range_fn fn, void *ctx)

@@ -1193,8 +1193,13 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 		smp.user_fp = regs.r[6];
 		smp.stack = ps.stack;
 		smp.stack_size = ps.stack_dyn;
+		/* In a syscall (not a fault or an interrupt, whose pc is exact), the user pc follows
+		 * the `syscall` instruction, which left that same pc in rcx: the kernel's saved rcx
+		 * equals its saved rip. */
+		bool in_syscall = (misc & PM_CPUMODE_MASK) == PM_KERNEL && (regs.valid & (1u << 2)) &&
+				  (regs.valid & (1u << 16)) && regs.r[2] == regs.r[16];
 		struct unw_opts uo = { r->s->opts.max_frames, r->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64,
-				       (misc & PM_CPUMODE_MASK) == PM_KERNEL };
+				       in_syscall };
 		struct unw_result res;
 		unw_run(&uo, &regs, &stk, proc_find_pc, &fc, r->frames, &res);
 		r->st.stack_bytes_read += ps.stack_size;

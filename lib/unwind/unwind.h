@@ -49,7 +49,7 @@ struct unw_opts {
 	unsigned max_frames;
 	bool no_fp;
 	const struct cfi_arch *arch;
-	bool in_syscall; /* the sample was taken in the kernel: frame 0's pc follows a syscall */
+	bool in_syscall; /* the sample was taken in a syscall: frame 0's pc follows the instruction */
 };
 
 struct unw_result {

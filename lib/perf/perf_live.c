@@ -325,21 +325,12 @@ static int synthesize(struct live *lv, int32_t pid)
 	if (!f)
 		return err;
 	char line[4096 + 256];
+	struct proc_maps_line ml;
 	while (!err && fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, pgoff, ino;
-		unsigned maj, min;
-		char perms[8];
-		int n = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min, &ino, &n) < 7)
+		if (!proc_maps_parse(line, &ml) || !ml.exec)
 			continue;
-		if (perms[2] != 'x')
-			continue;
-		char *path = line + n;
-		path[strcspn(path, "\n")] = 0;
-		if (!*path)
-			path = (char *)"//anon";
-		uint32_t prot = (perms[0] == 'r' ? 1 : 0) | (perms[1] == 'w' ? 2 : 0) | 4;
-		err = push_mmap2(lv, pid, start, end, pgoff, maj, min, ino, prot, path);
+		uint32_t prot = (ml.read ? 1 : 0) | (ml.write ? 2 : 0) | 4;
+		err = push_mmap2(lv, pid, ml.start, ml.end, ml.pgoff, ml.maj, ml.min, ml.ino, prot, ml.path);
 	}
 	fclose(f);
 	return err;

@@ -207,6 +207,15 @@ void proc_exit(struct uw_session *s, int32_t pid, int32_t tid, uint64_t time);
 /* Frees processes that exited more than the grace period before `now`. */
 void proc_sweep(struct uw_session *s, uint64_t now);
 const struct map *proc_find_map(struct proc *p, uint64_t addr);
+/* One line of /proc/PID/maps, parsed in place (the path's newline is cut; "//anon" when the
+ * mapping has no name, as perf names it). @return false when the line is malformed. */
+struct proc_maps_line {
+	uint64_t start, end, pgoff, ino;
+	uint32_t maj, min;
+	bool read, write, exec;
+	const char *path;
+};
+bool proc_maps_parse(char *line, struct proc_maps_line *out);
 /* pc -> mapping, module and bias (unwinder callback; ctx is struct proc_find_ctx) */
 struct proc_find_ctx {
 	struct uw_session *s;

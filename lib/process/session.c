@@ -62,12 +62,15 @@ UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
 	if (!s->opts.no_dwarf_cache) {
 		const char *c = s->opts.dwarf_cache_dir ? s->opts.dwarf_cache_dir : getenv("UNWOUND_CACHE_DIR");
 		const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+		int n = 0;
 		if (c && *c)
-			s->dwarf_cache = strdup(c);
-		else if (xdg && *xdg == '/' && asprintf(&s->dwarf_cache, "%s/unwound", xdg) < 0)
-			s->dwarf_cache = NULL;
-		else if (!s->dwarf_cache && home && *home && asprintf(&s->dwarf_cache, "%s/.cache/unwound", home) < 0)
-			s->dwarf_cache = NULL;
+			n = asprintf(&s->dwarf_cache, "%s", c);
+		else if (xdg && *xdg == '/')
+			n = asprintf(&s->dwarf_cache, "%s/unwound", xdg);
+		else if (home && *home)
+			n = asprintf(&s->dwarf_cache, "%s/.cache/unwound", home);
+		if (n < 0)
+			s->dwarf_cache = NULL; /* no cache: not an error */
 	}
 	s->opts.debug_dirs = s->opts.buildid_dir = s->opts.sysroot = s->opts.dwarf_cache_dir = NULL; /* not owned */
 	return s;

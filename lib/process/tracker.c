@@ -90,6 +90,22 @@ struct thread *proc_thread(struct uw_session *s, int32_t pid, int32_t tid, bool 
 	return t;
 }
 
+bool proc_maps_parse(char *line, struct proc_maps_line *out)
+{
+	unsigned long long start, end, pgoff, ino;
+	unsigned maj, min;
+	char perms[8];
+	int n = 0;
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min, &ino, &n) < 7 ||
+	    strlen(perms) < 3)
+		return false;
+	char *path = line + n;
+	path[strcspn(path, "\n")] = 0;
+	*out = (struct proc_maps_line){ start, end, pgoff, ino, maj, min, perms[0] == 'r', perms[1] == 'w',
+					perms[2] == 'x', *path ? path : "//anon" };
+	return true;
+}
+
 const struct map *proc_find_map(struct proc *p, uint64_t addr)
 {
 	const struct map *m = p->maps.data;
@@ -369,25 +385,18 @@ static bool ask_kernel(struct uw_session *s, struct proc *p, uint64_t pc, uint64
 		snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
 		FILE *f = fopen(path, "re");
 		char line[4096 + 256];
+		struct proc_maps_line ml;
 		while (f && !found && fgets(line, sizeof(line), f)) {
-			unsigned long long a, b, o, in;
-			unsigned ma, mi;
-			char perms[8];
-			int n = 0;
-			if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &a, &b, perms, &o, &ma, &mi, &in, &n) < 7)
-				continue;
-			if (pc < a || pc >= b || perms[2] != 'x')
+			if (!proc_maps_parse(line, &ml) || pc < ml.start || pc >= ml.end || !ml.exec)
 				continue;
 			found = true;
-			start = a;
-			end = b;
-			off = o;
-			ino = in;
-			maj = ma;
-			min = mi;
-			char *nm = line + n;
-			nm[strcspn(nm, "\n")] = 0;
-			snprintf(name, sizeof(name), "%s", *nm ? nm : "//anon");
+			start = ml.start;
+			end = ml.end;
+			off = ml.pgoff;
+			ino = ml.ino;
+			maj = ml.maj;
+			min = ml.min;
+			snprintf(name, sizeof(name), "%s", ml.path);
 		}
 		if (f)
 			fclose(f);

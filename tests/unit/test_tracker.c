@@ -25,6 +25,30 @@ static void expect_map(struct proc *p, size_t i, uint64_t start, uint64_t end, u
 	assert_ptr_equal(mp->mod, m);
 }
 
+/* /proc/PID/maps lines, as the live recorder and the pre-6.11 lookup read them */
+static void test_maps_lines(void **state)
+{
+	(void)state;
+	struct proc_maps_line m;
+	char a[] = "7f12a4e28000-7f12a4fbd000 r-xp 00028000 fe:01 1311456                    /usr/lib/libc.so.6\n";
+	assert_true(proc_maps_parse(a, &m));
+	assert_int_equal(m.start, 0x7f12a4e28000ull);
+	assert_int_equal(m.end, 0x7f12a4fbd000ull);
+	assert_int_equal(m.pgoff, 0x28000);
+	assert_int_equal(m.maj, 0xfe);
+	assert_int_equal(m.min, 1);
+	assert_int_equal(m.ino, 1311456);
+	assert_true(m.read && !m.write && m.exec);
+	assert_string_equal(m.path, "/usr/lib/libc.so.6");
+	char b[] = "7ffd1000-7ffd3000 rw-p 00000000 00:00 0 \n";
+	assert_true(proc_maps_parse(b, &m));
+	assert_true(m.read && m.write && !m.exec);
+	assert_string_equal(m.path, "//anon");
+	char c[] = "7f00 r-xp 0 fe:01 1 /x\n", d[] = "1000-2000 x 0 fe:01 1 /x\n";
+	assert_false(proc_maps_parse(c, &m));
+	assert_false(proc_maps_parse(d, &m));
+}
+
 static void test_overlaps(void **state)
 {
 	(void)state;
@@ -253,6 +277,7 @@ static void test_jitdump(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_maps_lines),
 		cmocka_unit_test(test_overlaps),
 		cmocka_unit_test(test_fork_exec),
 		cmocka_unit_test(test_exit_then_late_sample),

@@ -34,6 +34,16 @@ static void put(uint64_t addr, uint64_t v)
 	STACK[(addr - BASE) / 8] = v;
 }
 
+/* Registers at pc with stack pointer sp and frame pointer bp (run() marks them valid). */
+static struct unw_regs regs_at(uint64_t pc, uint64_t sp, uint64_t bp)
+{
+	struct unw_regs r = { 0 };
+	r.r[16] = pc;
+	r.r[7] = sp;
+	r.r[6] = bp;
+	return r;
+}
+
 static void run(struct unw_regs *r, struct uw_frame *f, struct unw_result *res)
 {
 	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL };
@@ -46,10 +56,7 @@ static void test_cfa_from_rbp_then_root(void **state)
 {
 	(void)state;
 	memset(STACK, 0, sizeof(STACK));
-	struct unw_regs r = { 0 };
-	r.r[16] = addr_of("case_frame_body") + 1;
-	r.r[7] = BASE;
-	r.r[6] = BASE + 0x10;
+	struct unw_regs r = regs_at(addr_of("case_frame_body") + 1, BASE, BASE + 0x10);
 	put(BASE + 0x10, 0x5555);                 /* saved rbp */
 	put(BASE + 0x18, addr_of("case_root") + 1); /* return address */
 	struct uw_frame f[64];
@@ -70,10 +77,8 @@ static void test_epilogue_keeps_popped_rbp(void **state)
 {
 	(void)state;
 	memset(STACK, 0, sizeof(STACK));
-	struct unw_regs r = { 0 };
-	r.r[16] = addr_of("case_frame_ret");
-	r.r[7] = BASE + 8;
-	r.r[6] = 0x1234; /* already popped: this is the caller's value */
+	/* bp: already popped: this is the caller's value */
+	struct unw_regs r = regs_at(addr_of("case_frame_ret"), BASE + 8, 0x1234);
 	put(BASE, 0xdead); /* stale slot below sp: must not be read */
 	put(BASE + 8, addr_of("case_root") + 1);
 	struct uw_frame f[64];
@@ -88,10 +93,7 @@ static void test_frame_pointer_fallback(void **state)
 {
 	(void)state;
 	memset(STACK, 0, sizeof(STACK));
-	struct unw_regs r = { 0 };
-	r.r[16] = addr_of("case_nocfi");
-	r.r[7] = BASE;
-	r.r[6] = BASE + 0x100;
+	struct unw_regs r = regs_at(addr_of("case_nocfi"), BASE, BASE + 0x100);
 	put(BASE + 0x100, 0);          /* outermost: next rbp is zero */
 	put(BASE + 0x108, 0x900000);   /* an address in no mapping (JIT code, say) */
 	struct uw_frame f[64];
@@ -129,10 +131,7 @@ static void test_signal_frame_exact_pc(void **state)
 {
 	(void)state;
 	memset(STACK, 0, sizeof(STACK));
-	struct unw_regs r = { 0 };
-	r.r[16] = addr_of("case_signal");
-	r.r[7] = BASE;
-	r.r[6] = 0;
+	struct unw_regs r = regs_at(addr_of("case_signal"), BASE, 0);
 	put(BASE, addr_of("case_root")); /* the interrupted pc: exact, at the function start */
 	struct uw_frame f[64];
 	struct unw_result res;
@@ -193,10 +192,8 @@ static void test_function_entry_without_cfi(void **state)
 	put(BASE, addr_of("case_root") + 1);
 	struct uw_frame f[64];
 	struct unw_result res;
-	struct unw_regs r = { 0 };
-	r.r[16] = addr_of("case_nocfi");
-	r.r[7] = BASE;
-	r.r[6] = 0x10; /* garbage: below the stack */
+	/* bp: garbage: below the stack */
+	struct unw_regs r = regs_at(addr_of("case_nocfi"), BASE, 0x10);
 	run(&r, f, &res);
 	assert_int_equal(res.n, 2);
 	assert_int_equal(f[1].pc, addr_of("case_root") + 1);
@@ -205,10 +202,7 @@ static void test_function_entry_without_cfi(void **state)
 	/* not a return address (no CFI before it): no guess */
 	memset(STACK, 0, sizeof(STACK));
 	put(BASE, 0x900000);
-	r = (struct unw_regs){ 0 };
-	r.r[16] = addr_of("case_nocfi");
-	r.r[7] = BASE;
-	r.r[6] = 0x10;
+	r = regs_at(addr_of("case_nocfi"), BASE, 0x10);
 	run(&r, f, &res);
 	assert_int_equal(res.n, 1);
 	assert_int_not_equal(res.stop, UW_STOP_END_OF_STACK);
@@ -218,10 +212,7 @@ static void test_function_entry_without_cfi(void **state)
 	put(BASE, addr_of("case_root") + 1);
 	put(BASE + 0x40, BASE + 0x80);
 	put(BASE + 0x48, 0x900002);
-	r = (struct unw_regs){ 0 };
-	r.r[16] = addr_of("case_nocfi");
-	r.r[7] = BASE;
-	r.r[6] = BASE + 0x40;
+	r = regs_at(addr_of("case_nocfi"), BASE, BASE + 0x40);
 	run(&r, f, &res);
 	assert_int_equal(res.n, 2);
 	assert_int_equal(f[1].pc, addr_of("case_root") + 1);
@@ -229,10 +220,7 @@ static void test_function_entry_without_cfi(void **state)
 	/* a frame-pointer chain to a mapped return address is kept */
 	put(BASE + 0x48, addr_of("case_root") + 1);
 	put(BASE, 0x900000);
-	r = (struct unw_regs){ 0 };
-	r.r[16] = addr_of("case_nocfi");
-	r.r[7] = BASE;
-	r.r[6] = BASE + 0x40;
+	r = regs_at(addr_of("case_nocfi"), BASE, BASE + 0x40);
 	run(&r, f, &res);
 	assert_true(res.n >= 2);
 	assert_int_equal(f[1].pc, addr_of("case_root") + 1);
@@ -243,10 +231,8 @@ static void test_stack_exhausted_and_limits(void **state)
 {
 	(void)state;
 	memset(STACK, 0, sizeof(STACK));
-	struct unw_regs r = { 0 };
-	r.r[16] = addr_of("case_frame_body") + 1;
-	r.r[7] = BASE;
-	r.r[6] = BASE + sizeof(STACK) - 8; /* the return address slot lies past the copy */
+	/* bp: the return address slot lies past the copy */
+	struct unw_regs r = regs_at(addr_of("case_frame_body") + 1, BASE, BASE + sizeof(STACK) - 8);
 	struct uw_frame f[64];
 	struct unw_result res;
 	run(&r, f, &res);
@@ -265,10 +251,7 @@ static void test_stack_exhausted_and_limits(void **state)
 		put(BASE + 16 * i, BASE + 16 * (i + 1));
 		put(BASE + 16 * i + 8, 0x900000 + i);
 	}
-	r = (struct unw_regs){ 0 };
-	r.r[16] = 0x900000;
-	r.r[7] = BASE;
-	r.r[6] = BASE;
+	r = regs_at(0x900000, BASE, BASE);
 	r.valid = (1u << 6) | (1u << 7) | (1u << 16);
 	o.max_frames = 10;
 	unw_run(&o, &r, &st, find, NULL, f, &res);
@@ -288,10 +271,7 @@ static void test_looping_and_descending_stacks(void **state)
 	memset(STACK, 0, sizeof(STACK));
 	put(BASE + 0x40, BASE + 0x40);
 	put(BASE + 0x48, addr_of("case_nocfi") + 1);
-	r = (struct unw_regs){ 0 };
-	r.r[16] = addr_of("case_nocfi");
-	r.r[7] = BASE;
-	r.r[6] = BASE + 0x40;
+	r = regs_at(addr_of("case_nocfi"), BASE, BASE + 0x40);
 	run(&r, f, &res);
 	assert_int_equal(res.stop, UW_STOP_NO_PROGRESS);
 	assert_true(res.n <= 3);
@@ -301,10 +281,7 @@ static void test_looping_and_descending_stacks(void **state)
 	put(BASE + 0x48, addr_of("case_nocfi") + 1);
 	put(BASE + 0x80, BASE + 0x40);
 	put(BASE + 0x88, addr_of("case_nocfi") + 2);
-	r = (struct unw_regs){ 0 };
-	r.r[16] = addr_of("case_nocfi");
-	r.r[7] = BASE;
-	r.r[6] = BASE + 0x40;
+	r = regs_at(addr_of("case_nocfi"), BASE, BASE + 0x40);
 	run(&r, f, &res);
 	assert_int_equal(res.stop, UW_STOP_NO_PROGRESS);
 	assert_true(res.n <= 4);
@@ -314,10 +291,7 @@ static void test_looping_and_descending_stacks(void **state)
 	put(BASE + 0x108, addr_of("case_nocfi") + 1);
 	put(BASE + 0x20, 0);
 	put(BASE + 0x28, addr_of("case_nocfi") + 3);
-	r = (struct unw_regs){ 0 };
-	r.r[16] = addr_of("case_nocfi");
-	r.r[7] = BASE + 0x100;
-	r.r[6] = BASE + 0x100;
+	r = regs_at(addr_of("case_nocfi"), BASE + 0x100, BASE + 0x100);
 	run(&r, f, &res);
 	assert_int_equal(res.stop, UW_STOP_NO_PROGRESS);
 	assert_int_equal(res.n, 2);

@@ -7,6 +7,7 @@ difference fails. Where perf stops early, unwound's stack must extend perf's (pe
 prefix of unwound's) or the difference must be one of the explained classes.
 """
 import argparse
+import subprocess
 import re
 import sys
 
@@ -51,6 +52,36 @@ def same_v8(a, b):
 def is_subsequence(short, long):
     it = iter(long)
     return all(any(x == y for y in it) for x in short)
+
+
+def renamed_inlines(pf, uf):
+    """Where the two differ, perf shows an inline level of unwound's as the function that contains
+    it (the real frame at the same address, repeated): those levels, else None."""
+    if len(pf) != len(uf):
+        return None
+    extra = []
+    for k, (p, u) in enumerate(zip(pf, uf)):
+        if p == u:
+            continue
+        real = next((g for g in uf[k + 1:] if g[2] != "inlined"), None)
+        if u[2] != "inlined" or not real or real[0] != u[0] or p != real:
+            return None
+        extra.append((u, real[2]))
+    return extra or None
+
+
+def symbolizer_confirms(extra):
+    """llvm-symbolizer, another reader of the DWARF, names each of these inline levels at its
+    address."""
+    for f, dso in extra:
+        try:
+            out = subprocess.run(["llvm-symbolizer", "--obj=" + dso, "--inlining", "--demangle", "0x" + f[0]],
+                                 capture_output=True, text=True, timeout=60).stdout.split("\n")
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        if fname(f[1]) not in out[0::2]:
+            return False
+    return True
 
 
 def main():
@@ -144,6 +175,12 @@ def main():
             # which still names the caller's caller, and skips one frame (its entry heuristic wants
             # the caller's CFI to vouch for the address, and JIT code has none)
             cls = "unwound skips the caller of a JIT function sampled at its entry (no CFI in JIT code)"
+        elif (extra := renamed_inlines(pf, uf)) and symbolizer_confirms(extra):
+            # binutils addr2line, asked for one address in a fresh process, can name an inlined
+            # level by its caller (atof inlined into main: "main" at stdlib-float.h:27, then main;
+            # asked after another address of the unit, "atof"); perf repeats that name.
+            # llvm-symbolizer names the inlined function, as unwound does.
+            cls = "addr2line (so perf) names an inlined level by its caller; llvm-symbolizer agrees with unwound"
         elif uf and fname(uf[-1][1]).split("@")[0] in roots and is_subsequence(pf, uf):
             # unwound reaches a root; every frame perf shows is there, in order, but perf
             # (libunwind) skipped frames that unwound finds (seen in ld.so under mprotect and

@@ -98,6 +98,9 @@ struct uw_session_opts {
 	 * NULL: $UNWOUND_CACHE_DIR, else $XDG_CACHE_HOME/unwound, else $HOME/.cache/unwound. */
 	const char *dwarf_cache_dir;
 	int no_dwarf_cache;      /* 1: neither read nor write it */
+	/* 1: inline chains asked for ahead (uw_symbolize_inline_ahead) are looked up when asked
+	 * for, on the calling thread; else by a helper thread, when more than one CPU is online */
+	int sync_symbols;
 };
 
 struct uw_session;
@@ -201,6 +204,13 @@ struct uw_source_frame {
  * @return 0 or -ENOMEM. */
 UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64_t rel_pc,
                                const struct uw_source_frame **frames, unsigned *n);
+
+/* Starts looking up the inline chain at rel_pc on the session's helper thread, so that a later
+ * uw_symbolize_inline for it finds it ready (or waits for it); without a helper (sync_symbols,
+ * one CPU) it does nothing. Only the helper reads a module's DWARF while lookups are pending;
+ * uw_symbolize_inline for an address not asked for ahead first waits for them. Call both from
+ * one thread. @return 0 or -ENOMEM. */
+UW_API int uw_symbolize_inline_ahead(struct uw_session *s, struct uw_module *m, uint64_t rel_pc);
 
 /* Kernel symbol for an address, from the session's kallsyms (see uw_session_load_kallsyms).
  * @return 0 with name NULL when unknown. */
@@ -442,6 +452,18 @@ struct uw_script_opts {
  * opts may be NULL. @return 0 or -EIO. */
 UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct uw_sample *smp,
                                   const struct uw_script_opts *opts);
+
+/* The same output through a writer that holds back a few windows of samples (a few thousand,
+ * copied), asking for their frames' inline chains ahead (uw_symbolize_inline_ahead): the
+ * session's helper thread looks them up while later samples are read and unwound. Samples are
+ * written in the order added. new: NULL with errno set. */
+struct uw_script_writer;
+UW_API struct uw_script_writer *uw_script_writer_new(struct uw_session *s, FILE *out, const struct uw_script_opts *opts);
+/* Copies the sample (it need live only during the call). @return 0, -ENOMEM or -EIO. */
+UW_API int uw_script_writer_add(struct uw_script_writer *w, const struct uw_sample *smp);
+/* Writes the samples held back and frees the writer (NULL is ignored). @return 0 or the first
+ * error of writing. */
+UW_API int uw_script_writer_close(struct uw_script_writer *w);
 
 #ifdef __cplusplus
 }

@@ -901,6 +901,7 @@ void proc_module_idle(struct uw_session *s, struct uw_module *m)
 				*e = (struct evicted_module){ old->path, bid };
 		}
 		base_map_del(&s->modules, old->key);
+		proc_inline_idle(s); /* the helper may be reading its DWARF */
 		proc_module_free(old);
 	}
 }

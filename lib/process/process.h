@@ -95,6 +95,27 @@ struct ksym {
 	bool interned;      /* name is a NUL-terminated interned copy */
 };
 
+/* Inline chains looked up on a helper thread ahead of their use (uw_symbolize_inline_ahead).
+ * Jobs run in order; the helper reads only the module's DWARF handle (opened by the calling
+ * thread first) and keeps the names and entries it makes in its own strings and arena. */
+struct inl_job {
+	struct uw_module *m;
+	uint64_t pc;
+	const void *res;        /* struct inline_ent (session.c) when done; NULL: out of memory */
+};
+
+struct inl_worker {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t work, done_cv;
+	bool stop;
+	struct inl_job *jobs;
+	size_t njobs, cap, taken, done;
+	struct base_intern strings;
+	struct base_arena arena;
+	const struct uw_session *s;
+};
+
 struct uw_session {
 	struct base_log log;
 	struct uw_session_opts opts;
@@ -120,6 +141,8 @@ struct uw_session {
 	void *on_new_map_ctx;
 	bool dbgd_tried;
 	struct base_arena inl_arena; /* inline chains of every module */
+	struct inl_worker *inlw;   /* started by the first lookup ahead */
+	bool inlw_failed;          /* could not start one: lookups stay on the calling thread */
 	char *kallsyms_path;       /* set by uw_session_load_kallsyms, read on first use */
 	char *kallsyms_buf;        /* the file's text; ksym names point into it */
 	size_t kcore_len;          /* its first kcore_len bytes: the image's symbols, sorted, searched in place */
@@ -190,6 +213,11 @@ void proc_debuginfod_end(struct uw_session *s);
 const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *m);
 const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, uint64_t rel);
 void proc_module_free(struct uw_module *m);
+/* Waits for the inline lookups pending on the helper thread (before a module is freed). */
+void proc_inline_idle(struct uw_session *s);
+/* Lookups asked of the helper so far; whether the first n of them are done (no waiting). */
+size_t proc_inline_asked(struct uw_session *s);
+bool proc_inline_done(struct uw_session *s, size_t n);
 /* The JIT symbol map of a process (/tmp/perf-PID.map under the sysroot), or NULL. */
 struct uw_module *proc_jit_module(struct uw_session *s, struct proc *p);
 /* Records a build-id the recording gives for a path (HEADER_BUILD_ID, PERF_RECORD_HEADER_BUILD_ID). */

@@ -15,6 +15,7 @@
 #include "symbolize/demangle.h"
 
 void proc_free_all(struct uw_session *s);
+static void inl_worker_end(struct uw_session *s);
 int kallsyms_join(struct uw_session *s);
 static void kallsyms_free_text(struct uw_session *s);
 
@@ -80,6 +81,7 @@ UW_API void uw_session_free(struct uw_session *s)
 {
 	if (!s)
 		return;
+	inl_worker_end(s);
 	kallsyms_join(s);
 	proc_debuginfod_end(s);
 	proc_free_all(s);
@@ -162,6 +164,196 @@ struct inline_ent {
 
 static const struct inline_ent no_inline;
 
+/* A lookup pending on the helper, in m->inlcache: its job's index, tagged odd (an entry's
+ * address is even) */
+#define PENDING(i) ((void *)(((uintptr_t)(i) << 1) | 1))
+#define IS_PENDING(v) (((uintptr_t)(v)&1) != 0)
+#define PENDING_JOB(v) ((size_t)((uintptr_t)(v) >> 1))
+
+/* Opens the module's DWARF for inline chains, once (on the calling thread). */
+static bool module_dwi(struct uw_session *s, struct uw_module *m)
+{
+	if (m->dwi_tried)
+		return m->dwi != NULL;
+	m->dwi_tried = true;
+	/* the debug file first: a module with a debug file has no DWARF of its own */
+	if (!proc_module_open(s, m))
+		return false;
+	proc_module_fetch_debug(s, m);
+	int why = 0, why2 = 0;
+	if (m->dbg)
+		m->dwi = dwi_open(m->dbg, proc_module_altfile(s, m, m->dbg, m->dbg_path), s->dwarf_cache, &why);
+	if (!m->dwi)
+		m->dwi = dwi_open(m->elf, proc_module_altfile(s, m, m->elf, m->opened_path), s->dwarf_cache, &why2);
+	if (m->dwi) {
+		m->session = s;
+		dwi_set_package_finder(m->dwi, proc_module_package, m);
+	}
+	if (!m->dwi && (why || why2))
+		base_log(&s->log, UW_LOG_WARN,
+			 "%s: a debug section decompresses past the cap (--max-inflate, %" PRIu64
+			 " MiB): no inline frames or source lines from %s",
+			 m->path, (why ? m->dbg : m->elf)->max_inflate >> 20,
+			 why ? (m->dbg_path ? m->dbg_path : "its debug file") : "it");
+	return m->dwi != NULL;
+}
+
+/* The chain at pc from the module's DWARF, names (demangled) and files interned in strings.
+ * NULL: out of memory. */
+static const struct inline_ent *inline_make(struct dwi *dwi, uint64_t pc, bool demangle, struct base_intern *strings,
+                                            struct base_arena *arena)
+{
+	struct dwi_frame tmp[DWI_MAX_DEPTH];
+	unsigned k = dwi ? dwi_lookup(dwi, strings, pc, tmp, DWI_MAX_DEPTH) : 0;
+	if (!k)
+		return &no_inline;
+	struct inline_ent *ne = base_arena_alloc(arena, sizeof(*ne) + k * sizeof(ne->f[0]));
+	if (!ne)
+		return NULL;
+	ne->n = k;
+	for (unsigned i = 0; i < k; i++) {
+		const char *fn = tmp[i].name;
+		if (fn && demangle)
+			fn = sym_demangle(strings, fn);
+		ne->f[i] = (struct uw_source_frame){ fn, tmp[i].file, tmp[i].line };
+	}
+	return ne;
+}
+
+static void *inl_main(void *arg)
+{
+	struct inl_worker *w = arg;
+	bool demangle = !w->s->opts.no_demangle;
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (w->taken == w->njobs && !w->stop)
+			pthread_cond_wait(&w->work, &w->mu);
+		if (w->taken == w->njobs)
+			break;
+		size_t i = w->taken++;
+		struct uw_module *m = w->jobs[i].m;
+		uint64_t pc = w->jobs[i].pc;
+		pthread_mutex_unlock(&w->mu);
+		const struct inline_ent *e = inline_make(m->dwi, pc, demangle, &w->strings, &w->arena);
+		pthread_mutex_lock(&w->mu);
+		w->jobs[i].res = e;
+		w->done++;
+		pthread_cond_broadcast(&w->done_cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static struct inl_worker *inl_worker(struct uw_session *s)
+{
+	if (s->inlw || s->inlw_failed)
+		return s->inlw;
+	s->inlw_failed = true;
+	if (s->opts.sync_symbols || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return NULL;
+	struct inl_worker *w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->s = s;
+	base_intern_init(&w->strings);
+	base_arena_init(&w->arena, 64 * 1024);
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->work, NULL);
+	pthread_cond_init(&w->done_cv, NULL);
+	if (pthread_create(&w->th, NULL, inl_main, w)) {
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->work);
+		pthread_cond_destroy(&w->done_cv);
+		base_intern_free(&w->strings);
+		base_arena_free(&w->arena);
+		free(w);
+		return NULL;
+	}
+	s->inlw_failed = false;
+	s->inlw = w;
+	return w;
+}
+
+static void inl_worker_end(struct uw_session *s)
+{
+	struct inl_worker *w = s->inlw;
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_signal(&w->work);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->th, NULL);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->work);
+	pthread_cond_destroy(&w->done_cv);
+	free(w->jobs);
+	base_intern_free(&w->strings);
+	base_arena_free(&w->arena);
+	free(w);
+	s->inlw = NULL;
+}
+
+void proc_inline_idle(struct uw_session *s)
+{
+	struct inl_worker *w = s->inlw;
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	while (w->done < w->njobs)
+		pthread_cond_wait(&w->done_cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+}
+
+size_t proc_inline_asked(struct uw_session *s)
+{
+	struct inl_worker *w = s->inlw;
+	if (!w)
+		return 0;
+	pthread_mutex_lock(&w->mu);
+	size_t n = w->njobs;
+	pthread_mutex_unlock(&w->mu);
+	return n;
+}
+
+bool proc_inline_done(struct uw_session *s, size_t n)
+{
+	struct inl_worker *w = s->inlw;
+	if (!w)
+		return true;
+	pthread_mutex_lock(&w->mu);
+	bool done = w->done >= n;
+	pthread_mutex_unlock(&w->mu);
+	return done;
+}
+
+UW_API int uw_symbolize_inline_ahead(struct uw_session *s, struct uw_module *m, uint64_t rel_pc)
+{
+	if (!s || !m || base_map_has(&m->inlcache, rel_pc))
+		return 0;
+	struct inl_worker *w = inl_worker(s);
+	if (!w)
+		return 0;
+	if (!module_dwi(s, m))
+		return base_map_put(&m->inlcache, rel_pc, (void *)&no_inline);
+	pthread_mutex_lock(&w->mu);
+	if (w->njobs == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 1024;
+		struct inl_job *nj = realloc(w->jobs, cap * sizeof(*nj));
+		if (!nj) {
+			pthread_mutex_unlock(&w->mu);
+			return -ENOMEM;
+		}
+		w->jobs = nj;
+		w->cap = cap;
+	}
+	size_t i = w->njobs++;
+	w->jobs[i] = (struct inl_job){ m, rel_pc, NULL };
+	pthread_cond_signal(&w->work);
+	pthread_mutex_unlock(&w->mu);
+	return base_map_put(&m->inlcache, rel_pc, PENDING(i));
+}
+
 UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64_t rel_pc,
                                const struct uw_source_frame **frames, unsigned *n)
 {
@@ -169,49 +361,26 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 	*n = 0;
 	if (!s || !m)
 		return 0;
-	const struct inline_ent *e = base_map_get(&m->inlcache, rel_pc);
-	if (!e) {
-		if (!m->dwi_tried) {
-			m->dwi_tried = true;
-			/* the debug file first: a module with a debug file has no DWARF of its own */
-			if (proc_module_open(s, m)) {
-				proc_module_fetch_debug(s, m);
-				int why = 0, why2 = 0;
-				if (m->dbg)
-					m->dwi = dwi_open(m->dbg, proc_module_altfile(s, m, m->dbg, m->dbg_path), s->dwarf_cache, &why);
-				if (!m->dwi)
-					m->dwi = dwi_open(m->elf, proc_module_altfile(s, m, m->elf, m->opened_path), s->dwarf_cache,
-							  &why2);
-				if (m->dwi) {
-					m->session = s;
-					dwi_set_package_finder(m->dwi, proc_module_package, m);
-				}
-				if (!m->dwi && (why || why2))
-					base_log(&s->log, UW_LOG_WARN,
-						 "%s: a debug section decompresses past the cap (--max-inflate, %" PRIu64
-						 " MiB): no inline frames or source lines from %s",
-						 m->path, (why ? m->dbg : m->elf)->max_inflate >> 20,
-						 why ? (m->dbg_path ? m->dbg_path : "its debug file") : "it");
-			}
-		}
-		struct dwi_frame tmp[DWI_MAX_DEPTH];
-		unsigned k = m->dwi ? dwi_lookup(m->dwi, &s->strings, rel_pc, tmp, DWI_MAX_DEPTH) : 0;
-		struct inline_ent *ne = k ? base_arena_alloc(&s->inl_arena, sizeof(*ne) + k * sizeof(ne->f[0])) : NULL;
-		if (ne) {
-			ne->n = k;
-			for (unsigned i = 0; i < k; i++) {
-				const char *fn = tmp[i].name;
-				if (fn && !s->opts.no_demangle)
-					fn = sym_demangle(&s->strings, fn);
-				ne->f[i] = (struct uw_source_frame){ fn, tmp[i].file, tmp[i].line };
-			}
-			e = ne;
-		} else {
-			if (k)
-				return -ENOMEM;
-			e = &no_inline;
+	const void *v = base_map_get(&m->inlcache, rel_pc);
+	const struct inline_ent *e = v;
+	if (v && IS_PENDING(v)) {
+		struct inl_worker *w = s->inlw;
+		size_t i = PENDING_JOB(v);
+		pthread_mutex_lock(&w->mu);
+		while (w->done <= i)
+			pthread_cond_wait(&w->done_cv, &w->mu);
+		e = w->jobs[i].res;
+		pthread_mutex_unlock(&w->mu);
+		if (!e) {
+			base_map_del(&m->inlcache, rel_pc); /* asked again, it is looked up here */
+			return -ENOMEM;
 		}
 		if (base_map_put(&m->inlcache, rel_pc, (void *)e))
+			return -ENOMEM;
+	} else if (!e) {
+		proc_inline_idle(s); /* the helper may be reading this module's DWARF */
+		e = inline_make(module_dwi(s, m) ? m->dwi : NULL, rel_pc, !s->opts.no_demangle, &s->strings, &s->inl_arena);
+		if (!e || base_map_put(&m->inlcache, rel_pc, (void *)e))
 			return -ENOMEM;
 	}
 	if (e->n) {

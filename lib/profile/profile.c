@@ -148,6 +148,13 @@ UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *smp)
 	if (n)
 		memcpy(st->f, f, n * sizeof(*f));
 	*slot = st;
+	/* a new stack: its inline chains are looked up on the helper thread while reading goes on */
+	if (p->o.inline_frames || p->o.by_line) {
+		for (size_t i = nk; i < n; i++) {
+			if (f[i].mod && uw_symbolize_inline_ahead(p->s, f[i].mod, f[i].addr))
+				return -ENOMEM;
+		}
+	}
 	return base_map_put(&p->stacks, h, st);
 }
 
@@ -599,4 +606,177 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 	wb_char(&w, '\n');
 	wb_flush(&w);
 	return ferror(out) ? -EIO : 0;
+}
+
+/* ---- the script writer that looks inline chains up ahead */
+
+/* Samples are held back in windows of SW_WINDOW. The oldest window is written once the helper
+ * has looked up every chain asked for up to its end, or when SW_MAX_WINDOWS windows or
+ * SW_MAX_BYTES of copies are held: the first windows ask for most of a recording's distinct
+ * pcs, so reading and unwinding go on far ahead while the helper catches up. */
+#define SW_WINDOW 256
+#define SW_MAX_WINDOWS 64
+#define SW_MAX_BYTES ((size_t)32 << 20)
+
+struct sw_window {
+	struct uw_sample *smp;  /* SW_WINDOW; the arrays and strings as offsets into buf */
+	size_t n;
+	uint8_t *buf;
+	size_t used, cap;
+	size_t jobs;            /* lookups asked for up to the end of this window */
+};
+
+#define SW_SEEN 4096
+
+struct sw_seen {
+	const struct uw_module *m;
+	uint64_t pc;
+};
+
+struct uw_script_writer {
+	struct uw_session *s;
+	FILE *out;
+	struct uw_script_opts o;
+	bool ahead;             /* inline chains are printed: ask for them ahead */
+	struct sw_window win[SW_MAX_WINDOWS]; /* a ring: the oldest is written first */
+	unsigned first, nwin;   /* the oldest window's slot; windows in use */
+	size_t bytes;           /* copies held in the windows */
+	struct sw_seen seen[SW_SEEN]; /* frames asked for ahead lately */
+	int err;
+};
+
+UW_API struct uw_script_writer *uw_script_writer_new(struct uw_session *s, FILE *out, const struct uw_script_opts *opts)
+{
+	struct uw_script_writer *w = calloc(1, sizeof(*w));
+	if (!w) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (base_opts_copy(&w->o, sizeof(w->o), opts)) {
+		free(w);
+		errno = EINVAL;
+		return NULL;
+	}
+	w->o.sz = sizeof(w->o);
+	w->s = s;
+	w->out = out;
+	w->ahead = !w->o.no_inline || w->o.srcline;
+	return w;
+}
+
+/* Copies n bytes into the window's buffer. @return the offset, or SIZE_MAX without memory. */
+static size_t sw_copy(struct uw_script_writer *w, struct sw_window *win, const void *p, size_t n)
+{
+	if (n > win->cap - win->used) {
+		size_t cap = win->cap ? win->cap : 64 * 1024;
+		while (n > cap - win->used)
+			cap *= 2;
+		uint8_t *nb = realloc(win->buf, cap);
+		if (!nb)
+			return SIZE_MAX;
+		win->buf = nb;
+		win->cap = cap;
+	}
+	size_t at = win->used, step = UW_MIN((n + 15) & ~(size_t)15, win->cap - at);
+	memcpy(win->buf + at, p, n);
+	win->used += step;
+	w->bytes += step;
+	return at;
+}
+
+/* Writes the oldest window and empties it (its buffer is kept for reuse). */
+static void sw_write_oldest(struct uw_script_writer *w)
+{
+	struct sw_window *win = &w->win[w->first];
+	for (size_t i = 0; i < win->n && !w->err; i++) {
+		struct uw_sample c = win->smp[i];
+		c.kernel = c.nr_kernel ? (const uint64_t *)(win->buf + (uintptr_t)c.kernel) : NULL;
+		c.user = c.nr_user ? (const struct uw_frame *)(win->buf + (uintptr_t)c.user) : NULL;
+		c.comm = c.comm ? (const char *)win->buf + ((uintptr_t)c.comm - 1) : NULL;
+		c.event_name = c.event_name ? (const char *)win->buf + ((uintptr_t)c.event_name - 1) : NULL;
+		w->err = uw_script_write_sample(w->s, w->out, &c, &w->o);
+	}
+	w->bytes -= win->used;
+	win->n = 0;
+	win->used = 0;
+	w->first = (w->first + 1) % SW_MAX_WINDOWS;
+	w->nwin--;
+}
+
+UW_API int uw_script_writer_add(struct uw_script_writer *w, const struct uw_sample *smp)
+{
+	if (w->err)
+		return w->err;
+	if (!w->ahead) /* nothing to look up ahead: written at once */
+		return w->err = uw_script_write_sample(w->s, w->out, smp, &w->o);
+	struct sw_window *win = w->nwin ? &w->win[(w->first + w->nwin - 1) % SW_MAX_WINDOWS] : NULL;
+	if (!win || win->n == SW_WINDOW) {
+		if (win)
+			win->jobs = proc_inline_asked(w->s);
+		/* write what is ready; and the oldest anyway when too much is held */
+		while (w->nwin && (proc_inline_done(w->s, w->win[w->first].jobs) || w->nwin == SW_MAX_WINDOWS ||
+				   w->bytes > SW_MAX_BYTES)) {
+			sw_write_oldest(w);
+			if (w->err)
+				return w->err;
+		}
+		win = &w->win[(w->first + w->nwin) % SW_MAX_WINDOWS];
+		if (!win->smp && !(win->smp = calloc(SW_WINDOW, sizeof(*win->smp))))
+			return w->err = -ENOMEM;
+		win->n = 0;
+		win->used = 0;
+		win->jobs = 0;
+		w->nwin++;
+	}
+	struct uw_sample *c = &win->smp[win->n];
+	*c = *smp;
+	c->stack = NULL;
+	c->stack_size = 0;
+	/* offsets until written (strings: offset + 1, so that NULL stays NULL) */
+	size_t ko = 0, uo = 0, co = 0, eo = 0;
+	if (smp->nr_kernel && (ko = sw_copy(w, win, smp->kernel, smp->nr_kernel * sizeof(*smp->kernel))) == SIZE_MAX)
+		return w->err = -ENOMEM;
+	if (smp->nr_user && (uo = sw_copy(w, win, smp->user, smp->nr_user * sizeof(*smp->user))) == SIZE_MAX)
+		return w->err = -ENOMEM;
+	if (smp->comm && (co = sw_copy(w, win, smp->comm, strlen(smp->comm) + 1)) == SIZE_MAX)
+		return w->err = -ENOMEM;
+	if (smp->event_name && (eo = sw_copy(w, win, smp->event_name, strlen(smp->event_name) + 1)) == SIZE_MAX)
+		return w->err = -ENOMEM;
+	c->kernel = (const uint64_t *)(uintptr_t)ko;
+	c->user = (const struct uw_frame *)(uintptr_t)uo;
+	c->comm = smp->comm ? (const char *)(uintptr_t)(co + 1) : NULL;
+	c->event_name = smp->event_name ? (const char *)(uintptr_t)(eo + 1) : NULL;
+	win->n++;
+	if (smp->has_callchain) {
+		for (uint32_t i = 0; i < smp->nr_user; i++) {
+			const struct uw_frame *f = &smp->user[i];
+			if (!f->module)
+				continue;
+			/* most frames were asked for already: a small table of recent ones skips the
+			 * session's lookup */
+			uint64_t pc = f->rel_pc - (f->is_call ? 1 : 0);
+			struct sw_seen *e = &w->seen[base_hash64(pc ^ (uintptr_t)f->module) % SW_SEEN];
+			if (e->m == f->module && e->pc == pc)
+				continue;
+			*e = (struct sw_seen){ f->module, pc };
+			if (uw_symbolize_inline_ahead(w->s, f->module, pc))
+				return w->err = -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+UW_API int uw_script_writer_close(struct uw_script_writer *w)
+{
+	if (!w)
+		return 0;
+	while (w->nwin)
+		sw_write_oldest(w);
+	int err = w->err;
+	for (unsigned i = 0; i < SW_MAX_WINDOWS; i++) {
+		free(w->win[i].smp);
+		free(w->win[i].buf);
+	}
+	free(w);
+	return err;
 }

@@ -20,6 +20,8 @@ perf script -i "$W/perf.data" >"$W/perf-inline.txt" 2>/dev/null
 python3 "$S/tests/e2e/compare-script.py" "$W/perf-inline.txt" "$W/unwound-inline.txt" --roots "$roots"
 grep -q ' sorted_median<double>+0x' "$W/unwound.txt" || { echo "FAIL: no demangled template name"; exit 1; }
 grep -q 'std::_Rb_tree<.*>::_M_erase+0x.* (inlined)' "$W/unwound-inline.txt" || { echo "FAIL: no inlined std:: frames"; exit 1; }
+"$B/unwound" report -i "$W/perf.data" --script --sync-symbols -o "$W/unwound-inline-sync.txt"
+cmp "$W/unwound-inline.txt" "$W/unwound-inline-sync.txt" || { echo "FAIL: --sync-symbols changes the output"; exit 1; }
 "$B/unwound" report -i "$W/perf.data" --script --no-inline --no-demangle -o "$W/raw.txt"
 grep -q ' _Z13sorted_medianIdET_St6vectorIS0_SaIS0_EE+0x' "$W/raw.txt" || { echo "FAIL: --no-demangle"; exit 1; }
 # folded stacks with inline frames of their own, and the table by source line

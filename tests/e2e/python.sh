@@ -21,4 +21,14 @@ roots="_start,clone3,__clone3,clone,__clone"
 perf script -i "$W/perf.data" --no-inline >"$W/perf.txt" 2>/dev/null
 "$B/unwound" report -i "$W/perf.data" --script --no-inline -o "$W/unwound.txt"
 python3 "$S/tests/e2e/compare-script.py" "$W/perf.txt" "$W/unwound.txt" --roots "$roots"
-echo "python ok"
+# inline chains looked up ahead on the helper thread (the default) and on the calling thread:
+# the same output, byte for byte
+"$B/unwound" report -i "$W/perf.data" --script --srcline -o "$W/inline-ahead.txt"
+"$B/unwound" report -i "$W/perf.data" --script --srcline --sync-symbols -o "$W/inline-sync.txt"
+cmp "$W/inline-ahead.txt" "$W/inline-sync.txt" || { echo "FAIL: --sync-symbols changes the output"; exit 1; }
+n=$(grep -c '(inlined)$' "$W/inline-ahead.txt" || true)
+[ "$n" -ge 1000 ] || { echo "FAIL: only $n inline lines"; exit 1; }
+"$B/unwound" report -i "$W/perf.data" --folded --inline -o "$W/folded-ahead.txt"
+"$B/unwound" report -i "$W/perf.data" --folded --inline --sync-symbols -o "$W/folded-sync.txt"
+cmp "$W/folded-ahead.txt" "$W/folded-sync.txt" || { echo "FAIL: --sync-symbols changes the folded stacks"; exit 1; }
+echo "python ok ($n inline lines, the same with --sync-symbols)"

@@ -21,6 +21,7 @@ struct report {
 	int err;
 	int tty;
 	struct uw_script_opts script;
+	struct uw_script_writer *sw;
 };
 
 static int on_sample(void *ctx, const struct uw_sample *smp)
@@ -28,7 +29,7 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 	struct report *r = ctx;
 	int e;
 	if (r->mode == MODE_SCRIPT)
-		e = uw_script_write_sample(r->s, r->out, smp, &r->script);
+		e = uw_script_writer_add(r->sw, smp);
 	else
 		e = uw_profile_add(r->prof, smp);
 	if (e) {
@@ -75,6 +76,8 @@ static void report_usage(FILE *f)
 		"  --symfs DIR         prefix for the recording's file paths\n"
 		"  --offline           never fetch from debuginfod servers ($DEBUGINFOD_URLS)\n"
 		"  --debuginfod-timeout SECS  cap on one debuginfod fetch (default 30)\n"
+		"  --sync-symbols      look inline frames up when printed (default: on a helper\n"
+		"                      thread, a few thousand samples ahead, with 2 or more CPUs)\n"
 		"  --no-dwarf-cache    neither read nor keep decompressed DWARF (kept by build-id in\n"
 		"                      $UNWOUND_CACHE_DIR, else $XDG_CACHE_HOME/unwound or ~/.cache/unwound)\n"
 		"  --no-fp             never fall back to frame pointers\n"
@@ -148,7 +151,7 @@ int cmd_report(int argc, char **argv)
 {
 	enum { O_SCRIPT = 256, O_FOLDED, O_PID, O_TID, O_COMM, O_KALLSYMS, O_DEBUGDIR, O_SYMFS,
 	       O_NOFP, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE, O_NODEMANGLE, O_INLINE,
-	       O_GROUP, O_OFFLINE, O_DBGDTIMEOUT, O_NOCACHE };
+	       O_GROUP, O_OFFLINE, O_DBGDTIMEOUT, O_NOCACHE, O_SYNCSYM };
 	static const struct option lo[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "script", no_argument, 0, O_SCRIPT }, { "folded", no_argument, 0, O_FOLDED },
@@ -162,12 +165,12 @@ int cmd_report(int argc, char **argv)
 		{ "no-demangle", no_argument, 0, O_NODEMANGLE }, { "inline", no_argument, 0, O_INLINE },
 		{ "group", required_argument, 0, O_GROUP }, { "offline", no_argument, 0, O_OFFLINE },
 		{ "debuginfod-timeout", required_argument, 0, O_DBGDTIMEOUT },
-		{ "no-dwarf-cache", no_argument, 0, O_NOCACHE },
+		{ "no-dwarf-cache", no_argument, 0, O_NOCACHE }, { "sync-symbols", no_argument, 0, O_SYNCSYM },
 		CLI_LIMIT_OPTIONS,
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	const char *in = NULL, *outp = NULL, *kallsyms = NULL, *debugdir = NULL, *symfs = NULL, *comm = NULL;
-	int pid = 0, tid = 0, nofp = 0, nokernel = 0, addrs = 0, noinline = 0, srcline = 0, nodemangle = 0, inl = 0, byline = 0, nocache = 0;
+	int pid = 0, tid = 0, nofp = 0, nokernel = 0, addrs = 0, noinline = 0, srcline = 0, nodemangle = 0, inl = 0, byline = 0, nocache = 0, syncsym = 0;
 	unsigned rows = 30, dbgd_ms = 0;
 	int offline = 0;
 	struct cli_limits lim = { 0 };
@@ -203,6 +206,7 @@ int cmd_report(int argc, char **argv)
 		case O_INLINE: inl = 1; break;
 		case O_OFFLINE: offline = 1; break;
 		case O_NOCACHE: nocache = 1; break;
+		case O_SYNCSYM: syncsym = 1; break;
 		case O_DBGDTIMEOUT: {
 			double sec = atof(optarg);
 			if (sec <= 0 || sec > 3600) {
@@ -245,7 +249,7 @@ int cmd_report(int argc, char **argv)
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
 		.max_frames = lim.max_frames, .debug_dirs = debugdir, .sysroot = symfs, .no_fp_fallback = nofp,
 		.no_demangle = nodemangle, .offline = offline, .debuginfod_timeout_ms = dbgd_ms,
-		.max_inflate_bytes = lim.max_inflate, .max_side_file_bytes = lim.max_side_file, .no_dwarf_cache = nocache);
+		.max_inflate_bytes = lim.max_inflate, .max_side_file_bytes = lim.max_side_file, .no_dwarf_cache = nocache, .sync_symbols = syncsym);
 	rep.s = uw_session_new(&so);
 	if (!rep.s) {
 		fprintf(stderr, "unwound report: %s\n", strerror(errno));
@@ -282,7 +286,13 @@ int cmd_report(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (rep.mode != MODE_SCRIPT) {
+	if (rep.mode == MODE_SCRIPT) {
+		rep.sw = uw_script_writer_new(rep.s, rep.out, &rep.script);
+		if (!rep.sw) {
+			fprintf(stderr, "unwound report: %s\n", strerror(errno));
+			goto out;
+		}
+	} else {
 		UW_OPTS(uw_profile_opts, po, .no_kernel = nokernel, .addresses = addrs, .inline_frames = inl || byline,
 			.by_line = byline);
 		rep.prof = uw_profile_new(rep.s, &po);
@@ -292,6 +302,12 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	int err = uw_reader_run(rd);
+	if (rep.sw) {
+		int e = uw_script_writer_close(rep.sw);
+		rep.sw = NULL;
+		if (e && !rep.err)
+			rep.err = e;
+	}
 	if (rep.err) {
 		fprintf(stderr, "unwound report: writing output: %s\n", uw_strerror(rep.err));
 		goto out;
@@ -328,6 +344,7 @@ int cmd_report(int argc, char **argv)
 	}
 	ret = CLI_EXIT_OK;
 out:
+	uw_script_writer_close(rep.sw);
 	if (rep.out && rep.out != stdout)
 		fclose(rep.out);
 	uw_profile_free(rep.prof);

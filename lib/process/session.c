@@ -244,6 +244,17 @@ static void *inl_main(void *arg)
 	return NULL;
 }
 
+static void inl_worker_free(struct inl_worker *w)
+{
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->work);
+	pthread_cond_destroy(&w->done_cv);
+	free(w->jobs);
+	base_intern_free(&w->strings);
+	base_arena_free(&w->arena);
+	free(w);
+}
+
 static struct inl_worker *inl_worker(struct uw_session *s)
 {
 	if (s->inlw || s->inlw_failed)
@@ -261,12 +272,7 @@ static struct inl_worker *inl_worker(struct uw_session *s)
 	pthread_cond_init(&w->work, NULL);
 	pthread_cond_init(&w->done_cv, NULL);
 	if (pthread_create(&w->th, NULL, inl_main, w)) {
-		pthread_mutex_destroy(&w->mu);
-		pthread_cond_destroy(&w->work);
-		pthread_cond_destroy(&w->done_cv);
-		base_intern_free(&w->strings);
-		base_arena_free(&w->arena);
-		free(w);
+		inl_worker_free(w);
 		return NULL;
 	}
 	s->inlw_failed = false;
@@ -284,13 +290,7 @@ static void inl_worker_end(struct uw_session *s)
 	pthread_cond_signal(&w->work);
 	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->th, NULL);
-	pthread_mutex_destroy(&w->mu);
-	pthread_cond_destroy(&w->work);
-	pthread_cond_destroy(&w->done_cv);
-	free(w->jobs);
-	base_intern_free(&w->strings);
-	base_arena_free(&w->arena);
-	free(w);
+	inl_worker_free(w);
 	s->inlw = NULL;
 }
 

@@ -618,8 +618,17 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 #define SW_MAX_WINDOWS 64
 #define SW_MAX_BYTES ((size_t)32 << 20)
 
+/* A held sample: its arrays and strings are copied into the window's buffer, which may move as
+ * it grows, so they are kept as offsets (NONE: absent) and pointed to when written. */
+#define NONE SIZE_MAX
+
+struct sw_sample {
+	struct uw_sample smp;
+	size_t kernel, user, comm, event_name;
+};
+
 struct sw_window {
-	struct uw_sample *smp;  /* SW_WINDOW; the arrays and strings as offsets into buf */
+	struct sw_sample *smp;  /* SW_WINDOW */
 	size_t n;
 	uint8_t *buf;
 	size_t used, cap;
@@ -664,7 +673,7 @@ UW_API struct uw_script_writer *uw_script_writer_new(struct uw_session *s, FILE 
 	return w;
 }
 
-/* Copies n bytes into the window's buffer. @return the offset, or SIZE_MAX without memory. */
+/* Copies n bytes into the window's buffer. @return the offset, or NONE without memory. */
 static size_t sw_copy(struct uw_script_writer *w, struct sw_window *win, const void *p, size_t n)
 {
 	if (n > win->cap - win->used) {
@@ -673,7 +682,7 @@ static size_t sw_copy(struct uw_script_writer *w, struct sw_window *win, const v
 			cap *= 2;
 		uint8_t *nb = realloc(win->buf, cap);
 		if (!nb)
-			return SIZE_MAX;
+			return NONE;
 		win->buf = nb;
 		win->cap = cap;
 	}
@@ -689,11 +698,12 @@ static void sw_write_oldest(struct uw_script_writer *w)
 {
 	struct sw_window *win = &w->win[w->first];
 	for (size_t i = 0; i < win->n && !w->err; i++) {
-		struct uw_sample c = win->smp[i];
-		c.kernel = c.nr_kernel ? (const uint64_t *)(win->buf + (uintptr_t)c.kernel) : NULL;
-		c.user = c.nr_user ? (const struct uw_frame *)(win->buf + (uintptr_t)c.user) : NULL;
-		c.comm = c.comm ? (const char *)win->buf + ((uintptr_t)c.comm - 1) : NULL;
-		c.event_name = c.event_name ? (const char *)win->buf + ((uintptr_t)c.event_name - 1) : NULL;
+		const struct sw_sample *h = &win->smp[i];
+		struct uw_sample c = h->smp;
+		c.kernel = h->kernel == NONE ? NULL : (const uint64_t *)(win->buf + h->kernel);
+		c.user = h->user == NONE ? NULL : (const struct uw_frame *)(win->buf + h->user);
+		c.comm = h->comm == NONE ? NULL : (const char *)win->buf + h->comm;
+		c.event_name = h->event_name == NONE ? NULL : (const char *)win->buf + h->event_name;
 		w->err = uw_script_write_sample(w->s, w->out, &c, &w->o);
 	}
 	w->bytes -= win->used;
@@ -728,24 +738,17 @@ UW_API int uw_script_writer_add(struct uw_script_writer *w, const struct uw_samp
 		win->jobs = 0;
 		w->nwin++;
 	}
-	struct uw_sample *c = &win->smp[win->n];
-	*c = *smp;
-	c->stack = NULL;
-	c->stack_size = 0;
-	/* offsets until written (strings: offset + 1, so that NULL stays NULL) */
-	size_t ko = 0, uo = 0, co = 0, eo = 0;
-	if (smp->nr_kernel && (ko = sw_copy(w, win, smp->kernel, smp->nr_kernel * sizeof(*smp->kernel))) == SIZE_MAX)
+	struct sw_sample *h = &win->smp[win->n];
+	h->smp = *smp;
+	h->smp.stack = NULL;
+	h->smp.stack_size = 0;
+	h->kernel = smp->nr_kernel ? sw_copy(w, win, smp->kernel, smp->nr_kernel * sizeof(*smp->kernel)) : NONE;
+	h->user = smp->nr_user ? sw_copy(w, win, smp->user, smp->nr_user * sizeof(*smp->user)) : NONE;
+	h->comm = smp->comm ? sw_copy(w, win, smp->comm, strlen(smp->comm) + 1) : NONE;
+	h->event_name = smp->event_name ? sw_copy(w, win, smp->event_name, strlen(smp->event_name) + 1) : NONE;
+	if ((smp->nr_kernel && h->kernel == NONE) || (smp->nr_user && h->user == NONE) || (smp->comm && h->comm == NONE) ||
+	    (smp->event_name && h->event_name == NONE))
 		return w->err = -ENOMEM;
-	if (smp->nr_user && (uo = sw_copy(w, win, smp->user, smp->nr_user * sizeof(*smp->user))) == SIZE_MAX)
-		return w->err = -ENOMEM;
-	if (smp->comm && (co = sw_copy(w, win, smp->comm, strlen(smp->comm) + 1)) == SIZE_MAX)
-		return w->err = -ENOMEM;
-	if (smp->event_name && (eo = sw_copy(w, win, smp->event_name, strlen(smp->event_name) + 1)) == SIZE_MAX)
-		return w->err = -ENOMEM;
-	c->kernel = (const uint64_t *)(uintptr_t)ko;
-	c->user = (const struct uw_frame *)(uintptr_t)uo;
-	c->comm = smp->comm ? (const char *)(uintptr_t)(co + 1) : NULL;
-	c->event_name = smp->event_name ? (const char *)(uintptr_t)(eo + 1) : NULL;
 	win->n++;
 	if (smp->has_callchain) {
 		for (uint32_t i = 0; i < smp->nr_user; i++) {

@@ -396,28 +396,51 @@ UW_API int uw_profile_write_top(struct uw_profile *p, FILE *out, unsigned max_ro
 	return err;
 }
 
-/* ---- a small output buffer for the perf-script writer */
+/* ---- a small output buffer for the perf-script writer: it flushes to a file, or (out NULL)
+ * grows in memory */
 struct wbuf {
 	FILE *out;
-	size_t n;
-	char b[16384];
+	char *b;
+	size_t n, cap;
+	bool oom;               /* memory mode: a growth failed (the bytes are lost) */
 };
 
 static void wb_flush(struct wbuf *w)
 {
-	if (w->n)
+	if (w->n && w->out)
 		fwrite(w->b, 1, w->n, w->out);
-	w->n = 0;
+	if (w->out)
+		w->n = 0;
+}
+
+/* room for len more bytes: @return false (nothing to write into) without it */
+static bool wb_room(struct wbuf *w, size_t len)
+{
+	if (len <= w->cap - w->n)
+		return true;
+	if (w->out) {
+		wb_flush(w);
+		return len <= w->cap;
+	}
+	size_t cap = w->cap ? w->cap : 4096;
+	while (len > cap - w->n)
+		cap *= 2;
+	char *nb = realloc(w->b, cap);
+	if (!nb) {
+		w->oom = true;
+		return false;
+	}
+	w->b = nb;
+	w->cap = cap;
+	return true;
 }
 
 static void wb_mem(struct wbuf *w, const char *p, size_t len)
 {
-	if (len > sizeof(w->b) - w->n) {
-		wb_flush(w);
-		if (len > sizeof(w->b)) {
+	if (!wb_room(w, len)) {
+		if (w->out)
 			fwrite(p, 1, len, w->out);
-			return;
-		}
+		return;
 	}
 	memcpy(w->b + w->n, p, len);
 	w->n += len;
@@ -430,9 +453,8 @@ static void wb_str(struct wbuf *w, const char *s)
 
 static void wb_char(struct wbuf *w, char c)
 {
-	if (w->n == sizeof(w->b))
-		wb_flush(w);
-	w->b[w->n++] = c;
+	if (wb_room(w, 1))
+		w->b[w->n++] = c;
 }
 
 /* v in decimal, right-aligned in width with pad */
@@ -486,13 +508,176 @@ static void wb_frame(struct wbuf *w, uint64_t addr, const char *name, uint64_t o
 	}
 }
 
-UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct uw_sample *smp,
-                                  const struct uw_script_opts *opts)
+/* The lines of one kernel frame. */
+static void script_kernel_frame(struct wbuf *w, struct uw_session *s, uint64_t pc, const struct uw_script_opts *o)
 {
-	struct uw_script_opts o;
-	if (base_opts_copy(&o, sizeof(o), opts))
-		return -EINVAL;
-	int width = (int)UW_MIN(o.event_width, 256u);
+	struct uw_symbol sym;
+	uw_symbolize_kernel(s, pc, &sym);
+	wb_frame(w, pc, sym.name, sym.offset, "[kernel.kallsyms]");
+	if (o->srcline) { /* no kernel debug info: perf names the place dso[address] */
+		wb_str(w, "  [kernel.kallsyms][");
+		wb_hex(w, pc, 0);
+		wb_str(w, "]\n");
+	}
+}
+
+/* The lines of one user frame: with inline frames, one per level of its chain. */
+static void script_user_frame(struct wbuf *w, struct uw_session *s, const struct uw_frame *f,
+                              const struct uw_script_opts *o)
+{
+	uint64_t adj = f->is_call ? 1 : 0;
+	uint64_t addr = f->map_addr - adj;
+	if (!f->module) {
+		wb_frame(w, f->pc - adj, NULL, 0, "[unknown]");
+		return;
+	}
+	struct uw_symbol sym;
+	uw_symbolize(s, f->module, f->rel_pc - adj, &sym);
+	const struct uw_source_frame *inl = NULL;
+	unsigned ninl = 0;
+	if (!o->no_inline || o->srcline)
+		uw_symbolize_inline(s, f->module, f->rel_pc - adj, &inl, &ninl);
+	if (!sym.name) {
+		wb_frame(w, addr, NULL, 0, uw_module_path(f->module));
+		return;
+	}
+	/* Every level of the inline chain is printed at the frame's address and offset, the
+	 * inlined functions innermost first and "(inlined)", then the function that contains
+	 * them as the frame itself, under its ELF symbol. (perf also marks that last level
+	 * "(inlined)" whenever addr2line's name for it differs from the symbol: clones such
+	 * as foo.constprop.0, aliases such as __GI_foo. It is not inlined.) */
+	unsigned levels = o->no_inline || !ninl ? 1 : ninl;
+	for (unsigned k = 0; k < levels; k++) {
+		const struct uw_source_frame *lv = ninl ? &inl[o->no_inline ? ninl - 1 : k] : NULL;
+		bool real = k == levels - 1 || !lv->function;
+		/* with source lines perf moves "(inlined)" from the symbol to the line below */
+		if (real) {
+			wb_frame(w, addr, sym.name, sym.offset, uw_module_path(f->module));
+		} else {
+			wb_frame(w, addr, lv->function, sym.offset, NULL);
+			if (!o->srcline)
+				wb_str(w, " (inlined)");
+			wb_char(w, '\n');
+		}
+		if (o->srcline) {
+			const char *file = lv && lv->file ? lv->file : "";
+			const char *base = strrchr(file, '/');
+			wb_str(w, "  ");
+			wb_str(w, base ? base + 1 : file);
+			wb_char(w, ':');
+			wb_dec(w, lv ? lv->line : 0, 0, ' ');
+			if (!real)
+				wb_str(w, " (inlined)");
+			wb_char(w, '\n');
+		}
+	}
+}
+
+/*
+ * The text of each distinct frame, kept by the script writer: a recording repeats the same few
+ * thousand frames (the CPython bench recording: 96,125 frames, 2,642 distinct), so each is
+ * formatted once and copied after. Keyed by what the text depends on: the module (and its key,
+ * should a freed module's memory be reused), the address looked up and the address printed.
+ */
+struct ftext_ent {
+	const struct uw_module *m; /* NULL: a kernel frame, or a user frame in no module */
+	uint64_t mkey, pc, addr;
+	size_t off;             /* of its text in the cache's buffer */
+	uint32_t len;
+	bool used;
+};
+
+#define FTEXT_MAX_BYTES ((size_t)64 << 20) /* emptied when the texts reach this */
+
+struct ftext {
+	struct ftext_ent *e;    /* open addressing, a power of two */
+	size_t cap, n;
+	struct wbuf text;       /* memory mode */
+};
+
+static void ftext_clear(struct ftext *c)
+{
+	free(c->e);
+	free(c->text.b);
+	memset(c, 0, sizeof(*c));
+}
+
+static struct ftext_ent *ftext_slot(struct ftext *c, const struct uw_module *m, uint64_t mkey, uint64_t pc,
+                                    uint64_t addr)
+{
+	size_t i = base_hash64(pc ^ ((uint64_t)(uintptr_t)m << 7) ^ (addr << 17)) & (c->cap - 1);
+	for (;; i = (i + 1) & (c->cap - 1)) {
+		struct ftext_ent *e = &c->e[i];
+		if (!e->used || (e->m == m && e->mkey == mkey && e->pc == pc && e->addr == addr))
+			return e;
+	}
+}
+
+/* A slot for the frame: found (used), or new and empty; NULL without memory. */
+static struct ftext_ent *ftext_get(struct ftext *c, const struct uw_module *m, uint64_t mkey, uint64_t pc,
+                                   uint64_t addr)
+{
+	if (c->text.n > FTEXT_MAX_BYTES)
+		ftext_clear(c);
+	if (2 * (c->n + 1) > c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 4096;
+		struct ftext_ent *ne = calloc(cap, sizeof(*ne)), *old = c->e;
+		if (!ne)
+			return NULL;
+		size_t ocap = c->cap;
+		c->e = ne;
+		c->cap = cap;
+		for (size_t i = 0; i < ocap; i++)
+			if (old[i].used)
+				*ftext_slot(c, old[i].m, old[i].mkey, old[i].pc, old[i].addr) = old[i];
+		free(old);
+	}
+	return ftext_slot(c, m, mkey, pc, addr);
+}
+
+/* Writes the frame's text, from the cache (c may be NULL: formatted in place). */
+static void script_frame(struct wbuf *w, struct ftext *c, struct uw_session *s, const struct uw_frame *f,
+                         uint64_t kpc, const struct uw_script_opts *o)
+{
+	if (!c) {
+		if (f)
+			script_user_frame(w, s, f, o);
+		else
+			script_kernel_frame(w, s, kpc, o);
+		return;
+	}
+	const struct uw_module *m = f ? f->module : NULL;
+	uint64_t adj = f && f->is_call ? 1 : 0;
+	/* kernel frames and user frames outside any module have no module: told apart by mkey */
+	uint64_t mkey = m ? m->key : f ? 2 : 1;
+	uint64_t pc = f ? (m ? f->rel_pc : f->pc) - adj : kpc, addr = f && m ? f->map_addr - adj : 0;
+	struct ftext_ent *e = ftext_get(c, m, mkey, pc, addr);
+	if (e && !e->used) {
+		size_t off = c->text.n;
+		if (f)
+			script_user_frame(&c->text, s, f, o);
+		else
+			script_kernel_frame(&c->text, s, kpc, o);
+		if (c->text.oom || c->text.n - off >= UINT32_MAX) { /* not kept: written directly */
+			c->text.oom = false;
+			c->text.n = off;
+			e = NULL;
+		} else {
+			*e = (struct ftext_ent){ m, mkey, pc, addr, off, (uint32_t)(c->text.n - off), true };
+			c->n++;
+		}
+	}
+	if (!e) {
+		script_frame(w, NULL, s, f, kpc, o);
+		return;
+	}
+	wb_mem(w, c->text.b + e->off, e->len);
+}
+
+static int script_write(struct uw_session *s, FILE *out, const struct uw_sample *smp, const struct uw_script_opts *o,
+                        struct ftext *cache)
+{
+	int width = (int)UW_MIN(o->event_width, 256u);
 	struct uw_symbol sym;
 	if (!smp->has_callchain) {
 		/* perf script's one-line form: the comm right-aligned, the ip after the event */
@@ -525,7 +710,8 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 	}
 	/* the callchain form is most of the output: formatted by hand into a buffer (vfprintf was
 	 * a fifth of the time of `report --script`) */
-	struct wbuf w = { .out = out };
+	char buf[16384];
+	struct wbuf w = { .out = out, .b = buf, .cap = sizeof(buf) };
 	wb_str(&w, smp->comm ? smp->comm : ":-1");
 	wb_char(&w, ' ');
 	wb_dec(&w, smp->tid, 5, ' ');
@@ -546,66 +732,22 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 		wb_char(&w, ' ');
 	wb_str(&w, ev);
 	wb_str(&w, ": \n");
-	for (uint32_t i = 0; i < smp->nr_kernel; i++) {
-		uw_symbolize_kernel(s, smp->kernel[i], &sym);
-		wb_frame(&w, smp->kernel[i], sym.name, sym.offset, "[kernel.kallsyms]");
-		if (o.srcline) { /* no kernel debug info: perf names the place dso[address] */
-			wb_str(&w, "  [kernel.kallsyms][");
-			wb_hex(&w, smp->kernel[i], 0);
-			wb_str(&w, "]\n");
-		}
-	}
-	for (uint32_t i = 0; i < smp->nr_user; i++) {
-		const struct uw_frame *f = &smp->user[i];
-		uint64_t adj = f->is_call ? 1 : 0;
-		uint64_t addr = f->map_addr - adj;
-		if (!f->module) {
-			wb_frame(&w, f->pc - adj, NULL, 0, "[unknown]");
-			continue;
-		}
-		uw_symbolize(s, f->module, f->rel_pc - adj, &sym);
-		const struct uw_source_frame *inl = NULL;
-		unsigned ninl = 0;
-		if (!o.no_inline || o.srcline)
-			uw_symbolize_inline(s, f->module, f->rel_pc - adj, &inl, &ninl);
-		if (!sym.name) {
-			wb_frame(&w, addr, NULL, 0, uw_module_path(f->module));
-			continue;
-		}
-		/* Every level of the inline chain is printed at the frame's address and offset, the
-		 * inlined functions innermost first and "(inlined)", then the function that contains
-		 * them as the frame itself, under its ELF symbol. (perf also marks that last level
-		 * "(inlined)" whenever addr2line's name for it differs from the symbol: clones such
-		 * as foo.constprop.0, aliases such as __GI_foo. It is not inlined.) */
-		unsigned levels = o.no_inline || !ninl ? 1 : ninl;
-		for (unsigned k = 0; k < levels; k++) {
-			const struct uw_source_frame *lv = ninl ? &inl[o.no_inline ? ninl - 1 : k] : NULL;
-			bool real = k == levels - 1 || !lv->function;
-			/* with source lines perf moves "(inlined)" from the symbol to the line below */
-			if (real) {
-				wb_frame(&w, addr, sym.name, sym.offset, uw_module_path(f->module));
-			} else {
-				wb_frame(&w, addr, lv->function, sym.offset, NULL);
-				if (!o.srcline)
-					wb_str(&w, " (inlined)");
-				wb_char(&w, '\n');
-			}
-			if (o.srcline) {
-				const char *file = lv && lv->file ? lv->file : "";
-				const char *base = strrchr(file, '/');
-				wb_str(&w, "  ");
-				wb_str(&w, base ? base + 1 : file);
-				wb_char(&w, ':');
-				wb_dec(&w, lv ? lv->line : 0, 0, ' ');
-				if (!real)
-					wb_str(&w, " (inlined)");
-				wb_char(&w, '\n');
-			}
-		}
-	}
+	for (uint32_t i = 0; i < smp->nr_kernel; i++)
+		script_frame(&w, cache, s, NULL, smp->kernel[i], o);
+	for (uint32_t i = 0; i < smp->nr_user; i++)
+		script_frame(&w, cache, s, &smp->user[i], 0, o);
 	wb_char(&w, '\n');
 	wb_flush(&w);
 	return ferror(out) ? -EIO : 0;
+}
+
+UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct uw_sample *smp,
+                                  const struct uw_script_opts *opts)
+{
+	struct uw_script_opts o;
+	if (base_opts_copy(&o, sizeof(o), opts))
+		return -EINVAL;
+	return script_write(s, out, smp, &o, NULL);
 }
 
 /* ---- the script writer that looks inline chains up ahead */
@@ -651,6 +793,7 @@ struct uw_script_writer {
 	unsigned first, nwin;   /* the oldest window's slot; windows in use */
 	size_t bytes;           /* copies held in the windows */
 	struct sw_seen seen[SW_SEEN]; /* frames asked for ahead lately */
+	struct ftext text;      /* each distinct frame's lines */
 	int err;
 };
 
@@ -704,7 +847,7 @@ static void sw_write_oldest(struct uw_script_writer *w)
 		c.user = h->user == NONE ? NULL : (const struct uw_frame *)(win->buf + h->user);
 		c.comm = h->comm == NONE ? NULL : (const char *)win->buf + h->comm;
 		c.event_name = h->event_name == NONE ? NULL : (const char *)win->buf + h->event_name;
-		w->err = uw_script_write_sample(w->s, w->out, &c, &w->o);
+		w->err = script_write(w->s, w->out, &c, &w->o, &w->text);
 	}
 	w->bytes -= win->used;
 	win->n = 0;
@@ -718,7 +861,7 @@ UW_API int uw_script_writer_add(struct uw_script_writer *w, const struct uw_samp
 	if (w->err)
 		return w->err;
 	if (!w->ahead) /* nothing to look up ahead: written at once */
-		return w->err = uw_script_write_sample(w->s, w->out, smp, &w->o);
+		return w->err = script_write(w->s, w->out, smp, &w->o, &w->text);
 	struct sw_window *win = w->nwin ? &w->win[(w->first + w->nwin - 1) % SW_MAX_WINDOWS] : NULL;
 	if (!win || win->n == SW_WINDOW) {
 		if (win)
@@ -780,6 +923,7 @@ UW_API int uw_script_writer_close(struct uw_script_writer *w)
 		free(w->win[i].smp);
 		free(w->win[i].buf);
 	}
+	ftext_clear(&w->text);
 	free(w);
 	return err;
 }

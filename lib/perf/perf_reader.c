@@ -423,6 +423,7 @@ static void *ra_main(void *arg)
 {
 	struct uw_reader *r = arg;
 	struct ra *ra = r->ra;
+	pthread_setname_np(pthread_self(), "uw-readahead");
 	for (;;) {
 		struct ra_chunk *c = ra_take_free(ra);
 		if (!c) {

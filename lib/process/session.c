@@ -223,6 +223,7 @@ static const struct inline_ent *inline_make(struct dwi *dwi, uint64_t pc, bool d
 static void *inl_main(void *arg)
 {
 	struct inl_worker *w = arg;
+	pthread_setname_np(pthread_self(), "uw-inline");
 	bool demangle = !w->s->opts.no_demangle;
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
@@ -725,6 +726,7 @@ static void kallsyms_free_text(struct uw_session *s)
 static void *kallsyms_main(void *arg)
 {
 	struct uw_session *s = arg;
+	pthread_setname_np(pthread_self(), "uw-kallsyms");
 	s->kallsyms_err = load_kallsyms_now(s);
 	return NULL;
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: perf.data files (file and pipe mode) through the whole pipeline. */
 #include <stdint.h>
-#include <stdio.h>
-#include <sys/mman.h>
 #include <unistd.h>
 #include <unwound/unwound.h>
+
+#include "fuzz_file.h"
 
 static int on_sample(void *ctx, const struct uw_sample *smp)
 {
@@ -15,15 +15,10 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	int fd = memfd_create("fuzz.data", MFD_CLOEXEC);
+	char path[64];
+	int fd = fuzz_file(data, size, path);
 	if (fd < 0)
 		return 0;
-	if (write(fd, data, size) != (ssize_t)size) {
-		close(fd);
-		return 0;
-	}
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	UW_OPTS(uw_session_opts, so, .max_frames = 64, .buildid_dir = "/nonexistent");
 	struct uw_session *s = uw_session_new(&so);
 	struct uw_profile *p = uw_profile_new(s, NULL);

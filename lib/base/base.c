@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 void *base_malloc(size_t n)
 {
@@ -298,6 +299,36 @@ uint64_t base_hash_bytes(const void *p, size_t n)
 	return base_hash64(h ^ n);
 }
 
+static inline uint64_t rotl64(uint64_t x, unsigned r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+static inline uint64_t lane(uint64_t h, uint64_t w)
+{
+	return rotl64(h ^ (w * 0x87c37b91114253d5ULL), 31) * 0x4cf5ad432745937fULL;
+}
+
+uint64_t base_hash_block(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint64_t h[4] = { 0x9e3779b97f4a7c15ULL, 0xbf58476d1ce4e5b9ULL, 0x94d049bb133111ebULL, n };
+	size_t i = 0;
+	for (; n - i >= 32; i += 32) {
+		uint64_t w[4];
+		memcpy(w, s + i, 32);
+		for (unsigned k = 0; k < 4; k++)
+			h[k] = lane(h[k], w[k]);
+	}
+	if (i < n) {
+		uint64_t w[4] = { 0, 0, 0, 0 };
+		memcpy(w, s + i, n - i);
+		for (unsigned k = 0; k < 4; k++)
+			h[k] = lane(h[k], w[k]);
+	}
+	return base_hash64(h[0] ^ rotl64(h[1], 17) ^ rotl64(h[2], 31) ^ rotl64(h[3], 47));
+}
+
 /* ---- interning: map from hash to a chain of entries */
 struct intern_ent {
 	struct intern_ent *next;
@@ -455,4 +486,20 @@ UW_API const char *uw_stop_reason_str(enum uw_stop_reason r)
 #undef UW_STOP_STR
 	};
 	return (unsigned)r < UW_ARRAY_SIZE(names) ? names[r] : "unknown";
+}
+
+bool base_make_dirs(char *dir)
+{
+	for (char *p = dir + 1;; p++) {
+		if (*p == '/' || !*p) {
+			char keep = *p;
+			*p = 0;
+			bool ok = mkdir(dir, 0700) == 0 || errno == EEXIST;
+			*p = keep;
+			if (!ok)
+				return false;
+			if (!keep)
+				return true;
+		}
+	}
 }

@@ -82,6 +82,11 @@ static inline uint64_t base_hash64(uint64_t x)
 	return x;
 }
 uint64_t base_hash_bytes(const void *p, size_t n);
+/* the same job for large blocks (megabytes), a word at a time on four lanes */
+uint64_t base_hash_block(const void *p, size_t n);
+
+/* mkdir -p, 0700 for what it creates (dir is changed during the call, then restored) */
+bool base_make_dirs(char *dir);
 
 /* ---- string interning: equal strings share one pointer, alive until base_intern_free */
 struct base_intern {

@@ -94,6 +94,7 @@ struct dwi {
 	Dwarf *dw;
 	struct dww_sections sec; /* plain sections for the fast walk (info NULL: libdw walk only) */
 	struct dwl_sections lsec; /* and for line tables (line NULL: libdw's) */
+	struct dwl_store *lstore; /* line rows kept in the cache directory, or NULL */
 	struct base_map cus;  /* unit header offset -> struct dwi_cu * */
 	struct dwi_file main;
 	Dwarf *alt;           /* the dwz supplementary file's, or NULL */
@@ -146,6 +147,7 @@ struct zgroup {
 static void *inflate_group(void *arg)
 {
 	struct zgroup *g = arg;
+	pthread_setname_np(pthread_self(), "uw-inflate");
 	for (size_t i = 0; i < g->n; i++)
 		if (g->jobs[i].group == g->id)
 			g->jobs[i].err = elfv_zsec_decompress(&g->jobs[i].z, g->img + g->jobs[i].at) ? -UW_EFORMAT : 0;
@@ -363,28 +365,12 @@ static struct elfv *cache_open(const char *path, struct elfv *v)
 	return c;
 }
 
-/* mkdir -p, 0700 for what it creates */
-static bool make_dirs(char *dir)
-{
-	for (char *p = dir + 1;; p++) {
-		if (*p == '/' || !*p) {
-			char keep = *p;
-			*p = 0;
-			bool ok = mkdir(dir, 0700) == 0 || errno == EEXIST;
-			*p = keep;
-			if (!ok)
-				return false;
-			if (!keep)
-				return true;
-		}
-	}
-}
-
 static void *cache_write_main(void *arg)
 {
 	struct cache_write *w = arg;
 	char *tmp = NULL;
-	if (!make_dirs(w->dir) || asprintf(&tmp, "%s.%d.tmp", w->path, (int)getpid()) < 0)
+	pthread_setname_np(pthread_self(), "uw-cachewrite");
+	if (!base_make_dirs(w->dir) || asprintf(&tmp, "%s.%d.tmp", w->path, (int)getpid()) < 0)
 		return NULL;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	bool ok = fd >= 0;
@@ -503,6 +489,12 @@ struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, int *w
 		dwarf_setalt(dw, d->alt);
 	base_map_init(&d->cus);
 	find_sections(d);
+	char bid[2 * ELFV_MAX_BUILD_ID + 1], *lpath;
+	if (cache && *cache && d->lsec.line && elfv_build_id_hex(v, bid) >= 8 &&
+	    asprintf(&lpath, "%s/%s.lines1", cache, bid) >= 0) {
+		d->lstore = dwl_store_open(lpath);
+		free(lpath);
+	}
 	return d;
 }
 
@@ -524,10 +516,12 @@ void dwi_close(struct dwi *d)
 {
 	if (!d)
 		return;
+	dwl_store_save(d->lstore); /* a cache: a failure to write it only costs the next run */
 	size_t it = 0;
 	void *val;
 	while (base_map_next(&d->cus, &it, NULL, &val))
 		cu_free(val);
+	dwl_store_free(d->lstore);
 	base_map_free(&d->cus);
 	free(d->ar);
 	dwarf_end(d->dw);
@@ -796,12 +790,51 @@ static struct dwl_table *unit_lines(struct dwi *d, Dwarf_Die *cudie)
 	Dwarf_Word off;
 	if (!d->lsec.line || dwarf_formudata(dwarf_attr(cudie, DW_AT_stmt_list, &a), &off) != 0)
 		return NULL;
-	return dwl_build(&d->lsec, off, dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a)));
+	return dwl_build_stored(&d->lsec, off, dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a)), d->lstore);
 }
 
 /* Every unit's line table both ways (tests): at each row's address of libdw's table, and one
  * byte before it, the file and line must agree. Counts units, units read by dwl, lookups that
  * differ. */
+int dwi_compare_stored_lines(struct dwi *d, const char *path, size_t *units, size_t *differ, size_t *stored,
+                             size_t *taken, size_t *added)
+{
+	*units = *differ = 0;
+	struct dwl_store *st = dwl_store_open(path);
+	if (!st)
+		return -ENOMEM;
+	struct base_vec keep = BASE_VEC_INIT(struct dwl_table *);
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	while (dwarf_nextcu(d->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cudie;
+		Dwarf_Attribute a;
+		Dwarf_Word loff;
+		if (dwarf_offdie(d->dw, off + hsize, &cudie) &&
+		    dwarf_formudata(dwarf_attr(&cudie, DW_AT_stmt_list, &a), &loff) == 0) {
+			const char *dir = dwarf_formstring(dwarf_attr(&cudie, DW_AT_comp_dir, &a));
+			struct dwl_table *t = dwl_build_stored(&d->lsec, loff, dir, st), *ref = dwl_build(&d->lsec, loff, dir);
+			struct dwl_table **slot = t ? base_vec_push(&keep) : NULL;
+			(*units)++;
+			if ((t != NULL) != (ref != NULL) || (t && !dwl_same(t, ref)))
+				(*differ)++;
+			dwl_free(ref);
+			if (slot)
+				*slot = t;
+			else
+				dwl_free(t);
+		}
+		off = next;
+	}
+	dwl_store_counts(st, stored, taken, added);
+	int rc = dwl_store_save(st);
+	for (size_t i = 0; i < keep.len; i++)
+		dwl_free(*(struct dwl_table **)base_vec_at(&keep, i));
+	base_vec_free(&keep);
+	dwl_store_free(st);
+	return rc;
+}
+
 int dwi_compare_lines(struct dwi *d, size_t *units, size_t *fast, size_t *differ)
 {
 	*units = *fast = *differ = 0;

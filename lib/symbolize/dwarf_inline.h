@@ -46,5 +46,10 @@ int dwi_compare_walks(struct dwi *d, size_t *units, size_t *fast, size_t *differ
 int dwi_compare_lookups(struct dwi *d, size_t *units, size_t *addrs, size_t *differ);
 /* Tests: line tables read by dwl against libdw's (see dwarf_inline.c). */
 int dwi_compare_lines(struct dwi *d, size_t *units, size_t *fast, size_t *differ);
+/* Tests: every unit's line table through a store of rows at path against one decoded now, then
+ * the store saved: units, units whose table differs, and the store's counts (dwl_store_counts).
+ * @return dwl_store_save's result. */
+int dwi_compare_stored_lines(struct dwi *d, const char *path, size_t *units, size_t *differ, size_t *stored,
+                             size_t *taken, size_t *added);
 
 #endif

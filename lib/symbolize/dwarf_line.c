@@ -13,8 +13,13 @@
 #include "symbolize/dwarf_line.h"
 
 #include <dwarf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct dwl_row {
 	uint64_t addr;
@@ -32,6 +37,9 @@ struct dwl_file {
 struct dwl_table {
 	struct dwl_row *rows;
 	size_t nrows;
+	bool borrowed;       /* rows are the store's (mapped), not the table's */
+	struct dwl_store *store; /* decoded here, to be saved in the store (fresh[fresh_idx]) */
+	size_t fresh_idx;
 	struct dwl_file *files;
 	uint32_t nfiles;
 	const char **dirs;   /* into the section data (dirs[0] may be comp_dir) */
@@ -150,11 +158,16 @@ static bool v5_table(struct base_cursor *r, const struct dwl_sections *sec, unsi
 	return true;
 }
 
+static void store_forget(struct dwl_store *st, size_t idx);
+
 void dwl_free(struct dwl_table *t)
 {
 	if (!t)
 		return;
-	free(t->rows);
+	if (t->store)
+		store_forget(t->store, t->fresh_idx);
+	if (!t->borrowed)
+		free(t->rows);
 	free(t->files);
 	free(t->dirs);
 	free(t);
@@ -195,7 +208,16 @@ static bool order_sequences(struct dwl_table *t, struct seq *seqs, size_t nseq)
 	return true;
 }
 
+static bool store_rows(struct dwl_store *st, uint64_t off, const uint8_t *unit, size_t len, struct dwl_table *t);
+static void store_add(struct dwl_store *st, uint64_t off, const uint8_t *unit, size_t len, struct dwl_table *t);
+
 struct dwl_table *dwl_build(const struct dwl_sections *sec, uint64_t off, const char *comp_dir)
+{
+	return dwl_build_stored(sec, off, comp_dir, NULL);
+}
+
+struct dwl_table *dwl_build_stored(const struct dwl_sections *sec, uint64_t off, const char *comp_dir,
+                                   struct dwl_store *st)
 {
 	if (!sec->line || off >= sec->nline)
 		return NULL;
@@ -209,6 +231,8 @@ struct dwl_table *dwl_build(const struct dwl_sections *sec, uint64_t off, const 
 	if (r.bad || len > (uint64_t)(r.end - r.p))
 		return NULL;
 	r.end = r.p + len;
+	const uint8_t *unit = sec->line + off;
+	size_t unit_len = (size_t)(r.end - unit);
 	unsigned version = (unsigned)cur_n(&r, 2);
 	if (version < 2 || version > 5)
 		return NULL;
@@ -290,6 +314,9 @@ struct dwl_table *dwl_build(const struct dwl_sections *sec, uint64_t off, const 
 	}
 	if (r.bad || prog > r.end)
 		goto fail;
+	/* rows decoded by an earlier run, for these very bytes */
+	if (st && store_rows(st, off, unit, unit_len, t))
+		return t;
 	/* the program */
 	r.p = prog;
 	size_t cap = 256, nseq = 0, seqcap = 16, seq_first = 0;
@@ -418,6 +445,8 @@ struct dwl_table *dwl_build(const struct dwl_sections *sec, uint64_t off, const 
 	free(seqs);
 	if (!ok)
 		goto fail;
+	if (st)
+		store_add(st, off, unit, unit_len, t);
 	return t;
 fail:
 	dwl_free(t);
@@ -460,4 +489,314 @@ const char *dwl_file(const struct dwl_table *t, uint32_t idx, char *buf, size_t 
 		return f->name;
 	int n = snprintf(buf, cap, "%s/%s", dir, f->name);
 	return n > 0 && (size_t)n < cap ? buf : f->name;
+}
+
+/*
+ * ---- decoded rows kept between runs
+ *
+ * Decoding the line programs is most of the work of source lines once the DWARF is mapped
+ * (CPython's units touched by the bench recording: 2.1 MB of programs, about a quarter of the
+ * helper thread's time). So with a cache directory the decoded rows are kept in
+ * DIR/BUILD-ID.lines1: a header, one record per unit sorted by the program's offset, then the
+ * rows of every unit. A unit's rows are taken (mapped, not copied) only when its program's
+ * offset, length and hash are those of the bytes read now (the same build-id can come with
+ * other DWARF: another debug file, or one dwz rewrote), and when the rows' own hash, checked on
+ * first use, says they are as written.
+ */
+#define STORE_MAGIC "UWLINES1"
+#define STORE_MAX_ROWS ((size_t)1 << 26) /* 1 GiB of rows: more are not kept */
+
+struct store_hdr {
+	char magic[8];
+	uint32_t row_size, unit_size;
+	uint64_t nunits, nrows;
+};
+
+struct store_unit {
+	uint64_t off, len, hash; /* the unit's bytes in .debug_line */
+	uint64_t rows_hash, first, nrows;
+};
+
+struct fresh {
+	uint64_t off, len, hash;
+	struct dwl_table *t;     /* NULL once freed */
+};
+
+struct dwl_store {
+	char *path;
+	void *map;
+	size_t map_size;
+	const struct store_unit *units;
+	size_t nunits;
+	const struct dwl_row *rows;
+	size_t nrows;
+	uint8_t *state;          /* per stored unit: 0 not checked, 1 good, 2 bad */
+	struct base_vec fresh;   /* struct fresh: decoded this run */
+	size_t fresh_rows, taken;
+};
+
+static bool store_valid(const uint8_t *p, size_t size)
+{
+	struct store_hdr h;
+	if (size < sizeof(h))
+		return false;
+	memcpy(&h, p, sizeof(h));
+	if (memcmp(h.magic, STORE_MAGIC, 8) || h.row_size != sizeof(struct dwl_row) ||
+	    h.unit_size != sizeof(struct store_unit))
+		return false;
+	size_t rest = size - sizeof(h);
+	if (h.nunits > rest / sizeof(struct store_unit))
+		return false;
+	rest -= (size_t)h.nunits * sizeof(struct store_unit);
+	if (rest % sizeof(struct dwl_row) || h.nrows != rest / sizeof(struct dwl_row))
+		return false;
+	const struct store_unit *u = (const struct store_unit *)(p + sizeof(h));
+	for (uint64_t i = 0; i < h.nunits; i++) {
+		if (i && u[i].off <= u[i - 1].off)
+			return false;
+		if (u[i].first > h.nrows || u[i].nrows > h.nrows - u[i].first)
+			return false;
+	}
+	return true;
+}
+
+struct dwl_store *dwl_store_open(const char *path)
+{
+	struct dwl_store *st = calloc(1, sizeof(*st));
+	if (!st || !(st->path = strdup(path))) {
+		free(st);
+		return NULL;
+	}
+	st->fresh = BASE_VEC_INIT(struct fresh);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return st;
+	struct stat sb;
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= (off_t)sizeof(struct store_hdr) &&
+	    (uint64_t)sb.st_size <= (uint64_t)STORE_MAX_ROWS * 2 * sizeof(struct dwl_row)) {
+		void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m != MAP_FAILED && store_valid(m, (size_t)sb.st_size)) {
+			struct store_hdr h;
+			memcpy(&h, m, sizeof(h));
+			st->map = m;
+			st->map_size = (size_t)sb.st_size;
+			st->units = (const struct store_unit *)((const uint8_t *)m + sizeof(h));
+			st->nunits = (size_t)h.nunits;
+			st->rows = (const struct dwl_row *)(st->units + st->nunits);
+			st->nrows = (size_t)h.nrows;
+			if (!(st->state = calloc(st->nunits ? st->nunits : 1, 1))) {
+				munmap(m, st->map_size);
+				st->map = NULL;
+				st->nunits = st->nrows = 0;
+			}
+		} else if (m != MAP_FAILED) {
+			munmap(m, (size_t)sb.st_size);
+		}
+	}
+	close(fd);
+	return st;
+}
+
+static const struct store_unit *store_find(const struct dwl_store *st, uint64_t off, size_t *idx)
+{
+	size_t lo = 0, hi = st->nunits;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (st->units[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == st->nunits || st->units[lo].off != off)
+		return NULL;
+	*idx = lo;
+	return &st->units[lo];
+}
+
+static bool store_rows(struct dwl_store *st, uint64_t off, const uint8_t *unit, size_t len, struct dwl_table *t)
+{
+	size_t i;
+	const struct store_unit *u = store_find(st, off, &i);
+	if (!u || u->len != len || st->state[i] == 2)
+		return false;
+	if (st->state[i] == 0) {
+		bool good = u->hash == base_hash_block(unit, len) &&
+			    u->rows_hash == base_hash_block(st->rows + u->first, (size_t)u->nrows * sizeof(struct dwl_row));
+		st->state[i] = good ? 1 : 2;
+		if (!good)
+			return false;
+	}
+	t->rows = (struct dwl_row *)(st->rows + u->first); /* read only: borrowed */
+	t->nrows = (size_t)u->nrows;
+	t->borrowed = true;
+	st->taken++;
+	return true;
+}
+
+static void store_add(struct dwl_store *st, uint64_t off, const uint8_t *unit, size_t len, struct dwl_table *t)
+{
+	if (st->fresh_rows + st->nrows + t->nrows > STORE_MAX_ROWS)
+		return;
+	struct fresh *f = base_vec_push(&st->fresh);
+	if (!f)
+		return;
+	*f = (struct fresh){ off, len, base_hash_block(unit, len), t };
+	t->store = st;
+	t->fresh_idx = st->fresh.len - 1;
+	st->fresh_rows += t->nrows;
+}
+
+static void store_forget(struct dwl_store *st, size_t idx)
+{
+	struct fresh *f = base_vec_at(&st->fresh, idx);
+	st->fresh_rows -= f->t->nrows;
+	f->t = NULL;
+}
+
+static int cmp_unit_off(const void *a, const void *b)
+{
+	const struct store_unit *x = a, *y = b;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static bool write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	while (n) {
+		ssize_t w = write(fd, b, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		b += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+int dwl_store_save(struct dwl_store *st)
+{
+	if (!st)
+		return 0;
+	size_t nfresh = 0;
+	for (size_t i = 0; i < st->fresh.len; i++)
+		nfresh += ((struct fresh *)base_vec_at(&st->fresh, i))->t != NULL;
+	if (!nfresh)
+		return 0;
+	/* the stored units not decoded again (those that were had other bytes, or bad rows), then
+	 * the fresh ones: first holds where their rows are now, found again after the sort */
+	struct store_unit *u = calloc(st->nunits + nfresh, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	size_t n = 0, rows = 0;
+	for (size_t i = 0; i < st->nunits; i++) {
+		bool again = st->state[i] == 2;
+		for (size_t k = 0; k < st->fresh.len && !again; k++) {
+			const struct fresh *f = base_vec_at(&st->fresh, k);
+			again = f->t && f->off == st->units[i].off;
+		}
+		if (again)
+			continue;
+		u[n] = st->units[i];
+		u[n].first = i; /* source: stored unit i */
+		rows += u[n++].nrows;
+	}
+	for (size_t k = 0; k < st->fresh.len; k++) {
+		const struct fresh *f = base_vec_at(&st->fresh, k);
+		if (!f->t)
+			continue;
+		u[n] = (struct store_unit){ f->off, f->len, f->hash,
+			base_hash_block(f->t->rows, f->t->nrows * sizeof(struct dwl_row)), st->nunits + k, f->t->nrows };
+		rows += u[n++].nrows;
+	}
+	qsort(u, n, sizeof(*u), cmp_unit_off);
+	for (size_t i = 1; i < n; i++) {
+		if (u[i].off == u[i - 1].off) { /* cannot happen: one table per unit per run */
+			free(u);
+			return -EINVAL;
+		}
+	}
+	char *dir = strdup(st->path), *slash = dir ? strrchr(dir, '/') : NULL, *tmp = NULL;
+	if (slash && slash != dir) {
+		*slash = 0;
+		base_make_dirs(dir);
+	}
+	free(dir);
+	if (asprintf(&tmp, "%s.%d.tmp", st->path, (int)getpid()) < 0) {
+		free(u);
+		return -ENOMEM;
+	}
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int e = -errno;
+		free(tmp);
+		free(u);
+		return e;
+	}
+	struct store_hdr h = { .row_size = sizeof(struct dwl_row), .unit_size = sizeof(struct store_unit),
+			       .nunits = n, .nrows = rows };
+	memcpy(h.magic, STORE_MAGIC, 8);
+	/* the records with their new places, written before the rows (their sources kept aside) */
+	uint64_t *src = malloc((n ? n : 1) * sizeof(*src));
+	bool ok = src != NULL;
+	uint64_t at = 0;
+	for (size_t i = 0; ok && i < n; i++) {
+		src[i] = u[i].first;
+		u[i].first = at;
+		at += u[i].nrows;
+	}
+	ok = ok && write_all(fd, &h, sizeof(h)) && write_all(fd, u, n * sizeof(*u));
+	for (size_t i = 0; ok && i < n; i++) {
+		const struct dwl_row *r;
+		if (src[i] < st->nunits) {
+			r = st->rows + st->units[src[i]].first;
+		} else {
+			const struct fresh *f = base_vec_at(&st->fresh, (size_t)(src[i] - st->nunits));
+			r = f->t->rows;
+		}
+		ok = write_all(fd, r, (size_t)u[i].nrows * sizeof(*r));
+	}
+	free(src);
+	free(u);
+	if (close(fd))
+		ok = false;
+	if (!ok || rename(tmp, st->path)) {
+		unlink(tmp);
+		free(tmp);
+		return -EIO;
+	}
+	free(tmp);
+	return 1;
+}
+
+bool dwl_same(const struct dwl_table *a, const struct dwl_table *b)
+{
+	return a && b && a->nrows == b->nrows && a->nfiles == b->nfiles &&
+	       (!a->nrows || !memcmp(a->rows, b->rows, a->nrows * sizeof(*a->rows)));
+}
+
+void dwl_store_counts(const struct dwl_store *st, size_t *stored, size_t *taken, size_t *added)
+{
+	*stored = st ? st->nunits : 0;
+	*taken = st ? st->taken : 0;
+	*added = 0;
+	for (size_t i = 0; st && i < st->fresh.len; i++)
+		*added += ((struct fresh *)base_vec_at(&st->fresh, i))->t != NULL;
+}
+
+void dwl_store_free(struct dwl_store *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->fresh.len; i++) {
+		struct fresh *f = base_vec_at(&st->fresh, i);
+		if (f->t)
+			f->t->store = NULL; /* outlives the store: keeps its own rows */
+	}
+	if (st->map)
+		munmap(st->map, st->map_size);
+	free(st->state);
+	base_vec_free(&st->fresh);
+	free(st->path);
+	free(st);
 }

@@ -18,6 +18,23 @@ struct dwl_table;
 struct dwl_table *dwl_build(const struct dwl_sections *sec, uint64_t off, const char *comp_dir);
 void dwl_free(struct dwl_table *t);
 
+/* Rows decoded by earlier runs, kept in a file (DIR/BUILD-ID.lines1, see dwarf_line.c). open
+ * never fails but for memory: a missing or damaged file gives an empty store. A table built
+ * through a store takes its rows from there when the unit's bytes are the same, else decodes
+ * them and adds them; save writes the file again when rows were added (through a temporary
+ * file and a rename). The store must outlive its tables; one thread at a time uses it. */
+struct dwl_store;
+struct dwl_store *dwl_store_open(const char *path);
+struct dwl_table *dwl_build_stored(const struct dwl_sections *sec, uint64_t off, const char *comp_dir,
+                                   struct dwl_store *st);
+/* @return 1 written, 0 nothing to write, negative errno */
+int dwl_store_save(struct dwl_store *st);
+void dwl_store_free(struct dwl_store *st);
+/* Tests: the same rows */
+bool dwl_same(const struct dwl_table *a, const struct dwl_table *b);
+/* Tests: units in the file, units taken from it, units decoded (and added) */
+void dwl_store_counts(const struct dwl_store *st, size_t *stored, size_t *taken, size_t *added);
+
 /* The row in force at addr: its file index and line. false outside every sequence. */
 bool dwl_find(const struct dwl_table *t, uint64_t addr, uint32_t *file, uint32_t *line);
 

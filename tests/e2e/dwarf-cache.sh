@@ -1,8 +1,9 @@
 #!/bin/sh
 # The cache of decompressed DWARF: a program whose debug sections are compressed (zlib, and
-# zstd) is reported three times: the first run writes BUILD-ID.dwarf1 into the cache, the
-# second maps it and inflates nothing, --no-dwarf-cache neither reads nor writes it; damaged or
-# foreign copies are ignored. The output is the same every time.
+# zstd) is reported three times: the first run writes BUILD-ID.dwarf1 (and the decoded line
+# rows, BUILD-ID.lines1) into the cache, the second maps them, inflates and decodes nothing, and
+# writes nothing; --no-dwarf-cache neither reads nor writes them; damaged or foreign copies are
+# ignored. The output is the same every time.
 set -eu
 B=${UW_BUILD:?}
 S=${UW_SRC:?}
@@ -22,24 +23,39 @@ for z in zlib zstd; do
         { echo "FAIL: perf record could not run"; cat "$W/perf.err"; exit 1; }
     run() { "$B/unwound" report -i "$W/$z.data" --comm "prog-$z" --script --srcline "$@"; }
     run --no-dwarf-cache -o "$W/$z.ref"
-    [ ! -e "$C/$bid.dwarf1" ] || { echo "FAIL: $z: --no-dwarf-cache wrote the cache"; exit 1; }
+    [ ! -e "$C/$bid.dwarf1" ] && [ ! -e "$C/$bid.lines1" ] || { echo "FAIL: $z: --no-dwarf-cache wrote the cache"; exit 1; }
     grep -q "dwz_common.h:11 (inlined)" "$W/$z.ref" || { echo "FAIL: $z: no inline frames"; exit 1; }
     # (LeakSanitizer cannot run under ptrace: off for the traced runs of the ASan build)
     ASAN_OPTIONS=detect_leaks=0 strace -f -qq -e trace=openat,rename -o "$W/$z.cold.trace" "$B/unwound" report -i "$W/$z.data" --comm "prog-$z" --script --srcline -o "$W/$z.cold"
     [ -s "$C/$bid.dwarf1" ] || { echo "FAIL: $z: no $bid.dwarf1 in the cache"; ls -la "$C"; exit 1; }
     grep -q "rename(.*$bid.dwarf1.*\.tmp\", \"$C/$bid.dwarf1\")" "$W/$z.cold.trace" || { echo "FAIL: $z: not written through a rename"; exit 1; }
+    grep -q "rename(.*$bid.lines1.*\.tmp\", \"$C/$bid.lines1\")" "$W/$z.cold.trace" || { echo "FAIL: $z: no line rows written through a rename"; exit 1; }
     readelf -SW "$C/$bid.dwarf1" | grep -q ' \.debug_info .* C ' && { echo "FAIL: $z: the copy is compressed"; exit 1; }
     ASAN_OPTIONS=detect_leaks=0 strace -f -qq -e trace=openat,rename -o "$W/$z.warm.trace" "$B/unwound" report -i "$W/$z.data" --comm "prog-$z" --script --srcline -o "$W/$z.warm"
     grep -q "openat(.*$bid.dwarf1\", O_RDONLY" "$W/$z.warm.trace" || { echo "FAIL: $z: the copy was not read"; exit 1; }
+    grep -q "openat(.*$bid.lines1\", O_RDONLY" "$W/$z.warm.trace" || { echo "FAIL: $z: the line rows were not read"; exit 1; }
     if grep -q "rename(" "$W/$z.warm.trace"; then echo "FAIL: $z: written again"; exit 1; fi
     for o in cold warm; do cmp "$W/$z.ref" "$W/$z.$o" || { echo "FAIL: $z: $o output differs"; exit 1; }; done
-    # damaged copies: cut short, another file's under this name: ignored, rewritten
-    good=$W/$z.good; cp "$C/$bid.dwarf1" "$good"
+    # damaged copies: cut short, another file's under this name, rows changed: ignored, rewritten
+    good=$W/$z.good; cp "$C/$bid.dwarf1" "$good"; cp "$C/$bid.lines1" "$good.lines"
     head -c 3000 "$good" >"$C/$bid.dwarf1"
+    head -c 100 "$good.lines" >"$C/$bid.lines1"
     run -o "$W/$z.cut"
     cp /usr/bin/true "$C/$bid.dwarf1"
+    cp /usr/bin/true "$C/$bid.lines1"
     run -o "$W/$z.foreign"
-    for o in cut foreign; do cmp "$W/$z.ref" "$W/$z.$o" || { echo "FAIL: $z: output with a $o copy differs"; exit 1; }; done
+    # every row's line number 1 higher: caught by the rows' hash
+    python3 - "$good.lines" "$C/$bid.lines1" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+nunits, nrows = struct.unpack_from('<QQ', b, 16)
+at = 32 + 48 * nunits
+for i in range(nrows):
+    struct.pack_into('<I', b, at + 16 * i + 12, struct.unpack_from('<I', b, at + 16 * i + 12)[0] + 1)
+open(sys.argv[2], 'wb').write(b)
+PY
+    run -o "$W/$z.rows"
+    for o in cut foreign rows; do cmp "$W/$z.ref" "$W/$z.$o" || { echo "FAIL: $z: output with a $o copy differs"; exit 1; }; done
     echo "$z: cold, warm, without the cache, and over damaged copies: the same $(grep -c . "$W/$z.ref") lines"
 done
 echo "dwarf cache ok"

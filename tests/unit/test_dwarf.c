@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "elf/elfview.h"
 #include "symbolize/dwarf_inline.h"
@@ -46,12 +48,77 @@ static void test_walks_agree(void **state)
 	}
 }
 
+/* Line rows kept between runs: written, read back whole, and damaged copies (a flipped row, cut
+ * short, another file) give the same tables, decoded again where needed. */
+static void test_line_store(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/uw-test-lines-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[256];
+	snprintf(path, sizeof(path), "%s/store.lines1", dir);
+	for (int i = 0; i < nfiles; i++) {
+		struct elfv *v = NULL;
+		assert_int_equal(elfv_open(files[i], &v), 0);
+		struct dwi *d = dwi_open(v, NULL, NULL, NULL);
+		assert_non_null(d);
+		size_t units, differ, stored, taken, added;
+		unlink(path);
+		/* first: all decoded and added, then written */
+		assert_int_equal(dwi_compare_stored_lines(d, path, &units, &differ, &stored, &taken, &added), 1);
+		printf("%s: %zu line tables stored\n", files[i], added);
+		assert_int_equal(differ, 0);
+		assert_int_equal(stored, 0);
+		assert_int_equal(taken, 0);
+		assert_true(added > 0 && added <= units);
+		size_t all = added;
+		/* again: all taken, nothing written */
+		assert_int_equal(dwi_compare_stored_lines(d, path, &units, &differ, &stored, &taken, &added), 0);
+		assert_int_equal(differ, 0);
+		assert_int_equal(stored, all);
+		assert_int_equal(taken, all);
+		assert_int_equal(added, 0);
+		/* the last row's line changed: that unit is decoded again (and written again) */
+		FILE *f = fopen(path, "r+b");
+		assert_non_null(f);
+		assert_int_equal(fseek(f, -1, SEEK_END), 0);
+		int c = fgetc(f);
+		assert_int_equal(fseek(f, -1, SEEK_END), 0);
+		fputc(c ^ 0x40, f);
+		fclose(f);
+		assert_int_equal(dwi_compare_stored_lines(d, path, &units, &differ, &stored, &taken, &added), 1);
+		assert_int_equal(differ, 0);
+		assert_int_equal(taken, all - 1);
+		assert_int_equal(added, 1);
+		assert_int_equal(dwi_compare_stored_lines(d, path, &units, &differ, &stored, &taken, &added), 0);
+		assert_int_equal(taken, all);
+		/* cut short, then another file under its name: ignored, written again */
+		assert_int_equal(truncate(path, 100), 0);
+		assert_int_equal(dwi_compare_stored_lines(d, path, &units, &differ, &stored, &taken, &added), 1);
+		assert_int_equal(differ, 0);
+		assert_int_equal(stored, 0);
+		assert_int_equal(added, all);
+		f = fopen(path, "wb");
+		assert_non_null(f);
+		fputs("UWLINES1 and then not a store at all", f);
+		fclose(f);
+		assert_int_equal(dwi_compare_stored_lines(d, path, &units, &differ, &stored, &taken, &added), 1);
+		assert_int_equal(differ, 0);
+		assert_int_equal(stored, 0);
+		dwi_close(d);
+		elfv_close(v);
+	}
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	nfiles = argc - 1;
 	files = argv + 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_walks_agree),
+		cmocka_unit_test(test_line_store),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -574,164 +574,237 @@ static void script_user_frame(struct wbuf *w, struct uw_session *s, const struct
 }
 
 /*
- * The text of each distinct frame, kept by the script writer: a recording repeats the same few
- * thousand frames (the CPython bench recording: 96,125 frames, 2,642 distinct), so each is
- * formatted once and copied after. Keyed by what the text depends on: the module (and its key,
- * should a freed module's memory be reused), the address looked up and the address printed.
+ * The distinct frames the script writer has seen, each with its text once formatted: a
+ * recording repeats the same few thousand frames (the CPython bench recording: 96,125 frames,
+ * 2,642 distinct), so each is formatted once and copied after, and a held sample keeps only its
+ * frames' ids. A frame is keyed by what its text depends on: the module (and its key, should a
+ * freed module's memory be reused), the address looked up and the address printed.
  */
 struct ftext_ent {
-	const struct uw_module *m; /* NULL: a kernel frame, or a user frame in no module */
-	uint64_t mkey, pc, addr;
-	size_t off;             /* of its text in the cache's buffer */
+	struct uw_frame f;      /* the frame (a kernel frame: pc only) */
+	uint64_t mkey;          /* 1: kernel; 2: user, in no module; else the module's key */
+	uint64_t pc, addr;      /* looked up, printed */
+	size_t off;             /* of its text in the buffer, when formatted */
 	uint32_t len;
-	bool used;
+	bool formatted;
 };
 
-#define FTEXT_MAX_BYTES ((size_t)64 << 20) /* emptied when the texts reach this */
+#define FTEXT_MAX_BYTES ((size_t)64 << 20) /* texts dropped (formatted again) past this */
+#define FTEXT_MAX_IDS (UINT32_MAX / 4)
 
 struct ftext {
-	struct ftext_ent *e;    /* open addressing, a power of two */
-	size_t cap, n;
+	struct ftext_ent *e;    /* by id */
+	size_t n, cap;
+	uint32_t *slot;         /* open addressing: id + 1, 0 empty; a power of two */
+	size_t nslot;
 	struct wbuf text;       /* memory mode */
 };
 
-static void ftext_clear(struct ftext *c)
+static void ftext_free(struct ftext *c)
 {
 	free(c->e);
+	free(c->slot);
 	free(c->text.b);
 	memset(c, 0, sizeof(*c));
 }
 
-static struct ftext_ent *ftext_slot(struct ftext *c, const struct uw_module *m, uint64_t mkey, uint64_t pc,
-                                    uint64_t addr)
+/* The key of a user frame (f) or a kernel frame (kpc). */
+static void frame_key(const struct uw_frame *f, uint64_t kpc, uint64_t *mkey, uint64_t *pc, uint64_t *addr)
 {
-	size_t i = base_hash64(pc ^ ((uint64_t)(uintptr_t)m << 7) ^ (addr << 17)) & (c->cap - 1);
-	for (;; i = (i + 1) & (c->cap - 1)) {
-		struct ftext_ent *e = &c->e[i];
-		if (!e->used || (e->m == m && e->mkey == mkey && e->pc == pc && e->addr == addr))
-			return e;
-	}
-}
-
-/* A slot for the frame: found (used), or new and empty; NULL without memory. */
-static struct ftext_ent *ftext_get(struct ftext *c, const struct uw_module *m, uint64_t mkey, uint64_t pc,
-                                   uint64_t addr)
-{
-	if (c->text.n > FTEXT_MAX_BYTES)
-		ftext_clear(c);
-	if (2 * (c->n + 1) > c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 4096;
-		struct ftext_ent *ne = calloc(cap, sizeof(*ne)), *old = c->e;
-		if (!ne)
-			return NULL;
-		size_t ocap = c->cap;
-		c->e = ne;
-		c->cap = cap;
-		for (size_t i = 0; i < ocap; i++)
-			if (old[i].used)
-				*ftext_slot(c, old[i].m, old[i].mkey, old[i].pc, old[i].addr) = old[i];
-		free(old);
-	}
-	return ftext_slot(c, m, mkey, pc, addr);
-}
-
-/* Writes the frame's text, from the cache (c may be NULL: formatted in place). */
-static void script_frame(struct wbuf *w, struct ftext *c, struct uw_session *s, const struct uw_frame *f,
-                         uint64_t kpc, const struct uw_script_opts *o)
-{
-	if (!c) {
-		if (f)
-			script_user_frame(w, s, f, o);
-		else
-			script_kernel_frame(w, s, kpc, o);
-		return;
-	}
 	const struct uw_module *m = f ? f->module : NULL;
 	uint64_t adj = f && f->is_call ? 1 : 0;
-	/* kernel frames and user frames outside any module have no module: told apart by mkey */
-	uint64_t mkey = m ? m->key : f ? 2 : 1;
-	uint64_t pc = f ? (m ? f->rel_pc : f->pc) - adj : kpc, addr = f && m ? f->map_addr - adj : 0;
-	struct ftext_ent *e = ftext_get(c, m, mkey, pc, addr);
-	if (e && !e->used) {
+	*mkey = m ? m->key : f ? 2 : 1;
+	*pc = f ? (m ? f->rel_pc : f->pc) - adj : kpc;
+	*addr = f && m ? f->map_addr - adj : 0;
+}
+
+static size_t ftext_home(const struct ftext *c, const struct uw_module *m, uint64_t pc, uint64_t addr)
+{
+	return base_hash64(pc ^ ((uint64_t)(uintptr_t)m << 7) ^ (addr << 17)) & (c->nslot - 1);
+}
+
+/* The id of a frame, added when new (*isnew set); UINT32_MAX without memory. */
+static uint32_t ftext_id(struct ftext *c, const struct uw_frame *f, uint64_t kpc, bool *isnew)
+{
+	const struct uw_module *m = f ? f->module : NULL;
+	uint64_t mkey, pc, addr;
+	frame_key(f, kpc, &mkey, &pc, &addr);
+	*isnew = false;
+	if (c->nslot) {
+		for (size_t i = ftext_home(c, m, pc, addr);; i = (i + 1) & (c->nslot - 1)) {
+			uint32_t id = c->slot[i];
+			if (!id)
+				break;
+			const struct ftext_ent *e = &c->e[id - 1];
+			if (e->f.module == m && e->mkey == mkey && e->pc == pc && e->addr == addr)
+				return id - 1;
+		}
+	}
+	if (c->n >= FTEXT_MAX_IDS)
+		return UINT32_MAX;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 1024;
+		struct ftext_ent *ne = realloc(c->e, cap * sizeof(*ne));
+		if (!ne)
+			return UINT32_MAX;
+		c->e = ne;
+		c->cap = cap;
+	}
+	if (2 * (c->n + 1) > c->nslot) {
+		size_t nslot = c->nslot ? 2 * c->nslot : 4096;
+		uint32_t *ns = calloc(nslot, sizeof(*ns));
+		if (!ns)
+			return UINT32_MAX;
+		free(c->slot);
+		c->slot = ns;
+		c->nslot = nslot;
+		for (size_t k = 0; k < c->n; k++) {
+			size_t i = ftext_home(c, c->e[k].f.module, c->e[k].pc, c->e[k].addr);
+			while (c->slot[i])
+				i = (i + 1) & (nslot - 1);
+			c->slot[i] = (uint32_t)k + 1;
+		}
+	}
+	size_t i = ftext_home(c, m, pc, addr);
+	while (c->slot[i])
+		i = (i + 1) & (c->nslot - 1);
+	uint32_t id = (uint32_t)c->n++;
+	c->slot[i] = id + 1;
+	struct ftext_ent *e = &c->e[id];
+	memset(e, 0, sizeof(*e));
+	if (f)
+		e->f = *f;
+	else
+		e->f.pc = kpc;
+	e->mkey = mkey;
+	e->pc = pc;
+	e->addr = addr;
+	*isnew = true;
+	return id;
+}
+
+static void format_frame(struct wbuf *w, struct uw_session *s, const struct ftext_ent *e,
+                         const struct uw_script_opts *o)
+{
+	if (e->mkey == 1)
+		script_kernel_frame(w, s, e->f.pc, o);
+	else
+		script_user_frame(w, s, &e->f, o);
+}
+
+/* Writes frame id's lines, formatting them the first time. */
+static void ftext_write(struct wbuf *w, struct ftext *c, struct uw_session *s, uint32_t id,
+                        const struct uw_script_opts *o)
+{
+	struct ftext_ent *e = &c->e[id];
+	if (!e->formatted) {
+		if (c->text.n > FTEXT_MAX_BYTES) { /* a long run: texts dropped, formatted again */
+			for (size_t k = 0; k < c->n; k++)
+				c->e[k].formatted = false;
+			c->text.n = 0;
+		}
 		size_t off = c->text.n;
-		if (f)
-			script_user_frame(&c->text, s, f, o);
-		else
-			script_kernel_frame(&c->text, s, kpc, o);
+		format_frame(&c->text, s, e, o);
 		if (c->text.oom || c->text.n - off >= UINT32_MAX) { /* not kept: written directly */
 			c->text.oom = false;
 			c->text.n = off;
-			e = NULL;
-		} else {
-			*e = (struct ftext_ent){ m, mkey, pc, addr, off, (uint32_t)(c->text.n - off), true };
-			c->n++;
+			format_frame(w, s, e, o);
+			return;
 		}
-	}
-	if (!e) {
-		script_frame(w, NULL, s, f, kpc, o);
-		return;
+		e->off = off;
+		e->len = (uint32_t)(c->text.n - off);
+		e->formatted = true;
 	}
 	wb_mem(w, c->text.b + e->off, e->len);
 }
 
-static int script_write(struct uw_session *s, FILE *out, const struct uw_sample *smp, const struct uw_script_opts *o,
-                        struct ftext *cache)
+/* Writes a frame through the cache, or formatted in place without one (or without memory). */
+static void script_frame(struct wbuf *w, struct ftext *c, struct uw_session *s, const struct uw_frame *f,
+                         uint64_t kpc, const struct uw_script_opts *o)
+{
+	bool isnew;
+	uint32_t id = c ? ftext_id(c, f, kpc, &isnew) : UINT32_MAX;
+	if (id != UINT32_MAX) {
+		ftext_write(w, c, s, id, o);
+	} else if (f) {
+		script_user_frame(w, s, f, o);
+	} else {
+		script_kernel_frame(w, s, kpc, o);
+	}
+}
+
+/* perf script's one-line form of a sample without a callchain */
+static void script_line(struct uw_session *s, FILE *out, const struct uw_sample *smp, const struct uw_script_opts *o)
 {
 	int width = (int)UW_MIN(o->event_width, 256u);
 	struct uw_symbol sym;
+	/* the comm right-aligned, the ip after the event */
+	fprintf(out, "%16s %5u ", smp->comm ? smp->comm : ":-1", smp->tid);
+	if (smp->has_cpu)
+		fprintf(out, "[%03u] ", smp->cpu);
+	fprintf(out, "%5" PRIu64 ".%06" PRIu64 ": %10" PRIu64 " %*s: ", smp->time / UINT64_C(1000000000),
+		(smp->time % UINT64_C(1000000000)) / UINT64_C(1000), smp->period, width,
+		smp->event_name ? smp->event_name : "");
+	if (smp->nr_kernel) {
+		uw_symbolize_kernel(s, smp->kernel[0], &sym);
+		if (sym.name)
+			fprintf(out, " %16" PRIx64 " %s+0x%" PRIx64 " ([kernel.kallsyms])\n", smp->kernel[0], sym.name,
+				sym.offset);
+		else
+			fprintf(out, " %16" PRIx64 " [unknown] ([kernel.kallsyms])\n", smp->kernel[0]);
+	} else if (smp->nr_user && smp->user[0].module) {
+		const struct uw_frame *f = &smp->user[0];
+		uw_symbolize(s, f->module, f->rel_pc, &sym);
+		/* with no callchain perf shows the absolute address */
+		if (sym.name)
+			fprintf(out, " %16" PRIx64 " %s+0x%" PRIx64 " (%s)\n", f->pc, sym.name, sym.offset,
+				uw_module_path(f->module));
+		else
+			fprintf(out, " %16" PRIx64 " [unknown] (%s)\n", f->pc, uw_module_path(f->module));
+	} else {
+		fprintf(out, " %16" PRIx64 " [unknown] ([unknown])\n", smp->ip);
+	}
+}
+
+/* The header line of a sample with a callchain. */
+static void script_header(struct wbuf *w, const struct uw_sample *smp, const struct uw_script_opts *o)
+{
+	unsigned width = UW_MIN(o->event_width, 256u);
+	wb_str(w, smp->comm ? smp->comm : ":-1");
+	wb_char(w, ' ');
+	wb_dec(w, smp->tid, 5, ' ');
+	wb_char(w, ' ');
+	if (smp->has_cpu) { /* as perf script: "[001]" when the event records the CPU */
+		wb_char(w, '[');
+		wb_dec(w, smp->cpu, 3, '0');
+		wb_str(w, "] ");
+	}
+	wb_dec(w, smp->time / UINT64_C(1000000000), 5, ' ');
+	wb_char(w, '.');
+	wb_dec(w, (smp->time % UINT64_C(1000000000)) / UINT64_C(1000), 6, '0');
+	wb_str(w, ": ");
+	wb_dec(w, smp->period, 10, ' ');
+	wb_char(w, ' ');
+	const char *ev = smp->event_name ? smp->event_name : "";
+	for (size_t el = strlen(ev); el < width; el++)
+		wb_char(w, ' ');
+	wb_str(w, ev);
+	wb_str(w, ": \n");
+}
+
+/* A sample, its frames formatted in place or through the cache (may be NULL). The callchain
+ * form is most of the output: formatted by hand into a buffer (vfprintf was a fifth of the
+ * time of `report --script`). */
+static int script_write(struct uw_session *s, FILE *out, const struct uw_sample *smp, const struct uw_script_opts *o,
+                        struct ftext *cache)
+{
 	if (!smp->has_callchain) {
-		/* perf script's one-line form: the comm right-aligned, the ip after the event */
-		fprintf(out, "%16s %5u ", smp->comm ? smp->comm : ":-1", smp->tid);
-		if (smp->has_cpu)
-			fprintf(out, "[%03u] ", smp->cpu);
-		fprintf(out, "%5" PRIu64 ".%06" PRIu64 ": %10" PRIu64 " %*s: ", smp->time / UINT64_C(1000000000),
-			(smp->time % UINT64_C(1000000000)) / UINT64_C(1000), smp->period, width,
-			smp->event_name ? smp->event_name : "");
-		if (smp->nr_kernel) {
-			uw_symbolize_kernel(s, smp->kernel[0], &sym);
-			if (sym.name)
-				fprintf(out, " %16" PRIx64 " %s+0x%" PRIx64 " ([kernel.kallsyms])\n", smp->kernel[0], sym.name,
-					sym.offset);
-			else
-				fprintf(out, " %16" PRIx64 " [unknown] ([kernel.kallsyms])\n", smp->kernel[0]);
-		} else if (smp->nr_user && smp->user[0].module) {
-			const struct uw_frame *f = &smp->user[0];
-			uw_symbolize(s, f->module, f->rel_pc, &sym);
-			/* with no callchain perf shows the absolute address */
-			if (sym.name)
-				fprintf(out, " %16" PRIx64 " %s+0x%" PRIx64 " (%s)\n", f->pc, sym.name, sym.offset,
-					uw_module_path(f->module));
-			else
-				fprintf(out, " %16" PRIx64 " [unknown] (%s)\n", f->pc, uw_module_path(f->module));
-		} else {
-			fprintf(out, " %16" PRIx64 " [unknown] ([unknown])\n", smp->ip);
-		}
+		script_line(s, out, smp, o);
 		return ferror(out) ? -EIO : 0;
 	}
-	/* the callchain form is most of the output: formatted by hand into a buffer (vfprintf was
-	 * a fifth of the time of `report --script`) */
 	char buf[16384];
 	struct wbuf w = { .out = out, .b = buf, .cap = sizeof(buf) };
-	wb_str(&w, smp->comm ? smp->comm : ":-1");
-	wb_char(&w, ' ');
-	wb_dec(&w, smp->tid, 5, ' ');
-	wb_char(&w, ' ');
-	if (smp->has_cpu) { /* as perf script: "[001]" when the event records the CPU */
-		wb_char(&w, '[');
-		wb_dec(&w, smp->cpu, 3, '0');
-		wb_str(&w, "] ");
-	}
-	wb_dec(&w, smp->time / UINT64_C(1000000000), 5, ' ');
-	wb_char(&w, '.');
-	wb_dec(&w, (smp->time % UINT64_C(1000000000)) / UINT64_C(1000), 6, '0');
-	wb_str(&w, ": ");
-	wb_dec(&w, smp->period, 10, ' ');
-	wb_char(&w, ' ');
-	const char *ev = smp->event_name ? smp->event_name : "";
-	for (size_t el = strlen(ev); el < (size_t)width; el++)
-		wb_char(&w, ' ');
-	wb_str(&w, ev);
-	wb_str(&w, ": \n");
+	script_header(&w, smp, o);
 	for (uint32_t i = 0; i < smp->nr_kernel; i++)
 		script_frame(&w, cache, s, NULL, smp->kernel[i], o);
 	for (uint32_t i = 0; i < smp->nr_user; i++)
@@ -760,13 +833,14 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 #define SW_MAX_WINDOWS 64
 #define SW_MAX_BYTES ((size_t)32 << 20)
 
-/* A held sample: its arrays and strings are copied into the window's buffer, which may move as
- * it grows, so they are kept as offsets (NONE: absent) and pointed to when written. */
+/* A held sample: its strings, and its frames' ids (a sample without a callchain: its arrays),
+ * are copied into the window's buffer, which may move as it grows, so they are kept as offsets
+ * (NONE: absent) and pointed to when written. */
 #define NONE SIZE_MAX
 
 struct sw_sample {
 	struct uw_sample smp;
-	size_t kernel, user, comm, event_name;
+	size_t ids, kernel, user, comm, event_name;
 };
 
 struct sw_window {
@@ -777,13 +851,6 @@ struct sw_window {
 	size_t jobs;            /* lookups asked for up to the end of this window */
 };
 
-#define SW_SEEN 4096
-
-struct sw_seen {
-	const struct uw_module *m;
-	uint64_t pc;
-};
-
 struct uw_script_writer {
 	struct uw_session *s;
 	FILE *out;
@@ -792,8 +859,7 @@ struct uw_script_writer {
 	struct sw_window win[SW_MAX_WINDOWS]; /* a ring: the oldest is written first */
 	unsigned first, nwin;   /* the oldest window's slot; windows in use */
 	size_t bytes;           /* copies held in the windows */
-	struct sw_seen seen[SW_SEEN]; /* frames asked for ahead lately */
-	struct ftext text;      /* each distinct frame's lines */
+	struct ftext text;      /* the distinct frames and their lines */
 	int err;
 };
 
@@ -816,11 +882,11 @@ UW_API struct uw_script_writer *uw_script_writer_new(struct uw_session *s, FILE 
 	return w;
 }
 
-/* Copies n bytes into the window's buffer. @return the offset, or NONE without memory. */
-static size_t sw_copy(struct uw_script_writer *w, struct sw_window *win, const void *p, size_t n)
+/* Room for n bytes in the window's buffer. @return their offset, or NONE without memory. */
+static size_t sw_alloc(struct uw_script_writer *w, struct sw_window *win, size_t n)
 {
 	if (n > win->cap - win->used) {
-		size_t cap = win->cap ? win->cap : 64 * 1024;
+		size_t cap = win->cap ? win->cap : 16 * 1024;
 		while (n > cap - win->used)
 			cap *= 2;
 		uint8_t *nb = realloc(win->buf, cap);
@@ -829,10 +895,17 @@ static size_t sw_copy(struct uw_script_writer *w, struct sw_window *win, const v
 		win->buf = nb;
 		win->cap = cap;
 	}
-	size_t at = win->used, step = UW_MIN((n + 15) & ~(size_t)15, win->cap - at);
-	memcpy(win->buf + at, p, n);
+	size_t at = win->used, step = UW_MIN((n + 7) & ~(size_t)7, win->cap - at);
 	win->used += step;
 	w->bytes += step;
+	return at;
+}
+
+static size_t sw_copy(struct uw_script_writer *w, struct sw_window *win, const void *p, size_t n)
+{
+	size_t at = sw_alloc(w, win, n);
+	if (at != NONE)
+		memcpy(win->buf + at, p, n);
 	return at;
 }
 
@@ -840,6 +913,8 @@ static size_t sw_copy(struct uw_script_writer *w, struct sw_window *win, const v
 static void sw_write_oldest(struct uw_script_writer *w)
 {
 	struct sw_window *win = &w->win[w->first];
+	char buf[16384];
+	struct wbuf out = { .out = w->out, .b = buf, .cap = sizeof(buf) };
 	for (size_t i = 0; i < win->n && !w->err; i++) {
 		const struct sw_sample *h = &win->smp[i];
 		struct uw_sample c = h->smp;
@@ -847,13 +922,44 @@ static void sw_write_oldest(struct uw_script_writer *w)
 		c.user = h->user == NONE ? NULL : (const struct uw_frame *)(win->buf + h->user);
 		c.comm = h->comm == NONE ? NULL : (const char *)win->buf + h->comm;
 		c.event_name = h->event_name == NONE ? NULL : (const char *)win->buf + h->event_name;
-		w->err = script_write(w->s, w->out, &c, &w->o, &w->text);
+		if (!c.has_callchain) {
+			wb_flush(&out);
+			script_line(w->s, w->out, &c, &w->o);
+			continue;
+		}
+		script_header(&out, &c, &w->o);
+		const uint32_t *ids = (const uint32_t *)(win->buf + h->ids);
+		for (uint32_t k = 0; k < c.nr_kernel + c.nr_user; k++)
+			ftext_write(&out, &w->text, w->s, ids[k], &w->o);
+		wb_char(&out, '\n');
 	}
+	wb_flush(&out);
+	if (!w->err && ferror(w->out))
+		w->err = -EIO;
 	w->bytes -= win->used;
 	win->n = 0;
 	win->used = 0;
 	w->first = (w->first + 1) % SW_MAX_WINDOWS;
 	w->nwin--;
+}
+
+/* The frames' ids into the held sample, asking ahead for new frames' inline chains. */
+static int sw_frames(struct uw_script_writer *w, struct sw_window *win, struct sw_sample *h, const struct uw_sample *smp)
+{
+	size_t n = (size_t)smp->nr_kernel + smp->nr_user;
+	if ((h->ids = sw_alloc(w, win, n * sizeof(uint32_t))) == NONE)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		const struct uw_frame *f = k < smp->nr_kernel ? NULL : &smp->user[k - smp->nr_kernel];
+		bool isnew;
+		uint32_t id = ftext_id(&w->text, f, f ? 0 : smp->kernel[k], &isnew);
+		if (id == UINT32_MAX)
+			return -ENOMEM;
+		memcpy(win->buf + h->ids + k * sizeof(uint32_t), &id, sizeof(id));
+		if (isnew && f && f->module && uw_symbolize_inline_ahead(w->s, f->module, f->rel_pc - (f->is_call ? 1 : 0)))
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 UW_API int uw_script_writer_add(struct uw_script_writer *w, const struct uw_sample *smp)
@@ -885,30 +991,21 @@ UW_API int uw_script_writer_add(struct uw_script_writer *w, const struct uw_samp
 	h->smp = *smp;
 	h->smp.stack = NULL;
 	h->smp.stack_size = 0;
-	h->kernel = smp->nr_kernel ? sw_copy(w, win, smp->kernel, smp->nr_kernel * sizeof(*smp->kernel)) : NONE;
-	h->user = smp->nr_user ? sw_copy(w, win, smp->user, smp->nr_user * sizeof(*smp->user)) : NONE;
+	h->ids = h->kernel = h->user = NONE;
+	if (smp->has_callchain) {
+		if (sw_frames(w, win, h, smp))
+			return w->err = -ENOMEM;
+	} else {
+		h->kernel = smp->nr_kernel ? sw_copy(w, win, smp->kernel, smp->nr_kernel * sizeof(*smp->kernel)) : NONE;
+		h->user = smp->nr_user ? sw_copy(w, win, smp->user, smp->nr_user * sizeof(*smp->user)) : NONE;
+		if ((smp->nr_kernel && h->kernel == NONE) || (smp->nr_user && h->user == NONE))
+			return w->err = -ENOMEM;
+	}
 	h->comm = smp->comm ? sw_copy(w, win, smp->comm, strlen(smp->comm) + 1) : NONE;
 	h->event_name = smp->event_name ? sw_copy(w, win, smp->event_name, strlen(smp->event_name) + 1) : NONE;
-	if ((smp->nr_kernel && h->kernel == NONE) || (smp->nr_user && h->user == NONE) || (smp->comm && h->comm == NONE) ||
-	    (smp->event_name && h->event_name == NONE))
+	if ((smp->comm && h->comm == NONE) || (smp->event_name && h->event_name == NONE))
 		return w->err = -ENOMEM;
 	win->n++;
-	if (smp->has_callchain) {
-		for (uint32_t i = 0; i < smp->nr_user; i++) {
-			const struct uw_frame *f = &smp->user[i];
-			if (!f->module)
-				continue;
-			/* most frames were asked for already: a small table of recent ones skips the
-			 * session's lookup */
-			uint64_t pc = f->rel_pc - (f->is_call ? 1 : 0);
-			struct sw_seen *e = &w->seen[base_hash64(pc ^ (uintptr_t)f->module) % SW_SEEN];
-			if (e->m == f->module && e->pc == pc)
-				continue;
-			*e = (struct sw_seen){ f->module, pc };
-			if (uw_symbolize_inline_ahead(w->s, f->module, pc))
-				return w->err = -ENOMEM;
-		}
-	}
 	return 0;
 }
 
@@ -923,7 +1020,7 @@ UW_API int uw_script_writer_close(struct uw_script_writer *w)
 		free(w->win[i].smp);
 		free(w->win[i].buf);
 	}
-	ftext_clear(&w->text);
+	ftext_free(&w->text);
 	free(w);
 	return err;
 }

@@ -44,6 +44,9 @@ int dwi_compare_walks(struct dwi *d, size_t *units, size_t *fast, size_t *differ
 /* Tests: chains through the lazily walked index against the whole walk's, at the first, middle
  * and last address of every segment of every unit: units, addresses, addresses that differ. */
 int dwi_compare_lookups(struct dwi *d, size_t *units, size_t *addrs, size_t *differ);
+/* Tests: every node's name and call site read by dww_attrs against libdw's: nodes, nodes read
+ * by dww_attrs, nodes that differ. */
+int dwi_compare_names(struct dwi *d, size_t *nodes, size_t *fast, size_t *differ);
 /* Tests: line tables read by dwl against libdw's (see dwarf_inline.c). */
 int dwi_compare_lines(struct dwi *d, size_t *units, size_t *fast, size_t *differ);
 /* Tests: every unit's line table through a store of rows at path against one decoded now, then

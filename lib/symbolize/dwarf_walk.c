@@ -797,6 +797,12 @@ static const char *str_value(const struct unit *u, uint32_t form, const uint8_t 
 		s = sec->str + v;
 		end = sec->str + sec->nstr;
 		break;
+	case DW_FORM_line_strp:
+		if (!sec->line_str || v >= sec->nline_str)
+			return NULL;
+		s = sec->line_str + v;
+		end = sec->line_str + sec->nline_str;
+		break;
 	case DW_FORM_strx: case DW_FORM_strx1: case DW_FORM_strx2: case DW_FORM_strx3: case DW_FORM_strx4:
 	case DW_FORM_GNU_str_index: {
 		if (!u->have_str_offsets_base || !sec->str_offsets || !sec->str ||
@@ -825,7 +831,8 @@ int dww_attrs(const struct dww_unit *w, uint64_t die_off, struct dww_attrs *out)
 	    code >= w->ab.na || !w->ab.a[code].used)
 		return -1;
 	const struct abbrev *a = &w->ab.a[code];
-	uint64_t unit_off = (uint64_t)(u->start - u->sec->info);
+	uint64_t unit_off = (uint64_t)(u->start - u->sec->info), spec = 0;
+	bool abstract = false;
 	for (uint32_t i = 0; i < a->nattr; i++) {
 		const struct spec *sp = &w->ab.s[a->first + i];
 		const uint8_t *at = p;
@@ -835,25 +842,36 @@ int dww_attrs(const struct dww_unit *w, uint64_t die_off, struct dww_attrs *out)
 			return -1;
 		switch (sp->name) {
 		case DW_AT_name:
-			out->name = str_value(u, sp->form, at, v);
+			if (!(out->name = str_value(u, sp->form, at, v)))
+				out->elsewhere = true;
 			break;
 		case DW_AT_linkage_name: case DW_AT_MIPS_linkage_name:
-			if (!out->linkage)
-				out->linkage = str_value(u, sp->form, at, v);
+			if (!out->linkage && !(out->linkage = str_value(u, sp->form, at, v)))
+				out->elsewhere = true;
 			break;
-		case DW_AT_abstract_origin: case DW_AT_specification:
+		case DW_AT_abstract_origin: case DW_AT_specification: {
+			/* as libdw follows them: the abstract origin first */
+			uint64_t to = 0;
 			switch (sp->form) {
 			case DW_FORM_ref1: case DW_FORM_ref2: case DW_FORM_ref4: case DW_FORM_ref8:
 			case DW_FORM_ref_udata:
-				out->origin = unit_off + v;
+				to = unit_off + v;
 				break;
 			case DW_FORM_ref_addr:
-				out->origin = v;
+				to = v;
 				break;
 			default:
-				break; /* another file's (dwz): not followed */
+				out->elsewhere = true; /* another file's (dwz), a signature: not followed */
+				break;
+			}
+			if (sp->name == DW_AT_abstract_origin) {
+				out->origin = to;
+				abstract = true;
+			} else {
+				spec = to;
 			}
 			break;
+		}
 		case DW_AT_call_file:
 			out->call_file = v;
 			out->has_call_file = true;
@@ -866,7 +884,33 @@ int dww_attrs(const struct dww_unit *w, uint64_t die_off, struct dww_attrs *out)
 			break;
 		}
 	}
+	if (!abstract)
+		out->origin = spec;
 	return 0;
+}
+
+bool dww_unit_has(const struct dww_unit *w, uint64_t die_off)
+{
+	const uint8_t *p = w->u.sec->info + die_off;
+	return die_off < w->u.sec->ninfo && p >= w->u.start && p < w->u.end;
+}
+
+uint64_t dww_next_unit(const struct dww_sections *sec, uint64_t off)
+{
+	if (!sec->info || off >= sec->ninfo || sec->ninfo - off < 4)
+		return 0;
+	uint64_t len = rd(sec->info + off, 4), hdr = 4;
+	if (len == 0xffffffffu) {
+		if (sec->ninfo - off < 12)
+			return 0;
+		len = rd(sec->info + off + 4, 8);
+		hdr = 12;
+	} else if (len >= 0xfffffff0u) {
+		return 0;
+	}
+	if (len > sec->ninfo - off - hdr)
+		return 0;
+	return off + hdr + len;
 }
 
 bool dww_is_split(const struct dww_unit *w)

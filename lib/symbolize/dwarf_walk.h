@@ -9,8 +9,8 @@ struct dww_sections {
 	const uint8_t *info, *abbrev, *addr;
 	size_t ninfo, nabbrev, naddr;
 	/* read by dww_ranges and dww_attrs (NULL: absent) */
-	const uint8_t *str, *str_offsets, *ranges, *rnglists;
-	size_t nstr, nstr_offsets, nranges, nrnglists;
+	const uint8_t *str, *str_offsets, *ranges, *rnglists, *line_str;
+	size_t nstr, nstr_offsets, nranges, nrnglists, nline_str;
 	/* A split unit (of a .dwp): info, abbrev, str_offsets and rnglists are its contributions,
 	 * str the package's; addr and ranges are the skeleton's file's, and these its skeleton's. */
 	bool split;
@@ -57,11 +57,20 @@ int dww_ranges(const struct dww_unit *w, const struct dww_die *d, dww_range_fn f
 /* The attributes of the DIE at die_off that name a frame. Strings point into the sections. */
 struct dww_attrs {
 	const char *name, *linkage;  /* DW_AT_name; DW_AT_linkage_name or DW_AT_MIPS_linkage_name */
-	uint64_t origin;             /* DW_AT_abstract_origin or DW_AT_specification: a DIE offset, or 0 */
+	uint64_t origin;             /* DW_AT_abstract_origin, else DW_AT_specification: a DIE
+	                              * offset in .debug_info (maybe another unit's), or 0 */
 	uint64_t call_file, call_line;
 	bool has_call_file, has_call_line;
+	/* one of these is in a form not read here: another file's (dwz), a type signature, a
+	 * string section that is missing, or bad */
+	bool elsewhere;
 };
 int dww_attrs(const struct dww_unit *w, uint64_t die_off, struct dww_attrs *out);
 bool dww_is_split(const struct dww_unit *w);
+/* Whether the DIE at die_off is inside the unit. */
+bool dww_unit_has(const struct dww_unit *w, uint64_t die_off);
+/* The offset of the unit header after the one at off in .debug_info (0 at the end or when
+ * malformed). */
+uint64_t dww_next_unit(const struct dww_sections *sec, uint64_t off);
 
 #endif

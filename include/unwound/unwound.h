@@ -94,7 +94,8 @@ struct uw_session_opts {
 	 * default), a perf map's lines at 1 per 128 bytes (16 M). */
 	uint64_t max_side_file_bytes;
 	/* The DWARF of a compressed debug file, once decompressed, is kept by build-id in this
-	 * directory and mapped from it on later runs (perf keeps binaries in ~/.debug likewise).
+	 * directory and mapped from it on later runs (perf keeps binaries in ~/.debug likewise), and
+	 * so are the line tables decoded, for any module with a build-id.
 	 * NULL: $UNWOUND_CACHE_DIR, else $XDG_CACHE_HOME/unwound, else $HOME/.cache/unwound. */
 	const char *dwarf_cache_dir;
 	int no_dwarf_cache;      /* 1: neither read nor write it */

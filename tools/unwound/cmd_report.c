@@ -78,8 +78,9 @@ static void report_usage(FILE *f)
 		"  --debuginfod-timeout SECS  cap on one debuginfod fetch (default 30)\n"
 		"  --sync-symbols      look inline frames up when printed (default: on a helper\n"
 		"                      thread, a few thousand samples ahead, with 2 or more CPUs)\n"
-		"  --no-dwarf-cache    neither read nor keep decompressed DWARF (kept by build-id in\n"
-		"                      $UNWOUND_CACHE_DIR, else $XDG_CACHE_HOME/unwound or ~/.cache/unwound)\n"
+		"  --no-dwarf-cache    neither read nor keep decompressed DWARF and decoded line tables (kept\n"
+		"                      by build-id in $UNWOUND_CACHE_DIR, else $XDG_CACHE_HOME/unwound or\n"
+		"                      ~/.cache/unwound)\n"
 		"  --no-fp             never fall back to frame pointers\n"
 		"  -v                  more messages (repeat for more)\n"
 		CLI_LIMITS_HELP);

@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 void *base_malloc(size_t n)
 {
@@ -502,4 +504,45 @@ bool base_make_dirs(char *dir)
 				return true;
 		}
 	}
+}
+
+int base_replace_file(const char *path, const struct base_piece *pieces, size_t npieces)
+{
+	char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL, *tmp = NULL;
+	if (slash && slash != dir) {
+		*slash = 0;
+		base_make_dirs(dir);
+	}
+	free(dir);
+	if (asprintf(&tmp, "%s.%d.tmp", path, (int)getpid()) < 0)
+		return -ENOMEM;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int e = -errno;
+		free(tmp);
+		return e;
+	}
+	int err = 0;
+	for (size_t i = 0; i < npieces && !err; i++) {
+		const uint8_t *b = pieces[i].p;
+		for (size_t left = pieces[i].n; left && !err;) {
+			ssize_t w = write(fd, b, left);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				err = w < 0 ? -errno : -EIO;
+				break;
+			}
+			b += w;
+			left -= (size_t)w;
+		}
+	}
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	free(tmp);
+	return err;
 }

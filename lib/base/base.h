@@ -88,6 +88,15 @@ uint64_t base_hash_block(const void *p, size_t n);
 /* mkdir -p, 0700 for what it creates (dir is changed during the call, then restored) */
 bool base_make_dirs(char *dir);
 
+/* Replaces the file at path (0600, its directory made as base_make_dirs does) with the pieces
+ * written in order, through a temporary file beside it and a rename, so a reader sees the old
+ * file or the whole new one. @return 0 or a negative errno. */
+struct base_piece {
+	const void *p;
+	size_t n;
+};
+int base_replace_file(const char *path, const struct base_piece *pieces, size_t npieces);
+
 /* ---- string interning: equal strings share one pointer, alive until base_intern_free */
 struct base_intern {
 	struct base_map map; /* hash -> chain */

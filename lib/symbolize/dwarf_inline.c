@@ -80,7 +80,7 @@ struct cache_write {
 	pthread_t th;
 	const uint8_t *img;
 	size_t size;
-	char *dir, *path;
+	char *path;
 };
 
 struct dwi_file {
@@ -377,32 +377,15 @@ static struct elfv *cache_open(const char *path, struct elfv *v)
 static void *cache_write_main(void *arg)
 {
 	struct cache_write *w = arg;
-	char *tmp = NULL;
 	pthread_setname_np(pthread_self(), "uw-cachewrite");
-	if (!base_make_dirs(w->dir) || asprintf(&tmp, "%s.%d.tmp", w->path, (int)getpid()) < 0)
-		return NULL;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	bool ok = fd >= 0;
-	for (size_t done = 0; ok && done < w->size;) {
-		ssize_t n = write(fd, w->img + done, w->size - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		ok = n > 0;
-		done += ok ? (size_t)n : 0;
-	}
-	if (fd >= 0 && close(fd))
-		ok = false;
-	if (fd >= 0 && (!ok || rename(tmp, w->path)))
-		unlink(tmp);
-	free(tmp);
+	base_replace_file(w->path, &(struct base_piece){ w->img, w->size }, 1); /* a cache: failing costs only time */
 	return NULL;
 }
 
-static void cache_write_start(struct dwi_file *f, const char *dir, char *path, size_t size)
+static void cache_write_start(struct dwi_file *f, char *path, size_t size)
 {
 	struct cache_write *w = calloc(1, sizeof(*w));
-	if (!w || !(w->dir = strdup(dir))) {
-		free(w);
+	if (!w) {
 		free(path);
 		return;
 	}
@@ -410,7 +393,6 @@ static void cache_write_start(struct dwi_file *f, const char *dir, char *path, s
 	w->size = size;
 	w->path = path;
 	if (pthread_create(&w->th, NULL, cache_write_main, w)) {
-		free(w->dir);
 		free(w->path);
 		free(w);
 		return;
@@ -422,7 +404,6 @@ static void file_end(struct dwi_file *f)
 {
 	if (f->cw) {
 		pthread_join(f->cw->th, NULL);
-		free(f->cw->dir);
 		free(f->cw->path);
 		free(f->cw);
 	}
@@ -467,7 +448,7 @@ static Dwarf *begin(struct elfv *v, const char *cache, struct dwi_file *f, int *
 			return NULL;
 		}
 		if (path)
-			cache_write_start(f, cache, path, isize);
+			cache_write_start(f, path, isize);
 		return dw;
 	}
 	free(path);
@@ -1207,6 +1188,15 @@ static struct dww_unit *attr_unit(struct dwi *d, struct dwi_cu *c, uint64_t off)
 	return w == (void *)&no_unit || !dww_unit_has(w, off) ? NULL : w;
 }
 
+/* The unit read for a DIE a node refers to: a package's unit refers only to itself; the others
+ * to any unit of .debug_info. */
+static struct dww_unit *ref_unit(struct dwi *d, struct dwi_cu *c, uint64_t off)
+{
+	if (c->own)
+		return dww_unit_has(c->unit, off) ? c->unit : NULL;
+	return attr_unit(d, c, off);
+}
+
 /* A node's name and call site read by dww_attrs, as libdw would give them (die_name: the linkage
  * name through abstract origins and specifications, else the name likewise; the call site of the
  * DIE itself). A package's split unit (own) is read only here, as far as it goes.
@@ -1216,9 +1206,7 @@ static bool attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, s
 	bool own = c->own;
 	if (!own && (!d->sec.info || c->ndw || !c->lines))
 		return false;
-	/* a package's unit refers only to itself; the others to any unit of .debug_info */
-#define UNIT_OF(off) (own ? (dww_unit_has(c->unit, off) ? c->unit : NULL) : attr_unit(d, c, off))
-	struct dww_unit *u = UNIT_OF(n->off);
+	struct dww_unit *u = ref_unit(d, c, n->off);
 	struct dww_attrs at, o;
 	if (!u || dww_attrs(u, n->off, &at) || (at.elsewhere && !own))
 		return own;
@@ -1226,7 +1214,7 @@ static bool attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, s
 	uint64_t next = at.origin;
 	/* libdw follows up to 16 DIEs */
 	for (unsigned hop = 0; !link && next; hop++) {
-		struct dww_unit *ou = hop < 16 ? UNIT_OF(next) : NULL;
+		struct dww_unit *ou = hop < 16 ? ref_unit(d, c, next) : NULL;
 		if (!ou || dww_attrs(ou, next, &o) || (o.elsewhere && !own)) {
 			if (!own)
 				return false;
@@ -1237,7 +1225,6 @@ static bool attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, s
 			name = o.name;
 		next = o.origin;
 	}
-#undef UNIT_OF
 	n->name = intern0(strings, link ? link : name);
 	if (n->subprogram)
 		return true;

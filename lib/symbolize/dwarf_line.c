@@ -530,7 +530,7 @@ struct dwl_store {
 	size_t nunits;
 	const struct dwl_row *rows;
 	size_t nrows;
-	uint8_t *state;          /* per stored unit: 0 not checked, 1 good, 2 bad */
+	uint8_t *state;          /* per stored unit: 0 not checked, 1 good, 2 bad or decoded again */
 	struct base_vec fresh;   /* struct fresh: decoded this run */
 	size_t fresh_rows, taken;
 };
@@ -641,6 +641,9 @@ static void store_add(struct dwl_store *st, uint64_t off, const uint8_t *unit, s
 	if (!f)
 		return;
 	*f = (struct fresh){ off, len, base_hash_block(unit, len), t };
+	size_t i;
+	if (store_find(st, off, &i)) /* its stored rows were for other bytes, or bad */
+		st->state[i] = 2;
 	t->store = st;
 	t->fresh_idx = st->fresh.len - 1;
 	st->fresh_rows += t->nrows;
@@ -653,25 +656,16 @@ static void store_forget(struct dwl_store *st, size_t idx)
 	f->t = NULL;
 }
 
-static int cmp_unit_off(const void *a, const void *b)
-{
-	const struct store_unit *x = a, *y = b;
-	return x->off < y->off ? -1 : x->off > y->off;
-}
+/* A unit of the file being written, and where its rows are now. */
+struct out_unit {
+	struct store_unit u;
+	const struct dwl_row *rows;
+};
 
-static bool write_all(int fd, const void *p, size_t n)
+static int cmp_out_off(const void *a, const void *b)
 {
-	const uint8_t *b = p;
-	while (n) {
-		ssize_t w = write(fd, b, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		b += w;
-		n -= (size_t)w;
-	}
-	return true;
+	const struct out_unit *x = a, *y = b;
+	return x->u.off < y->u.off ? -1 : x->u.off > y->u.off;
 }
 
 int dwl_store_save(struct dwl_store *st)
@@ -683,90 +677,43 @@ int dwl_store_save(struct dwl_store *st)
 		nfresh += ((struct fresh *)base_vec_at(&st->fresh, i))->t != NULL;
 	if (!nfresh)
 		return 0;
-	/* the stored units not decoded again (those that were had other bytes, or bad rows), then
-	 * the fresh ones: first holds where their rows are now, found again after the sort */
+	/* the stored units still good or not checked, and the fresh ones, by offset */
+	size_t n = 0, rows = 0, np = 0;
+	struct out_unit *o = calloc(st->nunits + nfresh, sizeof(*o));
 	struct store_unit *u = calloc(st->nunits + nfresh, sizeof(*u));
-	if (!u)
-		return -ENOMEM;
-	size_t n = 0, rows = 0;
-	for (size_t i = 0; i < st->nunits; i++) {
-		bool again = st->state[i] == 2;
-		for (size_t k = 0; k < st->fresh.len && !again; k++) {
-			const struct fresh *f = base_vec_at(&st->fresh, k);
-			again = f->t && f->off == st->units[i].off;
-		}
-		if (again)
-			continue;
-		u[n] = st->units[i];
-		u[n].first = i; /* source: stored unit i */
-		rows += u[n++].nrows;
-	}
-	for (size_t k = 0; k < st->fresh.len; k++) {
+	struct base_piece *pieces = calloc(st->nunits + nfresh + 2, sizeof(*pieces));
+	int err = o && u && pieces ? 0 : -ENOMEM;
+	for (size_t i = 0; !err && i < st->nunits; i++)
+		if (st->state[i] != 2)
+			o[n++] = (struct out_unit){ st->units[i], st->rows + st->units[i].first };
+	for (size_t k = 0; !err && k < st->fresh.len; k++) {
 		const struct fresh *f = base_vec_at(&st->fresh, k);
-		if (!f->t)
-			continue;
-		u[n] = (struct store_unit){ f->off, f->len, f->hash,
-			base_hash_block(f->t->rows, f->t->nrows * sizeof(struct dwl_row)), st->nunits + k, f->t->nrows };
-		rows += u[n++].nrows;
+		if (f->t)
+			o[n++] = (struct out_unit){ { f->off, f->len, f->hash,
+				base_hash_block(f->t->rows, f->t->nrows * sizeof(struct dwl_row)), 0, f->t->nrows }, f->t->rows };
 	}
-	qsort(u, n, sizeof(*u), cmp_unit_off);
-	for (size_t i = 1; i < n; i++) {
-		if (u[i].off == u[i - 1].off) { /* cannot happen: one table per unit per run */
-			free(u);
-			return -EINVAL;
-		}
-	}
-	char *dir = strdup(st->path), *slash = dir ? strrchr(dir, '/') : NULL, *tmp = NULL;
-	if (slash && slash != dir) {
-		*slash = 0;
-		base_make_dirs(dir);
-	}
-	free(dir);
-	if (asprintf(&tmp, "%s.%d.tmp", st->path, (int)getpid()) < 0) {
-		free(u);
-		return -ENOMEM;
-	}
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		int e = -errno;
-		free(tmp);
-		free(u);
-		return e;
+	if (!err)
+		qsort(o, n, sizeof(*o), cmp_out_off);
+	for (size_t i = 0; !err && i < n; i++) {
+		if (i && o[i].u.off == o[i - 1].u.off) /* cannot happen: one table per unit per run */
+			err = -EINVAL;
+		u[i] = o[i].u;
+		u[i].first = rows;
+		rows += u[i].nrows;
+		pieces[2 + np++] = (struct base_piece){ o[i].rows, (size_t)u[i].nrows * sizeof(struct dwl_row) };
 	}
 	struct store_hdr h = { .row_size = sizeof(struct dwl_row), .unit_size = sizeof(struct store_unit),
 			       .nunits = n, .nrows = rows };
 	memcpy(h.magic, STORE_MAGIC, 8);
-	/* the records with their new places, written before the rows (their sources kept aside) */
-	uint64_t *src = malloc((n ? n : 1) * sizeof(*src));
-	bool ok = src != NULL;
-	uint64_t at = 0;
-	for (size_t i = 0; ok && i < n; i++) {
-		src[i] = u[i].first;
-		u[i].first = at;
-		at += u[i].nrows;
+	if (!err) {
+		pieces[0] = (struct base_piece){ &h, sizeof(h) };
+		pieces[1] = (struct base_piece){ u, n * sizeof(*u) };
+		err = base_replace_file(st->path, pieces, 2 + np);
 	}
-	ok = ok && write_all(fd, &h, sizeof(h)) && write_all(fd, u, n * sizeof(*u));
-	for (size_t i = 0; ok && i < n; i++) {
-		const struct dwl_row *r;
-		if (src[i] < st->nunits) {
-			r = st->rows + st->units[src[i]].first;
-		} else {
-			const struct fresh *f = base_vec_at(&st->fresh, (size_t)(src[i] - st->nunits));
-			r = f->t->rows;
-		}
-		ok = write_all(fd, r, (size_t)u[i].nrows * sizeof(*r));
-	}
-	free(src);
+	free(pieces);
 	free(u);
-	if (close(fd))
-		ok = false;
-	if (!ok || rename(tmp, st->path)) {
-		unlink(tmp);
-		free(tmp);
-		return -EIO;
-	}
-	free(tmp);
-	return 1;
+	free(o);
+	return err ? err : 1;
 }
 
 bool dwl_same(const struct dwl_table *a, const struct dwl_table *b)

@@ -25,13 +25,15 @@ for z in zlib zstd; do
     run --no-dwarf-cache -o "$W/$z.ref"
     [ ! -e "$C/$bid.dwarf1" ] && [ ! -e "$C/$bid.lines1" ] || { echo "FAIL: $z: --no-dwarf-cache wrote the cache"; exit 1; }
     grep -q "dwz_common.h:11 (inlined)" "$W/$z.ref" || { echo "FAIL: $z: no inline frames"; exit 1; }
-    # (LeakSanitizer cannot run under ptrace: off for the traced runs of the ASan build)
-    ASAN_OPTIONS=detect_leaks=0 strace -f -qq -e trace=openat,rename -o "$W/$z.cold.trace" "$B/unwound" report -i "$W/$z.data" --comm "prog-$z" --script --srcline -o "$W/$z.cold"
+    # (LeakSanitizer cannot run under ptrace: off for the traced runs of the ASan build; one
+    # file per thread, -ff, so calls two threads make at once are not split across lines)
+    trace() { rm -f "$W/$1.trace".*; ASAN_OPTIONS=detect_leaks=0 strace -ff -qq -e trace=openat,rename -o "$W/$1.trace" "$B/unwound" report -i "$W/$z.data" --comm "prog-$z" --script --srcline -o "$W/$1"; cat "$W/$1.trace".* >"$W/$1.trace"; }
+    trace "$z.cold"
     [ -s "$C/$bid.dwarf1" ] || { echo "FAIL: $z: no $bid.dwarf1 in the cache"; ls -la "$C"; exit 1; }
     grep -q "rename(.*$bid.dwarf1.*\.tmp\", \"$C/$bid.dwarf1\")" "$W/$z.cold.trace" || { echo "FAIL: $z: not written through a rename"; exit 1; }
     grep -q "rename(.*$bid.lines1.*\.tmp\", \"$C/$bid.lines1\")" "$W/$z.cold.trace" || { echo "FAIL: $z: no line rows written through a rename"; exit 1; }
     readelf -SW "$C/$bid.dwarf1" | grep -q ' \.debug_info .* C ' && { echo "FAIL: $z: the copy is compressed"; exit 1; }
-    ASAN_OPTIONS=detect_leaks=0 strace -f -qq -e trace=openat,rename -o "$W/$z.warm.trace" "$B/unwound" report -i "$W/$z.data" --comm "prog-$z" --script --srcline -o "$W/$z.warm"
+    trace "$z.warm"
     grep -q "openat(.*$bid.dwarf1\", O_RDONLY" "$W/$z.warm.trace" || { echo "FAIL: $z: the copy was not read"; exit 1; }
     grep -q "openat(.*$bid.lines1\", O_RDONLY" "$W/$z.warm.trace" || { echo "FAIL: $z: the line rows were not read"; exit 1; }
     if grep -q "rename(" "$W/$z.warm.trace"; then echo "FAIL: $z: written again"; exit 1; fi

@@ -29,6 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FILE *null = fopen("/dev/null", "w");
 		if (null) {
 			uw_profile_write_folded(p, null);
+			UW_OPTS(uw_table_opts, to, .sort = "comm,dso,sym,srcline", .max_rows = 10);
+			uw_profile_write_table(p, null, &to);
 			fclose(null);
 		}
 		uw_reader_free(r);

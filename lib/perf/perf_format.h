@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#define PERF_MAGIC1 0x454c494646524550ull /* "PERFFILE": the first format (no feature bitmap
+                                            * when the header is 72 bytes) */
 #define PERF_MAGIC2 0x32454c4946524550ull /* "PERFILE2" little-endian */
 #define PERF_MAGIC2_SWAPPED 0x50455246494c4532ull
 
@@ -45,6 +47,9 @@ enum {
 	PR_AUXTRACE = 71, PR_AUXTRACE_ERROR = 72, PR_THREAD_MAP = 73, PR_CPU_MAP = 74,
 	PR_STAT_CONFIG = 75, PR_STAT = 76, PR_STAT_ROUND = 77, PR_EVENT_UPDATE = 78,
 	PR_TIME_CONV = 79, PR_HEADER_FEATURE = 80, PR_COMPRESSED = 81, PR_FINISHED_INIT = 82,
+	PR_COMPRESSED2 = 83, /* {header; u64 data_size; data, padded to 8 bytes} */
+	PR_BPF_METADATA = 84, PR_SCHEDSTAT_CPU = 85, PR_SCHEDSTAT_DOMAIN = 86,
+	PR_TYPES = 87,       /* record types named by perf_record_type_name */
 };
 
 /* header misc */
@@ -69,9 +74,20 @@ enum {
 enum {
 	FEAT_TRACING_DATA = 1, FEAT_BUILD_ID = 2, FEAT_HOSTNAME = 3, FEAT_OSRELEASE = 4,
 	FEAT_VERSION = 5, FEAT_ARCH = 6, FEAT_NRCPUS = 7, FEAT_CPUDESC = 8, FEAT_CPUID = 9,
-	FEAT_TOTAL_MEM = 10, FEAT_CMDLINE = 11, FEAT_EVENT_DESC = 12,
+	FEAT_TOTAL_MEM = 10, FEAT_CMDLINE = 11, FEAT_EVENT_DESC = 12, FEAT_CPU_TOPOLOGY = 13,
+	FEAT_NUMA_TOPOLOGY = 14, FEAT_BRANCH_STACK = 15, FEAT_PMU_MAPPINGS = 16, FEAT_GROUP_DESC = 17,
+	FEAT_AUXTRACE = 18, FEAT_STAT = 19, FEAT_CACHE = 20, FEAT_SAMPLE_TIME = 21,
+	FEAT_MEM_TOPOLOGY = 22, FEAT_CLOCKID = 23, FEAT_DIR_FORMAT = 24, FEAT_BPF_PROG_INFO = 25,
+	FEAT_BPF_BTF = 26, FEAT_COMPRESSED = 27, FEAT_CPU_PMU_CAPS = 28, FEAT_CLOCK_DATA = 29,
+	FEAT_HYBRID_TOPOLOGY = 30, FEAT_PMU_CAPS = 31,
+	FEAT_PERF_LAST = 32,    /* perf 6.1's HEADER_LAST_FEATURE: the end marker in pipe mode */
+	/* Each sample's stop reason, as the unwinder that wrote its callchain found it (see
+	 * perf_writer.c). perf skips feature bits it does not know (pr_debug "unknown feature"),
+	 * so a high bit is ours. */
+	FEAT_UW_STOPS = 250,
 	FEAT_LAST = 256,
 };
+#define FEAT_COMPRESS_ZSTD 1 /* PERF_COMP_ZSTD in the COMPRESSED feature */
 
 #define PERF_ATTR_SIZE_VER0 64
 

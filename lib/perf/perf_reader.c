@@ -26,8 +26,22 @@ struct cut {
 
 struct ra_chunk;
 
+/* A run of samples (in file order) with one stop reason, from FEAT_UW_STOPS. */
+struct stop_run {
+	uint64_t first;          /* ordinal of its first sample */
+	uint32_t count;
+	uint8_t reason;
+};
+
+struct feat_sec {
+	const uint8_t *p;
+	size_t n;
+	bool owned;
+};
+
 struct qent {
 	uint64_t time, seq;
+	uint64_t ord;            /* a sample's place among the file's samples */
 	const uint8_t *rec;
 	uint32_t len;
 	bool owned;              /* rec was malloc'd for the queue */
@@ -80,8 +94,22 @@ struct uw_reader {
 	struct uw_reader_stats st;
 	uint64_t since_sweep, last_progress;
 	int fatal;
-	bool warned_compressed;
+	bool inner_failed;       /* a record from the piece failed (and said why) */
+	uint64_t decomp_off;     /* offset of the compressed record being expanded */
 	const char *info[UW_INFO__COUNT]; /* interned */
+	struct uw_event_stats *evst; /* per attribute */
+	uint64_t by_type[PR_TYPES + 1]; /* records read, by type (the last: types past those) */
+	uint64_t skipped_by_type[PR_TYPES + 1]; /* of those, not used */
+	uint64_t sample_ord;     /* SAMPLE records read so far, in file order */
+	uint64_t cur_ord;        /* of the record being queued */
+	/* perf record -z: the stream of COMPRESSED records' pieces */
+	struct perf_decomp *decomp;
+	bool inner;              /* processing records that came out of it (copied when queued) */
+	/* FEAT_UW_STOPS: the stop reason of each sample, in runs (file order) */
+	struct stop_run *stops;
+	size_t nstops;
+	/* feature sections as read (file mode: into the mapping; pipe mode: copies) */
+	struct feat_sec feats[FEAT_LAST];
 	perf_record_fn record_fn; /* writers: every non-sample record delivered */
 	void *record_ctx;
 	const uint8_t *cur_rec;   /* the sample being delivered */
@@ -658,6 +686,12 @@ static int add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const ui
 	if (!na)
 		return -ENOMEM;
 	r->attrs = na;
+	struct uw_event_stats *ne = realloc(r->evst, (r->nattrs + 1) * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	r->evst = ne;
+	memset(&ne[r->nattrs], 0, sizeof(*ne));
+	ne[r->nattrs].sz = sizeof(*ne);
 	a.name = perf_attr_default_name(&a);
 	a.raw_size = (uint32_t)UW_MIN(size, (size_t)PERF_ATTR_MAX);
 	memcpy(a.raw, p, a.raw_size);
@@ -795,11 +829,90 @@ static const char *feat_string(struct uw_reader *r, struct base_cursor *c)
 	return base_intern(&r->s->strings, p, strnlen(p, len));
 }
 
+/* FEAT_UW_STOPS (perf_writer.c): u32 version (1), u32 0, u64 samples, u64 runs, then the runs
+ * as {u32 count, u8 reason, 3 bytes 0}, in the order the samples lie in the data section. */
+static void parse_stops(struct uw_reader *r, const uint8_t *p, uint64_t size)
+{
+	struct base_cursor c = base_cursor(p, size);
+	uint32_t version = base_cur_u32(&c);
+	base_cur_u32(&c);
+	uint64_t nsamples = base_cur_u64(&c), nruns = base_cur_u64(&c);
+	if (c.bad || version != 1 || nruns > base_cur_left(&c) / 8 || r->stops) {
+		base_log(&r->s->log, UW_LOG_WARN, "%s: the section of stop reasons is malformed: ignored", r->path);
+		return;
+	}
+	struct stop_run *v = nruns ? malloc(nruns * sizeof(*v)) : NULL;
+	if (nruns && !v)
+		return;
+	uint64_t first = 0;
+	for (uint64_t i = 0; i < nruns; i++) {
+		uint32_t count = base_cur_u32(&c);
+		uint8_t reason = base_cur_u8(&c);
+		base_cur_skip(&c, 3);
+		if (!count || reason >= UW_STOP__COUNT) {
+			free(v);
+			base_log(&r->s->log, UW_LOG_WARN, "%s: the section of stop reasons is malformed: ignored", r->path);
+			return;
+		}
+		v[i] = (struct stop_run){ first, count, reason };
+		first += count;
+	}
+	if (first != nsamples) {
+		free(v);
+		base_log(&r->s->log, UW_LOG_WARN, "%s: the section of stop reasons is malformed: ignored", r->path);
+		return;
+	}
+	r->stops = v;
+	r->nstops = (size_t)nruns;
+}
+
+/* The stop reason the file states for the sample of ordinal ord; -1 when it states none. */
+static int stated_stop(const struct uw_reader *r, uint64_t ord)
+{
+	size_t k = base_upper_bound(r->stops, r->nstops, sizeof(*r->stops), offsetof(struct stop_run, first), ord);
+	if (!k)
+		return -1;
+	const struct stop_run *run = &r->stops[k - 1];
+	return ord - run->first < run->count ? run->reason : -1;
+}
+
+const uint8_t *perf_reader_feature(const struct uw_reader *r, unsigned bit, size_t *n)
+{
+	if (bit >= FEAT_LAST || !r->feats[bit].p) {
+		*n = 0;
+		return NULL;
+	}
+	*n = r->feats[bit].n;
+	return r->feats[bit].p;
+}
+
+/* Keeps a feature section's bytes for writers (a copy unless they lie in the mapping). */
+static void keep_feature(struct uw_reader *r, unsigned bit, const uint8_t *p, size_t n, bool copy)
+{
+	struct feat_sec *f = &r->feats[bit];
+	if (f->owned)
+		free((void *)f->p);
+	f->p = NULL;
+	f->n = 0;
+	f->owned = false;
+	if (copy) {
+		uint8_t *c = malloc(n ? n : 1);
+		if (!c)
+			return;
+		memcpy(c, p, n);
+		p = c;
+	}
+	*f = (struct feat_sec){ p, n, copy };
+}
+
 static void parse_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64_t size)
 {
 	struct base_cursor c = base_cursor(p, size);
 	char buf[4096];
 	switch (feat) {
+	case FEAT_UW_STOPS:
+		parse_stops(r, p, size);
+		break;
 	case FEAT_BUILD_ID:
 		parse_build_ids(r, p, size);
 		break;
@@ -860,7 +973,10 @@ static int parse_file_header(struct uw_reader *r)
 		feat[i] = base_cur_u64(&c);
 	if (c.bad)
 		return rerr(r, -UW_ETRUNC, 0, "file header truncated (104 bytes expected)");
-	if (hsize < 104 || hsize > r->map_size)
+	/* the first format ended the header before the feature bitmap (72 bytes) */
+	if (hsize == 72)
+		memset(feat, 0, sizeof(feat));
+	else if (hsize < 104 || hsize > r->map_size)
 		return rerr(r, -UW_EFORMAT, 8, "bad header size");
 	if (attr_size < PERF_ATTR_SIZE_VER0 + 16 || attr_size > 4096)
 		return rerr(r, -UW_EFORMAT, 16, "bad attribute entry size");
@@ -906,6 +1022,7 @@ static int parse_file_header(struct uw_reader *r)
 		fpos += 16;
 		if (off > r->map_size || size > r->map_size - off)
 			continue;
+		keep_feature(r, bit, r->map + off, (size_t)size, false);
 		parse_feature(r, bit, r->map + off, size);
 	}
 	return 0;
@@ -984,8 +1101,8 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		err = rerr(r, -UW_EUNSUPP, 0, "big-endian perf.data files are not supported");
 		goto fail;
 	}
-	if (magic != PERF_MAGIC2) {
-		err = rerr(r, -UW_EMAGIC, 0, "not a perf.data file (magic PERFILE2 expected)");
+	if (magic != PERF_MAGIC2 && magic != PERF_MAGIC1) {
+		err = rerr(r, -UW_EMAGIC, 0, "not a perf.data file (magic PERFILE2 or PERFFILE expected)");
 		goto fail;
 	}
 	r->st.bytes = r->map ? r->map_size : 0;
@@ -1043,6 +1160,12 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	for (size_t i = 0; i < r->nattrs; i++)
 		free(r->attrs[i].ids);
 	free(r->attrs);
+	free(r->evst);
+	free(r->stops);
+	perf_decomp_free(r->decomp);
+	for (unsigned i = 0; i < FEAT_LAST; i++)
+		if (r->feats[i].owned)
+			free((void *)r->feats[i].p);
 	free(r->buf);
 	free(r->win);
 	free(r->cbuf);
@@ -1105,14 +1228,125 @@ static const uint8_t *read_whole(struct uw_reader *r, const struct cut *cut)
 	return r->fullbuf;
 }
 
-static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const struct cut *cut)
+static bool in_list(const int *v, size_t n, uint32_t x)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((uint32_t)v[i] == x)
+			return true;
+	return false;
+}
+
+/* Does the sample pass the pid, tid and comm filters? */
+static bool sample_wanted(const struct uw_reader *r, uint32_t pid, uint32_t tid, const char *comm)
+{
+	const struct uw_reader_opts *o = &r->o;
+	if ((o->pid && pid != (uint32_t)o->pid) || (o->tid && tid != (uint32_t)o->tid))
+		return false;
+	if ((o->npids && !in_list(o->pids, o->npids, pid)) || (o->ntids && !in_list(o->tids, o->ntids, tid)))
+		return false;
+	if (o->comm && (!comm || strcmp(comm, o->comm) != 0))
+		return false;
+	if (o->ncomms) {
+		bool any = false;
+		for (size_t i = 0; i < o->ncomms && !any; i++)
+			any = comm && o->comms[i] && strcmp(comm, o->comms[i]) == 0;
+		if (!any)
+			return false;
+	}
+	return true;
+}
+
+/* A frame at address ip (from a callchain, or the sample's ip). */
+static void frame_at(struct proc_find_ctx *fc, uint64_t ip, uint8_t method, struct uw_frame *f)
+{
+	struct unw_pc_info info = { 0 };
+	memset(f, 0, sizeof(*f));
+	bool mapped = fc->p && proc_find_pc(fc, ip, &info);
+	f->pc = ip;
+	f->module = info.module;
+	f->map_addr = mapped ? info.map_addr : ip;
+	f->rel_pc = ip - info.bias;
+	f->method = method;
+	/* the kernel's frame-pointer callchain: addresses shown as given (perf script does not
+	 * adjust them either) */
+	f->is_call = 0;
+}
+
+/*
+ * A callchain read from the file, judged by its outermost frame: a root when its module's CFI
+ * marks the return address undefined there (the same test the unwinder stops on), cut short
+ * when that CFI gives it a caller. A return address is looked up one byte back, inside its
+ * call; unwound writes callers at the return address - 1 already, which stays inside the call.
+ */
+static enum uw_stop_reason judge_chain(struct proc_find_ctx *fc, const struct uw_frame *outer, bool is_first)
+{
+	struct unw_pc_info info = { 0 };
+	if (!outer->pc || !fc->p || !proc_find_pc(fc, outer->pc, &info))
+		return UW_STOP_NO_MODULE;
+	const struct cfi_rule *rule;
+	uint64_t lookup = outer->pc - (is_first ? 0 : 1) - info.bias;
+	if (!info.code || !info.code->cfi || !cfi_table_find(info.code->cfi, lookup, &rule))
+		return UW_STOP_UNKNOWN;
+	return (rule->flags & CFI_F_END) ? UW_STOP_END_OF_STACK : UW_STOP_CHAIN_CUT;
+}
+
+/* The user part of a sample with a register and stack copy: unwound (again from the whole
+ * record when the copy was cut and unwinding wanted more). */
+static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const struct perf_sample *ps, uint16_t misc,
+                        const struct cut *cut, struct proc_find_ctx *fc, struct uw_sample *smp)
+{
+	struct unw_regs regs;
+	uint64_t regbuf[64];
+	/* the register block may be unaligned inside the record: copy it (at most 64 bits set) */
+	memcpy(regbuf, ps->regs, ps->nregs * 8);
+	unw_x86_64_from_perf(a->sample_regs_user, regbuf, ps->nregs, &regs);
+	uint64_t reach = 0;
+	struct unw_stack stk = { regs.r[7], ps->stack, ps->stack_dyn, r->sparse ? &reach : NULL };
+	smp->user_ip = regs.r[16];
+	smp->user_sp = regs.r[7];
+	smp->user_fp = regs.r[6];
+	smp->stack = ps->stack;
+	smp->stack_size = ps->stack_dyn;
+	/* In a syscall (not a fault or an interrupt, whose pc is exact), the user pc follows the
+	 * `syscall` instruction, which left that same pc in rcx: the kernel's saved rcx equals its
+	 * saved rip. */
+	bool in_syscall = (misc & PM_CPUMODE_MASK) == PM_KERNEL && (regs.valid & (1u << 2)) &&
+			  (regs.valid & (1u << 16)) && regs.r[2] == regs.r[16];
+	struct unw_opts uo = { r->s->opts.max_frames, r->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64, in_syscall };
+	struct unw_result res;
+	unw_run(&uo, &regs, &stk, proc_find_pc, fc, r->frames, &res);
+	r->st.stack_bytes_read += ps->stack_size;
+	if (cut && cut->cut && reach > ps->stack_dyn) {
+		/* unwinding wanted bytes past the cut: unwind again from the whole record */
+		const uint8_t *whole = read_whole(r, cut);
+		struct perf_sample ws;
+		if (whole && perf_sample_decode(a, whole + 8, cut->len - 8, &ws) == 0 && ws.regs_abi && ws.stack_dyn) {
+			unw_x86_64_from_perf(a->sample_regs_user, regbuf, ps->nregs, &regs);
+			stk.data = ws.stack;
+			stk.size = ws.stack_dyn;
+			smp->stack = ws.stack;
+			smp->stack_size = ws.stack_dyn;
+			unw_run(&uo, &regs, &stk, proc_find_pc, fc, r->frames, &res);
+			r->st.stack_rereads++;
+			r->st.stack_bytes_read += ws.stack_size;
+		}
+	}
+	if (r->sparse && ps->stack_size)
+		note_reach(r, reach, cut && cut->cut ? cut->len : ps->stack_size);
+	smp->nr_user = res.n;
+	smp->stop_reason = (uint8_t)res.stop;
+}
+
+static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const struct cut *cut, uint64_t ord)
 {
 	unsigned aidx;
 	const struct perf_attr *a = record_attr(r, rec, len, &aidx);
+	struct uw_event_stats *es = &r->evst[aidx];
 	struct perf_sample ps;
 	uint16_t misc;
 	memcpy(&misc, rec + 4, 2);
 	r->st.samples++;
+	es->samples++;
 	if (perf_sample_decode(a, rec + 8, len - 8, &ps)) {
 		/* a malformed sample is dropped, not fatal: the rest of the file is fine */
 		if (!r->st.malformed_samples++)
@@ -1122,13 +1356,11 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 				 r->path, r->st.samples, len, aidx, a ? a->sample_type : 0);
 		return 0;
 	}
-	if (r->o.pid && ps.pid != (uint32_t)r->o.pid)
-		return 0;
-	if (r->o.tid && ps.tid != (uint32_t)r->o.tid)
+	if (r->o.event && strcmp(a->name, r->o.event) != 0)
 		return 0;
 	struct proc *p = proc_get(r->s, (int32_t)ps.pid, false);
 	const char *comm = thread_comm(r, ps.pid, ps.tid, p);
-	if (r->o.comm && (!comm || strcmp(comm, r->o.comm) != 0))
+	if (!sample_wanted(r, ps.pid, ps.tid, comm))
 		return 0;
 	if (p && p->exited)
 		r->st.exit_before_sample++;
@@ -1149,6 +1381,7 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 	/* the kernel callchain: the part after PERF_CONTEXT_KERNEL; user entries are used only
 	 * when the sample carries no user stack to unwind (frame-pointer recordings) */
 	unsigned nk = 0, nu_chain = 0;
+	bool chain_full = false; /* user entries past max_frames */
 	uint64_t ctx = 0;
 	struct proc_find_ctx fc = { r->s, p, (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX };
 	bool have_stack = ps.regs_abi && ps.regs && ps.stack_dyn;
@@ -1162,19 +1395,10 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 		if (ctx == PC_KERNEL && nk < r->kcap) {
 			r->kbuf[nk++] = ip;
 		} else if (ctx == PC_USER && !have_stack && !ps.regs_abi && nu_chain < r->s->opts.max_frames) {
-			struct uw_frame *f = &r->frames[nu_chain];
-			struct unw_pc_info info = { 0 };
-			memset(f, 0, sizeof(*f));
-			bool mapped = p && proc_find_pc(&fc, ip, &info);
-			f->pc = ip;
-			f->module = info.module;
-			f->map_addr = mapped ? info.map_addr : ip;
-			f->rel_pc = ip - info.bias;
-			f->method = nu_chain ? UW_METHOD_CALLCHAIN : UW_METHOD_REGS;
-			/* the kernel's frame-pointer callchain: addresses shown as given (perf script
-			 * does not adjust them either) */
-			f->is_call = 0;
+			frame_at(&fc, ip, nu_chain ? UW_METHOD_CALLCHAIN : UW_METHOD_REGS, &r->frames[nu_chain]);
 			nu_chain++;
+		} else if (ctx == PC_USER && nu_chain == r->s->opts.max_frames) {
+			chain_full = true;
 		}
 	}
 	smp.kernel = r->kbuf;
@@ -1182,65 +1406,26 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 	smp.user = r->frames;
 	smp.has_callchain = (a->sample_type & (PS_CALLCHAIN | PS_REGS_USER)) != 0;
 	if (have_stack) {
-		struct unw_regs regs;
-		uint64_t regbuf[64];
-		/* the register block may be unaligned inside the record: copy it (at most 64 bits set) */
-		memcpy(regbuf, ps.regs, ps.nregs * 8);
-		unw_x86_64_from_perf(a->sample_regs_user, regbuf, ps.nregs, &regs);
-		uint64_t reach = 0;
-		struct unw_stack stk = { regs.r[7], ps.stack, ps.stack_dyn, r->sparse ? &reach : NULL };
-		smp.user_ip = regs.r[16];
-		smp.user_sp = regs.r[7];
-		smp.user_fp = regs.r[6];
-		smp.stack = ps.stack;
-		smp.stack_size = ps.stack_dyn;
-		/* In a syscall (not a fault or an interrupt, whose pc is exact), the user pc follows
-		 * the `syscall` instruction, which left that same pc in rcx: the kernel's saved rcx
-		 * equals its saved rip. */
-		bool in_syscall = (misc & PM_CPUMODE_MASK) == PM_KERNEL && (regs.valid & (1u << 2)) &&
-				  (regs.valid & (1u << 16)) && regs.r[2] == regs.r[16];
-		struct unw_opts uo = { r->s->opts.max_frames, r->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64,
-				       in_syscall };
-		struct unw_result res;
-		unw_run(&uo, &regs, &stk, proc_find_pc, &fc, r->frames, &res);
-		r->st.stack_bytes_read += ps.stack_size;
-		if (cut && cut->cut && reach > ps.stack_dyn) {
-			/* unwinding wanted bytes past the cut: unwind again from the whole record */
-			const uint8_t *whole = read_whole(r, cut);
-			struct perf_sample ws;
-			if (whole && perf_sample_decode(a, whole + 8, cut->len - 8, &ws) == 0 && ws.regs_abi &&
-			    ws.stack_dyn) {
-				unw_x86_64_from_perf(a->sample_regs_user, regbuf, ps.nregs, &regs);
-				stk.data = ws.stack;
-				stk.size = ws.stack_dyn;
-				smp.stack = ws.stack;
-				smp.stack_size = ws.stack_dyn;
-				unw_run(&uo, &regs, &stk, proc_find_pc, &fc, r->frames, &res);
-				r->st.stack_rereads++;
-				r->st.stack_bytes_read += ws.stack_size;
-			}
-		}
-		if (r->sparse && ps.stack_size)
-			note_reach(r, reach, cut && cut->cut ? cut->len : ps.stack_size);
-		smp.nr_user = res.n;
-		smp.stop_reason = (uint8_t)res.stop;
+		unwind_user(r, a, &ps, misc, cut, &fc, &smp);
 	} else if (nu_chain) {
 		smp.nr_user = nu_chain;
-		smp.stop_reason = UW_STOP_NONE;
+		int stated = r->stops ? stated_stop(r, ord) : -1;
+		if (stated >= 0) {
+			smp.stop_reason = (uint8_t)stated;
+			r->st.stops_stated++;
+		} else if (chain_full) {
+			smp.stop_reason = UW_STOP_MAX_FRAMES;
+		} else {
+			smp.stop_reason = (uint8_t)judge_chain(&fc, &r->frames[nu_chain - 1], nu_chain == 1);
+			r->st.stops_judged++;
+		}
 	} else if (!(a->sample_type & (PS_CALLCHAIN | PS_REGS_USER))) {
 		/* no callchain at all: the sample's ip is the only frame */
 		if ((misc & PM_CPUMODE_MASK) == PM_KERNEL) {
 			r->kbuf[0] = ps.ip;
 			smp.nr_kernel = 1;
 		} else {
-			struct uw_frame *f = &r->frames[0];
-			struct unw_pc_info info = { 0 };
-			memset(f, 0, sizeof(*f));
-			bool mapped = p && proc_find_pc(&fc, ps.ip, &info);
-			f->pc = ps.ip;
-			f->module = info.module;
-			f->map_addr = mapped ? info.map_addr : ps.ip;
-			f->rel_pc = ps.ip - info.bias;
+			frame_at(&fc, ps.ip, UW_METHOD_REGS, &r->frames[0]);
 			smp.nr_user = 1;
 		}
 		smp.stop_reason = UW_STOP_NONE;
@@ -1248,19 +1433,34 @@ static int deliver_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 		smp.nr_user = 0;
 		smp.stop_reason = UW_STOP_NO_REGS; /* a kernel thread: no user stack */
 		r->st.samples_no_user++;
+		es->samples_no_user++;
+	} else if ((a->sample_type & PS_REGS_USER) || (misc & PM_CPUMODE_MASK) != PM_KERNEL) {
+		/* registers but no stack bytes; or a user-mode sample whose callchain has no user
+		 * part */
+		smp.stop_reason = (a->sample_type & PS_REGS_USER) ? UW_STOP_STACK_EXHAUSTED : UW_STOP_UNKNOWN;
 	} else {
-		smp.stop_reason = (a->sample_type & PS_REGS_USER) ? UW_STOP_STACK_EXHAUSTED : UW_STOP_NO_REGS;
+		/* a callchain with only a kernel part, taken in the kernel: a kernel thread, or user
+		 * frames left out (exclude_callchain_user) */
+		smp.stop_reason = UW_STOP_NO_REGS;
+		r->st.samples_no_user++;
+		es->samples_no_user++;
 	}
-	if (smp.stop_reason != UW_STOP_NO_REGS || smp.nr_user)
+	if (smp.stop_reason != UW_STOP_NO_REGS || smp.nr_user) {
 		r->st.stop_reasons[smp.stop_reason]++;
+		es->stop_reasons[smp.stop_reason]++;
+	}
 	r->st.user_frames += smp.nr_user;
 	r->st.samples_delivered++;
+	es->user_frames += smp.nr_user;
+	es->samples_delivered++;
+	es->period += smp.period;
 	if (r->o.on_sample && r->o.on_sample(r->o.ctx, &smp))
 		return -UW_ECANCELED;
 	return 0;
 }
 
-static int deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time, const struct cut *cut)
+static int deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time, const struct cut *cut,
+                   uint64_t ord)
 {
 	uint32_t type;
 	uint16_t misc;
@@ -1286,7 +1486,7 @@ static int deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 	case PR_SAMPLE:
 		r->cur_rec = rec;
 		r->cur_len = len;
-		return deliver_sample(r, rec, len, cut);
+		return deliver_sample(r, rec, len, cut, ord);
 	case PR_MMAP:
 	case PR_MMAP2: {
 		int32_t pid = base_cur_s32(&c);
@@ -1389,7 +1589,7 @@ static int flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least)
 		if (!all && e->time > limit && i >= at_least)
 			break;
 		if (!err)
-			err = deliver(r, e->rec, e->len, e->time, &e->cut);
+			err = deliver(r, e->rec, e->len, e->time, &e->cut, e->ord);
 		r->last_flushed = e->time;
 		r->any_flushed = true;
 		r->qbytes -= e->len;
@@ -1409,7 +1609,7 @@ static int enqueue(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 {
 	if (r->any_flushed && time < r->last_flushed) {
 		r->st.late_records++;
-		return deliver(r, rec, len, time, &r->cur_cut);
+		return deliver(r, rec, len, time, r->inner ? &(struct cut){ 0 } : &r->cur_cut, r->cur_ord);
 	}
 	if (r->qlen == r->qcap) {
 		size_t cap = r->qcap ? r->qcap * 2 : 4096;
@@ -1422,10 +1622,12 @@ static int enqueue(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 	struct qent *e = &r->q[r->qlen++];
 	e->time = time;
 	e->seq = r->seq++;
+	e->ord = r->cur_ord;
 	e->len = len;
-	e->cut = r->cur_cut;
-	e->chunk = r->cur_chunk;
-	e->owned = !e->chunk && (!r->map || r->sparse);
+	e->cut = r->inner ? (struct cut){ 0 } : r->cur_cut;
+	e->chunk = r->inner ? NULL : r->cur_chunk;
+	/* records from a compressed piece live in the decompressor's buffer: copied */
+	e->owned = !e->chunk && (!r->map || r->sparse || r->inner);
 	if (e->chunk)
 		e->chunk->live++;
 	if (e->owned) {
@@ -1481,6 +1683,74 @@ static void progress(struct uw_reader *r, uint64_t off)
 	}
 }
 
+static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t off);
+
+/* A record that came out of a compressed piece. */
+static int inner_record(void *ctx, const uint8_t *rec, uint32_t len)
+{
+	struct uw_reader *r = ctx;
+	uint32_t type;
+	memcpy(&type, rec, 4);
+	int err = (type == PR_COMPRESSED || type == PR_COMPRESSED2) /* perf never nests them */
+			  ? rerr(r, -UW_EFORMAT, r->decomp_off, "a compressed record inside a compressed record")
+			  : process_record(r, rec, len, r->decomp_off);
+	r->inner_failed = err != 0;
+	return err;
+}
+
+/* PERF_RECORD_COMPRESSED(2): the records its piece of the stream completes, processed in order. */
+static int decompress(struct uw_reader *r, uint32_t type, const uint8_t *rec, uint32_t len, uint64_t off)
+{
+	const uint8_t *p = rec + 8;
+	size_t n = len - 8;
+	if (type == PR_COMPRESSED2) {
+		uint64_t dsz;
+		if (len < 16)
+			return rerr(r, -UW_EFORMAT, off, "COMPRESSED2 record too short");
+		memcpy(&dsz, rec + 8, 8);
+		if (dsz > len - 16u)
+			return rerr(r, -UW_EFORMAT, off, "COMPRESSED2 data size runs past the record");
+		p = rec + 16;
+		n = (size_t)dsz;
+	}
+	if (!r->decomp) {
+		int e = perf_decomp_new(&r->decomp);
+		if (e)
+			return e;
+	}
+	/* a bound on what a stream may expand to: far above perf's ratios (stack copies of
+	 * zeros compress about 200:1), far below what a crafted stream could claim */
+	r->st.compressed_bytes += n;
+	uint64_t max_out = ((uint64_t)1 << 30) + 4096 * r->st.compressed_bytes;
+	const char *what = "compressed records do not decompress";
+	r->inner = true;
+	r->inner_failed = false;
+	r->decomp_off = off;
+	int err = perf_decomp_feed(r->decomp, p, n, max_out, inner_record, r, &what);
+	r->inner = false;
+	r->st.decompressed_bytes = perf_decomp_bytes_out(r->decomp);
+	if (!r->inner_failed && (err == -UW_EFORMAT || err == -UW_ELIMIT))
+		return rerr(r, err, off, what);
+	return err;
+}
+
+/* EVENT_UPDATE (pipe mode): {u64 type, u64 id, data}; type 2 names the event with that id. */
+static void event_update(struct uw_reader *r, const uint8_t *rec, uint32_t len)
+{
+	uint64_t type, id;
+	if (len < 24 + 1)
+		return;
+	memcpy(&type, rec + 8, 8);
+	memcpy(&id, rec + 16, 8);
+	if (type != 2 || !base_map_has(&r->ids, id))
+		return;
+	unsigned idx;
+	attr_by_id(r, id, &idx);
+	size_t l = strnlen((const char *)rec + 24, len - 24);
+	if (l)
+		r->attrs[idx].name = base_intern(&r->s->strings, (const char *)rec + 24, l);
+}
+
 /* One record of the input: header records act at once, event records are queued for time order. */
 static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t off)
 {
@@ -1488,7 +1758,9 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 	uint32_t type;
 	memcpy(&type, rec, 4);
 	r->st.records++;
-	progress(r, off);
+	r->by_type[type < PR_TYPES ? type : PR_TYPES]++;
+	if (!r->inner)
+		progress(r, off);
 	if (type >= 64) {
 		switch (type) {
 		case PR_FINISHED_ROUND:
@@ -1515,14 +1787,22 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 			if (len >= 16) {
 				uint64_t feat;
 				memcpy(&feat, rec + 8, 8);
-				if (feat < FEAT_LAST && feat != FEAT_BUILD_ID)
+				/* (an empty one is the end marker) */
+				if (feat < FEAT_LAST && feat != FEAT_BUILD_ID && len > 16) {
+					keep_feature(r, (unsigned)feat, rec + 16, len - 16, true);
 					parse_feature(r, (unsigned)feat, rec + 16, len - 16);
+				}
 			}
+			break;
+		case PR_EVENT_UPDATE:
+			event_update(r, rec, len);
 			break;
 		case PR_HEADER_TRACING_DATA: {
 			uint32_t sz = 0;
 			if (len >= 12)
 				memcpy(&sz, rec + 8, 4);
+			r->st.skipped_records++;
+			r->skipped_by_type[type]++;
 			err = skip_payload(r, ((uint64_t)sz + 7) & ~7ull, off);
 			break;
 		}
@@ -1530,27 +1810,45 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 			uint64_t sz = 0;
 			if (len >= 16)
 				memcpy(&sz, rec + 8, 8);
+			r->st.skipped_records++;
+			r->skipped_by_type[type]++;
 			err = skip_payload(r, sz, off);
 			break;
 		}
 		case PR_COMPRESSED:
-			if (!r->warned_compressed) {
-				r->warned_compressed = true;
-				base_log(&r->s->log, UW_LOG_WARN,
-					 "%s: compressed records (perf record -z) are skipped", r->path);
-			}
-			r->st.unknown_records++;
+		case PR_COMPRESSED2:
+			err = decompress(r, type, rec, len, off);
+			break;
+		case PR_FINISHED_INIT:
 			break;
 		default:
-			if (type > PR_FINISHED_INIT)
+			if (type >= PR_TYPES) {
 				r->st.unknown_records++;
+			} else {
+				r->st.skipped_records++;
+				r->skipped_by_type[type]++;
+			}
 			break;
 		}
 	} else if (!r->nattrs) {
 		err = rerr(r, -UW_ENOATTR, off, "event record before any event attribute");
 	} else {
-		if (type > PR_CALLCHAIN_DEFERRED)
-			r->st.unknown_records++;
+		switch (type) {
+		case PR_SAMPLE:
+			r->cur_ord = r->sample_ord++;
+			break;
+		case PR_MMAP: case PR_MMAP2: case PR_COMM: case PR_FORK: case PR_EXIT: case PR_LOST:
+		case PR_LOST_SAMPLES: case PR_THROTTLE: case PR_UNTHROTTLE:
+			break;
+		default:
+			if (type >= PR_TYPES) {
+				r->st.unknown_records++;
+			} else {
+				r->st.skipped_records++;
+				r->skipped_by_type[type]++;
+			}
+			break;
+		}
 		bool has;
 		uint64_t t = record_time(r, rec, len, &has);
 		if (!has)
@@ -1558,6 +1856,33 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 		err = enqueue(r, rec, len, t);
 	}
 	return err;
+}
+
+UW_API uint64_t uw_reader_nr_records(const struct uw_reader *r, uint32_t type)
+{
+	return r ? r->by_type[type < PR_TYPES ? type : PR_TYPES] : 0;
+}
+
+UW_API uint64_t uw_reader_nr_skipped(const struct uw_reader *r, uint32_t type)
+{
+	return r ? r->skipped_by_type[type < PR_TYPES ? type : PR_TYPES] : 0;
+}
+
+UW_API const char *uw_record_type_name(uint32_t type)
+{
+	return perf_record_type_name(type);
+}
+
+UW_API int uw_reader_event_stats(const struct uw_reader *r, unsigned idx, struct uw_event_stats *st)
+{
+	if (!r || !st || st->sz < sizeof(size_t) || idx >= r->nattrs)
+		return -EINVAL;
+	size_t want = st->sz;
+	memcpy(st, &r->evst[idx], UW_MIN(want, sizeof(*st)));
+	if (want > sizeof(*st))
+		memset((char *)st + sizeof(*st), 0, want - sizeof(*st));
+	st->sz = want;
+	return 0;
 }
 
 /* ---- live input: records pushed by a recorder (perf_live.c) */

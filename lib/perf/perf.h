@@ -24,6 +24,25 @@ struct perf_attr {
 	unsigned id_trailer_size; /* bytes of sample_id at the end of other records */
 };
 
+/* A record handed on: header and body, len bytes (valid during the call). */
+typedef int (*perf_record_fn)(void *ctx, const uint8_t *rec, uint32_t len);
+
+/* ---- compressed records (perf_decomp.c) */
+struct perf_decomp;
+int perf_decomp_new(struct perf_decomp **out);
+void perf_decomp_free(struct perf_decomp *d);
+/* Decompresses one piece of the recording's zstd stream (a COMPRESSED record's payload) and
+ * calls fn for every record that is whole by its end, in order; a record split across pieces
+ * waits for the next. Fails past max_out bytes decompressed in all. @return 0, fn's error,
+ * -UW_EFORMAT (*what says why), -UW_ELIMIT or -ENOMEM. */
+int perf_decomp_feed(struct perf_decomp *d, const uint8_t *p, size_t n, uint64_t max_out, perf_record_fn fn,
+                     void *ctx, const char **what);
+uint64_t perf_decomp_bytes_out(const struct perf_decomp *d);
+size_t perf_decomp_pending(const struct perf_decomp *d);
+
+/* The name of a record type ("SAMPLE", "MMAP2", ...; "unknown" past those perf knows). */
+const char *perf_record_type_name(uint32_t type);
+
 /* Decodes a raw perf_event_attr of `size` bytes (>= PERF_ATTR_SIZE_VER0). */
 int perf_attr_decode(const uint8_t *p, size_t size, struct perf_attr *a);
 /* A name for an attribute without an event description ("cpu-clock", "cycles", ...). */
@@ -65,42 +84,67 @@ struct perf_writer_buildid {
 	size_t len;
 	bool kernel;
 };
-struct perf_writer_info {
-	const char *hostname, *osrelease, *version, *arch;
-	uint32_t nr_cpus_avail, nr_cpus_online;
-	int argc;
-	const char *const *argv;
-	const struct perf_writer_buildid *buildids;
-	size_t nbuildids;
-};
-/* Creates path (mode 0600; an existing file is kept as path.old). */
+/* Creates path (mode 0600; an existing file is kept as path.old; a symbolic link is not
+ * followed), or writes a pipe-mode stream to standard output for "-". */
 int perf_writer_open(const char *path, struct perf_writer **out);
+bool perf_writer_is_pipe(const struct perf_writer *w);
 /* Attributes come before any record. raw: a perf_event_attr of size bytes. */
 int perf_writer_add_attr(struct perf_writer *w, const uint8_t *raw, uint32_t size, const char *name,
                          const uint64_t *ids, size_t nids);
+/* A feature section's body, built by the caller with perf_feat_* (replacing any before). In pipe
+ * mode features must be set before the first record. NULL for the features the writer makes
+ * (EVENT_DESC, BUILD_ID, FEAT_UW_STOPS) or when it is too late. */
+struct perf_feat;
+struct perf_feat *perf_writer_feature(struct perf_writer *w, unsigned bit);
+void perf_feat_u32(struct perf_feat *f, uint32_t v);
+void perf_feat_u64(struct perf_feat *f, uint64_t v);
+void perf_feat_str(struct perf_feat *f, const char *s); /* perf's string: u32 padded length, bytes */
+void perf_feat_bytes(struct perf_feat *f, const void *p, size_t n);
+/* A feature's bytes as they are (a copy). @return 0, -EINVAL (see perf_writer_feature), -ENOMEM. */
+int perf_writer_set_feature(struct perf_writer *w, unsigned bit, const void *p, size_t n);
+/* Writes the header and attributes (done by the first record if not before). */
+int perf_writer_begin(struct perf_writer *w);
 /* Appends a record (header included) to the data section. */
 int perf_writer_record(struct perf_writer *w, const void *rec, size_t len);
-/* Writes the feature sections, the attributes and the header. */
-int perf_writer_finish(struct perf_writer *w, const struct perf_writer_info *info);
+/* Notes a SAMPLE just written: its time (SAMPLE_TIME) and its stop reason (FEAT_UW_STOPS). */
+void perf_writer_sample(struct perf_writer *w, bool has_time, uint64_t time, uint8_t reason);
+/* A build-id for the table (once per path). */
+int perf_writer_add_buildid(struct perf_writer *w, const char *path, const uint8_t *id, size_t len, bool kernel);
+/* File mode: writes what is buffered and brings the header's data size up to date, so the file
+ * reads to here if the writer dies. */
+int perf_writer_sync(struct perf_writer *w);
+/* Writes the feature sections and the final header (file mode), the build-ids (pipe mode). */
+int perf_writer_finish(struct perf_writer *w);
 void perf_writer_close(struct perf_writer *w);
+
+/* Feature sections describing this machine, as perf record writes them (perf_hostinfo.c):
+ * HOSTNAME, OSRELEASE, VERSION, ARCH, NRCPUS, CPUDESC, CPUID, TOTAL_MEM, CMDLINE, CPU_TOPOLOGY,
+ * NUMA_TOPOLOGY, PMU_MAPPINGS, CACHE, MEM_TOPOLOGY, BPF_PROG_INFO, BPF_BTF, PMU_CAPS, and with a
+ * clock (clockid >= 0) CLOCKID and CLOCK_DATA. What cannot be read is left out. */
+void perf_host_features(struct perf_writer *w, int argc, const char *const *argv, int clockid);
 
 /* ---- callchain sink (perf_inject.c): unwound samples written with callchains */
 struct cc_sink;
 int cc_sink_new(struct uw_session *s, const char *out_path, struct cc_sink **out);
-/* Takes the reader's attributes and non-sample records; its on_sample must be cc_sink_on_sample
- * with the sink as ctx. */
+/* Takes the reader's attributes, feature sections and non-sample records; its on_sample must be
+ * cc_sink_on_sample with the sink as ctx. */
 void cc_sink_attach(struct cc_sink *k, struct uw_reader *r);
 int cc_sink_on_sample(void *ctx, const struct uw_sample *smp);
 /* A record of the recorder's own (a mapping found on demand), written as it is. */
 int cc_sink_record(struct cc_sink *k, const uint8_t *rec, uint32_t len);
-/* Header features from base, build-ids of the modules hit added. */
-int cc_sink_finish(struct cc_sink *k, const struct perf_writer_info *base);
+/* The writer, for features of the caller's (before the first record in pipe mode). */
+struct perf_writer *cc_sink_writer(struct cc_sink *k);
+/* File mode: data size brought up to date (see perf_writer_sync). */
+int cc_sink_sync(struct cc_sink *k);
+/* The build-ids of the modules hit, then the features and the header. */
+int cc_sink_finish(struct cc_sink *k);
 void cc_sink_free(struct cc_sink *k, struct uw_inject_stats *stats);
 
 /* ---- reader internals shared with writers (perf_reader.c) */
-/* Called with every non-sample record as it is delivered (in time order). */
-typedef int (*perf_record_fn)(void *ctx, const uint8_t *rec, uint32_t len);
 void perf_reader_set_record_fn(struct uw_reader *r, perf_record_fn fn, void *ctx);
+/* A feature section of the recording (HEADER_* bit) as read, or NULL; valid while the reader
+ * lives. */
+const uint8_t *perf_reader_feature(const struct uw_reader *r, unsigned bit, size_t *n);
 /* The attributes read so far. */
 const struct perf_attr *perf_reader_attrs(const struct uw_reader *r, size_t *n);
 /* Live input: a reader without a file, fed records in arrival order (ordered like a file's

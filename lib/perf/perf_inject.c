@@ -30,11 +30,73 @@ struct inject {
 	int err;
 };
 
+/* Features of the input that no longer hold for the output: its samples lose branch stacks, AUX
+ * data is not copied, the output is not compressed nor a directory; the writer makes the
+ * others that depend on what changed (events, build-ids, sample times, stop reasons). */
+static bool feature_carried(unsigned bit)
+{
+	switch (bit) {
+	case FEAT_BUILD_ID: case FEAT_EVENT_DESC: case FEAT_SAMPLE_TIME: case FEAT_UW_STOPS:
+	case FEAT_COMPRESSED: case FEAT_DIR_FORMAT: case FEAT_AUXTRACE: case FEAT_BRANCH_STACK:
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* The input's build-id table, kept in the output's (modules hit are added at the end). */
+static int carry_build_ids(struct inject *in, const uint8_t *p, size_t size)
+{
+	size_t off = 0;
+	while (size - off >= 8 + 4 + 24) {
+		uint16_t misc, rsize;
+		memcpy(&misc, p + off + 4, 2);
+		memcpy(&rsize, p + off + 6, 2);
+		if (rsize < 8 + 4 + 24 || rsize > size - off)
+			break;
+		const uint8_t *bid = p + off + 12;
+		size_t blen = (misc & PM_BUILD_ID_SIZE) ? UW_MIN((size_t)bid[20], (size_t)20) : 20;
+		const char *fn = (const char *)(p + off + 36);
+		size_t fl = strnlen(fn, rsize - 36u);
+		if (!(misc & PM_BUILD_ID_SIZE))
+			while (blen > 16 && bid[blen - 1] == 0)
+				blen--;
+		if (fl && fl < rsize - 36u) {
+			int err = perf_writer_add_buildid(in->w, fn, bid, blen, (misc & PM_CPUMODE_MASK) == PM_KERNEL);
+			if (err)
+				return err;
+		}
+		off += rsize;
+	}
+	return 0;
+}
+
+static int carry_features(struct inject *in)
+{
+	for (unsigned bit = 1; bit < FEAT_LAST; bit++) {
+		size_t n;
+		const uint8_t *p = perf_reader_feature(in->r, bit, &n);
+		if (!p)
+			continue;
+		int err = 0;
+		if (bit == FEAT_BUILD_ID)
+			err = carry_build_ids(in, p, n);
+		else if (feature_carried(bit))
+			err = perf_writer_set_feature(in->w, bit, p, n);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int add_attrs(struct inject *in)
 {
 	if (in->attrs_done)
 		return 0;
 	in->attrs_done = true;
+	int ferr = carry_features(in);
+	if (ferr)
+		return ferr;
 	size_t n;
 	const struct perf_attr *a = perf_reader_attrs(in->r, &n);
 	in->out_type = calloc(n ? n : 1, sizeof(*in->out_type));
@@ -57,7 +119,7 @@ static int add_attrs(struct inject *in)
 		if (err)
 			return err;
 	}
-	return 0;
+	return perf_writer_begin(in->w);
 }
 
 static int on_record(void *ctx, const uint8_t *rec, uint32_t len)
@@ -148,52 +210,38 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 	memcpy(b + 6, &size, 2);
 	in->st.samples_written++;
 	in->st.bytes_out += at;
-	return perf_writer_record(in->w, b, at);
+	err = perf_writer_record(in->w, b, at);
+	perf_writer_sample(in->w, (st & PS_TIME) != 0, ps.time, smp->stop_reason);
+	return err;
 }
-
-struct bids {
-	struct perf_writer_buildid *v;
-	size_t n, cap;
-};
 
 static int hexval(char c)
 {
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-static void add_bid(struct bids *b, const char *path, const char *hex, bool kernel)
+/* A build-id given in hex, into the writer's table. */
+static int add_bid(struct perf_writer *w, const char *path, const char *hex, bool kernel)
 {
 	size_t hl = hex ? strlen(hex) : 0;
+	uint8_t id[20];
 	if (hl < 2 || hl % 2 || hl > 40)
-		return;
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? 2 * b->cap : 64;
-		struct perf_writer_buildid *nv = realloc(b->v, cap * sizeof(*nv));
-		if (!nv)
-			return;
-		b->v = nv;
-		b->cap = cap;
-	}
-	struct perf_writer_buildid *e = &b->v[b->n];
-	memset(e, 0, sizeof(*e));
+		return 0;
 	for (size_t i = 0; i < hl / 2; i++) {
 		int h = hexval(hex[2 * i]), l = hexval(hex[2 * i + 1]);
 		if (h < 0 || l < 0)
-			return;
-		e->id[i] = (uint8_t)(h << 4 | l);
+			return 0;
+		id[i] = (uint8_t)(h << 4 | l);
 	}
-	e->path = path;
-	e->len = hl / 2;
-	e->kernel = kernel;
-	b->n++;
+	return perf_writer_add_buildid(w, path, id, hl / 2, kernel);
 }
 
 static int collect_module(void *ctx, struct uw_module *m)
 {
-	struct bids *b = ctx;
+	struct perf_writer *w = ctx;
 	if (uw_module_state(m) != UW_MODULE_MISSING || uw_module_build_id(m)[0])
 		if (m->hits && m->build_id[0] && !m->jit)
-			add_bid(b, m->path, m->build_id, false);
+			add_bid(w, m->path, m->build_id, false);
 	return 0;
 }
 
@@ -229,26 +277,30 @@ int cc_sink_on_sample(void *ctx, const struct uw_sample *smp)
 	return on_sample(ctx, smp);
 }
 
-int cc_sink_finish(struct cc_sink *k, const struct perf_writer_info *base)
+struct perf_writer *cc_sink_writer(struct cc_sink *k)
+{
+	return ((struct inject *)k)->w;
+}
+
+int cc_sink_sync(struct cc_sink *k)
+{
+	return perf_writer_sync(((struct inject *)k)->w);
+}
+
+int cc_sink_finish(struct cc_sink *k)
 {
 	struct inject *in = (struct inject *)k;
 	int err = add_attrs(in);
 	if (err)
 		return err;
-	struct bids b = { 0 };
-	uw_session_foreach_module(in->s, collect_module, &b);
+	uw_session_foreach_module(in->s, collect_module, in->w);
 	/* modules a recording freed on its way (idle too long) */
 	const struct evicted_module *ev = in->s->evicted.data;
 	for (size_t i = 0; i < in->s->evicted.len; i++)
-		add_bid(&b, ev[i].path, ev[i].build_id, false);
+		add_bid(in->w, ev[i].path, ev[i].build_id, false);
 	const char *kb = base_map_get(&in->s->buildids, base_hash_bytes("[kernel.kallsyms]", 17));
-	add_bid(&b, "[kernel.kallsyms]", kb, true);
-	struct perf_writer_info info = *base;
-	info.buildids = b.v;
-	info.nbuildids = b.n;
-	err = perf_writer_finish(in->w, &info);
-	free(b.v);
-	return err;
+	add_bid(in->w, "[kernel.kallsyms]", kb, true);
+	return perf_writer_finish(in->w);
 }
 
 void cc_sink_free(struct cc_sink *k, struct uw_inject_stats *stats)
@@ -288,16 +340,7 @@ UW_API int uw_inject(struct uw_session *s, const char *in_path, const char *out_
 	cc_sink_attach(k, r);
 	err = uw_reader_run(r);
 	if (!err) {
-		const char *cmd = uw_reader_info(r, UW_INFO_CMDLINE);
-		const char *argv[1] = { cmd };
-		unsigned avail = 0, online = 0;
-		const char *cpus = uw_reader_info(r, UW_INFO_NRCPUS);
-		if (cpus)
-			sscanf(cpus, "%u/%u", &online, &avail);
-		struct perf_writer_info info = { uw_reader_info(r, UW_INFO_HOSTNAME), uw_reader_info(r, UW_INFO_OSRELEASE),
-						 uw_reader_info(r, UW_INFO_PERF_VERSION), uw_reader_info(r, UW_INFO_ARCH),
-						 avail, online, cmd ? 1 : 0, argv, NULL, 0 };
-		err = cc_sink_finish(k, &info);
+		err = cc_sink_finish(k);
 		if (err)
 			base_err(&s->log, err, "%s: %s", out_path, uw_strerror(err));
 	}

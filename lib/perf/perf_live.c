@@ -400,37 +400,56 @@ static bool parse_event(const char *name, struct evspec *e)
 	return false;
 }
 
-static bool user_only; /* set per recording before events are opened (see uw_record) */
+/* How the events of one recording are opened. */
+struct evconf {
+	struct evspec ev;
+	const struct uw_record_opts *o;
+	bool user_only;         /* the kernel may not be sampled (perf_event_paranoid 2) */
+};
 
-static void attr_init(struct kattr *a, const struct evspec *ev, const struct uw_record_opts *o, bool sideband, bool task)
+static void attr_init(struct kattr *a, const struct evconf *ec, bool sideband, bool task)
 {
+	const struct uw_record_opts *o = ec->o;
 	memset(a, 0, sizeof(*a));
-	a->type = ev->type;
+	a->type = ec->ev.type;
 	a->size = sizeof(*a);
-	a->config = ev->config;
+	a->config = ec->ev.config;
 	if (o->period) {
 		a->sample_period_or_freq = o->period;
 	} else {
 		a->sample_period_or_freq = o->freq;
 		a->flags |= BIT(A_FREQ);
 	}
-	a->sample_type = PS_IDENTIFIER | PS_IP | PS_TID | PS_TIME | PS_CPU | PS_PERIOD | PS_CALLCHAIN | PS_REGS_USER |
-			 PS_STACK_USER;
-	/* the kernel's part of the callchain only: the user part is ours */
-	a->flags |= BIT(A_DISABLED) | BIT(A_SAMPLE_ID_ALL) | BIT(A_EXCL_CALLCHAIN_USER) | BIT(A_USE_CLOCKID) |
-		    BIT(A_WATERMARK);
+	a->sample_type = PS_IDENTIFIER | PS_IP | PS_TID | PS_TIME | PS_CPU | PS_PERIOD | PS_CALLCHAIN;
+	a->flags |= BIT(A_DISABLED) | BIT(A_SAMPLE_ID_ALL) | BIT(A_USE_CLOCKID) | BIT(A_WATERMARK);
+	if (o->call_graph == UW_CALL_GRAPH_DWARF) {
+		/* the kernel's part of the callchain only: the user part is ours */
+		a->sample_type |= PS_REGS_USER | PS_STACK_USER;
+		a->flags |= BIT(A_EXCL_CALLCHAIN_USER);
+		a->sample_regs_user = unw_x86_64_perf_mask();
+		a->sample_stack_user = o->stack_size;
+	}
 	if (task)
 		a->flags |= BIT(A_INHERIT);
-	if (user_only)
+	if (ec->user_only)
 		a->flags |= BIT(5) | BIT(6); /* exclude_kernel, exclude_hv */
 	if (o->argv)
 		a->flags |= BIT(A_ENABLE_ON_EXEC);
 	if (sideband)
 		a->flags |= BIT(A_MMAP) | BIT(A_MMAP2) | BIT(A_COMM) | BIT(A_COMM_EXEC) | BIT(A_TASK) | BIT(A_BUILD_ID);
 	a->clockid = CLOCK_MONOTONIC;
-	a->sample_regs_user = unw_x86_64_perf_mask();
-	a->sample_stack_user = o->stack_size;
 	a->wakeup = 0; /* with watermark: bytes; 0 means half the buffer */
+}
+
+/* Is CPU c one the recording uses (-C)? */
+static bool cpu_wanted(const struct uw_record_opts *o, int c)
+{
+	if (!o->ncpus)
+		return true;
+	for (size_t i = 0; i < o->ncpus; i++)
+		if (o->cpus[i] == c)
+			return true;
+	return false;
 }
 
 static int open_ring(struct live *lv, struct kattr *a, pid_t pid, int cpu, size_t pages)
@@ -508,12 +527,13 @@ static int task_ids(int pid, int **out, size_t *n)
 }
 
 /* Events for a task on every CPU: the first of each task carries the side-band. */
-static int open_task(struct live *lv, const struct evspec *ev, const struct uw_record_opts *o, pid_t tid, int ncpu,
-                     size_t pages)
+static int open_task(struct live *lv, const struct evconf *ec, pid_t tid, int ncpu, size_t pages)
 {
 	for (int c = 0; c < ncpu; c++) {
+		if (!cpu_wanted(ec->o, c))
+			continue;
 		struct kattr a;
-		attr_init(&a, ev, o, true, true);
+		attr_init(&a, ec, true, true);
 		int err = open_ring(lv, &a, tid, c, pages);
 		if (err == -ENODEV || err == -EINVAL)
 			continue; /* an offline CPU */
@@ -525,7 +545,7 @@ static int open_task(struct live *lv, const struct evspec *ev, const struct uw_r
 
 static uint64_t status_root(const struct uw_reader_stats *st)
 {
-	return st->stop_reasons[UW_STOP_END_OF_STACK] + st->stop_reasons[UW_STOP_NONE];
+	return st->stop_reasons[UW_STOP_END_OF_STACK];
 }
 
 static double cpu_self(void)
@@ -536,120 +556,150 @@ static double cpu_self(void)
 	       (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
-UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final)
-{
+/* ---- the phases of a recording */
+
+struct rec {
+	struct uw_session *s;
 	struct uw_record_opts o;
-	if (!s || base_opts_copy(&o, sizeof(o), opts))
-		return -EINVAL;
-	if (!o.output)
-		o.output = "perf.data";
-	if (!o.freq && !o.period)
-		o.freq = 999;
-	if (!o.stack_size)
-		o.stack_size = 16384;
-	if (o.stack_size > 65528)
+	struct evconf ec;
+	bool ev_default;
+	struct live lv;
+	int ncpu;
+	pid_t child;            /* the command, until reaped */
+	int go[2];              /* the command waits on go[0] until the events exist */
+	int execerr[2];         /* and writes its exec error to execerr[1] */
+	int wstatus;            /* the command's wait status, -1 until reaped */
+	int exec_errno;
+	bool stopped_child;     /* the recorder ended the command */
+	double t0;
+};
+
+static int check_opts(struct rec *rc)
+{
+	struct uw_session *s = rc->s;
+	struct uw_record_opts *o = &rc->o;
+	if (!o->output)
+		o->output = "perf.data";
+	if (!o->freq && !o->period)
+		o->freq = 999;
+	if (!o->stack_size)
+		o->stack_size = 16384;
+	if (o->stack_size > 65528)
 		return base_err(&s->log, -EINVAL, "the user stack size is at most 65528 bytes");
-	o.stack_size &= ~7u;
-	if (!o.mmap_pages)
-		o.mmap_pages = 1024;
-	if (o.mmap_pages & (o.mmap_pages - 1))
+	o->stack_size &= ~7u;
+	if (!o->mmap_pages)
+		o->mmap_pages = 1024;
+	if (o->mmap_pages & (o->mmap_pages - 1))
 		return base_err(&s->log, -EINVAL, "ring buffer pages must be a power of two");
-	int targets = !!o.system_wide + !!o.npids + !!o.ntids + !!o.argv;
+	if (o->call_graph != UW_CALL_GRAPH_DWARF && o->call_graph != UW_CALL_GRAPH_FP)
+		return base_err(&s->log, -EINVAL, "unknown call-graph mode %d", o->call_graph);
+	int targets = !!o->system_wide + !!o->npids + !!o->ntids + !!o->argv;
 	if (targets != 1)
 		return base_err(&s->log, -EINVAL, "give exactly one of: a command, -p PIDS, -t TIDS, -a");
-	struct evspec ev;
-	bool ev_default = !o.event;
-	if (!parse_event(ev_default ? "cycles" : o.event, &ev))
+	for (size_t i = 0; i < o->ncpus; i++)
+		if (o->cpus[i] < 0 || o->cpus[i] >= rc->ncpu)
+			return base_err(&s->log, -EINVAL, "CPU %d does not exist (this machine has 0-%d)", o->cpus[i],
+					rc->ncpu - 1);
+	rc->ev_default = !o->event;
+	if (!parse_event(rc->ev_default ? "cycles" : o->event, &rc->ec.ev))
 		return base_err(&s->log, -EINVAL, "unknown event '%s' (cycles, instructions, cpu-clock, task-clock, page-faults)",
-				o.event);
+				o->event);
+	rc->ec.o = o;
+	return 0;
+}
 
-	struct live lv = { .s = s };
-	s->live = true;
-	struct cc_sink *k = NULL;
-	int err = cc_sink_new(s, o.output, &k);
-	if (err)
-		return err;
-	UW_OPTS(uw_reader_opts, ro, .on_sample = cc_sink_on_sample, .ctx = k);
-	lv.r = perf_reader_new_live(s, &ro);
-	lv.tmp = malloc(1u << 16);
-	if (!lv.r || !lv.tmp) {
-		cc_sink_free(k, NULL);
-		uw_reader_free(lv.r);
-		free(lv.tmp);
-		return -ENOMEM;
-	}
-	cc_sink_attach(k, lv.r);
-	lv.sink = k;
-	s->on_new_map = on_new_map;
-	s->on_new_map_ctx = &lv;
-
-	/* the command: forked now, it waits on a pipe until the events exist, then execs */
-	pid_t child = -1;
-	int go[2] = { -1, -1 };
-	if (o.argv) {
-		if (pipe2(go, O_CLOEXEC)) {
-			err = -errno;
-			goto out;
-		}
-		child = fork();
-		if (child < 0) {
-			err = -errno;
-			goto out;
-		}
-		if (child == 0) {
-			char c;
-			close(go[1]);
-			if (read(go[0], &c, 1) != 1)
-				_exit(127);
-			execvp(o.argv[0], o.argv);
-			fprintf(stderr, "unwound record: %s: %s\n", o.argv[0], strerror(errno));
+/* The command, forked now: it waits on a pipe until its events exist, then execs; an exec that
+ * fails sends its errno back through a pipe that a successful exec closes. */
+static int fork_command(struct rec *rc)
+{
+	if (pipe2(rc->go, O_CLOEXEC) || pipe2(rc->execerr, O_CLOEXEC))
+		return base_err(&rc->s->log, -errno, "pipe: %s", strerror(errno));
+	rc->child = fork();
+	if (rc->child < 0)
+		return base_err(&rc->s->log, -errno, "fork: %s", strerror(errno));
+	if (rc->child == 0) {
+		char c;
+		close(rc->go[1]);
+		close(rc->execerr[0]);
+		if (read(rc->go[0], &c, 1) != 1)
 			_exit(127);
-		}
-		close(go[0]);
-		go[0] = -1;
+		/* the recording goes to standard output: the command's output goes to standard
+		 * error, as perf does */
+		if (!strcmp(rc->o.output, "-") && dup2(2, 1) < 0)
+			_exit(127);
+		/* the recorder's signal dispositions are not the command's */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		execvp(rc->o.argv[0], rc->o.argv);
+		int e = errno;
+		if (write(rc->execerr[1], &e, sizeof(e)) != sizeof(e))
+			_exit(127);
+		_exit(127);
 	}
-	bool child_done = false;
-	double t0 = now_s(CLOCK_MONOTONIC);
-	int ncpu = ncpus();
-	size_t pages = o.mmap_pages;
-	user_only = false;
+	close(rc->go[0]);
+	close(rc->execerr[1]);
+	rc->go[0] = rc->execerr[1] = -1;
+	return 0;
+}
+
+/* Opens every ring: per CPU for -a, per task and CPU otherwise; falls back to cpu-clock when the
+ * default event has no hardware counter, and to user space when the kernel may not be sampled. */
+static int open_events(struct rec *rc)
+{
+	struct uw_session *s = rc->s;
+	const struct uw_record_opts *o = &rc->o;
+	struct live *lv = &rc->lv;
+	size_t pages = o->mmap_pages;
+	int err = 0;
+	/* processes and threads that are not there: said as such (not as a missing counter) */
+	for (size_t i = 0; i < o->npids + o->ntids; i++) {
+		int id = i < o->npids ? o->pids[i] : o->tids[i - o->npids];
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/%d", id);
+		if (access(p, F_OK))
+			return base_err(&s->log, -ESRCH, "%s %d: no such %s", i < o->npids ? "process" : "thread", id,
+					i < o->npids ? "process" : "thread");
+	}
 	for (int attempt = 0; attempt < 3; attempt++) {
-		if (o.system_wide) {
-			for (int c = 0; c < ncpu && !err; c++) {
+		if (o->system_wide) {
+			for (int c = 0; c < rc->ncpu && !err; c++) {
+				if (!cpu_wanted(o, c))
+					continue;
 				struct kattr a;
-				attr_init(&a, &ev, &o, true, false);
-				err = open_ring(&lv, &a, -1, c, pages);
+				attr_init(&a, &rc->ec, true, false);
+				err = open_ring(lv, &a, -1, c, pages);
 				if (err == -ENODEV)
 					err = 0;
 			}
-		} else if (o.argv) {
-			err = open_task(&lv, &ev, &o, child, ncpu, pages);
+		} else if (o->argv) {
+			err = open_task(lv, &rc->ec, rc->child, rc->ncpu, pages);
 		} else {
-			for (size_t i = 0; i < o.npids && !err; i++) {
+			for (size_t i = 0; i < o->npids && !err; i++) {
 				int *tids = NULL;
 				size_t nt = 0;
-				err = task_ids(o.pids[i], &tids, &nt);
+				err = task_ids(o->pids[i], &tids, &nt);
 				if (err)
-					err = base_err(&s->log, err, "process %d: %s", o.pids[i], strerror(-err));
+					err = base_err(&s->log, err, "process %d: %s", o->pids[i], strerror(-err));
 				for (size_t t = 0; t < nt && !err; t++)
-					err = open_task(&lv, &ev, &o, tids[t], ncpu, pages);
+					err = open_task(lv, &rc->ec, tids[t], rc->ncpu, pages);
 				free(tids);
 			}
-			for (size_t i = 0; i < o.ntids && !err; i++)
-				err = open_task(&lv, &ev, &o, o.tids[i], ncpu, pages);
+			for (size_t i = 0; i < o->ntids && !err; i++)
+				err = open_task(lv, &rc->ec, o->tids[i], rc->ncpu, pages);
 		}
 		/* no hardware counters (a VM): the default falls back to cpu-clock */
-		if ((err == -ENOENT || err == -EOPNOTSUPP) && ev_default && ev.type == 0) {
-			close_rings(&lv);
-			parse_event("cpu-clock", &ev);
+		if ((err == -ENOENT || err == -EOPNOTSUPP) && rc->ev_default && rc->ec.ev.type == 0) {
+			close_rings(lv);
+			parse_event("cpu-clock", &rc->ec.ev);
 			err = 0;
 			continue;
 		}
 		/* not allowed to sample the kernel (perf_event_paranoid 2): user space only, as perf
 		 * does */
-		if ((err == -EACCES || err == -EPERM) && !user_only && !o.system_wide) {
-			close_rings(&lv);
-			user_only = true;
+		if ((err == -EACCES || err == -EPERM) && !rc->ec.user_only && !o->system_wide) {
+			close_rings(lv);
+			rc->ec.user_only = true;
 			base_log(&s->log, UW_LOG_WARN, "kernel samples excluded: kernel.perf_event_paranoid does not allow them "
 				 "('sysctl -w kernel.perf_event_paranoid=1' does)");
 			err = 0;
@@ -657,46 +707,78 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		}
 		break;
 	}
-	if (err == -EACCES || err == -EPERM) {
-		err = permission_error(s, err);
-		goto out;
-	}
-	if (err) {
-		err = base_err(&s->log, err, "perf_event_open (%s): %s", ev.name, strerror(-err));
-		goto out;
-	}
-	/* the reader learns the event: the attribute as opened, and every ring's id */
-	{
-		struct kattr a;
-		attr_init(&a, &ev, &o, true, !o.system_wide);
-		uint64_t *ids = malloc(lv.nrings * sizeof(*ids));
-		if (!ids) {
-			err = -ENOMEM;
-			goto out;
-		}
-		for (size_t i = 0; i < lv.nrings; i++)
-			ids[i] = lv.rings[i].id;
-		err = perf_reader_add_attr(lv.r, (const uint8_t *)&a, sizeof(a), ids, lv.nrings);
-		free(ids);
-		if (err)
-			goto out;
-	}
-	lv.id0 = lv.nrings ? lv.rings[0].id : 0;
-	err = push_kernel_map(&lv);
+	if (err == -EACCES || err == -EPERM)
+		return permission_error(s, err);
 	if (err)
-		goto out;
-	/* processes that already run: their names and mappings, before anything they do next;
-	 * for -t only the threads' names: their mappings are asked for when a pc needs one
-	 * (PROCMAP_QUERY, or a /proc/PID/maps scan on kernels before 6.11) */
-	if (o.system_wide || o.npids) {
-		err = synthesize_all(&lv, o.pids, o.npids, o.system_wide);
-		if (err)
-			goto out;
+		return base_err(&s->log, err, "perf_event_open (%s): %s", rc->ec.ev.name, strerror(-err));
+	if (!lv->nrings)
+		return base_err(&s->log, -ENODEV, "no events could be opened on the CPUs asked for");
+	return 0;
+}
+
+/* Lets the command exec. @return 0, or -errno when it could not be executed. */
+static int start_command(struct rec *rc)
+{
+	if (write(rc->go[1], "x", 1) != 1)
+		return base_err(&rc->s->log, -errno, "starting the command: %s", strerror(errno));
+	close(rc->go[1]);
+	rc->go[1] = -1;
+	int e = 0;
+	ssize_t n;
+	while ((n = read(rc->execerr[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(rc->execerr[0]);
+	rc->execerr[0] = -1;
+	if (n == (ssize_t)sizeof(e) && e) {
+		rc->exec_errno = e;
+		return base_err(&rc->s->log, -e, "%s: %s", rc->o.argv[0], strerror(e));
 	}
-	for (size_t i = 0; i < o.ntids && !err; i++) {
+	return 0;
+}
+
+/* The output and the reader that feeds it, with the machine's features, then the event as
+ * opened with every ring's id. */
+static int create_output(struct rec *rc)
+{
+	struct uw_session *s = rc->s;
+	struct live *lv = &rc->lv;
+	int err = cc_sink_new(s, rc->o.output, &lv->sink);
+	if (err)
+		return err;
+	UW_OPTS(uw_reader_opts, ro, .on_sample = cc_sink_on_sample, .ctx = lv->sink);
+	lv->r = perf_reader_new_live(s, &ro);
+	lv->tmp = malloc(1u << 16);
+	if (!lv->r || !lv->tmp)
+		return -ENOMEM;
+	cc_sink_attach(lv->sink, lv->r);
+	perf_host_features(cc_sink_writer(lv->sink), rc->o.cmd_argc, rc->o.cmd_argv, CLOCK_MONOTONIC);
+	struct kattr a;
+	attr_init(&a, &rc->ec, true, !rc->o.system_wide);
+	uint64_t *ids = malloc(lv->nrings * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < lv->nrings; i++)
+		ids[i] = lv->rings[i].id;
+	err = perf_reader_add_attr(lv->r, (const uint8_t *)&a, sizeof(a), ids, lv->nrings);
+	free(ids);
+	lv->id0 = lv->nrings ? lv->rings[0].id : 0;
+	return err;
+}
+
+/* Processes that already run: their names and mappings, before anything they do next; for -t
+ * only the threads' names: their mappings are asked for when a pc needs one (PROCMAP_QUERY, or
+ * a /proc/PID/maps scan on kernels before 6.11). */
+static int synthesize_existing(struct rec *rc)
+{
+	struct live *lv = &rc->lv;
+	const struct uw_record_opts *o = &rc->o;
+	int err = push_kernel_map(lv);
+	if (!err && (o->system_wide || o->npids))
+		err = synthesize_all(lv, o->pids, o->npids, o->system_wide);
+	for (size_t i = 0; i < o->ntids && !err; i++) {
 		char p[64], comm[64] = "";
-		int32_t pid = o.tids[i];
-		snprintf(p, sizeof(p), "/proc/%d/status", o.tids[i]);
+		int32_t pid = o->tids[i];
+		snprintf(p, sizeof(p), "/proc/%d/status", o->tids[i]);
 		FILE *f = fopen(p, "re");
 		char line[256];
 		while (f && fgets(line, sizeof(line), f)) {
@@ -707,107 +789,151 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		}
 		if (f)
 			fclose(f);
-		err = push_comm(&lv, pid, o.tids[i], comm);
+		err = push_comm(lv, pid, o->tids[i], comm);
 	}
-	if (err)
-		goto out;
-	for (size_t i = 0; i < lv.nrings; i++)
-		ioctl(lv.rings[i].fd, PERF_EVENT_IOC_ENABLE, 0);
-	if (o.argv) {
-		/* enable_on_exec: counting starts at the exec */
-		if (write(go[1], "x", 1) != 1) {
-			err = -errno;
-			goto out;
-		}
-		close(go[1]);
-		go[1] = -1;
-	}
-	t0 = now_s(CLOCK_MONOTONIC);
-	double last_status = t0;
-	struct pollfd *pfd = calloc(lv.nrings ? lv.nrings : 1, sizeof(*pfd));
-	if (!pfd) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < lv.nrings; i++)
-		pfd[i] = (struct pollfd){ lv.rings[i].fd, POLLIN, 0 };
+	return err;
+}
+
+static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct uw_record_status *st)
+{
+	struct uw_reader_stats rs = { .sz = sizeof(rs) };
+	if (rc->lv.r)
+		uw_reader_stats(rc->lv.r, &rs);
+	memset(st, 0, sizeof(*st));
+	st->sz = sizeof(*st);
+	st->samples = rs.samples_delivered;
+	st->samples_root = status_root(&rs);
+	st->lost = rc->lv.lost;
+	st->throttled = rc->lv.throttled;
+	st->bytes_out = bytes_out;
+	st->procmap_query = rc->s->procmap_queries;
+	st->maps_scan = rc->s->maps_scans;
+	st->elapsed = now - rc->t0;
+	st->cpu_self = cpu_self();
+	st->workload_wstatus = rc->wstatus;
+	st->workload_errno = rc->exec_errno;
+	st->workload_stopped = rc->stopped_child;
+}
+
+/* Reads the rings until the command exits, *stop is set or the duration has passed; the file's
+ * data size is brought up to date once a second. */
+static int record_loop(struct rec *rc)
+{
+	struct live *lv = &rc->lv;
+	const struct uw_record_opts *o = &rc->o;
+	struct pollfd *pfd = calloc(lv->nrings ? lv->nrings : 1, sizeof(*pfd));
+	if (!pfd)
+		return -ENOMEM;
+	for (size_t i = 0; i < lv->nrings; i++)
+		pfd[i] = (struct pollfd){ lv->rings[i].fd, POLLIN, 0 };
+	double last_status = rc->t0;
+	int err = 0;
 	while (!err) {
-		int pr = poll(pfd, lv.nrings, 100);
+		int pr = poll(pfd, lv->nrings, 100);
 		if (pr < 0 && errno != EINTR) {
 			err = -errno;
 			break;
 		}
-		err = drain_all(&lv);
+		err = drain_all(lv);
 		double now = now_s(CLOCK_MONOTONIC);
-		if (child > 0 && !child_done) {
-			int st;
-			if (waitpid(child, &st, WNOHANG) == child) {
-				child_done = true;
-				child = -1; /* reaped */
-			}
-		}
-		bool stop = child_done || (o.stop && *o.stop) || (o.duration > 0 && now - t0 >= o.duration);
-		if (o.on_status && (now - last_status >= 1.0 || stop)) {
+		if (rc->child > 0 && waitpid(rc->child, &rc->wstatus, WNOHANG) == rc->child)
+			rc->child = -1; /* reaped */
+		bool stop = (o->argv && rc->child < 0) || (o->stop && *o->stop) ||
+			    (o->duration > 0 && now - rc->t0 >= o->duration);
+		if (now - last_status >= 1.0 || stop) {
 			last_status = now;
-			struct uw_reader_stats rs = { .sz = sizeof(rs) };
-			uw_reader_stats(lv.r, &rs);
-			struct uw_record_status st = { sizeof(st), rs.samples_delivered, status_root(&rs), lv.lost, lv.throttled,
-						      0, s->procmap_queries, s->maps_scans, now - t0, cpu_self() };
-			o.on_status(o.ctx, &st);
+			if (!err)
+				err = cc_sink_sync(lv->sink);
+			if (o->on_status) {
+				struct uw_record_status st;
+				report_status(rc, now, 0, &st);
+				o->on_status(o->ctx, &st);
+			}
 		}
 		if (stop)
 			break;
 	}
 	free(pfd);
-	for (size_t i = 0; i < lv.nrings; i++)
-		ioctl(lv.rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
-	if (!err)
-		err = drain_all(&lv);
-	if (!err)
-		err = perf_reader_finish(lv.r);
-	if (!err) {
-		struct utsname u;
-		uname(&u);
-		char vers[32];
-		snprintf(vers, sizeof(vers), "unwound %d.%d.%d", UW_VERSION_MAJOR, UW_VERSION_MINOR, UW_VERSION_PATCH);
-		long online = sysconf(_SC_NPROCESSORS_ONLN);
-		struct perf_writer_info info = { u.nodename, u.release, vers, u.machine, (uint32_t)ncpu,
-						 (uint32_t)(online > 0 ? online : ncpu), o.cmd_argc, o.cmd_argv, NULL, 0 };
-		err = cc_sink_finish(k, &info);
-		if (err)
-			base_err(&s->log, err, "%s: %s", o.output, uw_strerror(err));
+	return err;
+}
+
+/* The command, if it still runs, is ended (SIGTERM, or SIGKILL when recording failed) and
+ * reaped. */
+static void end_command(struct rec *rc, bool failed)
+{
+	if (rc->child <= 0)
+		return;
+	if (waitpid(rc->child, &rc->wstatus, WNOHANG) == 0) {
+		kill(rc->child, failed ? SIGKILL : SIGTERM);
+		rc->stopped_child = !failed;
+		waitpid(rc->child, &rc->wstatus, 0);
 	}
+	rc->child = -1;
+}
+
+UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final)
+{
+	struct rec rc = { .s = s, .child = -1, .go = { -1, -1 }, .execerr = { -1, -1 }, .wstatus = -1 };
+	if (!s || base_opts_copy(&rc.o, sizeof(rc.o), opts))
+		return -EINVAL;
+	rc.ncpu = ncpus();
+	rc.lv.s = s;
+	int err = check_opts(&rc);
+	if (err)
+		return err;
+	s->live = true;
+	s->on_new_map = on_new_map;
+	s->on_new_map_ctx = &rc.lv;
+	if (rc.o.argv)
+		err = fork_command(&rc);
+	if (!err)
+		err = open_events(&rc);
+	if (!err && rc.o.argv)
+		err = start_command(&rc);
+	if (!err)
+		err = create_output(&rc);
+	if (!err)
+		err = synthesize_existing(&rc);
+	if (!err) {
+		for (size_t i = 0; i < rc.lv.nrings; i++)
+			ioctl(rc.lv.rings[i].fd, PERF_EVENT_IOC_ENABLE, 0);
+		rc.t0 = now_s(CLOCK_MONOTONIC);
+		err = record_loop(&rc);
+		for (size_t i = 0; i < rc.lv.nrings; i++)
+			ioctl(rc.lv.rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+	}
+	/* a command that outlived the recording, or could not be recorded, is not left running */
+	end_command(&rc, err != 0);
+	if (!err)
+		err = drain_all(&rc.lv);
+	if (!err)
+		err = perf_reader_finish(rc.lv.r);
+	if (!err) {
+		err = cc_sink_finish(rc.lv.sink);
+		if (err)
+			base_err(&s->log, err, "%s: %s", rc.o.output, uw_strerror(err));
+	}
+	struct uw_inject_stats is = { .sz = sizeof(is) };
 	if (final && final->sz >= sizeof(size_t)) {
-		struct uw_reader_stats rs = { .sz = sizeof(rs) };
-		uw_reader_stats(lv.r, &rs);
-		struct uw_inject_stats is = { .sz = sizeof(is) };
-		cc_sink_free(k, &is);
-		k = NULL;
-		struct uw_record_status st = { sizeof(st), rs.samples_delivered, status_root(&rs), lv.lost, lv.throttled, is.bytes_out,
-					      s->procmap_queries, s->maps_scans, now_s(CLOCK_MONOTONIC) - t0, cpu_self() };
+		struct uw_record_status st;
+		cc_sink_free(rc.lv.sink, &is);
+		rc.lv.sink = NULL;
+		report_status(&rc, now_s(CLOCK_MONOTONIC), is.bytes_out, &st);
 		size_t sz = final->sz;
 		memcpy(final, &st, UW_MIN(sz, sizeof(st)));
 		final->sz = sz;
 	}
-out:
-	if (go[0] >= 0)
-		close(go[0]);
-	if (go[1] >= 0)
-		close(go[1]);
-	if (child > 0) {
-		/* a command that could not be recorded, or outlived the recording, is not left
-		 * running */
-		int st;
-		if (waitpid(child, &st, WNOHANG) == 0) {
-			kill(child, err ? SIGKILL : SIGTERM);
-			waitpid(child, &st, 0);
-		}
+	for (int i = 0; i < 2; i++) {
+		if (rc.go[i] >= 0)
+			close(rc.go[i]);
+		if (rc.execerr[i] >= 0)
+			close(rc.execerr[i]);
 	}
 	s->on_new_map = NULL;
 	s->on_new_map_ctx = NULL;
-	close_rings(&lv);
-	cc_sink_free(k, NULL);
-	uw_reader_free(lv.r);
-	free(lv.tmp);
+	close_rings(&rc.lv);
+	cc_sink_free(rc.lv.sink, NULL);
+	uw_reader_free(rc.lv.r);
+	free(rc.lv.tmp);
 	return err;
 }

@@ -1,10 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * perf.data writer (file mode): the header, attributes with their ids, the data section, and the
- * feature sections perf and hotspot use (build-ids, host, OS release, perf version, arch, CPUs,
- * command line, event names). Layout as perf writes it (tools/perf/util/header.c): header at 0,
- * the id arrays, the attributes, the data, then a table of {offset, size} per feature bit set
- * followed by the features' bodies.
+ * perf.data writer, file mode and pipe mode (tools/perf/Documentation/perf.data-file-format.txt).
+ *
+ * File mode, as perf lays it out: the header at 0, the id arrays, the attributes, the data
+ * section, then a table of {offset, size} per feature bit set followed by the features' bodies.
+ * The header and attributes are written before the first record with a data size of 0, and
+ * perf_writer_sync brings the size up to date, so a file whose writer was killed is readable to
+ * its last sync (perf report and unwound read it); perf_writer_finish adds the features and the
+ * final header.
+ *
+ * Pipe mode ("-": standard output): a 16-byte header, an ATTR record per event, a FEATURE record
+ * per feature with the end marker, FINISHED_INIT, then the records as they come, and the
+ * build-ids as BUILD_ID records at the end (their table cannot go first: the modules a stack
+ * lands in are known only as samples are unwound).
+ *
+ * Features the writer makes itself: EVENT_DESC (from the attributes), BUILD_ID, SAMPLE_TIME
+ * (from the samples noted) and FEAT_UW_STOPS, each sample's stop reason in runs (file mode
+ * only: perf ignores a feature bit it does not know in a file, but fails on one in a pipe).
+ * Any other feature is the caller's bytes (perf_writer_set_feature).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,33 +37,65 @@ struct wattr {
 	size_t nids;
 };
 
+struct fbuf {
+	uint8_t *p;
+	size_t n, cap;
+	bool bad;
+};
+
+struct stop_run_w {
+	uint32_t count;
+	uint8_t reason;
+};
+
 struct perf_writer {
 	int fd;
-	char *path;
-	uint64_t data_off, data_size;
+	bool pipe;
+	bool begun;
+	uint64_t data_off, data_size, synced_size;
 	struct wattr *attrs;
 	size_t nattrs;
+	uint32_t attr_size;    /* the largest attribute's (all are written at it in file mode) */
 	uint8_t *buf;          /* data written through a buffer */
 	size_t blen;
 	int err;
 	uint64_t since_round;
+	struct fbuf feat[FEAT_LAST];
+	bool has[FEAT_LAST];
+	struct perf_writer_buildid *bids;
+	size_t nbids, bidcap;
+	uint64_t first_time, last_time;
+	bool any_time;
+	struct stop_run_w *stops;
+	size_t nstops, stopcap;
+	uint64_t nsamples;
+	bool stops_bad;
 };
 
 #define WBUF (1u << 20)
 #define NAME_ALIGN 64
 
+/* ---- raw output */
+
+static void write_all(struct perf_writer *w, const void *p, size_t n)
+{
+	const uint8_t *q = p;
+	while (n && !w->err) {
+		ssize_t k = write(w->fd, q, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			w->err = k < 0 ? -errno : -EIO;
+			break;
+		}
+		q += k;
+		n -= (size_t)k;
+	}
+}
+
 static void wflush(struct perf_writer *w)
 {
-	size_t done = 0;
-	while (done < w->blen && !w->err) {
-		ssize_t n = write(w->fd, w->buf + done, w->blen - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			w->err = n < 0 ? -errno : -EIO;
-		else
-			done += (size_t)n;
-	}
+	write_all(w, w->buf, w->blen);
 	w->blen = 0;
 }
 
@@ -61,156 +106,21 @@ static void wput(struct perf_writer *w, const void *p, size_t n)
 	if (n > WBUF - w->blen)
 		wflush(w);
 	if (n > WBUF) {
-		const uint8_t *q = p;
-		while (n && !w->err) {
-			ssize_t k = write(w->fd, q, n);
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0) {
-				w->err = k < 0 ? -errno : -EIO;
-				break;
-			}
-			q += k;
-			n -= (size_t)k;
-		}
+		write_all(w, p, n);
 		return;
 	}
 	memcpy(w->buf + w->blen, p, n);
 	w->blen += n;
 }
 
-/* perf's convention: an existing output is kept as FILE.old; the new file is private (0600). */
-int perf_writer_open(const char *path, struct perf_writer **out)
-{
-	*out = NULL;
-	struct perf_writer *w = calloc(1, sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	w->buf = malloc(WBUF);
-	w->path = strdup(path);
-	if (!w->buf || !w->path) {
-		free(w->buf);
-		free(w->path);
-		free(w);
-		return -ENOMEM;
-	}
-	/* An existing file (or a symbolic link: never followed, it could point anywhere) is kept
-	 * as path.old; the new file is then created, and must not exist by then (O_EXCL). A
-	 * device such as /dev/null is written as it is. */
-	struct stat st;
-	int oflags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-	if (lstat(path, &st) == 0) {
-		if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
-			char old[PATH_MAX];
-			snprintf(old, sizeof(old), "%s.old", path);
-			if (rename(path, old) != 0) {
-				int e = -errno;
-				free(w->buf);
-				free(w->path);
-				free(w);
-				return e;
-			}
-		} else if (S_ISCHR(st.st_mode)) {
-			oflags = O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
-		} else {
-			free(w->buf);
-			free(w->path);
-			free(w);
-			return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		}
-	}
-	w->fd = open(path, oflags, 0600);
-	if (w->fd < 0) {
-		int e = -errno;
-		free(w->buf);
-		free(w->path);
-		free(w);
-		return e;
-	}
-	/* the header is written last; data starts after a gap for it, the ids and the attributes */
-	*out = w;
-	return 0;
-}
-
-int perf_writer_add_attr(struct perf_writer *w, const uint8_t *raw, uint32_t size, const char *name,
-                         const uint64_t *ids, size_t nids)
-{
-	if (w->data_off)
-		return -EINVAL; /* attributes first */
-	if (size > PERF_ATTR_MAX || size < PERF_ATTR_SIZE_VER0)
-		return -EINVAL;
-	struct wattr *na = realloc(w->attrs, (w->nattrs + 1) * sizeof(*na));
-	if (!na)
-		return -ENOMEM;
-	w->attrs = na;
-	struct wattr *a = &w->attrs[w->nattrs];
-	memset(a, 0, sizeof(*a));
-	memcpy(a->raw, raw, size);
-	memcpy(a->raw + 4, &size, 4);
-	a->size = size;
-	a->name = name;
-	if (nids) {
-		a->ids = malloc(nids * sizeof(*ids));
-		if (!a->ids)
-			return -ENOMEM;
-		memcpy(a->ids, ids, nids * sizeof(*ids));
-		a->nids = nids;
-	}
-	w->nattrs++;
-	return 0;
-}
-
-/* Places the data section after room for the header, the ids and the attributes. */
-static void begin_data(struct perf_writer *w)
-{
-	if (w->data_off)
-		return;
-	uint64_t off = 104;
-	for (size_t i = 0; i < w->nattrs; i++)
-		off += 8 * w->attrs[i].nids;
-	uint32_t asz = w->nattrs ? w->attrs[0].size : 0;
-	for (size_t i = 0; i < w->nattrs; i++)
-		asz = UW_MAX(asz, w->attrs[i].size);
-	off += (uint64_t)w->nattrs * (asz + 16);
-	w->data_off = (off + 7) & ~7ull;
-	if (lseek(w->fd, (off_t)w->data_off, SEEK_SET) < 0)
-		w->err = -errno;
-}
-
-int perf_writer_record(struct perf_writer *w, const void *rec, size_t len)
-{
-	begin_data(w);
-	wput(w, rec, len);
-	w->data_size += len;
-	/* a round marker now and then, so readers can deliver in time order without holding
-	 * the whole file (records come in time order) */
-	if (++w->since_round >= 8192) {
-		w->since_round = 0;
-		uint8_t fr[8] = { 0 };
-		uint32_t t = PR_FINISHED_ROUND;
-		uint16_t sz = 8;
-		memcpy(fr, &t, 4);
-		memcpy(fr + 6, &sz, 2);
-		wput(w, fr, 8);
-		w->data_size += 8;
-	}
-	return w->err;
-}
-
-/* ---- feature sections */
-
-struct fbuf {
-	uint8_t *p;
-	size_t n, cap;
-	bool bad;
-};
+/* ---- growable byte buffers for feature bodies */
 
 static void fput(struct fbuf *f, const void *p, size_t n)
 {
-	if (f->bad)
+	if (f->bad || !n)
 		return;
 	if (n > f->cap - f->n) {
-		size_t cap = f->cap ? f->cap : 4096;
+		size_t cap = f->cap ? f->cap : 256;
 		while (cap - f->n < n)
 			cap *= 2;
 		uint8_t *np = realloc(f->p, cap);
@@ -230,6 +140,11 @@ static void fput_u32(struct fbuf *f, uint32_t v)
 	fput(f, &v, 4);
 }
 
+static void fput_u64(struct fbuf *f, uint64_t v)
+{
+	fput(f, &v, 8);
+}
+
 /* perf_header_string: u32 length (padded to 64), then the string, NUL-padded */
 static void fput_str(struct fbuf *f, const char *s)
 {
@@ -240,124 +155,434 @@ static void fput_str(struct fbuf *f, const char *s)
 	fput(f, zeros, padded - len);
 }
 
-int perf_writer_finish(struct perf_writer *w, const struct perf_writer_info *info)
+void perf_feat_u32(struct perf_feat *f, uint32_t v)
 {
-	begin_data(w);
+	fput((struct fbuf *)f, &v, 4);
+}
+
+void perf_feat_u64(struct perf_feat *f, uint64_t v)
+{
+	fput((struct fbuf *)f, &v, 8);
+}
+
+void perf_feat_str(struct perf_feat *f, const char *s)
+{
+	fput_str((struct fbuf *)f, s);
+}
+
+void perf_feat_bytes(struct perf_feat *f, const void *p, size_t n)
+{
+	fput((struct fbuf *)f, p, n);
+}
+
+/* ---- opening */
+
+static int create_output(const char *path, int *fd)
+{
+	/* An existing file (or a symbolic link: never followed, it could point anywhere) is kept
+	 * as path.old; the new file is then created, and must not exist by then (O_EXCL). A
+	 * device such as /dev/null is written as it is. */
+	struct stat st;
+	int oflags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	if (lstat(path, &st) == 0) {
+		if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
+			char old[PATH_MAX];
+			if (snprintf(old, sizeof(old), "%s.old", path) >= (int)sizeof(old))
+				return -ENAMETOOLONG;
+			if (rename(path, old) != 0)
+				return -errno;
+		} else if (S_ISCHR(st.st_mode)) {
+			oflags = O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
+		} else {
+			return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		}
+	}
+	*fd = open(path, oflags, 0600);
+	return *fd < 0 ? -errno : 0;
+}
+
+int perf_writer_open(const char *path, struct perf_writer **out)
+{
+	*out = NULL;
+	struct perf_writer *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->buf = malloc(WBUF);
+	if (!w->buf) {
+		free(w);
+		return -ENOMEM;
+	}
+	w->fd = -1;
+	int err;
+	if (strcmp(path, "-") == 0) {
+		w->pipe = true;
+		w->fd = dup(1);
+		err = w->fd < 0 ? -errno : 0;
+	} else {
+		err = create_output(path, &w->fd);
+	}
+	if (err) {
+		perf_writer_close(w);
+		return err;
+	}
+	*out = w;
+	return 0;
+}
+
+bool perf_writer_is_pipe(const struct perf_writer *w)
+{
+	return w->pipe;
+}
+
+int perf_writer_add_attr(struct perf_writer *w, const uint8_t *raw, uint32_t size, const char *name,
+                         const uint64_t *ids, size_t nids)
+{
+	if (w->begun)
+		return -EINVAL; /* attributes first */
+	if (size > PERF_ATTR_MAX || size < PERF_ATTR_SIZE_VER0 || w->nattrs >= 4096)
+		return -EINVAL;
+	struct wattr *na = realloc(w->attrs, (w->nattrs + 1) * sizeof(*na));
+	if (!na)
+		return -ENOMEM;
+	w->attrs = na;
+	struct wattr *a = &w->attrs[w->nattrs];
+	memset(a, 0, sizeof(*a));
+	memcpy(a->raw, raw, size);
+	memcpy(a->raw + 4, &size, 4);
+	a->size = size;
+	a->name = name;
+	if (nids) {
+		a->ids = malloc(nids * sizeof(*ids));
+		if (!a->ids)
+			return -ENOMEM;
+		memcpy(a->ids, ids, nids * sizeof(*ids));
+		a->nids = nids;
+	}
+	w->nattrs++;
+	w->attr_size = UW_MAX(w->attr_size, size);
+	return 0;
+}
+
+struct perf_feat *perf_writer_feature(struct perf_writer *w, unsigned bit)
+{
+	if (bit >= FEAT_LAST || bit == FEAT_EVENT_DESC || bit == FEAT_BUILD_ID || bit == FEAT_UW_STOPS ||
+	    (w->begun && w->pipe))
+		return NULL;
+	w->feat[bit].n = 0;
+	w->feat[bit].bad = false;
+	w->has[bit] = true;
+	return (struct perf_feat *)&w->feat[bit];
+}
+
+int perf_writer_set_feature(struct perf_writer *w, unsigned bit, const void *p, size_t n)
+{
+	struct perf_feat *f = perf_writer_feature(w, bit);
+	if (!f)
+		return -EINVAL;
+	perf_feat_bytes(f, p, n);
+	return w->feat[bit].bad ? -ENOMEM : 0;
+}
+
+/* EVENT_DESC: u32 nr, u32 attr size, then per event the attribute, u32 nr of ids, the name as
+ * a perf string, the ids. */
+static void event_desc(struct perf_writer *w, struct fbuf *f)
+{
+	fput_u32(f, (uint32_t)w->nattrs);
+	fput_u32(f, w->attr_size);
+	for (size_t i = 0; i < w->nattrs; i++) {
+		uint8_t a[PERF_ATTR_MAX] = { 0 };
+		memcpy(a, w->attrs[i].raw, w->attrs[i].size);
+		fput(f, a, w->attr_size);
+		fput_u32(f, (uint32_t)w->attrs[i].nids);
+		fput_str(f, w->attrs[i].name ? w->attrs[i].name : "");
+		fput(f, w->attrs[i].ids, 8 * w->attrs[i].nids);
+	}
+}
+
+static uint32_t rec_header(uint8_t *b, uint32_t type, uint16_t misc, size_t size)
+{
+	uint16_t sz = (uint16_t)size;
+	memcpy(b, &type, 4);
+	memcpy(b + 4, &misc, 2);
+	memcpy(b + 6, &sz, 2);
+	return (uint32_t)size;
+}
+
+/* Pipe mode: what perf writes before its records. */
+static void begin_pipe(struct perf_writer *w)
+{
+	uint64_t hdr[2] = { PERF_MAGIC2, 16 };
+	wput(w, hdr, sizeof(hdr));
+	for (size_t i = 0; i < w->nattrs; i++) {
+		uint8_t b[8 + PERF_ATTR_MAX];
+		size_t n = 8 + w->attrs[i].size + 8 * w->attrs[i].nids;
+		if (n > 65535)
+			n = 65535 & ~(size_t)7; /* ids past what a record holds are dropped */
+		memset(b, 0, sizeof(b));
+		rec_header(b, PR_HEADER_ATTR, 0, n);
+		memcpy(b + 8, w->attrs[i].raw, w->attrs[i].size);
+		wput(w, b, 8 + w->attrs[i].size);
+		wput(w, w->attrs[i].ids, n - 8 - w->attrs[i].size);
+	}
+	struct fbuf ed = { 0 };
+	event_desc(w, &ed);
+	for (unsigned bit = 1; bit < FEAT_LAST; bit++) {
+		struct fbuf *f = bit == FEAT_EVENT_DESC ? &ed : &w->feat[bit];
+		if ((bit != FEAT_EVENT_DESC && !w->has[bit]) || f->bad || f->n > 65535 - 16 ||
+		    bit == FEAT_SAMPLE_TIME)
+			continue;
+		uint8_t b[16] = { 0 };
+		uint64_t id = bit;
+		rec_header(b, PR_HEADER_FEATURE, 0, 16 + ((f->n + 7) & ~(size_t)7));
+		memcpy(b + 8, &id, 8);
+		wput(w, b, 16);
+		wput(w, f->p, f->n);
+		static const uint8_t zeros[8];
+		wput(w, zeros, ((f->n + 7) & ~(size_t)7) - f->n);
+	}
+	free(ed.p);
+	uint8_t b[16] = { 0 };
+	uint64_t last = FEAT_PERF_LAST;
+	rec_header(b, PR_HEADER_FEATURE, 0, 16);
+	memcpy(b + 8, &last, 8);
+	wput(w, b, 16);
+	rec_header(b, PR_FINISHED_INIT, 0, 8);
+	wput(w, b, 8);
+}
+
+/* File mode: the header, the id arrays and the attributes, then the data section starts. */
+static void begin_file(struct perf_writer *w)
+{
+	uint64_t off = 104;
+	for (size_t i = 0; i < w->nattrs; i++)
+		off += 8 * w->attrs[i].nids;
+	off += (uint64_t)w->nattrs * (w->attr_size + 16);
+	w->data_off = (off + 7) & ~7ull;
+	uint64_t hdr[13] = { PERF_MAGIC2, 104, w->attr_size + 16, 0, (uint64_t)w->nattrs * (w->attr_size + 16),
+			     w->data_off, 0, 0, 0, 0, 0, 0, 0 };
+	uint64_t ids_at = 104;
+	hdr[3] = ids_at;
+	for (size_t i = 0; i < w->nattrs; i++)
+		hdr[3] += 8 * w->attrs[i].nids;
+	wput(w, hdr, sizeof(hdr));
+	for (size_t i = 0; i < w->nattrs; i++)
+		wput(w, w->attrs[i].ids, 8 * w->attrs[i].nids);
+	for (size_t i = 0; i < w->nattrs; i++) {
+		uint8_t a[PERF_ATTR_MAX] = { 0 };
+		memcpy(a, w->attrs[i].raw, w->attrs[i].size);
+		memcpy(a + 4, &w->attr_size, 4);
+		wput(w, a, w->attr_size);
+		uint64_t sec[2] = { ids_at, 8 * w->attrs[i].nids };
+		wput(w, sec, 16);
+		ids_at += 8 * w->attrs[i].nids;
+	}
+	static const uint8_t zeros[8];
+	wput(w, zeros, w->data_off - off);
+}
+
+int perf_writer_begin(struct perf_writer *w)
+{
+	if (w->begun)
+		return w->err;
+	w->begun = true;
+	if (w->pipe)
+		begin_pipe(w);
+	else
+		begin_file(w);
+	wflush(w);
+	return w->err;
+}
+
+int perf_writer_record(struct perf_writer *w, const void *rec, size_t len)
+{
+	if (!w->begun && perf_writer_begin(w))
+		return w->err;
+	wput(w, rec, len);
+	w->data_size += len;
+	/* a round marker now and then, so readers can deliver in time order without holding
+	 * the whole file (records come in time order) */
+	if (++w->since_round >= 8192) {
+		w->since_round = 0;
+		uint8_t fr[8];
+		rec_header(fr, PR_FINISHED_ROUND, 0, 8);
+		wput(w, fr, 8);
+		w->data_size += 8;
+	}
+	return w->err;
+}
+
+void perf_writer_sample(struct perf_writer *w, bool has_time, uint64_t time, uint8_t reason)
+{
+	if (has_time) {
+		if (!w->any_time || time < w->first_time)
+			w->first_time = time;
+		if (!w->any_time || time > w->last_time)
+			w->last_time = time;
+		w->any_time = true;
+	}
+	w->nsamples++;
+	if (w->stops_bad)
+		return;
+	if (w->nstops && w->stops[w->nstops - 1].reason == reason && w->stops[w->nstops - 1].count < UINT32_MAX) {
+		w->stops[w->nstops - 1].count++;
+		return;
+	}
+	if (w->nstops == w->stopcap) {
+		size_t cap = w->stopcap ? 2 * w->stopcap : 256;
+		struct stop_run_w *nv = realloc(w->stops, cap * sizeof(*nv));
+		if (!nv) {
+			w->stops_bad = true; /* then not written: readers judge the callchains */
+			return;
+		}
+		w->stops = nv;
+		w->stopcap = cap;
+	}
+	w->stops[w->nstops++] = (struct stop_run_w){ 1, reason };
+}
+
+int perf_writer_add_buildid(struct perf_writer *w, const char *path, const uint8_t *id, size_t len, bool kernel)
+{
+	if (!len || len > 20)
+		return 0;
+	for (size_t i = 0; i < w->nbids; i++)
+		if (strcmp(w->bids[i].path, path) == 0)
+			return 0;
+	if (w->nbids == w->bidcap) {
+		size_t cap = w->bidcap ? 2 * w->bidcap : 64;
+		struct perf_writer_buildid *nv = realloc(w->bids, cap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		w->bids = nv;
+		w->bidcap = cap;
+	}
+	struct perf_writer_buildid *b = &w->bids[w->nbids];
+	memset(b, 0, sizeof(*b));
+	b->path = strdup(path);
+	if (!b->path)
+		return -ENOMEM;
+	memcpy(b->id, id, len);
+	b->len = len;
+	b->kernel = kernel;
+	w->nbids++;
+	return 0;
+}
+
+/* A HEADER_BUILD_ID entry (the same in the feature and as a pipe-mode record): header (misc:
+ * cpumode and PERF_RECORD_MISC_BUILD_ID_SIZE), pid, 20 bytes of id, its size, 3 bytes of
+ * padding, the path, padded to 8. */
+static void buildid_entry(struct fbuf *f, const struct perf_writer_buildid *b)
+{
+	size_t nl = strlen(b->path) + 1, rec = (8 + 4 + 24 + nl + 7) & ~(size_t)7;
+	if (rec > 65535)
+		return;
+	uint8_t hdr[8 + 4 + 24] = { 0 };
+	int32_t pid = b->kernel ? -1 : 0;
+	rec_header(hdr, PR_HEADER_BUILD_ID, (uint16_t)((b->kernel ? PM_KERNEL : PM_USER) | PM_BUILD_ID_SIZE), rec);
+	memcpy(hdr + 8, &pid, 4);
+	memcpy(hdr + 12, b->id, UW_MIN(b->len, (size_t)20));
+	hdr[12 + 20] = (uint8_t)UW_MIN(b->len, (size_t)20);
+	static const uint8_t zeros[8];
+	fput(f, hdr, sizeof(hdr));
+	fput(f, b->path, nl);
+	fput(f, zeros, rec - sizeof(hdr) - nl);
+}
+
+int perf_writer_sync(struct perf_writer *w)
+{
+	wflush(w);
+	if (w->err || w->pipe || !w->begun || w->synced_size == w->data_size)
+		return w->err;
+	/* the data section's size, at byte 48 of the header */
+	if (pwrite(w->fd, &w->data_size, 8, 48) != 8)
+		w->err = errno ? -errno : -EIO;
+	w->synced_size = w->data_size;
+	return w->err;
+}
+
+static int finish_pipe(struct perf_writer *w)
+{
+	struct fbuf f = { 0 };
+	for (size_t i = 0; i < w->nbids; i++)
+		buildid_entry(&f, &w->bids[i]);
+	if (f.bad)
+		w->err = -ENOMEM;
+	wput(w, f.p, f.n);
+	free(f.p);
+	uint8_t fr[8];
+	rec_header(fr, PR_FINISHED_ROUND, 0, 8);
+	wput(w, fr, 8);
+	wflush(w);
+	return w->err;
+}
+
+int perf_writer_finish(struct perf_writer *w)
+{
+	if (!w->begun && perf_writer_begin(w))
+		return w->err;
+	if (w->pipe)
+		return finish_pipe(w);
 	wflush(w);
 	if (w->err)
 		return w->err;
-	/* features: the table after the data, then the bodies */
-	struct fbuf body[FEAT_EVENT_DESC + 1];
-	memset(body, 0, sizeof(body));
-	bool has[FEAT_EVENT_DESC + 1] = { 0 };
-	for (size_t i = 0; i < info->nbuildids; i++) {
-		const struct perf_writer_buildid *b = &info->buildids[i];
-		size_t nl = strlen(b->path) + 1, rec = (8 + 4 + 24 + nl + 7) & ~(size_t)7;
-		uint8_t hdr[8 + 4 + 24] = { 0 };
-		uint32_t type = PR_HEADER_BUILD_ID;
-		uint16_t misc = (uint16_t)((b->kernel ? PM_KERNEL : PM_USER) | PM_BUILD_ID_SIZE), size = (uint16_t)rec;
-		int32_t pid = b->kernel ? -1 : 0;
-		memcpy(hdr, &type, 4);
-		memcpy(hdr + 4, &misc, 2);
-		memcpy(hdr + 6, &size, 2);
-		memcpy(hdr + 8, &pid, 4);
-		memcpy(hdr + 12, b->id, UW_MIN(b->len, (size_t)20));
-		hdr[12 + 20] = (uint8_t)UW_MIN(b->len, (size_t)20); /* the id's size, with PM_BUILD_ID_SIZE */
-		fput(&body[FEAT_BUILD_ID], hdr, sizeof(hdr));
-		fput(&body[FEAT_BUILD_ID], b->path, nl);
-		static const uint8_t zeros[8];
-		fput(&body[FEAT_BUILD_ID], zeros, rec - sizeof(hdr) - nl);
-		has[FEAT_BUILD_ID] = true;
-	}
-	const char *strs[][2] = { { info->hostname, NULL }, { info->osrelease, NULL }, { info->version, NULL },
-				  { info->arch, NULL } };
-	unsigned sfeat[] = { FEAT_HOSTNAME, FEAT_OSRELEASE, FEAT_VERSION, FEAT_ARCH };
-	for (size_t i = 0; i < 4; i++) {
-		if (!strs[i][0])
-			continue;
-		fput_str(&body[sfeat[i]], strs[i][0]);
-		has[sfeat[i]] = true;
-	}
-	if (info->nr_cpus_avail) {
-		fput_u32(&body[FEAT_NRCPUS], info->nr_cpus_avail);
-		fput_u32(&body[FEAT_NRCPUS], info->nr_cpus_online);
-		has[FEAT_NRCPUS] = true;
-	}
-	if (info->argc) {
-		fput_u32(&body[FEAT_CMDLINE], (uint32_t)info->argc);
-		for (int i = 0; i < info->argc; i++)
-			fput_str(&body[FEAT_CMDLINE], info->argv[i]);
-		has[FEAT_CMDLINE] = true;
-	}
+	/* the features the writer makes */
+	struct fbuf *bid = &w->feat[FEAT_BUILD_ID];
+	bid->n = 0;
+	for (size_t i = 0; i < w->nbids; i++)
+		buildid_entry(bid, &w->bids[i]);
+	w->has[FEAT_BUILD_ID] = w->nbids != 0;
+	w->feat[FEAT_EVENT_DESC].n = 0;
 	if (w->nattrs) {
-		struct fbuf *f = &body[FEAT_EVENT_DESC];
-		uint32_t asz = 0;
-		for (size_t i = 0; i < w->nattrs; i++)
-			asz = UW_MAX(asz, w->attrs[i].size);
-		fput_u32(f, (uint32_t)w->nattrs);
-		fput_u32(f, asz);
-		for (size_t i = 0; i < w->nattrs; i++) {
-			uint8_t a[PERF_ATTR_MAX] = { 0 };
-			memcpy(a, w->attrs[i].raw, w->attrs[i].size);
-			fput(f, a, asz);
-			fput_u32(f, (uint32_t)w->attrs[i].nids);
-			fput_str(f, w->attrs[i].name ? w->attrs[i].name : "");
-			fput(f, w->attrs[i].ids, 8 * w->attrs[i].nids);
-		}
-		has[FEAT_EVENT_DESC] = true;
+		event_desc(w, &w->feat[FEAT_EVENT_DESC]);
+		w->has[FEAT_EVENT_DESC] = true;
 	}
+	if (w->any_time) {
+		struct fbuf *st = &w->feat[FEAT_SAMPLE_TIME];
+		st->n = 0;
+		fput_u64(st, w->first_time);
+		fput_u64(st, w->last_time);
+		w->has[FEAT_SAMPLE_TIME] = true;
+	}
+	if (w->nsamples && !w->stops_bad) {
+		struct fbuf *sr = &w->feat[FEAT_UW_STOPS];
+		sr->n = 0;
+		fput_u32(sr, 1);
+		fput_u32(sr, 0);
+		fput_u64(sr, w->nsamples);
+		fput_u64(sr, w->nstops);
+		for (size_t i = 0; i < w->nstops; i++) {
+			uint8_t run[8] = { 0 };
+			memcpy(run, &w->stops[i].count, 4);
+			run[4] = w->stops[i].reason;
+			fput(sr, run, 8);
+		}
+		w->has[FEAT_UW_STOPS] = true;
+	}
+	/* the table of {offset, size} after the data, then the bodies */
 	uint64_t feat[4] = { 0 };
 	size_t nfeat = 0;
-	for (unsigned i = 0; i <= FEAT_EVENT_DESC; i++) {
-		if (has[i] && !body[i].bad) {
+	for (unsigned i = 1; i < FEAT_LAST; i++) {
+		if (w->has[i] && !w->feat[i].bad) {
 			feat[i / 64] |= 1ull << (i % 64);
 			nfeat++;
 		}
 	}
-	uint64_t table = w->data_off + w->data_size, at = table + 16 * nfeat;
-	for (unsigned i = 0; i <= FEAT_EVENT_DESC; i++) {
+	uint64_t at = w->data_off + w->data_size + 16 * nfeat;
+	for (unsigned i = 1; i < FEAT_LAST; i++) {
 		if (!(feat[i / 64] & (1ull << (i % 64))))
 			continue;
-		uint64_t sec[2] = { at, body[i].n };
+		uint64_t sec[2] = { at, w->feat[i].n };
 		wput(w, sec, 16);
-		at += body[i].n;
+		at += w->feat[i].n;
 	}
-	for (unsigned i = 0; i <= FEAT_EVENT_DESC; i++)
+	for (unsigned i = 1; i < FEAT_LAST; i++)
 		if (feat[i / 64] & (1ull << (i % 64)))
-			wput(w, body[i].p, body[i].n);
-	for (unsigned i = 0; i <= FEAT_EVENT_DESC; i++)
-		free(body[i].p);
+			wput(w, w->feat[i].p, w->feat[i].n);
 	wflush(w);
-	/* the ids and the attributes after the header, then the header */
-	if (lseek(w->fd, 104, SEEK_SET) < 0)
-		w->err = -errno;
-	uint64_t off = 104;
-	uint64_t *ids_off = calloc(w->nattrs ? w->nattrs : 1, sizeof(*ids_off));
-	if (!ids_off)
-		return -ENOMEM;
-	for (size_t i = 0; i < w->nattrs; i++) {
-		ids_off[i] = off;
-		wput(w, w->attrs[i].ids, 8 * w->attrs[i].nids);
-		off += 8 * w->attrs[i].nids;
-	}
-	uint32_t asz = 0;
-	for (size_t i = 0; i < w->nattrs; i++)
-		asz = UW_MAX(asz, w->attrs[i].size);
-	uint64_t attrs_off = off;
-	for (size_t i = 0; i < w->nattrs; i++) {
-		uint8_t a[PERF_ATTR_MAX] = { 0 };
-		memcpy(a, w->attrs[i].raw, w->attrs[i].size);
-		memcpy(a + 4, &asz, 4);
-		wput(w, a, asz);
-		uint64_t sec[2] = { ids_off[i], 8 * w->attrs[i].nids };
-		wput(w, sec, 16);
-	}
-	free(ids_off);
-	wflush(w);
-	uint64_t hdr[13] = { PERF_MAGIC2, 104, asz + 16, attrs_off, (uint64_t)w->nattrs * (asz + 16),
-			     w->data_off, w->data_size, 0, 0, feat[0], feat[1], feat[2], feat[3] };
-	if (pwrite(w->fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) && !w->err)
-		w->err = -EIO;
+	/* the data size and the feature bits: the file is whole */
+	if (!w->err && pwrite(w->fd, &w->data_size, 8, 48) != 8)
+		w->err = errno ? -errno : -EIO;
+	if (!w->err && pwrite(w->fd, feat, sizeof(feat), 72) != (ssize_t)sizeof(feat))
+		w->err = errno ? -errno : -EIO;
 	return w->err;
 }
 
@@ -369,8 +594,13 @@ void perf_writer_close(struct perf_writer *w)
 		close(w->fd);
 	for (size_t i = 0; i < w->nattrs; i++)
 		free(w->attrs[i].ids);
+	for (size_t i = 0; i < w->nbids; i++)
+		free((void *)w->bids[i].path);
+	for (unsigned i = 0; i < FEAT_LAST; i++)
+		free(w->feat[i].p);
+	free(w->bids);
+	free(w->stops);
 	free(w->attrs);
 	free(w->buf);
-	free(w->path);
 	free(w);
 }

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A profile: distinct stacks with their sample counts and periods, per event (and per thread
+ * when a writer groups by thread). Frames are (module, address) pairs, so the cost of
+ * symbolization is paid once per distinct address when a writer names them. profile.c interns
+ * stacks and names frames; each writer has a file of its own (folded.c, table.c).
+ */
+#ifndef UW_PROFILE_INTERNAL_H
+#define UW_PROFILE_INTERNAL_H
+
+#include "process/process.h"
+
+struct pframe {
+	struct uw_module *mod;  /* NULL: kernel (kernel set) or unmapped */
+	uint64_t addr;          /* user: module address (callers at ra - 1); kernel: address */
+	uint64_t map_addr;
+	bool kernel;
+};
+
+struct pstack {
+	struct pstack *next;    /* hash chain */
+	uint64_t hash;
+	const char *comm;
+	uint32_t event;         /* index into the profile's events */
+	int32_t pid, tid;       /* with by_thread, else 0 */
+	uint64_t samples, period;
+	uint32_t n;
+	struct pframe f[];      /* outermost last: f[0] is the innermost frame */
+};
+
+struct pevent {
+	uint32_t attr_index;
+	const char *name;
+	uint64_t samples, period;
+};
+
+struct uw_profile {
+	struct uw_session *s;
+	struct uw_profile_opts o;
+	struct base_arena arena;
+	struct base_map stacks; /* hash -> chain */
+	struct base_vec order;  /* struct pstack *, insertion order */
+	struct base_vec events; /* struct pevent, in order of first sample */
+	uint64_t nsamples;
+	struct pframe *scratch;
+	size_t scratch_cap;
+	struct base_map names; /* hash(frame) -> struct name_ent chain: one lookup per distinct frame */
+	struct base_arena name_arena;
+};
+
+/* Most levels a frame's inline chain gives. */
+#define MAX_LEVELS 64
+
+/* A stack's weight, as the writer's opts choose (default_period: the writer's default). */
+static inline uint64_t pstack_weight(const struct uw_profile *p, const struct pstack *st, bool default_period)
+{
+	int w = p->o.weight;
+	bool period = w == UW_WEIGHT_PERIOD || (w == UW_WEIGHT_DEFAULT && default_period);
+	return period ? st->period : st->samples;
+}
+
+/* A frame's display name (interned: names compare by pointer), "[unknown]" or "[module]"
+ * without a symbol; kernel names with FlameGraph's "_[k]" suffix when kernel_suffix. */
+const char *prof_frame_name(struct uw_profile *p, const struct pframe *f);
+/* The symbol's name alone (NULL without one). */
+const char *prof_frame_symbol(struct uw_profile *p, const struct pframe *f);
+/* The display names of a frame, innermost first: one, or with inline_frames the inlined
+ * functions then the containing one; with by_line each carries its file:line. Interned. */
+unsigned prof_frame_levels(struct uw_profile *p, const struct pframe *f, const char **names, bool table);
+/* The frame's source position as perf's srcline sort key shows it: "file.c:12", else
+ * "symbol+offset" (decimal), else "module[address]". Interned. */
+const char *prof_frame_srcline(struct uw_profile *p, const struct pframe *f);
+
+#endif

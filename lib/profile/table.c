@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tables of shares, perf report's --stdio view: per event, rows made of sort keys (comm, pid,
+ * tid, dso, sym, srcline) with their self share (the samples whose innermost frame is the row)
+ * and total share (the samples with the row anywhere in their stack, counted once per stack),
+ * weighted by period unless the profile says otherwise.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "profile/profile_internal.h"
+
+enum key { K_COMM, K_PID, K_TID, K_DSO, K_SYM, K_SRCLINE, K__COUNT };
+static const char *const key_names[K__COUNT] = { "comm", "pid", "tid", "dso", "sym", "srcline" };
+static const char *const key_headers[K__COUNT] = { "Command", "Pid:Command", "Tid:Command", "Shared Object",
+						   "Symbol", "Source:Line" };
+#define MAX_KEYS 8
+
+struct trow {
+	struct trow *next;       /* hash chain */
+	uint64_t hash;
+	const char *comm, *dso, *sym, *srcline;
+	int32_t pid, tid;
+	bool kernel;
+	uint64_t addr;           /* code without a symbol: its address */
+	uint64_t self, total;
+	size_t mark;             /* the last stack that counted it in total, + 1 */
+	char *cells[MAX_KEYS];   /* formatted when printed */
+};
+
+struct table {
+	struct uw_profile *p;
+	enum key keys[MAX_KEYS];
+	unsigned nkeys;
+	bool frame_keys;         /* a key names a frame (dso, sym, srcline) */
+	bool unwound_layout;     /* no sort given: "function module" rows */
+	struct uw_table_opts o;
+	struct base_map rows;
+	struct base_vec order;   /* struct trow * */
+	struct base_arena ar;
+};
+
+static int parse_keys(struct table *t, const char *sort)
+{
+	if (!sort) {
+		t->keys[0] = K_SYM;
+		t->keys[1] = K_DSO;
+		t->nkeys = 2;
+		t->unwound_layout = true;
+		t->frame_keys = true;
+		return 0;
+	}
+	const char *p = sort;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		enum key k = K__COUNT;
+		for (unsigned i = 0; i < K__COUNT; i++)
+			if (strlen(key_names[i]) == n && !strncmp(p, key_names[i], n))
+				k = (enum key)i;
+		if (k == K__COUNT || t->nkeys == MAX_KEYS)
+			return -EINVAL;
+		bool dup = false;
+		for (unsigned i = 0; i < t->nkeys; i++)
+			dup |= t->keys[i] == k;
+		if (!dup)
+			t->keys[t->nkeys++] = k;
+		t->frame_keys |= k == K_DSO || k == K_SYM || k == K_SRCLINE;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return t->nkeys ? 0 : -EINVAL;
+}
+
+static bool has_key(const struct table *t, enum key k)
+{
+	for (unsigned i = 0; i < t->nkeys; i++)
+		if (t->keys[i] == k)
+			return true;
+	return false;
+}
+
+/* The row a stack's frame (level name) falls in, made when new. f NULL: a stack without frames. */
+static struct trow *row_of(struct table *t, const struct pstack *st, const struct pframe *f, const char *level)
+{
+	struct trow key = { 0 };
+	if (has_key(t, K_COMM) || has_key(t, K_PID) || has_key(t, K_TID))
+		key.comm = st->comm;
+	if (has_key(t, K_PID) || has_key(t, K_TID))
+		key.pid = key.tid = st->tid; /* perf's pid key is the thread */
+	if (t->frame_keys) {
+		key.kernel = f && f->kernel;
+		if (has_key(t, K_DSO))
+			key.dso = !f ? "[unknown]" : f->kernel ? "[kernel.kallsyms]" : f->mod ? f->mod->name : "[unknown]";
+		if (has_key(t, K_SYM)) {
+			key.sym = level;
+			if (!level && f) /* no symbol: one row per address, as perf shows it */
+				key.addr = f->kernel || !f->mod ? f->addr : f->map_addr;
+		}
+		if (has_key(t, K_SRCLINE))
+			key.srcline = f ? prof_frame_srcline(t->p, f) : "??:0";
+	}
+	uint64_t h = base_hash64((uintptr_t)key.comm ^ ((uint64_t)(uint32_t)key.pid << 20) ^ (uintptr_t)key.dso * 3 ^
+				 (uintptr_t)key.sym * 5 ^ (uintptr_t)key.srcline * 7 ^ key.addr ^ key.kernel);
+	struct trow *head = base_map_get(&t->rows, h);
+	for (struct trow *r = head; r; r = r->next)
+		if (r->comm == key.comm && r->pid == key.pid && r->dso == key.dso && r->sym == key.sym &&
+		    r->srcline == key.srcline && r->addr == key.addr && r->kernel == key.kernel)
+			return r;
+	struct trow *r = base_arena_alloc(&t->ar, sizeof(*r));
+	struct trow **slot = base_vec_push(&t->order);
+	if (!r || !slot || base_map_put(&t->rows, h, r))
+		return NULL;
+	*r = key;
+	r->hash = h;
+	r->next = head;
+	*slot = r;
+	return r;
+}
+
+/* Counts one stack of the event into the rows. @return 0 or -ENOMEM. */
+static int count_stack(struct table *t, const struct pstack *st, size_t idx, uint64_t w)
+{
+	if (!t->frame_keys || !st->n) {
+		struct trow *r = row_of(t, st, NULL, NULL);
+		if (!r)
+			return -ENOMEM;
+		r->self += w;
+		r->total += w;
+		return 0;
+	}
+	for (uint32_t k = 0; k < st->n; k++) {
+		const char *lv[MAX_LEVELS];
+		unsigned m = has_key(t, K_SYM) ? prof_frame_levels(t->p, &st->f[k], lv, true) : 1;
+		if (!has_key(t, K_SYM))
+			lv[0] = NULL;
+		for (unsigned j = 0; j < m; j++) {
+			struct trow *r = row_of(t, st, &st->f[k], lv[j]);
+			if (!r)
+				return -ENOMEM;
+			if (k == 0 && j == 0)
+				r->self += w; /* the innermost level of the leaf */
+			if (r->mark != idx + 1) {
+				r->total += w;
+				r->mark = idx + 1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int cmp_rows(const void *a, const void *b, void *ctx)
+{
+	const struct trow *x = *(struct trow *const *)a, *y = *(struct trow *const *)b;
+	bool by_total = *(const enum uw_top_sort *)ctx == UW_TOP_TOTAL;
+	uint64_t xa = by_total ? x->total : x->self, ya = by_total ? y->total : y->self;
+	uint64_t xb = by_total ? x->self : x->total, yb = by_total ? y->self : y->total;
+	if (xa != ya)
+		return xa > ya ? -1 : 1;
+	if (xb != yb)
+		return xb > yb ? -1 : 1;
+	int c = strcmp(x->sym ? x->sym : "", y->sym ? y->sym : "");
+	if (c)
+		return c;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	c = strcmp(x->dso ? x->dso : "", y->dso ? y->dso : "");
+	if (c)
+		return c;
+	c = strcmp(x->comm ? x->comm : "", y->comm ? y->comm : "");
+	if (c)
+		return c;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return strcmp(x->srcline ? x->srcline : "", y->srcline ? y->srcline : "");
+}
+
+/* A row's cell for key k, formatted. */
+static char *cell(const struct trow *r, enum key k)
+{
+	char *s = NULL;
+	int n = -1;
+	switch (k) {
+	case K_COMM: n = asprintf(&s, "%s", r->comm ? r->comm : "[unknown]"); break;
+	case K_PID:
+	case K_TID: n = asprintf(&s, "%7d:%s", r->pid, r->comm ? r->comm : ""); break;
+	case K_DSO: n = asprintf(&s, "%s", r->dso); break;
+	case K_SRCLINE: n = asprintf(&s, "%s", r->srcline); break;
+	case K_SYM:
+		if (r->sym)
+			n = asprintf(&s, "[%c] %s", r->kernel ? 'k' : '.', r->sym);
+		else
+			n = asprintf(&s, "[%c] 0x%016" PRIx64, r->kernel ? 'k' : '.', r->addr);
+		break;
+	default: break;
+	}
+	return n < 0 ? NULL : s;
+}
+
+static size_t width_of(const char *s)
+{
+	/* columns, counting UTF-8 continuation bytes as none */
+	size_t w = 0;
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xc0) != 0x80;
+	return w;
+}
+
+static void pad(FILE *out, const char *s, size_t width)
+{
+	fputs(s, out);
+	for (size_t w = width_of(s); w < width; w++)
+		fputc(' ', out);
+}
+
+/* One event's section. */
+static int write_event(struct table *t, FILE *out, uint32_t event)
+{
+	struct uw_profile *p = t->p;
+	const struct pevent *ev = &((const struct pevent *)p->events.data)[event];
+	uint64_t total = 0;
+	int err = 0;
+	struct pstack **sv = p->order.data;
+	for (size_t i = 0; i < p->order.len && !err; i++) {
+		if (sv[i]->event != event)
+			continue;
+		uint64_t w = pstack_weight(p, sv[i], true);
+		total += w;
+		err = count_stack(t, sv[i], i, w);
+	}
+	if (err)
+		return err;
+	fprintf(out, "# Samples: %" PRIu64 " of event '%s'\n", ev->samples, ev->name);
+	fprintf(out, "# Event count (approx.): %" PRIu64 "\n", ev->period);
+	bool by_samples = p->o.weight == UW_WEIGHT_SAMPLES;
+	if (by_samples)
+		fprintf(out, "# (shares of samples, not of the event count)\n");
+	struct trow **rv = t->order.data;
+	size_t nrows = t->order.len;
+	if (nrows > 1)
+		qsort_r(rv, nrows, sizeof(*rv), cmp_rows, &t->o.order);
+	size_t shown = 0;
+	for (size_t i = 0; i < nrows; i++) {
+		uint64_t v = t->o.order == UW_TOP_TOTAL ? rv[i]->total : rv[i]->self;
+		double share = total ? 100.0 * (double)v / (double)total : 0;
+		if (shown >= t->o.max_rows || (t->o.percent_limit > 0 && share < t->o.percent_limit))
+			continue;
+		/* perf report --no-children shows only what was sampled itself */
+		if (t->o.columns == UW_TABLE_SELF && !rv[i]->self)
+			continue;
+		for (unsigned k = 0; k < t->nkeys && !err; k++)
+			if (!(rv[i]->cells[k] = cell(rv[i], t->keys[k])))
+				err = -ENOMEM;
+		shown++;
+		rv[i]->mark = SIZE_MAX; /* shown */
+	}
+	if (err)
+		return err;
+	if (t->unwound_layout) {
+		fprintf(out, "%8s %8s  %-50s %s\n", "self%", "total%", "function", "module");
+		for (size_t i = 0; i < nrows; i++) {
+			if (rv[i]->mark != SIZE_MAX)
+				continue;
+			double s = total ? 100.0 * (double)rv[i]->self / (double)total : 0;
+			double tt = total ? 100.0 * (double)rv[i]->total / (double)total : 0;
+			fprintf(out, "%7.2f%% %7.2f%%  ", s, tt);
+			pad(out, rv[i]->cells[0], 50);
+			fprintf(out, " %s\n", rv[i]->cells[1]);
+		}
+		return ferror(out) ? -EIO : 0;
+	}
+	/* perf's layout: share columns, then a column per key, headers under '#' */
+	size_t width[MAX_KEYS];
+	for (unsigned k = 0; k < t->nkeys; k++) {
+		width[k] = strlen(key_headers[t->keys[k]]);
+		for (size_t i = 0; i < nrows; i++)
+			if (rv[i]->mark == SIZE_MAX)
+				width[k] = UW_MAX(width[k], width_of(rv[i]->cells[k]));
+	}
+	fprintf(out, "#\n# ");
+	const char *shares[2] = { NULL, NULL };
+	if (t->o.columns == UW_TABLE_CHILDREN) {
+		shares[0] = "Children";
+		shares[1] = "Self";
+	} else if (t->o.columns == UW_TABLE_SELF) {
+		shares[0] = "Overhead";
+	} else {
+		shares[0] = "   Self%";
+		shares[1] = "  Total%";
+	}
+	for (int c = 0; c < 2 && shares[c]; c++)
+		fprintf(out, "%8s  ", shares[c]);
+	for (unsigned k = 0; k < t->nkeys; k++) {
+		if (k + 1 < t->nkeys)
+			pad(out, key_headers[t->keys[k]], width[k] + 2);
+		else
+			fputs(key_headers[t->keys[k]], out);
+	}
+	fprintf(out, "\n# ");
+	for (int c = 0; c < 2 && shares[c]; c++)
+		fprintf(out, "........  ");
+	for (unsigned k = 0; k < t->nkeys; k++) {
+		for (size_t d = 0; d < width[k]; d++)
+			fputc('.', out);
+		fputs(k + 1 < t->nkeys ? "  " : "", out);
+	}
+	fprintf(out, "\n#\n");
+	for (size_t i = 0; i < nrows; i++) {
+		if (rv[i]->mark != SIZE_MAX)
+			continue;
+		double s = total ? 100.0 * (double)rv[i]->self / (double)total : 0;
+		double tt = total ? 100.0 * (double)rv[i]->total / (double)total : 0;
+		if (t->o.columns == UW_TABLE_CHILDREN)
+			fprintf(out, "  %7.2f%%  %7.2f%%  ", tt, s);
+		else if (t->o.columns == UW_TABLE_SELF)
+			fprintf(out, "  %7.2f%%  ", s);
+		else
+			fprintf(out, "  %7.2f%%  %7.2f%%  ", s, tt);
+		for (unsigned k = 0; k < t->nkeys; k++) {
+			if (k + 1 < t->nkeys)
+				pad(out, rv[i]->cells[k], width[k] + 2);
+			else
+				fputs(rv[i]->cells[k], out);
+		}
+		fputc('\n', out);
+	}
+	return ferror(out) ? -EIO : 0;
+}
+
+static void table_reset(struct table *t)
+{
+	struct trow **rv = t->order.data;
+	for (size_t i = 0; i < t->order.len; i++)
+		for (unsigned k = 0; k < MAX_KEYS; k++)
+			free(rv[i]->cells[k]);
+	base_map_free(&t->rows);
+	base_vec_free(&t->order);
+	base_arena_free(&t->ar);
+	base_map_init(&t->rows);
+	t->order = BASE_VEC_INIT(struct trow *);
+	base_arena_init(&t->ar, 64 * 1024);
+}
+
+UW_API int uw_profile_write_table(struct uw_profile *p, FILE *out, const struct uw_table_opts *opts)
+{
+	struct table t = { .p = p };
+	if (!p || !out || base_opts_copy(&t.o, sizeof(t.o), opts) || parse_keys(&t, t.o.sort))
+		return -EINVAL;
+	if ((has_key(&t, K_PID) || has_key(&t, K_TID)) && !p->o.by_thread)
+		return -EINVAL;
+	if (!t.o.max_rows)
+		t.o.max_rows = 30;
+	base_map_init(&t.rows);
+	t.order = BASE_VEC_INIT(struct trow *);
+	base_arena_init(&t.ar, 64 * 1024);
+	int err = 0;
+	/* the events in the recording's order */
+	const struct pevent *ev = p->events.data;
+	uint32_t *by_attr = malloc((p->events.len ? p->events.len : 1) * sizeof(*by_attr));
+	if (!by_attr)
+		err = -ENOMEM;
+	for (uint32_t i = 0; i < p->events.len && by_attr; i++) {
+		uint32_t j = i;
+		for (; j > 0 && ev[by_attr[j - 1]].attr_index > ev[i].attr_index; j--)
+			by_attr[j] = by_attr[j - 1];
+		by_attr[j] = i;
+	}
+	for (uint32_t k = 0; k < p->events.len && !err; k++) {
+		if (k)
+			fputc('\n', out);
+		err = write_event(&t, out, by_attr[k]);
+		table_reset(&t);
+	}
+	free(by_attr);
+	table_reset(&t);
+	base_map_free(&t.rows);
+	base_vec_free(&t.order);
+	base_arena_free(&t.ar);
+	if (!err && ferror(out))
+		err = -EIO;
+	return err;
+}
+
+UW_API int uw_profile_write_top(struct uw_profile *p, FILE *out, unsigned max_rows, enum uw_top_sort sort)
+{
+	UW_OPTS(uw_table_opts, o, .order = sort, .max_rows = max_rows);
+	return uw_profile_write_table(p, out, &o);
+}

@@ -194,6 +194,17 @@ static void find_debug(struct uw_session *s, struct uw_module *m)
 				goto found;
 			}
 		}
+		/* the debug file of that name in the search directories */
+		for (const char *f = proc_search_next(s, link, NULL); f; f = proc_search_next(s, link, f)) {
+			struct elfv *v;
+			if (strcmp(f, m->opened_path) == 0 || !file_crc_matches(f, m->elf->debuglink_crc))
+				continue;
+			if (try_open_s(s, f, bid[0] ? bid : NULL, &v, NULL)) {
+				m->dbg = v;
+				snprintf(p, sizeof(p), "%s", f);
+				goto found;
+			}
+		}
 	}
 	return;
 found:
@@ -556,6 +567,15 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m)
 	}
 	if (try_open_s(s, p, bid, &m->elf, &mismatch))
 		goto opened;
+	/* a file of that name in the search directories, when it is this build */
+	if (bid) {
+		for (const char *f = proc_search_next(s, m->path, NULL); f; f = proc_search_next(s, m->path, f)) {
+			if (try_open_s(s, f, bid, &m->elf, NULL)) {
+				snprintf(p, sizeof(p), "%s", f);
+				goto opened;
+			}
+		}
+	}
 	/* not here, or not this build: the servers may have it */
 	if (bid) {
 		char *fetched = fetch(s, m, false);

@@ -120,6 +120,9 @@ struct uw_session {
 	struct base_log log;
 	struct uw_session_opts opts;
 	char *debug_dirs, *buildid_dir, *sysroot;
+	char *search_path;         /* ':'-separated search directories, or NULL */
+	struct search_index *search; /* their files by name, made when first needed (search.c) */
+	bool search_failed;
 	char *dwarf_cache;       /* NULL: none */
 	struct base_intern strings;
 	struct base_map modules;   /* key -> struct uw_module * */
@@ -223,6 +226,12 @@ struct uw_module *proc_jit_module(struct uw_session *s, struct proc *p);
 /* Records a build-id the recording gives for a path (HEADER_BUILD_ID, PERF_RECORD_HEADER_BUILD_ID). */
 void proc_note_build_id(struct uw_session *s, const char *path, const uint8_t *bid, size_t len);
 void proc_note_build_id_hex(struct uw_session *s, const char *path, const char *hex);
+
+/* ---- search directories (search.c) */
+/* The paths in the search directories of files named like name's basename, one at a time:
+ * the first with after NULL, the next after the one given; NULL at the end. */
+const char *proc_search_next(struct uw_session *s, const char *name, const char *after);
+void proc_search_free(struct uw_session *s);
 
 /* ---- tracker (tracker.c) */
 struct proc *proc_get(struct uw_session *s, int32_t pid, bool create);

@@ -60,6 +60,7 @@ UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
 			s->buildid_dir = NULL;
 	}
 	s->sysroot = s->opts.sysroot ? strdup(s->opts.sysroot) : NULL;
+	s->search_path = s->opts.search_path && *s->opts.search_path ? strdup(s->opts.search_path) : NULL;
 	if (!s->opts.no_dwarf_cache) {
 		const char *c = s->opts.dwarf_cache_dir ? s->opts.dwarf_cache_dir : getenv("UNWOUND_CACHE_DIR");
 		const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -74,6 +75,7 @@ UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
 			s->dwarf_cache = NULL; /* no cache: not an error */
 	}
 	s->opts.debug_dirs = s->opts.buildid_dir = s->opts.sysroot = s->opts.dwarf_cache_dir = NULL; /* not owned */
+	s->opts.search_path = NULL;
 	return s;
 }
 
@@ -101,6 +103,8 @@ UW_API void uw_session_free(struct uw_session *s)
 	free(s->debug_dirs);
 	free(s->buildid_dir);
 	free(s->sysroot);
+	free(s->search_path);
+	proc_search_free(s);
 	free(s->dwarf_cache);
 	free(s);
 }

@@ -102,6 +102,10 @@ struct uw_session_opts {
 	/* 1: inline chains asked for ahead (uw_symbolize_inline_ahead) are looked up when asked
 	 * for, on the calling thread; else by a helper thread, when more than one CPU is online */
 	int sync_symbols;
+	/* ':'-separated directories searched (with their subdirectories) for the files a recording
+	 * names that are not at their path (a recording from another machine): a file of the same
+	 * name is used only when its build-id is the recorded one. NULL: none. */
+	const char *search_path;
 };
 
 struct uw_session;
@@ -125,7 +129,14 @@ enum uw_frame_method {
 	UW_METHOD_CALLCHAIN,    /* taken from the kernel-provided callchain */
 };
 
-/* Why a stack ends. UW_STOP_END_OF_STACK (and UW_STOP_NONE for complete callchains) are success. */
+/* Why a stack ends. Only UW_STOP_END_OF_STACK is success: the outermost frame is a root (its
+ * CFI marks the return address undefined, as _start's and clone's do, or the frame-pointer
+ * chain ends with a zero frame pointer).
+ * A callchain read from a file (perf record -g, or a file unwound's inject or record wrote) is
+ * judged by what it holds: END_OF_STACK when its outermost frame is a root by its module's CFI,
+ * CHAIN_CUT when that CFI says the frame has a caller, NO_MODULE when the outermost address is
+ * in no mapping, UNKNOWN when nothing tells; unwound's own files state each sample's reason
+ * exactly (see uw_reader_stats.stops_stated). The values are stored in files: append only. */
 #define UW_STOP_REASONS(X)                                                         \
 	X(UW_STOP_END_OF_STACK, "end of stack")                                       \
 	X(UW_STOP_NO_UNWIND_INFO, "no unwind info for pc")                            \
@@ -136,7 +147,9 @@ enum uw_frame_method {
 	X(UW_STOP_MAX_FRAMES, "frame limit reached")                                  \
 	X(UW_STOP_BAD_CFI, "unsupported or invalid CFI rule")                         \
 	X(UW_STOP_NO_REGS, "sample has no user registers")                            \
-	X(UW_STOP_NONE, "complete callchain")
+	X(UW_STOP_NONE, "no callchain recorded")                                      \
+	X(UW_STOP_CHAIN_CUT, "recorded callchain ends before a root frame")           \
+	X(UW_STOP_UNKNOWN, "recorded callchain, completeness unknown")
 
 enum uw_stop_reason {
 #define UW_STOP_ENUM(name, msg) name,
@@ -144,6 +157,7 @@ enum uw_stop_reason {
 #undef UW_STOP_ENUM
 	UW_STOP__COUNT
 };
+#define UW_STOP_MAX 32 /* room for stop reasons in arrays of new structs */
 UW_API const char *uw_stop_reason_str(enum uw_stop_reason r);
 
 struct uw_module; /* a loaded object file, shared by every process that maps it */
@@ -270,6 +284,16 @@ struct uw_reader_opts {
 	 * Set this to get every sample's whole stack copy in uw_sample.stack. */
 	int full_stacks;
 	unsigned max_kernel_frames; /* kernel frames kept per sample; 0: 512; at most 65536 */
+	/* Further filters, each a list (perf report's --pid, --tid, --comm take lists): a sample
+	 * passes when it matches every non-empty list (and pid, tid, comm above). */
+	const int *pids;
+	size_t npids;
+	const int *tids;
+	size_t ntids;
+	const char *const *comms;
+	size_t ncomms;
+	/* Only samples of this event (its name as uw_reader_event_name gives it); NULL: all */
+	const char *event;
 };
 
 struct uw_reader;
@@ -319,9 +343,36 @@ struct uw_reader_stats {
 	uint64_t malformed_samples;/* SAMPLE records that could not be decoded (dropped) */
 	uint64_t stack_rereads;    /* samples whose stack had to be read whole after a cut one */
 	uint64_t stack_bytes_read; /* bytes of user stack read from the file (all, without cuts) */
+	uint64_t skipped_records;  /* records of types the reader does not use (by type:
+	                            * uw_reader_nr_records) */
+	uint64_t compressed_bytes; /* payload of COMPRESSED records (perf record -z) */
+	uint64_t decompressed_bytes; /* the records they held */
+	uint64_t stops_stated;     /* samples whose stop reason the file states (written by unwound) */
+	uint64_t stops_judged;     /* samples whose callchain was judged by its outermost frame */
 };
 /* Fills st (st->sz must be set) with counts so far. */
 UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st);
+
+/* Records of one type read so far (PERF_RECORD_* numbers; compressed records count as
+ * COMPRESSED and again as what they held), and a type's name ("SAMPLE", "SWITCH_CPU_WIDE", ...;
+ * "unknown" for a type perf does not define). */
+UW_API uint64_t uw_reader_nr_records(const struct uw_reader *r, uint32_t type);
+/* Of those, the records skipped: of a type the reader does not use (SWITCH, KSYMBOL, ...). */
+UW_API uint64_t uw_reader_nr_skipped(const struct uw_reader *r, uint32_t type);
+UW_API const char *uw_record_type_name(uint32_t type);
+
+/* Per event (attribute): what uw_reader_stats counts for all of them. */
+struct uw_event_stats {
+	size_t sz;
+	uint64_t samples;          /* SAMPLE records of this event */
+	uint64_t samples_delivered;/* after filters */
+	uint64_t period;           /* sum of the delivered samples' periods */
+	uint64_t samples_no_user;  /* kernel-only samples */
+	uint64_t user_frames;
+	uint64_t stop_reasons[UW_STOP_MAX]; /* by enum uw_stop_reason */
+};
+/* @return 0, or -EINVAL when idx is not an event of the recording or st->sz is not set. */
+UW_API int uw_reader_event_stats(const struct uw_reader *r, unsigned idx, struct uw_event_stats *st);
 
 /* ---------------------------------------------------------------- record */
 
@@ -340,6 +391,10 @@ struct uw_record_status {
 	uint64_t maps_scan;        /* ... with a /proc/PID/maps scan (older kernels) */
 	double elapsed;            /* seconds since the events were enabled */
 	double cpu_self;           /* the recorder's own CPU time (seconds) */
+	/* the command (opts.argv), in uw_record's final status: */
+	int workload_wstatus;      /* its wait status (waitpid); -1: no command, or not reaped */
+	int workload_errno;        /* non-zero: it could not be executed, for this reason */
+	int workload_stopped;      /* 1: it outlived the recording and the recorder ended it (SIGTERM) */
 };
 
 struct uw_record_opts {
@@ -364,12 +419,24 @@ struct uw_record_opts {
 	void *ctx;
 	int cmd_argc;              /* the recording command, for the header */
 	const char *const *cmd_argv;
+	int call_graph;            /* UW_CALL_GRAPH_DWARF (default): user stacks copied and unwound
+	                            * here; UW_CALL_GRAPH_FP: the kernel's frame-pointer callchains */
+	const int *cpus;           /* -C: only these CPUs (NULL: all) */
+	size_t ncpus;
 };
+#define UW_CALL_GRAPH_DWARF 0
+#define UW_CALL_GRAPH_FP 1
 
 /* Records with perf_event_open and unwinds online: the output is a perf.data file whose samples
- * carry complete callchains (as uw_inject writes). Returns when the command exits, *stop is set
- * or the duration has passed, leaving a valid file. final (sz set) may be NULL. If the command
- * could not be started or recorded, nothing is left running. @return 0 or a negative error. */
+ * carry complete callchains (as uw_inject writes), or a pipe-mode stream on standard output for
+ * "-". The events are opened, and the command started, before the output is created (an
+ * existing file is then kept as FILE.old): a run that cannot record leaves the output alone.
+ * The header and attributes are written first and the data size kept up to date once a second,
+ * so a recorder that is killed leaves a file readable to its last second.
+ * Returns when the command exits, *stop is set or the duration has passed, leaving a complete
+ * file. final (sz set) may be NULL; it is filled on failure too (workload_errno says the command
+ * could not be executed). If the command could not be started or recorded, nothing is left
+ * running. @return 0 or a negative error. */
 UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final);
 
 /* ---------------------------------------------------------------- inject */
@@ -410,18 +477,27 @@ UW_API void uw_session_foreach_module(struct uw_session *s, uw_module_fn fn, voi
 
 /* ---------------------------------------------------------------- profiles and output */
 
+enum uw_weight {
+	UW_WEIGHT_DEFAULT = 0,  /* each writer's own: the period for tables (as perf report), the
+	                         * sample count for folded stacks (as FlameGraph's stackcollapse) */
+	UW_WEIGHT_SAMPLES,      /* every sample counts 1 */
+	UW_WEIGHT_PERIOD,       /* every sample counts its period (events, or ns of cpu-clock) */
+};
+
 struct uw_profile_opts {
 	size_t sz;
 	int no_kernel;          /* 1: leave kernel frames out */
-	int addresses;          /* 1: unknown frames as module+0xoffset instead of [module] */
+	int addresses;          /* 1: unknown frames as module+0xoffset instead of [module] (folded) */
 	int inline_frames;      /* 1: expand inline chains into frames of their own (DWARF) */
 	int by_line;            /* 1: frames named "function file:line" (group by source line) */
+	int weight;             /* enum uw_weight */
+	int by_thread;          /* 1: keep each sample's pid and tid (tables sorted by pid or tid) */
 };
 
 struct uw_profile;
 
-/* A profile aggregates samples into distinct stacks with counts. Frames are kept as
- * (module, address); names are looked up only when the profile is written. */
+/* A profile aggregates samples into distinct stacks with sample counts and periods, per event.
+ * Frames are kept as (module, address); names are looked up only when the profile is written. */
 UW_API struct uw_profile *uw_profile_new(struct uw_session *s, const struct uw_profile_opts *opts);
 /* Adds a sample (its arrays are copied). @return 0 or -ENOMEM. */
 UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *smp);
@@ -429,14 +505,43 @@ UW_API void uw_profile_free(struct uw_profile *p);
 /* Distinct stacks and samples so far. */
 UW_API uint64_t uw_profile_nr_stacks(const struct uw_profile *p);
 UW_API uint64_t uw_profile_nr_samples(const struct uw_profile *p);
+/* Events with samples in the profile, and each one's name (in order of their first sample). */
+UW_API unsigned uw_profile_nr_events(const struct uw_profile *p);
+UW_API const char *uw_profile_event_name(const struct uw_profile *p, unsigned i);
 
-/* Writes `comm;outermost;...;innermost count` per distinct stack (kernel frames `_[k]`),
- * the input format of FlameGraph's flamegraph.pl and speedscope. @return 0 or -errno. */
+/* Writes `comm;outermost;...;innermost weight` per distinct stack (kernel frames `_[k]`), the
+ * input format of FlameGraph's flamegraph.pl and speedscope, weighted by sample count unless
+ * opts.weight says UW_WEIGHT_PERIOD. Stacks of every event are summed: give a profile of one
+ * event (see uw_reader_opts.event). @return 0 or -errno. */
 UW_API int uw_profile_write_folded(struct uw_profile *p, FILE *out);
 
 enum uw_top_sort { UW_TOP_SELF = 0, UW_TOP_TOTAL };
 /* Writes a table of functions with self and total shares, at most max_rows rows (0: 30). */
 UW_API int uw_profile_write_top(struct uw_profile *p, FILE *out, unsigned max_rows, enum uw_top_sort sort);
+
+enum uw_table_columns {
+	UW_TABLE_BOTH = 0,      /* self% and total% */
+	UW_TABLE_CHILDREN,      /* perf report --children: "Children" (total) and "Self" */
+	UW_TABLE_SELF,          /* perf report --no-children: "Overhead" (self) */
+};
+
+struct uw_table_opts {
+	size_t sz;
+	/* Comma-separated keys a row is made of, as perf report's --sort: comm, pid (perf's: the
+	 * thread, shown "tid:comm"), tid, dso, sym, srcline. NULL: unwound's layout, one row per
+	 * function and module. pid and tid need a profile made with by_thread. */
+	const char *sort;
+	enum uw_top_sort order;  /* by self (default) or total share */
+	enum uw_table_columns columns;
+	double percent_limit;    /* rows under this share (of the order column) left out */
+	unsigned max_rows;       /* per event; 0: 30; UINT32_MAX: all */
+};
+/* Writes one section per event of the profile: `# Samples: N of event 'NAME'`, `# Event count
+ * (approx.): SUM`, then the rows, weighted by period unless the profile's opts say otherwise.
+ * Kernel functions are marked `[k]`, user functions `[.]`; code without a symbol is shown by
+ * its address in the module, as perf report shows it. @return 0, -EINVAL for an unknown sort
+ * key, -ENOMEM or -EIO. */
+UW_API int uw_profile_write_table(struct uw_profile *p, FILE *out, const struct uw_table_opts *opts);
 
 struct uw_script_opts {
 	size_t sz;

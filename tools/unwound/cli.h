@@ -14,6 +14,21 @@ int cmd_inject(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 void cli_log(void *ctx, enum uw_log_level lvl, const char *msg);
 
+/* Strict argument parsing: the whole string, in range, else a message naming the option and
+ * the value, and -1 (the caller exits with CLI_EXIT_USAGE). */
+int cli_u64(const char *cmd, const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out);
+int cli_unsigned(const char *cmd, const char *opt, const char *arg, unsigned lo, unsigned hi, unsigned *out);
+int cli_double(const char *cmd, const char *opt, const char *arg, double lo, double hi, double *out);
+/* One of choices (NULL-terminated): its index. */
+int cli_choice(const char *cmd, const char *opt, const char *arg, const char *const *choices, int *out);
+/* A comma-separated list of numbers in [lo, hi], each a number or (ranges) a range A-B, appended
+ * to *v. */
+int cli_int_list(const char *cmd, const char *opt, const char *arg, int lo, int hi, int ranges, int **v, size_t *n);
+/* A comma-separated list of names, appended to *v (the strings point into arg). */
+int cli_str_list(const char *cmd, const char *opt, char *arg, const char ***v, size_t *n);
+/* Appends dir to a ':'-separated list kept in *list (malloc'd). */
+int cli_append_path(const char *cmd, const char *opt, const char *dir, char **list);
+
 /* The resource limits report and inject share (docs/security.md lists them all). */
 struct cli_limits {
 	unsigned max_frames, max_kernel_frames;

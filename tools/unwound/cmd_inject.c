@@ -14,56 +14,63 @@ static void inject_usage(FILE *f)
 	fprintf(f, "usage: unwound inject -i IN -o OUT [options]\n\n"
 		   "Unwinds every sample of a 'perf record --call-graph dwarf' file and writes a perf.data\n"
 		   "file whose samples carry complete callchains instead of register and stack copies, for\n"
-		   "perf report, perf script and hotspot. An existing OUT is kept as OUT.old.\n\n"
+		   "perf report, perf script and hotspot. The input's header features are kept (those that\n"
+		   "depend on what changed are written anew); each sample's stop reason is kept too, in a\n"
+		   "section perf skips. An existing OUT is kept as OUT.old.\n\n"
 		   "  -i, --input FILE    the recording ('-': standard input)\n"
-		   "  -o, --output FILE   the file to write\n"
-		   "  --debug-dir DIR, --symfs DIR, --offline, --no-fp   as for report\n"
+		   "  -o, --output FILE   the file to write ('-': a pipe-mode stream on standard output)\n"
+		   "  --debug-dir DIR, --symfs DIR, --search-path DIR, --offline, --no-fp   as for report\n"
 		   "  -v                  more messages\n"
 		   CLI_LIMITS_HELP);
 }
 
 int cmd_inject(int argc, char **argv)
 {
-	enum { O_DEBUGDIR = 256, O_SYMFS, O_OFFLINE, O_NOFP };
+	enum { O_DEBUGDIR = 256, O_SYMFS, O_OFFLINE, O_NOFP, O_SEARCH };
 	static const struct option lo[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "debug-dir", required_argument, 0, O_DEBUGDIR }, { "symfs", required_argument, 0, O_SYMFS },
+		{ "search-path", required_argument, 0, O_SEARCH },
 		{ "offline", no_argument, 0, O_OFFLINE }, { "no-fp", no_argument, 0, O_NOFP }, CLI_LIMIT_OPTIONS,
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
-	const char *in = NULL, *out = NULL, *debugdir = NULL, *symfs = NULL;
-	int offline = 0, nofp = 0, c;
+	const char *in = NULL, *out = NULL, *symfs = NULL;
+	char *debugdirs = NULL, *search = NULL;
+	int offline = 0, nofp = 0, c, ret = CLI_EXIT_USAGE;
 	struct cli_limits lim = { 0 };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "i:o:vh", lo, NULL)) != -1) {
 		int l = cli_limit_option("inject", c, optarg, &lim);
 		if (l < 0)
-			return CLI_EXIT_USAGE;
+			goto out;
 		if (l)
 			continue;
 		switch (c) {
 		case 'i': in = optarg; break;
 		case 'o': out = optarg; break;
 		case 'v': cli_verbose++; break;
-		case 'h': inject_usage(stdout); return CLI_EXIT_OK;
-		case O_DEBUGDIR: debugdir = optarg; break;
+		case 'h': inject_usage(stdout); ret = CLI_EXIT_OK; goto out;
+		case O_DEBUGDIR: if (cli_append_path("inject", "--debug-dir", optarg, &debugdirs)) goto out; break;
+		case O_SEARCH: if (cli_append_path("inject", "--search-path", optarg, &search)) goto out; break;
 		case O_SYMFS: symfs = optarg; break;
 		case O_OFFLINE: offline = 1; break;
 		case O_NOFP: nofp = 1; break;
-		default: inject_usage(stderr); return CLI_EXIT_USAGE;
+		default: inject_usage(stderr); goto out;
 		}
 	}
 	if (!in || !out || optind < argc) {
 		inject_usage(stderr);
-		return CLI_EXIT_USAGE;
+		goto out;
 	}
+	ret = CLI_EXIT_ERROR;
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
-		.max_frames = lim.max_frames, .debug_dirs = debugdir, .sysroot = symfs, .no_fp_fallback = nofp,
-		.offline = offline, .max_inflate_bytes = lim.max_inflate, .max_side_file_bytes = lim.max_side_file);
+		.max_frames = lim.max_frames, .debug_dirs = debugdirs, .sysroot = symfs, .no_fp_fallback = nofp,
+		.offline = offline, .max_inflate_bytes = lim.max_inflate, .max_side_file_bytes = lim.max_side_file,
+		.search_path = search);
 	struct uw_session *s = uw_session_new(&so);
 	if (!s) {
 		fprintf(stderr, "unwound inject: %s\n", strerror(errno));
-		return CLI_EXIT_ERROR;
+		goto out;
 	}
 	struct uw_inject_stats st = { .sz = sizeof(st) };
 	UW_OPTS(uw_inject_opts, io, .max_queue_bytes = lim.max_queue, .max_kernel_frames = lim.max_kernel_frames);
@@ -75,5 +82,9 @@ int cmd_inject(int argc, char **argv)
 			st.samples_written, st.records_written, (double)st.bytes_in / 1048576.0,
 			(double)st.bytes_out / 1048576.0);
 	uw_session_free(s);
-	return err ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+	ret = err ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+out:
+	free(debugdirs);
+	free(search);
+	return ret;
 }

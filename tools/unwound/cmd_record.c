@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -25,43 +27,28 @@ static void record_usage(FILE *f)
 	fprintf(f, "usage: unwound record [-F HZ | -c PERIOD] [-e EVENT] [-a | -p PID,... | -t TID,... | -- CMD ARGS...] [-o FILE]\n\n"
 		   "Samples with perf_event_open, unwinds each sample's user stack as it comes and writes a\n"
 		   "perf.data file whose samples carry complete callchains: perf report, perf script, hotspot\n"
-		   "and unwound report read it. Stack copies never reach the disk.\n\n"
-		   "  -F, --freq HZ       samples per second and CPU (default 999)\n"
+		   "and unwound report read it. Stack copies never reach the disk. With a command, its exit\n"
+		   "status is unwound's (a command that cannot be run: 255, as perf).\n\n"
+		   "  -F, --freq HZ       samples per second and CPU (default 999; 'max': the kernel's limit)\n"
 		   "  -c, --count N       one sample every N events instead\n"
 		   "  -e, --event EVENT   cycles (default when the CPU has it), instructions, cpu-clock,\n"
 		   "                      task-clock, page-faults\n"
+		   "  -g                  record call graphs (unwound always does: --call-graph's method)\n"
+		   "  --call-graph MODE   dwarf[,SIZE] (default: user stacks copied, SIZE bytes, and unwound\n"
+		   "                      here) or fp (the kernel's frame-pointer callchains, for programs\n"
+		   "                      built with frame pointers)\n"
 		   "  -a, --all-cpus      every process on every CPU\n"
 		   "  -p, --pid PIDS      processes that already run (comma-separated)\n"
 		   "  -t, --tid TIDS      threads\n"
-		   "  -o, --output FILE   default perf.data (an existing one is kept as FILE.old)\n"
+		   "  -C, --cpu CPUS      only these CPUs (comma-separated, ranges A-B)\n"
+		   "  -o, --output FILE   default perf.data (an existing one is kept as FILE.old); '-': a\n"
+		   "                      pipe-mode stream on standard output\n"
 		   "  --stack-size BYTES  user stack copied per sample (default 16384, at most 65528)\n"
-		   "  --duration SECS     stop after this long (also: Ctrl-C, SIGTERM, the command's exit)\n"
+		   "  --duration SECS     stop after this long (also: Ctrl-C, SIGTERM, SIGHUP, the command's exit)\n"
 		   "  -m, --mmap-pages N  data pages per ring buffer (power of two, default 1024)\n"
 		   "  --debug-dir DIR, --offline, --no-fp   as for report\n"
 		   "  -q, --quiet         no status line\n"
 		   "  -v                  more messages\n");
-}
-
-static int parse_list(const char *arg, int **out, size_t *n)
-{
-	char *dup = strdup(arg), *save = NULL;
-	if (!dup)
-		return -1;
-	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		char *end;
-		long v = strtol(t, &end, 10);
-		int *nv = realloc(*out, (*n + 1) * sizeof(*nv));
-		if (*end || v <= 0 || !nv) {
-			free(dup);
-			if (nv)
-				*out = nv;
-			return -1;
-		}
-		*out = nv;
-		(*out)[(*n)++] = (int)v;
-	}
-	free(dup);
-	return 0;
 }
 
 struct status_ctx {
@@ -85,13 +72,73 @@ static void on_status(void *ctx, const struct uw_record_status *st)
 		st->elapsed > 0 ? 100.0 * st->cpu_self / st->elapsed : 0.0);
 }
 
+/* perf's -F max: the kernel's kernel.perf_event_max_sample_rate. */
+static unsigned max_rate(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
+	unsigned v = 0;
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v ? v : 100000;
+}
+
+/* --call-graph dwarf[,SIZE] | fp */
+static int parse_call_graph(const char *arg, struct uw_record_opts *ro)
+{
+	if (!strcmp(arg, "fp")) {
+		ro->call_graph = UW_CALL_GRAPH_FP;
+		return 0;
+	}
+	if (!strncmp(arg, "dwarf", 5) && (arg[5] == 0 || arg[5] == ',')) {
+		ro->call_graph = UW_CALL_GRAPH_DWARF;
+		if (arg[5] == ',' && cli_unsigned("record", "--call-graph dwarf,SIZE", arg + 6, 8, 65528, &ro->stack_size))
+			return -1;
+		return 0;
+	}
+	fprintf(stderr, "unwound record: --call-graph takes dwarf, dwarf,SIZE or fp, not '%s'%s\n", arg,
+		!strncmp(arg, "lbr", 3) ? " (LBR call stacks are not supported)" : "");
+	return -1;
+}
+
+/* The command's fate as the shell would report it: its exit code, or its signal raised again
+ * here (perf's rule). A command that could not be run: 255, as perf. */
+static int workload_exit(const struct uw_record_status *st)
+{
+	if (st->workload_errno)
+		return 255;
+	int ws = st->workload_wstatus;
+	if (ws == -1 || st->workload_stopped)
+		return CLI_EXIT_OK;
+	if (WIFEXITED(ws))
+		return WEXITSTATUS(ws);
+	if (WIFSIGNALED(ws)) {
+		int sig = WTERMSIG(ws);
+		fflush(NULL);
+		/* die the same way, without a core file of our own */
+		struct rlimit rl = { 0, 0 };
+		setrlimit(RLIMIT_CORE, &rl);
+		signal(sig, SIG_DFL);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		raise(sig);
+		return 128 + sig;
+	}
+	return CLI_EXIT_ERROR;
+}
+
 int cmd_record(int argc, char **argv)
 {
-	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP };
+	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH };
 	static const struct option lo[] = {
 		{ "freq", required_argument, 0, 'F' }, { "count", required_argument, 0, 'c' },
 		{ "event", required_argument, 0, 'e' }, { "all-cpus", no_argument, 0, 'a' },
 		{ "pid", required_argument, 0, 'p' }, { "tid", required_argument, 0, 't' },
+		{ "cpu", required_argument, 0, 'C' }, { "call-graph", required_argument, 0, O_CALLGRAPH },
 		{ "output", required_argument, 0, 'o' }, { "stack-size", required_argument, 0, O_STACK },
 		{ "duration", required_argument, 0, O_DURATION }, { "mmap-pages", required_argument, 0, 'm' },
 		{ "debug-dir", required_argument, 0, O_DEBUGDIR }, { "offline", no_argument, 0, O_OFFLINE },
@@ -99,49 +146,92 @@ int cmd_record(int argc, char **argv)
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	UW_OPTS(uw_record_opts, ro, .stop = &stop_flag);
-	int *pids = NULL, *tids = NULL, c, offline = 0, nofp = 0, quiet = 0;
-	size_t npids = 0, ntids = 0;
-	const char *debugdir = NULL;
+	int *pids = NULL, *tids = NULL, *cpus = NULL, c, offline = 0, nofp = 0, quiet = 0, ret = CLI_EXIT_USAGE;
+	size_t npids = 0, ntids = 0, ncpus = 0;
+	char *debugdirs = NULL;
+	bool freq_set = false, count_set = false;
+	struct uw_session *s = NULL;
 	optind = 1;
 	/* '+': options end at the command */
-	while ((c = getopt_long(argc, argv, "+F:c:e:ap:t:o:m:qvh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+F:c:e:gap:t:C:o:m:qvh", lo, NULL)) != -1) {
 		switch (c) {
-		case 'F': ro.freq = (unsigned)strtoul(optarg, NULL, 0); break;
-		case 'c': ro.period = strtoull(optarg, NULL, 0); break;
+		case 'F':
+			freq_set = true;
+			if (!strcmp(optarg, "max"))
+				ro.freq = max_rate();
+			else if (cli_unsigned("record", "-F/--freq", optarg, 1, max_rate(), &ro.freq))
+				goto out;
+			break;
+		case 'c':
+			count_set = true;
+			if (cli_u64("record", "-c/--count", optarg, 1, INT64_MAX, &ro.period))
+				goto out;
+			break;
 		case 'e': ro.event = optarg; break;
+		case 'g': break; /* call graphs are what unwound records; --call-graph chooses how */
+		case O_CALLGRAPH:
+			if (parse_call_graph(optarg, &ro))
+				goto out;
+			break;
 		case 'a': ro.system_wide = 1; break;
 		case 'p':
-			if (parse_list(optarg, &pids, &npids)) {
-				fprintf(stderr, "unwound record: -p takes process ids: %s\n", optarg);
-				return CLI_EXIT_USAGE;
-			}
+			if (cli_int_list("record", "-p/--pid", optarg, 1, 0x7fffffff, 0, &pids, &npids))
+				goto out;
 			break;
 		case 't':
-			if (parse_list(optarg, &tids, &ntids)) {
-				fprintf(stderr, "unwound record: -t takes thread ids: %s\n", optarg);
-				return CLI_EXIT_USAGE;
-			}
+			if (cli_int_list("record", "-t/--tid", optarg, 1, 0x7fffffff, 0, &tids, &ntids))
+				goto out;
+			break;
+		case 'C':
+			if (cli_int_list("record", "-C/--cpu", optarg, 0, 4095, 1, &cpus, &ncpus))
+				goto out;
 			break;
 		case 'o': ro.output = optarg; break;
-		case 'm': ro.mmap_pages = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'm':
+			if (cli_unsigned("record", "-m/--mmap-pages", optarg, 1, 1u << 20, &ro.mmap_pages))
+				goto out;
+			if (ro.mmap_pages & (ro.mmap_pages - 1)) {
+				fprintf(stderr, "unwound record: -m/--mmap-pages takes a power of two, not '%s'\n", optarg);
+				goto out;
+			}
+			break;
 		case 'q': quiet = 1; break;
 		case 'v': cli_verbose++; break;
-		case O_STACK: ro.stack_size = (unsigned)strtoul(optarg, NULL, 0); break;
-		case O_DURATION: ro.duration = atof(optarg); break;
-		case O_DEBUGDIR: debugdir = optarg; break;
+		case O_STACK:
+			if (cli_unsigned("record", "--stack-size", optarg, 8, 65528, &ro.stack_size))
+				goto out;
+			break;
+		case O_DURATION:
+			if (cli_double("record", "--duration", optarg, 0.001, 1e9, &ro.duration))
+				goto out;
+			break;
+		case O_DEBUGDIR:
+			if (cli_append_path("record", "--debug-dir", optarg, &debugdirs))
+				goto out;
+			break;
 		case O_OFFLINE: offline = 1; break;
 		case O_NOFP: nofp = 1; break;
-		case 'h': record_usage(stdout); return CLI_EXIT_OK;
-		default: record_usage(stderr); return CLI_EXIT_USAGE;
+		case 'h': record_usage(stdout); ret = CLI_EXIT_OK; goto out;
+		default: record_usage(stderr); goto out;
 		}
+	}
+	if (freq_set && count_set) {
+		fprintf(stderr, "unwound record: -F and -c both set the sampling rate: give one\n");
+		goto out;
 	}
 	if (optind < argc)
 		ro.argv = argv + optind;
+	if (!!ro.argv + !!npids + !!ntids + ro.system_wide != 1) {
+		fprintf(stderr, "unwound record: give exactly one of: a command, -p PIDS, -t TIDS, -a\n");
+		goto out;
+	}
 	ro.pids = pids;
 	ro.npids = npids;
 	ro.tids = tids;
 	ro.ntids = ntids;
-	/* the header's command line: "unwound record ..." as given */
+	ro.cpus = cpus;
+	ro.ncpus = ncpus;
+	/* the header's command line: "record ..." as given, after the program's path */
 	ro.cmd_argc = argc;
 	ro.cmd_argv = (const char *const *)argv;
 	struct status_ctx sc = { .tty = !quiet && isatty(2) };
@@ -151,29 +241,39 @@ int cmd_record(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	ret = CLI_EXIT_ERROR;
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
-		.debug_dirs = debugdir, .no_fp_fallback = nofp, .offline = offline);
-	struct uw_session *s = uw_session_new(&so);
+		.debug_dirs = debugdirs, .no_fp_fallback = nofp, .offline = offline);
+	s = uw_session_new(&so);
 	if (!s) {
 		fprintf(stderr, "unwound record: %s\n", strerror(errno));
-		return CLI_EXIT_ERROR;
+		goto out;
 	}
 	struct uw_record_status st = { .sz = sizeof(st) };
 	int err = uw_record(s, &ro, &st);
 	if (sc.tty)
 		fprintf(stderr, "\n");
-	if (err)
+	if (err) {
 		fprintf(stderr, "unwound record: %s\n", uw_session_errmsg(s));
-	else {
-		fprintf(stderr, "unwound record: %" PRIu64 " samples (%.2f%% unwound to a root), %" PRIu64 " lost, %.1f KiB written to %s; own CPU %.2f s in %.1f s\n",
-			st.samples, st.samples ? 100.0 * (double)st.samples_root / (double)st.samples : 0.0, st.lost,
-			(double)st.bytes_out / 1024.0, ro.output ? ro.output : "perf.data", st.cpu_self, st.elapsed);
-		if (st.procmap_query || st.maps_scan)
-			fprintf(stderr, "unwound record: mappings found on demand: %" PRIu64 " with PROCMAP_QUERY, %" PRIu64 " from /proc/PID/maps\n",
-				st.procmap_query, st.maps_scan);
+		ret = st.workload_errno ? 255 : CLI_EXIT_ERROR;
+		goto out;
 	}
+	const char *outname = ro.output ? ro.output : "perf.data";
+	fprintf(stderr, "unwound record: %" PRIu64 " samples (%.2f%% unwound to a root), %" PRIu64 " lost, %.1f KiB written to %s; own CPU %.2f s in %.1f s\n",
+		st.samples, st.samples ? 100.0 * (double)st.samples_root / (double)st.samples : 0.0, st.lost,
+		(double)st.bytes_out / 1024.0, strcmp(outname, "-") ? outname : "standard output", st.cpu_self, st.elapsed);
+	if (st.procmap_query || st.maps_scan)
+		fprintf(stderr, "unwound record: mappings found on demand: %" PRIu64 " with PROCMAP_QUERY, %" PRIu64 " from /proc/PID/maps\n",
+			st.procmap_query, st.maps_scan);
+	uw_session_free(s);
+	s = NULL;
+	ret = workload_exit(&st);
+out:
 	uw_session_free(s);
 	free(pids);
 	free(tids);
-	return err ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+	free(cpus);
+	free(debugdirs);
+	return ret;
 }

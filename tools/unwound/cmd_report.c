@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* unwound report: read a perf.data file, unwind, and print a top table, script lines or
- * folded stacks. */
+/* unwound report: read a perf.data file, unwind, and print a table of shares per event, script
+ * lines or folded stacks. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -53,27 +55,42 @@ static void report_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: unwound report [-i FILE] [options]\n\n"
-		"Unwinds and symbolizes the samples of a perf.data file recorded with\n"
-		"'perf record --call-graph dwarf' (file or pipe mode; '-' or no -i with a pipe: stdin).\n\n"
-		"output (default: a table of functions and an unwinding summary):\n"
+		"Unwinds and symbolizes the samples of a perf.data file (file or pipe mode, compressed\n"
+		"with perf record -z or not; '-' or no -i with a pipe: stdin). Samples with a user stack\n"
+		"copy (perf record --call-graph dwarf) are unwound here; callchains recorded otherwise\n"
+		"(perf record -g, unwound record and inject) are used as they are.\n\n"
+		"output (default: per event, a table of functions by share, and an unwinding summary):\n"
 		"  --script            one block per sample, in the format of 'perf script'\n"
 		"  --no-inline         without inline frames (as 'perf script --no-inline')\n"
 		"  --srcline           with the source file:line of each frame (--script)\n"
 		"  --no-demangle       C++ and Rust names as in the symbol table\n"
-		"  --folded            folded stacks: comm;outer;...;inner count\n"
+		"  --folded            folded stacks: comm;outer;...;inner weight (one event: see --event)\n"
 		"  -o, --output FILE   write to FILE instead of standard output\n"
-		"  --sort self|total   order of the table (default self)\n"
+		"  --stdio             (accepted for perf report's habit: the output is text)\n"
+		"  --sort KEYS         table rows by these keys, as perf report: comm, pid, tid, dso, sym,\n"
+		"                      srcline, comma-separated (pid is perf's: the thread, 'tid:comm');\n"
+		"                      without it, a row per function and module\n"
+		"  --children          order the table by total share (\"Children\", then \"Self\")\n"
+		"  --no-children       only the self share (\"Overhead\"), as perf report --no-children\n"
+		"  --sort self|total   order of the default table (default self)\n"
+		"  --percent-limit PCT leave out rows under PCT percent\n"
+		"  --rows N            rows of the table per event (default 30)\n"
+		"  --weight samples|period  what a sample weighs: the table's default is its period (as\n"
+		"                      perf report), folded stacks' the sample count (as FlameGraph)\n"
 		"  --group function|line  rows by function (default) or by source line (DWARF)\n"
 		"  --inline            --folded and the table with inline frames of their own (DWARF)\n"
-		"  --rows N            rows of the table (default 30)\n"
 		"  --no-kernel         leave kernel frames out\n"
-		"  --addresses         name unknown frames module+0xoffset\n"
+		"  --addresses         name unknown frames module+0xoffset (--folded)\n"
 		"filters:\n"
-		"  --pid PID, --tid TID, --comm NAME\n"
+		"  --event NAME        samples of this event only (any output)\n"
+		"  --pid PIDS, --tid TIDS, --comm NAMES   comma-separated lists, as perf report\n"
 		"symbols and unwinding:\n"
 		"  --kallsyms FILE     kernel symbols (default /proc/kallsyms when the recording's kernel is running)\n"
-		"  --debug-dir DIR     extra root for separate debug files (also $UNWOUND_DEBUG_PATH)\n"
+		"  --debug-dir DIR     extra root for separate debug files (repeatable; also $UNWOUND_DEBUG_PATH)\n"
 		"  --symfs DIR         prefix for the recording's file paths\n"
+		"  --search-path DIR   directory (and its subdirectories) where files the recording names are\n"
+		"                      found by name when not at their path; used only when the build-id\n"
+		"                      matches (repeatable)\n"
 		"  --offline           never fetch from debuginfod servers ($DEBUGINFOD_URLS)\n"
 		"  --debuginfod-timeout SECS  cap on one debuginfod fetch (default 30)\n"
 		"  --sync-symbols      look inline frames up when printed (default: on a helper\n"
@@ -115,30 +132,79 @@ static int list_module(void *ctx, struct uw_module *m)
 	return 0;
 }
 
-static void summary(struct uw_session *s, const struct uw_reader_stats *st, FILE *f)
+/* One event's line of the unwinding summary. Stacks unwound here and callchains read from the
+ * file are told apart: a callchain's completeness is what the file states (unwound's own) or
+ * what its outermost frame shows. */
+static void summary_event(const struct uw_event_stats *es, const char *name, bool several, FILE *f)
 {
-	uint64_t with_user = st->samples_delivered - st->samples_no_user;
-	uint64_t complete = st->stop_reasons[UW_STOP_END_OF_STACK] + st->stop_reasons[UW_STOP_NONE];
-	fprintf(f, "\n# unwinding: %" PRIu64 " samples (%" PRIu64 " with a user stack), %.2f%% reach a root frame, "
-		   "%.1f user frames per stack on average",
-		st->samples_delivered, with_user, with_user ? 100.0 * (double)complete / (double)with_user : 0.0,
-		with_user ? (double)st->user_frames / (double)with_user : 0.0);
+	uint64_t with_user = es->samples_delivered - es->samples_no_user - es->stop_reasons[UW_STOP_NONE];
+	uint64_t root = es->stop_reasons[UW_STOP_END_OF_STACK];
+	fprintf(f, "\n# unwinding%s%s%s: %" PRIu64 " samples", several ? " of '" : "", several ? name : "",
+		several ? "'" : "", es->samples_delivered);
+	if (es->stop_reasons[UW_STOP_NONE])
+		fprintf(f, " (%" PRIu64 " without a callchain)", es->stop_reasons[UW_STOP_NONE]);
+	fprintf(f, ", %" PRIu64 " with a user stack, %.2f%% reach a root frame, %.1f user frames per stack on average",
+		with_user, with_user ? 100.0 * (double)root / (double)with_user : 0.0,
+		with_user ? (double)es->user_frames / (double)with_user : 0.0);
 	bool first = true;
 	for (int i = 0; i < UW_STOP__COUNT; i++) {
-		if (i == UW_STOP_END_OF_STACK || i == UW_STOP_NONE || !st->stop_reasons[i])
+		if (i == UW_STOP_END_OF_STACK || i == UW_STOP_NONE || !es->stop_reasons[i])
 			continue;
-		fprintf(f, "%s %s: %" PRIu64, first ? "; stopped early:" : ",", uw_stop_reason_str(i), st->stop_reasons[i]);
+		fprintf(f, "%s %s: %" PRIu64, first ? "; stopped early or unknown:" : ",", uw_stop_reason_str(i),
+			es->stop_reasons[i]);
 		first = false;
 	}
-	if (st->lost_events)
-		fprintf(f, "; %" PRIu64 " events lost in %" PRIu64 " LOST records", st->lost_events, st->lost_records);
-	if (st->late_records)
-		fprintf(f, "; %" PRIu64 " records arrived after their ordering window", st->late_records);
-	if (st->malformed_samples)
-		fprintf(f, "; %" PRIu64 " malformed samples dropped", st->malformed_samples);
-	if (st->unknown_records)
-		fprintf(f, "; %" PRIu64 " unknown records skipped", st->unknown_records);
 	fprintf(f, ".\n");
+}
+
+static void summary(struct uw_session *s, struct uw_reader *rd, const struct uw_reader_stats *st, const char *event,
+                    FILE *f)
+{
+	unsigned nev = uw_reader_nr_events(rd), shown = 0;
+	for (unsigned i = 0; i < nev; i++) {
+		struct uw_event_stats es = { .sz = sizeof(es) };
+		uw_reader_event_stats(rd, i, &es);
+		if (es.samples_delivered)
+			shown++;
+	}
+	for (unsigned i = 0; i < nev; i++) {
+		struct uw_event_stats es = { .sz = sizeof(es) };
+		uw_reader_event_stats(rd, i, &es);
+		if (!es.samples_delivered && (shown || i))
+			continue;
+		summary_event(&es, uw_reader_event_name(rd, i), nev > 1 && !event, f);
+	}
+	if (st->stops_stated || st->stops_judged)
+		fprintf(f, "# callchains read from the file: %" PRIu64 " with the stop reason the file states, %" PRIu64
+			   " judged by their outermost frame\n", st->stops_stated, st->stops_judged);
+	if (st->lost_events || st->late_records || st->malformed_samples || st->unknown_records) {
+		fprintf(f, "# input:");
+		const char *sep = "";
+		if (st->lost_events)
+			fprintf(f, "%s %" PRIu64 " events lost in %" PRIu64 " LOST records", sep, st->lost_events, st->lost_records), sep = ";";
+		if (st->late_records)
+			fprintf(f, "%s %" PRIu64 " records arrived after their ordering window", sep, st->late_records), sep = ";";
+		if (st->malformed_samples)
+			fprintf(f, "%s %" PRIu64 " malformed samples dropped", sep, st->malformed_samples), sep = ";";
+		if (st->unknown_records)
+			fprintf(f, "%s %" PRIu64 " records of unknown types skipped", sep, st->unknown_records);
+		fprintf(f, ".\n");
+	}
+	if (st->skipped_records) {
+		fprintf(f, "# records not used:");
+		const char *sep = "";
+		for (uint32_t t = 0; t < 256; t++) {
+			uint64_t n = uw_reader_nr_skipped(rd, t);
+			if (n) {
+				fprintf(f, "%s %" PRIu64 " %s", sep, n, uw_record_type_name(t));
+				sep = ",";
+			}
+		}
+		fprintf(f, "\n");
+	}
+	if (st->compressed_bytes)
+		fprintf(f, "# compressed records: %.1f MiB expanded to %.1f MiB\n", (double)st->compressed_bytes / 1048576.0,
+			(double)st->decompressed_bytes / 1048576.0);
 	if (st->stack_bytes_read)
 		fprintf(f, "# input: %.1f MiB of user stacks read (%" PRIu64 " stacks read back whole)\n",
 			(double)st->stack_bytes_read / 1048576.0, st->stack_rereads);
@@ -148,17 +214,76 @@ static void summary(struct uw_session *s, const struct uw_reader_stats *st, FILE
 		ms.mismatch, ms.bad);
 }
 
-int cmd_report(int argc, char **argv)
+struct ropts {
+	const char *in, *outp, *kallsyms, *symfs, *event, *sort;
+	char *debugdirs, *search;
+	int *pids, *tids;
+	size_t npids, ntids, ncomms;
+	const char **comms;
+	int nofp, nokernel, addrs, noinline, srcline, nodemangle, inl, byline, nocache, syncsym, offline;
+	int weight, order, columns, stdio;
+	unsigned rows, dbgd_ms;
+	double percent_limit;
+	struct cli_limits lim;
+	enum mode mode;
+	bool mode_set;
+};
+
+static const char *const sort_keys[] = { "comm", "pid", "tid", "dso", "sym", "srcline", NULL };
+
+/* --sort: perf report's keys, or unwound's own self|total ordering of the default table. */
+static int parse_sort(struct ropts *o, char *arg)
+{
+	static const char *const orders[] = { "self", "total", NULL };
+	int v;
+	if (!strcmp(arg, "self") || !strcmp(arg, "total")) {
+		cli_choice("report", "--sort", arg, orders, &v);
+		o->order = v == 1 ? UW_TOP_TOTAL : UW_TOP_SELF;
+		return 0;
+	}
+	char *copy = strdup(arg);
+	if (!copy)
+		return -1;
+	for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (cli_choice("report", "--sort", t, sort_keys, &v)) {
+			free(copy);
+			return -1;
+		}
+	}
+	free(copy);
+	if (!arg[0] || arg[0] == ',' || arg[strlen(arg) - 1] == ',' || strstr(arg, ",,")) {
+		fprintf(stderr, "unwound report: --sort takes comma-separated keys, not '%s'\n", arg);
+		return -1;
+	}
+	o->sort = arg;
+	return 0;
+}
+
+static int set_mode(struct ropts *o, enum mode m)
+{
+	if (o->mode_set && o->mode != m) {
+		fprintf(stderr, "unwound report: --script and --folded are different outputs: give one\n");
+		return -1;
+	}
+	o->mode = m;
+	o->mode_set = true;
+	return 0;
+}
+
+/* @return -1 (usage error, said), 0, or 1 for --help. */
+static int parse_args(int argc, char **argv, struct ropts *o)
 {
 	enum { O_SCRIPT = 256, O_FOLDED, O_PID, O_TID, O_COMM, O_KALLSYMS, O_DEBUGDIR, O_SYMFS,
 	       O_NOFP, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE, O_NODEMANGLE, O_INLINE,
-	       O_GROUP, O_OFFLINE, O_DBGDTIMEOUT, O_NOCACHE, O_SYNCSYM };
+	       O_GROUP, O_OFFLINE, O_DBGDTIMEOUT, O_NOCACHE, O_SYNCSYM, O_STDIO, O_EVENT, O_WEIGHT,
+	       O_PCTLIMIT, O_CHILDREN, O_NOCHILDREN, O_SEARCH };
 	static const struct option lo[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "script", no_argument, 0, O_SCRIPT }, { "folded", no_argument, 0, O_FOLDED },
 		{ "pid", required_argument, 0, O_PID }, { "tid", required_argument, 0, O_TID },
 		{ "comm", required_argument, 0, O_COMM }, { "kallsyms", required_argument, 0, O_KALLSYMS },
 		{ "debug-dir", required_argument, 0, O_DEBUGDIR }, { "symfs", required_argument, 0, O_SYMFS },
+		{ "search-path", required_argument, 0, O_SEARCH },
 		{ "no-fp", no_argument, 0, O_NOFP },
 		{ "sort", required_argument, 0, O_SORT }, { "rows", required_argument, 0, O_ROWS },
 		{ "no-kernel", no_argument, 0, O_NOKERNEL }, { "addresses", no_argument, 0, O_ADDRS },
@@ -167,125 +292,214 @@ int cmd_report(int argc, char **argv)
 		{ "group", required_argument, 0, O_GROUP }, { "offline", no_argument, 0, O_OFFLINE },
 		{ "debuginfod-timeout", required_argument, 0, O_DBGDTIMEOUT },
 		{ "no-dwarf-cache", no_argument, 0, O_NOCACHE }, { "sync-symbols", no_argument, 0, O_SYNCSYM },
+		{ "stdio", no_argument, 0, O_STDIO }, { "event", required_argument, 0, O_EVENT },
+		{ "weight", required_argument, 0, O_WEIGHT }, { "percent-limit", required_argument, 0, O_PCTLIMIT },
+		{ "children", no_argument, 0, O_CHILDREN }, { "no-children", no_argument, 0, O_NOCHILDREN },
 		CLI_LIMIT_OPTIONS,
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
-	const char *in = NULL, *outp = NULL, *kallsyms = NULL, *debugdir = NULL, *symfs = NULL, *comm = NULL;
-	int pid = 0, tid = 0, nofp = 0, nokernel = 0, addrs = 0, noinline = 0, srcline = 0, nodemangle = 0, inl = 0, byline = 0, nocache = 0, syncsym = 0;
-	unsigned rows = 30, dbgd_ms = 0;
-	int offline = 0;
-	struct cli_limits lim = { 0 };
-	enum uw_top_sort sort = UW_TOP_SELF;
-	struct report rep = { .mode = MODE_TOP };
-	int c;
+	static const char *const groups[] = { "function", "line", NULL };
+	static const char *const weights[] = { "samples", "period", NULL };
+	int c, v;
+	double secs;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "i:o:vh", lo, NULL)) != -1) {
-		int l = cli_limit_option("report", c, optarg, &lim);
+		int l = cli_limit_option("report", c, optarg, &o->lim);
 		if (l < 0)
-			return CLI_EXIT_USAGE;
+			return -1;
 		if (l)
 			continue;
 		switch (c) {
-		case 'i': in = optarg; break;
-		case 'o': outp = optarg; break;
+		case 'i': o->in = optarg; break;
+		case 'o': o->outp = optarg; break;
 		case 'v': cli_verbose++; break;
-		case 'h': report_usage(stdout); return CLI_EXIT_OK;
-		case O_SCRIPT: rep.mode = MODE_SCRIPT; break;
-		case O_FOLDED: rep.mode = MODE_FOLDED; break;
-		case O_PID: pid = atoi(optarg); break;
-		case O_TID: tid = atoi(optarg); break;
-		case O_COMM: comm = optarg; break;
-		case O_KALLSYMS: kallsyms = optarg; break;
-		case O_DEBUGDIR: debugdir = optarg; break;
-		case O_SYMFS: symfs = optarg; break;
-		case O_NOFP: nofp = 1; break;
-		case O_NOKERNEL: nokernel = 1; break;
-		case O_ADDRS: addrs = 1; break;
-		case O_NOINLINE: noinline = 1; break;
-		case O_SRCLINE: srcline = 1; break;
-		case O_NODEMANGLE: nodemangle = 1; break;
-		case O_INLINE: inl = 1; break;
-		case O_OFFLINE: offline = 1; break;
-		case O_NOCACHE: nocache = 1; break;
-		case O_SYNCSYM: syncsym = 1; break;
-		case O_DBGDTIMEOUT: {
-			double sec = atof(optarg);
-			if (sec <= 0 || sec > 3600) {
-				fprintf(stderr, "unwound report: --debuginfod-timeout takes seconds (0 < s <= 3600)\n");
-				return CLI_EXIT_USAGE;
-			}
-			dbgd_ms = (unsigned)(sec * 1000);
+		case 'h': return 1;
+		case O_SCRIPT: if (set_mode(o, MODE_SCRIPT)) return -1; break;
+		case O_FOLDED: if (set_mode(o, MODE_FOLDED)) return -1; break;
+		case O_PID: if (cli_int_list("report", "--pid", optarg, 1, 0x7fffffff, 0, &o->pids, &o->npids)) return -1; break;
+		case O_TID: if (cli_int_list("report", "--tid", optarg, 1, 0x7fffffff, 0, &o->tids, &o->ntids)) return -1; break;
+		case O_COMM: if (cli_str_list("report", "--comm", optarg, &o->comms, &o->ncomms)) return -1; break;
+		case O_KALLSYMS: o->kallsyms = optarg; break;
+		case O_DEBUGDIR: if (cli_append_path("report", "--debug-dir", optarg, &o->debugdirs)) return -1; break;
+		case O_SEARCH: if (cli_append_path("report", "--search-path", optarg, &o->search)) return -1; break;
+		case O_SYMFS: o->symfs = optarg; break;
+		case O_NOFP: o->nofp = 1; break;
+		case O_NOKERNEL: o->nokernel = 1; break;
+		case O_ADDRS: o->addrs = 1; break;
+		case O_NOINLINE: o->noinline = 1; break;
+		case O_SRCLINE: o->srcline = 1; break;
+		case O_NODEMANGLE: o->nodemangle = 1; break;
+		case O_INLINE: o->inl = 1; break;
+		case O_OFFLINE: o->offline = 1; break;
+		case O_NOCACHE: o->nocache = 1; break;
+		case O_SYNCSYM: o->syncsym = 1; break;
+		case O_STDIO: o->stdio = 1; break;
+		case O_EVENT: o->event = optarg; break;
+		case O_CHILDREN: o->columns = UW_TABLE_CHILDREN; o->order = UW_TOP_TOTAL; break;
+		case O_NOCHILDREN: o->columns = UW_TABLE_SELF; o->order = UW_TOP_SELF; break;
+		case O_DBGDTIMEOUT:
+			if (cli_double("report", "--debuginfod-timeout", optarg, 0.001, 3600, &secs))
+				return -1;
+			o->dbgd_ms = (unsigned)(secs * 1000);
 			break;
-		}
 		case O_GROUP:
-			if (!strcmp(optarg, "function"))
-				byline = 0;
-			else if (!strcmp(optarg, "line"))
-				byline = 1;
-			else {
-				fprintf(stderr, "unwound report: --group takes function or line\n");
-				return CLI_EXIT_USAGE;
-			}
+			if (cli_choice("report", "--group", optarg, groups, &v))
+				return -1;
+			o->byline = v;
 			break;
-		case O_ROWS: rows = (unsigned)strtoul(optarg, NULL, 0); break;
+		case O_WEIGHT:
+			if (cli_choice("report", "--weight", optarg, weights, &v))
+				return -1;
+			o->weight = v ? UW_WEIGHT_PERIOD : UW_WEIGHT_SAMPLES;
+			break;
+		case O_PCTLIMIT:
+			if (cli_double("report", "--percent-limit", optarg, 0, 100, &o->percent_limit))
+				return -1;
+			break;
+		case O_ROWS:
+			if (cli_unsigned("report", "--rows", optarg, 1, UINT32_MAX, &o->rows))
+				return -1;
+			break;
 		case O_SORT:
-			if (!strcmp(optarg, "self"))
-				sort = UW_TOP_SELF;
-			else if (!strcmp(optarg, "total"))
-				sort = UW_TOP_TOTAL;
-			else {
-				fprintf(stderr, "unwound report: --sort takes self or total\n");
-				return CLI_EXIT_USAGE;
-			}
+			if (parse_sort(o, optarg))
+				return -1;
 			break;
-		default: report_usage(stderr); return CLI_EXIT_USAGE;
+		default: return -1;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "unwound report: unexpected argument '%s'\n", argv[optind]);
-		return CLI_EXIT_USAGE;
+		return -1;
 	}
-	if (!in)
-		in = isatty(0) ? "perf.data" : "-";
+	if (o->mode != MODE_TOP && (o->sort || o->percent_limit > 0 || o->columns)) {
+		fprintf(stderr, "unwound report: --sort, --percent-limit, --children and --no-children shape the table, "
+				"not --script or --folded\n");
+		return -1;
+	}
+	if (o->mode == MODE_SCRIPT && o->weight) {
+		fprintf(stderr, "unwound report: --weight applies to the table and --folded; --script shows each sample\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Output files of report: created new, never through a link, 0644 less the umask; an existing
+ * file is replaced once the new one exists (kept as FILE.old as perf keeps recordings). */
+static FILE *open_output(const char *path)
+{
+	if (!strcmp(path, "-"))
+		return stdout;
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			errno = EISDIR;
+			return NULL;
+		}
+		if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
+			char old[4096];
+			if (snprintf(old, sizeof(old), "%s.old", path) >= (int)sizeof(old)) {
+				errno = ENAMETOOLONG;
+				return NULL;
+			}
+			if (rename(path, old))
+				return NULL;
+		}
+	}
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == EEXIST && lstat(path, &st) == 0 && S_ISCHR(st.st_mode))
+		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC); /* a device: /dev/null */
+	if (fd < 0)
+		return NULL;
+	FILE *f = fdopen(fd, "w");
+	if (!f)
+		close(fd);
+	return f;
+}
+
+/* More than one event with samples and no --event: folded stacks would add their weights. */
+static int check_one_event(struct report *rep, struct uw_reader *rd)
+{
+	unsigned n = uw_profile_nr_events(rep->prof);
+	if (n <= 1)
+		return 0;
+	fprintf(stderr, "unwound report: the recording has samples of %u events (", n);
+	for (unsigned i = 0; i < n; i++)
+		fprintf(stderr, "%s%s", i ? ", " : "", uw_profile_event_name(rep->prof, i));
+	fprintf(stderr, "): folded stacks are of one event; choose it with --event NAME\n");
+	(void)rd;
+	return -1;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct ropts o = { .rows = 30 };
+	int pr = parse_args(argc, argv, &o);
+	if (pr) {
+		if (pr > 0)
+			report_usage(stdout);
+		free(o.pids);
+		free(o.tids);
+		free(o.comms);
+		free(o.debugdirs);
+		free(o.search);
+		return pr > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+	}
+	struct report rep = { .mode = o.mode };
+	if (!o.in)
+		o.in = isatty(0) ? "perf.data" : "-";
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
-		.max_frames = lim.max_frames, .debug_dirs = debugdir, .sysroot = symfs, .no_fp_fallback = nofp,
-		.no_demangle = nodemangle, .offline = offline, .debuginfod_timeout_ms = dbgd_ms,
-		.max_inflate_bytes = lim.max_inflate, .max_side_file_bytes = lim.max_side_file, .no_dwarf_cache = nocache, .sync_symbols = syncsym);
+		.max_frames = o.lim.max_frames, .debug_dirs = o.debugdirs, .sysroot = o.symfs, .no_fp_fallback = o.nofp,
+		.no_demangle = o.nodemangle, .offline = o.offline, .debuginfod_timeout_ms = o.dbgd_ms,
+		.max_inflate_bytes = o.lim.max_inflate, .max_side_file_bytes = o.lim.max_side_file,
+		.no_dwarf_cache = o.nocache, .sync_symbols = o.syncsym, .search_path = o.search);
+	int ret = CLI_EXIT_ERROR;
+	struct uw_reader *rd = NULL;
 	rep.s = uw_session_new(&so);
 	if (!rep.s) {
 		fprintf(stderr, "unwound report: %s\n", strerror(errno));
-		return CLI_EXIT_ERROR;
+		goto out;
 	}
-	int ret = CLI_EXIT_ERROR;
-	struct uw_reader *rd = NULL;
 	rep.out = stdout;
 	rep.tty = isatty(2);
-	UW_OPTS(uw_reader_opts, ro, .pid = pid, .tid = tid, .comm = comm, .on_sample = on_sample, .ctx = &rep,
-		.on_progress = on_progress, .max_queue_bytes = lim.max_queue, .max_kernel_frames = lim.max_kernel_frames);
-	rd = uw_reader_open(rep.s, in, &ro);
+	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample, .ctx = &rep, .on_progress = on_progress,
+		.max_queue_bytes = o.lim.max_queue, .max_kernel_frames = o.lim.max_kernel_frames, .pids = o.pids,
+		.npids = o.npids, .tids = o.tids, .ntids = o.ntids, .comms = o.comms, .ncomms = o.ncomms,
+		.event = o.event);
+	rd = uw_reader_open(rep.s, o.in, &ro);
 	if (!rd) {
 		fprintf(stderr, "unwound report: %s\n", uw_session_errmsg(rep.s));
 		goto out;
 	}
+	if (o.event) {
+		bool known = false;
+		for (unsigned i = 0; i < uw_reader_nr_events(rd); i++)
+			known |= !strcmp(uw_reader_event_name(rd, i), o.event);
+		/* pipe mode names its events as they come: checked after reading */
+		if (!known && uw_reader_nr_events(rd)) {
+			fprintf(stderr, "unwound report: --event %s: the recording's events are", o.event);
+			for (unsigned i = 0; i < uw_reader_nr_events(rd); i++)
+				fprintf(stderr, "%s '%s'", i ? "," : "", uw_reader_event_name(rd, i));
+			fprintf(stderr, "\n");
+			ret = CLI_EXIT_USAGE;
+			goto out;
+		}
+	}
 	rep.script.sz = sizeof(rep.script);
-	rep.script.no_inline = noinline;
-	rep.script.srcline = srcline;
+	rep.script.no_inline = o.noinline;
+	rep.script.srcline = o.srcline;
 	for (unsigned i = 0; i < uw_reader_nr_events(rd); i++) {
 		size_t l = strlen(uw_reader_event_name(rd, i));
 		if (l > rep.script.event_width)
 			rep.script.event_width = (unsigned)l;
 	}
 	/* kernel symbols: the named file, else the running kernel's when it is the recorded one */
-	int ke = uw_session_load_kallsyms(rep.s, kallsyms);
-	if (ke && (kallsyms || cli_verbose))
+	int ke = uw_session_load_kallsyms(rep.s, o.kallsyms);
+	if (ke && (o.kallsyms || cli_verbose))
 		fprintf(stderr, "unwound report: kernel symbols not loaded: %s\n", uw_session_errmsg(rep.s));
-	if (outp) {
-		rep.out = fopen(outp, "w");
-		if (!rep.out) {
-			fprintf(stderr, "unwound report: %s: %s\n", outp, strerror(errno));
-			rep.out = stdout;
-			goto out;
-		}
+	if (o.outp && !(rep.out = open_output(o.outp))) {
+		fprintf(stderr, "unwound report: %s: %s\n", o.outp, strerror(errno));
+		rep.out = stdout;
+		goto out;
 	}
 	if (rep.mode == MODE_SCRIPT) {
 		rep.sw = uw_script_writer_new(rep.s, rep.out, &rep.script);
@@ -294,8 +508,9 @@ int cmd_report(int argc, char **argv)
 			goto out;
 		}
 	} else {
-		UW_OPTS(uw_profile_opts, po, .no_kernel = nokernel, .addresses = addrs, .inline_frames = inl || byline,
-			.by_line = byline);
+		UW_OPTS(uw_profile_opts, po, .no_kernel = o.nokernel, .addresses = o.addrs,
+			.inline_frames = o.inl || o.byline, .by_line = o.byline, .weight = o.weight,
+			.by_thread = o.sort && (strstr(o.sort, "pid") || strstr(o.sort, "tid")));
 		rep.prof = uw_profile_new(rep.s, &po);
 		if (!rep.prof) {
 			fprintf(stderr, "unwound report: %s\n", strerror(errno));
@@ -316,6 +531,10 @@ int cmd_report(int argc, char **argv)
 	struct uw_reader_stats st = { .sz = sizeof(st) };
 	uw_reader_stats(rd, &st);
 	if (rep.mode == MODE_FOLDED) {
+		if (!o.event && check_one_event(&rep, rd)) {
+			ret = CLI_EXIT_USAGE;
+			goto out;
+		}
 		uw_profile_write_folded(rep.prof, rep.out);
 	} else if (rep.mode == MODE_TOP) {
 		const char *host = uw_reader_info(rd, UW_INFO_HOSTNAME), *os = uw_reader_info(rd, UW_INFO_OSRELEASE);
@@ -326,13 +545,19 @@ int cmd_report(int argc, char **argv)
 				host ? host : "?", os ? os : "?", arch ? arch : "?", cpus ? cpus : "?", ver ? ver : "?");
 		if (cmd)
 			fprintf(rep.out, "# %s\n", cmd);
-		fprintf(rep.out, "# %" PRIu64 " samples, %" PRIu64 " distinct stacks\n", uw_profile_nr_samples(rep.prof),
+		fprintf(rep.out, "# %" PRIu64 " samples, %" PRIu64 " distinct stacks\n#\n", uw_profile_nr_samples(rep.prof),
 			uw_profile_nr_stacks(rep.prof));
-		uw_profile_write_top(rep.prof, rep.out, rows, sort);
-		summary(rep.s, &st, rep.out);
+		UW_OPTS(uw_table_opts, to, .sort = o.sort, .order = (enum uw_top_sort)o.order,
+			.columns = (enum uw_table_columns)o.columns, .percent_limit = o.percent_limit, .max_rows = o.rows);
+		int te = uw_profile_write_table(rep.prof, rep.out, &to);
+		if (te && te != -EIO) {
+			fprintf(stderr, "unwound report: %s\n", uw_strerror(te));
+			goto out;
+		}
+		summary(rep.s, rd, &st, o.event, rep.out);
 	}
 	if (cli_verbose && rep.mode != MODE_TOP)
-		summary(rep.s, &st, stderr);
+		summary(rep.s, rd, &st, o.event, stderr);
 	else if (rep.mode != MODE_TOP && st.malformed_samples)
 		fprintf(stderr, "unwound report: warning: %" PRIu64 " malformed samples dropped\n", st.malformed_samples);
 	if (fflush(rep.out) || ferror(rep.out)) {
@@ -343,6 +568,16 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "unwound report: %s\n", uw_session_errmsg(rep.s));
 		goto out;
 	}
+	if (o.event && !st.samples_delivered) {
+		bool known = false;
+		for (unsigned i = 0; i < uw_reader_nr_events(rd); i++)
+			known |= !strcmp(uw_reader_event_name(rd, i), o.event);
+		if (!known) {
+			fprintf(stderr, "unwound report: --event %s: no such event in the recording\n", o.event);
+			ret = CLI_EXIT_USAGE;
+			goto out;
+		}
+	}
 	ret = CLI_EXIT_OK;
 out:
 	uw_script_writer_close(rep.sw);
@@ -351,5 +586,10 @@ out:
 	uw_profile_free(rep.prof);
 	uw_reader_free(rd);
 	uw_session_free(rep.s);
+	free(o.pids);
+	free(o.tids);
+	free(o.comms);
+	free(o.debugdirs);
+	free(o.search);
 	return ret;
 }

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <math.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,17 +12,133 @@
 
 int cli_verbose;
 
-/* A whole number in [lo, hi], else a message. */
-static int number(const char *cmd, const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out)
+int cli_u64(const char *cmd, const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out)
 {
 	char *end;
 	errno = 0;
-	unsigned long long v = strtoull(arg, &end, 0);
-	if (errno || end == arg || *end || arg[0] == '-' || v < lo || v > hi) {
-		fprintf(stderr, "unwound %s: --%s takes a number from %" PRIu64 " to %" PRIu64 "\n", cmd, opt, lo, hi);
+	/* decimal, or hex with 0x; no sign, no blanks, nothing after the number */
+	unsigned long long v = 0;
+	bool ok = arg[0] >= '0' && arg[0] <= '9';
+	if (ok) {
+		v = strtoull(arg, &end, arg[0] == '0' && (arg[1] == 'x' || arg[1] == 'X') ? 16 : 10);
+		ok = !errno && end != arg && !*end && v >= lo && v <= hi;
+	}
+	if (!ok) {
+		fprintf(stderr, "unwound %s: %s takes a whole number from %" PRIu64 " to %" PRIu64 ", not '%s'\n", cmd, opt,
+			lo, hi, arg);
 		return -1;
 	}
 	*out = v;
+	return 0;
+}
+
+int cli_unsigned(const char *cmd, const char *opt, const char *arg, unsigned lo, unsigned hi, unsigned *out)
+{
+	uint64_t v;
+	if (cli_u64(cmd, opt, arg, lo, hi, &v))
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+int cli_double(const char *cmd, const char *opt, const char *arg, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = 0;
+	bool ok = (arg[0] >= '0' && arg[0] <= '9') || arg[0] == '.';
+	if (ok) {
+		v = strtod(arg, &end);
+		ok = !errno && end != arg && !*end && isfinite(v) && v >= lo && v <= hi;
+	}
+	if (!ok) {
+		fprintf(stderr, "unwound %s: %s takes a number from %g to %g, not '%s'\n", cmd, opt, lo, hi, arg);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int cli_choice(const char *cmd, const char *opt, const char *arg, const char *const *choices, int *out)
+{
+	for (int i = 0; choices[i]; i++) {
+		if (!strcmp(arg, choices[i])) {
+			*out = i;
+			return 0;
+		}
+	}
+	fprintf(stderr, "unwound %s: %s takes ", cmd, opt);
+	for (int i = 0; choices[i]; i++)
+		fprintf(stderr, "%s%s", i ? (choices[i + 1] ? ", " : " or ") : "", choices[i]);
+	fprintf(stderr, ", not '%s'\n", arg);
+	return -1;
+}
+
+int cli_int_list(const char *cmd, const char *opt, const char *arg, int lo, int hi, int ranges, int **v, size_t *n)
+{
+	const char *p = arg;
+	for (;;) {
+		char *end;
+		errno = 0;
+		long a = (*p >= '0' && *p <= '9') ? strtol(p, &end, 10) : -1, b = a;
+		bool ok = a >= lo && a <= hi && !errno;
+		if (ok && ranges && *end == '-') {
+			const char *q = end + 1;
+			b = (*q >= '0' && *q <= '9') ? strtol(q, &end, 10) : -1;
+			ok = !errno && b >= a && b <= hi;
+		}
+		ok = ok && (*end == ',' || !*end) && b - a < 65536 && *n + (size_t)(b - a) < 65536;
+		if (!ok) {
+			fprintf(stderr, "unwound %s: %s takes a comma-separated list of %s from %d to %d, not '%s'\n", cmd, opt,
+				ranges ? "numbers or ranges (A-B)" : "numbers", lo, hi, arg);
+			return -1;
+		}
+		for (long x = a; x <= b; x++) {
+			int *nv = realloc(*v, (*n + 1) * sizeof(**v));
+			if (!nv) {
+				fprintf(stderr, "unwound %s: out of memory\n", cmd);
+				return -1;
+			}
+			*v = nv;
+			(*v)[(*n)++] = (int)x;
+		}
+		if (!*end)
+			return 0;
+		p = end + 1;
+	}
+}
+
+int cli_str_list(const char *cmd, const char *opt, char *arg, const char ***v, size_t *n)
+{
+	for (char *save = NULL, *t = strtok_r(arg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		const char **nv = realloc(*v, (*n + 1) * sizeof(**v));
+		if (!nv) {
+			fprintf(stderr, "unwound %s: out of memory\n", cmd);
+			return -1;
+		}
+		*v = nv;
+		(*v)[(*n)++] = t;
+	}
+	if (!*n) {
+		fprintf(stderr, "unwound %s: %s takes a comma-separated list of names\n", cmd, opt);
+		return -1;
+	}
+	return 0;
+}
+
+int cli_append_path(const char *cmd, const char *opt, const char *dir, char **list)
+{
+	if (!dir[0] || strchr(dir, ':')) {
+		fprintf(stderr, "unwound %s: %s takes a directory (without ':'), not '%s'\n", cmd, opt, dir);
+		return -1;
+	}
+	char *nl = NULL;
+	if (asprintf(&nl, "%s%s%s", *list ? *list : "", *list ? ":" : "", dir) < 0) {
+		fprintf(stderr, "unwound %s: out of memory\n", cmd);
+		return -1;
+	}
+	free(*list);
+	*list = nl;
 	return 0;
 }
 
@@ -29,27 +147,27 @@ int cli_limit_option(const char *cmd, int c, const char *arg, struct cli_limits 
 	uint64_t v;
 	switch (c) {
 	case CLI_O_MAXFR:
-		if (number(cmd, "max-frames", arg, 1, 4096, &v))
+		if (cli_u64(cmd, "--max-frames", arg, 1, 4096, &v))
 			return -1;
 		l->max_frames = (unsigned)v;
 		return 1;
 	case CLI_O_MAXKFR:
-		if (number(cmd, "max-kernel-frames", arg, 1, 65536, &v))
+		if (cli_u64(cmd, "--max-kernel-frames", arg, 1, 65536, &v))
 			return -1;
 		l->max_kernel_frames = (unsigned)v;
 		return 1;
 	case CLI_O_MAXINFLATE:
-		if (number(cmd, "max-inflate", arg, 1, 1 << 20, &v))
+		if (cli_u64(cmd, "--max-inflate", arg, 1, 1 << 20, &v))
 			return -1;
 		l->max_inflate = v << 20;
 		return 1;
 	case CLI_O_MAXSIDE:
-		if (number(cmd, "max-side-file", arg, 1, 1 << 20, &v))
+		if (cli_u64(cmd, "--max-side-file", arg, 1, 1 << 20, &v))
 			return -1;
 		l->max_side_file = v << 20;
 		return 1;
 	case CLI_O_MAXQUEUE:
-		if (number(cmd, "max-queue", arg, 1, 1 << 20, &v))
+		if (cli_u64(cmd, "--max-queue", arg, 1, 1 << 20, &v))
 			return -1;
 		l->max_queue = (size_t)(v << 20);
 		return 1;

@@ -19,7 +19,7 @@ pid=$(ls jit-*.dump | sed 's/jit-\([0-9]*\)\.dump/\1/')
 [ ! -e "/tmp/perf-$pid.map" ] || { echo "FAIL: a perf map exists: the test would not show the jitdump"; exit 1; }
 "$B/unwound" report -i perf.data --comm node --rows 3 >top.txt
 cat top.txt
-grep -E '^ +[0-9.]+% +[0-9.]+% +JS:\*hotLoop(Outer|Inner) .* jitted-[0-9]+-[0-9]+\.so$' top.txt >/dev/null ||
+grep -E '^ +[0-9.]+% +[0-9.]+% +\[\.\] JS:\*hotLoop(Outer|Inner) .* jitted-[0-9]+-[0-9]+\.so$' top.txt >/dev/null ||
     { echo "FAIL: the JIT-compiled functions are not named from the jitdump"; exit 1; }
 grep -q "reach a root frame" top.txt
 pct=$(sed -n 's/.*, \([0-9.]*\)% reach a root frame.*/\1/p' top.txt)

@@ -12,7 +12,7 @@ perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$W/perf.data" -- node 
     >/dev/null 2>"$W/perf.err" || { echo "FAIL: perf record could not run"; cat "$W/perf.err"; exit 1; }
 "$B/unwound" report -i "$W/perf.data" --comm node --rows 3 >"$W/top.txt"
 cat "$W/top.txt"
-grep -E '^ +[0-9.]+% +[0-9.]+% +JS:\*hotLoop(Outer|Inner) .* perf-[0-9]+\.map$' "$W/top.txt" >/dev/null ||
+grep -E '^ +[0-9.]+% +[0-9.]+% +\[\.\] JS:\*hotLoop(Outer|Inner) .* perf-[0-9]+\.map$' "$W/top.txt" >/dev/null ||
     { echo "FAIL: the JIT-compiled functions are not named from perf-PID.map"; exit 1; }
 roots="_start,clone3,__clone3,clone,__clone"
 perf script -i "$W/perf.data" --no-inline >"$W/perf.txt" 2>/dev/null

@@ -1,0 +1,29 @@
+#!/bin/sh
+# `make install` (cmake --install) with DESTDIR and a prefix: the library, its header and
+# pkg-config file, and a CLI that runs from there; and plain `make` only builds (it installs no
+# packages: that is `make check`'s and `make demo`'s job).
+set -eu
+B=${UW_BUILD:?}
+S=${UW_SRC:?}
+W=$B/tests/work/install
+rm -rf "$W"; mkdir -p "$W"
+fail() { echo "FAIL: $*"; exit 1; }
+DESTDIR=$W/stage cmake --install "$B" --prefix /opt/unwound-test >"$W/install.log"
+R=$W/stage/opt/unwound-test
+for f in lib/libunwound.so.0 lib/libunwound.a include/unwound/unwound.h lib/pkgconfig/unwound.pc bin/unwound; do
+    [ -e "$R/$f" ] || fail "$f not installed"
+done
+# pkg-config finds the files where they were installed (relocatable .pc)
+inc=$(PKG_CONFIG_PATH=$R/lib/pkgconfig pkg-config --cflags unwound | tr -d ' ')
+[ "$(readlink -f "${inc#-I}")" = "$(readlink -f "$R/include")" ] || fail "pkg-config --cflags: $inc"
+# the installed CLI finds the installed library (RUNPATH $ORIGIN/../lib), not the build tree's
+lib=$(ldd "$R/bin/unwound" | sed -n 's/.*libunwound.so.0 => \([^ ]*\).*/\1/p')
+[ "$(readlink -f "$lib")" = "$(readlink -f "$R/lib/libunwound.so.0")" ] ||
+    { ldd "$R/bin/unwound" | grep unwound; fail "the installed CLI does not use the installed library"; }
+"$R/bin/unwound" --version | grep -q '^unwound [0-9]' || fail "the installed CLI does not run"
+# plain make: no package installation in what it runs
+for t in all check demo; do make -C "$S" -n BUILD="$B" $t >"$W/make-$t.txt" 2>&1 || true; done
+grep -q install-deps "$W/make-all.txt" && fail "plain make installs packages"
+grep -q "install-deps check" "$W/make-check.txt" || fail "make check does not install what it needs"
+grep -q "install-deps demo" "$W/make-demo.txt" || fail "make demo does not install what it needs"
+echo "install: staged under DESTDIR, CLI runs from the prefix; make only builds"

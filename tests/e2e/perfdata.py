@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""perf.data files taken apart and put together again, for tests (file mode, little-endian).
+
+  perfdata.py types FILE              record counts by type, "TYPE COUNT" per line
+  perfdata.py features FILE           the feature bits set, one per line
+  perfdata.py decompress IN OUT       IN with every COMPRESSED record replaced by the records it
+                                      holds (the zstd stream through the `zstd` program)
+  perfdata.py v1 IN OUT               IN with the first format's header: magic "PERFFILE" and a
+                                      72-byte header without the feature bitmap
+  perfdata.py unfinished IN OUT       IN as a writer killed before its end leaves it: no
+                                      features, the data size 0
+"""
+import struct
+import subprocess
+import sys
+
+
+def header(d):
+    magic, size, attr_size, ao, asz, do, dsz = struct.unpack_from('<8sQQQQQQ', d, 0)
+    feat = struct.unpack_from('<4Q', d, 72)
+    return dict(magic=magic, size=size, attr_size=attr_size, attrs=(ao, asz), data=(do, dsz), feat=feat)
+
+
+def records(d, off, size):
+    pos = off
+    while pos + 8 <= off + size:
+        t, m, s = struct.unpack_from('<IHH', d, pos)
+        if s < 8:
+            raise SystemExit('bad record at %d' % pos)
+        yield pos, t, d[pos:pos + s]
+        pos += s
+
+
+def feature_sections(d, h):
+    bits = [b for b in range(256) if h['feat'][b // 64] >> (b % 64) & 1]
+    pos = h['data'][0] + h['data'][1]
+    out = []
+    for b in bits:
+        off, size = struct.unpack_from('<QQ', d, pos)
+        pos += 16
+        out.append((b, d[off:off + size]))
+    return out
+
+
+def write(path, d, h, data, feats, magic=None, hsize=None):
+    """The header and attributes of d, then data, then the feature sections feats."""
+    do = h['data'][0]
+    out = bytearray(d[:do])
+    struct.pack_into('<Q', out, 48, len(data))
+    bits = [0, 0, 0, 0]
+    for b, _ in feats:
+        bits[b // 64] |= 1 << (b % 64)
+    struct.pack_into('<4Q', out, 72, *bits)
+    if magic:
+        out[0:8] = magic
+    if hsize:
+        struct.pack_into('<Q', out, 8, hsize)
+    out += data
+    at = len(out) + 16 * len(feats)
+    for _, body in feats:
+        out += struct.pack('<QQ', at, len(body))
+        at += len(body)
+    for _, body in feats:
+        out += body
+    open(path, 'wb').write(out)
+
+
+def main():
+    cmd, path = sys.argv[1], sys.argv[2]
+    d = open(path, 'rb').read()
+    h = header(d)
+    if cmd == 'types':
+        counts = {}
+        for _, t, _ in records(d, *h['data']):
+            counts[t] = counts.get(t, 0) + 1
+        for t in sorted(counts):
+            print(t, counts[t])
+    elif cmd == 'features':
+        for b, _ in feature_sections(d, h):
+            print(b)
+    elif cmd == 'decompress':
+        stream, parts = bytearray(), []
+        for _, t, rec in records(d, *h['data']):
+            if t == 81:
+                stream += rec[8:]
+                parts.append(None)
+            elif t == 83:
+                n = struct.unpack_from('<Q', rec, 8)[0]
+                stream += rec[16:16 + n]
+                parts.append(None)
+            else:
+                parts.append(rec)
+        # perf flushes the stream without ever ending its frame: zstd says "premature end" after
+        # writing out every record
+        plain = subprocess.run(['zstd', '-d', '-c'], input=bytes(stream), stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL).stdout
+        if not plain:
+            raise SystemExit('zstd decompressed nothing')
+        data, done = bytearray(), False
+        for p in parts:
+            if p is None:
+                if not done:
+                    data += plain  # the records in the order the stream holds them
+                    done = True
+            else:
+                data += p
+        feats = [(b, body) for b, body in feature_sections(d, h) if b != 27]
+        write(sys.argv[3], d, h, data, feats)
+    elif cmd == 'v1':
+        # that format's readers know attributes up to PERF_ATTR_SIZE_VER4 (104 bytes): each is cut
+        # to it in place (what follows is not needed to read samples)
+        do, dsz = h['data']
+        ao, asz = h['attrs']
+        entry = h['attr_size']
+        n = asz // entry
+        d = bytearray(d)
+        attrs = bytearray()
+        for i in range(n):
+            e = d[ao + i * entry:ao + (i + 1) * entry]
+            a = bytearray(e[:104])
+            struct.pack_into('<I', a, 4, 104)
+            attrs += a + e[entry - 16:]
+        d[ao:ao + len(attrs)] = attrs
+        struct.pack_into('<QQQ', d, 16, 104 + 16, ao, len(attrs))
+        h = header(d)
+        write(sys.argv[3], d, h, d[do:do + dsz], [], magic=b'PERFFILE', hsize=72)
+    elif cmd == 'unfinished':
+        do, dsz = h['data']
+        out = bytearray(d[:do + dsz])
+        struct.pack_into('<Q', out, 48, 0)
+        struct.pack_into('<4Q', out, 72, 0, 0, 0, 0)
+        open(sys.argv[3], 'wb').write(out)
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,54 @@
+#!/bin/sh
+# unwound record as a perf user types it: -g, --call-graph dwarf,SIZE and fp, -C, and the
+# command's exit status passed on by perf's rules; a command that cannot run leaves no
+# recording and the previous file in place.
+set -eu
+B=${UW_BUILD:?}
+W=$B/tests/work/record-cli
+rm -rf "$W"; mkdir -p "$W"
+cd "$W"
+U=$B/unwound
+E=$B/tests/e2e_nofp
+fail() { echo "FAIL: $*"; exit 1; }
+status() { rc=0; "$@" >/dev/null 2>err.txt || rc=$?; echo $rc; }
+
+# exit status: the command's, its signal's (128 + n, as the shell and perf report it), 255
+# when it cannot be executed
+[ "$(status "$U" record -q -o a.data -- sh -c 'exit 3')" = 3 ] || fail "exit 3 not passed on"
+[ "$(status "$U" record -q -o a.data -- /bin/false)" = 1 ] || fail "/bin/false: not 1"
+[ "$(status "$U" record -q -o a.data -- /bin/true)" = 0 ] || fail "/bin/true: not 0"
+[ "$(status "$U" record -q -o a.data -- sh -c 'kill -TERM $$')" = 143 ] || fail "a command killed by SIGTERM: not 143"
+echo keep >old.data
+rc=$(status "$U" record -q -o old.data -- ./no-such-program)
+[ "$rc" = 255 ] || fail "a command that cannot run: exit $rc, not 255"
+grep -q "no-such-program: No such file or directory" err.txt || fail "no reason given: $(cat err.txt)"
+[ "$(cat old.data)" = keep ] && [ ! -e old.data.old ] || fail "a failed run replaced the previous recording"
+rc=$(status "$U" record -q -o new.data -- ./no-such-program)
+[ ! -e new.data ] || fail "a failed run left a recording"
+cp "$E" noexec; chmod -x noexec
+rc=$(status "$U" record -q -o new.data -- ./noexec)
+[ "$rc" = 255 ] && grep -q "Permission denied" err.txt || fail "a file that cannot be executed: exit $rc, $(cat err.txt)"
+# the recorder ended the command (--duration): not the command's failure
+[ "$(status "$U" record -q --duration 0.3 -o d.data -- sleep 5)" = 0 ] || fail "--duration: not 0"
+echo "exit status: as perf passes it on"
+
+# -g and --call-graph dwarf,SIZE: unwound's own unwinding
+"$U" record -q -g --call-graph dwarf,4096 -o g.data -- "$E" calltree 0.4 >/dev/null 2>&1
+perf report --header-only -i g.data 2>/dev/null | grep -q "sample_type = .*CALLCHAIN" || fail "-g: no callchains"
+perf script -i g.data --no-inline 2>/dev/null | grep -q "tree_a2" || fail "-g: perf script shows no stacks"
+# --call-graph fp: the kernel's frame-pointer callchains of a program built with them
+"$U" record -q --call-graph fp -o fp.data -- "$B/tests/e2e_fp" calltree 0.4 >/dev/null 2>&1
+perf report --header-only -i fp.data 2>/dev/null | grep "sample_type" | grep -q "STACK_USER" && fail "--call-graph fp copied stacks"
+perf script -i fp.data --no-inline 2>/dev/null | grep -q "tree_a" || fail "--call-graph fp: no user frames"
+# -C: samples on that CPU only
+"$U" record -q -C 0 -o c.data -- "$E" threads 0.4 >/dev/null 2>&1
+cpus=$(perf script -i c.data -F cpu 2>/dev/null | sort -u | tr -d ' []' | tr '\n' ' ')
+[ "$cpus" = "000 " ] || fail "-C 0: samples on CPUs $cpus"
+echo "-g, --call-graph dwarf,SIZE and fp, -C: as perf"
+for bad in "--call-graph lbr" "--call-graph dwarf,abc" "--call-graph dwarf,70000" "-C 99999" "-C 1-0" "-F abc" "-F 10 -c 100"; do
+    # shellcheck disable=SC2086
+    rc=$(status "$U" record -q $bad -o x.data -- true)
+    [ "$rc" = 2 ] || fail "record $bad: exit $rc, not a usage error"
+done
+[ ! -e x.data ] || fail "a usage error left a recording"
+echo "bad options: usage errors"

@@ -395,6 +395,8 @@ struct uw_record_status {
 	int workload_wstatus;      /* its wait status (waitpid); -1: no command, or not reaped */
 	int workload_errno;        /* non-zero: it could not be executed, for this reason */
 	int workload_stopped;      /* 1: it outlived the recording and the recorder ended it (SIGTERM) */
+	uint64_t samples_no_user;  /* of samples: in kernel threads, with no user stack to unwind
+	                            * (samples_root counts among the others, as report's summary) */
 };
 
 struct uw_record_opts {

@@ -891,6 +891,8 @@ int dww_attrs(const struct dww_unit *w, uint64_t die_off, struct dww_attrs *out)
 
 bool dww_unit_has(const struct dww_unit *w, uint64_t die_off)
 {
+	if (!w) /* a unit that could not be opened holds nothing */
+		return false;
 	const uint8_t *p = w->u.sec->info + die_off;
 	return die_off < w->u.sec->ninfo && p >= w->u.start && p < w->u.end;
 }

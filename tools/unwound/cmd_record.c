@@ -66,9 +66,10 @@ static void on_status(void *ctx, const struct uw_record_status *st)
 	double rate = dt > 0 ? (double)(st->samples - c->last_samples) / dt : 0;
 	c->last_samples = st->samples;
 	c->last_t = st->elapsed;
+	uint64_t with_user = st->samples - st->samples_no_user;
 	fprintf(stderr, "\rrecording %.0f s: %" PRIu64 " samples (%.0f/s), %" PRIu64 " lost, %.1f%% unwound to a root, own CPU %.2f%%   ",
 		st->elapsed, st->samples, rate, st->lost,
-		st->samples ? 100.0 * (double)st->samples_root / (double)st->samples : 0.0,
+		with_user ? 100.0 * (double)st->samples_root / (double)with_user : 0.0,
 		st->elapsed > 0 ? 100.0 * st->cpu_self / st->elapsed : 0.0);
 }
 
@@ -260,8 +261,9 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	const char *outname = ro.output ? ro.output : "perf.data";
-	fprintf(stderr, "unwound record: %" PRIu64 " samples (%.2f%% unwound to a root), %" PRIu64 " lost, %.1f KiB written to %s; own CPU %.2f s in %.1f s\n",
-		st.samples, st.samples ? 100.0 * (double)st.samples_root / (double)st.samples : 0.0, st.lost,
+	uint64_t with_user = st.samples - st.samples_no_user;
+	fprintf(stderr, "unwound record: %" PRIu64 " samples, %" PRIu64 " with a user stack (%.2f%% unwound to a root), %" PRIu64 " lost, %.1f KiB written to %s; own CPU %.2f s in %.1f s\n",
+		st.samples, with_user, with_user ? 100.0 * (double)st.samples_root / (double)with_user : 0.0, st.lost,
 		(double)st.bytes_out / 1024.0, strcmp(outname, "-") ? outname : "standard output", st.cpu_self, st.elapsed);
 	if (st.procmap_query || st.maps_scan)
 		fprintf(stderr, "unwound record: mappings found on demand: %" PRIu64 " with PROCMAP_QUERY, %" PRIu64 " from /proc/PID/maps\n",

@@ -56,7 +56,8 @@ extern "C" {
 	X(UW_ENOCFI, 4007, "no unwind information")                                 \
 	X(UW_EBUILDID, 4008, "build-id mismatch")                                   \
 	X(UW_EUNSUPP, 4009, "unsupported feature")                                  \
-	X(UW_ECANCELED, 4010, "stopped by the callback")
+	X(UW_ECANCELED, 4010, "stopped by the callback")                           \
+	X(UW_ENOTREG, 4011, "not a regular file (a FIFO, device or directory)")
 
 enum uw_error {
 #define UW_ERR_ENUM(name, val, msg) name = val,
@@ -66,6 +67,14 @@ enum uw_error {
 
 /* Describes an error code (negative or positive). The string is static. */
 UW_API const char *uw_strerror(int err);
+
+/* Creates an output file the one way unwound creates every output (recordings, text, ...):
+ * never through a symbolic link (a link at the path is moved aside as PATH.old, not followed),
+ * O_EXCL, mode less the umask (recordings 0600, text 0644); a regular file already there is
+ * kept as PATH.old, renamed only once the new one exists beside it. A character device or FIFO
+ * (or a link to one, such as /dev/stdout) is written as it is; "-" is standard output.
+ * @return a descriptor (the caller closes it) or a negative error. */
+UW_API int uw_output_create(const char *path, unsigned mode);
 
 /* ---------------------------------------------------------------- session */
 
@@ -106,6 +115,10 @@ struct uw_session_opts {
 	 * names that are not at their path (a recording from another machine): a file of the same
 	 * name is used only when its build-id is the recorded one. NULL: none. */
 	const char *search_path;
+	/* cap on the DWARF cache directory's size: before a file is written there, the least
+	 * recently used are removed until it fits (a file larger than the cap is not kept);
+	 * 0: 4 GiB */
+	uint64_t max_dwarf_cache_bytes;
 };
 
 struct uw_session;
@@ -349,6 +362,9 @@ struct uw_reader_stats {
 	uint64_t decompressed_bytes; /* the records they held */
 	uint64_t stops_stated;     /* samples whose stop reason the file states (written by unwound) */
 	uint64_t stops_judged;     /* samples whose callchain was judged by its outermost frame */
+	uint64_t unfinished;       /* 1: the file was not finished (its writer stopped before its end):
+	                            * all its data was read */
+	uint64_t records_cut;      /* 1: ... and its last record was cut short (not read) */
 };
 /* Fills st (st->sz must be set) with counts so far. */
 UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "base/base.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -545,4 +546,184 @@ int base_replace_file(const char *path, const struct base_piece *pieces, size_t 
 		unlink(tmp);
 	free(tmp);
 	return err;
+}
+
+int base_open_file(const char *path, unsigned flags, uint64_t max, uint64_t *size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | ((flags & BASE_OPEN_NOFOLLOW) ? O_NOFOLLOW : 0));
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st)) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return -UW_ENOTREG;
+	}
+	if (max && (uint64_t)st.st_size > max) {
+		close(fd);
+		return -EFBIG;
+	}
+	/* reads of a regular file never wait anyway; the flag only guarded the open */
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	*size = (uint64_t)st.st_size;
+	return fd;
+}
+
+int base_read_fd(int fd, uint64_t size, char **out, size_t *len)
+{
+	if (size >= SIZE_MAX)
+		return -EFBIG;
+	char *b = malloc((size_t)size + 1);
+	if (!b)
+		return -ENOMEM;
+	size_t got = 0;
+	while (got < size) {
+		ssize_t n = pread(fd, b + got, (size_t)size - got, (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = -errno;
+			free(b);
+			return e;
+		}
+		if (n == 0)
+			break; /* shrank since fstat: what is there */
+		got += (size_t)n;
+	}
+	b[got] = 0;
+	*out = b;
+	*len = got;
+	return 0;
+}
+
+int base_create_output(const char *path, unsigned mode)
+{
+	if (strcmp(path, "-") == 0) {
+		int fd = dup(1);
+		return fd < 0 ? -errno : fd;
+	}
+	struct stat lst, st;
+	bool exists = lstat(path, &lst) == 0;
+	if (exists && S_ISDIR(lst.st_mode))
+		return -EISDIR;
+	/* a device, a FIFO, or a link to one (/dev/stdout): written as it is, nothing truncated */
+	if (exists && (S_ISCHR(lst.st_mode) || S_ISFIFO(lst.st_mode) ||
+		       (S_ISLNK(lst.st_mode) && stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))))) {
+		int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		return fd < 0 ? -errno : fd;
+	}
+	if (exists && !S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode))
+		return -UW_ENOTREG;
+	/* the new file first, under a name of its own beside the path */
+	char *tmp = NULL;
+	if (asprintf(&tmp, "%s.%d.new", path, (int)getpid()) < 0)
+		return -ENOMEM;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0) {
+		int e = -errno;
+		free(tmp);
+		return e;
+	}
+	int err = 0;
+	if (exists) {
+		char *old = NULL;
+		if (asprintf(&old, "%s.old", path) < 0)
+			err = -ENOMEM;
+		else if (rename(path, old))
+			err = -errno;
+		free(old);
+	}
+	/* rename does not follow a link at the destination: it replaces the name */
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err) {
+		close(fd);
+		unlink(tmp);
+		fd = err;
+	}
+	free(tmp);
+	return fd;
+}
+
+UW_API int uw_output_create(const char *path, unsigned mode)
+{
+	return path ? base_create_output(path, mode) : -EINVAL;
+}
+
+struct cache_ent {
+	char *name;
+	uint64_t size;
+	int64_t mtime;
+};
+
+static int cmp_cache_ent(const void *a, const void *b)
+{
+	const struct cache_ent *x = a, *y = b;
+	return x->mtime < y->mtime ? -1 : x->mtime > y->mtime;
+}
+
+bool base_cache_admit(const char *path, uint64_t bytes, uint64_t cap, const char *const *suffixes)
+{
+	if (!cap)
+		return true;
+	if (bytes > cap)
+		return false;
+	char *dir = strdup(path);
+	char *slash = dir ? strrchr(dir, '/') : NULL;
+	if (!slash) {
+		free(dir);
+		return true;
+	}
+	*slash = 0;
+	const char *self = slash + 1;
+	DIR *d = opendir(dir);
+	if (!d) {
+		free(dir);
+		return true; /* nothing there yet */
+	}
+	struct base_vec v = BASE_VEC_INIT(struct cache_ent);
+	uint64_t total = 0;
+	struct dirent *e;
+	int dfd = dirfd(d);
+	while ((e = readdir(d))) {
+		size_t nl = strlen(e->d_name);
+		bool ours = false;
+		for (const char *const *x = suffixes; *x && !ours; x++)
+			ours = nl > strlen(*x) && strcmp(e->d_name + nl - strlen(*x), *x) == 0;
+		struct stat st;
+		if (!ours || strcmp(e->d_name, self) == 0 || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		struct cache_ent *ce = base_vec_push(&v);
+		if (!ce || !(ce->name = strdup(e->d_name)))
+			break;
+		ce->size = (uint64_t)st.st_size;
+		ce->mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		total += ce->size;
+	}
+	struct cache_ent *ev = v.data;
+	if (v.len > 1)
+		qsort(ev, v.len, sizeof(*ev), cmp_cache_ent);
+	for (size_t i = 0; i < v.len && total + bytes > cap; i++) {
+		if (unlinkat(dfd, ev[i].name, 0) == 0)
+			total -= ev[i].size;
+	}
+	for (size_t i = 0; i < v.len; i++)
+		free(ev[i].name);
+	base_vec_free(&v);
+	closedir(d);
+	free(dir);
+	return total + bytes <= cap;
+}
+
+void base_cache_touch(int fd)
+{
+	if (fd >= 0)
+		futimens(fd, NULL);
 }

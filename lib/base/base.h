@@ -85,6 +85,33 @@ uint64_t base_hash_bytes(const void *p, size_t n);
 /* the same job for large blocks (megabytes), a word at a time on four lanes */
 uint64_t base_hash_block(const void *p, size_t n);
 
+/* ---- files named by a recording or a process (untrusted) and output files */
+#define BASE_OPEN_NOFOLLOW 1u /* refuse a symbolic link as the last component (-ELOOP) */
+/* Opens a file to read without ever blocking (a FIFO or device at the path is refused, not
+ * waited on) and only when it is a regular file of at most max bytes (0: any size).
+ * @return the descriptor with *size set; -errno (-ENOENT, -EACCES, -ELOOP for a link with
+ * BASE_OPEN_NOFOLLOW, -EFBIG over max), or -UW_ENOTREG. The descriptor blocks again. */
+int base_open_file(const char *path, unsigned flags, uint64_t max, uint64_t *size);
+/* Reads a file opened with base_open_file whole into a malloc'd buffer (NUL-terminated).
+ * @return 0 or -errno. */
+int base_read_fd(int fd, uint64_t size, char **out, size_t *len);
+
+/* Creates an output file the one way every output is created: never through a symbolic link
+ * (a link at the path is moved aside, not followed), with O_EXCL, mode (less the umask). A
+ * regular file already at the path is kept as PATH.old, renamed only once the new file exists
+ * (it is made under a temporary name beside it first, so a directory that cannot be written
+ * leaves the old file alone). A character device or FIFO at the path (or a link to one, such as
+ * /dev/stdout) is written as it is; "-" is standard output. @return fd or -errno. */
+int base_create_output(const char *path, unsigned mode);
+
+/* A cache directory with a size cap: before `bytes` are written to path, the cache files beside
+ * it (names ending in one of suffixes, NULL-terminated) are summed and the least recently used
+ * (oldest mtime; a use touches it) removed until the new file fits. @return true when it fits
+ * (cap 0: no cap), false when it alone is larger than the cap. */
+bool base_cache_admit(const char *path, uint64_t bytes, uint64_t cap, const char *const *suffixes);
+/* Marks a cache file used now (its mtime). */
+void base_cache_touch(int fd);
+
 /* mkdir -p, 0700 for what it creates (dir is changed during the call, then restored) */
 bool base_make_dirs(char *dir);
 

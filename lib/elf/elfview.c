@@ -141,29 +141,26 @@ static int elfv_new(const void *map, size_t size, int fd, struct elfv **out)
 	return 0;
 }
 
-int elfv_open(const char *path, struct elfv **out)
+int elfv_open(const char *path, unsigned flags, struct elfv **out)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t size;
+	int fd = base_open_file(path, flags, 0, &size);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	struct stat st;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) || size < 64 || size > SIZE_MAX) {
 		close(fd);
 		return -UW_ENOELF;
 	}
-	if (st.st_size < 64) {
-		close(fd);
-		return -UW_ENOELF;
-	}
-	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (map == MAP_FAILED) {
 		int e = -errno;
 		close(fd);
 		return e;
 	}
-	int err = elfv_new(map, (size_t)st.st_size, fd, out);
+	int err = elfv_new(map, (size_t)size, fd, out);
 	if (err) {
-		munmap(map, (size_t)st.st_size);
+		munmap(map, (size_t)size);
 		close(fd);
 		return err;
 	}
@@ -239,10 +236,14 @@ static int chdr(const struct elfv *v, const struct elfv_sec *raw, uint32_t *type
 		return -UW_EFORMAT;
 	if (*type != ELFCOMPRESS_ZLIB && *type != ELFCOMPRESS_ZSTD)
 		return -UW_EUNSUPP;
-	if (*size > v->max_inflate)
-		return -UW_ELIMIT;
 	*payload = c.p;
 	*plen = base_cur_left(&c);
+	/* A size the stream could not hold: DWARF compresses at most 34:1 in sections over 1 MiB
+	 * (every debug file of a Debian system; 84:1 in small ones), so a claim past
+	 * ELFV_MAX_RATIO:1 beyond the first ELFV_RATIO_FREE bytes is a lie that would cost memory
+	 * (and cache space) before the stream proved it. */
+	if (*size > v->max_inflate || *size > ELFV_RATIO_FREE + (uint64_t)ELFV_MAX_RATIO * *plen)
+		return -UW_ELIMIT;
 	return 0;
 }
 

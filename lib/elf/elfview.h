@@ -58,8 +58,10 @@ struct elfv {
 	uint64_t max_inflate; /* cap on one decompressed section (default ELFV_MAX_INFLATE) */
 };
 
-/* Opens and maps path. On failure returns a negative error (-errno or -UW_ENOELF). */
-int elfv_open(const char *path, struct elfv **out);
+/* Opens and maps path (never waiting on a FIFO or device: those are -UW_ENOTREG; flags:
+ * BASE_OPEN_NOFOLLOW for a path a recording names, -ELOOP for a link). On failure returns a
+ * negative error (-errno, -UW_ENOTREG or -UW_ENOELF). */
+int elfv_open(const char *path, unsigned flags, struct elfv **out);
 /* Same, from a memory image the caller keeps alive (fuzzing, tests). */
 int elfv_open_mem(const void *data, size_t size, struct elfv **out);
 /* Same, taking ownership of a malloc'd image (freed by elfv_close, also on failure). */
@@ -69,6 +71,10 @@ void elfv_close(struct elfv *v);
 /* Finds a section by name. Compressed sections (SHF_COMPRESSED, zlib) come back inflated,
  * up to ELFV_MAX_INFLATE bytes. @return 0, -ENOENT, or another negative error. */
 #define ELFV_MAX_INFLATE ((uint64_t)1 << 30)
+/* A compressed section may claim at most ELFV_RATIO_FREE bytes more than ELFV_MAX_RATIO times
+ * its compressed bytes (see chdr in elfview.c). */
+#define ELFV_MAX_RATIO 64u
+#define ELFV_RATIO_FREE ((uint64_t)4 << 20)
 int elfv_section(struct elfv *v, const char *name, struct elfv_sec *out);
 /* Whether a section with contents exists, without reading (or inflating) them. */
 bool elfv_has_section(struct elfv *v, const char *name);

@@ -138,6 +138,8 @@ struct perf_writer *cc_sink_writer(struct cc_sink *k);
 int cc_sink_sync(struct cc_sink *k);
 /* The build-ids of the modules hit, then the features and the header. */
 int cc_sink_finish(struct cc_sink *k);
+/* The first error of writing (said in the session's message), or 0. */
+int cc_sink_error(const struct cc_sink *k);
 void cc_sink_free(struct cc_sink *k, struct uw_inject_stats *stats);
 
 /* ---- reader internals shared with writers (perf_reader.c) */

@@ -27,8 +27,20 @@ struct inject {
 	uint8_t *rec;          /* the sample being written */
 	size_t cap;
 	struct uw_inject_stats st;
-	int err;
+	int err;               /* the first error of writing, said in the session's message */
+	char *path;
 };
+
+/* The first error of writing: kept, and said with the output's name and the real reason (disk
+ * full, not "stopped by the callback"). */
+static int sink_failed(struct inject *in, int err)
+{
+	if (err && !in->err) {
+		in->err = err;
+		base_err(&in->s->log, err, "%s: writing: %s", in->path, uw_strerror(err));
+	}
+	return err;
+}
 
 /* Features of the input that no longer hold for the output: its samples lose branch stacks, AUX
  * data is not copied, the output is not compressed nor a directory; the writer makes the
@@ -130,7 +142,7 @@ static int on_record(void *ctx, const uint8_t *rec, uint32_t len)
 		err = perf_writer_record(in->w, rec, len);
 	in->st.records_written++;
 	in->st.bytes_out += len;
-	return err;
+	return sink_failed(in, err);
 }
 
 static void put64(uint8_t *b, size_t *at, uint64_t v)
@@ -144,7 +156,7 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 	struct inject *in = ctx;
 	int err = add_attrs(in);
 	if (err)
-		return err;
+		return sink_failed(in, err);
 	in->st.samples++;
 	uint32_t rlen;
 	const uint8_t *raw = perf_reader_current_sample(in->r, &rlen);
@@ -212,7 +224,7 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 	in->st.bytes_out += at;
 	err = perf_writer_record(in->w, b, at);
 	perf_writer_sample(in->w, (st & PS_TIME) != 0, ps.time, smp->stop_reason);
-	return err;
+	return sink_failed(in, err);
 }
 
 static int hexval(char c)
@@ -251,8 +263,10 @@ int cc_sink_new(struct uw_session *s, const char *out_path, struct cc_sink **out
 	if (!in)
 		return -ENOMEM;
 	in->s = s;
-	int err = perf_writer_open(out_path, &in->w);
+	in->path = strdup(out_path);
+	int err = in->path ? perf_writer_open(out_path, &in->w) : -ENOMEM;
 	if (err) {
+		free(in->path);
 		free(in);
 		return base_err(&s->log, err, "%s: %s", out_path, uw_strerror(err));
 	}
@@ -284,7 +298,13 @@ struct perf_writer *cc_sink_writer(struct cc_sink *k)
 
 int cc_sink_sync(struct cc_sink *k)
 {
-	return perf_writer_sync(((struct inject *)k)->w);
+	struct inject *in = (struct inject *)k;
+	return sink_failed(in, perf_writer_sync(in->w));
+}
+
+int cc_sink_error(const struct cc_sink *k)
+{
+	return k ? ((const struct inject *)k)->err : 0;
 }
 
 int cc_sink_finish(struct cc_sink *k)
@@ -300,7 +320,7 @@ int cc_sink_finish(struct cc_sink *k)
 		add_bid(in->w, ev[i].path, ev[i].build_id, false);
 	const char *kb = base_map_get(&in->s->buildids, base_hash_bytes("[kernel.kallsyms]", 17));
 	add_bid(in->w, "[kernel.kallsyms]", kb, true);
-	return perf_writer_finish(in->w);
+	return sink_failed(in, perf_writer_finish(in->w));
 }
 
 void cc_sink_free(struct cc_sink *k, struct uw_inject_stats *stats)
@@ -314,6 +334,7 @@ void cc_sink_free(struct cc_sink *k, struct uw_inject_stats *stats)
 		stats->sz = sz;
 	}
 	perf_writer_close(in->w);
+	free(in->path);
 	free(in->out_type);
 	free(in->rec);
 	free(in);
@@ -339,11 +360,10 @@ UW_API int uw_inject(struct uw_session *s, const char *in_path, const char *out_
 	}
 	cc_sink_attach(k, r);
 	err = uw_reader_run(r);
-	if (!err) {
+	if (err == -UW_ECANCELED && cc_sink_error(k))
+		err = cc_sink_error(k); /* the writing failed (said): not the reader's doing */
+	if (!err)
 		err = cc_sink_finish(k);
-		if (err)
-			base_err(&s->log, err, "%s: %s", out_path, uw_strerror(err));
-	}
 	struct uw_reader_stats rs = { .sz = sizeof(rs) };
 	uw_reader_stats(r, &rs);
 	((struct inject *)k)->st.bytes_in = rs.bytes;

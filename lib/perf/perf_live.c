@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -571,6 +573,7 @@ struct rec {
 	int wstatus;            /* the command's wait status, -1 until reaped */
 	int exec_errno;
 	bool stopped_child;     /* the recorder ended the command */
+	unsigned trims;
 	double t0;
 };
 
@@ -625,7 +628,7 @@ static int fork_command(struct rec *rc)
 			_exit(127);
 		/* the recording goes to standard output: the command's output goes to standard
 		 * error, as perf does */
-		if (!strcmp(rc->o.output, "-") && dup2(2, 1) < 0)
+		if (c == 'p' && dup2(2, 1) < 0)
 			_exit(127);
 		/* the recorder's signal dispositions are not the command's */
 		signal(SIGINT, SIG_DFL);
@@ -716,10 +719,18 @@ static int open_events(struct rec *rc)
 	return 0;
 }
 
+/* Is the output our standard output ("-", /dev/stdout, a path to the same pipe)? */
+static bool output_is_stdout(const char *path)
+{
+	struct stat a, b;
+	return !strcmp(path, "-") || (stat(path, &a) == 0 && fstat(1, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
+				       !S_ISREG(a.st_mode));
+}
+
 /* Lets the command exec. @return 0, or -errno when it could not be executed. */
 static int start_command(struct rec *rc)
 {
-	if (write(rc->go[1], "x", 1) != 1)
+	if (write(rc->go[1], output_is_stdout(rc->o.output) ? "p" : "x", 1) != 1)
 		return base_err(&rc->s->log, -errno, "starting the command: %s", strerror(errno));
 	close(rc->go[1]);
 	rc->go[1] = -1;
@@ -843,6 +854,10 @@ static int record_loop(struct rec *rc)
 			    (o->duration > 0 && now - rc->t0 >= o->duration);
 		if (now - last_status >= 1.0 || stop) {
 			last_status = now;
+			/* what processes and modules that came and went freed goes back to the system:
+			 * a recorder's memory follows what runs, not what ran */
+			if (++rc->trims % 10 == 0)
+				malloc_trim(0);
 			if (!err)
 				err = cc_sink_sync(lv->sink);
 			if (o->on_status) {
@@ -879,6 +894,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		return -EINVAL;
 	rc.ncpu = ncpus();
 	rc.lv.s = s;
+	s->log.errmsg[0] = 0; /* what goes wrong below says why */
 	int err = check_opts(&rc);
 	if (err)
 		return err;
@@ -903,17 +919,18 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		for (size_t i = 0; i < rc.lv.nrings; i++)
 			ioctl(rc.lv.rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
 	}
+	if (err == -UW_ECANCELED && cc_sink_error(rc.lv.sink))
+		err = cc_sink_error(rc.lv.sink); /* the writing failed (said): disk full, ... */
+	else if (err && !s->log.errmsg[0])
+		base_err(&s->log, err, "recording: %s", uw_strerror(err));
 	/* a command that outlived the recording, or could not be recorded, is not left running */
 	end_command(&rc, err != 0);
 	if (!err)
 		err = drain_all(&rc.lv);
 	if (!err)
 		err = perf_reader_finish(rc.lv.r);
-	if (!err) {
+	if (!err)
 		err = cc_sink_finish(rc.lv.sink);
-		if (err)
-			base_err(&s->log, err, "%s: %s", rc.o.output, uw_strerror(err));
-	}
 	struct uw_inject_stats is = { .sz = sizeof(is) };
 	if (final && final->sz >= sizeof(size_t)) {
 		struct uw_record_status st;

@@ -95,6 +95,9 @@ struct uw_reader {
 	uint64_t since_sweep, last_progress;
 	int fatal;
 	bool inner_failed;       /* a record from the piece failed (and said why) */
+	bool unfinished;         /* the writer stopped before its end: a record cut short ends the data */
+	bool wall_exact;         /* the recording's clock data gave wall-clock time */
+	uint64_t last_sample_time; /* from SAMPLE_TIME */
 	uint64_t decomp_off;     /* offset of the compressed record being expanded */
 	const char *info[UW_INFO__COUNT]; /* interned */
 	struct uw_event_stats *evst; /* per attribute */
@@ -913,6 +916,21 @@ static void parse_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, 
 	case FEAT_UW_STOPS:
 		parse_stops(r, p, size);
 		break;
+	case FEAT_CLOCK_DATA: { /* u32 version, u32 clockid, u64 wall ns, u64 clockid ns */
+		uint32_t version = base_cur_u32(&c), clockid = base_cur_u32(&c);
+		uint64_t tod = base_cur_u64(&c), cl = base_cur_u64(&c);
+		if (!c.bad && version >= 1 && r->nattrs && (r->attrs[0].flags & PA_USE_CLOCKID) &&
+		    (uint32_t)r->attrs[0].clockid == clockid) {
+			r->s->wall_offset = (int64_t)(tod - cl);
+			r->s->wall_known = true;
+			r->wall_exact = true;
+		}
+		break;
+	}
+	case FEAT_SAMPLE_TIME: /* u64 first, u64 last */
+		base_cur_u64(&c);
+		r->last_sample_time = base_cur_u64(&c);
+		break;
 	case FEAT_BUILD_ID:
 		parse_build_ids(r, p, size);
 		break;
@@ -999,13 +1017,24 @@ static int parse_file_header(struct uw_reader *r)
 			return err;
 	}
 	bool truncated = false;
-	if (data_size == 0 || data_size > r->map_size - data_off) {
-		/* perf was stopped before it wrote the header: take what is there */
-		if (data_size != 0)
-			truncated = true;
+	/* Every finished file has features (perf writes its host at least); none, and the writer
+	 * stopped before its end: a perf killed before it wrote its header (data size 0), or an
+	 * unwound record killed between the data size it keeps up to date and its end. Everything
+	 * there is read, and a record cut short at the end ends the data. */
+	bool no_features = hsize >= 104 && !(feat[0] | feat[1] | feat[2] | feat[3]);
+	if (data_size == 0 || data_size > r->map_size - data_off || no_features) {
+		if (data_size > r->map_size - data_off)
+			truncated = true; /* damaged, not unfinished: a record cut short is an error */
+		r->unfinished = no_features || data_size == 0;
+		r->st.unfinished = r->unfinished;
+		uint64_t counted = data_size;
 		data_size = r->map_size - data_off;
-		base_log(&r->s->log, UW_LOG_WARN, "%s: data section size %s; reading to the end of the file",
-			 r->path, truncated ? "exceeds the file" : "is zero");
+		base_log(&r->s->log, UW_LOG_WARN,
+			 "%s: the recording was not finished (%s): reading all %" PRIu64 " bytes of its data%s",
+			 r->path, truncated ? "its data section runs past the end of the file"
+				  : no_features && counted ? "no header features: its writer stopped before the end"
+							     : "its header has no data size",
+			 data_size, no_features && counted && counted < data_size ? ", past the size its header counts" : "");
 	}
 	r->pos = data_off;
 	r->end = data_off + data_size;
@@ -1024,6 +1053,14 @@ static int parse_file_header(struct uw_reader *r)
 			continue;
 		keep_feature(r, bit, r->map + off, (size_t)size, false);
 		parse_feature(r, bit, r->map + off, size);
+	}
+	/* without clock data, wall-clock time from the file: perf writes it last, just after the
+	 * last sample (approximate: used only to tell files older than a process) */
+	struct stat st;
+	if (!r->wall_exact && r->last_sample_time && fstat(r->fd, &st) == 0) {
+		int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		r->s->wall_offset = mtime - (int64_t)r->last_sample_time;
+		r->s->wall_known = true;
 	}
 	return 0;
 }
@@ -1072,12 +1109,16 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		r->close_fd = true;
 	}
 	struct stat st;
-	if (fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+	int map_err = 0;
+	bool regular = fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode);
+	if (regular && st.st_size > 0) {
 		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, r->fd, 0);
 		if (m != MAP_FAILED) {
 			r->map = m;
 			r->map_size = (size_t)st.st_size;
 			madvise(m, r->map_size, MADV_WILLNEED);
+		} else {
+			map_err = errno;
 		}
 	}
 	uint64_t magic = 0, hsize = 0;
@@ -1116,7 +1157,11 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		}
 	} else {
 		if (!r->map) {
-			err = rerr(r, -UW_EUNSUPP, 0, "file-mode perf.data needs a seekable file, not a pipe");
+			/* the real reason: a file the system would not map, or a stream */
+			if (map_err)
+				err = base_err(&s->log, -map_err, "%s: the file cannot be mapped: %s", r->path, strerror(map_err));
+			else
+				err = rerr(r, -UW_EUNSUPP, 0, "file-mode perf.data needs a seekable file, not a pipe");
 			goto fail;
 		}
 		r->file_mode = true;
@@ -1527,8 +1572,10 @@ static int deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 			}
 			return 0;
 		}
-		/* a JIT's jitdump, mapped so that the recording shows it: its loads name JIT code */
-		if ((prot & 4) && jitdump_is_path((const char *)c.p, fl) && proc_jitdump_mmap(r->s, pid, (const char *)c.p, fl))
+		/* a JIT's jitdump, mapped so that the recording shows it: its loads name JIT code (not
+		 * while recording: names are a report's business, and the file is the process's) */
+		if ((prot & 4) && !r->s->live && jitdump_is_path((const char *)c.p, fl) &&
+		    proc_jitdump_mmap(r->s, pid, (const char *)c.p, fl))
 			return -ENOMEM;
 		struct uw_module *m = proc_module_get(r->s, (const char *)c.p, fl, bid, blen, maj, min, ino);
 		if (!m)
@@ -1541,7 +1588,14 @@ static int deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		if (c.bad)
 			return 0;
 		size_t l = strnlen((const char *)c.p, base_cur_left(&c));
-		return proc_comm(r->s, pid, tid, (const char *)c.p, l, (misc & PM_COMM_EXEC) != 0) == -ENOMEM ? -ENOMEM : 0;
+		if (proc_comm(r->s, pid, tid, (const char *)c.p, l, (misc & PM_COMM_EXEC) != 0) == -ENOMEM)
+			return -ENOMEM;
+		struct proc *np = (misc & PM_COMM_EXEC) && time ? proc_get(r->s, pid, false) : NULL;
+		if (np) { /* a new program in it */
+			np->start_time = time;
+			np->start_known = true;
+		}
+		return 0;
 	}
 	case PR_FORK:
 	case PR_EXIT: {
@@ -1549,8 +1603,16 @@ static int deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		uint64_t t = base_cur_u64(&c);
 		if (c.bad)
 			return 0;
-		if (type == PR_FORK)
-			return proc_fork(r->s, pid, ppid, tid, ptid, t) == -ENOMEM ? -ENOMEM : 0;
+		if (type == PR_FORK) {
+			if (proc_fork(r->s, pid, ppid, tid, ptid, t) == -ENOMEM)
+				return -ENOMEM;
+			struct proc *np = pid != ppid ? proc_get(r->s, pid, false) : NULL;
+			if (np) { /* born in the recording */
+				np->start_time = time ? time : t;
+				np->start_known = true;
+			}
+			return 0;
+		}
 		proc_exit(r->s, pid, tid, time ? time : t);
 		return 0;
 	}
@@ -1959,6 +2021,12 @@ UW_API int uw_reader_run(struct uw_reader *r)
 	while ((got = next_record(r, &rec, &len, &off)) == 1) {
 		if ((err = process_record(r, rec, len, off)))
 			break;
+	}
+	if (got == -UW_ETRUNC && r->unfinished) {
+		/* where the writer stopped: the end of what there is */
+		base_log(&r->s->log, UW_LOG_WARN, "%s: %s", r->path, r->s->log.errmsg);
+		r->st.records_cut = 1;
+		got = 0;
 	}
 	if (got < 0 && !err)
 		err = got;

@@ -70,7 +70,14 @@ struct perf_writer {
 	size_t nstops, stopcap;
 	uint64_t nsamples;
 	bool stops_bad;
+	/* runs past STOPS_IN_MEMORY go to an unnamed file (a long system-wide recording whose
+	 * stop reasons alternate would otherwise hold 8 bytes a sample until the end) */
+	int spill_fd;
+	uint64_t nspilled;
+	char *dir;               /* the output's directory, for the spill file */
 };
+
+#define STOPS_IN_MEMORY 65536
 
 #define WBUF (1u << 20)
 #define NAME_ALIGN 64
@@ -101,7 +108,7 @@ static void wflush(struct perf_writer *w)
 
 static void wput(struct perf_writer *w, const void *p, size_t n)
 {
-	if (w->err)
+	if (w->err || !n) /* (an event without ids has none to copy: NULL) */
 		return;
 	if (n > WBUF - w->blen)
 		wflush(w);
@@ -177,30 +184,6 @@ void perf_feat_bytes(struct perf_feat *f, const void *p, size_t n)
 
 /* ---- opening */
 
-static int create_output(const char *path, int *fd)
-{
-	/* An existing file (or a symbolic link: never followed, it could point anywhere) is kept
-	 * as path.old; the new file is then created, and must not exist by then (O_EXCL). A
-	 * device such as /dev/null is written as it is. */
-	struct stat st;
-	int oflags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-	if (lstat(path, &st) == 0) {
-		if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
-			char old[PATH_MAX];
-			if (snprintf(old, sizeof(old), "%s.old", path) >= (int)sizeof(old))
-				return -ENAMETOOLONG;
-			if (rename(path, old) != 0)
-				return -errno;
-		} else if (S_ISCHR(st.st_mode)) {
-			oflags = O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
-		} else {
-			return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		}
-	}
-	*fd = open(path, oflags, 0600);
-	return *fd < 0 ? -errno : 0;
-}
-
 int perf_writer_open(const char *path, struct perf_writer **out)
 {
 	*out = NULL;
@@ -212,19 +195,19 @@ int perf_writer_open(const char *path, struct perf_writer **out)
 		free(w);
 		return -ENOMEM;
 	}
-	w->fd = -1;
-	int err;
-	if (strcmp(path, "-") == 0) {
-		w->pipe = true;
-		w->fd = dup(1);
-		err = w->fd < 0 ? -errno : 0;
-	} else {
-		err = create_output(path, &w->fd);
-	}
-	if (err) {
+	/* recordings are private (0600, as perf's); "-" is a pipe-mode stream on standard output */
+	w->spill_fd = -1;
+	const char *sl = strrchr(path, '/');
+	w->dir = sl ? strndup(path, (size_t)(sl - path + (sl == path))) : strdup(".");
+	w->fd = base_create_output(path, 0600);
+	if (w->fd < 0) {
+		int err = w->fd;
 		perf_writer_close(w);
 		return err;
 	}
+	/* and to a FIFO or device (/dev/stdout, /dev/null): nothing can be written back there */
+	struct stat st;
+	w->pipe = strcmp(path, "-") == 0 || (fstat(w->fd, &st) == 0 && !S_ISREG(st.st_mode));
 	*out = w;
 	return 0;
 }
@@ -427,6 +410,18 @@ void perf_writer_sample(struct perf_writer *w, bool has_time, uint64_t time, uin
 		w->stops[w->nstops - 1].count++;
 		return;
 	}
+	if (w->nstops == STOPS_IN_MEMORY) {
+		/* spill the runs so far: a file without a name, beside the output (else in /tmp) */
+		if (w->spill_fd < 0 && (w->spill_fd = open(w->dir ? w->dir : ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
+			w->spill_fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		size_t n = w->nstops * sizeof(*w->stops);
+		if (w->spill_fd < 0 || pwrite(w->spill_fd, w->stops, n, (off_t)(w->nspilled * sizeof(*w->stops))) != (ssize_t)n) {
+			w->stops_bad = true;
+			return;
+		}
+		w->nspilled += w->nstops;
+		w->nstops = 0;
+	}
 	if (w->nstops == w->stopcap) {
 		size_t cap = w->stopcap ? 2 * w->stopcap : 256;
 		struct stop_run_w *nv = realloc(w->stops, cap * sizeof(*nv));
@@ -499,6 +494,35 @@ int perf_writer_sync(struct perf_writer *w)
 	return w->err;
 }
 
+/* The stop reasons' runs, {u32 count, u8 reason, 3 bytes 0} each: those spilled to the unnamed
+ * file, then those in memory, a chunk at a time (memory stays bounded to the end). */
+static void write_stops(struct perf_writer *w)
+{
+	struct stop_run_w chunk[1024];
+	uint64_t total = w->nspilled + w->nstops;
+	for (uint64_t done = 0; done < total && !w->err;) {
+		size_t k;
+		if (done < w->nspilled) {
+			k = (size_t)UW_MIN(w->nspilled - done, (uint64_t)1024);
+			if (pread(w->spill_fd, chunk, k * sizeof(*chunk), (off_t)(done * sizeof(*chunk))) !=
+			    (ssize_t)(k * sizeof(*chunk))) {
+				w->err = -EIO;
+				break;
+			}
+		} else {
+			k = (size_t)UW_MIN(total - done, (uint64_t)1024);
+			memcpy(chunk, w->stops + (done - w->nspilled), k * sizeof(*chunk));
+		}
+		for (size_t i = 0; i < k; i++) {
+			uint8_t run[8] = { 0 };
+			memcpy(run, &chunk[i].count, 4);
+			run[4] = chunk[i].reason;
+			wput(w, run, 8);
+		}
+		done += k;
+	}
+}
+
 static int finish_pipe(struct perf_writer *w)
 {
 	struct fbuf f = { 0 };
@@ -542,19 +566,15 @@ int perf_writer_finish(struct perf_writer *w)
 		fput_u64(st, w->last_time);
 		w->has[FEAT_SAMPLE_TIME] = true;
 	}
+	/* the stop reasons: their header here, the runs streamed below (write_stops) */
+	uint64_t nruns = w->nspilled + w->nstops;
 	if (w->nsamples && !w->stops_bad) {
 		struct fbuf *sr = &w->feat[FEAT_UW_STOPS];
 		sr->n = 0;
 		fput_u32(sr, 1);
 		fput_u32(sr, 0);
 		fput_u64(sr, w->nsamples);
-		fput_u64(sr, w->nstops);
-		for (size_t i = 0; i < w->nstops; i++) {
-			uint8_t run[8] = { 0 };
-			memcpy(run, &w->stops[i].count, 4);
-			run[4] = w->stops[i].reason;
-			fput(sr, run, 8);
-		}
+		fput_u64(sr, nruns);
 		w->has[FEAT_UW_STOPS] = true;
 	}
 	/* the table of {offset, size} after the data, then the bodies */
@@ -570,13 +590,17 @@ int perf_writer_finish(struct perf_writer *w)
 	for (unsigned i = 1; i < FEAT_LAST; i++) {
 		if (!(feat[i / 64] & (1ull << (i % 64))))
 			continue;
-		uint64_t sec[2] = { at, w->feat[i].n };
+		uint64_t n = w->feat[i].n + (i == FEAT_UW_STOPS ? 8 * nruns : 0);
+		uint64_t sec[2] = { at, n };
 		wput(w, sec, 16);
-		at += w->feat[i].n;
+		at += n;
 	}
-	for (unsigned i = 1; i < FEAT_LAST; i++)
+	for (unsigned i = 1; i < FEAT_LAST; i++) {
 		if (feat[i / 64] & (1ull << (i % 64)))
 			wput(w, w->feat[i].p, w->feat[i].n);
+		if (i == FEAT_UW_STOPS && (feat[i / 64] & (1ull << (i % 64))))
+			write_stops(w);
+	}
 	wflush(w);
 	/* the data size and the feature bits: the file is whole */
 	if (!w->err && pwrite(w->fd, &w->data_size, 8, 48) != 8)
@@ -592,6 +616,9 @@ void perf_writer_close(struct perf_writer *w)
 		return;
 	if (w->fd >= 0)
 		close(w->fd);
+	if (w->spill_fd >= 0)
+		close(w->spill_fd);
+	free(w->dir);
 	for (size_t i = 0; i < w->nattrs; i++)
 		free(w->attrs[i].ids);
 	for (size_t i = 0; i < w->nbids; i++)

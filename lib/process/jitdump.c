@@ -184,23 +184,24 @@ int proc_jitdump_mmap(struct uw_session *s, int32_t pid, const char *path, size_
 	p->jd_tried = true;
 	char full[PATH_MAX];
 	snprintf(full, sizeof(full), "%s%.*s", s->sysroot ? s->sysroot : "", (int)len, path);
-	int fd = open(full, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	int err = fd < 0 ? -errno : fstat(fd, &st) ? -errno : !S_ISREG(st.st_mode) ? -UW_EFORMAT
-			    : (uint64_t)st.st_size > proc_side_cap(s) ? -UW_ELIMIT : 0;
+	/* the process's file (in its directory, any it likes): not through a link, never a FIFO or
+	 * device, under the side-file cap */
+	uint64_t size = 0;
+	int fd = base_open_file(full, BASE_OPEN_NOFOLLOW, proc_side_cap(s), &size);
+	int err = fd < 0 ? (fd == -EFBIG ? -UW_ELIMIT : fd) : 0;
 	void *map = MAP_FAILED;
-	if (!err && st.st_size > 0 && (map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
+	if (!err && size > 0 && (map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
 		err = -errno;
 	if (fd >= 0)
 		close(fd);
-	if (!err && st.st_size == 0)
+	if (!err && size == 0)
 		err = -UW_ETRUNC;
 	if (err) {
 		base_log(&s->log, UW_LOG_WARN, "%s: %s: JIT code in this process stays unnamed", full, uw_strerror(err));
 		return 0;
 	}
-	err = jitdump_parse(s, map, (size_t)st.st_size, &p->jd);
-	munmap(map, (size_t)st.st_size);
+	err = jitdump_parse(s, map, (size_t)size, &p->jd);
+	munmap(map, (size_t)size);
 	if (!err) {
 		const char *sl = memrchr(path, '/', len);
 		p->jd->dir = strndup(path, sl ? (size_t)(sl - path) : 0);

@@ -112,12 +112,23 @@ static uint64_t view_cap(const struct uw_session *s)
 	return s && s->opts.max_inflate_bytes ? s->opts.max_inflate_bytes : ELFV_MAX_INFLATE;
 }
 
-static bool try_open_s(const struct uw_session *s, const char *path, const char *want_bid, struct elfv **out,
-                       bool *mismatch)
+/* Files at paths a recording or a process names (the mapped path, a file next to it) may have
+ * been replaced by a link since: those are opened without following one (UNTRUSTED); the debug
+ * roots, perf's build-id cache (links by design) and /proc's magic links are followed. */
+#define UNTRUSTED BASE_OPEN_NOFOLLOW
+
+static bool try_open_w(struct uw_session *s, const char *path, unsigned flags, const char *want_bid,
+                       struct elfv **out, bool *mismatch, int *why)
 {
 	struct elfv *v;
-	if (elfv_open(path, &v))
+	int err = elfv_open(path, flags, &v);
+	if (why)
+		*why = err;
+	if (err) {
+		if (err == -ELOOP)
+			base_log(&s->log, UW_LOG_WARN, "%s: a symbolic link where a recorded file was: not followed", path);
 		return false;
+	}
 	v->max_inflate = view_cap(s);
 	if (want_bid && want_bid[0]) {
 		char hex[2 * ELFV_MAX_BUILD_ID + 1];
@@ -133,9 +144,22 @@ static bool try_open_s(const struct uw_session *s, const char *path, const char 
 	return true;
 }
 
-static bool file_crc_matches(const char *path, uint32_t want)
+static bool try_open_f(struct uw_session *s, const char *path, unsigned flags, const char *want_bid,
+                       struct elfv **out, bool *mismatch)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return try_open_w(s, path, flags, want_bid, out, mismatch, NULL);
+}
+
+static bool try_open_s(struct uw_session *s, const char *path, const char *want_bid, struct elfv **out,
+                       bool *mismatch)
+{
+	return try_open_w(s, path, 0, want_bid, out, mismatch, NULL);
+}
+
+static bool file_crc_matches(const char *path, unsigned flags, uint32_t want)
+{
+	uint64_t size;
+	int fd = base_open_file(path, flags, 0, &size);
 	if (fd < 0)
 		return false;
 	uint32_t crc = 0;
@@ -187,9 +211,10 @@ static void find_debug(struct uw_session *s, struct uw_module *m)
 			if (strcmp(p, m->opened_path) == 0)
 				continue;
 			struct elfv *v;
-			if (access(p, R_OK) || !file_crc_matches(p, m->elf->debuglink_crc))
+			unsigned fl = i < 2 ? UNTRUSTED : 0; /* beside the file, or under /usr/lib/debug */
+			if (access(p, R_OK) || !file_crc_matches(p, fl, m->elf->debuglink_crc))
 				continue;
-			if (try_open_s(s, p, bid[0] ? bid : NULL, &v, NULL)) {
+			if (try_open_f(s, p, fl, bid[0] ? bid : NULL, &v, NULL)) {
 				m->dbg = v;
 				goto found;
 			}
@@ -197,7 +222,7 @@ static void find_debug(struct uw_session *s, struct uw_module *m)
 		/* the debug file of that name in the search directories */
 		for (const char *f = proc_search_next(s, link, NULL); f; f = proc_search_next(s, link, f)) {
 			struct elfv *v;
-			if (strcmp(f, m->opened_path) == 0 || !file_crc_matches(f, m->elf->debuglink_crc))
+			if (strcmp(f, m->opened_path) == 0 || !file_crc_matches(f, 0, m->elf->debuglink_crc))
 				continue;
 			if (try_open_s(s, f, bid[0] ? bid : NULL, &v, NULL)) {
 				m->dbg = v;
@@ -431,7 +456,7 @@ struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, stru
 	} else {
 		p[0] = 0;
 	}
-	if (p[0] && try_open_s(s, p, bid, &m->alt, NULL))
+	if (p[0] && try_open_f(s, p, UNTRUSTED, bid, &m->alt, NULL))
 		goto found;
 	/* the servers */
 	{
@@ -565,7 +590,8 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m)
 			return false;
 		}
 	}
-	if (try_open_s(s, p, bid, &m->elf, &mismatch))
+	int why = 0;
+	if (try_open_w(s, p, UNTRUSTED, bid, &m->elf, &mismatch, &why))
 		goto opened;
 	/* a file of that name in the search directories, when it is this build */
 	if (bid) {
@@ -592,10 +618,14 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m)
 			 m->path, bid);
 		return false;
 	}
-	struct stat st;
-	m->state = stat(p, &st) == 0 ? UW_MODULE_BAD : UW_MODULE_MISSING;
+	/* the real reason: not there, not allowed, not a file, a link, not ELF */
+	m->state = why == -ENOENT || why == -ENOTDIR ? UW_MODULE_MISSING : UW_MODULE_BAD;
 	base_log(&s->log, UW_LOG_INFO, "%s: %s", m->path,
-		 m->state == UW_MODULE_BAD ? "not a usable ELF file" : "not found");
+		 why == -ENOENT || why == -ENOTDIR ? "not found"
+		 : why == -ELOOP                    ? "a symbolic link now (not followed)"
+		 : why == -UW_ENOTREG               ? "not a regular file (a FIFO, device or directory): not opened"
+		 : why == -UW_ENOELF                ? "not a usable ELF file"
+						    : uw_strerror(why));
 	return false;
 opened:
 	m->opened_path = base_intern(&s->strings, p, strlen(p));
@@ -657,32 +687,65 @@ const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *
 	return &m->code;
 }
 
-/* The text of a perf-PID.map: entries sorted by start, later ones first among equal starts. */
-int jitmap_parse(FILE *f, struct symtab *t, size_t max_entries)
+/* Stable merge sort of symbols by start, O(n log n) whatever the input's order (a map written
+ * in reverse, or crafted, cost an insertion sort hours). */
+static int sort_syms(struct sym *a, size_t n)
+{
+	if (n < 2)
+		return 0;
+	struct sym *tmp = malloc(n * sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	for (size_t width = 1; width < n; width *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * width) {
+			size_t mid = UW_MIN(lo + width, n), hi = UW_MIN(lo + 2 * width, n), i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				tmp[k++] = a[j].start < a[i].start ? a[j++] : a[i++];
+			while (i < mid)
+				tmp[k++] = a[i++];
+			while (j < hi)
+				tmp[k++] = a[j++];
+		}
+		memcpy(a, tmp, n * sizeof(*a));
+	}
+	free(tmp);
+	return 0;
+}
+
+/* The text of a perf-PID.map: "START SIZE name" lines. */
+int jitmap_parse(const char *text, size_t len, struct symtab *t, size_t max_entries)
 {
 	struct base_vec v = BASE_VEC_INIT(struct sym);
 	base_arena_init(&t->arena, 64 * 1024);
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
 	int err = 0;
-	while ((len = getline(&line, &cap, f)) > 0) {
+	for (const char *line = text, *stop = text + len; line < stop;) {
+		const char *eol = memchr(line, '\n', (size_t)(stop - line));
+		size_t ll = eol ? (size_t)(eol - line) : (size_t)(stop - line);
+		char buf[64];
+		size_t hl = UW_MIN(ll, sizeof(buf) - 1);
+		memcpy(buf, line, hl); /* the two numbers, terminated */
+		buf[hl] = 0;
+		const char *next = eol ? eol + 1 : stop;
 		char *end;
-		unsigned long long start = strtoull(line, &end, 16);
-		if (end == line || *end != ' ')
+		unsigned long long start = strtoull(buf, &end, 16), size;
+		if (end == buf || *end != ' ') {
+			line = next;
 			continue;
+		}
 		char *p = end + 1;
-		unsigned long long size = strtoull(p, &end, 16);
-		if (end == p || *end != ' ' || !size || start + size < start)
+		size = strtoull(p, &end, 16);
+		if (end == p || *end != ' ' || !size || start + size < start) {
+			line = next;
 			continue;
-		char *name = end + 1;
-		size_t nl = strcspn(name, "\n");
+		}
+		const char *name = line + (end + 1 - buf);
+		size_t nl = ll - (size_t)(name - line);
 		if (v.len >= max_entries) {
 			err = -UW_ELIMIT;
 			break;
 		}
 		struct sym *sy = base_vec_push(&v);
-		char *nm = base_arena_strndup(&t->arena, name, nl);
+		char *nm = base_arena_strndup(&t->arena, name, strnlen(name, nl));
 		if (!sy || !nm) {
 			err = -ENOMEM;
 			break;
@@ -691,38 +754,97 @@ int jitmap_parse(FILE *f, struct symtab *t, size_t max_entries)
 		sy->end = start + size;
 		sy->name = nm;
 		sy->dname = NULL;
+		line = next;
 	}
-	free(line);
+	/* later entries win over earlier ones for the same range (code can be re-jitted there):
+	 * a stable sort keeps them after */
+	if (!err)
+		err = sort_syms(v.data, v.len);
 	if (err) {
 		base_vec_free(&v);
 		return err;
 	}
-	/* later entries win over earlier ones for the same range (code can be re-jitted there) */
-	struct sym *a = v.data;
-	for (size_t i = 1; i < v.len; i++) { /* insertion sort by start: maps are nearly sorted */
-		struct sym cur = a[i];
-		size_t j = i;
-		while (j > 0 && a[j - 1].start > cur.start) {
-			a[j] = a[j - 1];
-			j--;
-		}
-		a[j] = cur;
-	}
-	t->syms = a;
+	t->syms = v.data;
 	t->n = v.len;
 	t->source = "perf-map";
 	return 0;
 }
 
-/* perf-PID.map (tools/perf/Documentation/jit-interface.txt): "START SIZE name" per line, hex
- * START and SIZE, written by JITs (V8 --perf-basic-prof, the JVM's agents, CPython 3.12). */
-static int jit_load(struct uw_session *s, struct uw_module *m)
+/* Anonymous memory: no file (//anon, [anon:NAME], memfd), where JIT code lives; not [vdso]. */
+static bool anonymous(const struct map *m)
 {
-	FILE *f = fopen(m->path, "re");
-	if (!f)
-		return -errno;
-	int err = jitmap_parse(f, &m->syms, (size_t)(proc_side_cap(s) / 128));
-	fclose(f);
+	if (!m->mod)
+		return true;
+	const char *n = m->mod->path;
+	return m->mod->special && (!strncmp(n, "//anon", 6) || !strncmp(n, "[anon", 5) || !strncmp(n, "/memfd:", 7));
+}
+
+/* Can the map belong to this process? Where the recording shows anonymous mappings of the
+ * process (JIT code lives in anonymous memory; a recording that starts after the process found
+ * its mappings as they were, code made executable included), most of the map's entries outside
+ * its file mappings must lie in them: the JIT code of another process that had this pid (pids
+ * are reused; maps outlive their processes in /tmp) lies elsewhere.
+ * Entries inside the file mappings (V8 lists the builtins embedded in its executable) are never
+ * looked up here and do not count. A sample of the entries is checked. */
+static const char *jit_entries_misplaced(const struct symtab *t, const struct proc *p)
+{
+	const struct map *mv = p->maps.data;
+	bool has_anon = false;
+	for (size_t i = 0; i < p->maps.len && !has_anon; i++)
+		has_anon = anonymous(&mv[i]);
+	if (!has_anon)
+		return NULL;
+	size_t step = t->n > 1000 ? t->n / 1000 : 1, outside_files = 0, in_anon = 0;
+	for (size_t k = 0; k < t->n; k += step) {
+		const struct map *m = proc_find_map((struct proc *)p, t->syms[k].start);
+		if (m && !anonymous(m))
+			continue;
+		outside_files++;
+		in_anon += m != NULL;
+	}
+	if (outside_files && in_anon * 2 < outside_files)
+		return "its JIT entries lie outside the process's anonymous mappings";
+	return NULL;
+}
+
+/* perf-PID.map (tools/perf/Documentation/jit-interface.txt): "START SIZE name" per line, hex
+ * START and SIZE, written by JITs (V8 --perf-basic-prof, the JVM's agents, CPython 3.12). The
+ * file is in a directory anyone may write: it is opened without following a link, only as a
+ * regular file under the side-file cap, and used only when it can belong to the process. */
+static int jit_load(struct uw_session *s, struct uw_module *m, struct proc *p, const char **why)
+{
+	uint64_t size;
+	int fd = base_open_file(m->path, BASE_OPEN_NOFOLLOW, proc_side_cap(s), &size);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	if (fstat(fd, &st)) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	/* written before the process existed: another process's, that had this pid */
+	int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	const int64_t slack = 2000000000; /* clocks converted approximately */
+	if (p->start_known && s->wall_known && mtime < (int64_t)p->start_time + s->wall_offset - slack) {
+		close(fd);
+		*why = "it was written before the process started (another process's, with this pid)";
+		return -ESTALE;
+	}
+	char *text;
+	size_t len;
+	int err = base_read_fd(fd, size, &text, &len);
+	close(fd);
+	if (err)
+		return err;
+	err = jitmap_parse(text, len, &m->syms, (size_t)(proc_side_cap(s) / 128));
+	free(text);
+	/* a process that ran before the recording (its start unknown, the map's age proves
+	 * nothing): its mappings as the recording found them at its start hold its JIT code */
+	if (!err && !p->start_known && (*why = jit_entries_misplaced(&m->syms, p))) {
+		symtab_free(&m->syms);
+		return -ESTALE;
+	}
 	return err;
 }
 
@@ -733,7 +855,7 @@ struct uw_module *proc_jit_module(struct uw_session *s, struct proc *p)
 	p->jit_tried = true;
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", s->sysroot ? s->sysroot : "", (int)p->pid);
-	if (access(path, R_OK))
+	if (access(path, F_OK))
 		return NULL;
 	struct uw_module *m = proc_module_get(s, path, strlen(path), NULL, 0, 0, 0, (uint64_t)p->pid);
 	if (!m)
@@ -743,11 +865,15 @@ struct uw_module *proc_jit_module(struct uw_session *s, struct proc *p)
 		m->special = true;
 		m->syms_done = true;
 		m->cfi_done = true; /* JIT code: frame pointers */
-		int err = jit_load(s, m);
+		const char *why = NULL;
+		int err = jit_load(s, m, p, &why);
 		m->state = err ? UW_MODULE_BAD : UW_MODULE_OK;
 		if (err)
-			base_log(&s->log, UW_LOG_WARN, "%s: %s", path, uw_strerror(err));
+			base_log(&s->log, UW_LOG_WARN, "%s: not used: %s", path,
+				 why ? why : err == -ELOOP ? "a symbolic link" : uw_strerror(err));
 	}
+	if (m->state != UW_MODULE_OK)
+		return NULL;
 	p->jit = m;
 	return m;
 }
@@ -819,7 +945,7 @@ const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, 
 static bool try_package(struct uw_session *s, struct uw_module *m, const char *path)
 {
 	struct elfv *v;
-	if (!try_open_s(s, path, NULL, &v, NULL))
+	if (!try_open_f(s, path, UNTRUSTED, NULL, &v, NULL))
 		return false;
 	struct dwp *p = dwp_open(v);
 	if (!p) {

@@ -77,6 +77,8 @@ struct proc {
 	uint32_t last_map;      /* index of the mapping the last lookup hit (a hint) */
 	bool exited;
 	uint64_t exit_time;
+	uint64_t start_time;    /* its FORK or exec in the recording (recording time) */
+	bool start_known;       /* else it ran before the recording's first event of it */
 	struct base_vec maps;   /* struct map, sorted by start, disjoint */
 	const char *comm;       /* interned */
 };
@@ -161,6 +163,10 @@ struct uw_session {
 	uint64_t kernel_text;      /* _text of the recorded kernel (kernel MMAP pgoff), 0: unknown */
 	uint64_t exit_grace_ns;
 	uint64_t nproc_freed;
+	/* the recording's times in wall-clock time: wall ns = time + wall_offset (perf record -k's
+	 * CLOCK_DATA, or the file's mtime at its last sample; live: the clocks now) */
+	int64_t wall_offset;
+	bool wall_known;
 };
 
 /* ---- modules (module.c) */
@@ -179,8 +185,9 @@ struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, stru
 /* The DWARF package of a module's split units (dwi's package finder; ctx is the module): next
  * to the module or its debug file as NAME.dwp, or under the debug roots; NULL when none. */
 struct dwp *proc_module_package(void *ctx);
-/* perf-PID.map text into a symbol table (fuzzed); at most max_entries lines (-UW_ELIMIT). */
-int jitmap_parse(FILE *f, struct symtab *t, size_t max_entries);
+/* perf-PID.map text into a symbol table (fuzzed), sorted by start (stable: of entries at one
+ * address the last written wins); at most max_entries lines (-UW_ELIMIT). */
+int jitmap_parse(const char *text, size_t len, struct symtab *t, size_t max_entries);
 /* The side-file cap (uw_session_opts.max_side_file_bytes, default SIDE_FILE_MAX). */
 #define SIDE_FILE_MAX ((uint64_t)2 << 30)
 uint64_t proc_side_cap(const struct uw_session *s);

@@ -33,6 +33,8 @@ UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
 	}
 	if (!s->opts.max_frames)
 		s->opts.max_frames = 256;
+	if (!s->opts.max_dwarf_cache_bytes)
+		s->opts.max_dwarf_cache_bytes = (uint64_t)4 << 30;
 	if (s->opts.max_frames > 4096) {
 		free(s);
 		errno = EINVAL;
@@ -186,18 +188,21 @@ static bool module_dwi(struct uw_session *s, struct uw_module *m)
 	proc_module_fetch_debug(s, m);
 	int why = 0, why2 = 0;
 	if (m->dbg)
-		m->dwi = dwi_open(m->dbg, proc_module_altfile(s, m, m->dbg, m->dbg_path), s->dwarf_cache, &why);
+		m->dwi = dwi_open(m->dbg, proc_module_altfile(s, m, m->dbg, m->dbg_path), s->dwarf_cache,
+				  s->opts.max_dwarf_cache_bytes, &why);
 	if (!m->dwi)
-		m->dwi = dwi_open(m->elf, proc_module_altfile(s, m, m->elf, m->opened_path), s->dwarf_cache, &why2);
+		m->dwi = dwi_open(m->elf, proc_module_altfile(s, m, m->elf, m->opened_path), s->dwarf_cache,
+				  s->opts.max_dwarf_cache_bytes, &why2);
 	if (m->dwi) {
 		m->session = s;
 		dwi_set_package_finder(m->dwi, proc_module_package, m);
 	}
 	if (!m->dwi && (why || why2))
 		base_log(&s->log, UW_LOG_WARN,
-			 "%s: a debug section decompresses past the cap (--max-inflate, %" PRIu64
-			 " MiB): no inline frames or source lines from %s",
-			 m->path, (why ? m->dbg : m->elf)->max_inflate >> 20,
+			 "%s: a compressed debug section claims more than the cap (--max-inflate, %" PRIu64
+			 " MiB) or more than %u times its compressed bytes (no DWARF compresses so well): "
+			 "no inline frames or source lines from %s",
+			 m->path, (why ? m->dbg : m->elf)->max_inflate >> 20, ELFV_MAX_RATIO,
 			 why ? (m->dbg_path ? m->dbg_path : "its debug file") : "it");
 	return m->dwi != NULL;
 }
@@ -425,9 +430,10 @@ static int cmp_ksym(const void *a, const void *b)
  * must be read. *mapped tells which. */
 static int read_all(const char *path, uint64_t max, char **out, size_t *len, bool *mapped)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t fsize;
+	int fd = base_open_file(path, 0, max, &fsize); /* never a FIFO or device */
 	if (fd < 0)
-		return -errno;
+		return fd == -EFBIG ? -UW_ELIMIT : fd;
 	struct stat rst;
 	*mapped = false;
 	if (fstat(fd, &rst) == 0 && S_ISREG(rst.st_mode) && rst.st_size > 0) {

@@ -426,7 +426,9 @@ bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 	/* JIT code: in an anonymous mapping (or one the recording missed), named by the process's
 	 * jitdump as it was at the sample's time, else by its perf-PID.map; the address is
 	 * absolute, as perf shows it */
-	if (c->p && (!cm || !cm->mod || (cm->mod->special && !cm->mod->jit && cm->mod->path[0] != '['))) {
+	/* (not while recording: the output keeps addresses, and reading a file a process controls
+	 * has no place on the thread that drains the rings) */
+	if (c->p && !c->s->live && (!cm || !cm->mod || (cm->mod->special && !cm->mod->jit && cm->mod->path[0] != '['))) {
 		struct uw_module *jm = c->p->jd ? proc_jitdump_find(c->s, c->p, pc, c->time) : NULL;
 		if (!jm)
 			jm = proc_jit_module(c->s, c->p);

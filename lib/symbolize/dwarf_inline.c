@@ -81,7 +81,11 @@ struct cache_write {
 	const uint8_t *img;
 	size_t size;
 	char *path;
+	uint64_t cap;
 };
+
+/* The cache's files, for its size cap */
+static const char *const cache_suffixes[] = { ".dwarf1", ".lines1", NULL };
 
 struct dwi_file {
 	void *image;          /* a decompressed copy of the file handed to libdw, or NULL */
@@ -362,7 +366,7 @@ static char *cache_path(const char *dir, struct elfv *v)
 static struct elfv *cache_open(const char *path, struct elfv *v)
 {
 	struct elfv *c;
-	if (elfv_open(path, &c))
+	if (elfv_open(path, BASE_OPEN_NOFOLLOW, &c))
 		return NULL;
 	char a[2 * ELFV_MAX_BUILD_ID + 1], b[2 * ELFV_MAX_BUILD_ID + 1];
 	elfv_build_id_hex(v, a);
@@ -371,6 +375,7 @@ static struct elfv *cache_open(const char *path, struct elfv *v)
 		elfv_close(c);
 		return NULL;
 	}
+	base_cache_touch(c->fd); /* used: the last to go when the cache is full */
 	return c;
 }
 
@@ -378,11 +383,13 @@ static void *cache_write_main(void *arg)
 {
 	struct cache_write *w = arg;
 	pthread_setname_np(pthread_self(), "uw-cachewrite");
-	base_replace_file(w->path, &(struct base_piece){ w->img, w->size }, 1); /* a cache: failing costs only time */
+	/* within the cache's cap (older entries go first); a cache: failing costs only time */
+	if (base_cache_admit(w->path, w->size, w->cap, cache_suffixes))
+		base_replace_file(w->path, &(struct base_piece){ w->img, w->size }, 1);
 	return NULL;
 }
 
-static void cache_write_start(struct dwi_file *f, char *path, size_t size)
+static void cache_write_start(struct dwi_file *f, char *path, size_t size, uint64_t cap)
 {
 	struct cache_write *w = calloc(1, sizeof(*w));
 	if (!w) {
@@ -392,6 +399,7 @@ static void cache_write_start(struct dwi_file *f, char *path, size_t size)
 	w->img = f->image;
 	w->size = size;
 	w->path = path;
+	w->cap = cap;
 	if (pthread_create(&w->th, NULL, cache_write_main, w)) {
 		free(w->path);
 		free(w);
@@ -417,7 +425,7 @@ static void file_end(struct dwi_file *f)
 /* A Dwarf handle for v: over the cache's decompressed copy when there is one, else over a
  * decompressed image when it has compressed sections (which also covers zstd; the image then
  * goes to the cache), else over the file. */
-static Dwarf *begin(struct elfv *v, const char *cache, struct dwi_file *f, int *why)
+static Dwarf *begin(struct elfv *v, const char *cache, uint64_t cap, struct dwi_file *f, int *why)
 {
 	size_t isize = 0;
 	bool refuse;
@@ -448,7 +456,7 @@ static Dwarf *begin(struct elfv *v, const char *cache, struct dwi_file *f, int *
 			return NULL;
 		}
 		if (path)
-			cache_write_start(f, path, isize);
+			cache_write_start(f, path, isize, cap);
 		return dw;
 	}
 	free(path);
@@ -457,7 +465,7 @@ static Dwarf *begin(struct elfv *v, const char *cache, struct dwi_file *f, int *
 	return v->fd >= 0 ? dwarf_begin(v->fd, DWARF_C_READ) : dwarf_begin_elf((Elf *)v->elf, DWARF_C_READ, NULL);
 }
 
-struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, int *why)
+struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64_t cache_cap, int *why)
 {
 	if (why)
 		*why = 0;
@@ -468,14 +476,14 @@ struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, int *w
 	struct dwi *d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;
-	Dwarf *dw = begin(v, cache, &d->main, why);
+	Dwarf *dw = begin(v, cache, cache_cap, &d->main, why);
 	if (!dw) {
 		free(d);
 		return NULL;
 	}
 	d->dw = dw;
 	/* names and abstract origins that dwz moved into a supplementary file */
-	if (alt && (d->alt = begin(alt, cache, &d->alt_file, NULL)))
+	if (alt && (d->alt = begin(alt, cache, cache_cap, &d->alt_file, NULL)))
 		dwarf_setalt(dw, d->alt);
 	base_map_init(&d->cus);
 	base_map_init(&d->attr_units);
@@ -483,7 +491,7 @@ struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, int *w
 	char bid[2 * ELFV_MAX_BUILD_ID + 1], *lpath;
 	if (cache && *cache && d->lsec.line && elfv_build_id_hex(v, bid) >= 8 &&
 	    asprintf(&lpath, "%s/%s.lines1", cache, bid) >= 0) {
-		d->lstore = dwl_store_open(lpath);
+		d->lstore = dwl_store_open(lpath, cache_cap);
 		free(lpath);
 	}
 	return d;
@@ -841,7 +849,7 @@ int dwi_compare_stored_lines(struct dwi *d, const char *path, size_t *units, siz
                              size_t *taken, size_t *added)
 {
 	*units = *differ = 0;
-	struct dwl_store *st = dwl_store_open(path);
+	struct dwl_store *st = dwl_store_open(path, 0);
 	if (!st)
 		return -ENOMEM;
 	struct base_vec keep = BASE_VEC_INIT(struct dwl_table *);
@@ -1185,7 +1193,7 @@ static struct dww_unit *attr_unit(struct dwi *d, struct dwi_cu *c, uint64_t off)
 			return NULL;
 		}
 	}
-	return w == (void *)&no_unit || !dww_unit_has(w, off) ? NULL : w;
+	return !w || w == (void *)&no_unit || !dww_unit_has(w, off) ? NULL : w;
 }
 
 /* The unit read for a DIE a node refers to: a package's unit refers only to itself; the others

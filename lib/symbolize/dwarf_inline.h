@@ -22,7 +22,7 @@ struct dwi;
  * the view's cap, else 0. The views must outlive the handle. cache (may be NULL): a directory
  * where the DWARF of a file with compressed sections is kept decompressed, by build-id: read
  * from there when present, else written there (by a thread, done by dwi_close). */
-struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, int *why);
+struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64_t cache_cap, int *why);
 void dwi_close(struct dwi *d);
 
 /* Split units whose .dwo libdw does not find are looked up in a DWARF package (.dwp): find is

@@ -524,6 +524,7 @@ struct fresh {
 
 struct dwl_store {
 	char *path;
+	uint64_t cap;            /* the cache directory's size cap (0: none) */
 	void *map;
 	size_t map_size;
 	const struct store_unit *units;
@@ -560,7 +561,7 @@ static bool store_valid(const uint8_t *p, size_t size)
 	return true;
 }
 
-struct dwl_store *dwl_store_open(const char *path)
+struct dwl_store *dwl_store_open(const char *path, uint64_t cap)
 {
 	struct dwl_store *st = calloc(1, sizeof(*st));
 	if (!st || !(st->path = strdup(path))) {
@@ -568,9 +569,12 @@ struct dwl_store *dwl_store_open(const char *path)
 		return NULL;
 	}
 	st->fresh = BASE_VEC_INIT(struct fresh);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	st->cap = cap;
+	uint64_t fsize;
+	int fd = base_open_file(path, BASE_OPEN_NOFOLLOW, 0, &fsize);
 	if (fd < 0)
 		return st;
+	base_cache_touch(fd); /* used: the last to go when the cache is full */
 	struct stat sb;
 	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= (off_t)sizeof(struct store_hdr) &&
 	    (uint64_t)sb.st_size <= (uint64_t)STORE_MAX_ROWS * 2 * sizeof(struct dwl_row)) {
@@ -706,9 +710,12 @@ int dwl_store_save(struct dwl_store *st)
 			       .nunits = n, .nrows = rows };
 	memcpy(h.magic, STORE_MAGIC, 8);
 	if (!err) {
+		static const char *const cache_suffixes[] = { ".dwarf1", ".lines1", NULL };
 		pieces[0] = (struct base_piece){ &h, sizeof(h) };
 		pieces[1] = (struct base_piece){ u, n * sizeof(*u) };
-		err = base_replace_file(st->path, pieces, 2 + np);
+		uint64_t total = sizeof(h) + n * sizeof(*u) + rows * sizeof(struct dwl_row);
+		err = base_cache_admit(st->path, total, st->cap, cache_suffixes) ? base_replace_file(st->path, pieces, 2 + np)
+										    : -UW_ELIMIT;
 	}
 	free(pieces);
 	free(u);

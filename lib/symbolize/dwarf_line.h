@@ -24,7 +24,7 @@ void dwl_free(struct dwl_table *t);
  * them and adds them; save writes the file again when rows were added (through a temporary
  * file and a rename). The store must outlive its tables; one thread at a time uses it. */
 struct dwl_store;
-struct dwl_store *dwl_store_open(const char *path);
+struct dwl_store *dwl_store_open(const char *path, uint64_t cap);
 struct dwl_table *dwl_build_stored(const struct dwl_sections *sec, uint64_t off, const char *comp_dir,
                                    struct dwl_store *st);
 /* @return 1 written, 0 nothing to write, negative errno */

@@ -32,23 +32,25 @@ int cli_append_path(const char *cmd, const char *opt, const char *dir, char **li
 /* The resource limits report and inject share (docs/security.md lists them all). */
 struct cli_limits {
 	unsigned max_frames, max_kernel_frames;
-	uint64_t max_inflate, max_side_file;
+	uint64_t max_inflate, max_side_file, max_dwarf_cache;
 	size_t max_queue;
 };
-enum { CLI_O_MAXFR = 1000, CLI_O_MAXKFR, CLI_O_MAXINFLATE, CLI_O_MAXSIDE, CLI_O_MAXQUEUE };
+enum { CLI_O_MAXFR = 1000, CLI_O_MAXKFR, CLI_O_MAXINFLATE, CLI_O_MAXSIDE, CLI_O_MAXQUEUE, CLI_O_MAXCACHE };
 #define CLI_LIMIT_OPTIONS                                                                              \
 	{ "max-frames", required_argument, 0, CLI_O_MAXFR },                                           \
 	{ "max-kernel-frames", required_argument, 0, CLI_O_MAXKFR },                                   \
 	{ "max-inflate", required_argument, 0, CLI_O_MAXINFLATE },                                     \
 	{ "max-side-file", required_argument, 0, CLI_O_MAXSIDE },                                      \
-	{ "max-queue", required_argument, 0, CLI_O_MAXQUEUE }
+	{ "max-queue", required_argument, 0, CLI_O_MAXQUEUE },                                         \
+	{ "max-dwarf-cache", required_argument, 0, CLI_O_MAXCACHE }
 #define CLI_LIMITS_HELP                                                                                \
 	"limits (docs/security.md):\n"                                                                  \
 	"  --max-frames N      user frames per stack (default 256, at most 4096)\n"                     \
 	"  --max-kernel-frames N  kernel frames kept per sample (default 512, at most 65536)\n"         \
 	"  --max-inflate MIB   one decompressed debug section (default 1024; MiniDebugInfo: a quarter)\n" \
 	"  --max-side-file MIB a jitdump, perf map or kallsyms file (default 2048)\n"                   \
-	"  --max-queue MIB     records held for time order before the oldest are delivered (default 512)\n"
+	"  --max-queue MIB     records held for time order before the oldest are delivered (default 512)\n" \
+	"  --max-dwarf-cache MIB  the DWARF cache directory, least recently used files removed (default 4096)\n"
 /* Handles a limit option; @return 1 when c was one, 0 when not, -1 on a bad value (said). */
 int cli_limit_option(const char *cmd, int c, const char *arg, struct cli_limits *l);
 extern int cli_verbose;

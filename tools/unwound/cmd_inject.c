@@ -65,7 +65,7 @@ int cmd_inject(int argc, char **argv)
 	ret = CLI_EXIT_ERROR;
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
 		.max_frames = lim.max_frames, .debug_dirs = debugdirs, .sysroot = symfs, .no_fp_fallback = nofp,
-		.offline = offline, .max_inflate_bytes = lim.max_inflate, .max_side_file_bytes = lim.max_side_file,
+		.offline = offline, .max_inflate_bytes = lim.max_inflate, .max_side_file_bytes = lim.max_side_file, .max_dwarf_cache_bytes = lim.max_dwarf_cache,
 		.search_path = search);
 	struct uw_session *s = uw_session_new(&so);
 	if (!s) {

@@ -202,6 +202,9 @@ static void summary(struct uw_session *s, struct uw_reader *rd, const struct uw_
 		}
 		fprintf(f, "\n");
 	}
+	if (st->unfinished)
+		fprintf(f, "# the recording was not finished (its writer stopped before its end): all %.1f MiB of it read%s\n",
+			(double)st->bytes / 1048576.0, st->records_cut ? ", its last record cut short" : "");
 	if (st->compressed_bytes)
 		fprintf(f, "# compressed records: %.1f MiB expanded to %.1f MiB\n", (double)st->compressed_bytes / 1048576.0,
 			(double)st->decompressed_bytes / 1048576.0);
@@ -383,36 +386,20 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 	return 0;
 }
 
-/* Output files of report: created new, never through a link, 0644 less the umask; an existing
- * file is replaced once the new one exists (kept as FILE.old as perf keeps recordings). */
+/* Text outputs: 0644 less the umask, created the way every output is (uw_output_create). */
 static FILE *open_output(const char *path)
 {
-	if (!strcmp(path, "-"))
-		return stdout;
-	struct stat st;
-	if (lstat(path, &st) == 0) {
-		if (S_ISDIR(st.st_mode)) {
-			errno = EISDIR;
-			return NULL;
-		}
-		if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
-			char old[4096];
-			if (snprintf(old, sizeof(old), "%s.old", path) >= (int)sizeof(old)) {
-				errno = ENAMETOOLONG;
-				return NULL;
-			}
-			if (rename(path, old))
-				return NULL;
-		}
-	}
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0 && errno == EEXIST && lstat(path, &st) == 0 && S_ISCHR(st.st_mode))
-		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC); /* a device: /dev/null */
-	if (fd < 0)
+	int fd = uw_output_create(path, 0644);
+	if (fd < 0) {
+		errno = -fd < 4000 ? -fd : EINVAL;
+		fprintf(stderr, "unwound report: %s: %s\n", path, uw_strerror(fd));
 		return NULL;
+	}
 	FILE *f = fdopen(fd, "w");
-	if (!f)
+	if (!f) {
+		fprintf(stderr, "unwound report: %s: %s\n", path, strerror(errno));
 		close(fd);
+	}
 	return f;
 }
 
@@ -450,7 +437,7 @@ int cmd_report(int argc, char **argv)
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
 		.max_frames = o.lim.max_frames, .debug_dirs = o.debugdirs, .sysroot = o.symfs, .no_fp_fallback = o.nofp,
 		.no_demangle = o.nodemangle, .offline = o.offline, .debuginfod_timeout_ms = o.dbgd_ms,
-		.max_inflate_bytes = o.lim.max_inflate, .max_side_file_bytes = o.lim.max_side_file,
+		.max_inflate_bytes = o.lim.max_inflate, .max_side_file_bytes = o.lim.max_side_file, .max_dwarf_cache_bytes = o.lim.max_dwarf_cache,
 		.no_dwarf_cache = o.nocache, .sync_symbols = o.syncsym, .search_path = o.search);
 	int ret = CLI_EXIT_ERROR;
 	struct uw_reader *rd = NULL;
@@ -497,7 +484,6 @@ int cmd_report(int argc, char **argv)
 	if (ke && (o.kallsyms || cli_verbose))
 		fprintf(stderr, "unwound report: kernel symbols not loaded: %s\n", uw_session_errmsg(rep.s));
 	if (o.outp && !(rep.out = open_output(o.outp))) {
-		fprintf(stderr, "unwound report: %s: %s\n", o.outp, strerror(errno));
 		rep.out = stdout;
 		goto out;
 	}
@@ -525,7 +511,7 @@ int cmd_report(int argc, char **argv)
 			rep.err = e;
 	}
 	if (rep.err) {
-		fprintf(stderr, "unwound report: writing output: %s\n", uw_strerror(rep.err));
+		fprintf(stderr, "unwound report: writing %s: %s\n", o.outp ? o.outp : "standard output", uw_strerror(rep.err));
 		goto out;
 	}
 	struct uw_reader_stats st = { .sz = sizeof(st) };
@@ -561,7 +547,7 @@ int cmd_report(int argc, char **argv)
 	else if (rep.mode != MODE_TOP && st.malformed_samples)
 		fprintf(stderr, "unwound report: warning: %" PRIu64 " malformed samples dropped\n", st.malformed_samples);
 	if (fflush(rep.out) || ferror(rep.out)) {
-		fprintf(stderr, "unwound report: writing output: %s\n", strerror(errno));
+		fprintf(stderr, "unwound report: writing %s: %s\n", o.outp ? o.outp : "standard output", strerror(errno));
 		goto out;
 	}
 	if (err) {
@@ -581,8 +567,10 @@ int cmd_report(int argc, char **argv)
 	ret = CLI_EXIT_OK;
 out:
 	uw_script_writer_close(rep.sw);
-	if (rep.out && rep.out != stdout)
-		fclose(rep.out);
+	if (rep.out && rep.out != stdout && fclose(rep.out) && ret == CLI_EXIT_OK) {
+		fprintf(stderr, "unwound report: writing %s: %s\n", o.outp, strerror(errno));
+		ret = CLI_EXIT_ERROR;
+	}
 	uw_profile_free(rep.prof);
 	uw_reader_free(rd);
 	uw_session_free(rep.s);

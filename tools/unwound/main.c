@@ -166,6 +166,11 @@ int cli_limit_option(const char *cmd, int c, const char *arg, struct cli_limits 
 			return -1;
 		l->max_side_file = v << 20;
 		return 1;
+	case CLI_O_MAXCACHE:
+		if (cli_u64(cmd, "--max-dwarf-cache", arg, 1, 1 << 24, &v))
+			return -1;
+		l->max_dwarf_cache = v << 20;
+		return 1;
 	case CLI_O_MAXQUEUE:
 		if (cli_u64(cmd, "--max-queue", arg, 1, 1 << 20, &v))
 			return -1;

@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct elfv *v = NULL;
 	if (elfv_open_mem(data, size, &v))
 		return 0;
-	struct dwi *d = dwi_open(v, NULL, NULL, NULL);
+	struct dwi *d = dwi_open(v, NULL, NULL, 0, NULL);
 	package = NULL;
 	dwi_set_package_finder(d, find_package, v);
 	if (d) {

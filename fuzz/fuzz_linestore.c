@@ -40,7 +40,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	const char *seed = getenv("UW_LINESTORE_SEED");
 	if (seed) {
 		struct dwl_sections sec = { .line = line, .nline = sizeof(line) };
-		struct dwl_store *st = dwl_store_open(seed);
+		struct dwl_store *st = dwl_store_open(seed, 0);
 		struct dwl_table *t = st ? dwl_build_stored(&sec, 0, "/src", st) : NULL;
 		if (!t || dwl_store_save(st) != 1)
 			abort();
@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int fd = fuzz_file(data, size, path);
 	if (fd < 0)
 		return 0;
-	struct dwl_store *st = dwl_store_open(path);
+	struct dwl_store *st = dwl_store_open(path, 0);
 	close(fd);
 	if (!st)
 		return 0;

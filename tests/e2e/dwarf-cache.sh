@@ -36,7 +36,7 @@ for z in zlib zstd; do
     trace "$z.warm"
     grep -q "openat(.*$bid.dwarf1\", O_RDONLY" "$W/$z.warm.trace" || { echo "FAIL: $z: the copy was not read"; exit 1; }
     grep -q "openat(.*$bid.lines1\", O_RDONLY" "$W/$z.warm.trace" || { echo "FAIL: $z: the line rows were not read"; exit 1; }
-    if grep -q "rename(" "$W/$z.warm.trace"; then echo "FAIL: $z: written again"; exit 1; fi
+    if grep -q "rename(.*\"$C/" "$W/$z.warm.trace"; then echo "FAIL: $z: written again"; exit 1; fi
     for o in cold warm; do cmp "$W/$z.ref" "$W/$z.$o" || { echo "FAIL: $z: $o output differs"; exit 1; }; done
     # damaged copies: cut short, another file's under this name, rows changed: ignored, rewritten
     good=$W/$z.good; cp "$C/$bid.dwarf1" "$good"; cp "$C/$bid.lines1" "$good.lines"

@@ -10,6 +10,7 @@
                                       72-byte header without the feature bitmap
   perfdata.py unfinished IN OUT       IN as a writer killed before its end leaves it: no
                                       features, the data size 0
+  perfdata.py noids IN OUT            IN with no event ids in its attribute section (one event)
 """
 import struct
 import subprocess
@@ -125,6 +126,13 @@ def main():
         struct.pack_into('<QQQ', d, 16, 104 + 16, ao, len(attrs))
         h = header(d)
         write(sys.argv[3], d, h, d[do:do + dsz], [], magic=b'PERFFILE', hsize=72)
+    elif cmd == 'noids':
+        ao, asz = h['attrs']
+        entry = h['attr_size']
+        d = bytearray(d)
+        for i in range(asz // entry):
+            struct.pack_into('<QQ', d, ao + (i + 1) * entry - 16, 0, 0)
+        open(sys.argv[3], 'wb').write(d)
     elif cmd == 'unfinished':
         do, dsz = h['data']
         out = bytearray(d[:do + dsz])

@@ -44,7 +44,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct elfv *v;
-	int e = elfv_open(argv[1], &v);
+	int e = elfv_open(argv[1], 0, &v);
 	if (e) {
 		fprintf(stderr, "cfi_dump: %s: %s\n", argv[1], uw_strerror(e));
 		return 1;

@@ -34,7 +34,7 @@ static uint64_t addr_of(const char *name)
 static int fixture_setup(void **state)
 {
 	(void)state;
-	assert_int_equal(elfv_open(CFI_CASES_PATH, &V), 0);
+	assert_int_equal(elfv_open(CFI_CASES_PATH, 0, &V), 0);
 	struct elfv_sec eh;
 	assert_int_equal(elfv_section(V, ".eh_frame", &eh), 0);
 	struct cfi_section s = { eh.data, eh.size, eh.addr, true };

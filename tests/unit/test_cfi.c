@@ -191,7 +191,7 @@ static void test_lazy_matches_full(void **state)
 	(void)state;
 	const char *path = "/usr/lib/x86_64-linux-gnu/libc.so.6";
 	struct elfv *v;
-	assert_int_equal(elfv_open(path, &v), 0);
+	assert_int_equal(elfv_open(path, 0, &v), 0);
 	struct elfv_sec eh, hdr, text;
 	assert_int_equal(elfv_section(v, ".eh_frame", &eh), 0);
 	assert_int_equal(elfv_section(v, ".eh_frame_hdr", &hdr), 0);

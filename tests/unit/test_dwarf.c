@@ -24,8 +24,8 @@ static void test_walks_agree(void **state)
 	(void)state;
 	for (int i = 0; i < nfiles; i++) {
 		struct elfv *v = NULL;
-		assert_int_equal(elfv_open(files[i], &v), 0);
-		struct dwi *d = dwi_open(v, NULL, NULL, NULL);
+		assert_int_equal(elfv_open(files[i], 0, &v), 0);
+		struct dwi *d = dwi_open(v, NULL, NULL, 0, NULL);
 		assert_non_null(d);
 		size_t units, fast, differ;
 		dwi_compare_walks(d, &units, &fast, &differ);
@@ -64,8 +64,8 @@ static void test_line_store(void **state)
 	snprintf(path, sizeof(path), "%s/store.lines1", dir);
 	for (int i = 0; i < nfiles; i++) {
 		struct elfv *v = NULL;
-		assert_int_equal(elfv_open(files[i], &v), 0);
-		struct dwi *d = dwi_open(v, NULL, NULL, NULL);
+		assert_int_equal(elfv_open(files[i], 0, &v), 0);
+		struct dwi *d = dwi_open(v, NULL, NULL, 0, NULL);
 		assert_non_null(d);
 		size_t units, differ, stored, taken, added;
 		unlink(path);

@@ -1,0 +1,247 @@
+#!/bin/sh
+# Hostile environments, each case a defect found by probing (every one failed before it was
+# fixed):
+#   debuginfo  one byte of a library's .debug_info (its first unit's length) crashed report
+#   fifo       a path a recording names is now a FIFO: report and inject must not wait on it
+#   perfmap    a process's /tmp/perf-PID.map is a FIFO, a link to /dev/urandom or /dev/zero, or
+#              200 MiB in reverse order: record -p stops on time and on signals, report is quick
+#   output     report -o through a planted symbolic link: not followed, the target intact
+#   killed     a recorder killed with SIGKILL leaves a file both perf and unwound read
+#   hup        SIGHUP (a closed terminal) stops the recorder and the command with it
+#   refused    a run that may not record leaves no file and the previous one where it was
+#   diskfull   a full disk is said to be full
+#   bomb       a compressed debug section that claims 1000 MiB (and holds it: zeros) costs
+#              neither the memory nor the cache space
+#   cachecap   the DWARF cache stays under its cap, the least recently used files going first
+#   noids      an event without ids (inject copied them from NULL: undefined behaviour)
+set -eu
+case=$1
+B=${UW_BUILD:?}
+S=${UW_SRC:?}
+W=$B/tests/work/hostile-env-$case
+rm -rf "$W"; mkdir -p "$W"
+cd "$W"
+U=$B/unwound
+E=$B/tests/e2e_nofp
+fail() { echo "FAIL: $*"; exit 1; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+case $case in
+debuginfo)
+    printf 'static volatile unsigned long sink;\nstatic inline __attribute__((always_inline)) void inner(unsigned long n) { for (unsigned long i = 0; i < n; i++) sink += i; }\n__attribute__((noinline)) void lib_entry(unsigned long n) { inner(n); inner(n / 2); }\n' >il.c
+    printf '#include <time.h>\nvoid lib_entry(unsigned long n);\nint main(void) { struct timespec a, b; clock_gettime(CLOCK_MONOTONIC, &a); do { lib_entry(1000000); clock_gettime(CLOCK_MONOTONIC, &b); } while (b.tv_sec - a.tv_sec < 1); return 0; }\n' >main.c
+    cc -O2 -g -fPIC -shared -o libil.so il.c
+    cc -O2 -g -o prog main.c -L. -lil -Wl,-rpath,"$W"
+    perf record -q -e cpu-clock -F 999 --call-graph dwarf -o perf.data ./prog 2>perf.err
+    cp libil.so libil.orig
+    off=$(readelf -SW libil.so | awk '$2 == ".debug_info" { print $5 }')
+    for v in 255 128 1; do
+        python3 -c "import sys; d = bytearray(open('libil.orig', 'rb').read()); d[int('$off', 16) + 3] = $v; open('libil.so', 'wb').write(d)"
+        rc=0; UNWOUND_CACHE_DIR=$W/cache-$v "$U" report -i perf.data --script -o out.txt 2>err.txt || rc=$?
+        [ $rc = 0 ] || fail "the length's high byte $v: exit $rc"
+        grep -q "lib_entry" out.txt || fail "no names from the symbol table"
+    done
+    echo "debuginfo: a broken first unit leaves the ELF symbols, no crash"
+    ;;
+fifo)
+    cc -O2 -g -o prog "$S/tests/programs/e2e.c" -L"$B/tests" -ltw_nofp -Wl,-rpath,"$B/tests" -lpthread
+    perf record -q --no-buildid-cache -e cpu-clock -F 999 --call-graph dwarf -o perf.data ./prog calltree 0.4 >/dev/null 2>perf.err
+    export HOME=$W # (no build-id cache of perf's: the program is only at its path)
+    rm prog; mkfifo prog
+    t=$(now)
+    timeout 30 "$U" report -i perf.data --script -o out.txt 2>err.txt || fail "report on a FIFO at the program's path: exit $?"
+    timeout 30 "$U" inject -i perf.data -o inj.data 2>err.txt || fail "inject on a FIFO at the program's path: exit $?"
+    echo "fifo: report and inject in $(elapsed "$t") s"
+    "$U" report -i perf.data -v -o /dev/null 2>&1 | grep -q "prog: not a regular file" || fail "the reason is not given"
+    rm prog; ln -s /dev/zero prog
+    timeout 30 "$U" report -i perf.data --script -o out.txt 2>err.txt || fail "report on a link to /dev/zero: exit $?"
+    "$U" report -i perf.data -v -o /dev/null 2>&1 | grep -q "prog: a symbolic link" || fail "the link is not said"
+    ;;
+perfmap)
+    cc -O2 -o jitlike "$S/tests/programs/jitlike.c"
+    for kind in fifo urandom zero huge; do
+        ./jitlike $kind 200 60 >ready.txt &
+        job=$!
+        while [ ! -s ready.txt ]; do sleep 0.05; done
+        t=$(now)
+        timeout 60 "$U" record -q -p $job --duration 2 -o $kind.data 2>rec.err || fail "$kind: record failed ($(cat rec.err))"
+        d=$(elapsed "$t")
+        echo "$kind: record -p --duration 2 took $d s"
+        awk -v d="$d" 'BEGIN { exit !(d < 3.0) }' || fail "$kind: --duration 2 took $d s"
+        # SIGTERM stops it within a second
+        "$U" record -q -p $job -o $kind-term.data 2>rec.err &
+        rec=$!
+        sleep 1
+        t=$(now)
+        kill -TERM $rec
+        wait $rec || fail "$kind: SIGTERM: exit $?"
+        d=$(elapsed "$t")
+        echo "$kind: stopped $d s after SIGTERM"
+        awk -v d="$d" 'BEGIN { exit !(d < 1.0) }' || fail "$kind: SIGTERM took $d s"
+        # the report reads the map (or refuses it) quickly
+        t=$(now)
+        timeout 120 "$U" report -i $kind.data --folded -o $kind.folded 2>rep.err || fail "$kind: report: exit $?"
+        d=$(elapsed "$t")
+        echo "$kind: report in $d s"
+        # (200 MiB of entries in reverse order: parsed and sorted in O(n log n), seconds)
+        limit=2; [ $kind = huge ] && limit=30
+        awk -v d="$d" -v l=$limit 'BEGIN { exit !(d < l) }' || fail "$kind: report took $d s"
+        grep -q "perf-$job.map: not used" rep.err || fail "$kind: the map is not said to be refused: $(cat rep.err)"
+        kill -TERM $job
+        wait $job || true
+        rm -f ready.txt
+    done
+    ;;
+output)
+    perf record -q -e cpu-clock -F 999 --call-graph dwarf -o perf.data -- "$E" calltree 0.2 >/dev/null 2>&1
+    echo "precious" >target
+    ln -s "$W/target" report.txt
+    (umask 027; "$U" report -i perf.data -o report.txt)
+    [ "$(cat target)" = precious ] || fail "report -o followed a symbolic link and wrote its target"
+    [ -L report.txt.old ] && [ -f report.txt ] && [ ! -L report.txt ] || fail "the link was not moved aside"
+    [ "$(stat -c %a report.txt)" = 640 ] || fail "mode $(stat -c %a report.txt), not 0666 less the umask 027 (0640... of 0644)"
+    for fmt in --folded --script; do
+        rm -f out.txt; ln -s "$W/target" out.txt
+        "$U" report -i perf.data $fmt -o out.txt
+        [ "$(cat target)" = precious ] || fail "report $fmt -o followed a link"
+    done
+    # a directory that cannot be written: the old file stays
+    mkdir ro; echo old >ro/r.txt; chmod 555 ro
+    rc=0; runuser -u nobody -- "$U" report -i "$W/perf.data" -o "$W/ro/r.txt" 2>err.txt || rc=$?
+    chmod 755 ro
+    [ $rc = 1 ] && [ "$(cat ro/r.txt)" = old ] && [ ! -e ro/r.txt.old ] || fail "an unwritable directory: exit $rc, $(ls ro)"
+    grep -q "Permission denied" err.txt || fail "not said: $(cat err.txt)"
+    echo "output: links not followed, modes by the umask, nothing moved when nothing can be written"
+    ;;
+killed)
+    "$U" record -q -o k.data -- "$E" calltree 10 >/dev/null 2>rec.err &
+    rec=$!
+    sleep 2.6
+    kill -KILL $rec
+    wait $rec 2>/dev/null || true
+    pkill -f "e2e_nofp calltree 10" || true
+    perf report -i k.data --stdio --no-children >perf.txt 2>perf.err || { cat perf.err; fail "perf report cannot read a killed recording"; }
+    grep -q "spin" perf.txt || fail "perf report shows no samples"
+    pn=$(perf script -i k.data -F period 2>/dev/null | wc -l)
+    "$U" report -i k.data >u.txt 2>u.err
+    un=$(sed -n "s/^# Samples: \([0-9]*\) of event.*/\1/p" u.txt)
+    echo "killed after 2.6 s: perf report reads $pn samples, unwound report $un"
+    [ "${pn:-0}" -ge 1500 ] || fail "perf report reads only ${pn:-0} samples of the first 2 seconds"
+    [ "${un:-0}" -ge "$pn" ] || fail "unwound reads fewer samples than perf"
+    grep -q "was not finished" u.err || fail "report does not say the file was not finished"
+    ;;
+hup)
+    "$U" record -q -o h.data -- "$E" calltree 30 >/dev/null 2>rec.err &
+    rec=$!
+    sleep 1
+    t=$(now)
+    kill -HUP $rec
+    rc=0; wait $rec || rc=$?
+    d=$(elapsed "$t")
+    echo "hup: the recorder stopped $d s after SIGHUP (exit $rc)"
+    awk -v d="$d" 'BEGIN { exit !(d < 1.0) }' || fail "SIGHUP took $d s"
+    pgrep -f "e2e_nofp calltree 30" >/dev/null && fail "the command still runs"
+    perf report -i h.data --stdio >/dev/null 2>&1 || fail "the recording is not complete"
+    ;;
+refused)
+    mkdir -m 777 out
+    echo previous >out/r.data
+    chown nobody out/r.data
+    rc=0; runuser -u nobody -- "$U" record -q -a --duration 1 -o "$W/out/r.data" 2>err.txt || rc=$?
+    cat err.txt
+    [ $rc = 1 ] || fail "exit $rc"
+    grep -q "perf_event_paranoid\|Permission denied\|not permitted" err.txt || fail "the reason is not given"
+    [ "$(cat out/r.data)" = previous ] && [ ! -e out/r.data.old ] || fail "a refused run moved or replaced the previous file"
+    rc=0; runuser -u nobody -- "$U" record -q -a --duration 1 -o "$W/out/new.data" 2>/dev/null || rc=$?
+    [ ! -e out/new.data ] || fail "a refused run left a file"
+    echo "refused: nothing created, nothing moved"
+    ;;
+diskfull)
+    mkdir small
+    mount -t tmpfs -o size=256k tmpfs small || fail "cannot mount a tmpfs (root is needed)"
+    trap 'umount "$W/small"' EXIT
+    rc=0; "$U" record -q -o small/d.data -- "$E" calltree 3 >/dev/null 2>err.txt || rc=$?
+    cat err.txt
+    [ $rc = 1 ] || fail "a full disk: exit $rc"
+    grep -q "small/d.data: writing: No space left on device" err.txt || fail "the disk being full is not said"
+    perf record -q -e cpu-clock -F 999 --call-graph dwarf -o big.data -- "$E" calltree 1 >/dev/null 2>&1
+    rc=0; "$U" inject -i big.data -o small/i.data 2>err.txt || rc=$?
+    cat err.txt
+    [ $rc = 1 ] && grep -q "No space left on device" err.txt || fail "inject: exit $rc"
+    rc=0; "$U" report -i big.data --script -o small/s.txt 2>err.txt || rc=$?
+    cat err.txt
+    [ $rc = 1 ] && grep -q "small/s.txt: No space left on device" err.txt || fail "report: exit $rc"
+    ;;
+bomb)
+    printf 'static volatile unsigned long sink;\n__attribute__((noinline)) void lib_entry(unsigned long n) { for (unsigned long i = 0; i < n; i++) sink += i; }\n' >b.c
+    printf '#include <time.h>\nvoid lib_entry(unsigned long n);\nint main(void) { struct timespec a, b; clock_gettime(CLOCK_MONOTONIC, &a); do { lib_entry(1000000); clock_gettime(CLOCK_MONOTONIC, &b); } while (b.tv_sec - a.tv_sec < 1); return 0; }\n' >main.c
+    cc -O2 -g -fPIC -shared -o libb.so b.c
+    cc -O2 -g -o prog main.c -L. -lb -Wl,-rpath,"$W"
+    perf record -q --no-buildid-cache -e cpu-clock -F 999 --call-graph dwarf -o perf.data ./prog 2>perf.err
+    # .debug_info: 1000 MiB of zeros, zlib-compressed (about 1 MiB), as an SHF_COMPRESSED section
+    python3 - <<'PY'
+import struct, zlib
+z = zlib.compressobj(9)
+body = b''.join(z.compress(bytes(1 << 20)) for _ in range(1000)) + z.flush()
+open('bomb.sec', 'wb').write(struct.pack('<IIQQ', 1, 0, 1000 << 20, 1) + body)
+PY
+    objcopy --remove-section=.debug_info --add-section .debug_info=bomb.sec --set-section-flags .debug_info=readonly,debug libb.so libb.bomb
+    python3 - <<'PY'
+import struct
+d = bytearray(open('libb.bomb', 'rb').read())
+shoff, = struct.unpack_from('<Q', d, 0x28); shentsize, shnum, shstrndx = struct.unpack_from('<HHH', d, 0x3a)
+stroff = struct.unpack_from('<Q', d, shoff + shstrndx * shentsize + 24)[0]
+for i in range(shnum):
+    o = shoff + i * shentsize
+    name = d[stroff + struct.unpack_from('<I', d, o)[0]:].split(b'\0')[0]
+    if name == b'.debug_info':
+        flags, = struct.unpack_from('<Q', d, o + 8)
+        struct.pack_into('<Q', d, o + 8, flags | 0x800)  # SHF_COMPRESSED
+open('libb.so', 'wb').write(d)
+PY
+    ls -la libb.so
+    export HOME=$W
+    /usr/bin/time -f "%M" -o rss.txt env UNWOUND_CACHE_DIR="$W/cache" "$U" report -i perf.data --script -o out.txt 2>err.txt || true
+    rss=$(tail -n 1 rss.txt)
+    bid=$(readelf -n libb.so | sed -n 's/.*Build ID: //p')
+    echo "bomb: report at most $rss KiB resident; cache: $(ls "$W/cache" 2>/dev/null | tr '\n' ' ')"
+    [ "$rss" -lt 200000 ] || fail "the report used $rss KiB"
+    [ ! -e "$W/cache/$bid.dwarf1" ] || fail "the cache holds $(stat -c %s "$W/cache/$bid.dwarf1") bytes of it"
+    grep -q "more than 64 times its compressed bytes" err.txt || fail "not said: $(cat err.txt)"
+    grep -q "lib_entry" out.txt || fail "no symbols from the library's symbol table"
+    ;;
+cachecap)
+    # a program with compressed DWARF (zlib and zstd copies of one), reported with a cap
+    cc -O2 -g -o prog "$S/tests/programs/e2e.c" -L"$B/tests" -ltw_nofp -Wl,-rpath,"$B/tests" -lpthread
+    perf record -q -e cpu-clock -F 999 --call-graph dwarf -o perf.data ./prog calltree 0.3 >/dev/null 2>&1
+    for c in zlib zstd; do
+        objcopy --compress-debug-sections=$c prog prog.$c
+    done
+    export HOME=$W
+    cache=$W/cache
+    mkdir -p "$cache"
+    # stale entries of earlier runs, the oldest first to go
+    for i in 1 2 3 4; do head -c 300000 /dev/zero >"$cache/old$i.dwarf1"; touch -d "@$(( $(date +%s) - 1000 * i ))" "$cache/old$i.dwarf1"; done
+    echo keep >"$cache/unrelated.txt"
+    for c in zlib zstd; do
+        cp prog.$c prog
+        UNWOUND_CACHE_DIR=$cache "$U" report -i perf.data --script --max-dwarf-cache 1 -o out-$c.txt
+    done
+    total=$(find "$cache" -name '*.dwarf1' -o -name '*.lines1' | xargs -r stat -c %s | awk '{ s += $1 } END { print s + 0 }')
+    echo "cachecap: $total bytes of cache under a 1 MiB cap: $(ls "$cache" | tr '\n' ' ')"
+    [ "$total" -le 1048576 ] || fail "the cache holds $total bytes"
+    [ -e "$cache/unrelated.txt" ] || fail "a file not the cache's was removed"
+    [ -e "$cache/old4.dwarf1" ] && fail "the least recently used entry was kept"
+    ls "$cache"/*.dwarf1 | grep -qv old || fail "nothing of this run was kept"
+    ;;
+noids)
+    perf record -q -e cpu-clock -F 999 --call-graph dwarf -o perf.data -- "$E" calltree 0.3 >/dev/null 2>&1
+    python3 "$S/tests/e2e/perfdata.py" noids perf.data noids.data
+    "$U" inject -i noids.data -o inj.data 2>err.txt || { cat err.txt; fail "inject: exit $?"; }
+    "$U" inject -i noids.data -o - >pipe.data 2>err.txt || { cat err.txt; fail "inject -o -: exit $?"; }
+    perf script -i inj.data --no-inline 2>/dev/null | grep -q tree_a2 || fail "perf does not read the output"
+    echo "noids: an event without ids is written (under UBSan in check-asan)"
+    ;;
+*) echo "unknown case $case"; exit 2 ;;
+esac

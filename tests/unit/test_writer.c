@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The perf.data writer, read back by the reader: each sample's stop reason in feature 250
+ * (spilled to an unnamed file past the runs kept in memory, so alternating reasons over 150,000
+ * samples exercise it); a writer stopped after a sync (as a killed recorder leaves its file)
+ * gives a file every synced record of which is read, and which says it was not finished.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "perf/perf.h"
+
+#define NSAMPLES 150000
+
+static char dir[] = "/tmp/uw-test-writer-XXXXXX";
+
+/* A sample: IP, TID, TIME, CALLCHAIN of one user frame. */
+static size_t sample(uint8_t *b, uint64_t time)
+{
+	uint64_t v[] = { 0x401000, (uint64_t)7 << 32 | 7, time, 2, (uint64_t)-512, 0x401000 };
+	uint32_t type = PR_SAMPLE;
+	uint16_t misc = PM_USER, size = 8 + sizeof(v);
+	memcpy(b, &type, 4);
+	memcpy(b + 4, &misc, 2);
+	memcpy(b + 6, &size, 2);
+	memcpy(b + 8, v, sizeof(v));
+	return size;
+}
+
+static struct perf_writer *writer(const char *path)
+{
+	struct perf_writer *w;
+	assert_int_equal(perf_writer_open(path, &w), 0);
+	uint8_t attr[128] = { 0 };
+	uint32_t size = 128;
+	uint64_t st = PS_IP | PS_TID | PS_TIME | PS_CALLCHAIN, id = 1;
+	memcpy(attr + 4, &size, 4);
+	memcpy(attr + 24, &st, 8);
+	assert_int_equal(perf_writer_add_attr(w, attr, size, "cpu-clock", &id, 1), 0);
+	return w;
+}
+
+struct counts {
+	uint64_t n, reasons[UW_STOP__COUNT];
+};
+
+static int on_sample(void *ctx, const struct uw_sample *smp)
+{
+	struct counts *c = ctx;
+	c->n++;
+	c->reasons[smp->stop_reason]++;
+	return 0;
+}
+
+static void read_back(const char *path, struct counts *c, struct uw_reader_stats *st)
+{
+	struct uw_session *s = uw_session_new(NULL);
+	assert_non_null(s);
+	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample, .ctx = c);
+	struct uw_reader *r = uw_reader_open(s, path, &ro);
+	assert_non_null(r);
+	assert_int_equal(uw_reader_run(r), 0);
+	st->sz = sizeof(*st);
+	uw_reader_stats(r, st);
+	uw_reader_free(r);
+	uw_session_free(s);
+}
+
+static void stop_reasons_spilled(void **state)
+{
+	(void)state;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/stops.data", dir);
+	struct perf_writer *w = writer(path);
+	uint8_t rec[128];
+	for (uint64_t i = 0; i < NSAMPLES; i++) {
+		assert_int_equal(perf_writer_record(w, rec, sample(rec, 1000 + i)), 0);
+		perf_writer_sample(w, true, 1000 + i, i % 2 ? UW_STOP_CHAIN_CUT : UW_STOP_END_OF_STACK);
+	}
+	assert_int_equal(perf_writer_finish(w), 0);
+	perf_writer_close(w);
+	struct counts c = { 0 };
+	struct uw_reader_stats st;
+	read_back(path, &c, &st);
+	assert_int_equal(c.n, NSAMPLES);
+	assert_int_equal(st.stops_stated, NSAMPLES);
+	assert_int_equal(c.reasons[UW_STOP_END_OF_STACK], NSAMPLES / 2);
+	assert_int_equal(c.reasons[UW_STOP_CHAIN_CUT], NSAMPLES / 2);
+	assert_int_equal(st.unfinished, 0);
+	unlink(path);
+}
+
+static void killed_after_sync(void **state)
+{
+	(void)state;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/killed.data", dir);
+	struct perf_writer *w = writer(path);
+	uint8_t rec[128];
+	for (uint64_t i = 0; i < 1000; i++)
+		assert_int_equal(perf_writer_record(w, rec, sample(rec, 1000 + i)), 0);
+	assert_int_equal(perf_writer_sync(w), 0);
+	/* records after the last sync, then the writer dies: no finish */
+	for (uint64_t i = 1000; i < 1500; i++)
+		assert_int_equal(perf_writer_record(w, rec, sample(rec, 1000 + i)), 0);
+	perf_writer_sync(w);
+	perf_writer_close(w);
+	/* and a last record cut short, as a write interrupted by the kill */
+	FILE *f = fopen(path, "ab");
+	assert_non_null(f);
+	size_t n = sample(rec, 9999);
+	assert_int_equal(fwrite(rec, 1, n / 2, f), n / 2);
+	fclose(f);
+	struct counts c = { 0 };
+	struct uw_reader_stats st;
+	read_back(path, &c, &st);
+	assert_int_equal(c.n, 1500);
+	assert_int_equal(st.unfinished, 1);
+	assert_int_equal(st.records_cut, 1);
+	assert_int_equal(st.stops_judged, 1500); /* no section: judged */
+	unlink(path);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		return 1;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(stop_reasons_spilled),
+		cmocka_unit_test(killed_after_sync),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	rmdir(dir);
+	return rc;
+}

@@ -37,13 +37,14 @@ grep -q "not used: it was written before the process started" "$W/stale.err" || 
 # ... or, for a process that ran before the recording (its age proves nothing then), whose JIT
 # entries lie outside the process's anonymous mappings (another address space's)
 rm -f "$map"
-node --perf-basic-prof "$S/tests/programs/jitwork.js" >/dev/null &
+node --perf-basic-prof "$S/tests/programs/jitwork.js" 4000 >/dev/null &
 npid=$!
 nmap=/tmp/perf-$npid.map
 trap 'rm -f "$map" "$nmap"' EXIT
-sleep 0.4
-perf record -q -e cpu-clock -F 999 --call-graph dwarf -p $npid -o "$W/attached.data" -- sleep 1 2>/dev/null
-wait $npid
+sleep 0.5
+perf record -q -e cpu-clock -F 999 --call-graph dwarf -p $npid -o "$W/attached.data" -- sleep 1 2>"$W/attached.err" ||
+    { cat "$W/attached.err"; echo "FAIL: perf record -p could not attach to node"; exit 1; }
+wait $npid || { echo "FAIL: node exited with $?"; exit 1; }
 "$B/unwound" report -i "$W/attached.data" --folded -o "$W/attached.folded"
 grep -q "hotLoop" "$W/attached.folded" || { echo "FAIL: the map of a process recorded after its start was not used"; exit 1; }
 cp -p "$nmap" "$W/attached.map"

@@ -109,7 +109,7 @@ static void make_parent(char *path)
 static Elf64_Shdr *shdr(struct buf *b, size_t i)
 {
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)b->p;
-	if (b->n < sizeof(*eh) || eh->e_shoff > b->n || i >= eh->e_shnum ||
+	if (b->n < sizeof(*eh) || eh->e_shoff > b->n || (eh->e_shoff & 7) || i >= eh->e_shnum ||
 	    eh->e_shoff + (i + 1) * sizeof(Elf64_Shdr) > b->n)
 		return NULL;
 	return (Elf64_Shdr *)(b->p + eh->e_shoff) + i;
@@ -220,10 +220,9 @@ static const char *mutate_elf(struct buf *b)
 		if (!s || s->sh_size < sizeof(Elf64_Chdr))
 			return "compressed (none)";
 		s->sh_flags |= SHF_COMPRESSED;
-		Elf64_Chdr *c = (Elf64_Chdr *)(b->p + s->sh_offset);
-		c->ch_type = below(2) ? ELFCOMPRESS_ZLIB : (below(2) ? ELFCOMPRESS_ZSTD : (uint32_t)below(8));
-		c->ch_size = absurd(s->sh_size * 8);
-		c->ch_addralign = 1;
+		Elf64_Chdr c = { .ch_type = below(2) ? ELFCOMPRESS_ZLIB : (below(2) ? ELFCOMPRESS_ZSTD : (uint32_t)below(8)),
+				 .ch_size = absurd(s->sh_size * 8), .ch_addralign = 1 };
+		memcpy(b->p + s->sh_offset, &c, sizeof(c)); /* (the section may not be aligned) */
 		return "compressed section";
 	}
 	default:
@@ -427,7 +426,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--cases"))
 			cases = strtoull(argv[i + 1], NULL, 10);
 	}
-	char path[4096];
+	char path[8448]; /* a system root and a path in it */
 	snprintf(path, sizeof(path), "%s/files.txt", dir);
 	FILE *lf = fopen(path, "r");
 	if (!lf) {
@@ -503,5 +502,9 @@ int main(int argc, char **argv)
 	printf("mutate: %" PRIu64 " cases (seeds %" PRIu64 "-%" PRIu64 "): %" PRIu64 " of the ELF files, %" PRIu64
 	       " of the recordings; no signal, no hang\n",
 	       cases, first, first + cases - 1, counts[1], counts[0]);
+	for (size_t i = 0; i < nfiles; i++)
+		free(orig[i].p);
+	free(rec[0].p);
+	free(rec[1].p);
 	return 0;
 }

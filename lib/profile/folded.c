@@ -77,7 +77,7 @@ UW_API int uw_profile_write_folded(struct uw_profile *p, FILE *out)
 	base_map_free(&lines);
 	base_vec_free(&order);
 	base_arena_free(&ar);
-	if (!err && ferror(out))
-		err = -EIO;
+	if (!err)
+		err = prof_out_error(out);
 	return err;
 }

@@ -8,6 +8,8 @@
 #ifndef UW_PROFILE_INTERNAL_H
 #define UW_PROFILE_INTERNAL_H
 
+#include <errno.h>
+
 #include "process/process.h"
 
 struct pframe {
@@ -47,6 +49,12 @@ struct uw_profile {
 	struct base_map names; /* hash(frame) -> struct name_ent chain: one lookup per distinct frame */
 	struct base_arena name_arena;
 };
+
+/* The error of a stream that failed to write: the reason stdio met (disk full, ...). */
+static inline int prof_out_error(FILE *f)
+{
+	return ferror(f) ? (errno > 0 ? -errno : -EIO) : 0;
+}
 
 /* Most levels a frame's inline chain gives. */
 #define MAX_LEVELS 64

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "process/process.h"
+#include "profile/profile_internal.h"
 
 /* ---- a small output buffer for the perf-script writer: it flushes to a file, or (out NULL)
  * grows in memory */
@@ -416,7 +416,7 @@ static int script_write(struct uw_session *s, FILE *out, const struct uw_sample 
 {
 	if (!smp->has_callchain) {
 		script_line(s, out, smp, o);
-		return ferror(out) ? -EIO : 0;
+		return prof_out_error(out);
 	}
 	char buf[16384];
 	struct wbuf w = { .out = out, .b = buf, .cap = sizeof(buf) };
@@ -427,7 +427,7 @@ static int script_write(struct uw_session *s, FILE *out, const struct uw_sample 
 		script_frame(&w, cache, s, &smp->user[i], 0, o);
 	wb_char(&w, '\n');
 	wb_flush(&w);
-	return ferror(out) ? -EIO : 0;
+	return prof_out_error(out);
 }
 
 UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct uw_sample *smp,
@@ -550,8 +550,8 @@ static void sw_write_oldest(struct uw_script_writer *w)
 		wb_char(&out, '\n');
 	}
 	wb_flush(&out);
-	if (!w->err && ferror(w->out))
-		w->err = -EIO;
+	if (!w->err)
+		w->err = prof_out_error(w->out);
 	w->bytes -= win->used;
 	win->n = 0;
 	win->used = 0;

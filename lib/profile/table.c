@@ -268,7 +268,7 @@ static int write_event(struct table *t, FILE *out, uint32_t event)
 			pad(out, rv[i]->cells[0], 50);
 			fprintf(out, " %s\n", rv[i]->cells[1]);
 		}
-		return ferror(out) ? -EIO : 0;
+		return prof_out_error(out);
 	}
 	/* perf's layout: share columns, then a column per key, headers under '#' */
 	size_t width[MAX_KEYS];
@@ -325,7 +325,7 @@ static int write_event(struct table *t, FILE *out, uint32_t event)
 		}
 		fputc('\n', out);
 	}
-	return ferror(out) ? -EIO : 0;
+	return prof_out_error(out);
 }
 
 static void table_reset(struct table *t)
@@ -377,8 +377,8 @@ UW_API int uw_profile_write_table(struct uw_profile *p, FILE *out, const struct 
 	base_map_free(&t.rows);
 	base_vec_free(&t.order);
 	base_arena_free(&t.ar);
-	if (!err && ferror(out))
-		err = -EIO;
+	if (!err)
+		err = prof_out_error(out);
 	return err;
 }
 

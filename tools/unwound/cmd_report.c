@@ -386,19 +386,63 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 	return 0;
 }
 
-/* Text outputs: 0644 less the umask, created the way every output is (uw_output_create). */
-static FILE *open_output(const char *path)
+/* The output stream writes through here, so the reason a write failed (disk full) is the one
+ * reported: stdio keeps only an error flag, and errno by the time it is looked at may be any
+ * later call's. */
+struct outfd {
+	int fd;
+	int err;                /* the first write's errno, or 0 */
+	bool close;
+};
+
+static ssize_t out_write(void *cookie, const char *buf, size_t n)
 {
-	int fd = uw_output_create(path, 0644);
-	if (fd < 0) {
-		errno = -fd < 4000 ? -fd : EINVAL;
-		fprintf(stderr, "unwound report: %s: %s\n", path, uw_strerror(fd));
-		return NULL;
+	struct outfd *o = cookie;
+	size_t done = 0;
+	while (done < n) {
+		ssize_t w = write(o->fd, buf + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (!o->err)
+				o->err = w < 0 ? errno : EIO;
+			return done ? (ssize_t)done : -1;
+		}
+		done += (size_t)w;
 	}
-	FILE *f = fdopen(fd, "w");
+	return (ssize_t)n;
+}
+
+static int out_close(void *cookie)
+{
+	struct outfd *o = cookie;
+	int rc = o->close ? close(o->fd) : 0;
+	if (rc && !o->err)
+		o->err = errno;
+	return rc;
+}
+
+/* Text outputs: 0644 less the umask, created the way every output is (uw_output_create);
+ * standard output without one. */
+static FILE *open_output(const char *path, struct outfd *o)
+{
+	o->fd = 1;
+	o->close = false;
+	if (path) {
+		o->fd = uw_output_create(path, 0644);
+		if (o->fd < 0) {
+			fprintf(stderr, "unwound report: %s: %s\n", path, uw_strerror(o->fd));
+			return NULL;
+		}
+		o->close = true;
+	}
+	FILE *f = fopencookie(o, "w", (cookie_io_functions_t){ .write = out_write, .close = out_close });
+	if (f)
+		setvbuf(f, NULL, _IOFBF, 1 << 16);
 	if (!f) {
-		fprintf(stderr, "unwound report: %s: %s\n", path, strerror(errno));
-		close(fd);
+		fprintf(stderr, "unwound report: %s: %s\n", path ? path : "standard output", strerror(errno));
+		if (o->close)
+			close(o->fd);
 	}
 	return f;
 }
@@ -432,6 +476,7 @@ int cmd_report(int argc, char **argv)
 		return pr > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 	}
 	struct report rep = { .mode = o.mode };
+	struct outfd outfd = { .fd = -1 };
 	if (!o.in)
 		o.in = isatty(0) ? "perf.data" : "-";
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
@@ -446,7 +491,6 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "unwound report: %s\n", strerror(errno));
 		goto out;
 	}
-	rep.out = stdout;
 	rep.tty = isatty(2);
 	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample, .ctx = &rep, .on_progress = on_progress,
 		.max_queue_bytes = o.lim.max_queue, .max_kernel_frames = o.lim.max_kernel_frames, .pids = o.pids,
@@ -483,10 +527,8 @@ int cmd_report(int argc, char **argv)
 	int ke = uw_session_load_kallsyms(rep.s, o.kallsyms);
 	if (ke && (o.kallsyms || cli_verbose))
 		fprintf(stderr, "unwound report: kernel symbols not loaded: %s\n", uw_session_errmsg(rep.s));
-	if (o.outp && !(rep.out = open_output(o.outp))) {
-		rep.out = stdout;
+	if (!(rep.out = open_output(o.outp, &outfd)))
 		goto out;
-	}
 	if (rep.mode == MODE_SCRIPT) {
 		rep.sw = uw_script_writer_new(rep.s, rep.out, &rep.script);
 		if (!rep.sw) {
@@ -511,7 +553,8 @@ int cmd_report(int argc, char **argv)
 			rep.err = e;
 	}
 	if (rep.err) {
-		fprintf(stderr, "unwound report: writing %s: %s\n", o.outp ? o.outp : "standard output", uw_strerror(rep.err));
+		fprintf(stderr, "unwound report: writing %s: %s\n", o.outp ? o.outp : "standard output",
+			outfd.err ? strerror(outfd.err) : uw_strerror(rep.err));
 		goto out;
 	}
 	struct uw_reader_stats st = { .sz = sizeof(st) };
@@ -547,7 +590,8 @@ int cmd_report(int argc, char **argv)
 	else if (rep.mode != MODE_TOP && st.malformed_samples)
 		fprintf(stderr, "unwound report: warning: %" PRIu64 " malformed samples dropped\n", st.malformed_samples);
 	if (fflush(rep.out) || ferror(rep.out)) {
-		fprintf(stderr, "unwound report: writing %s: %s\n", o.outp ? o.outp : "standard output", strerror(errno));
+		fprintf(stderr, "unwound report: writing %s: %s\n", o.outp ? o.outp : "standard output",
+			strerror(outfd.err ? outfd.err : EIO));
 		goto out;
 	}
 	if (err) {
@@ -567,8 +611,9 @@ int cmd_report(int argc, char **argv)
 	ret = CLI_EXIT_OK;
 out:
 	uw_script_writer_close(rep.sw);
-	if (rep.out && rep.out != stdout && fclose(rep.out) && ret == CLI_EXIT_OK) {
-		fprintf(stderr, "unwound report: writing %s: %s\n", o.outp, strerror(errno));
+	if (rep.out && fclose(rep.out) && ret == CLI_EXIT_OK) {
+		fprintf(stderr, "unwound report: writing %s: %s\n", o.outp ? o.outp : "standard output",
+			strerror(outfd.err ? outfd.err : EIO));
 		ret = CLI_EXIT_ERROR;
 	}
 	uw_profile_free(rep.prof);

@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: all configure install check check-asan demo bench bench-record soak fuzz clean
+.PHONY: all configure install check check-asan check-tsan demo bench bench-record soak fuzz clean
 
 all: configure
 	cmake --build $(BUILD) -j$(JOBS)
@@ -33,6 +33,13 @@ check-asan:
 	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DUW_WERROR=ON -DUW_TESTS=ON -DUW_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-asan -j$(JOBS)
 	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
+
+# Threads sharing one session, under ThreadSanitizer (the library and the test built with it).
+check-tsan:
+	./scripts/install-deps check
+	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUW_WERROR=ON -DUW_TESTS=ON -DUW_TSAN=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-tsan -j$(JOBS) --target threads unwound_cli e2e_nofp tw_nofp
+	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L threads
 
 # Profile the bundled demo program with perf, then show what unwound makes of it.
 demo:

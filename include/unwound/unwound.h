@@ -10,8 +10,18 @@
  *  - int-returning calls return 0 or a negative error (-errno, or -UW_E* above 4000),
  *    described by uw_strerror(); constructors return NULL and set errno;
  *  - the library never prints, exits or aborts; diagnostics go to the session's log callback;
- *  - no global state: everything hangs off a struct uw_session. A session and everything
- *    created from it must be used by one thread at a time.
+ *  - no global state: everything hangs off a struct uw_session.
+ *
+ * Threads (docs/threads.md has the table):
+ *  - a session may be shared: several threads, each with its own tracker (and reader), may
+ *    unwind and symbolize at once against one session. What the session builds lazily (opened
+ *    modules, unwind tables, symbol tables, DWARF indexes) is built once, by the first thread
+ *    that needs it, and then read by all. Unwinding runs in parallel; symbolization calls are
+ *    serialized on the session (their results are cached, so repeated addresses are cheap).
+ *  - a tracker, a reader, a profile, a script writer: one thread at a time each.
+ *  - uw_session_free after every other object of the session is freed, by one thread.
+ *  - the log callback may be called from any thread using the session; uw_session_errmsg
+ *    gives the calling thread's last error.
  */
 #ifndef UNWOUND_UNWOUND_H
 #define UNWOUND_UNWOUND_H
@@ -33,8 +43,10 @@ extern "C" {
 #define UW_VERSION_MAJOR 0
 #define UW_VERSION_MINOR 1
 #define UW_VERSION_PATCH 0
+#define UW_VERSION_NUMBER (UW_VERSION_MAJOR * 10000 + UW_VERSION_MINOR * 100 + UW_VERSION_PATCH)
 
 /* Declare and zero an options struct with its size set: UW_OPTS(uw_session_opts, o, .max_frames = 64); */
+#ifndef __cplusplus
 #define UW_OPTS(TYPE, NAME, ...)                                          \
 	struct TYPE NAME = ({                                             \
 		struct TYPE ___##NAME;                                    \
@@ -42,6 +54,11 @@ extern "C" {
 		___##NAME = (struct TYPE){ .sz = sizeof(struct TYPE), __VA_ARGS__ }; \
 		___##NAME;                                                \
 	})
+#else
+/* C++20: designated initializers, in the order the fields are declared (the others are zero).
+ * Any C++: auto o = uw_opts<uw_session_opts>(); o.max_frames = 64; */
+#define UW_OPTS(TYPE, NAME, ...) TYPE NAME{ .sz = sizeof(TYPE), __VA_ARGS__ }
+#endif
 
 /* ---------------------------------------------------------------- errors */
 
@@ -67,6 +84,11 @@ enum uw_error {
 
 /* Describes an error code (negative or positive). The string is static. */
 UW_API const char *uw_strerror(int err);
+
+/* The library's version at run time (UW_VERSION_NUMBER of its build: a program can tell the
+ * library it runs with from the header it was built against), and as "MAJOR.MINOR.PATCH". */
+UW_API unsigned uw_version(void);
+UW_API const char *uw_version_string(void);
 
 /* Creates an output file the one way unwound creates every output (recordings, text, ...):
  * never through a symbolic link (a link at the path is moved aside as PATH.old, not followed),
@@ -170,7 +192,8 @@ enum uw_stop_reason {
 #undef UW_STOP_ENUM
 	UW_STOP__COUNT
 };
-#define UW_STOP_MAX 32 /* room for stop reasons in arrays of new structs */
+#define UW_STOP_MAX 32 /* room for stop reasons in the arrays of stats structs (fixed: their layout
+                        * does not change as reasons are added) */
 UW_API const char *uw_stop_reason_str(enum uw_stop_reason r);
 
 struct uw_module; /* a loaded object file, shared by every process that maps it */
@@ -184,7 +207,8 @@ struct uw_frame {
 	uint64_t rel_pc;          /* pc in the module's ELF virtual address space */
 	uint8_t method;           /* enum uw_frame_method */
 	uint8_t is_call;          /* 1: pc is a return address (caller frame) */
-	uint8_t pad[6];
+	uint8_t reserved[6];      /* zero (room for more: frames are arrays the caller sizes) */
+	uint64_t reserved2;
 };
 
 /* ---------------------------------------------------------------- modules and symbols */
@@ -210,6 +234,7 @@ struct uw_symbol {
 	uint64_t offset;      /* rel address - symbol start */
 	uint64_t start;       /* symbol start (module ELF address) */
 	uint64_t size;
+	uint64_t reserved[2]; /* zero (room for more without another layout) */
 };
 
 /* Symbolizes a module-relative address (uw_frame.rel_pc, already adjusted by the caller for
@@ -222,6 +247,7 @@ struct uw_source_frame {
 	const char *function; /* DWARF name (DW_AT_name); NULL when DWARF has none */
 	const char *file;     /* source file path as DWARF gives it, or NULL */
 	uint32_t line;        /* 0 when unknown */
+	uint32_t reserved[3]; /* zero (these come in arrays: room for more without another stride) */
 };
 
 /* The inline chain at a module-relative address, from DWARF (the module's debug file or the
@@ -240,6 +266,61 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
  * one thread. @return 0 or -ENOMEM. */
 UW_API int uw_symbolize_inline_ahead(struct uw_session *s, struct uw_module *m, uint64_t rel_pc);
 
+/* ---- many frames at once, with a reason for each that cannot be named */
+
+enum uw_sym_reason {
+	UW_SYM_OK = 0,           /* named */
+	UW_SYM_NO_MODULE,        /* the address lies in no mapping the tracker knew */
+	UW_SYM_ANONYMOUS,        /* in an anonymous or special mapping ([heap], //anon, [stack]) with no
+	                          * JIT symbols for it */
+	UW_SYM_MODULE_MISSING,   /* the module's file was not found (nor a debug file, nor on the
+	                          * debuginfod servers) */
+	UW_SYM_BUILD_ID_MISMATCH,/* a file was found, of another build than the recording's */
+	UW_SYM_MODULE_BAD,       /* a file was found, not usable: not ELF, not a regular file, refused */
+	UW_SYM_NO_SYMBOLS,       /* the module has no symbol table (stripped, no debug file) */
+	UW_SYM_NO_SYMBOL,        /* the module's symbols do not cover the address */
+	UW_SYM_NO_DEBUG_INFO,    /* named, but no DWARF gives its source line (name is set) */
+	UW_SYM__COUNT
+};
+/* A short English phrase for a reason ("no module", "build-id mismatch", ...). */
+UW_API const char *uw_sym_reason_str(enum uw_sym_reason r);
+
+struct uw_symbolize_opts {
+	size_t sz;
+	int lines;               /* 1: source file and line, and inline chains (DWARF) */
+};
+
+/* One frame's names. Strings and arrays live as long as the session. */
+struct uw_symbolized {
+	const char *name;        /* symbol (demangled unless the session says not); NULL unless
+	                          * reason is UW_SYM_OK or UW_SYM_NO_DEBUG_INFO */
+	uint64_t offset;         /* the frame's address - the symbol's start */
+	uint64_t sym_start, sym_size;
+	const char *file;        /* source position of the address (opts.lines), or NULL */
+	uint32_t line;
+	uint32_t nr_inlined;     /* inline chain at the address, innermost first (see
+	                          * uw_symbolize_inline); 0 when none */
+	const struct uw_source_frame *inlined;
+	struct uw_module *module;
+	uint64_t rel_pc;         /* the address looked up (a return address less one) */
+	enum uw_sym_reason reason;
+	uint32_t reserved[7];    /* zero (room for more without another layout) */
+};
+
+/* The result of one batch: one block, freed at once. */
+struct uw_symbols {
+	size_t count;
+	struct uw_symbolized *syms; /* count entries, in the order of the frames given */
+};
+
+/* Symbolizes frames[0..n) (unwound frames: a return address is looked up one byte back, inside
+ * its call). Distinct addresses are looked up once. @return 0 and *out (free it with
+ * uw_symbols_free), or -EINVAL / -ENOMEM. A frame that cannot be named is not an error: its
+ * reason says why. */
+UW_API int uw_symbolize_frames(struct uw_session *s, const struct uw_frame *frames, size_t n,
+                               const struct uw_symbolize_opts *opts, struct uw_symbols **out);
+UW_API void uw_symbols_free(struct uw_symbols *syms);
+
 /* Kernel symbol for an address, from the session's kallsyms (see uw_session_load_kallsyms).
  * @return 0 with name NULL when unknown. */
 UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_symbol *out);
@@ -254,6 +335,8 @@ UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path);
 /* ---------------------------------------------------------------- samples */
 
 struct uw_sample {
+	size_t sz;                  /* sizeof(struct uw_sample) of whoever filled it: a sample
+	                             * given to the library (uw_profile_add) is read only that far */
 	uint32_t pid, tid, cpu;
 	uint32_t attr_index;        /* which event (index into the recording's attributes) */
 	uint64_t time;              /* ns; 0 when the recording has no timestamps */
@@ -279,6 +362,122 @@ struct uw_sample {
 /* Called for each sample in time order. The sample and its arrays are valid only during
  * the call. Return 0 to go on, non-zero to stop reading (uw_reader_run returns -UW_ECANCELED). */
 typedef int (*uw_sample_fn)(void *ctx, const struct uw_sample *sample);
+
+/* ---------------------------------------------------------------- tracker and unwinding */
+
+/*
+ * A tracker: one recording's (or one live session's) processes, threads and their mappings,
+ * fed event by event (the uw_tracker_* calls below, or the raw records of a uw_reader), with
+ * the modules shared by every tracker of the session. Events are applied in the order given:
+ * give them in time order (a uw_reader puts raw records in that order). EXIT only marks a
+ * process: it is forgotten exit_grace_ns later (or when its pid is reused by FORK), so that
+ * late samples still resolve.
+ * Threads: a tracker is used by one thread at a time; several threads, each with its own
+ * tracker, may unwind and symbolize at once against one session.
+ */
+struct uw_tracker;
+
+struct uw_tracker_opts {
+	size_t sz;
+	uint64_t exit_grace_ns;   /* 0: 1 s */
+	/* 1: the processes run now (a live profiler): a pc in no known mapping is asked of the
+	 * kernel (PROCMAP_QUERY, or /proc/PID/maps), files are opened through /proc/PID, and
+	 * modules no mapping refers to any more are freed after a while (memory follows what
+	 * runs) */
+	int live;
+};
+
+/* @return NULL with errno set (EINVAL for bad opts). Free before the session. */
+UW_API struct uw_tracker *uw_tracker_new(struct uw_session *s, const struct uw_tracker_opts *opts);
+UW_API void uw_tracker_free(struct uw_tracker *t);
+
+/* perf's MMAP2 in plain fields: addr/len/pgoff, not start/end. */
+struct uw_mmap_event {
+	size_t sz;
+	uint32_t pid, tid;
+	uint64_t time;
+	uint64_t addr, len, pgoff;
+	uint32_t prot, flags;          /* PROT_*, MAP_* */
+	uint32_t maj, min;
+	uint64_t ino, ino_generation;
+	const uint8_t *build_id;       /* NULL when unknown */
+	uint32_t build_id_size;
+	const char *path;              /* "[kernel.kallsyms]..." with pid (uint32_t)-1: the kernel */
+};
+/* Each returns 0, -EINVAL for an event that cannot be (a mapping of length 0 or past the end
+ * of the address space, counted in uw_tracker_stats), or -ENOMEM. Paths and names are copied. */
+UW_API int uw_tracker_mmap(struct uw_tracker *t, const struct uw_mmap_event *ev);
+/* comm: the thread's name; exec: it comes with an exec (a new program: its mappings go). */
+UW_API int uw_tracker_comm(struct uw_tracker *t, uint32_t pid, uint32_t tid, const char *comm, int exec,
+                           uint64_t time);
+UW_API int uw_tracker_fork(struct uw_tracker *t, uint32_t ppid, uint32_t ptid, uint32_t pid, uint32_t tid,
+                           uint64_t time);
+UW_API int uw_tracker_exit(struct uw_tracker *t, uint32_t pid, uint32_t tid, uint64_t time);
+/* A build-id the recording gives for a path (perf's build-id table): modules mapped from that
+ * path without one in their MMAP2 get it. */
+UW_API int uw_tracker_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *build_id, size_t size);
+/* Forgets processes that exited more than the grace period before now (the uw_tracker_* calls
+ * and uw_reader do it as time passes). */
+UW_API void uw_tracker_sweep(struct uw_tracker *t, uint64_t now);
+
+struct uw_tracker_stats {
+	size_t sz;
+	uint64_t processes, threads;  /* known now */
+	uint64_t processes_freed;     /* exited and forgotten */
+	uint64_t malformed_mmap, malformed_comm, malformed_fork, malformed_exit; /* records that could not be */
+	uint64_t procmap_queries;     /* live: mappings found on demand with PROCMAP_QUERY */
+	uint64_t maps_scans;          /* ... with a /proc/PID/maps scan (kernels before 6.11) */
+};
+UW_API int uw_tracker_stats(const struct uw_tracker *t, struct uw_tracker_stats *st);
+
+/* Maps an address of process pid to its module and module-relative address as the tracker
+ * knows the process now. @return 0, or -ENOENT when no mapping holds addr (*m may be NULL for
+ * anonymous mappings). */
+UW_API int uw_tracker_lookup(struct uw_tracker *t, uint32_t pid, uint64_t addr, struct uw_module **m, uint64_t *rel);
+
+/* Architectures, for register masks and ABIs */
+enum uw_arch { UW_ARCH_NONE = 0, UW_ARCH_X86_64 = 1 };
+/* The perf registers (PERF_SAMPLE_REGS_USER bits) the unwinder reads for an architecture: ask
+ * the kernel for these. 0 for an architecture not supported. */
+UW_API uint64_t uw_regs_mask(enum uw_arch arch);
+
+/* One sample's user state, as the kernel records it. */
+struct uw_sample_regs {
+	size_t sz;
+	uint32_t pid, tid;
+	uint64_t time;                 /* for JIT code named as it was then; UINT64_MAX: now */
+	uint32_t abi;                  /* PERF_SAMPLE_REGS_ABI_* (0: none, the stack is not unwound) */
+	const uint64_t *regs;          /* one value per bit of regs_mask, in bit order (perf's layout) */
+	uint64_t regs_mask;            /* PERF_REG_X86_* bits */
+	const void *stack;             /* the copy of the user stack, starting at the sampled sp */
+	uint64_t stack_size;
+	/* The record's PERF_RECORD_MISC_CPUMODE: a sample taken in the kernel (1) in a system call
+	 * has its user pc after the syscall instruction. 0: unknown. */
+	uint32_t cpumode;
+};
+
+struct uw_unwind_result {
+	size_t sz;
+	unsigned nr_frames;
+	enum uw_stop_reason stop;
+	/* bytes from the start of the stack copy that the unwinding read; more than stack_size
+	 * when it wanted bytes past the copy's end (a caller that passed part of a stack learns
+	 * that the rest would have taken it further) */
+	uint64_t stack_used;
+	unsigned nr_fp;                /* steps taken by frame pointers (no CFI for the pc) */
+	unsigned nr_complex;           /* steps through DWARF expressions or register rules */
+};
+
+/* Unwinds the user stack of a sample: frames[0..cap) from the registers (frame 0) outward,
+ * without allocating. cap is capped by the session's max_frames. res (sz set) is filled.
+ * @return 0 (res->stop says why the stack ends), or -EINVAL. */
+UW_API int uw_unwind_sample(struct uw_tracker *t, const struct uw_sample_regs *in, struct uw_frame *frames,
+                            unsigned cap, struct uw_unwind_result *res);
+/* The same, each frame handed to fn, innermost first (as elfutils' dwflst_perf_sample_getframes
+ * hands Dwfl_Frames); fn returns non-zero to stop (res->stop is then UW_STOP_MAX_FRAMES). */
+typedef int (*uw_frame_fn)(void *ctx, const struct uw_frame *frame);
+UW_API int uw_unwind_sample_each(struct uw_tracker *t, const struct uw_sample_regs *in, uw_frame_fn fn, void *ctx,
+                                 struct uw_unwind_result *res);
 
 /* ---------------------------------------------------------------- perf.data reader */
 
@@ -307,6 +506,9 @@ struct uw_reader_opts {
 	size_t ncomms;
 	/* Only samples of this event (its name as uw_reader_event_name gives it); NULL: all */
 	const char *event;
+	/* The tracker to feed (kept by the caller, who frees it after the reader); NULL: the
+	 * reader makes its own (live when created by uw_reader_new for pushed records) */
+	struct uw_tracker *tracker;
 };
 
 struct uw_reader;
@@ -315,6 +517,27 @@ struct uw_reader;
  * Returns NULL with errno set; uw_session_errmsg() says why (file, offset, what was expected). */
 UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
                                         const struct uw_reader_opts *opts);
+/* A reader of records pushed one at a time (a live profiler's ring buffers, or any other
+ * source), in any order: records are put in time order as a file's are (FINISHED_ROUND
+ * semantics: uw_reader_round after each pass over the rings), the tracker is fed, and samples
+ * are unwound and delivered to opts->on_sample. NULL with errno set. */
+UW_API struct uw_reader *uw_reader_new(struct uw_session *s, const struct uw_reader_opts *opts);
+/* An event (perf_event_attr of size bytes) and the ids of its ring buffers; name NULL: perf's
+ * default name for it. Events come before the records that refer to them. @return 0, -EINVAL,
+ * -ENOMEM. */
+UW_API int uw_reader_add_event(struct uw_reader *r, const void *attr, size_t size, const uint64_t *ids,
+                               size_t nids, const char *name);
+/* A raw record (perf_event_header and body, len bytes; copied if it must wait for its turn).
+ * @return 0, or the first error (malformed input, the callback's -UW_ECANCELED), after which
+ * every push fails with it. */
+UW_API int uw_reader_push(struct uw_reader *r, const void *rec, size_t len);
+/* The end of a pass over every ring: records older than the previous round may go. */
+UW_API int uw_reader_round(struct uw_reader *r);
+/* Delivers every record held (the end of the input). */
+UW_API int uw_reader_flush(struct uw_reader *r);
+/* The tracker the reader feeds (opts->tracker, or its own); valid while the reader lives. */
+UW_API struct uw_tracker *uw_reader_tracker(struct uw_reader *r);
+
 /* Reads every record, tracks processes, unwinds samples and calls opts->on_sample in time order.
  * @return 0 at the end of the data; a negative error for malformed input (what was read up to
  * there has been delivered); -UW_ECANCELED when the callback asked to stop. */
@@ -348,7 +571,6 @@ struct uw_reader_stats {
 	uint64_t late_records;     /* arrived after their ordering window had been flushed */
 	uint64_t lost_events;      /* sum of LOST records */
 	uint64_t lost_records;     /* number of LOST records */
-	uint64_t stop_reasons[UW_STOP__COUNT];
 	uint64_t user_frames;
 	uint64_t samples_no_user;  /* kernel-only samples: no user stack expected */
 	uint64_t exit_before_sample; /* samples of a process that had already exited */
@@ -365,6 +587,8 @@ struct uw_reader_stats {
 	uint64_t unfinished;       /* 1: the file was not finished (its writer stopped before its end):
 	                            * all its data was read */
 	uint64_t records_cut;      /* 1: ... and its last record was cut short (not read) */
+	uint64_t stop_reasons[UW_STOP_MAX]; /* samples by enum uw_stop_reason of their user part */
+	/* (new fields go here, after every older one) */
 };
 /* Fills st (st->sz must be set) with counts so far. */
 UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st);
@@ -482,13 +706,6 @@ struct uw_inject_stats {
 UW_API int uw_inject(struct uw_session *s, const char *in, const char *out, const struct uw_inject_opts *opts,
                      struct uw_inject_stats *stats);
 
-/* Maps an address of process pid to its module and module-relative address, with the address
- * space as it is at the current point of reading (call it from a sample callback).
- * @return 0, or -ENOENT when no mapping holds addr (or pid is unknown). *m may be NULL for
- * anonymous mappings. */
-UW_API int uw_session_lookup(struct uw_session *s, uint32_t pid, uint64_t addr, struct uw_module **m,
-                             uint64_t *rel);
-
 /* Iterates the modules the session knows (opened or not). Return non-zero from fn to stop. */
 typedef int (*uw_module_fn)(void *ctx, struct uw_module *m);
 UW_API void uw_session_foreach_module(struct uw_session *s, uw_module_fn fn, void *ctx);
@@ -590,6 +807,14 @@ UW_API int uw_script_writer_add(struct uw_script_writer *w, const struct uw_samp
 UW_API int uw_script_writer_close(struct uw_script_writer *w);
 
 #ifdef __cplusplus
+}
+
+/* An options struct of any C++ version, zeroed, with its size set. */
+template <typename T> static inline T uw_opts()
+{
+	T o{};
+	o.sz = sizeof(T);
+	return o;
 }
 #endif
 #endif

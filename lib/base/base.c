@@ -9,16 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void *base_malloc(size_t n)
-{
-	return malloc(n ? n : 1);
-}
-
-void *base_calloc(size_t n, size_t size)
-{
-	return calloc(n ? n : 1, size ? size : 1);
-}
-
 void *base_realloc_array(void *p, size_t n, size_t size)
 {
 	size_t bytes;
@@ -27,16 +17,6 @@ void *base_realloc_array(void *p, size_t n, size_t size)
 		return NULL;
 	}
 	return realloc(p, bytes ? bytes : 1);
-}
-
-char *base_strdup(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
-char *base_strndup(const char *s, size_t n)
-{
-	return strndup(s, n);
 }
 
 /* ---- options */
@@ -383,17 +363,35 @@ void base_log(struct base_log *l, enum uw_log_level lvl, const char *fmt, ...)
 	l->fn(l->ctx, lvl, buf);
 }
 
+/* The last error of each thread, and the log it was recorded with */
+static _Thread_local struct {
+	const struct base_log *l;
+	char msg[512];
+} last_err;
+
 int base_err(struct base_log *l, int err, const char *fmt, ...)
 {
 	if (l) {
 		va_list ap;
 		va_start(ap, fmt);
-		vsnprintf(l->errmsg, sizeof(l->errmsg), fmt, ap);
+		vsnprintf(last_err.msg, sizeof(last_err.msg), fmt, ap);
 		va_end(ap);
+		last_err.l = l;
 		if (l->fn && l->level >= UW_LOG_DEBUG)
-			l->fn(l->ctx, UW_LOG_DEBUG, l->errmsg);
+			l->fn(l->ctx, UW_LOG_DEBUG, last_err.msg);
 	}
 	return err < 0 ? err : -err;
+}
+
+const char *base_errmsg(const struct base_log *l)
+{
+	return l && last_err.l == l ? last_err.msg : "";
+}
+
+void base_errmsg_clear(const struct base_log *l)
+{
+	if (last_err.l == l)
+		last_err.msg[0] = 0;
 }
 
 /* ---- cursor */
@@ -726,4 +724,16 @@ void base_cache_touch(int fd)
 {
 	if (fd >= 0)
 		futimens(fd, NULL);
+}
+
+UW_API unsigned uw_version(void)
+{
+	return UW_VERSION_NUMBER;
+}
+
+#define UW_STR2(x) #x
+#define UW_STR(x) UW_STR2(x)
+UW_API const char *uw_version_string(void)
+{
+	return UW_STR(UW_VERSION_MAJOR) "." UW_STR(UW_VERSION_MINOR) "." UW_STR(UW_VERSION_PATCH);
 }

@@ -20,11 +20,7 @@
 #define UW_PRINTF(f, a) __attribute__((format(printf, f, a)))
 
 /* ---- checked allocation: NULL on overflow or failure, never abort */
-void *base_malloc(size_t n);
-void *base_calloc(size_t n, size_t size);
 void *base_realloc_array(void *p, size_t n, size_t size);
-char *base_strdup(const char *s);
-char *base_strndup(const char *s, size_t n);
 
 /* ---- options structs (first field size_t sz): copy what the caller's version has, zero the
  * rest; a newer caller's unknown trailing bytes must be zero. @return 0 or -EINVAL. A NULL
@@ -135,14 +131,18 @@ void base_intern_free(struct base_intern *t);
 
 /* ---- errors and logging, attached to a session-like context */
 struct base_log {
-	uw_log_fn fn;
+	uw_log_fn fn;           /* called from any thread that logs (the caller's to serialize) */
 	void *ctx;
 	enum uw_log_level level;
-	char errmsg[512];
 };
 void base_log(struct base_log *l, enum uw_log_level lvl, const char *fmt, ...) UW_PRINTF(3, 4);
-/* Records an error message and returns err (negative) for `return base_err(...)`. */
+/* Records an error message and returns err (negative) for `return base_err(...)`. The message is
+ * the calling thread's (threads that share a session each see their own last error). */
 int base_err(struct base_log *l, int err, const char *fmt, ...) UW_PRINTF(3, 4);
+/* The calling thread's last error message recorded with l ("" when none). */
+const char *base_errmsg(const struct base_log *l);
+/* Forgets it. */
+void base_errmsg_clear(const struct base_log *l);
 
 /* ---- LEB128 and bounded reading */
 struct base_cursor {
@@ -192,6 +192,21 @@ static inline void base_cur_skip(struct base_cursor *c, size_t n)
 }
 /* NUL-terminated string inside the cursor; NULL (and bad) if unterminated */
 const char *base_cur_str(struct base_cursor *c);
+/* DWARF's initial length (of a unit, a CIE or FDE, a line program, an aranges set): 32 bits,
+ * or 0xffffffff then 64 bits; 0xfffffff0-0xfffffffe are reserved (the cursor goes bad, *offsz
+ * stays 4). *offsz: the format's offset size, 4 or 8. */
+static inline uint64_t base_cur_initial_length(struct base_cursor *c, unsigned *offsz)
+{
+	uint64_t len = base_cur_u32(c);
+	*offsz = 4;
+	if (len == 0xffffffffu) {
+		*offsz = 8;
+		len = base_cur_u64(c);
+	} else if (len >= 0xfffffff0u) {
+		c->bad = true;
+	}
+	return len;
+}
 
 /* In an array of n elements of `stride` bytes sorted by a uint64_t key at byte `key_off`: the
  * number of elements whose key is <= key (so element [result - 1] is the last one at or before

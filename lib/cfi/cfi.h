@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <pthread.h>
+
 #include "base/base.h"
 
 #define CFI_NSAVED 5
@@ -104,7 +106,9 @@ struct cfi_table {
 	const uint8_t *hdr_table; /* (int32 initial_loc, int32 fde) pairs, datarel to hdr_addr */
 	uint64_t hdr_addr;
 	uint32_t hdr_count;
-	struct cfi_fde_rows **fde_rows; /* per table entry: NULL not yet compiled */
+	struct cfi_fde_rows **fde_rows; /* per table entry: NULL not yet compiled (atomic: published
+	                                 * once compiled, under lazy_mu) */
+	pthread_mutex_t lazy_mu;  /* compiles of FDEs (several threads may unwind at once) */
 	int32_t hdr_first;        /* initial_loc of entry 0 */
 	uint32_t *hdr_block;      /* first entry at or after each 4 KiB block from hdr_first */
 	uint32_t hdr_nblocks;
@@ -122,16 +126,23 @@ struct cfi_table {
 	uint64_t text_end_hint;
 	/* statistics */
 	uint32_t nfde, nbad_fde, ncomplex;
-	/* direct-mapped cache of recent lookups (return addresses repeat across samples);
-	 * allocated on first use */
-	struct cfi_cache_ent *cache;
+	/* the table's identity in lookup caches (set by its owner, unique in a session: a freed
+	 * table's memory may hold another) */
+	uint64_t serial;
 };
 
+/* A direct-mapped cache of recent lookups (return addresses repeat across samples), one per
+ * thread of unwinding: tables are shared, caches are not. */
 #define CFI_CACHE_BITS 12
 struct cfi_cache_ent {
-	uint64_t pc;             /* UINT64_MAX: empty */
+	uint64_t serial, pc;     /* serial 0: empty */
 	const struct cfi_rule *rule; /* NULL: no rule covers pc */
 };
+struct cfi_cache {
+	struct cfi_cache_ent e[1u << CFI_CACHE_BITS];
+};
+struct cfi_cache *cfi_cache_new(void);
+void cfi_cache_free(struct cfi_cache *c);
 #define CFI_BLOCK_SHIFT 10
 
 /* Compiles the FDEs of eh (may have NULL data) and dbg (may have NULL data) into a table.
@@ -148,22 +159,7 @@ int cfi_table_build_lazy(struct cfi_table *t, const struct cfi_arch *arch, const
                          const struct cfi_section *hdr);
 bool cfi_lazy_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule);
 
-bool cfi_table_find_slow(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule);
-
-/* Finds the rule covering pc, through the table's lookup cache. @return false when none does. */
-static inline bool cfi_table_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule)
-{
-	if (UW_LIKELY(t->cache != NULL)) {
-		struct cfi_cache_ent *e = &t->cache[base_hash64(pc) & ((1u << CFI_CACHE_BITS) - 1)];
-		if (e->pc == pc) {
-			*rule = e->rule;
-			return e->rule != NULL;
-		}
-	}
-	return cfi_table_find_slow(t, pc, rule);
-}
-
-/* The search itself, without the cache. */
+/* The search for the rule covering pc. @return false when none does. */
 static inline bool cfi_table_search(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule)
 {
 	if (t->lazy)
@@ -191,6 +187,29 @@ static inline bool cfi_table_search(struct cfi_table *t, uint64_t pc, const stru
 		return false;
 	*rule = r;
 	return true;
+}
+
+/* Finds the rule covering pc, through a lookup cache (NULL: none). @return false when none does. */
+static inline bool cfi_table_find_cached(struct cfi_table *t, struct cfi_cache *c, uint64_t pc,
+                                         const struct cfi_rule **rule)
+{
+	if (!c || !t->serial)
+		return cfi_table_search(t, pc, rule);
+	struct cfi_cache_ent *e = &c->e[base_hash64(pc ^ (t->serial << 40)) & ((1u << CFI_CACHE_BITS) - 1)];
+	if (e->pc == pc && e->serial == t->serial) {
+		*rule = e->rule;
+		return e->rule != NULL;
+	}
+	bool found = cfi_table_search(t, pc, rule);
+	e->serial = t->serial;
+	e->pc = pc;
+	e->rule = found ? *rule : NULL;
+	return found;
+}
+
+static inline bool cfi_table_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule)
+{
+	return cfi_table_search(t, pc, rule);
 }
 
 /* Slow path: the full rule set at pc for a COMPLEX rule (or any pc covered by an FDE at fde_off

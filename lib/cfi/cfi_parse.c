@@ -65,7 +65,6 @@ bool cfi_read_encoded(struct base_cursor *c, uint8_t enc, const struct cfi_secti
 	return true;
 }
 
-/* Reads the initial length and the id field. Narrows c to the entry. */
 /* A factored offset times the alignment factor, wrapping as the hardware would: hostile CFI
  * must not make it undefined behaviour (the result is then garbage, and bounds checks follow). */
 static inline int64_t falign(uint64_t v, int64_t align)
@@ -73,24 +72,22 @@ static inline int64_t falign(uint64_t v, int64_t align)
 	return (int64_t)(v * (uint64_t)align);
 }
 
+/* Reads the initial length and the id field. Narrows c to the entry. */
 static int entry_header(const struct cfi_section *s, uint64_t off, struct base_cursor *c,
                         uint64_t *id, uint64_t *id_pos, uint64_t *next, bool *is64)
 {
 	if (off >= s->size)
 		return -1;
 	*c = base_cursor(s->data + off, s->size - off);
-	uint64_t len = base_cur_u32(c);
-	*is64 = false;
-	if (c->bad)
+	if (base_cur_left(c) < 4)
 		return -1;
-	if (len == 0)
+	unsigned offsz;
+	uint64_t len = base_cur_initial_length(c, &offsz);
+	*is64 = offsz == 8;
+	if (len == 0 && offsz == 4)
 		return s->is_eh ? -1 : -UW_EFORMAT; /* .eh_frame terminator */
-	if (len == 0xffffffffu) {
-		len = base_cur_u64(c);
-		*is64 = true;
-	} else if (len >= 0xfffffff0u) {
-		return -UW_EFORMAT;
-	}
+	if (c->bad && offsz == 4)
+		return -UW_EFORMAT; /* a reserved length */
 	if (c->bad || len > base_cur_left(c))
 		return -UW_ETRUNC;
 	c->end = c->p + len;

@@ -334,6 +334,7 @@ int cfi_table_build_lazy(struct cfi_table *t, const struct cfi_arch *arch, const
 	t->sec[0] = *eh;
 	t->sec[0].is_eh = true;
 	t->lazy = true;
+	pthread_mutex_init(&t->lazy_mu, NULL);
 	t->hdr_table = tab;
 	t->hdr_addr = hdr->addr;
 	t->hdr_count = (uint32_t)count;
@@ -353,6 +354,7 @@ int cfi_table_build_lazy(struct cfi_table *t, const struct cfi_arch *arch, const
 		free(t->fde_rows);
 		t->fde_rows = NULL;
 		t->lazy = false;
+		pthread_mutex_destroy(&t->lazy_mu);
 		return -ENOMEM;
 	}
 	uint32_t e = 0;
@@ -450,9 +452,17 @@ bool cfi_lazy_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rul
 	}
 	if (!lo)
 		return false;
-	struct cfi_fde_rows *fr = t->fde_rows[lo - 1];
-	if (!fr)
-		fr = t->fde_rows[lo - 1] = lazy_compile(t, lo - 1);
+	struct cfi_fde_rows *fr = __atomic_load_n(&t->fde_rows[lo - 1], __ATOMIC_ACQUIRE);
+	if (!fr) {
+		/* compiled once: the first thread to need it compiles, others wait and take it */
+		pthread_mutex_lock(&t->lazy_mu);
+		fr = t->fde_rows[lo - 1];
+		if (!fr) {
+			fr = lazy_compile(t, lo - 1);
+			__atomic_store_n(&t->fde_rows[lo - 1], fr, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&t->lazy_mu);
+	}
 	if (!fr->n || pc < fr->begin || pc >= fr->end)
 		return false;
 	uint32_t off = (uint32_t)(pc - fr->begin), a = 0, b = fr->n;
@@ -469,31 +479,20 @@ bool cfi_lazy_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rul
 	return true;
 }
 
-bool cfi_table_find_slow(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule)
+struct cfi_cache *cfi_cache_new(void)
 {
-	const struct cfi_rule *r = NULL;
-	bool found = cfi_table_search(t, pc, &r);
-	if (!t->cache) {
-		t->cache = malloc(sizeof(*t->cache) << CFI_CACHE_BITS);
-		if (t->cache)
-			for (unsigned i = 0; i < (1u << CFI_CACHE_BITS); i++)
-				t->cache[i].pc = UINT64_MAX;
-	}
-	if (t->cache) {
-		struct cfi_cache_ent *e = &t->cache[base_hash64(pc) & ((1u << CFI_CACHE_BITS) - 1)];
-		e->pc = pc;
-		e->rule = found ? r : NULL;
-	}
-	if (found)
-		*rule = r;
-	return found;
+	return calloc(1, sizeof(struct cfi_cache));
+}
+
+void cfi_cache_free(struct cfi_cache *c)
+{
+	free(c);
 }
 
 void cfi_table_free(struct cfi_table *t)
 {
-	free(t->cache);
-	t->cache = NULL;
 	if (t->lazy) {
+		pthread_mutex_destroy(&t->lazy_mu);
 		free(t->fde_rows);
 		free(t->hdr_block);
 		t->hdr_block = NULL;

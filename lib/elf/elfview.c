@@ -25,26 +25,33 @@ static void elfv_lib_init(void)
 	elf_version(EV_CURRENT);
 }
 
-static void parse_notes(struct elfv *v, const uint8_t *p, size_t n)
+size_t elfv_notes_build_id(const uint8_t *p, size_t n, uint8_t *out)
 {
 	struct base_cursor c = base_cursor(p, n);
 	while (base_cur_left(&c) >= 12) {
 		uint32_t namesz = base_cur_u32(&c), descsz = base_cur_u32(&c), type = base_cur_u32(&c);
 		size_t nameal = ((size_t)namesz + 3) & ~(size_t)3, descal = ((size_t)descsz + 3) & ~(size_t)3;
 		if (nameal < namesz || descal < descsz || !base_cur_need(&c, nameal))
-			return;
+			return 0;
 		const uint8_t *name = c.p;
 		c.p += nameal;
 		if (!base_cur_need(&c, descal))
-			return;
+			return 0;
 		const uint8_t *desc = c.p;
 		c.p += descal;
 		if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(name, "GNU", 4) == 0 && descsz > 0 &&
-		    descsz <= ELFV_MAX_BUILD_ID && !v->build_id_len) {
-			memcpy(v->build_id, desc, descsz);
-			v->build_id_len = descsz;
+		    descsz <= ELFV_MAX_BUILD_ID) {
+			memcpy(out, desc, descsz);
+			return descsz;
 		}
 	}
+	return 0;
+}
+
+static void parse_notes(struct elfv *v, const uint8_t *p, size_t n)
+{
+	if (!v->build_id_len)
+		v->build_id_len = elfv_notes_build_id(p, n, v->build_id);
 }
 
 static int elfv_setup(struct elfv *v)

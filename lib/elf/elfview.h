@@ -101,6 +101,9 @@ bool elfv_offset_to_vaddr(const struct elfv *v, uint64_t off, uint64_t *vaddr);
 
 /* Reads the GNU build-id note from a memory ELF image (for perf's build-id checks). */
 size_t elfv_build_id_hex(const struct elfv *v, char *out /* 2*ELFV_MAX_BUILD_ID+1 */);
+/* The GNU build-id note among notes p[0..n) (a PT_NOTE segment, a note section, the kernel's
+ * /sys/kernel/notes) into out (ELFV_MAX_BUILD_ID bytes). @return its length, 0 when none. */
+size_t elfv_notes_build_id(const uint8_t *p, size_t n, uint8_t *out);
 
 /* CRC-32 as used by .gnu_debuglink. */
 uint32_t elfv_crc32(uint32_t crc, const void *buf, size_t len);

@@ -8,6 +8,18 @@
 
 #define PERF_ATTR_MAX 256
 
+/* One entry of a build-id table (HEADER_BUILD_ID, or a pipe's HEADER_BUILD_ID record): a
+ * path, its build-id, and whether it is the kernel's or a module's. */
+struct perf_bid_entry {
+	const char *path;       /* NUL-terminated inside the table */
+	const uint8_t *id;
+	size_t len;             /* old files pad short build-ids with zeros: trimmed */
+	bool kernel;
+};
+/* The entry at *off of the table p[0..size) (advancing *off past it). @return false at its end
+ * (or at a malformed entry: what follows is not read). Entries without a path are skipped. */
+bool perf_bid_next(const uint8_t *p, size_t size, size_t *off, struct perf_bid_entry *e);
+
 /* The parts of perf_event_attr we use, decoded from whatever size the file has. */
 struct perf_attr {
 	uint8_t raw[PERF_ATTR_MAX]; /* the attribute as read (for writers), raw_size bytes */
@@ -149,13 +161,6 @@ void perf_reader_set_record_fn(struct uw_reader *r, perf_record_fn fn, void *ctx
 const uint8_t *perf_reader_feature(const struct uw_reader *r, unsigned bit, size_t *n);
 /* The attributes read so far. */
 const struct perf_attr *perf_reader_attrs(const struct uw_reader *r, size_t *n);
-/* Live input: a reader without a file, fed records in arrival order (ordered like a file's
- * rounds: perf_reader_round after each pass over the ring buffers), then finished. */
-struct uw_reader *perf_reader_new_live(struct uw_session *s, const struct uw_reader_opts *opts);
-int perf_reader_add_attr(struct uw_reader *r, const uint8_t *raw, size_t size, const uint64_t *ids, size_t nids);
-int perf_reader_push(struct uw_reader *r, const uint8_t *rec, uint32_t len);
-int perf_reader_round(struct uw_reader *r);
-int perf_reader_finish(struct uw_reader *r);
 /* The raw record of the sample being delivered (valid in the sample callback). */
 const uint8_t *perf_reader_current_sample(const struct uw_reader *r, uint32_t *len);
 

@@ -228,3 +228,31 @@ const char *perf_record_type_name(uint32_t type)
 	};
 	return type < PR_TYPES && names[type] ? names[type] : "unknown";
 }
+
+bool perf_bid_next(const uint8_t *p, size_t size, size_t *off, struct perf_bid_entry *e)
+{
+	/* {perf_event_header, pid, u8 build_id[24] (its size in the 21st byte with
+	 * PERF_RECORD_MISC_BUILD_ID_SIZE), filename} */
+	enum { HDR = 8, PID = 4, ID = 24, NAME = HDR + PID + ID };
+	while (*off <= size && size - *off >= NAME) {
+		const uint8_t *rec = p + *off;
+		uint16_t misc, rsize;
+		memcpy(&misc, rec + 4, 2);
+		memcpy(&rsize, rec + 6, 2);
+		if (rsize < NAME || rsize > size - *off)
+			return false;
+		*off += rsize;
+		const uint8_t *bid = rec + HDR + PID;
+		size_t blen = (misc & PM_BUILD_ID_SIZE) ? UW_MIN((size_t)bid[20], (size_t)20) : 20;
+		if (!(misc & PM_BUILD_ID_SIZE))
+			while (blen > 16 && bid[blen - 1] == 0)
+				blen--;
+		const char *fn = (const char *)(rec + NAME);
+		size_t fl = strnlen(fn, rsize - (size_t)NAME);
+		if (!fl || fl == rsize - (size_t)NAME)
+			continue; /* no path, or one not terminated */
+		*e = (struct perf_bid_entry){ fn, bid, blen, (misc & PM_CPUMODE_MASK) == PM_KERNEL };
+		return true;
+	}
+	return false;
+}

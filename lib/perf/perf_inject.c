@@ -60,25 +60,11 @@ static bool feature_carried(unsigned bit)
 static int carry_build_ids(struct inject *in, const uint8_t *p, size_t size)
 {
 	size_t off = 0;
-	while (size - off >= 8 + 4 + 24) {
-		uint16_t misc, rsize;
-		memcpy(&misc, p + off + 4, 2);
-		memcpy(&rsize, p + off + 6, 2);
-		if (rsize < 8 + 4 + 24 || rsize > size - off)
-			break;
-		const uint8_t *bid = p + off + 12;
-		size_t blen = (misc & PM_BUILD_ID_SIZE) ? UW_MIN((size_t)bid[20], (size_t)20) : 20;
-		const char *fn = (const char *)(p + off + 36);
-		size_t fl = strnlen(fn, rsize - 36u);
-		if (!(misc & PM_BUILD_ID_SIZE))
-			while (blen > 16 && bid[blen - 1] == 0)
-				blen--;
-		if (fl && fl < rsize - 36u) {
-			int err = perf_writer_add_buildid(in->w, fn, bid, blen, (misc & PM_CPUMODE_MASK) == PM_KERNEL);
-			if (err)
-				return err;
-		}
-		off += rsize;
+	struct perf_bid_entry e;
+	while (perf_bid_next(p, size, &off, &e)) {
+		int err = perf_writer_add_buildid(in->w, e.path, e.id, e.len, e.kernel);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -252,7 +238,7 @@ static int collect_module(void *ctx, struct uw_module *m)
 {
 	struct perf_writer *w = ctx;
 	if (uw_module_state(m) != UW_MODULE_MISSING || uw_module_build_id(m)[0])
-		if (m->hits && m->build_id[0] && !m->jit)
+		if (m->hit && m->build_id[0] && !m->jit)
 			add_bid(w, m->path, m->build_id, false);
 	return 0;
 }
@@ -318,7 +304,8 @@ int cc_sink_finish(struct cc_sink *k)
 	const struct evicted_module *ev = in->s->evicted.data;
 	for (size_t i = 0; i < in->s->evicted.len; i++)
 		add_bid(in->w, ev[i].path, ev[i].build_id, false);
-	const char *kb = base_map_get(&in->s->buildids, base_hash_bytes("[kernel.kallsyms]", 17));
+	/* the recording's kernel */
+	const char *kb = in->r ? tracker_build_id(uw_reader_tracker(in->r), "[kernel.kallsyms]", 17) : NULL;
 	add_bid(in->w, "[kernel.kallsyms]", kb, true);
 	return sink_failed(in, perf_writer_finish(in->w));
 }

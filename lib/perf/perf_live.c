@@ -76,6 +76,7 @@ struct live {
 	struct cc_sink *sink;
 	uint64_t id0;        /* the first ring's event id, for synthesized records' sample_id */
 	struct uw_session *s;
+	struct uw_tracker *t; /* live: mappings the events missed are asked of the kernel */
 	struct uw_reader *r;
 	struct ring *rings;
 	size_t nrings;
@@ -141,7 +142,7 @@ static int drain(struct live *lv, struct ring *rg)
 		} else if (type == PR_THROTTLE) {
 			lv->throttled++;
 		}
-		err = perf_reader_push(lv->r, rec, size);
+		err = uw_reader_push(lv->r, rec, size);
 		tail += size;
 	}
 	__atomic_store_n((uint64_t *)(rg->base + MP_DATA_TAIL), tail, __ATOMIC_RELEASE);
@@ -154,7 +155,7 @@ static int drain_all(struct live *lv)
 	for (size_t i = 0; i < lv->nrings && !err; i++)
 		err = drain(lv, &lv->rings[i]);
 	if (!err)
-		err = perf_reader_round(lv->r);
+		err = uw_reader_round(lv->r);
 	return err;
 }
 
@@ -187,7 +188,7 @@ static uint16_t put_trailer(const struct live *lv, uint8_t *rec, size_t len, int
 /* A synthesized record, at time 0 (before everything recorded), into the reader. */
 static int push_synth(struct live *lv, uint8_t *rec, size_t len, int32_t pid, int32_t tid)
 {
-	return perf_reader_push(lv->r, rec, put_trailer(lv, rec, len, pid, tid, 0));
+	return uw_reader_push(lv->r, rec, put_trailer(lv, rec, len, pid, tid, 0));
 }
 
 static int push_comm(struct live *lv, int32_t pid, int32_t tid, const char *comm)
@@ -216,7 +217,7 @@ static size_t mmap2_record(uint8_t *rec, int32_t pid, uint64_t start, uint64_t l
 {
 	size_t pl = strnlen(path, 4095), size = (8 + 64 + pl + 1 + 7) & ~(size_t)7;
 	memset(rec, 0, size + 32);
-	uint32_t type = PR_MMAP2, flags = 2 /* MAP_PRIVATE */;
+	uint32_t type = PR_MMAP2, flags = MAP_PRIVATE;
 	uint16_t misc = PM_USER | (blen ? PM_MMAP_BUILD_ID : 0);
 	memcpy(rec, &type, 4);
 	memcpy(rec + 4, &misc, 2);
@@ -267,7 +268,7 @@ static int push_kernel_map(struct live *lv)
 	unsigned long long etext = text ? ~0ull : 0;
 	char hex[2 * ELFV_MAX_BUILD_ID + 1];
 	if (running_kernel_build_id(hex))
-		proc_note_build_id_hex(lv->s, "[kernel.kallsyms]", hex);
+		proc_note_build_id_hex(lv->t, "[kernel.kallsyms]", hex);
 	if (!text || etext <= text)
 		return 0; /* addresses hidden (kptr_restrict): kernel frames stay unnamed */
 	uint8_t rec[8 + 32 + 24 + 32];
@@ -331,7 +332,7 @@ static int synthesize(struct live *lv, int32_t pid)
 	while (!err && fgets(line, sizeof(line), f)) {
 		if (!proc_maps_parse(line, &ml) || !ml.exec)
 			continue;
-		uint32_t prot = (ml.read ? 1 : 0) | (ml.write ? 2 : 0) | 4;
+		uint32_t prot = (ml.read ? PROT_READ : 0) | (ml.write ? PROT_WRITE : 0) | PROT_EXEC;
 		err = push_mmap2(lv, pid, ml.start, ml.end, ml.pgoff, ml.maj, ml.min, ml.ino, prot, ml.path);
 	}
 	fclose(f);
@@ -368,16 +369,11 @@ static void on_new_map(void *ctx, int32_t pid, uint64_t start, uint64_t len, uin
 {
 	struct live *lv = ctx;
 	uint8_t rec[MMAP2_MAX];
-	size_t size = mmap2_record(rec, pid, start, len, pgoff, maj, min, ino, bid, blen, 5, path);
+	size_t size = mmap2_record(rec, pid, start, len, pgoff, maj, min, ino, bid, blen, PROT_READ | PROT_EXEC, path);
 	cc_sink_record(lv->sink, rec, put_trailer(lv, rec, size, pid, pid, time == UINT64_MAX ? 0 : time));
 }
 
 /* ---- events */
-
-UW_API uint64_t uw_perf_regs_user_mask(void)
-{
-	return unw_x86_64_perf_mask();
-}
 
 struct evspec {
 	uint32_t type;
@@ -756,8 +752,14 @@ static int create_output(struct rec *rc)
 	int err = cc_sink_new(s, rc->o.output, &lv->sink);
 	if (err)
 		return err;
-	UW_OPTS(uw_reader_opts, ro, .on_sample = cc_sink_on_sample, .ctx = lv->sink);
-	lv->r = perf_reader_new_live(s, &ro);
+	UW_OPTS(uw_tracker_opts, to, .live = 1);
+	lv->t = uw_tracker_new(s, &to);
+	if (!lv->t)
+		return -ENOMEM;
+	/* the mappings it finds on demand go into the output too */
+	tracker_on_new_map(lv->t, on_new_map, lv);
+	UW_OPTS(uw_reader_opts, ro, .on_sample = cc_sink_on_sample, .ctx = lv->sink, .tracker = lv->t);
+	lv->r = uw_reader_new(s, &ro);
 	lv->tmp = malloc(1u << 16);
 	if (!lv->r || !lv->tmp)
 		return -ENOMEM;
@@ -770,7 +772,7 @@ static int create_output(struct rec *rc)
 		return -ENOMEM;
 	for (size_t i = 0; i < lv->nrings; i++)
 		ids[i] = lv->rings[i].id;
-	err = perf_reader_add_attr(lv->r, (const uint8_t *)&a, sizeof(a), ids, lv->nrings);
+	err = uw_reader_add_event(lv->r, &a, sizeof(a), ids, lv->nrings, NULL);
 	free(ids);
 	lv->id0 = lv->nrings ? lv->rings[0].id : 0;
 	return err;
@@ -818,8 +820,11 @@ static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct
 	st->lost = rc->lv.lost;
 	st->throttled = rc->lv.throttled;
 	st->bytes_out = bytes_out;
-	st->procmap_query = rc->s->procmap_queries;
-	st->maps_scan = rc->s->maps_scans;
+	struct uw_tracker_stats ts = { .sz = sizeof(ts) };
+	if (rc->lv.t)
+		uw_tracker_stats(rc->lv.t, &ts);
+	st->procmap_query = ts.procmap_queries;
+	st->maps_scan = ts.maps_scans;
 	st->elapsed = now - rc->t0;
 	st->cpu_self = cpu_self();
 	st->workload_wstatus = rc->wstatus;
@@ -894,13 +899,10 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		return -EINVAL;
 	rc.ncpu = ncpus();
 	rc.lv.s = s;
-	s->log.errmsg[0] = 0; /* what goes wrong below says why */
+	base_errmsg_clear(&s->log); /* what goes wrong below says why */
 	int err = check_opts(&rc);
 	if (err)
 		return err;
-	s->live = true;
-	s->on_new_map = on_new_map;
-	s->on_new_map_ctx = &rc.lv;
 	if (rc.o.argv)
 		err = fork_command(&rc);
 	if (!err)
@@ -921,14 +923,14 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	}
 	if (err == -UW_ECANCELED && cc_sink_error(rc.lv.sink))
 		err = cc_sink_error(rc.lv.sink); /* the writing failed (said): disk full, ... */
-	else if (err && !s->log.errmsg[0])
+	else if (err && !base_errmsg(&s->log)[0])
 		base_err(&s->log, err, "recording: %s", uw_strerror(err));
 	/* a command that outlived the recording, or could not be recorded, is not left running */
 	end_command(&rc, err != 0);
 	if (!err)
 		err = drain_all(&rc.lv);
 	if (!err)
-		err = perf_reader_finish(rc.lv.r);
+		err = uw_reader_flush(rc.lv.r);
 	if (!err)
 		err = cc_sink_finish(rc.lv.sink);
 	struct uw_inject_stats is = { .sz = sizeof(is) };
@@ -947,11 +949,10 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		if (rc.execerr[i] >= 0)
 			close(rc.execerr[i]);
 	}
-	s->on_new_map = NULL;
-	s->on_new_map_ctx = NULL;
 	close_rings(&rc.lv);
 	cc_sink_free(rc.lv.sink, NULL);
 	uw_reader_free(rc.lv.r);
+	uw_tracker_free(rc.lv.t);
 	free(rc.lv.tmp);
 	return err;
 }

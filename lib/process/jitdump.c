@@ -109,7 +109,7 @@ int jitdump_parse(struct uw_session *s, const uint8_t *p, size_t size, struct ji
 					break;
 				}
 				struct jd_entry *e = base_vec_push(&v);
-				const char *nm = id == JD_CODE_LOAD ? base_intern(&s->strings, name, strlen(name)) : name;
+				const char *nm = id == JD_CODE_LOAD ? proc_intern(s, name, strlen(name)) : name;
 				if (!e || !nm) {
 					err = -ENOMEM;
 					break;
@@ -174,9 +174,10 @@ bool jitdump_is_path(const char *path, size_t len)
 	return true;
 }
 
-int proc_jitdump_mmap(struct uw_session *s, int32_t pid, const char *path, size_t len)
+int proc_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_t len)
 {
-	struct proc *p = proc_get(s, pid, true);
+	struct uw_session *s = t->s;
+	struct proc *p = proc_get(t, pid, true);
 	if (!p)
 		return -ENOMEM;
 	if (p->jd || p->jd_tried)
@@ -213,11 +214,11 @@ int proc_jitdump_mmap(struct uw_session *s, int32_t pid, const char *path, size_
 	return 0;
 }
 
-struct uw_module *proc_jitdump_find(struct uw_session *s, struct proc *p, uint64_t pc, uint64_t time)
+struct uw_module *proc_jitdump_find(struct uw_tracker *t, struct proc *p, uint64_t pc, uint64_t time)
 {
 	if (!p->jd || !p->jd->n)
 		return NULL;
-	struct jd_entry *e = jd_find(p->jd, pc, time, s->clock_monotonic && !p->jd->arch_time && time != UINT64_MAX);
+	struct jd_entry *e = jd_find(p->jd, pc, time, t->clock_monotonic && !p->jd->arch_time && time != UINT64_MAX);
 	if (!e)
 		return NULL;
 	if (!e->mod) {
@@ -228,17 +229,17 @@ struct uw_module *proc_jitdump_find(struct uw_session *s, struct proc *p, uint64
 			return NULL;
 		/* one module per load: the key holds the load's ordinal, so reused code space gives
 		 * distinct modules */
-		struct uw_module *m = proc_module_get(s, name, (size_t)n, NULL, 0, 0xffffffffu, (uint32_t)p->pid,
+		struct uw_module *m = proc_module_get(t->s, name, (size_t)n, "", 0xffffffffu, (uint32_t)p->pid,
 						      (uint64_t)(e - p->jd->e) + 1);
 		if (!m)
 			return NULL;
+		proc_lock(t->s); /* (made once, by the first tracker to need it) */
 		if (!m->jit) {
 			m->jit = true;
 			m->jitdump = true;
 			m->special = true;
 			m->syms_done = true;
-			m->cfi_done = true; /* JIT code: frame pointers */
-			m->state = UW_MODULE_OK;
+			__atomic_store_n(&m->cfi_done, true, __ATOMIC_RELEASE); /* JIT code: frame pointers */
 			base_arena_init(&m->syms.arena, 256);
 			struct sym *sy = malloc(sizeof(*sy));
 			if (sy) {
@@ -250,7 +251,9 @@ struct uw_module *proc_jitdump_find(struct uw_session *s, struct proc *p, uint64
 				m->syms.n = 1;
 				m->syms.source = "jitdump";
 			}
+			proc_module_set_opened(m, UW_MODULE_OK);
 		}
+		proc_unlock(t->s);
 		e->mod = m;
 	}
 	return e->mod;

@@ -38,67 +38,102 @@ static bool is_special_path(const char *p, size_t n)
 	return p[0] != '/';
 }
 
-void proc_note_build_id_hex(struct uw_session *s, const char *path, const char *hex)
+/* Modules by identity: a build-id, else path, device and inode. The map holds chains of the
+ * modules whose keys hash alike; a module is the one asked for only when its whole identity is. */
+static bool same_module(const struct uw_module *m, const char *path, size_t pathlen, const char *hex, uint32_t maj,
+                        uint32_t min, uint64_t ino)
 {
-	size_t n = strlen(hex);
-	if (!n || n > 2 * ELFV_MAX_BUILD_ID)
-		return;
-	const char *h = base_intern(&s->strings, hex, n);
-	if (h)
-		base_map_put(&s->buildids, base_hash_bytes(path, strlen(path)), (void *)h);
+	/* (a module known by path keeps that identity when its file tells its build-id later) */
+	if (!m->key_by_path)
+		return hex[0] && strcmp(m->build_id, hex) == 0;
+	return !hex[0] && strlen(m->path) == pathlen && memcmp(m->path, path, pathlen) == 0 && m->maj == maj &&
+	       m->min == min && m->ino == ino;
 }
 
-void proc_note_build_id(struct uw_session *s, const char *path, const uint8_t *bid, size_t len)
+struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t pathlen, const char *hex,
+                                  uint32_t maj, uint32_t min, uint64_t ino)
 {
-	if (!len || len > ELFV_MAX_BUILD_ID)
-		return;
-	char hex[2 * ELFV_MAX_BUILD_ID + 1];
-	base_hex(bid, len, hex);
-	proc_note_build_id_hex(s, path, hex);
-}
-
-struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t pathlen,
-                                  const uint8_t *build_id, size_t bid_len, uint32_t maj, uint32_t min,
-                                  uint64_t ino)
-{
-	char hex[2 * ELFV_MAX_BUILD_ID + 1] = "";
-	if (bid_len && bid_len <= ELFV_MAX_BUILD_ID)
-		base_hex(build_id, bid_len, hex);
-	const char *ipath = base_intern(&s->strings, path, pathlen);
+	if (strlen(hex) > 2 * ELFV_MAX_BUILD_ID)
+		return NULL;
+	const char *ipath = proc_intern(s, path, pathlen);
 	if (!ipath)
 		return NULL;
-	if (!hex[0]) {
-		const char *known = base_map_get(&s->buildids, base_hash_bytes(ipath, pathlen));
-		if (known)
-			snprintf(hex, sizeof(hex), "%s", known);
-	}
 	uint64_t key;
 	if (hex[0])
 		key = base_hash_bytes(hex, strlen(hex)) ^ 0x1; /* build-id identity */
 	else
 		key = base_hash_bytes(ipath, pathlen) ^ base_hash64(((uint64_t)maj << 32 | min) ^ base_hash64(ino));
-	struct uw_module *m = base_map_get(&s->modules, key);
-	if (m)
+	proc_lock(s);
+	struct uw_module *head = base_map_get(&s->modules, key), *m;
+	for (m = head; m; m = m->next_same_key)
+		if (same_module(m, ipath, pathlen, hex, maj, min, ino))
+			break;
+	if (m || !(m = calloc(1, sizeof(*m)))) {
+		proc_unlock(s);
 		return m;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return NULL;
+	}
 	m->path = ipath;
 	const char *slash = strrchr(ipath, '/');
 	m->name = slash && slash[1] ? slash + 1 : ipath;
-	memcpy(m->build_id, hex, sizeof(hex));
+	snprintf(m->build_id, sizeof(m->build_id), "%s", hex);
 	m->key = key;
+	m->key_by_path = !hex[0];
 	m->maj = maj;
 	m->min = min;
 	m->ino = ino;
 	m->special = is_special_path(ipath, pathlen);
 	base_map_init(&m->symcache);
 	base_map_init(&m->inlcache);
+	m->next_same_key = head;
 	if (base_map_put(&s->modules, key, m)) {
+		proc_unlock(s);
 		free(m);
 		return NULL;
 	}
+	proc_unlock(s);
 	return m;
+}
+
+/* The module's chain (by key) without it. Under the session's lock. */
+static void module_unchain(struct uw_session *s, struct uw_module *m)
+{
+	struct uw_module *head = base_map_get(&s->modules, m->key);
+	if (head == m) {
+		if (m->next_same_key)
+			base_map_put(&s->modules, m->key, m->next_same_key);
+		else
+			base_map_del(&s->modules, m->key);
+		return;
+	}
+	for (struct uw_module *x = head; x; x = x->next_same_key) {
+		if (x->next_same_key == m) {
+			x->next_same_key = m->next_same_key;
+			return;
+		}
+	}
+}
+
+void proc_module_ref(struct uw_session *s, struct uw_module *m)
+{
+	proc_lock(s);
+	if (m->refs++ == 0 && m->idle)
+		proc_module_busy(s, m);
+	proc_unlock(s);
+}
+
+void proc_module_unref(struct uw_session *s, struct uw_module *m)
+{
+	proc_lock(s);
+	if (m->refs && --m->refs == 0 && s->evict_idle)
+		proc_module_idle(s, m);
+	proc_unlock(s);
+}
+
+void proc_module_hit(struct uw_module *m)
+{
+	/* (any thread: the first frame in it marks it; its build-id goes in what is written) */
+	if (!__atomic_load_n(&m->hit, __ATOMIC_RELAXED))
+		__atomic_store_n(&m->hit, true, __ATOMIC_RELAXED);
 }
 
 /* The session whose limits views get (set by the functions that open files) */
@@ -233,7 +268,7 @@ static void find_debug(struct uw_session *s, struct uw_module *m)
 	}
 	return;
 found:
-	m->dbg_path = base_intern(&s->strings, p, strlen(p));
+	m->dbg_path = proc_intern(s, p, strlen(p));
 }
 
 /* A copy of this process's own vdso image: the running kernel's vdso. */
@@ -269,7 +304,7 @@ static bool open_vdso(struct uw_session *s, struct uw_module *m)
 	if (bid[0] && s->buildid_dir && strlen(bid) > 2) {
 		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s/elf", s->buildid_dir, bid, bid + 2);
 		if (try_open_s(s, p, bid, &m->elf, NULL)) {
-			m->opened_path = base_intern(&s->strings, p, strlen(p));
+			m->opened_path = proc_intern(s, p, strlen(p));
 			return true;
 		}
 	}
@@ -285,7 +320,7 @@ static bool open_vdso(struct uw_session *s, struct uw_module *m)
 	if (!bid[0])
 		memcpy(m->build_id, hex, sizeof(hex));
 	m->elf = v;
-	m->opened_path = base_intern(&s->strings, "[vdso] (running kernel)", 23);
+	m->opened_path = proc_intern(s, "[vdso] (running kernel)", 23);
 	return true;
 }
 
@@ -489,7 +524,7 @@ void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m)
 	if (!path)
 		return;
 	if (try_open_s(s, path, m->build_id, &m->dbg, NULL))
-		m->dbg_path = base_intern(&s->strings, path, strlen(path));
+		m->dbg_path = proc_intern(s, path, strlen(path));
 	else
 		base_log(&s->log, UW_LOG_WARN, "%s: debuginfod's debug file %s is not usable", m->path, path);
 	free(path);
@@ -538,7 +573,8 @@ static bool open_live(struct uw_session *s, struct uw_module *m, const char *bid
 	return ok;
 }
 
-bool proc_module_open(struct uw_session *s, struct uw_module *m)
+/* Opens a module's files: under the session's lock, once (proc_module_open). */
+static bool module_open(struct uw_session *s, struct uw_module *m)
 {
 	if (m->state != UW_MODULE_UNOPENED)
 		return m->state == UW_MODULE_OK;
@@ -556,7 +592,7 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m)
 	bool mismatch = false;
 	const char *bid = m->build_id[0] ? m->build_id : NULL;
 	/* recording: the file the process maps, through the process */
-	if (s->live && open_live(s, m, bid, p, sizeof(p)))
+	if (m->live_pid && open_live(s, m, bid, p, sizeof(p)))
 		goto opened;
 	/* perf's build-id cache first: it holds exactly the recorded file */
 	if (bid && s->buildid_dir && strlen(bid) > 2) {
@@ -628,7 +664,7 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m)
 						    : uw_strerror(why));
 	return false;
 opened:
-	m->opened_path = base_intern(&s->strings, p, strlen(p));
+	m->opened_path = proc_intern(s, p, strlen(p));
 	if (!m->build_id[0] && m->elf->build_id_len)
 		elfv_build_id_hex(m->elf, m->build_id);
 	m->state = UW_MODULE_OK;
@@ -636,6 +672,32 @@ opened:
 	base_log(&s->log, UW_LOG_INFO, "%s: opened %s%s%s", m->path, m->opened_path, m->dbg ? ", debug file " : "",
 		 m->dbg ? m->dbg_path : "");
 	return true;
+}
+
+bool proc_module_open(struct uw_session *s, struct uw_module *m)
+{
+	/* opened once, by the first thread to need it; the others wait for it, then see all it
+	 * did (the flag is published last) */
+	if (!__atomic_load_n(&m->opened, __ATOMIC_ACQUIRE)) {
+		proc_lock(s);
+		if (!m->opened) {
+			module_open(s, m);
+			__atomic_store_n(&m->opened, true, __ATOMIC_RELEASE);
+		}
+		proc_unlock(s);
+	}
+	return m->state == UW_MODULE_OK;
+}
+
+void proc_module_set_opened(struct uw_module *m, enum uw_module_state state)
+{
+	m->state = (uint8_t)state;
+	__atomic_store_n(&m->opened, true, __ATOMIC_RELEASE);
+}
+
+bool proc_module_is_opened(const struct uw_module *m)
+{
+	return __atomic_load_n(&m->opened, __ATOMIC_ACQUIRE);
 }
 
 /* Below this .eh_frame size the whole table is compiled at once (cheap, and denser). */
@@ -651,13 +713,9 @@ static void add_plt_range(struct uw_module *m, const char *name)
 	}
 }
 
-const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *m)
+/* Builds a module's unwind table: under the session's lock, once. */
+static void module_code(struct uw_session *s, struct uw_module *m)
 {
-	if (m->cfi_done)
-		return &m->code;
-	if (!proc_module_open(s, m))
-		return NULL;
-	m->cfi_done = true;
 	struct elfv_sec eh, df;
 	struct cfi_section ehs = { 0 }, dfs = { 0 };
 	if (elfv_section(m->elf, ".eh_frame", &eh) == 0 && eh.data)
@@ -684,6 +742,24 @@ const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *
 	add_plt_range(m, ".plt");
 	add_plt_range(m, ".plt.sec");
 	add_plt_range(m, ".plt.got");
+	/* its identity in the lookup caches of every thread (a freed table's memory may hold
+	 * another's) */
+	m->cfi.serial = ++s->cfi_serial;
+}
+
+const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *m)
+{
+	/* every frame asks: built once, by the first thread to need it, and published last */
+	if (__atomic_load_n(&m->cfi_done, __ATOMIC_ACQUIRE))
+		return &m->code;
+	if (!proc_module_open(s, m))
+		return NULL;
+	proc_lock(s);
+	if (!m->cfi_done) {
+		module_code(s, m);
+		__atomic_store_n(&m->cfi_done, true, __ATOMIC_RELEASE);
+	}
+	proc_unlock(s);
 	return &m->code;
 }
 
@@ -811,8 +887,9 @@ static const char *jit_entries_misplaced(const struct symtab *t, const struct pr
  * START and SIZE, written by JITs (V8 --perf-basic-prof, the JVM's agents, CPython 3.12). The
  * file is in a directory anyone may write: it is opened without following a link, only as a
  * regular file under the side-file cap, and used only when it can belong to the process. */
-static int jit_load(struct uw_session *s, struct uw_module *m, struct proc *p, const char **why)
+static int jit_load(struct uw_tracker *t, struct uw_module *m, struct proc *p, const char **why)
 {
+	struct uw_session *s = t->s;
 	uint64_t size;
 	int fd = base_open_file(m->path, BASE_OPEN_NOFOLLOW, proc_side_cap(s), &size);
 	if (fd < 0)
@@ -826,7 +903,9 @@ static int jit_load(struct uw_session *s, struct uw_module *m, struct proc *p, c
 	/* written before the process existed: another process's, that had this pid */
 	int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	const int64_t slack = 2000000000; /* clocks converted approximately */
-	if (p->start_known && s->wall_known && mtime < (int64_t)p->start_time + s->wall_offset - slack) {
+	int64_t started; /* the process's start in wall-clock time (a recording's claims may overflow it) */
+	if (p->start_known && t->wall_known && !__builtin_add_overflow((int64_t)p->start_time, t->wall_offset, &started) &&
+	    started > INT64_MIN + slack && mtime < started - slack) {
 		close(fd);
 		*why = "it was written before the process started (another process's, with this pid)";
 		return -ESTALE;
@@ -848,8 +927,9 @@ static int jit_load(struct uw_session *s, struct uw_module *m, struct proc *p, c
 	return err;
 }
 
-struct uw_module *proc_jit_module(struct uw_session *s, struct proc *p)
+struct uw_module *proc_jit_module(struct uw_tracker *t, struct proc *p)
 {
+	struct uw_session *s = t->s;
 	if (p->jit_tried)
 		return p->jit;
 	p->jit_tried = true;
@@ -857,22 +937,26 @@ struct uw_module *proc_jit_module(struct uw_session *s, struct proc *p)
 	snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", s->sysroot ? s->sysroot : "", (int)p->pid);
 	if (access(path, F_OK))
 		return NULL;
-	struct uw_module *m = proc_module_get(s, path, strlen(path), NULL, 0, 0, 0, (uint64_t)p->pid);
+	struct uw_module *m = proc_module_get(s, path, strlen(path), "", 0, 0, (uint64_t)p->pid);
 	if (!m)
 		return NULL;
+	/* (read once, by the first tracker to need it) */
+	proc_lock(s);
 	if (!m->jit) {
 		m->jit = true;
 		m->special = true;
 		m->syms_done = true;
-		m->cfi_done = true; /* JIT code: frame pointers */
 		const char *why = NULL;
-		int err = jit_load(s, m, p, &why);
-		m->state = err ? UW_MODULE_BAD : UW_MODULE_OK;
+		int err = jit_load(t, m, p, &why);
+		__atomic_store_n(&m->cfi_done, true, __ATOMIC_RELEASE); /* JIT code: frame pointers */
+		proc_module_set_opened(m, err ? UW_MODULE_BAD : UW_MODULE_OK);
 		if (err)
 			base_log(&s->log, UW_LOG_WARN, "%s: not used: %s", path,
 				 why ? why : err == -ELOOP ? "a symbolic link" : uw_strerror(err));
 	}
-	if (m->state != UW_MODULE_OK)
+	bool ok = m->state == UW_MODULE_OK;
+	proc_unlock(s);
+	if (!ok)
 		return NULL;
 	p->jit = m;
 	return m;
@@ -1040,13 +1124,13 @@ void proc_module_idle(struct uw_session *s, struct uw_module *m)
 		memmove(s->idle_mods.data, (struct uw_module **)s->idle_mods.data + 1,
 			(s->idle_mods.len - 1) * sizeof(old));
 		s->idle_mods.len--;
-		if (old->hits && old->build_id[0]) {
+		if (old->hit && old->build_id[0]) {
 			struct evicted_module *e = base_vec_push(&s->evicted);
-			const char *bid = base_intern(&s->strings, old->build_id, strlen(old->build_id));
+			const char *bid = proc_intern(s, old->build_id, strlen(old->build_id));
 			if (e && bid)
 				*e = (struct evicted_module){ old->path, bid };
 		}
-		base_map_del(&s->modules, old->key);
+		module_unchain(s, old);
 		proc_inline_idle(s); /* the helper may be reading its DWARF */
 		proc_module_free(old);
 	}

@@ -20,6 +20,9 @@
 #include "symbolize/symtab.h"
 #include "unwind/unwind.h"
 
+/* PERF_RECORD_MISC_CPUMODE of a record taken in the kernel */
+#define PROC_CPUMODE_KERNEL 1u
+
 struct uw_module {
 	const char *path;       /* interned, as recorded */
 	const char *name;       /* basename */
@@ -30,7 +33,8 @@ struct uw_module {
 	uint32_t refs;          /* mappings referring to it */
 	uint8_t state;          /* enum uw_module_state */
 	bool special;           /* [vdso], [heap], //anon, ...: never opened as a file */
-	bool cfi_done, syms_done;
+	bool opened;            /* state is final (atomic: published once the files are open) */
+	bool cfi_done, syms_done; /* (cfi_done atomic: published once code is built) */
 	struct elfv *elf;       /* the object file */
 	struct elfv *dbg;       /* separate debug file, or NULL */
 	struct elfv *mini;      /* MiniDebugInfo (.gnu_debugdata), or NULL */
@@ -48,7 +52,9 @@ struct uw_module {
 	bool dwi_tried;
 	bool fetch_tried;       /* debuginfod asked for its debug file */
 	struct base_map inlcache; /* rel pc -> struct inline_ent * */
-	uint64_t hits;          /* frames that landed in it */
+	bool hit;               /* a frame landed in it (its build-id goes in what is written) */
+	bool key_by_path;       /* its identity is path, device and inode (no build-id) */
+	struct uw_module *next_same_key; /* the session's chain of modules whose keys hash alike */
 	bool jit;               /* a perf-PID.map: symbols from the map file, addresses absolute */
 	bool jitdump;           /* one code load of a jitdump: shown as perf inject --jit's ELF file */
 	bool idle;              /* live: no mapping refers to it; on the session's idle list */
@@ -119,6 +125,7 @@ struct inl_worker {
 };
 
 struct uw_session {
+	pthread_mutex_t mu;        /* shared state: see proc_lock */
 	struct base_log log;
 	struct uw_session_opts opts;
 	char *debug_dirs, *buildid_dir, *sysroot;
@@ -128,22 +135,13 @@ struct uw_session {
 	char *dwarf_cache;       /* NULL: none */
 	struct base_intern strings;
 	struct base_map modules;   /* key -> struct uw_module * */
-	struct base_map procs;     /* pid -> struct proc * */
-	struct base_map threads;   /* tid -> struct thread * */
-	struct base_map buildids;  /* hash(path) -> interned build-id hex (from the recording) */
 	struct ksym *ksyms;
 	size_t nksyms;
 	struct debuginfod_client *dbgd; /* created on the first fetch */
 	struct dbgd_api *dbgd_api; /* libdebuginfod, loaded then (module.c) */
-	bool clock_monotonic;      /* the recording's times are CLOCK_MONOTONIC (perf record -k 1) */
-	bool live;                 /* recording: processes can be asked about pcs the events missed */
-	struct base_vec idle_mods; /* live: modules no mapping refers to, oldest first */
-	struct base_vec evicted;   /* live: struct evicted_module of modules freed from there */
-	uint64_t procmap_queries, maps_scans; /* mappings found on demand, by each way */
-	/* live: told of each mapping found on demand (the recorder writes an MMAP2 for it) */
-	void (*on_new_map)(void *ctx, int32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t maj,
-			   uint32_t min, uint64_t ino, const char *path, const uint8_t *bid, size_t blen, uint64_t time);
-	void *on_new_map_ctx;
+	bool evict_idle;           /* a live tracker: modules no mapping refers to are freed in time */
+	struct base_vec idle_mods; /* then: modules no mapping refers to, oldest first */
+	struct base_vec evicted;   /* and struct evicted_module of modules freed from there */
 	bool dbgd_tried;
 	struct base_arena inl_arena; /* inline chains of every module */
 	struct inl_worker *inlw;   /* started by the first lookup ahead */
@@ -160,21 +158,62 @@ struct uw_session {
 	bool kallsyms_running;
 	int kallsyms_err;
 	uint64_t kallsyms_text;    /* _text in the loaded file (0: not found) */
+	/* The kernel the session's kernel symbols are for: the first recording's that says (its
+	 * kernel map's _text and its build-id, from the first tracker to learn them) */
+	uint64_t kernel_text;
+	char kernel_build_id[2 * ELFV_MAX_BUILD_ID + 1];
+	uint64_t cfi_serial;       /* the last unwind table's identity in lookup caches */
+};
+
+/* One recording's (or live session's) processes and threads, and what the recording says about
+ * itself (public: struct uw_tracker, tracker.c). */
+struct uw_tracker {
+	struct uw_session *s;
+	struct uw_tracker_opts o;
+	struct base_map procs;     /* pid -> struct proc * */
+	struct base_map threads;   /* tid -> struct thread * */
+	struct base_map buildids;  /* hash(path) -> interned build-id hex (from the recording) */
+	uint64_t since_sweep;
 	uint64_t kernel_text;      /* _text of the recorded kernel (kernel MMAP pgoff), 0: unknown */
-	uint64_t exit_grace_ns;
-	uint64_t nproc_freed;
+	bool clock_monotonic;      /* the recording's times are CLOCK_MONOTONIC (perf record -k 1) */
 	/* the recording's times in wall-clock time: wall ns = time + wall_offset (perf record -k's
 	 * CLOCK_DATA, or the file's mtime at its last sample; live: the clocks now) */
 	int64_t wall_offset;
 	bool wall_known;
+	/* live: told of each mapping found on demand (the recorder writes an MMAP2 for it) */
+	void (*on_new_map)(void *ctx, int32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t maj,
+	                   uint32_t min, uint64_t ino, const char *path, const uint8_t *bid, size_t blen, uint64_t time);
+	void *on_new_map_ctx;
+	struct uw_tracker_stats st;
+	struct uw_frame *frames;   /* uw_unwind_sample_each's (max_frames) */
+	struct cfi_cache *cfi_cache; /* lookups of this tracker's unwinding (see cfi.h) */
 };
 
 /* ---- modules (module.c) */
-struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t pathlen,
-                                  const uint8_t *build_id, size_t bid_len, uint32_t maj, uint32_t min,
-                                  uint64_t ino);
-/* Opens the module's files if that was not tried yet. @return true when usable. */
+/* The module of that identity (build-id hex, "" when unknown: then path, device and inode),
+ * made when new. NULL without memory. */
+struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t pathlen, const char *hex,
+                                  uint32_t maj, uint32_t min, uint64_t ino);
+/* A mapping starts or stops referring to it (an unreferenced one may be freed, evict_idle). */
+void proc_module_ref(struct uw_session *s, struct uw_module *m);
+void proc_module_unref(struct uw_session *s, struct uw_module *m);
+/* A frame landed in it. */
+void proc_module_hit(struct uw_module *m);
+/* ---- the session's shared state (session.c): its lock, its strings */
+void proc_lock(struct uw_session *s);
+void proc_unlock(struct uw_session *s);
+/* Interned in the session's strings (alive with the session); NULL without memory. */
+const char *proc_intern(struct uw_session *s, const char *str, size_t len);
+/* The session's kernel: the first _text and build-id a tracker learns. */
+void proc_session_kernel(struct uw_session *s, uint64_t text, const char *build_id_hex);
+/* A live tracker exists: modules no mapping refers to are freed in time. */
+void proc_session_live(struct uw_session *s);
+/* Opens the module's files if that was not tried yet (any thread: once). @return true when usable. */
 bool proc_module_open(struct uw_session *s, struct uw_module *m);
+/* A module whose state is set without opening files (JIT code): published. Under the lock. */
+void proc_module_set_opened(struct uw_module *m, enum uw_module_state state);
+/* Has the module been opened (or tried)? */
+bool proc_module_is_opened(const struct uw_module *m);
 /* The module's separate debug file from debuginfod when it has none and no DWARF of its own
  * (first call only; the module must be open). */
 void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m);
@@ -199,12 +238,12 @@ bool jitdump_is_path(const char *path, size_t len);
 int jitdump_parse(struct uw_session *s, const uint8_t *p, size_t size, struct jitdump **out);
 void jitdump_free(struct jitdump *jd);
 /* The recording shows process pid mapping its jitdump: read it (once). */
-int proc_jitdump_mmap(struct uw_session *s, int32_t pid, const char *path, size_t len);
+int proc_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_t len);
 /* Where perf inject --jit puts a load's code in the ELF file it writes for it (after the ELF and
  * program headers, 16-aligned): frame addresses are shown relative to that file, as perf does. */
 #define JITDUMP_TEXT_OFFSET 0x80
 /* The module of the JIT code load naming pc at time in p, or NULL. */
-struct uw_module *proc_jitdump_find(struct uw_session *s, struct proc *p, uint64_t pc, uint64_t time);
+struct uw_module *proc_jitdump_find(struct uw_tracker *t, struct proc *p, uint64_t pc, uint64_t time);
 /* The running kernel's build-id (hex), from /sys/kernel/notes. */
 bool running_kernel_build_id(char *hex);
 /* Recording: a module no mapping refers to any more is kept on an idle list; beyond
@@ -229,10 +268,10 @@ void proc_inline_idle(struct uw_session *s);
 size_t proc_inline_asked(struct uw_session *s);
 bool proc_inline_done(struct uw_session *s, size_t n);
 /* The JIT symbol map of a process (/tmp/perf-PID.map under the sysroot), or NULL. */
-struct uw_module *proc_jit_module(struct uw_session *s, struct proc *p);
+struct uw_module *proc_jit_module(struct uw_tracker *t, struct proc *p);
 /* Records a build-id the recording gives for a path (HEADER_BUILD_ID, PERF_RECORD_HEADER_BUILD_ID). */
-void proc_note_build_id(struct uw_session *s, const char *path, const uint8_t *bid, size_t len);
-void proc_note_build_id_hex(struct uw_session *s, const char *path, const char *hex);
+void proc_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len);
+void proc_note_build_id_hex(struct uw_tracker *t, const char *path, const char *hex);
 
 /* ---- search directories (search.c) */
 /* The paths in the search directories of files named like name's basename, one at a time:
@@ -241,15 +280,30 @@ const char *proc_search_next(struct uw_session *s, const char *name, const char 
 void proc_search_free(struct uw_session *s);
 
 /* ---- tracker (tracker.c) */
-struct proc *proc_get(struct uw_session *s, int32_t pid, bool create);
-struct thread *proc_thread(struct uw_session *s, int32_t pid, int32_t tid, bool create);
-int proc_mmap(struct uw_session *s, int32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
+/* Live: fn is told of each mapping the tracker finds on demand (a recorder writes it out). */
+typedef void (*tracker_map_fn)(void *ctx, int32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t maj,
+                               uint32_t min, uint64_t ino, const char *path, const uint8_t *bid, size_t blen,
+                               uint64_t time);
+void tracker_on_new_map(struct uw_tracker *t, tracker_map_fn fn, void *ctx);
+struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create);
+struct thread *proc_thread(struct uw_tracker *t, int32_t pid, int32_t tid, bool create);
+int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
               uint32_t prot, struct uw_module *m);
-int proc_fork(struct uw_session *s, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time);
-int proc_comm(struct uw_session *s, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec);
-void proc_exit(struct uw_session *s, int32_t pid, int32_t tid, uint64_t time);
+/* A mapping event as perf records it (MMAP and MMAP2): the kernel's map noted, a jitdump read,
+ * a module found or made by path and build-id (the recording's table supplies a missing one),
+ * then mapped. len/path as the record has them (path need not be terminated). */
+int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint64_t addr, uint64_t len,
+                      uint64_t pgoff, uint32_t prot, uint32_t maj, uint32_t min, uint64_t ino, const uint8_t *bid,
+                      size_t blen, const char *path, size_t pathlen);
+int proc_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time);
+int proc_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec, uint64_t time);
+void proc_exit(struct uw_tracker *t, int32_t pid, int32_t tid, uint64_t time);
 /* Frees processes that exited more than the grace period before `now`. */
-void proc_sweep(struct uw_session *s, uint64_t now);
+void proc_sweep(struct uw_tracker *t, uint64_t now);
+/* The name a sample's thread goes by (its COMM, its process's, else ":TID"); interned. */
+const char *tracker_comm(struct uw_tracker *t, uint32_t pid, uint32_t tid);
+/* The build-id the recording gives for a path (interned hex), or NULL. */
+const char *tracker_build_id(const struct uw_tracker *t, const char *path, size_t len);
 const struct map *proc_find_map(struct proc *p, uint64_t addr);
 /* One line of /proc/PID/maps, parsed in place (the path's newline is cut; "//anon" when the
  * mapping has no name, as perf names it). @return false when the line is malformed. */
@@ -262,10 +316,12 @@ struct proc_maps_line {
 bool proc_maps_parse(char *line, struct proc_maps_line *out);
 /* pc -> mapping, module and bias (unwinder callback; ctx is struct proc_find_ctx) */
 struct proc_find_ctx {
-	struct uw_session *s;
+	struct uw_tracker *t;
 	struct proc *p;
 	uint64_t time;          /* the sample's (JIT code is named as it was then); UINT64_MAX: now */
 };
 bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out);
+/* The frame at ip of a callchain (or a sample's only ip): its module and addresses. */
+void tracker_frame_at(struct proc_find_ctx *fc, uint64_t ip, uint8_t method, struct uw_frame *f);
 
 #endif

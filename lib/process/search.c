@@ -43,8 +43,8 @@ static void add_file(struct uw_session *s, struct search_index *ix, const char *
 	if (!e)
 		return;
 	uint64_t h = base_hash_bytes(name, strlen(name));
-	e->name = base_intern(&s->strings, name, strlen(name));
-	e->path = base_intern(&s->strings, p, strlen(p));
+	e->name = proc_intern(s, name, strlen(name));
+	e->path = proc_intern(s, p, strlen(p));
 	e->next = base_map_get(&ix->names, h);
 	if (!e->name || !e->path || base_map_put(&ix->names, h, e))
 		return;

@@ -14,7 +14,6 @@
 #include "process/process.h"
 #include "symbolize/demangle.h"
 
-void proc_free_all(struct uw_session *s);
 static void inl_worker_end(struct uw_session *s);
 int kallsyms_join(struct uw_session *s);
 static void kallsyms_free_text(struct uw_session *s);
@@ -48,10 +47,14 @@ UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
 	base_map_init(&s->modules);
 	s->idle_mods = BASE_VEC_INIT(struct uw_module *);
 	s->evicted = BASE_VEC_INIT(struct evicted_module);
-	base_map_init(&s->procs);
-	base_map_init(&s->threads);
-	base_map_init(&s->buildids);
-	s->exit_grace_ns = 1000000000ull; /* late samples within 1 s of EXIT still resolve */
+	/* one lock for the shared state: modules, strings, lazily built tables (it is taken
+	 * again by the functions it calls, hence recursive) */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&s->mu, &ma);
+	pthread_mutexattr_destroy(&ma);
+	base_errmsg_clear(&s->log); /* (another session's, at this address) */
 	const char *dd = s->opts.debug_dirs ? s->opts.debug_dirs : getenv("UNWOUND_DEBUG_PATH");
 	s->debug_dirs = dd ? strdup(dd) : NULL;
 	if (s->opts.buildid_dir) {
@@ -88,15 +91,17 @@ UW_API void uw_session_free(struct uw_session *s)
 	inl_worker_end(s);
 	kallsyms_join(s);
 	proc_debuginfod_end(s);
-	proc_free_all(s);
 	size_t it = 0;
 	void *val;
-	while (base_map_next(&s->modules, &it, NULL, &val))
-		proc_module_free(val);
+	while (base_map_next(&s->modules, &it, NULL, &val)) {
+		for (struct uw_module *m = val, *next; m; m = next) {
+			next = m->next_same_key;
+			proc_module_free(m);
+		}
+	}
 	base_map_free(&s->modules);
 	base_vec_free(&s->idle_mods);
 	base_vec_free(&s->evicted);
-	base_map_free(&s->buildids);
 	base_intern_free(&s->strings);
 	base_arena_free(&s->inl_arena);
 	free(s->ksyms);
@@ -108,12 +113,48 @@ UW_API void uw_session_free(struct uw_session *s)
 	free(s->search_path);
 	proc_search_free(s);
 	free(s->dwarf_cache);
+	pthread_mutex_destroy(&s->mu);
 	free(s);
+}
+
+void proc_lock(struct uw_session *s)
+{
+	pthread_mutex_lock(&s->mu);
+}
+
+void proc_unlock(struct uw_session *s)
+{
+	pthread_mutex_unlock(&s->mu);
+}
+
+const char *proc_intern(struct uw_session *s, const char *str, size_t len)
+{
+	proc_lock(s);
+	const char *r = base_intern(&s->strings, str, len);
+	proc_unlock(s);
+	return r;
+}
+
+void proc_session_kernel(struct uw_session *s, uint64_t text, const char *build_id_hex)
+{
+	proc_lock(s);
+	if (text && !s->kernel_text)
+		s->kernel_text = text;
+	if (build_id_hex && !s->kernel_build_id[0])
+		snprintf(s->kernel_build_id, sizeof(s->kernel_build_id), "%s", build_id_hex);
+	proc_unlock(s);
+}
+
+void proc_session_live(struct uw_session *s)
+{
+	proc_lock(s);
+	s->evict_idle = true;
+	proc_unlock(s);
 }
 
 UW_API const char *uw_session_errmsg(const struct uw_session *s)
 {
-	return s ? s->log.errmsg : "";
+	return s ? base_errmsg(&s->log) : "";
 }
 
 UW_API const char *uw_module_path(const struct uw_module *m)
@@ -133,16 +174,20 @@ UW_API const char *uw_module_build_id(const struct uw_module *m)
 
 UW_API enum uw_module_state uw_module_state(const struct uw_module *m)
 {
-	return (enum uw_module_state)m->state;
+	return proc_module_is_opened(m) ? (enum uw_module_state)m->state : UW_MODULE_UNOPENED;
 }
 
 UW_API void uw_session_foreach_module(struct uw_session *s, uw_module_fn fn, void *ctx)
 {
 	size_t it = 0;
 	void *val;
+	proc_lock(s);
 	while (base_map_next(&s->modules, &it, NULL, &val))
-		if (fn(ctx, val))
-			return;
+		for (struct uw_module *m = val; m; m = m->next_same_key)
+			if (fn(ctx, m))
+				goto out;
+out:
+	proc_unlock(s);
 }
 
 UW_API int uw_symbolize(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struct uw_symbol *out)
@@ -150,6 +195,7 @@ UW_API int uw_symbolize(struct uw_session *s, struct uw_module *m, uint64_t rel_
 	memset(out, 0, sizeof(*out));
 	if (!s || !m)
 		return 0;
+	proc_lock(s);
 	struct sym *sym = (struct sym *)proc_module_symbol(s, m, rel_pc);
 	if (sym) {
 		if (!s->opts.no_demangle && !sym->dname)
@@ -159,6 +205,7 @@ UW_API int uw_symbolize(struct uw_session *s, struct uw_module *m, uint64_t rel_
 		out->size = sym->end - sym->start;
 		out->offset = rel_pc - sym->start;
 	}
+	proc_unlock(s);
 	return 0;
 }
 
@@ -224,7 +271,7 @@ static const struct inline_ent *inline_make(struct dwi *dwi, uint64_t pc, bool d
 		const char *fn = tmp[i].name;
 		if (fn && demangle)
 			fn = sym_demangle(strings, fn);
-		ne->f[i] = (struct uw_source_frame){ fn, tmp[i].file, tmp[i].line };
+		ne->f[i] = (struct uw_source_frame){ .function = fn, .file = tmp[i].file, .line = tmp[i].line };
 	}
 	return ne;
 }
@@ -353,9 +400,9 @@ bool proc_inline_done(struct uw_session *s, size_t n)
 	return done;
 }
 
-UW_API int uw_symbolize_inline_ahead(struct uw_session *s, struct uw_module *m, uint64_t rel_pc)
+static int inline_ahead(struct uw_session *s, struct uw_module *m, uint64_t rel_pc)
 {
-	if (!s || !m || base_map_has(&m->inlcache, rel_pc))
+	if (base_map_has(&m->inlcache, rel_pc))
 		return 0;
 	struct inl_worker *w = inl_worker(s);
 	if (!w)
@@ -380,13 +427,9 @@ UW_API int uw_symbolize_inline_ahead(struct uw_session *s, struct uw_module *m, 
 	return base_map_put(&m->inlcache, rel_pc, PENDING(i));
 }
 
-UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64_t rel_pc,
-                               const struct uw_source_frame **frames, unsigned *n)
+static int inline_chain(struct uw_session *s, struct uw_module *m, uint64_t rel_pc,
+                        const struct uw_source_frame **frames, unsigned *n)
 {
-	*frames = NULL;
-	*n = 0;
-	if (!s || !m)
-		return 0;
 	const void *v = base_map_get(&m->inlcache, rel_pc);
 	const struct inline_ent *e = v;
 	if (v && IS_PENDING(v)) {
@@ -414,6 +457,31 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 		*n = e->n;
 	}
 	return 0;
+}
+
+/* Symbolization is serialized on the session (its caches are shared; what it finds is kept, so
+ * repeated addresses cost a lookup): any thread may call, one at a time gets in. */
+UW_API int uw_symbolize_inline_ahead(struct uw_session *s, struct uw_module *m, uint64_t rel_pc)
+{
+	if (!s || !m)
+		return 0;
+	proc_lock(s);
+	int err = inline_ahead(s, m, rel_pc);
+	proc_unlock(s);
+	return err;
+}
+
+UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64_t rel_pc,
+                               const struct uw_source_frame **frames, unsigned *n)
+{
+	*frames = NULL;
+	*n = 0;
+	if (!s || !m)
+		return 0;
+	proc_lock(s);
+	int err = inline_chain(s, m, rel_pc, frames, n);
+	proc_unlock(s);
+	return err;
 }
 
 /* ---- kernel symbols */
@@ -775,23 +843,11 @@ bool running_kernel_build_id(char *hex)
 	uint8_t buf[4096];
 	size_t n = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
-	struct base_cursor c = base_cursor(buf, n);
-	while (base_cur_left(&c) >= 12) {
-		uint32_t namesz = base_cur_u32(&c), descsz = base_cur_u32(&c), type = base_cur_u32(&c);
-		size_t na = ((size_t)namesz + 3) & ~(size_t)3, da = ((size_t)descsz + 3) & ~(size_t)3;
-		if (!base_cur_need(&c, na))
-			return false;
-		bool gnu = namesz == 4 && memcmp(c.p, "GNU", 4) == 0;
-		c.p += na;
-		if (!base_cur_need(&c, da))
-			return false;
-		if (gnu && type == 3 && descsz && descsz <= ELFV_MAX_BUILD_ID) {
-			base_hex(c.p, descsz, hex);
-			return true;
-		}
-		c.p += da;
-	}
-	return false;
+	uint8_t bid[ELFV_MAX_BUILD_ID];
+	size_t len = elfv_notes_build_id(buf, n, bid);
+	if (len)
+		base_hex(bid, len, hex);
+	return len != 0;
 }
 
 UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path)
@@ -801,7 +857,7 @@ UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path)
 		/* The recording's kernel only: perf record keeps a snapshot of its kallsyms in the
 		 * build-id cache (the modules as they were then, and cheap to read); else the running
 		 * kernel's, when it is the recorded one. */
-		const char *want = base_map_get(&s->buildids, base_hash_bytes("[kernel.kallsyms]", 17));
+		const char *want = s->kernel_build_id[0] ? s->kernel_build_id : NULL;
 		char have[2 * ELFV_MAX_BUILD_ID + 1];
 		if (want && s->buildid_dir) {
 			snprintf(snap, sizeof(snap), "%s/[kernel.kallsyms]/%s/kallsyms", s->buildid_dir, want);
@@ -832,9 +888,8 @@ UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path)
 	return 0;
 }
 
-UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_symbol *out)
+static int symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_symbol *out)
 {
-	memset(out, 0, sizeof(*out));
 	if (!s->kallsyms_tried && s->kallsyms_path) {
 		s->kallsyms_tried = true;
 		int err = s->kallsyms_running ? kallsyms_join(s) : load_kallsyms_now(s);
@@ -888,7 +943,7 @@ UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_sy
 	if (!next && x - start > (1u << 20))
 		return 0;
 	if (!interned) {
-		const char *nm = base_intern(&s->strings, name, nlen);
+		const char *nm = proc_intern(s, name, nlen);
 		if (!nm)
 			return -ENOMEM;
 		name = nm;
@@ -904,16 +959,13 @@ UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_sy
 	return 0;
 }
 
-UW_API int uw_session_lookup(struct uw_session *s, uint32_t pid, uint64_t addr, struct uw_module **m,
-                             uint64_t *rel)
+UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_symbol *out)
 {
-	struct proc_find_ctx fc = { s, proc_get(s, (int32_t)pid, false), UINT64_MAX };
-	struct unw_pc_info info = { 0 };
-	if (!fc.p || !proc_find_pc(&fc, addr, &info))
-		return -ENOENT;
-	if (m)
-		*m = info.module;
-	if (rel)
-		*rel = addr - info.bias;
-	return 0;
+	memset(out, 0, sizeof(*out));
+	if (!s)
+		return 0;
+	proc_lock(s); /* (serialized, as symbolization is) */
+	int err = symbolize_kernel(s, addr, out);
+	proc_unlock(s);
+	return err;
 }

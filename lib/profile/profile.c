@@ -95,13 +95,17 @@ static int event_index(struct uw_profile *p, const struct uw_sample *smp, uint32
 	if (!ne)
 		return -ENOMEM;
 	ne->attr_index = smp->attr_index;
-	ne->name = smp->event_name ? base_intern(&p->s->strings, smp->event_name, strlen(smp->event_name)) : "";
+	ne->name = smp->event_name ? proc_intern(p->s, smp->event_name, strlen(smp->event_name)) : "";
 	*out = (uint32_t)(p->events.len - 1);
 	return 0;
 }
 
-UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *smp)
+UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *in)
 {
+	struct uw_sample tmp;
+	const struct uw_sample *smp = prof_sample_in(in, &tmp);
+	if (!p || !smp)
+		return -EINVAL;
 	size_t nk = p->o.no_kernel ? 0 : smp->nr_kernel, n = nk + smp->nr_user;
 	if (n > p->scratch_cap) {
 		struct pframe *ns = realloc(p->scratch, n * sizeof(*ns));
@@ -195,7 +199,7 @@ static const char *cached_name(struct uw_profile *p, const struct pframe *f, int
 
 static const char *intern(struct uw_profile *p, const char *s)
 {
-	return base_intern(&p->s->strings, s, strlen(s));
+	return proc_intern(p->s, s, strlen(s));
 }
 
 static const char *name_uncached(struct uw_profile *p, const struct pframe *f, int kind)
@@ -283,7 +287,7 @@ unsigned prof_frame_levels(struct uw_profile *p, const struct pframe *f, const c
 			char buf[1024];
 			const char *file = strrchr(inl[i].file, '/');
 			int len = snprintf(buf, sizeof(buf), "%s %s:%u", fn, file ? file + 1 : inl[i].file, inl[i].line);
-			const char *named = base_intern(&p->s->strings, buf, (size_t)UW_MIN(len, (int)sizeof(buf) - 1));
+			const char *named = proc_intern(p->s, buf, (size_t)UW_MIN(len, (int)sizeof(buf) - 1));
 			if (named)
 				fn = named;
 		}

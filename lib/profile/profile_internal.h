@@ -79,4 +79,19 @@ unsigned prof_frame_levels(struct uw_profile *p, const struct pframe *f, const c
  * "symbol+offset" (decimal), else "module[address]". Interned. */
 const char *prof_frame_srcline(struct uw_profile *p, const struct pframe *f);
 
+/* A sample given by a caller, as this library's struct: read as far as its sz says (a caller
+ * built against an older header has a shorter one), the rest zero. NULL when sz is too small
+ * for the first version's fields. */
+static inline const struct uw_sample *prof_sample_in(const struct uw_sample *smp, struct uw_sample *tmp)
+{
+	if (!smp || smp->sz < offsetof(struct uw_sample, stack_size) + sizeof(smp->stack_size))
+		return NULL;
+	if (smp->sz >= sizeof(*tmp))
+		return smp;
+	memset(tmp, 0, sizeof(*tmp));
+	memcpy(tmp, smp, smp->sz);
+	tmp->sz = sizeof(*tmp);
+	return tmp;
+}
+
 #endif

@@ -434,7 +434,8 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
                                   const struct uw_script_opts *opts)
 {
 	struct uw_script_opts o;
-	if (base_opts_copy(&o, sizeof(o), opts))
+	struct uw_sample tmp;
+	if (base_opts_copy(&o, sizeof(o), opts) || !(smp = prof_sample_in(smp, &tmp)))
 		return -EINVAL;
 	return script_write(s, out, smp, &o, NULL);
 }
@@ -582,6 +583,9 @@ UW_API int uw_script_writer_add(struct uw_script_writer *w, const struct uw_samp
 {
 	if (w->err)
 		return w->err;
+	struct uw_sample tmp;
+	if (!(smp = prof_sample_in(smp, &tmp)))
+		return -EINVAL;
 	if (!w->ahead) /* nothing to look up ahead: written at once */
 		return w->err = script_write(w->s, w->out, smp, &w->o, &w->text);
 	struct sw_window *win = w->nwin ? &w->win[(w->first + w->nwin - 1) % SW_MAX_WINDOWS] : NULL;

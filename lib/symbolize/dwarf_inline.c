@@ -1329,12 +1329,8 @@ static bool aranges_parse(struct dwi *d, struct base_vec *out)
 {
 	struct base_cursor c = base_cursor(d->aranges_sec, d->naranges_sec);
 	while (base_cur_left(&c) > 0) {
-		uint64_t len = base_cur_u32(&c);
-		unsigned offsz = 4;
-		if (len == 0xffffffffu) {
-			len = base_cur_u64(&c);
-			offsz = 8;
-		}
+		unsigned offsz;
+		uint64_t len = base_cur_initial_length(&c, &offsz);
 		if (c.bad || len > base_cur_left(&c) || len < 4)
 			return false;
 		struct base_cursor set = base_cursor(c.p, (size_t)len);

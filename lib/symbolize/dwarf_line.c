@@ -11,6 +11,7 @@
  * the caller falls back to libdw. test_dwarf compares every row's lookup with libdw's.
  */
 #include "symbolize/dwarf_line.h"
+#include "symbolize/dwarf_form.h"
 
 #include <dwarf.h>
 #include <errno.h>
@@ -81,22 +82,13 @@ static bool entry_field(struct base_cursor *r, const struct dwl_sections *sec, u
 	case DW_FORM_strp:
 		*str = sec_str(sec->str, sec->nstr, cur_n(r, offsz));
 		return *str != NULL && !r->bad;
-	case DW_FORM_data1:
-		*val = cur_n(r, 1);
+	case DW_FORM_data1: case DW_FORM_data2: case DW_FORM_data4: case DW_FORM_data8: case DW_FORM_data16: {
+		unsigned n = (unsigned)dwf_fixed_size(form, offsz, 8, 5);
+		*val = cur_n(r, n > 8 ? 8 : n); /* (a 16-byte value: only skipped) */
+		if (n > 8)
+			base_cur_skip(r, n - 8);
 		return !r->bad;
-	case DW_FORM_data2:
-		*val = cur_n(r, 2);
-		return !r->bad;
-	case DW_FORM_data4:
-		*val = cur_n(r, 4);
-		return !r->bad;
-	case DW_FORM_data8:
-		*val = cur_n(r, 8);
-		return !r->bad;
-	case DW_FORM_data16:
-		cur_n(r, 8);
-		cur_n(r, 8);
-		return !r->bad;
+	}
 	case DW_FORM_udata:
 		*val = base_cur_uleb(r);
 		return !r->bad;
@@ -222,12 +214,8 @@ struct dwl_table *dwl_build_stored(const struct dwl_sections *sec, uint64_t off,
 	if (!sec->line || off >= sec->nline)
 		return NULL;
 	struct base_cursor r = base_cursor(sec->line + off, sec->nline - off);
-	uint64_t len = cur_n(&r, 4);
-	unsigned offsz = 4;
-	if (len == 0xffffffffu) {
-		len = cur_n(&r, 8);
-		offsz = 8;
-	}
+	unsigned offsz;
+	uint64_t len = base_cur_initial_length(&r, &offsz);
 	if (r.bad || len > (uint64_t)(r.end - r.p))
 		return NULL;
 	r.end = r.p + len;
@@ -471,11 +459,6 @@ bool dwl_find(const struct dwl_table *t, uint64_t addr, uint32_t *file, uint32_t
 	*file = row->file;
 	*line = row->line;
 	return true;
-}
-
-uint32_t dwl_nfiles(const struct dwl_table *t)
-{
-	return t ? t->nfiles : 0;
 }
 
 const char *dwl_file(const struct dwl_table *t, uint32_t idx, char *buf, size_t cap)

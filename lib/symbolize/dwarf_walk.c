@@ -13,6 +13,7 @@
  * both walks give the same nodes and ranges for every unit of real debug files.
  */
 #include "symbolize/dwarf_walk.h"
+#include "symbolize/dwarf_form.h"
 
 #include <dwarf.h>
 #include <stdlib.h>
@@ -147,36 +148,6 @@ static int abbrevs_parse(const uint8_t *p, const uint8_t *end, struct abbrevs *t
 	}
 }
 
-/* The size of a form's value when it does not depend on the data; -1 otherwise. */
-static int form_size(uint64_t form, unsigned offsz, unsigned addrsz, unsigned version)
-{
-	switch (form) {
-	case DW_FORM_flag_present: case DW_FORM_implicit_const:
-		return 0;
-	case DW_FORM_data1: case DW_FORM_ref1: case DW_FORM_flag: case DW_FORM_strx1: case DW_FORM_addrx1:
-		return 1;
-	case DW_FORM_data2: case DW_FORM_ref2: case DW_FORM_strx2: case DW_FORM_addrx2:
-		return 2;
-	case DW_FORM_strx3: case DW_FORM_addrx3:
-		return 3;
-	case DW_FORM_data4: case DW_FORM_ref4: case DW_FORM_ref_sup4: case DW_FORM_strx4: case DW_FORM_addrx4:
-		return 4;
-	case DW_FORM_data8: case DW_FORM_ref8: case DW_FORM_ref_sig8: case DW_FORM_ref_sup8:
-		return 8;
-	case DW_FORM_data16:
-		return 16;
-	case DW_FORM_addr:
-		return (int)addrsz;
-	case DW_FORM_strp: case DW_FORM_line_strp: case DW_FORM_sec_offset: case DW_FORM_strp_sup:
-	case DW_FORM_GNU_strp_alt: case DW_FORM_GNU_ref_alt:
-		return (int)offsz;
-	case DW_FORM_ref_addr:
-		return (int)(version <= 2 ? addrsz : offsz);
-	default:
-		return -1;
-	}
-}
-
 static void abbrevs_sizes(struct abbrevs *t, unsigned offsz, unsigned addrsz, unsigned version)
 {
 	for (uint32_t c = 0; c < t->na; c++) {
@@ -185,7 +156,7 @@ static void abbrevs_sizes(struct abbrevs *t, unsigned offsz, unsigned addrsz, un
 			continue;
 		int32_t total = 0;
 		for (uint32_t i = 0; i < a->nattr && total >= 0; i++) {
-			int sz = form_size(t->s[a->first + i].form, offsz, addrsz, version);
+			int sz = dwf_fixed_size(t->s[a->first + i].form, offsz, addrsz, version);
 			total = sz < 0 ? -1 : total + sz;
 		}
 		a->fixed = total;
@@ -257,27 +228,12 @@ static bool attr_value(const struct unit *u, uint64_t form, int64_t implicit, co
 		break;
 	}
 	case DW_FORM_data1: case DW_FORM_ref1: case DW_FORM_flag: case DW_FORM_strx1:
-		n = 1;
-		goto fixed;
-	case DW_FORM_data2: case DW_FORM_ref2: case DW_FORM_strx2:
-		n = 2;
-		goto fixed;
-	case DW_FORM_strx3:
-		n = 3;
-		goto fixed;
+	case DW_FORM_data2: case DW_FORM_ref2: case DW_FORM_strx2: case DW_FORM_strx3:
 	case DW_FORM_data4: case DW_FORM_ref4: case DW_FORM_ref_sup4: case DW_FORM_strx4:
-		n = 4;
-		goto fixed;
 	case DW_FORM_data8: case DW_FORM_ref8: case DW_FORM_ref_sig8: case DW_FORM_ref_sup8:
-		n = 8;
-		goto fixed;
 	case DW_FORM_strp: case DW_FORM_line_strp: case DW_FORM_sec_offset: case DW_FORM_strp_sup:
-	case DW_FORM_GNU_strp_alt: case DW_FORM_GNU_ref_alt:
-		n = u->offsz;
-		goto fixed;
-	case DW_FORM_ref_addr:
-		n = u->version <= 2 ? u->addrsz : u->offsz;
-	fixed:
+	case DW_FORM_GNU_strp_alt: case DW_FORM_GNU_ref_alt: case DW_FORM_ref_addr:
+		n = (size_t)dwf_fixed_size(form, u->offsz, u->addrsz, u->version);
 		if ((size_t)(end - p) < n)
 			return false;
 		v = rd(p, (unsigned)n);
@@ -390,18 +346,11 @@ struct dww_unit *dww_unit_open(const struct dww_sections *sec, uint64_t cu_off)
 	const uint8_t *p = sec->info + cu_off, *iend = sec->info + sec->ninfo;
 	if (iend - p < 11)
 		goto bad;
-	uint64_t len = rd(p, 4);
-	p += 4;
-	u->offsz = 4;
-	if (len == 0xffffffffu) {
-		if (iend - p < 8)
-			goto bad;
-		len = rd(p, 8);
-		p += 8;
-		u->offsz = 8;
-	} else if (len >= 0xfffffff0u) {
+	struct base_cursor lc = base_cursor(p, (size_t)(iend - p));
+	uint64_t len = base_cur_initial_length(&lc, &u->offsz);
+	if (lc.bad)
 		goto bad;
-	}
+	p = lc.p;
 	if (len > (uint64_t)(iend - p) || len < 7)
 		goto bad;
 	u->start = sec->info + cu_off;
@@ -640,16 +589,6 @@ int dww_walk_subtree(struct dww_unit *w, uint64_t die_off, int32_t scope, dww_fn
 			return -1;
 	}
 	return a->children ? walk(w, p, scope, false, fn, ctx) : 0;
-}
-
-int dww_walk(const struct dww_sections *sec, uint64_t cu_off, dww_fn fn, void *ctx)
-{
-	struct dww_unit *w = dww_unit_open(sec, cu_off);
-	if (!w)
-		return -1;
-	int rc = dww_walk_unit(w, false, fn, ctx);
-	dww_unit_free(w);
-	return rc;
 }
 
 /* ---- range lists and names, read here for split units from a package (libdw 0.188 cannot
@@ -901,18 +840,12 @@ uint64_t dww_next_unit(const struct dww_sections *sec, uint64_t off)
 {
 	if (!sec->info || off >= sec->ninfo || sec->ninfo - off < 4)
 		return 0;
-	uint64_t len = rd(sec->info + off, 4), hdr = 4;
-	if (len == 0xffffffffu) {
-		if (sec->ninfo - off < 12)
-			return 0;
-		len = rd(sec->info + off + 4, 8);
-		hdr = 12;
-	} else if (len >= 0xfffffff0u) {
+	struct base_cursor c = base_cursor(sec->info + off, sec->ninfo - off);
+	unsigned offsz;
+	uint64_t len = base_cur_initial_length(&c, &offsz);
+	if (c.bad || len > base_cur_left(&c))
 		return 0;
-	}
-	if (len > sec->ninfo - off - hdr)
-		return 0;
-	return off + hdr + len;
+	return off + (uint64_t)(c.p - (sec->info + off)) + len;
 }
 
 bool dww_is_split(const struct dww_unit *w)

@@ -34,18 +34,15 @@ struct dww_die {
  * DIE has code (it then encloses the DIEs below it), -1 when not, < -1 to stop the walk. */
 typedef int32_t (*dww_fn)(void *ctx, const struct dww_die *d);
 
-/* Walks the unit at cu_off. @return 0, or -1 when the unit (or a form in it) is not handled here
- * or is malformed (the caller then uses libdw). */
-int dww_walk(const struct dww_sections *sec, uint64_t cu_off, dww_fn fn, void *ctx);
-
 /* A unit's header and abbreviations decoded once, for walks in parts: NULL when not handled. */
 struct dww_unit;
 struct dww_unit *dww_unit_open(const struct dww_sections *sec, uint64_t cu_off);
 void dww_unit_free(struct dww_unit *w);
 /* The unit's DIEs; shallow: a subprogram with code is reported (the callback's id >= 0) but its
- * subtree is not walked. @return as dww_walk. */
+ * subtree is not walked. @return 0, or -1 when the unit (or a form in it) is not handled here or
+ * is malformed (the caller then uses libdw). */
 int dww_walk_unit(struct dww_unit *w, bool shallow, dww_fn fn, void *ctx);
-/* The DIEs below the one at die_off (in .debug_info), whose id is scope. @return as dww_walk. */
+/* The DIEs below the one at die_off (in .debug_info), whose id is scope. @return as dww_walk_unit. */
 int dww_walk_subtree(struct dww_unit *w, uint64_t die_off, int32_t scope, dww_fn fn, void *ctx);
 
 /* The ranges of a DIE's DW_AT_ranges (d->ranges): DWARF 2-4 .debug_ranges and DWARF 5

@@ -200,7 +200,7 @@ static enum step_status step_plt(struct step_ctx *c, const struct cfi_arch *a, s
 }
 
 static bool return_address_at_sp(struct step_ctx *c, const struct cfi_arch *a, const struct unw_regs *regs,
-                                 unw_find_fn find, void *find_ctx)
+                                 unw_find_fn find, void *find_ctx, struct cfi_cache *cache)
 {
 	uint64_t ra;
 	const struct cfi_rule *r;
@@ -208,7 +208,7 @@ static bool return_address_at_sp(struct step_ctx *c, const struct cfi_arch *a, c
 	if (!read_u64(c, regs->r[a->sp], &ra) || ra == 0 || !find(find_ctx, ra, &info) || !info.code ||
 	    !info.code->cfi)
 		return false;
-	return cfi_table_find(info.code->cfi, ra - 1 - info.bias, &r);
+	return cfi_table_find_cached(info.code->cfi, cache, ra - 1 - info.bias, &r);
 }
 
 static bool fp_target_mapped(const struct cfi_arch *a, const struct unw_regs *regs, unw_find_fn find,
@@ -282,12 +282,12 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 		uint8_t method = UW_METHOD_CFI;
 		bool signal = false;
 		c.memfail = STEP_MEM_BAD;
-		bool found = info.code && info.code->cfi && cfi_table_find(info.code->cfi, lookup, &rule);
+		bool found = info.code && info.code->cfi && cfi_table_find_cached(info.code->cfi, opts->cache, lookup, &rule);
 		/* A sample taken in a syscall has the user pc just after the `syscall` instruction,
 		 * which may be the end of its FDE (rt_sigreturn in __restore_rt): the instruction
 		 * before it has the same rules. */
 		if (!found && res->n == 1 && opts->in_syscall && info.code && info.code->cfi &&
-		    cfi_table_find(info.code->cfi, lookup - 1, &rule)) {
+		    cfi_table_find_cached(info.code->cfi, opts->cache, lookup - 1, &rule)) {
 			found = true;
 			lookup--;
 		}
@@ -322,7 +322,7 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 			 * caller's data) and the value looks like a return address: its module's CFI
 			 * covers the call before it. */
 			bool fp_usable = s == STEP_END || (s == STEP_OK && fp_target_mapped(a, regs, find, find_ctx));
-			if (!fp_usable && res->n == 1 && return_address_at_sp(&c, a, &saved, find, find_ctx)) {
+			if (!fp_usable && res->n == 1 && return_address_at_sp(&c, a, &saved, find, find_ctx, opts->cache)) {
 				*regs = saved;
 				method = UW_METHOD_PLT;
 				s = step_plt(&c, a, regs);
@@ -351,9 +351,12 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 	}
 }
 
-/* perf_regs x86_64 order: AX BX CX DX SI DI BP SP IP FLAGS CS SS DS ES FS GS R8..R15 */
+/* perf_regs x86_64 order (PERF_REG_X86_*): AX BX CX DX SI DI BP SP IP FLAGS CS SS DS ES FS GS
+ * R8..R15, to DWARF numbers (-1: not a DWARF register the unwinder uses) */
 static const int8_t x86_perf_to_dwarf[24] = {
-	0, 3, 2, 1, 4, 5, 6, 7, 16, -1, -1, -1, -1, -1, -1, -1, 8, 9, 10, 11, 12, 13, 14, 15,
+	UNW_X86_RAX, UNW_X86_RBX, UNW_X86_RCX, UNW_X86_RDX, UNW_X86_RSI, UNW_X86_RDI, UNW_X86_RBP, UNW_X86_RSP,
+	UNW_X86_RIP, -1, -1, -1, -1, -1, -1, -1, UNW_X86_R8, UNW_X86_R8 + 1, UNW_X86_R8 + 2, UNW_X86_R8 + 3,
+	UNW_X86_R8 + 4, UNW_X86_R8 + 5, UNW_X86_R8 + 6, UNW_X86_R8 + 7,
 };
 
 void unw_x86_64_from_perf(uint64_t mask, const uint64_t *vals, unsigned nvals, struct unw_regs *regs)
@@ -374,5 +377,6 @@ void unw_x86_64_from_perf(uint64_t mask, const uint64_t *vals, unsigned nvals, s
 
 uint64_t unw_x86_64_perf_mask(void)
 {
-	return 0xff01ffull; /* AX..IP and R8..R15 */
+	/* AX..IP and R8..R15 */
+	return ((1ull << (UNW_PERF_X86_IP + 1)) - 1) | (0xffull << UNW_PERF_X86_R8);
 }

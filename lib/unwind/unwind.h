@@ -12,6 +12,12 @@
 
 #define UNW_MAX_REGS 17 /* x86_64: DWARF 0..16 (16 = return address / rip) */
 
+/* x86_64 DWARF register numbers (System V psABI, figure 3.36) */
+enum {
+	UNW_X86_RAX = 0, UNW_X86_RDX = 1, UNW_X86_RCX = 2, UNW_X86_RBX = 3, UNW_X86_RSI = 4, UNW_X86_RDI = 5,
+	UNW_X86_RBP = 6, UNW_X86_RSP = 7, UNW_X86_R8 = 8, UNW_X86_RIP = 16,
+};
+
 struct unw_regs {
 	uint64_t r[UNW_MAX_REGS];
 	uint32_t valid; /* bit per DWARF register */
@@ -50,6 +56,7 @@ struct unw_opts {
 	bool no_fp;
 	const struct cfi_arch *arch;
 	bool in_syscall; /* the sample was taken in a syscall: frame 0's pc follows the instruction */
+	struct cfi_cache *cache; /* the calling thread's lookup cache (NULL: none) */
 };
 
 struct unw_result {
@@ -64,6 +71,8 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
              unw_find_fn find, void *find_ctx, struct uw_frame *frames, struct unw_result *res);
 
 /* x86_64: fills regs from a perf REGS_USER block (regs in mask bit order). */
+/* perf's x86_64 register numbers (arch/x86/include/uapi/asm/perf_regs.h) */
+enum { UNW_PERF_X86_CX = 2, UNW_PERF_X86_BP = 6, UNW_PERF_X86_SP = 7, UNW_PERF_X86_IP = 8, UNW_PERF_X86_R8 = 16 };
 void unw_x86_64_from_perf(uint64_t mask, const uint64_t *vals, unsigned nvals, struct unw_regs *regs);
 /* The perf register mask the x86_64 unwinder uses (general registers and ip). */
 uint64_t unw_x86_64_perf_mask(void);

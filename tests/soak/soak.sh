@@ -28,7 +28,8 @@ load() {
         rm -rf "$(dirname "$p")"
         python3 "$S/tests/programs/pywork.py" 0.2 >/dev/null
         if command -v node >/dev/null; then
-            node --perf-basic-prof -e 'let s = 0; for (let i = 0; i < 3e6; i++) s += i % 7; console.log(s)' >/dev/null &
+            # (in the work directory: V8 leaves its isolate-*.log where it runs)
+            (cd "$W" && exec node --perf-basic-prof -e 'let s = 0; for (let i = 0; i < 3e6; i++) s += i % 7; console.log(s)') >/dev/null &
             n=$!
             wait $n || true
             rm -f "/tmp/perf-$n.map" # the soak's own

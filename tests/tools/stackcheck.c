@@ -29,6 +29,7 @@
 static const char *roots[MAXL], *fpmods[MAXL], *chains[MAXL][64], *leaves[MAXL];
 static int nroots, nfpmods, nchains, chainlen[MAXL], nleaves, chainseen[MAXL];
 static struct uw_session *S;
+static struct uw_tracker *T; /* the reader's (its address spaces as the sample sees them) */
 static const char *comm;
 static uint64_t nsamples, ncomplete, nexcluded, nfp_checked, nfp_failed, nexpect_checked, nexpect_failed;
 static int printed;
@@ -106,7 +107,7 @@ static bool fp_module(struct uw_module *m)
 static void fp_oracle(const struct uw_sample *smp)
 {
 	struct uw_module *m;
-	if (!smp->stack || !smp->nr_user || uw_session_lookup(S, smp->pid, smp->user_ip, &m, NULL) || !fp_module(m))
+	if (!smp->stack || !smp->nr_user || uw_tracker_lookup(T, smp->pid, smp->user_ip, &m, NULL) || !fp_module(m))
 		return;
 	nfp_checked++;
 	uint64_t chain[256];
@@ -118,7 +119,7 @@ static void fp_oracle(const struct uw_sample *smp)
 		memcpy(&ra, smp->stack + (bp - lo) + 8, 8);
 		chain[n++] = ra;
 		/* a return address outside the frame-pointer modules ends the trustworthy chain */
-		if (uw_session_lookup(S, smp->pid, ra, &m, NULL) || !fp_module(m))
+		if (uw_tracker_lookup(T, smp->pid, ra, &m, NULL) || !fp_module(m))
 			break;
 		if (nbp <= bp)
 			break;
@@ -264,7 +265,8 @@ int main(int argc, char **argv)
 	if (!file)
 		return 2;
 	S = uw_session_new(NULL);
-	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample, .full_stacks = 1); /* the frame-pointer oracle walks whole stack copies */
+	T = uw_tracker_new(S, NULL);
+	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample, .full_stacks = 1, .tracker = T); /* the frame-pointer oracle walks whole stack copies */
 	struct uw_reader *r = uw_reader_open(S, file, &ro);
 	if (!r) {
 		fprintf(stderr, "stackcheck: %s\n", uw_session_errmsg(S));
@@ -325,6 +327,7 @@ int main(int argc, char **argv)
 		}
 	}
 	uw_reader_free(r);
+	uw_tracker_free(T);
 	uw_session_free(S);
 	printf("%s\n", fail ? "stackcheck: FAILED" : "stackcheck: ok");
 	return fail;

@@ -12,7 +12,7 @@
 
 static struct uw_module *mod(struct uw_session *s, const char *path)
 {
-	return proc_module_get(s, path, strlen(path), NULL, 0, 8, 1, (uint64_t)strlen(path));
+	return proc_module_get(s, path, strlen(path), "", 8, 1, (uint64_t)strlen(path));
 }
 
 static void expect_map(struct proc *p, size_t i, uint64_t start, uint64_t end, uint64_t pgoff, struct uw_module *m)
@@ -53,17 +53,18 @@ static void test_overlaps(void **state)
 {
 	(void)state;
 	struct uw_session *s = uw_session_new(NULL);
+	struct uw_tracker *t = uw_tracker_new(s, NULL);
 	struct uw_module *a = mod(s, "/lib/a.so"), *b = mod(s, "/lib/b.so"), *c = mod(s, "/lib/c.so");
 	assert_ptr_equal(a, mod(s, "/lib/a.so")); /* one module per identity */
-	assert_int_equal(proc_mmap(s, 10, 0x1000, 0x4000, 0, 5, a), 0);
-	assert_int_equal(proc_mmap(s, 10, 0x2000, 0x1000, 0x7000, 5, b), 0);
-	struct proc *p = proc_get(s, 10, false);
+	assert_int_equal(proc_mmap(t, 10, 0x1000, 0x4000, 0, 5, a), 0);
+	assert_int_equal(proc_mmap(t, 10, 0x2000, 0x1000, 0x7000, 5, b), 0);
+	struct proc *p = proc_get(t, 10, false);
 	assert_int_equal(p->maps.len, 3);
 	expect_map(p, 0, 0x1000, 0x2000, 0, a);
 	expect_map(p, 1, 0x2000, 0x3000, 0x7000, b);
 	expect_map(p, 2, 0x3000, 0x5000, 0x2000, a); /* the right part keeps its file offset */
 	/* a mapping covering several replaces them all and trims the edges */
-	assert_int_equal(proc_mmap(s, 10, 0x1800, 0x3000, 0, 5, c), 0);
+	assert_int_equal(proc_mmap(t, 10, 0x1800, 0x3000, 0, 5, c), 0);
 	assert_int_equal(p->maps.len, 3);
 	expect_map(p, 0, 0x1000, 0x1800, 0, a);
 	expect_map(p, 1, 0x1800, 0x4800, 0, c);
@@ -76,12 +77,13 @@ static void test_overlaps(void **state)
 	assert_int_equal(b->refs, 0);
 	assert_int_equal(c->refs, 1);
 	/* an exact replacement */
-	assert_int_equal(proc_mmap(s, 10, 0x1800, 0x3000, 0, 5, b), 0);
+	assert_int_equal(proc_mmap(t, 10, 0x1800, 0x3000, 0, 5, b), 0);
 	assert_int_equal(p->maps.len, 3);
 	assert_int_equal(c->refs, 0);
 	/* zero length and wrap-around are rejected */
-	assert_int_not_equal(proc_mmap(s, 10, 0x1000, 0, 0, 5, a), 0);
-	assert_int_not_equal(proc_mmap(s, 10, UINT64_MAX - 10, 0x100, 0, 5, a), 0);
+	assert_int_not_equal(proc_mmap(t, 10, 0x1000, 0, 0, 5, a), 0);
+	assert_int_not_equal(proc_mmap(t, 10, UINT64_MAX - 10, 0x100, 0, 5, a), 0);
+	uw_tracker_free(t);
 	uw_session_free(s);
 }
 
@@ -89,25 +91,27 @@ static void test_fork_exec(void **state)
 {
 	(void)state;
 	struct uw_session *s = uw_session_new(NULL);
+	struct uw_tracker *t = uw_tracker_new(s, NULL);
 	struct uw_module *a = mod(s, "/bin/sh"), *b = mod(s, "/bin/cc1");
-	assert_int_equal(proc_comm(s, 100, 100, "sh", 2, false), 0);
-	assert_int_equal(proc_mmap(s, 100, 0x400000, 0x1000, 0, 5, a), 0);
-	assert_int_equal(proc_fork(s, 101, 100, 101, 100, 5), 0);
-	struct proc *c = proc_get(s, 101, false);
+	assert_int_equal(proc_comm(t, 100, 100, "sh", 2, false, 0), 0);
+	assert_int_equal(proc_mmap(t, 100, 0x400000, 0x1000, 0, 5, a), 0);
+	assert_int_equal(proc_fork(t, 101, 100, 101, 100, 5), 0);
+	struct proc *c = proc_get(t, 101, false);
 	assert_non_null(c);
 	assert_int_equal(c->maps.len, 1);
 	assert_string_equal(c->comm, "sh");
-	assert_string_equal(proc_thread(s, 101, 101, false)->comm, "sh");
+	assert_string_equal(proc_thread(t, 101, 101, false)->comm, "sh");
 	/* exec: a new image; the parent keeps its own */
-	assert_int_equal(proc_comm(s, 101, 101, "cc1", 3, true), 0);
+	assert_int_equal(proc_comm(t, 101, 101, "cc1", 3, true, 0), 0);
 	assert_int_equal(c->maps.len, 0);
-	assert_int_equal(proc_mmap(s, 101, 0x400000, 0x2000, 0, 5, b), 0);
+	assert_int_equal(proc_mmap(t, 101, 0x400000, 0x2000, 0, 5, b), 0);
 	assert_ptr_equal(proc_find_map(c, 0x400100)->mod, b);
-	assert_ptr_equal(proc_find_map(proc_get(s, 100, false), 0x400100)->mod, a);
+	assert_ptr_equal(proc_find_map(proc_get(t, 100, false), 0x400100)->mod, a);
 	/* a thread: same process, no copy */
-	assert_int_equal(proc_fork(s, 100, 100, 102, 100, 6), 0);
-	assert_non_null(proc_thread(s, 100, 102, false));
-	assert_int_equal(proc_get(s, 100, false)->maps.len, 1);
+	assert_int_equal(proc_fork(t, 100, 100, 102, 100, 6), 0);
+	assert_non_null(proc_thread(t, 100, 102, false));
+	assert_int_equal(proc_get(t, 100, false)->maps.len, 1);
+	uw_tracker_free(t);
 	uw_session_free(s);
 }
 
@@ -115,30 +119,32 @@ static void test_exit_then_late_sample(void **state)
 {
 	(void)state;
 	struct uw_session *s = uw_session_new(NULL);
+	struct uw_tracker *t = uw_tracker_new(s, NULL);
 	struct uw_module *a = mod(s, "/bin/true");
-	assert_int_equal(proc_mmap(s, 200, 0x1000, 0x1000, 0, 5, a), 0);
-	proc_exit(s, 200, 200, 1000000000ull);
+	assert_int_equal(proc_mmap(t, 200, 0x1000, 0x1000, 0, 5, a), 0);
+	proc_exit(t, 200, 200, 1000000000ull);
 	/* a sample stamped before the exit but delivered after it still resolves */
-	struct proc *p = proc_get(s, 200, false);
+	struct proc *p = proc_get(t, 200, false);
 	assert_non_null(p);
 	assert_true(p->exited);
-	struct proc_find_ctx fc = { s, p, UINT64_MAX };
+	struct proc_find_ctx fc = { t, p, UINT64_MAX };
 	struct unw_pc_info info;
 	assert_true(proc_find_pc(&fc, 0x1800, &info));
 	assert_ptr_equal(info.module, a);
 	assert_int_equal(info.map_addr, 0x800);
 	/* within the grace period it stays; after it, it is freed */
-	proc_sweep(s, 1500000000ull);
-	assert_non_null(proc_get(s, 200, false));
-	proc_sweep(s, 2500000000ull);
-	assert_null(proc_get(s, 200, false));
+	proc_sweep(t, 1500000000ull);
+	assert_non_null(proc_get(t, 200, false));
+	proc_sweep(t, 2500000000ull);
+	assert_null(proc_get(t, 200, false));
 	assert_int_equal(a->refs, 0);
 	/* pid reuse by fork replaces the old process at once */
-	assert_int_equal(proc_mmap(s, 300, 0x1000, 0x1000, 0, 5, a), 0);
-	proc_exit(s, 300, 300, 5);
-	assert_int_equal(proc_fork(s, 300, 1, 300, 1, 6), 0);
-	assert_int_equal(proc_get(s, 300, false)->maps.len, 0);
-	assert_false(proc_get(s, 300, false)->exited);
+	assert_int_equal(proc_mmap(t, 300, 0x1000, 0x1000, 0, 5, a), 0);
+	proc_exit(t, 300, 300, 5);
+	assert_int_equal(proc_fork(t, 300, 1, 300, 1, 6), 0);
+	assert_int_equal(proc_get(t, 300, false)->maps.len, 0);
+	assert_false(proc_get(t, 300, false)->exited);
+	uw_tracker_free(t);
 	uw_session_free(s);
 }
 
@@ -148,24 +154,24 @@ static void test_idle_modules(void **state)
 {
 	(void)state;
 	struct uw_session *s = uw_session_new(NULL);
-	s->live = true;
-	uint64_t t = 1000000000ull;
+	struct uw_tracker *t = uw_tracker_new(s, &(struct uw_tracker_opts){ .sz = sizeof(struct uw_tracker_opts), .live = 1 });
+	uint64_t now = 1000000000ull;
 	struct uw_module *keep = mod(s, "/usr/bin/keeper");
-	assert_int_equal(proc_mmap(s, 1, 0x100000, 0x1000, 0, 5, keep), 0);
+	assert_int_equal(proc_mmap(t, 1, 0x100000, 0x1000, 0, 5, keep), 0);
 	struct uw_module *first = NULL;
 	for (int i = 0; i < 3 * IDLE_MODULES_MAX; i++) {
 		char path[64];
 		snprintf(path, sizeof(path), "/tmp/prog%d", i);
 		struct uw_module *m = mod(s, path);
 		snprintf(m->build_id, sizeof(m->build_id), "%040x", i + 1);
-		m->hits = 1;
+		m->hit = true;
 		if (!first)
 			first = m;
 		int32_t pid = 1000 + i;
-		assert_int_equal(proc_mmap(s, pid, 0x1000, 0x1000, 0, 5, m), 0);
-		proc_exit(s, pid, pid, t);
-		t += 2000000000ull; /* past the grace period: the process is freed at the next sweep */
-		proc_sweep(s, t);
+		assert_int_equal(proc_mmap(t, pid, 0x1000, 0x1000, 0, 5, m), 0);
+		proc_exit(t, pid, pid, now);
+		now += 2000000000ull; /* past the grace period: the process is freed at the next sweep */
+		proc_sweep(t, now);
 	}
 	/* bounded: the mapped module, the idle list, and nothing more */
 	assert_true(s->modules.len <= IDLE_MODULES_MAX + 2);
@@ -177,23 +183,24 @@ static void test_idle_modules(void **state)
 	assert_false(keep->idle);
 	/* a module mapped again while idle is busy again, and not freed */
 	struct uw_module *last = mod(s, "/tmp/last");
-	assert_int_equal(proc_mmap(s, 5000, 0x1000, 0x1000, 0, 5, last), 0);
-	proc_exit(s, 5000, 5000, t);
-	proc_sweep(s, t + 2000000000ull);
+	assert_int_equal(proc_mmap(t, 5000, 0x1000, 0x1000, 0, 5, last), 0);
+	proc_exit(t, 5000, 5000, now);
+	proc_sweep(t, now + 2000000000ull);
 	assert_true(last->idle);
-	assert_int_equal(proc_mmap(s, 5001, 0x1000, 0x1000, 0, 5, last), 0);
+	assert_int_equal(proc_mmap(t, 5001, 0x1000, 0x1000, 0, 5, last), 0);
 	assert_false(last->idle);
 	for (int i = 0; i < 2 * IDLE_MODULES_MAX; i++) {
 		char path[64];
 		snprintf(path, sizeof(path), "/tmp/more%d", i);
 		struct uw_module *m = mod(s, path);
-		assert_int_equal(proc_mmap(s, 6000 + i, 0x1000, 0x1000, 0, 5, m), 0);
-		proc_exit(s, 6000 + i, 6000 + i, t);
-		t += 2000000000ull;
-		proc_sweep(s, t);
+		assert_int_equal(proc_mmap(t, 6000 + i, 0x1000, 0x1000, 0, 5, m), 0);
+		proc_exit(t, 6000 + i, 6000 + i, now);
+		now += 2000000000ull;
+		proc_sweep(t, now);
 	}
 	assert_ptr_equal(base_map_get(&s->modules, last->key), last);
 	assert_int_equal(last->refs, 1);
+	uw_tracker_free(t);
 	uw_session_free(s);
 }
 
@@ -223,9 +230,9 @@ static size_t load(uint8_t *b, size_t at, uint64_t time, uint64_t addr, uint64_t
 	return start + total;
 }
 
-static const char *jit_name(struct uw_session *s, struct proc *p, uint64_t pc, uint64_t time)
+static const char *jit_name(struct uw_tracker *t, struct proc *p, uint64_t pc, uint64_t time)
 {
-	struct uw_module *m = proc_jitdump_find(s, p, pc, time);
+	struct uw_module *m = proc_jitdump_find(t, p, pc, time);
 	const struct sym *sy = m ? symtab_find(&m->syms, pc) : NULL;
 	return sy ? sy->name : NULL;
 }
@@ -248,19 +255,20 @@ static void test_jitdump(void **state)
 	size_t whole = at;
 	at = load(b, at, 400, 0x20000, 0x100, 4, "cut"); /* the JIT was writing this one */
 	struct uw_session *s = uw_session_new(NULL);
-	struct proc *p = proc_get(s, 77, true);
+	struct uw_tracker *t = uw_tracker_new(s, NULL);
+	struct proc *p = proc_get(t, 77, true);
 	assert_int_equal(jitdump_parse(s, b, at - 10, &p->jd), 0); /* the cut record is ignored */
-	s->clock_monotonic = true;
-	assert_null(jit_name(s, p, 0x10010, 50));                    /* before any load */
-	assert_string_equal(jit_name(s, p, 0x10010, 150), "first");
-	assert_string_equal(jit_name(s, p, 0x10090, 250), "other");   /* inner, later load */
-	assert_string_equal(jit_name(s, p, 0x10010, 250), "first");
-	assert_string_equal(jit_name(s, p, 0x10010, 350), "reused");
-	assert_string_equal(jit_name(s, p, 0x10090, 350), "reused");
-	assert_null(jit_name(s, p, 0x20010, 450));                    /* the cut record */
+	t->clock_monotonic = true;
+	assert_null(jit_name(t, p, 0x10010, 50));                    /* before any load */
+	assert_string_equal(jit_name(t, p, 0x10010, 150), "first");
+	assert_string_equal(jit_name(t, p, 0x10090, 250), "other");   /* inner, later load */
+	assert_string_equal(jit_name(t, p, 0x10010, 250), "first");
+	assert_string_equal(jit_name(t, p, 0x10010, 350), "reused");
+	assert_string_equal(jit_name(t, p, 0x10090, 350), "reused");
+	assert_null(jit_name(t, p, 0x20010, 450));                    /* the cut record */
 	/* times of another clock: the latest load */
-	s->clock_monotonic = false;
-	assert_string_equal(jit_name(s, p, 0x10010, 150), "reused");
+	t->clock_monotonic = false;
+	assert_string_equal(jit_name(t, p, 0x10010, 150), "reused");
 	/* every truncation and a bad magic: an error or a partial table, never a crash */
 	for (size_t n = 0; n < whole; n++) {
 		struct jitdump *jd = NULL;
@@ -271,6 +279,7 @@ static void test_jitdump(void **state)
 	b[0] ^= 0xff;
 	struct jitdump *jd = NULL;
 	assert_int_equal(jitdump_parse(s, b, whole, &jd), -UW_EMAGIC);
+	uw_tracker_free(t);
 	uw_session_free(s);
 }
 

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The perf.data reader's parts (one concern per file):
+ *   perf_reader.c    opening, the record dispatch, side-band records into the tracker, pushed records
+ *   reader_input.c   reading records: a mapping, a stream, sparse windows, the read-ahead thread
+ *   reader_header.c  the file header, event attributes and feature sections
+ *   reader_order.c   putting records in time order (FINISHED_ROUND)
+ *   reader_sample.c  samples: filters, the tracker's unwinding, callchains judged
+ */
+#ifndef UW_PERF_READER_H
+#define UW_PERF_READER_H
+
+#include <stdatomic.h>
+
+#include "perf/perf.h"
+
+/* A sample whose user stack was cut to a prefix when read: where the whole record is. */
+struct cut {
+	uint64_t off;
+	uint32_t len;
+	bool cut;
+};
+
+struct ra_chunk;
+
+/* A run of samples (in file order) with one stop reason, from FEAT_UW_STOPS. */
+struct stop_run {
+	uint64_t first;          /* ordinal of its first sample */
+	uint32_t count;
+	uint8_t reason;
+};
+
+struct feat_sec {
+	const uint8_t *p;
+	size_t n;
+	bool owned;
+};
+
+struct qent {
+	uint64_t time, seq;
+	uint64_t ord;            /* a sample's place among the file's samples */
+	const uint8_t *rec;
+	uint32_t len;
+	bool owned;              /* rec was malloc'd for the queue */
+	struct cut cut;
+	struct ra_chunk *chunk;  /* else rec lies in this read-ahead chunk, kept until delivered */
+};
+
+struct uw_reader {
+	struct uw_session *s;
+	struct uw_reader_opts o;
+	struct uw_tracker *t;    /* the tracker fed (o.tracker, or the reader's own) */
+	bool own_tracker;
+	char *path;
+	int fd;
+	bool close_fd;
+	bool file_mode;          /* PERFILE2 header with sections */
+	const uint8_t *map;      /* whole input when it could be mapped */
+	size_t map_size;
+	uint64_t pos, end;       /* mapped: record cursor */
+	/* Sparse reading of a mapped file's records (see next_record_sparse) */
+	bool sparse;
+	uint8_t *win;            /* file bytes [win_off, win_off + win_len) */
+	size_t wincap, win_len;
+	uint64_t win_off;
+	uint8_t *cbuf;           /* the record being returned, cut or whole (64 KiB) */
+	uint8_t *fullbuf;        /* a cut sample read back whole (64 KiB) */
+	struct cut cur_cut;      /* of the record next_record returned last */
+	atomic_uint_least32_t prefix; /* bytes of user stack kept per sample */
+	struct ra *ra;           /* read-ahead thread (file mode) */
+	struct ra_chunk *cur_chunk; /* holding the record next_record returned last */
+	uint32_t reach_hist[17]; /* log2 buckets of the stack bytes unwinding used */
+	uint32_t reach_n;
+	uint64_t reach_stack_sum;
+	/* stream input */
+	uint8_t *buf;
+	size_t bufcap, buflen, bufpos;
+	uint64_t stream_off;
+	bool eof;
+	/* attributes */
+	struct perf_attr *attrs;
+	size_t nattrs;
+	struct base_map ids;     /* id -> attr index + 1 */
+	/* ordering */
+	struct qent *q;
+	size_t qlen, qcap, qbytes;
+	uint64_t seq, max_time, round_limit, last_flushed;
+	bool any_flushed;
+	/* per-sample buffers */
+	struct uw_frame *frames;
+	uint64_t *kbuf;
+	unsigned kcap;
+	struct uw_reader_stats st;
+	uint64_t since_sweep, last_progress;
+	uint64_t *regbuf;        /* a sample's registers, aligned (64) */
+	int fatal;
+	bool inner_failed;       /* a record from the piece failed (and said why) */
+	bool unfinished;         /* the writer stopped before its end: a record cut short ends the data */
+	bool wall_exact;         /* the recording's clock data gave wall-clock time */
+	uint64_t last_sample_time; /* from SAMPLE_TIME */
+	uint64_t decomp_off;     /* offset of the compressed record being expanded */
+	const char *info[UW_INFO__COUNT]; /* interned */
+	struct uw_event_stats *evst; /* per attribute */
+	uint64_t by_type[PR_TYPES + 1]; /* records read, by type (the last: types past those) */
+	uint64_t skipped_by_type[PR_TYPES + 1]; /* of those, not used */
+	uint64_t sample_ord;     /* SAMPLE records read so far, in file order */
+	uint64_t cur_ord;        /* of the record being queued */
+	/* perf record -z: the stream of COMPRESSED records' pieces */
+	struct perf_decomp *decomp;
+	bool inner;              /* processing records that came out of it (copied when queued) */
+	/* FEAT_UW_STOPS: the stop reason of each sample, in runs (file order) */
+	struct stop_run *stops;
+	size_t nstops;
+	/* feature sections as read (file mode: into the mapping; pipe mode: copies) */
+	struct feat_sec feats[FEAT_LAST];
+	perf_record_fn record_fn; /* writers: every non-sample record delivered */
+	void *record_ctx;
+	const uint8_t *cur_rec;   /* the sample being delivered */
+	uint32_t cur_len;
+};
+
+#define KERNEL_FRAMES_DEFAULT 512u
+#define KERNEL_FRAMES_MAX 65536u
+#define PREFIX_START 4096u       /* bytes of each stack read at first (sparse reading) */
+#define QUEUE_BYTES_DEFAULT ((size_t)512 << 20)
+
+/* An error at a byte offset of the input, said in the session's message. */
+int reader_err(struct uw_reader *r, int err, uint64_t off, const char *what);
+
+/* ---- input (reader_input.c) */
+/* Stream input: at least need bytes buffered from bufpos (-UW_ETRUNC at the end). */
+int reader_fill(struct uw_reader *r, size_t need);
+/* Next record: *rec points to header + body (valid until the next call). @return 1, 0 at end. */
+int reader_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off);
+/* Skips payload bytes that follow some records (AUXTRACE, TRACING_DATA). */
+int reader_skip_payload(struct uw_reader *r, uint64_t n, uint64_t off);
+/* The read-ahead thread of a file-mode recording. */
+int reader_ra_start(struct uw_reader *r);
+void reader_ra_stop(struct uw_reader *r);
+void reader_ra_free(struct uw_reader *r);
+/* A queued record held in a read-ahead chunk, and its release once delivered. */
+void reader_chunk_hold(struct ra_chunk *c);
+void reader_chunk_release(struct uw_reader *r, struct ra_chunk *c);
+/* The whole record of a cut sample, read back (valid until the next call); NULL when it cannot. */
+const uint8_t *reader_read_whole(struct uw_reader *r, const struct cut *cut);
+/* How much of its stack a sample's unwinding used (the prefix follows it). */
+void reader_note_reach(struct uw_reader *r, uint64_t reach, uint64_t stack_size);
+
+/* ---- header, attributes, features (reader_header.c) */
+int reader_add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,
+                    uint64_t off);
+const struct perf_attr *reader_attr_by_id(const struct uw_reader *r, uint64_t id, unsigned *idx);
+/* Which attribute a record belongs to (the first when it cannot tell). */
+const struct perf_attr *reader_attr_of(const struct uw_reader *r, const uint8_t *rec, uint32_t len, unsigned *idx);
+void reader_build_ids(struct uw_reader *r, const uint8_t *p, uint64_t size);
+/* The stop reason the file states for the sample of ordinal ord; -1 when it states none. */
+int reader_stated_stop(const struct uw_reader *r, uint64_t ord);
+void reader_keep_feature(struct uw_reader *r, unsigned bit, const uint8_t *p, size_t n, bool copy);
+void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64_t size);
+int reader_file_header(struct uw_reader *r);
+
+/* ---- time order (reader_order.c) */
+/* Delivers queued records with time <= limit (all of them when all is set), oldest first. */
+int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least);
+int reader_enqueue(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time);
+uint64_t reader_record_time(struct uw_reader *r, const uint8_t *rec, uint32_t len, bool *has);
+
+/* ---- dispatch (perf_reader.c) and samples (reader_sample.c) */
+int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time, const struct cut *cut,
+                   uint64_t ord);
+int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const struct cut *cut, uint64_t ord);
+
+#endif

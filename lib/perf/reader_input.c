@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading a recording's records: from a mapping, a stream (pipe mode), or in sparse windows of
+ * a mapped file's data section, on a read-ahead thread when there is enough to read.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "perf/reader.h"
+
+int reader_fill(struct uw_reader *r, size_t need)
+{
+	if (r->buflen - r->bufpos >= need)
+		return 0;
+	if (r->bufpos) {
+		memmove(r->buf, r->buf + r->bufpos, r->buflen - r->bufpos);
+		r->buflen -= r->bufpos;
+		r->bufpos = 0;
+	}
+	if (need > r->bufcap) {
+		size_t cap = r->bufcap ? r->bufcap : 1 << 16;
+		while (cap < need)
+			cap *= 2;
+		uint8_t *nb = realloc(r->buf, cap);
+		if (!nb)
+			return -ENOMEM;
+		r->buf = nb;
+		r->bufcap = cap;
+	}
+	while (r->buflen < need) {
+		ssize_t n = read(r->fd, r->buf + r->buflen, r->bufcap - r->buflen);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0) {
+			r->eof = true;
+			return -UW_ETRUNC;
+		}
+		r->buflen += (size_t)n;
+	}
+	return 0;
+}
+
+/* Next record: *rec points to header + body (valid until the next call). @return 1, 0 at end. */
+/*
+ * Sparse reading. Mapping a recording costs the kernel a page-table entry per 4 KiB page mapped
+ * (and unmapped), and perf maps pages in 64 KiB groups, so a mapped 100 MiB file costs as much as
+ * copying it; yet unwinding uses the first KiB or two of each sample's 16 KiB stack copy. So the
+ * data section is read with pread, in windows that start where the next bytes are needed: a
+ * sample's head and the first `prefix` bytes of its stack, then its tail together with the
+ * records that follow. The sample is queued with its stack cut to the prefix (a valid record
+ * with smaller sizes); when unwinding it wants bytes past the cut, the whole record is read back
+ * and unwound again, so results never depend on the cut. The prefix follows what recent samples
+ * used (adapt_prefix). Measured in docs/design.md.
+ */
+#define WIN_EXTRA 1024u       /* read past the needed bytes: headers and small records */
+#define PREFIX_MIN 512u
+
+static int win_read(struct uw_reader *r, uint64_t off, size_t want)
+{
+	if (want > r->wincap) {
+		uint8_t *nw = realloc(r->win, want);
+		if (!nw)
+			return -ENOMEM;
+		r->win = nw;
+		r->wincap = want;
+	}
+	size_t got = 0;
+	while (got < want) {
+		ssize_t n = pread(r->fd, r->win + got, want - got, (off_t)(off + got));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r->win_len = 0;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	r->win_off = off;
+	r->win_len = got;
+	return 0;
+}
+
+/* Bytes [off, off + need) of the data section, valid until the next call; NULL (*err set) when
+ * they cannot be read. */
+static const uint8_t *win_get(struct uw_reader *r, uint64_t off, size_t need, int *err)
+{
+	if (off >= r->win_off && off - r->win_off <= r->win_len && r->win_len - (off - r->win_off) >= need)
+		return r->win + (off - r->win_off);
+	size_t want = need + atomic_load_explicit(&r->prefix, memory_order_relaxed) + WIN_EXTRA;
+	if (want > r->end - off)
+		want = (size_t)(r->end - off);
+	*err = win_read(r, off, want);
+	if (*err)
+		return NULL;
+	if (r->win_len < need) {
+		*err = -UW_ETRUNC;
+		return NULL;
+	}
+	return r->win;
+}
+
+/* Chooses the prefix that minimizes bytes read: the prefix on every sample plus, for the share of
+ * samples that needed more, a whole stack read back and a second unwind (costed as 12 KiB more). */
+static void adapt_prefix(struct uw_reader *r)
+{
+	uint64_t avg = r->reach_stack_sum / r->reach_n, best = UINT64_MAX, best_p = PREFIX_START;
+	uint32_t below = 0;
+	for (unsigned k = 9; k <= 16; k++) {
+		below += r->reach_hist[k];
+		if (k == 9)
+			for (unsigned j = 0; j < 9; j++)
+				below += r->reach_hist[j];
+		uint64_t p = 1ull << k, miss = r->reach_n - below;
+		uint64_t cost = p * r->reach_n + miss * (avg + 12288);
+		if (cost < best) {
+			best = cost;
+			best_p = p;
+		}
+	}
+	atomic_store_explicit(&r->prefix, (uint32_t)best_p, memory_order_relaxed);
+	memset(r->reach_hist, 0, sizeof(r->reach_hist));
+	r->reach_n = 0;
+	r->reach_stack_sum = 0;
+}
+
+void reader_note_reach(struct uw_reader *r, uint64_t reach, uint64_t stack_size)
+{
+	unsigned k = 0;
+	while (k < 16 && (1ull << k) < reach)
+		k++;
+	r->reach_hist[k]++;
+	r->reach_stack_sum += stack_size;
+	if (++r->reach_n == 256)
+		adapt_prefix(r);
+}
+
+/* The next record of the data section, its sample stack cut to the prefix. Logs nothing (it
+ * also runs on the read-ahead thread). @return 1; 0 at the end; an error with *off and *what. */
+static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off, struct cut *cut,
+                       const char **what)
+{
+	int err = 0;
+	uint64_t pos = r->pos;
+	memset(cut, 0, sizeof(*cut));
+	if (pos >= r->end)
+		return 0;
+	*off = pos;
+	*what = "truncated record header (8 bytes expected)";
+	if (r->end - pos < 8)
+		return -UW_ETRUNC;
+	const uint8_t *h = win_get(r, pos, 8, &err);
+	if (!h)
+		return err;
+	uint32_t type;
+	uint16_t size;
+	memcpy(&type, h, 4);
+	memcpy(&size, h + 6, 2);
+	*what = "record size smaller than its header";
+	if (size < 8)
+		return -UW_EFORMAT;
+	*what = "record runs past the end of the data";
+	if (r->end - pos < size)
+		return -UW_ETRUNC;
+	r->pos = pos + size;
+	*len = size;
+	uint32_t keep = atomic_load_explicit(&r->prefix, memory_order_relaxed);
+	/* a sample whose stack is worth cutting */
+	if (type == PR_SAMPLE && r->nattrs && size > keep + 1024) {
+		size_t avail = r->win_len - (size_t)(pos - r->win_off);
+		if (avail > size)
+			avail = size;
+		const struct perf_attr *a = reader_attr_of(r, h, (uint32_t)avail, NULL);
+		size_t sf;
+		if (perf_sample_stack_field(a, h + 8, avail - 8, &sf) == 0) {
+			uint64_t ssize;
+			memcpy(&ssize, h + 8 + sf, 8);
+			size_t data_off = 8 + sf + 8;
+			if (ssize <= size - data_off && size - data_off - ssize >= 8 && ssize > keep + 512u) {
+				size_t tail_off = data_off + (size_t)ssize, tail_len = size - tail_off;
+				if (!(h = win_get(r, pos, data_off + keep, &err)))
+					return err;
+				memcpy(r->cbuf, h, data_off + keep);
+				/* the tail, and with it the records that follow */
+				const uint8_t *t = win_get(r, pos + tail_off, tail_len, &err);
+				if (!t)
+					return err;
+				memcpy(r->cbuf + data_off + keep, t, tail_len);
+				uint16_t nsize = (uint16_t)(data_off + keep + tail_len);
+				uint64_t k64 = keep, dyn;
+				memcpy(r->cbuf + 6, &nsize, 2);
+				memcpy(r->cbuf + 8 + sf, &k64, 8);
+				memcpy(&dyn, t, 8);
+				if (dyn > keep) {
+					*cut = (struct cut){ pos, size, true };
+					memcpy(r->cbuf + data_off + keep, &k64, 8);
+				}
+				*rec = r->cbuf;
+				*len = nsize;
+				return 1;
+			}
+		}
+	}
+	if (!(h = win_get(r, pos, size, &err)))
+		return err;
+	/* payload bytes that follow the record */
+	uint64_t payload = 0;
+	if (type == PR_AUXTRACE && size >= 16)
+		memcpy(&payload, h + 8, 8);
+	else if (type == PR_HEADER_TRACING_DATA && size >= 12) {
+		uint32_t sz;
+		memcpy(&sz, h + 8, 4);
+		payload = ((uint64_t)sz + 7) & ~7ull;
+	}
+	if (payload) {
+		*what = "record payload runs past the end of the data";
+		if (r->end - r->pos < payload)
+			return -UW_ETRUNC;
+		r->pos += payload;
+	}
+	*rec = h;
+	return 1;
+}
+
+/*
+ * Read-ahead thread for file-mode recordings: it runs sparse_read and hands the records over in
+ * chunks, so the reading system calls run on the other CPU while this one unwinds. At most
+ * RA_CHUNKS chunks are in flight; an error travels in order, after the records before it.
+ */
+#define RA_CHUNK (256u << 10)
+#define RA_CHUNKS 6u
+
+struct ra_chunk {
+	struct ra_chunk *next;
+	struct ra_chunk *all;    /* every chunk, for the final free */
+	size_t len, pos;         /* bytes of entries; the consumer's cursor */
+	uint32_t live;           /* its records in the ordering queue (consumer only) */
+	bool done;               /* the consumer has read past it (consumer only) */
+	int err;                 /* after the entries: 0 (more chunks follow), 1 (the end) or an error */
+	uint64_t err_off;
+	const char *err_what;
+	uint8_t data[];          /* entries: struct ra_ent, then the record padded to 8 bytes */
+};
+
+struct ra_ent {
+	struct cut cut;
+	uint64_t off;
+	uint32_t len;
+};
+
+/* A chunk is produced, handed to the consumer (which reads its records and queues them in
+ * place), and recycled once the consumer has read past it and delivered all its records.
+ * `inflight` counts chunks produced but not yet taken: chunks held by the ordering queue do not
+ * count (the queue's own cap bounds them), so the thread never waits on the queue. */
+struct ra {
+	pthread_t thread;
+	bool joined;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct ra_chunk *full_head, *full_tail, *free, *all;
+	unsigned inflight;
+	bool stop;
+	struct ra_chunk *cur;    /* consumer's */
+};
+
+static struct ra_chunk *ra_take_free(struct ra *ra)
+{
+	pthread_mutex_lock(&ra->mu);
+	while (!ra->stop && ra->inflight >= RA_CHUNKS)
+		pthread_cond_wait(&ra->cv, &ra->mu);
+	struct ra_chunk *c = NULL;
+	if (!ra->stop) {
+		c = ra->free;
+		if (c)
+			ra->free = c->next;
+		ra->inflight++;
+	}
+	pthread_mutex_unlock(&ra->mu);
+	if (c || ra->stop)
+		return c;
+	c = malloc(sizeof(*c) + RA_CHUNK);
+	pthread_mutex_lock(&ra->mu);
+	if (c) {
+		c->all = ra->all;
+		ra->all = c;
+	} else {
+		ra->inflight--;
+	}
+	pthread_mutex_unlock(&ra->mu);
+	return c;
+}
+
+static void ra_push(struct ra *ra, struct ra_chunk *c)
+{
+	c->next = NULL;
+	pthread_mutex_lock(&ra->mu);
+	if (ra->full_tail)
+		ra->full_tail->next = c;
+	else
+		ra->full_head = c;
+	ra->full_tail = c;
+	pthread_cond_broadcast(&ra->cv);
+	pthread_mutex_unlock(&ra->mu);
+}
+
+static void *ra_main(void *arg)
+{
+	struct uw_reader *r = arg;
+	struct ra *ra = r->ra;
+	pthread_setname_np(pthread_self(), "uw-readahead");
+	for (;;) {
+		struct ra_chunk *c = ra_take_free(ra);
+		if (!c) {
+			if (ra->stop)
+				return NULL;
+			/* no memory for a chunk: stop; the consumer reports ENOMEM */
+			pthread_mutex_lock(&ra->mu);
+			ra->stop = true;
+			pthread_cond_broadcast(&ra->cv);
+			pthread_mutex_unlock(&ra->mu);
+			return NULL;
+		}
+		c->len = c->pos = 0;
+		c->err = 0;
+		c->live = 0;
+		c->done = false;
+		for (;;) {
+			const uint8_t *rec;
+			uint32_t len;
+			struct ra_ent e;
+			int got = sparse_read(r, &rec, &len, &e.off, &e.cut, &c->err_what);
+			if (got <= 0) {
+				c->err = got ? got : 1;
+				c->err_off = e.off;
+				break;
+			}
+			e.len = len;
+			memcpy(c->data + c->len, &e, sizeof(e));
+			memcpy(c->data + c->len + sizeof(e), rec, len);
+			c->len += sizeof(e) + ((len + 7u) & ~7u);
+			if (RA_CHUNK - c->len < sizeof(e) + 65536 + 8)
+				break;
+		}
+		bool end = c->err != 0;
+		ra_push(ra, c);
+		if (end)
+			return NULL;
+	}
+}
+
+/* Back to the free list: read past and none of its records queued. Consumer only. */
+static void ra_recycle(struct ra *ra, struct ra_chunk *c)
+{
+	if (!c->done || c->live)
+		return;
+	pthread_mutex_lock(&ra->mu);
+	c->next = ra->free;
+	ra->free = c;
+	pthread_cond_broadcast(&ra->cv);
+	pthread_mutex_unlock(&ra->mu);
+}
+
+void reader_chunk_hold(struct ra_chunk *c)
+{
+	c->live++;
+}
+
+void reader_chunk_release(struct uw_reader *r, struct ra_chunk *c)
+{
+	c->live--;
+	ra_recycle(r->ra, c);
+}
+
+static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
+{
+	struct ra *ra = r->ra;
+	struct ra_chunk *c = ra->cur;
+	memset(&r->cur_cut, 0, sizeof(r->cur_cut));
+	r->cur_chunk = NULL;
+	while (!c || c->pos == c->len) {
+		if (c) {
+			if (c->err == 1)
+				return 0;
+			if (c->err) {
+				int err = c->err;
+				c->err = 1; /* reported once */
+				return err == -UW_ETRUNC || err == -UW_EFORMAT ? reader_err(r, err, c->err_off, c->err_what) : err;
+			}
+			c->done = true;
+			ra_recycle(ra, c);
+		}
+		pthread_mutex_lock(&ra->mu);
+		while (!ra->full_head && !ra->stop)
+			pthread_cond_wait(&ra->cv, &ra->mu);
+		c = ra->full_head;
+		if (c) {
+			ra->full_head = c->next;
+			if (!ra->full_head)
+				ra->full_tail = NULL;
+			ra->inflight--;
+			pthread_cond_broadcast(&ra->cv);
+		}
+		pthread_mutex_unlock(&ra->mu);
+		ra->cur = c;
+		if (!c)
+			return -ENOMEM; /* the thread could not get memory */
+	}
+	struct ra_ent e;
+	memcpy(&e, c->data + c->pos, sizeof(e));
+	*rec = c->data + c->pos + sizeof(e);
+	*len = e.len;
+	*off = e.off;
+	r->cur_cut = e.cut;
+	r->cur_chunk = c;
+	c->pos += sizeof(e) + ((e.len + 7u) & ~7u);
+	return 1;
+}
+
+/* Stops the thread; the chunks stay (queued records may point into them) until ra_free. */
+void reader_ra_stop(struct uw_reader *r)
+{
+	struct ra *ra = r->ra;
+	if (!ra || ra->joined)
+		return;
+	pthread_mutex_lock(&ra->mu);
+	ra->stop = true;
+	pthread_cond_broadcast(&ra->cv);
+	pthread_mutex_unlock(&ra->mu);
+	pthread_join(ra->thread, NULL);
+	ra->joined = true;
+}
+
+void reader_ra_free(struct uw_reader *r)
+{
+	struct ra *ra = r->ra;
+	if (!ra)
+		return;
+	reader_ra_stop(r);
+	for (struct ra_chunk *c = ra->all, *n; c; c = n) {
+		n = c->all;
+		free(c);
+	}
+	pthread_mutex_destroy(&ra->mu);
+	pthread_cond_destroy(&ra->cv);
+	free(ra);
+	r->ra = NULL;
+}
+
+int reader_ra_start(struct uw_reader *r)
+{
+	struct ra *ra = calloc(1, sizeof(*ra));
+	if (!ra)
+		return -ENOMEM;
+	pthread_mutex_init(&ra->mu, NULL);
+	pthread_cond_init(&ra->cv, NULL);
+	r->ra = ra;
+	if (pthread_create(&ra->thread, NULL, ra_main, r)) {
+		pthread_mutex_destroy(&ra->mu);
+		pthread_cond_destroy(&ra->cv);
+		free(ra);
+		r->ra = NULL;
+	}
+	return 0;
+}
+
+static int next_record_sparse(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
+{
+	if (r->ra)
+		return ra_next(r, rec, len, off);
+	const char *what = NULL;
+	int got = sparse_read(r, rec, len, off, &r->cur_cut, &what);
+	if (got < 0 && (got == -UW_ETRUNC || got == -UW_EFORMAT))
+		return reader_err(r, got, *off, what);
+	return got;
+}
+
+int reader_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
+{
+	uint8_t hdr[8];
+	uint16_t size;
+	if (r->sparse)
+		return next_record_sparse(r, rec, len, off);
+	if (r->map) {
+		if (r->pos >= r->end)
+			return 0;
+		*off = r->pos;
+		if (r->end - r->pos < 8)
+			return reader_err(r, -UW_ETRUNC, r->pos, "truncated record header (8 bytes expected)");
+		memcpy(hdr, r->map + r->pos, 8);
+		memcpy(&size, hdr + 6, 2);
+		if (size < 8)
+			return reader_err(r, -UW_EFORMAT, r->pos, "record size smaller than its header");
+		if (r->end - r->pos < size)
+			return reader_err(r, -UW_ETRUNC, r->pos, "record runs past the end of the data");
+		*rec = r->map + r->pos;
+		*len = size;
+		r->pos += size;
+		return 1;
+	}
+	*off = r->stream_off;
+	int e = reader_fill(r, 8);
+	if (e == -UW_ETRUNC && r->buflen == r->bufpos)
+		return 0;
+	if (e)
+		return e == -UW_ETRUNC ? reader_err(r, e, *off, "truncated record header (8 bytes expected)") : e;
+	memcpy(&size, r->buf + r->bufpos + 6, 2);
+	if (size < 8)
+		return reader_err(r, -UW_EFORMAT, *off, "record size smaller than its header");
+	e = reader_fill(r, size);
+	if (e)
+		return e == -UW_ETRUNC ? reader_err(r, e, *off, "record runs past the end of the input") : e;
+	*rec = r->buf + r->bufpos;
+	*len = size;
+	r->bufpos += size;
+	r->stream_off += size;
+	return 1;
+}
+
+/* Skips payload bytes that follow some records (AUXTRACE, TRACING_DATA). */
+int reader_skip_payload(struct uw_reader *r, uint64_t n, uint64_t off)
+{
+	if (r->sparse)
+		return 0; /* sparse_read skipped it */
+	if (r->map) {
+		if (r->end - r->pos < n)
+			return reader_err(r, -UW_ETRUNC, off, "record payload runs past the end of the data");
+		r->pos += n;
+		return 0;
+	}
+	while (n) {
+		size_t chunk = (size_t)UW_MIN(n, (uint64_t)1 << 16);
+		int e = reader_fill(r, chunk);
+		if (e)
+			return e == -UW_ETRUNC ? reader_err(r, e, off, "record payload runs past the end of the input") : e;
+		r->bufpos += chunk;
+		r->stream_off += chunk;
+		n -= chunk;
+	}
+	return 0;
+}
+
+
+/* (read back into r->fullbuf) */
+const uint8_t *reader_read_whole(struct uw_reader *r, const struct cut *cut)
+{
+	size_t got = 0;
+	while (got < cut->len) {
+		ssize_t n = pread(r->fd, r->fullbuf + got, cut->len - got, (off_t)(cut->off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return NULL;
+		got += (size_t)n;
+	}
+	return r->fullbuf;
+}

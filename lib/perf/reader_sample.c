@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A sample record into a struct uw_sample: the filters, the kernel callchain, and the user
+ * part: unwound by the tracker from the registers and stack copy, or taken from the
+ * callchain the file has (frame-pointer recordings, unwound's output) and judged.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "perf/reader.h"
+
+static bool in_list(const int *v, size_t n, uint32_t x)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((uint32_t)v[i] == x)
+			return true;
+	return false;
+}
+
+/* Does the sample pass the pid, tid and comm filters? */
+static bool sample_wanted(const struct uw_reader *r, uint32_t pid, uint32_t tid, const char *comm)
+{
+	const struct uw_reader_opts *o = &r->o;
+	if ((o->pid && pid != (uint32_t)o->pid) || (o->tid && tid != (uint32_t)o->tid))
+		return false;
+	if ((o->npids && !in_list(o->pids, o->npids, pid)) || (o->ntids && !in_list(o->tids, o->ntids, tid)))
+		return false;
+	if (o->comm && (!comm || strcmp(comm, o->comm) != 0))
+		return false;
+	if (o->ncomms) {
+		bool any = false;
+		for (size_t i = 0; i < o->ncomms && !any; i++)
+			any = comm && o->comms[i] && strcmp(comm, o->comms[i]) == 0;
+		if (!any)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A callchain read from the file, judged by its outermost frame: a root when its module's CFI
+ * marks the return address undefined there (the same test the unwinder stops on), cut short
+ * when that CFI gives it a caller. A return address is looked up one byte back, inside its
+ * call; unwound writes callers at the return address - 1 already, which stays inside the call.
+ */
+static enum uw_stop_reason judge_chain(struct proc_find_ctx *fc, const struct uw_frame *outer, bool is_first)
+{
+	struct unw_pc_info info = { 0 };
+	if (!outer->pc || !fc->p || !proc_find_pc(fc, outer->pc, &info))
+		return UW_STOP_NO_MODULE;
+	const struct cfi_rule *rule;
+	uint64_t lookup = outer->pc - (is_first ? 0 : 1) - info.bias;
+	if (!info.code || !info.code->cfi || !cfi_table_find_cached(info.code->cfi, fc->t->cfi_cache, lookup, &rule))
+		return UW_STOP_UNKNOWN;
+	return (rule->flags & CFI_F_END) ? UW_STOP_END_OF_STACK : UW_STOP_CHAIN_CUT;
+}
+
+/* The user part of a sample with a register and stack copy: unwound by the tracker (again from
+ * the whole record when the copy was cut and unwinding wanted more). */
+static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const struct perf_sample *ps, uint16_t misc,
+                        const struct cut *cut, uint64_t time, struct uw_sample *smp)
+{
+	/* the register block may be unaligned inside the record: copy it (at most 64 bits set) */
+	memcpy(r->regbuf, ps->regs, ps->nregs * 8);
+	struct unw_regs regs;
+	unw_x86_64_from_perf(a->sample_regs_user, r->regbuf, ps->nregs, &regs);
+	smp->user_ip = regs.r[UNW_X86_RIP];
+	smp->user_sp = regs.r[UNW_X86_RSP];
+	smp->user_fp = regs.r[UNW_X86_RBP];
+	smp->stack = ps->stack;
+	smp->stack_size = ps->stack_dyn;
+	struct uw_sample_regs in = { sizeof(in), ps->pid, ps->tid, time, (uint32_t)ps->regs_abi, r->regbuf,
+				     a->sample_regs_user, ps->stack, ps->stack_dyn, misc & PM_CPUMODE_MASK };
+	struct uw_unwind_result res = { .sz = sizeof(res) };
+	uw_unwind_sample(r->t, &in, r->frames, r->s->opts.max_frames, &res);
+	uint64_t reach = res.stack_used;
+	r->st.stack_bytes_read += ps->stack_size;
+	if (cut && cut->cut && reach > ps->stack_dyn) {
+		/* unwinding wanted bytes past the cut: unwind again from the whole record */
+		const uint8_t *whole = reader_read_whole(r, cut);
+		struct perf_sample ws;
+		if (whole && perf_sample_decode(a, whole + 8, cut->len - 8, &ws) == 0 && ws.regs_abi && ws.stack_dyn) {
+			in.stack = ws.stack;
+			in.stack_size = ws.stack_dyn;
+			smp->stack = ws.stack;
+			smp->stack_size = ws.stack_dyn;
+			uw_unwind_sample(r->t, &in, r->frames, r->s->opts.max_frames, &res);
+			r->st.stack_rereads++;
+			r->st.stack_bytes_read += ws.stack_size;
+		}
+	}
+	if (r->sparse && ps->stack_size)
+		reader_note_reach(r, reach, cut && cut->cut ? cut->len : ps->stack_size);
+	smp->nr_user = res.nr_frames;
+	smp->stop_reason = (uint8_t)res.stop;
+}
+
+int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const struct cut *cut, uint64_t ord)
+{
+	unsigned aidx;
+	const struct perf_attr *a = reader_attr_of(r, rec, len, &aidx);
+	struct uw_event_stats *es = &r->evst[aidx];
+	struct perf_sample ps;
+	uint16_t misc;
+	memcpy(&misc, rec + 4, 2);
+	r->st.samples++;
+	es->samples++;
+	if (perf_sample_decode(a, rec + 8, len - 8, &ps)) {
+		/* a malformed sample is dropped, not fatal: the rest of the file is fine */
+		if (!r->st.malformed_samples++)
+			base_log(&r->s->log, UW_LOG_WARN,
+				 "%s: sample %" PRIu64 " (%u bytes, event %u, sample_type %#" PRIx64 ") does not decode: "
+				 "dropped (the summary counts any others)",
+				 r->path, r->st.samples, len, aidx, a ? a->sample_type : 0);
+		return 0;
+	}
+	if (r->o.event && strcmp(a->name, r->o.event) != 0)
+		return 0;
+	struct proc *p = proc_get(r->t, (int32_t)ps.pid, false);
+	const char *comm = tracker_comm(r->t, ps.pid, ps.tid);
+	if (!sample_wanted(r, ps.pid, ps.tid, comm))
+		return 0;
+	if (p && p->exited)
+		r->st.exit_before_sample++;
+
+	struct uw_sample smp = { .sz = sizeof(smp) };
+	smp.pid = ps.pid;
+	smp.tid = ps.tid;
+	smp.cpu = (uint32_t)ps.cpu;
+	smp.has_cpu = (a->sample_type & PS_CPU) != 0;
+	smp.time = ps.time;
+	smp.period = ps.period ? ps.period : 1;
+	smp.ip = ps.ip;
+	smp.cpumode = misc & PM_CPUMODE_MASK;
+	smp.attr_index = aidx;
+	smp.comm = comm;
+	smp.event_name = a->name;
+
+	/* the kernel callchain: the part after PERF_CONTEXT_KERNEL; user entries are used only
+	 * when the sample carries no user stack to unwind (frame-pointer recordings) */
+	unsigned nk = 0, nu_chain = 0;
+	bool chain_full = false; /* user entries past max_frames */
+	uint64_t ctx = 0;
+	struct proc_find_ctx fc = { r->t, p, (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX };
+	bool have_stack = ps.regs_abi && ps.regs && ps.stack_dyn;
+	for (uint64_t i = 0; i < ps.nr_callchain; i++) {
+		uint64_t ip;
+		memcpy(&ip, ps.callchain + 8 * i, 8);
+		if (ip >= PC_MAX) {
+			ctx = ip;
+			continue;
+		}
+		if (ctx == PC_KERNEL && nk < r->kcap) {
+			r->kbuf[nk++] = ip;
+		} else if (ctx == PC_USER && !have_stack && !ps.regs_abi && nu_chain < r->s->opts.max_frames) {
+			tracker_frame_at(&fc, ip, nu_chain ? UW_METHOD_CALLCHAIN : UW_METHOD_REGS, &r->frames[nu_chain]);
+			nu_chain++;
+		} else if (ctx == PC_USER && nu_chain == r->s->opts.max_frames) {
+			chain_full = true;
+		}
+	}
+	smp.kernel = r->kbuf;
+	smp.nr_kernel = nk;
+	smp.user = r->frames;
+	smp.has_callchain = (a->sample_type & (PS_CALLCHAIN | PS_REGS_USER)) != 0;
+	if (have_stack) {
+		unwind_user(r, a, &ps, misc, cut, fc.time, &smp);
+	} else if (nu_chain) {
+		smp.nr_user = nu_chain;
+		int stated = r->stops ? reader_stated_stop(r, ord) : -1;
+		if (stated >= 0) {
+			smp.stop_reason = (uint8_t)stated;
+			r->st.stops_stated++;
+		} else if (chain_full) {
+			smp.stop_reason = UW_STOP_MAX_FRAMES;
+		} else {
+			smp.stop_reason = (uint8_t)judge_chain(&fc, &r->frames[nu_chain - 1], nu_chain == 1);
+			r->st.stops_judged++;
+		}
+	} else if (!(a->sample_type & (PS_CALLCHAIN | PS_REGS_USER))) {
+		/* no callchain at all: the sample's ip is the only frame */
+		if ((misc & PM_CPUMODE_MASK) == PM_KERNEL) {
+			r->kbuf[0] = ps.ip;
+			smp.nr_kernel = 1;
+		} else {
+			tracker_frame_at(&fc, ps.ip, UW_METHOD_REGS, &r->frames[0]);
+			smp.nr_user = 1;
+		}
+		smp.stop_reason = UW_STOP_NONE;
+	} else if (!ps.regs_abi && (a->sample_type & PS_REGS_USER)) {
+		smp.nr_user = 0;
+		smp.stop_reason = UW_STOP_NO_REGS; /* a kernel thread: no user stack */
+		r->st.samples_no_user++;
+		es->samples_no_user++;
+	} else if ((a->sample_type & PS_REGS_USER) || (misc & PM_CPUMODE_MASK) != PM_KERNEL) {
+		/* registers but no stack bytes; or a user-mode sample whose callchain has no user
+		 * part */
+		smp.stop_reason = (a->sample_type & PS_REGS_USER) ? UW_STOP_STACK_EXHAUSTED : UW_STOP_UNKNOWN;
+	} else {
+		/* a callchain with only a kernel part, taken in the kernel: a kernel thread, or user
+		 * frames left out (exclude_callchain_user) */
+		smp.stop_reason = UW_STOP_NO_REGS;
+		r->st.samples_no_user++;
+		es->samples_no_user++;
+	}
+	if (smp.stop_reason != UW_STOP_NO_REGS || smp.nr_user) {
+		r->st.stop_reasons[smp.stop_reason]++;
+		es->stop_reasons[smp.stop_reason]++;
+	}
+	r->st.user_frames += smp.nr_user;
+	r->st.samples_delivered++;
+	es->user_frames += smp.nr_user;
+	es->samples_delivered++;
+	es->period += smp.period;
+	if (r->o.on_sample && r->o.on_sample(r->o.ctx, &smp))
+		return -UW_ECANCELED;
+	return 0;
+}
+

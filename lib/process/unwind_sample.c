@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One sample's user stack unwound against a tracker: the registers as the kernel records them
+ * (perf's layout), the stack copy, and the process's mappings. Every client unwinds through
+ * here: the perf.data reader, the live recorder, and programs that capture their own samples.
+ */
+#include <errno.h>
+
+#include "process/process.h"
+
+UW_API uint64_t uw_regs_mask(enum uw_arch arch)
+{
+	return arch == UW_ARCH_X86_64 ? unw_x86_64_perf_mask() : 0;
+}
+
+UW_API uint64_t uw_perf_regs_user_mask(void)
+{
+	return uw_regs_mask(UW_ARCH_X86_64);
+}
+
+/* perf_event.h: PERF_SAMPLE_REGS_ABI_64 */
+#define REGS_ABI_64 2u
+
+static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct uw_frame *frames, unsigned cap,
+                  struct uw_unwind_result *res)
+{
+	unsigned nregs = (unsigned)__builtin_popcountll(in->regs_mask);
+	res->nr_frames = 0;
+	res->stack_used = 0;
+	res->nr_fp = res->nr_complex = 0;
+	if (in->abi != REGS_ABI_64 || !in->regs || !nregs) {
+		/* no registers (a kernel thread), or a 32-bit process: nothing to unwind from */
+		res->stop = UW_STOP_NO_REGS;
+		return 0;
+	}
+	struct unw_regs regs;
+	unw_x86_64_from_perf(in->regs_mask, in->regs, nregs, &regs);
+	/* In a syscall (not a fault or an interrupt, whose pc is exact), the user pc follows the
+	 * `syscall` instruction, which left that same pc in rcx: the kernel's saved rcx equals its
+	 * saved rip. */
+	bool in_syscall = in->cpumode == PROC_CPUMODE_KERNEL && (regs.valid & (1u << UNW_X86_RCX)) &&
+			  (regs.valid & (1u << UNW_X86_RIP)) && regs.r[UNW_X86_RCX] == regs.r[UNW_X86_RIP];
+	unsigned max = UW_MIN(cap, t->s->opts.max_frames);
+	struct unw_opts uo = { max, t->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64, in_syscall, t->cfi_cache };
+	uint64_t reach = 0;
+	struct unw_stack stk = { regs.r[UNW_X86_RSP], in->stack, in->stack ? in->stack_size : 0, &reach };
+	struct proc_find_ctx fc = { t, proc_get(t, (int32_t)in->pid, false), in->time };
+	struct unw_result r;
+	unw_run(&uo, &regs, &stk, proc_find_pc, &fc, frames, &r);
+	res->nr_frames = r.n;
+	res->stop = r.stop;
+	res->stack_used = reach;
+	res->nr_fp = r.nfp;
+	res->nr_complex = r.ncomplex;
+	return 0;
+}
+
+/* The caller's input and result structs, checked and copied (an older caller's shorter ones
+ * are zero-extended). */
+static int take(const struct uw_sample_regs *in, struct uw_sample_regs *cp, struct uw_unwind_result *res)
+{
+	if (!in || !res || res->sz < offsetof(struct uw_unwind_result, stop) + sizeof(res->stop) ||
+	    base_opts_copy(cp, sizeof(*cp), in) || cp->sz < offsetof(struct uw_sample_regs, stack_size) + 8)
+		return -EINVAL;
+	if (__builtin_popcountll(cp->regs_mask) > 64 || (cp->stack_size && !cp->stack))
+		return -EINVAL;
+	return 0;
+}
+
+/* The result into the caller's struct, as much of it as its size holds. */
+static void give(struct uw_unwind_result *out, const struct uw_unwind_result *r)
+{
+	size_t sz = out->sz;
+	memcpy(out, r, UW_MIN(sz, sizeof(*r)));
+	out->sz = sz;
+}
+
+UW_API int uw_unwind_sample(struct uw_tracker *t, const struct uw_sample_regs *in, struct uw_frame *frames,
+                            unsigned cap, struct uw_unwind_result *res)
+{
+	struct uw_sample_regs cp;
+	if (!t || (cap && !frames) || take(in, &cp, res))
+		return -EINVAL;
+	struct uw_unwind_result r = { .sz = sizeof(r) };
+	int err = unwind(t, &cp, frames, cap, &r);
+	give(res, &r);
+	return err;
+}
+
+UW_API int uw_unwind_sample_each(struct uw_tracker *t, const struct uw_sample_regs *in, uw_frame_fn fn, void *ctx,
+                                 struct uw_unwind_result *res)
+{
+	struct uw_sample_regs cp;
+	if (!t || !fn || take(in, &cp, res))
+		return -EINVAL;
+	struct uw_unwind_result r = { .sz = sizeof(r) };
+	int err = unwind(t, &cp, t->frames, t->s->opts.max_frames, &r);
+	for (unsigned i = 0; !err && i < r.nr_frames; i++) {
+		if (fn(ctx, &t->frames[i])) {
+			r.nr_frames = i + 1;
+			r.stop = UW_STOP_MAX_FRAMES;
+			break;
+		}
+	}
+	give(res, &r);
+	return err;
+}

@@ -6,6 +6,7 @@
 
 #include "elf/elfview.h"
 #include "symbolize/dwarf_inline.h"
+#include "dwarf_compare.h"
 #include "symbolize/dwp.h"
 
 static struct dwp *package;

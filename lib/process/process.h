@@ -262,6 +262,9 @@ void proc_debuginfod_end(struct uw_session *s);
 const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *m);
 const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, uint64_t rel);
 void proc_module_free(struct uw_module *m);
+/* The helper thread of inline lookups, ended (symbolize.c); kernel symbols freed (kallsyms.c). */
+void proc_inline_end(struct uw_session *s);
+void proc_kallsyms_end(struct uw_session *s);
 /* Waits for the inline lookups pending on the helper thread (before a module is freed). */
 void proc_inline_idle(struct uw_session *s);
 /* Lookups asked of the helper so far; whether the first n of them are done (no waiting). */
@@ -286,6 +289,11 @@ typedef void (*tracker_map_fn)(void *ctx, int32_t pid, uint64_t start, uint64_t 
                                uint64_t time);
 void tracker_on_new_map(struct uw_tracker *t, tracker_map_fn fn, void *ctx);
 struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create);
+/* A process forgotten: its mappings let go of their modules. */
+void proc_free(struct uw_tracker *t, struct proc *p);
+/* Live: the mapping holding pc, asked of the kernel (procmaps.c) and added to p; the
+ * tracker's on_new_map is told. @return whether one was found. */
+bool proc_ask_kernel(struct uw_tracker *t, struct proc *p, uint64_t pc, uint64_t time);
 struct thread *proc_thread(struct uw_tracker *t, int32_t pid, int32_t tid, bool create);
 int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
               uint32_t prot, struct uw_module *m);

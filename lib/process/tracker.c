@@ -32,7 +32,7 @@ static void mod_ref(struct uw_tracker *t, struct uw_module *m)
 		proc_module_ref(t->s, m);
 }
 
-static void proc_free(struct uw_tracker *t, struct proc *p)
+void proc_free(struct uw_tracker *t, struct proc *p)
 {
 	struct map *maps = p->maps.data;
 	for (size_t i = 0; i < p->maps.len; i++)
@@ -87,22 +87,6 @@ struct thread *proc_thread(struct uw_tracker *t, int32_t pid, int32_t tid, bool 
 	th->comm = pcomm;
 	th->exited = false;
 	return th;
-}
-
-bool proc_maps_parse(char *line, struct proc_maps_line *out)
-{
-	unsigned long long start, end, pgoff, ino;
-	unsigned maj, min;
-	char perms[8];
-	int n = 0;
-	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min, &ino, &n) < 7 ||
-	    strlen(perms) < 3)
-		return false;
-	char *path = line + n;
-	path[strcspn(path, "\n")] = 0;
-	*out = (struct proc_maps_line){ start, end, pgoff, ino, maj, min, perms[0] == 'r', perms[1] == 'w',
-					perms[2] == 'x', *path ? path : "//anon" };
-	return true;
 }
 
 const struct map *proc_find_map(struct proc *p, uint64_t addr)
@@ -415,101 +399,12 @@ const char *tracker_comm(struct uw_tracker *t, uint32_t pid, uint32_t tid)
 	return proc_intern(t->s, buf, (size_t)n);
 }
 
-/* ---- live: a mapping the events did not show (created before recording began, or a record
- * lost), asked of the kernel */
-
-_Static_assert(sizeof(struct { uint64_t a[9]; uint32_t b[4]; uint64_t c[2]; }) == 104, "procmap_query");
-struct procmap_query { /* include/uapi/linux/fs.h, Linux 6.11 */
-	uint64_t size, query_flags, query_addr, vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
-	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
-	uint64_t vma_name_addr, build_id_addr;
-};
-#define PROCMAP_QUERY 0xC0686611u /* _IOWR('f', 17, struct procmap_query): 104 bytes */
-#define PMQ_EXECUTABLE 0x04
-
-static bool ask_kernel(struct uw_tracker *t, struct proc *p, uint64_t pc, uint64_t time)
-{
-	uint64_t page = pc >> 12;
-	for (unsigned i = 0; i < p->nmissed && i < UW_ARRAY_SIZE(p->missed); i++)
-		if (p->missed[i] == page)
-			return false;
-	if (p->maps_fd == 0) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
-		p->maps_fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (p->maps_fd == 0) { /* never 0 here: keep 0 for "not opened" */
-			close(p->maps_fd);
-			p->maps_fd = -1;
-		}
-	}
-	bool found = false;
-	char name[4096];
-	uint8_t bid[ELFV_MAX_BUILD_ID];
-	struct procmap_query q = { sizeof(q), PMQ_EXECUTABLE, pc, 0, 0, 0, 0, 0, 0, 0, 0, sizeof(name), sizeof(bid),
-				   (uint64_t)(uintptr_t)name, (uint64_t)(uintptr_t)bid };
-	uint64_t start = 0, end = 0, off = 0, ino = 0;
-	uint32_t maj = 0, min = 0;
-	size_t blen = 0;
-	if (p->maps_fd > 0 && ioctl(p->maps_fd, PROCMAP_QUERY, &q) == 0) {
-		found = q.vma_start <= pc && pc < q.vma_end;
-		start = q.vma_start;
-		end = q.vma_end;
-		off = q.vma_offset;
-		ino = q.inode;
-		maj = q.dev_major;
-		min = q.dev_minor;
-		blen = q.build_id_size <= sizeof(bid) ? q.build_id_size : 0;
-		if (!q.vma_name_size)
-			snprintf(name, sizeof(name), "//anon");
-		if (found)
-			t->st.procmap_queries++;
-	} else if (p->maps_fd > 0 && errno != ENOENT) {
-		/* a kernel before 6.11: scan the maps text */
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
-		FILE *f = fopen(path, "re");
-		char line[4096 + 256];
-		struct proc_maps_line ml;
-		while (f && !found && fgets(line, sizeof(line), f)) {
-			if (!proc_maps_parse(line, &ml) || pc < ml.start || pc >= ml.end || !ml.exec)
-				continue;
-			found = true;
-			start = ml.start;
-			end = ml.end;
-			off = ml.pgoff;
-			ino = ml.ino;
-			maj = ml.maj;
-			min = ml.min;
-			snprintf(name, sizeof(name), "%s", ml.path);
-		}
-		if (f)
-			fclose(f);
-		if (found)
-			t->st.maps_scans++;
-	}
-	if (!found) {
-		p->missed[p->nmissed++ % UW_ARRAY_SIZE(p->missed)] = page;
-		return false;
-	}
-	char hex[2 * ELFV_MAX_BUILD_ID + 1] = "";
-	if (blen)
-		base_hex(bid, blen, hex);
-	struct uw_module *m = proc_module_get(t->s, name, strlen(name), hex, maj, min, ino);
-	if (!m || proc_mmap(t, p->pid, start, end - start, off, PROT_READ | PROT_EXEC, m))
-		return false;
-	/* the recorder writes it out, so readers of its output know the mapping too */
-	if (t->on_new_map)
-		t->on_new_map(t->on_new_map_ctx, p->pid, start, end - start, off, maj, min, ino, name,
-			      blen ? bid : NULL, blen, time);
-	return true;
-}
-
 bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 {
 	struct proc_find_ctx *c = ctx;
 	struct uw_tracker *t = c->t;
 	const struct map *cm = c->p ? proc_find_map(c->p, pc) : NULL;
-	if (!cm && c->p && t->o.live && pc >= 4096 && pc < (1ull << 47) && ask_kernel(t, c->p, pc, c->time))
+	if (!cm && c->p && t->o.live && pc >= 4096 && pc < (1ull << 47) && proc_ask_kernel(t, c->p, pc, c->time))
 		cm = proc_find_map(c->p, pc);
 	/* JIT code: in an anonymous mapping (or one the recording missed), named by the process's
 	 * jitdump as it was at the sample's time, else by its perf-PID.map; the address is
@@ -571,153 +466,3 @@ void tracker_on_new_map(struct uw_tracker *t, tracker_map_fn fn, void *ctx)
 	t->on_new_map_ctx = ctx;
 }
 
-/* ---- the public tracker */
-
-UW_API struct uw_tracker *uw_tracker_new(struct uw_session *s, const struct uw_tracker_opts *opts)
-{
-	if (!s) {
-		errno = EINVAL;
-		return NULL;
-	}
-	struct uw_tracker *t = calloc(1, sizeof(*t));
-	if (!t) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (base_opts_copy(&t->o, sizeof(t->o), opts)) {
-		free(t);
-		errno = EINVAL;
-		return NULL;
-	}
-	t->s = s;
-	t->o.sz = sizeof(t->o);
-	if (!t->o.exit_grace_ns)
-		t->o.exit_grace_ns = 1000000000ull; /* late samples within 1 s of EXIT still resolve */
-	base_map_init(&t->procs);
-	base_map_init(&t->threads);
-	base_map_init(&t->buildids);
-	t->st.sz = sizeof(t->st);
-	t->frames = calloc(s->opts.max_frames, sizeof(*t->frames));
-	t->cfi_cache = cfi_cache_new();
-	if (!t->frames || !t->cfi_cache) {
-		uw_tracker_free(t);
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (t->o.live)
-		proc_session_live(s);
-	return t;
-}
-
-UW_API void uw_tracker_free(struct uw_tracker *t)
-{
-	if (!t)
-		return;
-	size_t it = 0;
-	void *val;
-	while (base_map_next(&t->procs, &it, NULL, &val))
-		proc_free(t, val);
-	base_map_free(&t->procs);
-	it = 0;
-	while (base_map_next(&t->threads, &it, NULL, &val))
-		free(val);
-	base_map_free(&t->threads);
-	base_map_free(&t->buildids);
-	free(t->frames);
-	cfi_cache_free(t->cfi_cache);
-	free(t);
-}
-
-/* Processes that exited long enough ago go as time passes. */
-static void tick(struct uw_tracker *t, uint64_t time)
-{
-	if (time && ++t->since_sweep >= 4096) {
-		t->since_sweep = 0;
-		proc_sweep(t, time);
-	}
-}
-
-UW_API int uw_tracker_mmap(struct uw_tracker *t, const struct uw_mmap_event *ev)
-{
-	struct uw_mmap_event e;
-	if (!t || base_opts_copy(&e, sizeof(e), ev) || !e.path || (e.build_id_size && !e.build_id))
-		return -EINVAL;
-	tick(t, e.time);
-	bool kernel = e.pid == (uint32_t)-1;
-	return tracker_map_event(t, (int32_t)e.pid, kernel ? PROC_CPUMODE_KERNEL : 0, e.addr, e.len, e.pgoff, e.prot,
-				 e.maj, e.min, e.ino, e.build_id, e.build_id_size, e.path, strlen(e.path));
-}
-
-UW_API int uw_tracker_comm(struct uw_tracker *t, uint32_t pid, uint32_t tid, const char *comm, int exec,
-                           uint64_t time)
-{
-	if (!t || !comm) {
-		if (t)
-			t->st.malformed_comm++;
-		return -EINVAL;
-	}
-	tick(t, time);
-	return proc_comm(t, (int32_t)pid, (int32_t)tid, comm, strnlen(comm, 4096), exec != 0, time);
-}
-
-UW_API int uw_tracker_fork(struct uw_tracker *t, uint32_t ppid, uint32_t ptid, uint32_t pid, uint32_t tid,
-                           uint64_t time)
-{
-	if (!t)
-		return -EINVAL;
-	tick(t, time);
-	return proc_fork(t, (int32_t)pid, (int32_t)ppid, (int32_t)tid, (int32_t)ptid, time);
-}
-
-UW_API int uw_tracker_exit(struct uw_tracker *t, uint32_t pid, uint32_t tid, uint64_t time)
-{
-	if (!t)
-		return -EINVAL;
-	tick(t, time);
-	proc_exit(t, (int32_t)pid, (int32_t)tid, time);
-	return 0;
-}
-
-UW_API int uw_tracker_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *build_id, size_t size)
-{
-	if (!t || !path || !build_id || !size || size > ELFV_MAX_BUILD_ID)
-		return -EINVAL;
-	proc_note_build_id(t, path, build_id, size);
-	return 0;
-}
-
-UW_API void uw_tracker_sweep(struct uw_tracker *t, uint64_t now)
-{
-	if (t)
-		proc_sweep(t, now);
-}
-
-UW_API int uw_tracker_stats(const struct uw_tracker *t, struct uw_tracker_stats *st)
-{
-	if (!t || !st || st->sz < sizeof(size_t))
-		return -EINVAL;
-	struct uw_tracker_stats cur = t->st;
-	cur.processes = t->procs.len;
-	cur.threads = t->threads.len;
-	size_t want = st->sz;
-	memcpy(st, &cur, UW_MIN(want, sizeof(cur)));
-	if (want > sizeof(cur))
-		memset((char *)st + sizeof(cur), 0, want - sizeof(cur));
-	st->sz = want;
-	return 0;
-}
-
-UW_API int uw_tracker_lookup(struct uw_tracker *t, uint32_t pid, uint64_t addr, struct uw_module **m, uint64_t *rel)
-{
-	if (!t)
-		return -EINVAL;
-	struct proc_find_ctx fc = { t, proc_get(t, (int32_t)pid, false), UINT64_MAX };
-	struct unw_pc_info info = { 0 };
-	if (!fc.p || !proc_find_pc(&fc, addr, &info))
-		return -ENOENT;
-	if (m)
-		*m = info.module;
-	if (rel)
-		*rel = addr - info.bias;
-	return 0;
-}

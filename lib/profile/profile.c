@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Profiles: stack interning and frame names. A stack is interned by (event, comm, [pid, tid],
- * frames); frames are (module, address) pairs, named once per distinct frame when a writer
- * asks (folded.c, table.c).
+ * Profiles: stack interning. A stack is interned by (event, comm, [pid, tid], frames); frames
+ * are (module, address) pairs, named once per distinct frame when a writer asks (names.c).
+ * Each writer has its file: folded.c, table.c (perf report's tables), script.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,16 +10,6 @@
 #include <stdlib.h>
 
 #include "profile/profile_internal.h"
-
-struct name_ent {
-	struct name_ent *next;
-	struct uw_module *mod;
-	uint64_t addr;
-	uint8_t kind;           /* which name: NAME_* */
-	const char *name;
-};
-
-enum { NAME_FOLDED, NAME_SYMBOL, NAME_SRCLINE };
 
 UW_API struct uw_profile *uw_profile_new(struct uw_session *s, const struct uw_profile_opts *opts)
 {
@@ -175,123 +165,4 @@ UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *in)
 		}
 	}
 	return base_map_put(&p->stacks, h, st);
-}
-
-static const char *name_uncached(struct uw_profile *p, const struct pframe *f, int kind);
-
-/* A frame's name of one kind, interned, computed once per distinct frame: frames recur across
- * the distinct stacks. */
-static const char *cached_name(struct uw_profile *p, const struct pframe *f, int kind)
-{
-	uint64_t h = base_hash64(f->addr ^ base_hash64((uintptr_t)f->mod + f->kernel + ((uint64_t)kind << 8)));
-	struct name_ent *head = base_map_get(&p->names, h);
-	for (struct name_ent *e = head; e; e = e->next)
-		if (e->addr == f->addr && e->mod == f->mod && e->kind == (uint8_t)(kind | f->kernel << 4))
-			return e->name;
-	const char *name = name_uncached(p, f, kind);
-	struct name_ent *e = base_arena_alloc(&p->name_arena, sizeof(*e));
-	if (e) {
-		*e = (struct name_ent){ head, f->mod, f->addr, (uint8_t)(kind | f->kernel << 4), name };
-		base_map_put(&p->names, h, e);
-	}
-	return name;
-}
-
-static const char *intern(struct uw_profile *p, const char *s)
-{
-	return proc_intern(p->s, s, strlen(s));
-}
-
-static const char *name_uncached(struct uw_profile *p, const struct pframe *f, int kind)
-{
-	struct uw_symbol sym = { 0 };
-	char buf[1024];
-	if (f->kernel)
-		uw_symbolize_kernel(p->s, f->addr, &sym);
-	else if (f->mod)
-		uw_symbolize(p->s, f->mod, f->addr, &sym);
-	const char *mname = f->kernel ? "[kernel.kallsyms]" : f->mod ? f->mod->name : NULL;
-	switch (kind) {
-	case NAME_SYMBOL:
-		return sym.name;
-	case NAME_SRCLINE: {
-		const struct uw_source_frame *inl = NULL;
-		unsigned n = 0;
-		if (f->mod && !f->kernel)
-			uw_symbolize_inline(p->s, f->mod, f->addr, &inl, &n);
-		if (n && inl[0].file && inl[0].line) {
-			const char *base = strrchr(inl[0].file, '/');
-			snprintf(buf, sizeof(buf), "%s:%u", base ? base + 1 : inl[0].file, inl[0].line);
-		} else if (sym.name) {
-			snprintf(buf, sizeof(buf), "%s+%" PRIu64, sym.name, sym.offset);
-		} else {
-			snprintf(buf, sizeof(buf), "%s[%" PRIx64 "]", mname ? mname : "[unknown]",
-				 f->kernel ? f->addr : f->map_addr);
-		}
-		return intern(p, buf);
-	}
-	default:
-		break;
-	}
-	if (f->kernel) {
-		snprintf(buf, sizeof(buf), "%s_[k]", sym.name ? sym.name : "[unknown]");
-	} else if (f->mod) {
-		if (sym.name)
-			return sym.name;
-		if (p->o.addresses)
-			snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, f->mod->name, f->map_addr);
-		else
-			snprintf(buf, sizeof(buf), "[%s]", f->mod->name);
-	} else {
-		snprintf(buf, sizeof(buf), "[unknown]");
-	}
-	return intern(p, buf);
-}
-
-const char *prof_frame_name(struct uw_profile *p, const struct pframe *f)
-{
-	const char *n = cached_name(p, f, NAME_FOLDED);
-	return n ? n : "[unknown]";
-}
-
-const char *prof_frame_symbol(struct uw_profile *p, const struct pframe *f)
-{
-	return cached_name(p, f, NAME_SYMBOL);
-}
-
-const char *prof_frame_srcline(struct uw_profile *p, const struct pframe *f)
-{
-	const char *n = cached_name(p, f, NAME_SRCLINE);
-	return n ? n : "??:0";
-}
-
-unsigned prof_frame_levels(struct uw_profile *p, const struct pframe *f, const char **names, bool table)
-{
-	const char *base = table ? prof_frame_symbol(p, f) : prof_frame_name(p, f);
-	if ((!p->o.inline_frames && !p->o.by_line) || f->kernel || !f->mod) {
-		names[0] = base;
-		return 1;
-	}
-	const struct uw_source_frame *inl = NULL;
-	unsigned n = 0;
-	uw_symbolize_inline(p->s, f->mod, f->addr, &inl, &n);
-	if (!n) {
-		names[0] = base;
-		return 1;
-	}
-	unsigned first = p->o.inline_frames ? 0 : n - 1, k = 0;
-	for (unsigned i = first; i < n && k < MAX_LEVELS; i++) {
-		/* the containing function keeps its symbol name, as in --script */
-		const char *fn = i == n - 1 || !inl[i].function ? base : inl[i].function;
-		if (p->o.by_line && inl[i].file && fn) {
-			char buf[1024];
-			const char *file = strrchr(inl[i].file, '/');
-			int len = snprintf(buf, sizeof(buf), "%s %s:%u", fn, file ? file + 1 : inl[i].file, inl[i].line);
-			const char *named = proc_intern(p->s, buf, (size_t)UW_MIN(len, (int)sizeof(buf) - 1));
-			if (named)
-				fn = named;
-		}
-		names[k++] = fn;
-	}
-	return k;
 }

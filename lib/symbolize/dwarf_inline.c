@@ -17,7 +17,7 @@
  * of the 4,542 functions of the units touched are ever asked for, and their subtrees hold 18% of
  * the units' code DIEs.
  */
-#include "symbolize/dwarf_inline.h"
+#include "symbolize/dwarf_inline_int.h"
 #include "symbolize/dwarf_walk.h"
 #include "symbolize/dwarf_line.h"
 #include "symbolize/dwp.h"
@@ -35,242 +35,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define DWI_MAX_NODES (1u << 24)
-
-struct dwi_node {
-	Dwarf_Off off;        /* the DIE */
-	int32_t parent;       /* enclosing scope (-1: none; a subprogram has none) */
-	bool subprogram;
-	bool resolved;
-	bool expanded;        /* its subtree has been walked (always, but for lazy subprograms) */
-	const char *name;     /* interned, when resolved */
-	const char *call_file;
-	uint32_t call_line;
-	uint32_t nsub;
-	struct dwi_seg *sub;  /* a lazily walked subprogram: the innermost scopes over its ranges */
-};
-
-struct dwi_seg {
-	uint64_t start;
-	int32_t node;         /* innermost scope from start on; -1: none */
-};
-
-struct dwi_cu {
-	Dwarf_Off off;        /* the unit DIE */
-	Dwarf_Die die;
-	struct base_vec nodes; /* struct dwi_node; grows as subprograms are walked */
-	struct dww_unit *unit; /* for walking subprograms later; NULL when all was walked */
-	struct dwi_seg *segs;
-	uint32_t nsegs;
-	Dwarf_Files *files;   /* libdw's: when lines could not be read by dwl, and a split unit's */
-	size_t nfiles;
-	struct dwl_table *lines;
-	Dwarf *ndw;           /* where the nodes' DIE offsets are: a split unit's .dwo, else NULL */
-	/* a split unit from a package: its sections (unit reads them), names and call sites read
-	 * by dww_attrs, call files from its own line table's names */
-	bool own;
-	struct dww_sections psec;
-	struct dwl_sections plsec;
-	struct dwl_table *call_lines;
-};
-
-/* What a Dwarf handle reads besides the view: a decompressed image, or the cache's copy, and
- * the thread writing the image to the cache. */
-struct cache_write {
-	pthread_t th;
-	const uint8_t *img;
-	size_t size;
-	char *path;
-	uint64_t cap;
-};
-
-/* The cache's files, for its size cap */
-static const char *const cache_suffixes[] = { ".dwarf1", ".lines1", NULL };
-
-struct dwi_file {
-	void *image;          /* a decompressed copy of the file handed to libdw, or NULL */
-	Elf *image_elf;
-	struct elfv *cached;  /* the cache's decompressed copy libdw reads, or NULL */
-	struct cache_write *cw;
-};
-
-struct dwi {
-	Dwarf *dw;
-	struct dww_sections sec; /* plain sections for the fast walk (info NULL: libdw walk only) */
-	struct dwl_sections lsec; /* and for line tables (line NULL: libdw's) */
-	struct dwl_store *lstore; /* line rows kept in the cache directory, or NULL */
-	/* names read by dww_attrs: the units' header offsets (sorted), and the units opened for it */
-	uint64_t *unit_offs;
-	size_t nunit_offs;
-	bool unit_offs_built;
-	struct base_map attr_units; /* unit header offset -> struct dww_unit * (or &no_unit) */
-	struct base_map cus;  /* unit header offset -> struct dwi_cu * */
-	struct dwi_file main;
-	Dwarf *alt;           /* the dwz supplementary file's, or NULL */
-	struct dwi_file alt_file;
-	const uint8_t *aranges_sec; /* .debug_aranges, plain, or NULL */
-	size_t naranges_sec;
-	struct dwi_arange *ar; /* units by address, sorted by lo (built on the first lookup) */
-	size_t nar;
-	bool ar_built;
-	bool ar_from_units;   /* built from the units' own ranges: complete, no libdw fallback */
-	struct dwp *(*find_package)(void *ctx);
-	void *find_package_ctx;
-	struct dwp *package; /* the finder's, not owned */
-	bool package_tried;
-};
 
 static char no_unit; /* attr_units: a unit dww cannot read */
 
-struct dwi_arange {
-	uint64_t lo, hi;
-	uint64_t unit;        /* the unit header's offset in .debug_info */
-};
-
-/* Sections the inline index never reads: left out of a decompressed image. */
-static bool unneeded(const char *name)
-{
-	static const char *const skip[] = { ".debug_loc", ".debug_loclists", ".debug_macro", ".debug_macinfo",
-					    ".debug_pubnames", ".debug_pubtypes", ".debug_gnu_pubnames",
-					    ".debug_gnu_pubtypes", ".debug_frame", ".gnu_debugdata" };
-	for (size_t i = 0; i < UW_ARRAY_SIZE(skip); i++)
-		if (!strcmp(name, skip[i]))
-			return true;
-	return false;
-}
-
-/* One compressed section of the image, and the group of them one thread inflates. */
-struct zjob {
-	size_t idx;
-	struct elfv_zsec z;
-	uint64_t at;          /* offset of its copy in the image; 0: not needed, emptied */
-	int group;            /* the thread that inflates it (1, 2; 0: none) */
-	int err;
-};
-
-struct zgroup {
-	struct zjob *jobs;    /* the group's are those with jobs[i].group == id */
-	size_t n;
-	uint8_t *img;
-	int id;
-};
-
-static void *inflate_group(void *arg)
-{
-	struct zgroup *g = arg;
-	pthread_setname_np(pthread_self(), "uw-inflate");
-	for (size_t i = 0; i < g->n; i++)
-		if (g->jobs[i].group == g->id)
-			g->jobs[i].err = elfv_zsec_decompress(&g->jobs[i].z, g->img + g->jobs[i].at) ? -UW_EFORMAT : 0;
-	return NULL;
-}
-
-static int cmp_job_size(const void *x, const void *y)
-{
-	const struct zjob *a = *(struct zjob *const *)x, *b = *(struct zjob *const *)y;
-	return a->z.size > b->z.size ? -1 : a->z.size < b->z.size;
-}
-
-/* Compressed debug sections (zlib, and zstd that libelf 0.188 cannot read): a copy of the file
- * with each needed section decompressed into place after the original bytes and its header
- * patched, and unneeded ones emptied, so libdw reads plain sections and inflates nothing.
- * The sections are inflated by two threads, the largest first to the less loaded one: libc's
- * debug file holds 11 MiB of them, .debug_info 8 of those (about 17 ms of one CPU here). */
-static void *decompressed_image(struct elfv *v, size_t *out_size, bool *refuse)
-{
-	size_t nsec = 0;
-	*refuse = false;
-	if (elf_getshdrnum((Elf *)v->elf, &nsec) || nsec == 0)
-		return NULL;
-	GElf_Ehdr eh;
-	if (!gelf_getehdr((Elf *)v->elf, &eh) || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > v->size ||
-	    nsec > (v->size - eh.e_shoff) / sizeof(Elf64_Shdr))
-		return NULL;
-	uint64_t total = (v->size + 15) & ~(uint64_t)15;
-	/* every compressed section, in section order */
-	struct base_vec jobs = BASE_VEC_INIT(struct zjob);
-	size_t needed = 0;
-	for (size_t i = 1; i < nsec; i++) {
-		struct elfv_zsec z;
-		int e = elfv_compressed_payload(v, i, &z);
-		bool skip = unneeded(elfv_section_name(v, i));
-		if (e == -UW_ELIMIT && !skip) {
-			*refuse = true; /* over the cap: libdw must not inflate it either */
-			base_vec_free(&jobs);
-			return NULL;
-		}
-		if (e)
-			continue;
-		struct zjob *j = base_vec_push(&jobs);
-		if (!j) {
-			base_vec_free(&jobs);
-			return NULL;
-		}
-		*j = (struct zjob){ i, z, skip ? 0 : total, 0, 0 };
-		if (!skip) {
-			total += (z.size + 15) & ~(uint64_t)15;
-			needed++;
-		}
-	}
-	if (jobs.len && total > 4 * v->max_inflate)
-		*refuse = true;
-	uint8_t *img = !jobs.len || *refuse ? NULL : malloc(total);
-	struct zjob **order = img ? malloc((needed ? needed : 1) * sizeof(*order)) : NULL;
-	if (!order) {
-		free(img);
-		base_vec_free(&jobs);
-		return NULL;
-	}
-	memcpy(img, v->map, v->size);
-	/* two groups, the largest sections first to the less loaded one */
-	struct zjob *js = jobs.data;
-	size_t n = 0;
-	for (size_t i = 0; i < jobs.len; i++)
-		if (js[i].at)
-			order[n++] = &js[i];
-	if (n > 1)
-		qsort(order, n, sizeof(*order), cmp_job_size);
-	uint64_t load[2] = { 0, 0 };
-	for (size_t i = 0; i < n; i++) {
-		int g = load[1] < load[0];
-		order[i]->group = 1 + g;
-		load[g] += order[i]->z.size;
-	}
-	free(order);
-	struct zgroup g1 = { js, jobs.len, img, 1 }, g2 = { js, jobs.len, img, 2 };
-	pthread_t th;
-	bool threaded = load[1] >= ((uint64_t)1 << 20) && pthread_create(&th, NULL, inflate_group, &g2) == 0;
-	inflate_group(&g1);
-	if (threaded)
-		pthread_join(th, NULL);
-	else
-		inflate_group(&g2);
-	/* headers: inflated sections point at their copy, unneeded ones are emptied */
-	for (size_t i = 0; i < jobs.len; i++) {
-		if (js[i].err) {
-			free(img);
-			base_vec_free(&jobs);
-			return NULL;
-		}
-		Elf64_Shdr sh;
-		uint8_t *shp = img + eh.e_shoff + js[i].idx * sizeof(Elf64_Shdr);
-		memcpy(&sh, shp, sizeof(sh));
-		sh.sh_flags &= ~(uint64_t)SHF_COMPRESSED;
-		if (js[i].at) {
-			sh.sh_offset = js[i].at;
-			sh.sh_size = js[i].z.size;
-			sh.sh_addralign = UW_MIN(sh.sh_addralign, (uint64_t)16);
-		} else {
-			sh.sh_size = 0;
-		}
-		memcpy(shp, &sh, sizeof(sh));
-	}
-	base_vec_free(&jobs);
-	*out_size = total;
-	return img;
-}
-
-/* The sections the fast walk reads, as libdw sees them (uncompressed ones only). */
 static void find_sections(struct dwi *d)
 {
 	Elf *e = dwarf_getelf(d->dw);
@@ -334,137 +101,6 @@ static void find_sections(struct dwi *d)
 		d->sec = sec;
 }
 
-/* ---- the cache of decompressed DWARF
- *
- * Inflating a compressed debug file is most of the cost of inline frames on a first look at a
- * recording (CPython's and libc's debug files: 34 MiB of DWARF out of 13 MiB). The image built
- * for libdw (decompressed needed sections, emptied unneeded ones: a valid ELF file) is written,
- * by a thread while the report goes on, to DIR/BUILD-ID.dwarf1, through a temporary file and a
- * rename, so a reader sees a whole file or none. Later runs map it: libdw then faults in only
- * the pages of the units asked for. A copy is used only when its build-id is the file's and
- * it has no compressed section. The "1" names the image's layout (which sections it keeps). */
-
-static bool has_compressed(struct elfv *v)
-{
-	Elf *e = (Elf *)v->elf;
-	for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
-		GElf_Shdr sh;
-		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) && sh.sh_type != SHT_NOBITS)
-			return true;
-	}
-	return false;
-}
-
-static char *cache_path(const char *dir, struct elfv *v)
-{
-	char bid[2 * ELFV_MAX_BUILD_ID + 1], *p;
-	if (!dir || !*dir || elfv_build_id_hex(v, bid) < 8 || asprintf(&p, "%s/%s.dwarf1", dir, bid) < 0)
-		return NULL;
-	return p;
-}
-
-static struct elfv *cache_open(const char *path, struct elfv *v)
-{
-	struct elfv *c;
-	if (elfv_open(path, BASE_OPEN_NOFOLLOW, &c))
-		return NULL;
-	char a[2 * ELFV_MAX_BUILD_ID + 1], b[2 * ELFV_MAX_BUILD_ID + 1];
-	elfv_build_id_hex(v, a);
-	elfv_build_id_hex(c, b);
-	if (strcmp(a, b) || has_compressed(c) || !elfv_has_section(c, ".debug_info")) {
-		elfv_close(c);
-		return NULL;
-	}
-	base_cache_touch(c->fd); /* used: the last to go when the cache is full */
-	return c;
-}
-
-static void *cache_write_main(void *arg)
-{
-	struct cache_write *w = arg;
-	pthread_setname_np(pthread_self(), "uw-cachewrite");
-	/* within the cache's cap (older entries go first); a cache: failing costs only time */
-	if (base_cache_admit(w->path, w->size, w->cap, cache_suffixes))
-		base_replace_file(w->path, &(struct base_piece){ w->img, w->size }, 1);
-	return NULL;
-}
-
-static void cache_write_start(struct dwi_file *f, char *path, size_t size, uint64_t cap)
-{
-	struct cache_write *w = calloc(1, sizeof(*w));
-	if (!w) {
-		free(path);
-		return;
-	}
-	w->img = f->image;
-	w->size = size;
-	w->path = path;
-	w->cap = cap;
-	if (pthread_create(&w->th, NULL, cache_write_main, w)) {
-		free(w->path);
-		free(w);
-		return;
-	}
-	f->cw = w;
-}
-
-static void file_end(struct dwi_file *f)
-{
-	if (f->cw) {
-		pthread_join(f->cw->th, NULL);
-		free(f->cw->path);
-		free(f->cw);
-	}
-	if (f->image_elf)
-		elf_end(f->image_elf);
-	free(f->image);
-	elfv_close(f->cached);
-	memset(f, 0, sizeof(*f));
-}
-
-/* A Dwarf handle for v: over the cache's decompressed copy when there is one, else over a
- * decompressed image when it has compressed sections (which also covers zstd; the image then
- * goes to the cache), else over the file. */
-static Dwarf *begin(struct elfv *v, const char *cache, uint64_t cap, struct dwi_file *f, int *why)
-{
-	size_t isize = 0;
-	bool refuse;
-	memset(f, 0, sizeof(*f));
-	char *path = cache && has_compressed(v) ? cache_path(cache, v) : NULL;
-	if (path && (f->cached = cache_open(path, v))) {
-		free(path);
-		Dwarf *dw = dwarf_begin_elf((Elf *)f->cached->elf, DWARF_C_READ, NULL);
-		if (dw)
-			return dw;
-		elfv_close(f->cached);
-		f->cached = NULL;
-		path = NULL;
-	}
-	f->image = decompressed_image(v, &isize, &refuse);
-	if (refuse) {
-		free(path);
-		if (why)
-			*why = -UW_ELIMIT;
-		return NULL;
-	}
-	if (f->image) {
-		f->image_elf = elf_memory(f->image, isize);
-		Dwarf *dw = f->image_elf ? dwarf_begin_elf(f->image_elf, DWARF_C_READ, NULL) : NULL;
-		if (!dw) {
-			free(path);
-			file_end(f);
-			return NULL;
-		}
-		if (path)
-			cache_write_start(f, path, isize, cap);
-		return dw;
-	}
-	free(path);
-	/* plain sections: libdw reads them from its own mapping of the file (memory images such
-	 * as the vdso copy are already in memory) */
-	return v->fd >= 0 ? dwarf_begin(v->fd, DWARF_C_READ) : dwarf_begin_elf((Elf *)v->elf, DWARF_C_READ, NULL);
-}
-
 struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64_t cache_cap, int *why)
 {
 	if (why)
@@ -476,14 +112,14 @@ struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64
 	struct dwi *d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;
-	Dwarf *dw = begin(v, cache, cache_cap, &d->main, why);
+	Dwarf *dw = dwi_image_begin(v, cache, cache_cap, &d->main, why);
 	if (!dw) {
 		free(d);
 		return NULL;
 	}
 	d->dw = dw;
 	/* names and abstract origins that dwz moved into a supplementary file */
-	if (alt && (d->alt = begin(alt, cache, cache_cap, &d->alt_file, NULL)))
+	if (alt && (d->alt = dwi_image_begin(alt, cache, cache_cap, &d->alt_file, NULL)))
 		dwarf_setalt(dw, d->alt);
 	base_map_init(&d->cus);
 	base_map_init(&d->attr_units);
@@ -497,7 +133,7 @@ struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64
 	return d;
 }
 
-static void cu_free(struct dwi_cu *c)
+void dwi_cu_free(struct dwi_cu *c)
 {
 	if (!c)
 		return;
@@ -519,7 +155,7 @@ void dwi_close(struct dwi *d)
 	size_t it = 0;
 	void *val;
 	while (base_map_next(&d->cus, &it, NULL, &val))
-		cu_free(val);
+		dwi_cu_free(val);
 	dwl_store_free(d->lstore);
 	for (it = 0; base_map_next(&d->attr_units, &it, NULL, &val);)
 		if (val != &no_unit)
@@ -529,20 +165,13 @@ void dwi_close(struct dwi *d)
 	base_map_free(&d->cus);
 	free(d->ar);
 	dwarf_end(d->dw);
-	file_end(&d->main);
+	dwi_image_end(&d->main);
 	if (d->alt)
 		dwarf_end(d->alt);
-	file_end(&d->alt_file);
+	dwi_image_end(&d->alt_file);
 	free(d);
 }
 
-struct range {
-	uint64_t lo, hi;
-	uint32_t depth;
-	int32_t node;
-};
-
-/* Ranges by start, then outer first (by depth, then the longer first). */
 static inline bool range_less(const struct range *a, const struct range *b)
 {
 	if (a->lo != b->lo)
@@ -655,7 +284,7 @@ static int32_t die_ranges(Dwarf_Die *die, bool subprogram, int32_t scope, uint32
 
 /* The walk through libdw below root (a unit DIE, or a subprogram whose id is scope0): for units
  * the fast walk does not handle. @return 0, -1 on failure. */
-static int collect_libdw(Dwarf_Die *root, int32_t scope0, struct base_vec *nodes, struct base_vec *ranges)
+int dwi_collect_libdw(Dwarf_Die *root, int32_t scope0, struct base_vec *nodes, struct base_vec *ranges)
 {
 	/* explicit stack of (die, enclosing node, depth) */
 	struct frame {
@@ -710,13 +339,6 @@ static int collect_libdw(Dwarf_Die *root, int32_t scope0, struct base_vec *nodes
 	return fail ? -1 : 0;
 }
 
-struct fast_ctx {
-	Dwarf *dw;
-	struct base_vec *nodes, *ranges;
-	bool shallow;         /* subprograms are walked later */
-	struct dww_unit *unit; /* reads DW_AT_ranges; NULL: libdw does */
-};
-
 struct range_ctx {
 	struct fast_ctx *fc;
 	const struct dww_die *w;
@@ -736,7 +358,7 @@ static int add_range(void *ctx, uint64_t lo, uint64_t hi)
 	return 0;
 }
 
-static int32_t on_die(void *ctx, const struct dww_die *w)
+int32_t dwi_on_die(void *ctx, const struct dww_die *w)
 {
 	struct fast_ctx *fc = ctx;
 	bool sub = w->tag == DW_TAG_subprogram;
@@ -787,7 +409,7 @@ static int collect(struct dwi *d, Dwarf_Die *cudie, bool lazy, struct dww_unit *
 	*unit = d->sec.info ? dww_unit_open(&d->sec, dwarf_dieoffset(cudie) - dwarf_cuoffset(cudie)) : NULL;
 	if (*unit) {
 		struct fast_ctx fc = { d->dw, nodes, ranges, lazy, *unit };
-		int rc = dww_walk_unit(*unit, lazy, on_die, &fc);
+		int rc = dww_walk_unit(*unit, lazy, dwi_on_die, &fc);
 		if (rc || !lazy) {
 			dww_unit_free(*unit);
 			*unit = NULL;
@@ -797,43 +419,10 @@ static int collect(struct dwi *d, Dwarf_Die *cudie, bool lazy, struct dww_unit *
 		nodes->len = 0;
 		ranges->len = 0;
 	}
-	return collect_libdw(cudie, -1, nodes, ranges);
+	return dwi_collect_libdw(cudie, -1, nodes, ranges);
 }
 
-/* Every unit walked both ways (tests): units, units the fast walk handled, units that differ. */
-int dwi_compare_walks(struct dwi *d, size_t *units, size_t *fast, size_t *differ)
-{
-	*units = *fast = *differ = 0;
-	Dwarf_Off off = 0, next;
-	size_t hsize;
-	while (dwarf_nextcu(d->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cudie;
-		if (dwarf_offdie(d->dw, off + hsize, &cudie)) {
-			struct base_vec n1 = BASE_VEC_INIT(struct dwi_node), r1 = BASE_VEC_INIT(struct range);
-			struct base_vec n2 = BASE_VEC_INIT(struct dwi_node), r2 = BASE_VEC_INIT(struct range);
-			struct dww_unit *w = d->sec.info ? dww_unit_open(&d->sec, off) : NULL;
-			struct fast_ctx fc = { d->dw, &n1, &r1, false, w };
-			(*units)++;
-			if (w && dww_walk_unit(w, false, on_die, &fc) == 0) {
-				(*fast)++;
-				if (collect_libdw(&cudie, -1, &n2, &r2) || n1.len != n2.len || r1.len != r2.len ||
-				    (n1.len && memcmp(n1.data, n2.data, n1.len * sizeof(struct dwi_node))) ||
-				    (r1.len && memcmp(r1.data, r2.data, r1.len * sizeof(struct range))))
-					(*differ)++;
-			}
-			base_vec_free(&n1);
-			base_vec_free(&r1);
-			base_vec_free(&n2);
-			base_vec_free(&r2);
-			dww_unit_free(w);
-		}
-		off = next;
-	}
-	return 0;
-}
-
-/* The unit's line table through dwl, or NULL (libdw's then). */
-static struct dwl_table *unit_lines(struct dwi *d, Dwarf_Die *cudie)
+struct dwl_table *dwi_unit_lines(struct dwi *d, Dwarf_Die *cudie)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word off;
@@ -845,104 +434,6 @@ static struct dwl_table *unit_lines(struct dwi *d, Dwarf_Die *cudie)
 /* Every unit's line table both ways (tests): at each row's address of libdw's table, and one
  * byte before it, the file and line must agree. Counts units, units read by dwl, lookups that
  * differ. */
-int dwi_compare_stored_lines(struct dwi *d, const char *path, size_t *units, size_t *differ, size_t *stored,
-                             size_t *taken, size_t *added)
-{
-	*units = *differ = 0;
-	struct dwl_store *st = dwl_store_open(path, 0);
-	if (!st)
-		return -ENOMEM;
-	struct base_vec keep = BASE_VEC_INIT(struct dwl_table *);
-	Dwarf_Off off = 0, next;
-	size_t hsize;
-	while (dwarf_nextcu(d->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cudie;
-		Dwarf_Attribute a;
-		Dwarf_Word loff;
-		if (dwarf_offdie(d->dw, off + hsize, &cudie) &&
-		    dwarf_formudata(dwarf_attr(&cudie, DW_AT_stmt_list, &a), &loff) == 0) {
-			const char *dir = dwarf_formstring(dwarf_attr(&cudie, DW_AT_comp_dir, &a));
-			struct dwl_table *t = dwl_build_stored(&d->lsec, loff, dir, st), *ref = dwl_build(&d->lsec, loff, dir);
-			struct dwl_table **slot = t ? base_vec_push(&keep) : NULL;
-			(*units)++;
-			if ((t != NULL) != (ref != NULL) || (t && !dwl_same(t, ref)))
-				(*differ)++;
-			dwl_free(ref);
-			if (slot)
-				*slot = t;
-			else
-				dwl_free(t);
-		}
-		off = next;
-	}
-	dwl_store_counts(st, stored, taken, added);
-	int rc = dwl_store_save(st);
-	for (size_t i = 0; i < keep.len; i++)
-		dwl_free(*(struct dwl_table **)base_vec_at(&keep, i));
-	base_vec_free(&keep);
-	dwl_store_free(st);
-	return rc;
-}
-
-int dwi_compare_lines(struct dwi *d, size_t *units, size_t *fast, size_t *differ)
-{
-	*units = *fast = *differ = 0;
-	Dwarf_Off off = 0, next;
-	size_t hsize;
-	while (dwarf_nextcu(d->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cudie;
-		if (dwarf_offdie(d->dw, off + hsize, &cudie)) {
-			(*units)++;
-			struct dwl_table *t = unit_lines(d, &cudie);
-			Dwarf_Lines *lines;
-			size_t n;
-			if (t && dwarf_getsrclines(&cudie, &lines, &n) == 0) {
-				(*fast)++;
-				/* at both ends of every row that covers code (the last of rows at the same
-				 * address, followed by a higher one): empty sequences, which libdw keeps and
-				 * answers from, cover nothing */
-				for (size_t i = 0; i + 1 < n; i++) {
-					Dwarf_Line *li = dwarf_onesrcline(lines, i), *lj = dwarf_onesrcline(lines, i + 1);
-					Dwarf_Addr a, b;
-					bool endseq;
-					dwarf_lineaddr(li, &a);
-					dwarf_lineaddr(lj, &b);
-					if (dwarf_lineendsequence(li, &endseq) || endseq || b <= a)
-						continue;
-					/* a row at the address of an end marker may be an empty sequence's */
-					bool e2 = false;
-					Dwarf_Addr pa = 0;
-					if (i > 0 && (dwarf_lineaddr(dwarf_onesrcline(lines, i - 1), &pa) ||
-						      dwarf_lineendsequence(dwarf_onesrcline(lines, i - 1), &e2) || (e2 && pa == a)))
-						continue;
-					Dwarf_Addr at[2] = { a, b - 1 };
-					for (int k = 0; k < 2; k++) {
-						Dwarf_Line *l = dwarf_getsrc_die(&cudie, at[k]);
-						uint32_t fi, ln;
-						bool mine = dwl_find(t, at[k], &fi, &ln);
-						char buf[4096];
-						int lno = 0;
-						if (l)
-							dwarf_lineno(l, &lno);
-						const char *f1 = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
-						const char *f2 = mine ? dwl_file(t, fi, buf, sizeof(buf)) : NULL;
-						if ((l != NULL) != mine || (mine && ((uint32_t)lno != ln || !f1 || !f2 || strcmp(f1, f2)))) {
-							(*differ)++;
-						}
-					}
-				}
-			}
-			dwl_free(t);
-		}
-		off = next;
-	}
-	return 0;
-}
-
-/* The index of a unit: its nodes and ranges, then the flattening sweep. */
-/* Sweep: nested ranges into segments, each naming the innermost range from its start on (base
- * outside every range). Ranges by start, outer first; a stack of open ranges; a segment starts
- * wherever the innermost open range changes. @return 0, -1 out of memory. */
 static int sweep(struct base_vec *ranges, int32_t base, struct base_vec *segs)
 {
 	struct range *rs = ranges->data;
@@ -1008,7 +499,7 @@ static bool package_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, uint
 
 /* Indexes a unit: lazy (functions now, their inlined subroutines when asked for) or, for the
  * tests' reference, whole. */
-static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
+struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 {
 	struct dwi_cu *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -1016,7 +507,7 @@ static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 	c->off = dwarf_dieoffset(cudie);
 	c->die = *cudie;
 	c->nodes = (struct base_vec)BASE_VEC_INIT(struct dwi_node);
-	c->lines = unit_lines(d, cudie);
+	c->lines = dwi_unit_lines(d, cudie);
 	if (!c->lines && dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
 		c->files = NULL;
 	struct base_vec ranges = BASE_VEC_INIT(struct range), segs = BASE_VEC_INIT(struct dwi_seg);
@@ -1032,18 +523,18 @@ static struct dwi_cu *cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 		c->ndw = dwarf_cu_getdwarf(sub.cu);
 		if (dwarf_getsrcfiles(&sub, &c->files, &c->nfiles) != 0)
 			c->files = NULL;
-		fail = collect_libdw(&sub, -1, &c->nodes, &ranges) != 0;
+		fail = dwi_collect_libdw(&sub, -1, &c->nodes, &ranges) != 0;
 	} else if (ut == DW_UT_skeleton) {
 		/* no .dwo: the package's unit, or no inline frames (names from the symbol table) */
 		fail = package_unit(d, c, cudie, dwo_id) &&
-		       dww_walk_unit(c->unit, true, on_die, &(struct fast_ctx){ d->dw, &c->nodes, &ranges, true, c->unit });
+		       dww_walk_unit(c->unit, true, dwi_on_die, &(struct fast_ctx){ d->dw, &c->nodes, &ranges, true, c->unit });
 	} else {
 		fail = collect(d, cudie, lazy, &c->unit, &c->nodes, &ranges) != 0;
 	}
 	if (fail || sweep(&ranges, -1, &segs)) {
 		base_vec_free(&ranges);
 		base_vec_free(&segs);
-		cu_free(c);
+		dwi_cu_free(c);
 		return NULL;
 	}
 	base_vec_free(&ranges);
@@ -1062,13 +553,13 @@ static void expand(struct dwi *d, struct dwi_cu *c, int32_t id)
 	size_t keep = c->nodes.len;
 	struct base_vec ranges = BASE_VEC_INIT(struct range), segs = BASE_VEC_INIT(struct dwi_seg);
 	struct fast_ctx fc = { d->dw, &c->nodes, &ranges, false, c->unit };
-	int rc = c->unit ? dww_walk_subtree(c->unit, off, id, on_die, &fc) : -1;
+	int rc = c->unit ? dww_walk_subtree(c->unit, off, id, dwi_on_die, &fc) : -1;
 	if (rc && !c->own) {
 		/* a form the fast walk does not know, below the part the unit's walk jumped over */
 		c->nodes.len = keep;
 		ranges.len = 0;
 		Dwarf_Die die;
-		rc = dwarf_offdie(d->dw, off, &die) ? collect_libdw(&die, id, &c->nodes, &ranges) : -1;
+		rc = dwarf_offdie(d->dw, off, &die) ? dwi_collect_libdw(&die, id, &c->nodes, &ranges) : -1;
 	}
 	if (rc || sweep(&ranges, id, &segs)) {
 		c->nodes.len = keep;
@@ -1102,7 +593,7 @@ static int32_t innermost(struct dwi *d, struct dwi_cu *c, uint64_t addr)
 }
 
 /* The DIE offsets of the chain over addr, innermost first. */
-static unsigned chain(struct dwi *d, struct dwi_cu *c, uint64_t addr, Dwarf_Off *out, unsigned cap)
+unsigned dwi_chain(struct dwi *d, struct dwi_cu *c, uint64_t addr, Dwarf_Off *out, unsigned cap)
 {
 	unsigned n = 0;
 	for (int32_t id = innermost(d, c, addr); id >= 0 && (size_t)id < c->nodes.len && n < cap;) {
@@ -1111,39 +602,6 @@ static unsigned chain(struct dwi *d, struct dwi_cu *c, uint64_t addr, Dwarf_Off 
 		id = nd->subprogram ? -1 : nd->parent;
 	}
 	return n;
-}
-
-int dwi_compare_lookups(struct dwi *d, size_t *units, size_t *addrs, size_t *differ)
-{
-	*units = *addrs = *differ = 0;
-	Dwarf_Off off = 0, next;
-	size_t hsize;
-	while (dwarf_nextcu(d->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cudie;
-		if (dwarf_offdie(d->dw, off + hsize, &cudie)) {
-			struct dwi_cu *lazy = cu_index(d, &cudie, true), *whole = cu_index(d, &cudie, false);
-			if (lazy && whole) {
-				(*units)++;
-				/* the first, middle and last address of every segment of the whole index */
-				for (uint32_t i = 0; i + 1 < whole->nsegs; i++) {
-					uint64_t lo = whole->segs[i].start, hi = whole->segs[i + 1].start;
-					uint64_t at[3] = { lo, lo + (hi - lo) / 2, hi - 1 };
-					for (unsigned k = 0; k < 3; k++) {
-						Dwarf_Off a1[DWI_MAX_DEPTH], a2[DWI_MAX_DEPTH];
-						unsigned n1 = chain(d, whole, at[k], a1, DWI_MAX_DEPTH);
-						unsigned n2 = chain(d, lazy, at[k], a2, DWI_MAX_DEPTH);
-						(*addrs)++;
-						if (n1 != n2 || (n1 && memcmp(a1, a2, n1 * sizeof(a1[0]))))
-							(*differ)++;
-					}
-				}
-			}
-			cu_free(lazy);
-			cu_free(whole);
-		}
-		off = next;
-	}
-	return 0;
 }
 
 static const char *intern0(struct base_intern *t, const char *s)
@@ -1209,7 +667,7 @@ static struct dww_unit *ref_unit(struct dwi *d, struct dwi_cu *c, uint64_t off)
  * name through abstract origins and specifications, else the name likewise; the call site of the
  * DIE itself). A package's split unit (own) is read only here, as far as it goes.
  * @return false when a form or a unit is not handled here: libdw then. */
-static bool attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings)
+bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings)
 {
 	bool own = c->own;
 	if (!own && (!d->sec.info || c->ndw || !c->lines))
@@ -1249,7 +707,7 @@ static bool attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, s
 }
 
 /* The same through libdw. */
-static void libdw_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings)
+void dwi_libdw_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings)
 {
 	Dwarf_Die die;
 	if (!dwarf_offdie(c->ndw ? c->ndw : d->dw, n->off, &die))
@@ -1275,36 +733,8 @@ static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, st
 	if (n->resolved)
 		return;
 	n->resolved = true;
-	if (!attrs_resolve(d, c, n, strings))
-		libdw_resolve(d, c, n, strings);
-}
-
-int dwi_compare_names(struct dwi *d, size_t *nodes, size_t *fast, size_t *differ)
-{
-	*nodes = *fast = *differ = 0;
-	struct base_intern strings;
-	base_intern_init(&strings);
-	Dwarf_Off off = 0, next;
-	size_t hsize;
-	while (dwarf_nextcu(d->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cudie;
-		struct dwi_cu *c = dwarf_offdie(d->dw, off + hsize, &cudie) ? cu_index(d, &cudie, false) : NULL;
-		for (size_t i = 0; c && !c->own && i < c->nodes.len; i++) {
-			struct dwi_node *n = base_vec_at(&c->nodes, i), a = *n, b = *n;
-			(*nodes)++;
-			libdw_resolve(d, c, &a, &strings);
-			if (!attrs_resolve(d, c, &b, &strings))
-				continue;
-			(*fast)++;
-			/* interned: equal strings are the same pointer */
-			if (a.name != b.name || a.call_file != b.call_file || a.call_line != b.call_line)
-				(*differ)++;
-		}
-		cu_free(c);
-		off = next;
-	}
-	base_intern_free(&strings);
-	return 0;
+	if (!dwi_attrs_resolve(d, c, n, strings))
+		dwi_libdw_resolve(d, c, n, strings);
 }
 
 void dwi_set_package_finder(struct dwi *d, struct dwp *(*find)(void *ctx), void *ctx)
@@ -1423,9 +853,9 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 	if (dwarf_nextcu(d->dw, unit, &next, &hsize, NULL, NULL, NULL) != 0 ||
 	    !dwarf_offdie(d->dw, unit + hsize, &cudie))
 		return NULL;
-	c = cu_index(d, &cudie, true);
+	c = dwi_cu_index(d, &cudie, true);
 	if (!c || base_map_put(&d->cus, unit, c)) {
-		cu_free(c);
+		dwi_cu_free(c);
 		return NULL;
 	}
 	return c;
@@ -1481,3 +911,4 @@ unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, s
 	}
 	return n;
 }
+

@@ -15,6 +15,7 @@
 
 #include "elf/elfview.h"
 #include "symbolize/dwarf_inline.h"
+#include "dwarf_compare.h"
 
 static int nfiles;
 static char **files;

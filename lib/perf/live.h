@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live recording's parts (uw_record):
+ *   live_events.c  which events, how their perf_event_attr is filled, opened per CPU or task
+ *   live_ring.c    ring buffers: mapped, drained with the data_head/data_tail protocol
+ *   live_synth.c   records for what existed before recording (processes, their mappings, the
+ *                  kernel), and for mappings found on demand
+ *   perf_live.c    the phases of a recording
+ */
+#ifndef UW_PERF_LIVE_H
+#define UW_PERF_LIVE_H
+
+#include <sys/types.h>
+
+#include "perf/perf.h"
+
+/* perf_event_attr, as the kernel reads it (size 128); defined here, the installed UAPI headers
+ * may be older than the kernel */
+struct kattr {
+	uint32_t type, size;
+	uint64_t config, sample_period_or_freq, sample_type, read_format, flags;
+	uint32_t wakeup, bp_type;
+	uint64_t config1, config2, branch_sample_type, sample_regs_user;
+	uint32_t sample_stack_user;
+	int32_t clockid;
+	uint64_t sample_regs_intr;
+	uint32_t aux_watermark;
+	uint16_t sample_max_stack, reserved2;
+	uint32_t aux_sample_size, reserved3;
+	uint64_t sig_data, config3;
+};
+_Static_assert(sizeof(struct kattr) == 136, "perf_event_attr VER8");
+
+enum {
+	A_DISABLED = 0, A_INHERIT = 1, A_MMAP = 8, A_COMM = 9, A_FREQ = 10, A_ENABLE_ON_EXEC = 12, A_TASK = 13,
+	A_WATERMARK = 14, A_SAMPLE_ID_ALL = 18, A_EXCL_CALLCHAIN_USER = 22, A_MMAP2 = 23, A_COMM_EXEC = 24,
+	A_USE_CLOCKID = 25, A_BUILD_ID = 34,
+};
+#define BIT(n) (1ull << (n))
+
+/* the first page of a ring buffer (struct perf_event_mmap_page): data_head at 1024, data_tail
+ * at 1032, data_offset 1040, data_size 1048 */
+#define MP_DATA_HEAD 1024
+#define MP_DATA_TAIL 1032
+
+#define PERF_EVENT_IOC_ENABLE 0x2400
+#define PERF_EVENT_IOC_DISABLE 0x2401
+#define PERF_EVENT_IOC_ID 0x80082407
+
+struct ring {
+	int fd;
+	uint8_t *base;       /* control page, then data */
+	size_t data_size;
+	uint64_t id;
+};
+
+struct live {
+	struct cc_sink *sink;
+	uint64_t id0;        /* the first ring's event id, for synthesized records' sample_id */
+	struct uw_session *s;
+	struct uw_tracker *t; /* live: mappings the events missed are asked of the kernel */
+	struct uw_reader *r;
+	struct ring *rings;
+	size_t nrings;
+	uint8_t *tmp;        /* a record that wraps around the ring's end */
+	uint64_t lost, throttled;
+};
+
+
+struct evspec {
+	uint32_t type;
+	uint64_t config;
+	const char *name;
+};
+
+struct evconf {
+	struct evspec ev;
+	const struct uw_record_opts *o;
+	bool user_only;         /* the kernel may not be sampled (perf_event_paranoid 2) */
+};
+
+
+/* ---- events (live_events.c) */
+int live_ncpus(void);
+/* perf_event_open refused: the reason, and what would allow it. */
+int live_permission_error(struct uw_session *s, int err);
+bool live_parse_event(const char *name, struct evspec *e);
+void live_attr_init(struct kattr *a, const struct evconf *ec, bool sideband, bool task);
+/* Is CPU c one the recording uses (-C)? */
+bool live_cpu_wanted(const struct uw_record_opts *o, int c);
+/* The threads of a process, from /proc/PID/task. */
+int live_task_ids(int pid, int **out, size_t *n);
+/* Events for a task on every CPU: the first of each task carries the side-band. */
+int live_open_task(struct live *lv, const struct evconf *ec, pid_t tid, int ncpu, size_t pages);
+
+/* ---- rings (live_ring.c) */
+int live_open_ring(struct live *lv, struct kattr *a, pid_t pid, int cpu, size_t pages);
+void live_close_rings(struct live *lv);
+/* Every ring's records into the reader, then the end of a round. */
+int live_drain_all(struct live *lv);
+
+/* ---- synthesized records (live_synth.c) */
+/* The kernel's text as perf record describes it, with the running kernel's build-id. */
+int live_push_kernel_map(struct live *lv);
+/* Processes that exist (pids, or all for -a): their threads' names and executable mappings. */
+int live_synthesize_all(struct live *lv, const int *pids, size_t npids, bool all);
+int live_push_comm(struct live *lv, int32_t pid, int32_t tid, const char *comm);
+/* A mapping the tracker found on demand, written to the output (tracker_map_fn). */
+void live_on_new_map(void *ctx, int32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t maj, uint32_t min,
+                     uint64_t ino, const char *path, const uint8_t *bid, size_t blen, uint64_t time);
+
+#endif

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/* Live recording: the events, their attributes, opened per CPU or per task (live.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perf/live.h"
+#include "unwind/unwind.h"
+
+int live_ncpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	return n > 0 && n < 4096 ? (int)n : 1;
+}
+
+int live_permission_error(struct uw_session *s, int err)
+{
+	int paranoid = -9;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	if (f) {
+		if (fscanf(f, "%d", &paranoid) != 1)
+			paranoid = -9;
+		fclose(f);
+	}
+	return base_err(&s->log, err,
+			"perf_event_open: %s (kernel.perf_event_paranoid is %d): run as root, grant CAP_PERFMON, "
+			"or allow it with 'sysctl -w kernel.perf_event_paranoid=1' (-1 for -a)",
+			strerror(-err), paranoid);
+}
+
+/* Reads every record in the ring into the reader. */
+bool live_parse_event(const char *name, struct evspec *e)
+{
+	static const struct evspec known[] = {
+		{ 0, 0, "cycles" },        /* PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES */
+		{ 0, 1, "instructions" },
+		{ 1, 0, "cpu-clock" },     /* PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK */
+		{ 1, 1, "task-clock" },
+		{ 1, 2, "page-faults" },
+	};
+	for (size_t i = 0; i < UW_ARRAY_SIZE(known); i++)
+		if (!strcmp(name, known[i].name)) {
+			*e = known[i];
+			return true;
+		}
+	return false;
+}
+
+/* How the events of one recording are opened. */
+void live_attr_init(struct kattr *a, const struct evconf *ec, bool sideband, bool task)
+{
+	const struct uw_record_opts *o = ec->o;
+	memset(a, 0, sizeof(*a));
+	a->type = ec->ev.type;
+	a->size = sizeof(*a);
+	a->config = ec->ev.config;
+	if (o->period) {
+		a->sample_period_or_freq = o->period;
+	} else {
+		a->sample_period_or_freq = o->freq;
+		a->flags |= BIT(A_FREQ);
+	}
+	a->sample_type = PS_IDENTIFIER | PS_IP | PS_TID | PS_TIME | PS_CPU | PS_PERIOD | PS_CALLCHAIN;
+	a->flags |= BIT(A_DISABLED) | BIT(A_SAMPLE_ID_ALL) | BIT(A_USE_CLOCKID) | BIT(A_WATERMARK);
+	if (o->call_graph == UW_CALL_GRAPH_DWARF) {
+		/* the kernel's part of the callchain only: the user part is ours */
+		a->sample_type |= PS_REGS_USER | PS_STACK_USER;
+		a->flags |= BIT(A_EXCL_CALLCHAIN_USER);
+		a->sample_regs_user = unw_x86_64_perf_mask();
+		a->sample_stack_user = o->stack_size;
+	}
+	if (task)
+		a->flags |= BIT(A_INHERIT);
+	if (ec->user_only)
+		a->flags |= BIT(5) | BIT(6); /* exclude_kernel, exclude_hv */
+	if (o->argv)
+		a->flags |= BIT(A_ENABLE_ON_EXEC);
+	if (sideband)
+		a->flags |= BIT(A_MMAP) | BIT(A_MMAP2) | BIT(A_COMM) | BIT(A_COMM_EXEC) | BIT(A_TASK) | BIT(A_BUILD_ID);
+	a->clockid = CLOCK_MONOTONIC;
+	a->wakeup = 0; /* with watermark: bytes; 0 means half the buffer */
+}
+
+/* Is CPU c one the recording uses (-C)? */
+bool live_cpu_wanted(const struct uw_record_opts *o, int c)
+{
+	if (!o->ncpus)
+		return true;
+	for (size_t i = 0; i < o->ncpus; i++)
+		if (o->cpus[i] == c)
+			return true;
+	return false;
+}
+
+int live_task_ids(int pid, int **out, size_t *n)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/task", pid);
+	DIR *d = opendir(p);
+	if (!d)
+		return -errno;
+	size_t cap = 16;
+	*out = malloc(cap * sizeof(**out));
+	*n = 0;
+	struct dirent *e;
+	while (*out && (e = readdir(d))) {
+		char *end;
+		long tid = strtol(e->d_name, &end, 10);
+		if (*end || tid <= 0)
+			continue;
+		if (*n == cap) {
+			int *nt = realloc(*out, 2 * cap * sizeof(*nt));
+			if (!nt) {
+				free(*out);
+				*out = NULL;
+				break;
+			}
+			*out = nt;
+			cap *= 2;
+		}
+		(*out)[(*n)++] = (int)tid;
+	}
+	closedir(d);
+	return *out ? 0 : -ENOMEM;
+}
+
+/* Events for a task on every CPU: the first of each task carries the side-band. */
+int live_open_task(struct live *lv, const struct evconf *ec, pid_t tid, int ncpu, size_t pages)
+{
+	for (int c = 0; c < ncpu; c++) {
+		if (!live_cpu_wanted(ec->o, c))
+			continue;
+		struct kattr a;
+		live_attr_init(&a, ec, true, true);
+		int err = live_open_ring(lv, &a, tid, c, pages);
+		if (err == -ENODEV || err == -EINVAL)
+			continue; /* an offline CPU */
+		if (err)
+			return err;
+	}
+	return 0;
+}
+

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/* Live recording: ring buffers, mapped per event and drained into the reader (live.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perf/live.h"
+#include "unwind/unwind.h"
+
+static long sys_perf_event_open(struct kattr *a, pid_t pid, int cpu, int group, unsigned long flags)
+{
+	return syscall(SYS_perf_event_open, a, pid, cpu, group, flags);
+}
+
+static int drain(struct live *lv, struct ring *rg)
+{
+	uint8_t *data = rg->base + (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t head = __atomic_load_n((uint64_t *)(rg->base + MP_DATA_HEAD), __ATOMIC_ACQUIRE);
+	uint64_t tail = *(uint64_t *)(rg->base + MP_DATA_TAIL);
+	int err = 0;
+	while (tail < head && !err) {
+		size_t off = (size_t)(tail % rg->data_size);
+		uint8_t hdr[8];
+		for (int i = 0; i < 8; i++)
+			hdr[i] = data[(off + (size_t)i) % rg->data_size];
+		uint16_t size;
+		memcpy(&size, hdr + 6, 2);
+		if (size < 8 || size > head - tail)
+			break; /* cannot happen with a sane kernel: stop reading this ring */
+		const uint8_t *rec = data + off;
+		if (off + size > rg->data_size) {
+			size_t first = rg->data_size - off;
+			memcpy(lv->tmp, data + off, first);
+			memcpy(lv->tmp + first, data, size - first);
+			rec = lv->tmp;
+		}
+		uint32_t type;
+		memcpy(&type, rec, 4);
+		if (type == PR_LOST && size >= 24) {
+			uint64_t n;
+			memcpy(&n, rec + 16, 8);
+			lv->lost += n;
+		} else if (type == PR_THROTTLE) {
+			lv->throttled++;
+		}
+		err = uw_reader_push(lv->r, rec, size);
+		tail += size;
+	}
+	__atomic_store_n((uint64_t *)(rg->base + MP_DATA_TAIL), tail, __ATOMIC_RELEASE);
+	return err;
+}
+
+int live_drain_all(struct live *lv)
+{
+	int err = 0;
+	for (size_t i = 0; i < lv->nrings && !err; i++)
+		err = drain(lv, &lv->rings[i]);
+	if (!err)
+		err = uw_reader_round(lv->r);
+	return err;
+}
+
+int live_open_ring(struct live *lv, struct kattr *a, pid_t pid, int cpu, size_t pages)
+{
+	long fd = sys_perf_event_open(a, pid, cpu, -1, 8 /* PERF_FLAG_FD_CLOEXEC */);
+	if (fd < 0)
+		return -errno;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = (pages + 1) * pg;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+	if (m == MAP_FAILED) {
+		int e = -errno;
+		close((int)fd);
+		return e;
+	}
+	struct ring *nr = realloc(lv->rings, (lv->nrings + 1) * sizeof(*nr));
+	if (!nr) {
+		munmap(m, len);
+		close((int)fd);
+		return -ENOMEM;
+	}
+	lv->rings = nr;
+	struct ring *rg = &lv->rings[lv->nrings++];
+	rg->fd = (int)fd;
+	rg->base = m;
+	rg->data_size = pages * pg;
+	rg->id = 0;
+	if (ioctl((int)fd, PERF_EVENT_IOC_ID, &rg->id) < 0)
+		rg->id = 0;
+	return 0;
+}
+
+void live_close_rings(struct live *lv)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	for (size_t i = 0; i < lv->nrings; i++) {
+		munmap(lv->rings[i].base, lv->rings[i].data_size + pg);
+		close(lv->rings[i].fd);
+	}
+	free(lv->rings);
+	lv->rings = NULL;
+	lv->nrings = 0;
+}
+
+/* The threads of a process, from /proc/PID/task. */

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A module's files besides itself: the ELF file opened and checked against the recorded
+ * build-id, its separate debug file (build-id roots, .gnu_debuglink), its dwz supplementary
+ * file, and the DWARF package of its split units.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <elfutils/debuginfod.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <lzma.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "process/process.h"
+#include "symbolize/dwp.h"
+#include "process/module_files.h"
+
+uint64_t mod_view_cap(const struct uw_session *s)
+{
+	return s && s->opts.max_inflate_bytes ? s->opts.max_inflate_bytes : ELFV_MAX_INFLATE;
+}
+
+bool mod_try_open(struct uw_session *s, const char *path, unsigned flags, const char *want_bid, struct elfv **out,
+                  bool *mismatch, int *why)
+{
+	struct elfv *v;
+	int err = elfv_open(path, flags, &v);
+	if (why)
+		*why = err;
+	if (err) {
+		if (err == -ELOOP)
+			base_log(&s->log, UW_LOG_WARN, "%s: a symbolic link where a recorded file was: not followed", path);
+		return false;
+	}
+	v->max_inflate = mod_view_cap(s);
+	if (want_bid && want_bid[0]) {
+		char hex[2 * ELFV_MAX_BUILD_ID + 1];
+		elfv_build_id_hex(v, hex);
+		if (strcmp(hex, want_bid) != 0) {
+			if (mismatch)
+				*mismatch = true;
+			elfv_close(v);
+			return false;
+		}
+	}
+	*out = v;
+	return true;
+}
+
+bool mod_try_open_flags(struct uw_session *s, const char *path, unsigned flags, const char *want_bid,
+                        struct elfv **out, bool *mismatch)
+{
+	return mod_try_open(s, path, flags, want_bid, out, mismatch, NULL);
+}
+
+bool mod_try_open_trusted(struct uw_session *s, const char *path, const char *want_bid, struct elfv **out,
+                          bool *mismatch)
+{
+	return mod_try_open(s, path, 0, want_bid, out, mismatch, NULL);
+}
+
+static bool file_crc_matches(const char *path, unsigned flags, uint32_t want)
+{
+	uint64_t size;
+	int fd = base_open_file(path, flags, 0, &size);
+	if (fd < 0)
+		return false;
+	uint32_t crc = 0;
+	const size_t cap = 1 << 16;
+	unsigned char *buf = malloc(cap);
+	ssize_t n = -1;
+	if (buf)
+		while ((n = read(fd, buf, cap)) > 0)
+			crc = elfv_crc32(crc, buf, (size_t)n);
+	free(buf);
+	close(fd);
+	return n == 0 && crc == want;
+}
+
+/* Separate debug files: by build-id in the standard and configured roots, then by
+ * .gnu_debuglink next to the file, in .debug/, and under /usr/lib/debug (gdb's order). */
+void mod_find_debug(struct uw_session *s, struct uw_module *m)
+{
+	char p[PATH_MAX];
+	const char *bid = m->build_id;
+	if (bid[0] && strlen(bid) > 2) {
+		char roots[PATH_MAX * 2];
+		snprintf(roots, sizeof(roots), "%s%s/usr/lib/debug", s->debug_dirs ? s->debug_dirs : "",
+			 s->debug_dirs && *s->debug_dirs ? ":" : "");
+		for (char *save = NULL, *dir = strtok_r(roots, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+			snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug", dir, bid, bid + 2);
+			if (mod_try_open_trusted(s, p, bid, &m->dbg, NULL))
+				goto found;
+		}
+		if (s->buildid_dir) {
+			snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s/debug", s->buildid_dir, bid, bid + 2);
+			if (mod_try_open_trusted(s, p, bid, &m->dbg, NULL))
+				goto found;
+		}
+	}
+	if (m->elf && m->elf->debuglink && m->opened_path) {
+		const char *link = m->elf->debuglink;
+		if (strchr(link, '/'))
+			return;
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", m->opened_path);
+		char *sl = strrchr(dir, '/');
+		if (!sl)
+			return;
+		*sl = 0;
+		static const char *const mids[][2] = { { "", "/" }, { "", "/.debug/" }, { "/usr/lib/debug", "/" } };
+		for (size_t i = 0; i < UW_ARRAY_SIZE(mids); i++) {
+			snprintf(p, sizeof(p), "%s%s%s%s", mids[i][0], dir, mids[i][1], link);
+			if (strcmp(p, m->opened_path) == 0)
+				continue;
+			struct elfv *v;
+			unsigned fl = i < 2 ? MOD_UNTRUSTED : 0; /* beside the file, or under /usr/lib/debug */
+			if (access(p, R_OK) || !file_crc_matches(p, fl, m->elf->debuglink_crc))
+				continue;
+			if (mod_try_open_flags(s, p, fl, bid[0] ? bid : NULL, &v, NULL)) {
+				m->dbg = v;
+				goto found;
+			}
+		}
+		/* the debug file of that name in the search directories */
+		for (const char *f = proc_search_next(s, link, NULL); f; f = proc_search_next(s, link, f)) {
+			struct elfv *v;
+			if (strcmp(f, m->opened_path) == 0 || !file_crc_matches(f, 0, m->elf->debuglink_crc))
+				continue;
+			if (mod_try_open_trusted(s, f, bid[0] ? bid : NULL, &v, NULL)) {
+				m->dbg = v;
+				snprintf(p, sizeof(p), "%s", f);
+				goto found;
+			}
+		}
+	}
+	return;
+found:
+	m->dbg_path = proc_intern(s, p, strlen(p));
+}
+
+struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, struct elfv *v, const char *vpath)
+{
+	struct elfv_sec sec;
+	/* only a file with DWARF of its own needs it (stripped files keep the section) */
+	if (m->alt || !v || !elfv_has_section(v, ".debug_info") || elfv_section(v, ".gnu_debugaltlink", &sec) ||
+	    !sec.data || !sec.size)
+		return m->alt;
+	/* the file's path, NUL, then its build-id */
+	const char *name = (const char *)sec.data;
+	const char *nul = memchr(name, 0, sec.size);
+	if (!nul)
+		return NULL;
+	size_t idlen = sec.size - (size_t)(nul + 1 - name);
+	if (idlen < 2 || idlen > ELFV_MAX_BUILD_ID)
+		return NULL;
+	char bid[2 * ELFV_MAX_BUILD_ID + 1];
+	base_hex((const uint8_t *)nul + 1, idlen, bid);
+	char p[PATH_MAX];
+	/* by build-id under the debug roots, as the debug files themselves */
+	char roots[PATH_MAX * 2];
+	snprintf(roots, sizeof(roots), "%s%s/usr/lib/debug", s->debug_dirs ? s->debug_dirs : "",
+		 s->debug_dirs && *s->debug_dirs ? ":" : "");
+	for (char *save = NULL, *dir = strtok_r(roots, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug", dir, bid, bid + 2);
+		if (mod_try_open_trusted(s, p, bid, &m->alt, NULL))
+			goto found;
+	}
+	/* by its path: absolute (under --symfs), or relative to the file that names it */
+	if (name[0] == '/') {
+		snprintf(p, sizeof(p), "%s%s", s->sysroot ? s->sysroot : "", name);
+	} else if (vpath && strrchr(vpath, '/')) {
+		int dl = (int)(strrchr(vpath, '/') - vpath);
+		snprintf(p, sizeof(p), "%.*s/%s", dl, vpath, name);
+	} else {
+		p[0] = 0;
+	}
+	if (p[0] && mod_try_open_flags(s, p, MOD_UNTRUSTED, bid, &m->alt, NULL))
+		goto found;
+	/* the servers */
+	{
+		struct uw_module tmp = *m;
+		memcpy(tmp.build_id, bid, sizeof(bid));
+		char *fetched = mod_fetch(s, &tmp, true);
+		bool ok = fetched && mod_try_open_trusted(s, fetched, bid, &m->alt, NULL);
+		if (ok)
+			snprintf(p, sizeof(p), "%s", fetched);
+		free(fetched);
+		if (ok)
+			goto found;
+	}
+	base_log(&s->log, UW_LOG_WARN, "%s: dwz supplementary file %s (build-id %s) not found: names of inlined functions may be missing",
+		 m->path, name, bid);
+	return NULL;
+found:
+	base_log(&s->log, UW_LOG_INFO, "%s: dwz supplementary file %s", m->path, p);
+	return m->alt;
+}
+
+void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m)
+{
+	if (m->fetch_tried || m->dbg || !m->elf || m->special || m->jit || !m->build_id[0])
+		return;
+	m->fetch_tried = true;
+	if (elfv_has_section(m->elf, ".debug_info"))
+		return; /* not stripped */
+	char *path = mod_fetch(s, m, true);
+	if (!path)
+		return;
+	if (mod_try_open_trusted(s, path, m->build_id, &m->dbg, NULL))
+		m->dbg_path = proc_intern(s, path, strlen(path));
+	else
+		base_log(&s->log, UW_LOG_WARN, "%s: debuginfod's debug file %s is not usable", m->path, path);
+	free(path);
+}
+static bool try_package(struct uw_session *s, struct uw_module *m, const char *path)
+{
+	struct elfv *v;
+	if (!mod_try_open_flags(s, path, MOD_UNTRUSTED, NULL, &v, NULL))
+		return false;
+	struct dwp *p = dwp_open(v);
+	if (!p) {
+		base_log(&s->log, UW_LOG_WARN, "%s: %s is not a DWARF package (no readable .debug_cu_index)", m->path, path);
+		elfv_close(v);
+		return false;
+	}
+	m->dwp_elf = v;
+	m->dwp = p;
+	base_log(&s->log, UW_LOG_INFO, "%s: DWARF package %s", m->path, path);
+	return true;
+}
+
+struct dwp *proc_module_package(void *ctx)
+{
+	struct uw_module *m = ctx;
+	struct uw_session *s = m->session;
+	char p[PATH_MAX];
+	if (!s || m->dwp)
+		return m->dwp;
+	/* next to the file (as gdb and lldb look) where it was recorded and where it was opened
+	 * (perf's build-id cache), and next to its debug file, with or without the debug file's
+	 * .debug suffix */
+	if (m->path[0] == '/') {
+		snprintf(p, sizeof(p), "%s%s.dwp", s->sysroot ? s->sysroot : "", m->path);
+		if (try_package(s, m, p))
+			return m->dwp;
+	}
+	if (m->opened_path && m->opened_path[0] == '/') {
+		snprintf(p, sizeof(p), "%s.dwp", m->opened_path);
+		if (try_package(s, m, p))
+			return m->dwp;
+	}
+	if (m->dbg_path && m->dbg_path[0] == '/') {
+		size_t n = strlen(m->dbg_path);
+		snprintf(p, sizeof(p), "%s.dwp", m->dbg_path);
+		if (try_package(s, m, p))
+			return m->dwp;
+		if (n > 6 && !strcmp(m->dbg_path + n - 6, ".debug")) {
+			snprintf(p, sizeof(p), "%.*s.dwp", (int)(n - 6), m->dbg_path);
+			if (try_package(s, m, p))
+				return m->dwp;
+		}
+	}
+	/* under the debug roots: by the module's path, and by its name */
+	char roots[PATH_MAX * 2];
+	snprintf(roots, sizeof(roots), "%s%s/usr/lib/debug", s->debug_dirs ? s->debug_dirs : "",
+		 s->debug_dirs && *s->debug_dirs ? ":" : "");
+	for (char *save = NULL, *dir = strtok_r(roots, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		if (m->path[0] == '/') {
+			snprintf(p, sizeof(p), "%s%s.dwp", dir, m->path);
+			if (try_package(s, m, p))
+				return m->dwp;
+		}
+		snprintf(p, sizeof(p), "%s/%s.dwp", dir, m->name);
+		if (try_package(s, m, p))
+			return m->dwp;
+	}
+	base_log(&s->log, UW_LOG_WARN,
+		 "%s: split DWARF without its .dwo files and no package (%s.dwp): no inline frames or call sites from it",
+		 m->path, m->name);
+	return NULL;
+}

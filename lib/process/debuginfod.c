@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * debuginfod: libdebuginfod loaded (dlopen) on the first fetch, a client per session, every
+ * fetch bounded in time.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <elfutils/debuginfod.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <lzma.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "process/process.h"
+#include "symbolize/dwp.h"
+#include "process/module_files.h"
+
+/* ---- debuginfod */
+
+/* libdebuginfod is loaded only when a fetch is asked for: linking it would load libcurl and a
+ * dozen more libraries into every run (4 ms of start-up, a third of a small report). libdw does
+ * the same. */
+struct dbgd_api {
+	void *lib;
+	debuginfod_client *(*begin)(void);
+	void (*end)(debuginfod_client *);
+	int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int, char **);
+	int (*find_executable)(debuginfod_client *, const unsigned char *, int, char **);
+	void (*set_progressfn)(debuginfod_client *, debuginfod_progressfn_t);
+	void (*set_user_data)(debuginfod_client *, void *);
+	void *(*get_user_data)(debuginfod_client *);
+};
+
+static struct dbgd_api *dbgd_load(void)
+{
+	/* never unloaded: libcurl keeps global state that would dangle (and read as leaks) */
+	void *lib = dlopen("libdebuginfod.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);
+	if (!lib)
+		return NULL;
+	struct dbgd_api *a = calloc(1, sizeof(*a));
+	if (!a) {
+		dlclose(lib);
+		return NULL;
+	}
+	a->lib = lib;
+	*(void **)&a->begin = dlsym(lib, "debuginfod_begin");
+	*(void **)&a->end = dlsym(lib, "debuginfod_end");
+	*(void **)&a->find_debuginfo = dlsym(lib, "debuginfod_find_debuginfo");
+	*(void **)&a->find_executable = dlsym(lib, "debuginfod_find_executable");
+	*(void **)&a->set_progressfn = dlsym(lib, "debuginfod_set_progressfn");
+	*(void **)&a->set_user_data = dlsym(lib, "debuginfod_set_user_data");
+	*(void **)&a->get_user_data = dlsym(lib, "debuginfod_get_user_data");
+	if (!a->begin || !a->end || !a->find_debuginfo || !a->find_executable || !a->set_progressfn ||
+	    !a->set_user_data || !a->get_user_data) {
+		dlclose(lib);
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
+struct fetch_deadline {
+	struct timespec end;
+};
+
+/* The progress callback's only context is the client's user data (the deadline), read through
+ * the library, which is loaded already. */
+static int fetch_progress(debuginfod_client *c, long a, long b)
+{
+	(void)a;
+	(void)b;
+	void *lib = dlopen("libdebuginfod.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	void *(*get)(debuginfod_client *) = NULL;
+	if (lib) {
+		*(void **)&get = dlsym(lib, "debuginfod_get_user_data");
+		dlclose(lib);
+	}
+	const struct fetch_deadline *d = get ? get(c) : NULL;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	/* non-zero stops the transfer */
+	return d && (now.tv_sec > d->end.tv_sec || (now.tv_sec == d->end.tv_sec && now.tv_nsec >= d->end.tv_nsec));
+}
+
+/* Fetches the executable or the debug file of build-id `bid` (hex). @return the cached file's
+ * path (malloc'd) or NULL, having said why. */
+char *mod_fetch(struct uw_session *s, const struct uw_module *m, bool debuginfo)
+{
+	if (s->opts.offline || !getenv("DEBUGINFOD_URLS") || !*getenv("DEBUGINFOD_URLS"))
+		return NULL;
+	size_t hl = strlen(m->build_id);
+	if (hl < 2 || hl % 2)
+		return NULL;
+	if (!s->dbgd_tried) {
+		s->dbgd_tried = true;
+		s->dbgd_api = dbgd_load();
+		s->dbgd = s->dbgd_api ? s->dbgd_api->begin() : NULL;
+		if (!s->dbgd)
+			base_log(&s->log, UW_LOG_WARN, "debuginfod: %s",
+				 s->dbgd_api ? "client not started" : "libdebuginfod.so.1 cannot be loaded");
+		else
+			s->dbgd_api->set_progressfn(s->dbgd, fetch_progress);
+	}
+	if (!s->dbgd)
+		return NULL;
+	unsigned ms = s->opts.debuginfod_timeout_ms ? s->opts.debuginfod_timeout_ms : 30000;
+	struct fetch_deadline d;
+	clock_gettime(CLOCK_MONOTONIC, &d.end);
+	d.end.tv_sec += ms / 1000;
+	d.end.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (d.end.tv_nsec >= 1000000000L) {
+		d.end.tv_sec++;
+		d.end.tv_nsec -= 1000000000L;
+	}
+	const struct dbgd_api *api = s->dbgd_api;
+	api->set_user_data(s->dbgd, &d);
+	char *path = NULL;
+	/* a build-id length of 0: the id is given as a hex string */
+	const unsigned char *id = (const unsigned char *)m->build_id;
+	int fd = debuginfo ? api->find_debuginfo(s->dbgd, id, 0, &path) : api->find_executable(s->dbgd, id, 0, &path);
+	api->set_user_data(s->dbgd, NULL);
+	if (fd < 0) {
+		const char *why = fd == -ENOENT ? "not on the servers"
+				  : fd == -ECANCELED ? "timed out"
+						      : strerror(-fd);
+		base_log(&s->log, UW_LOG_WARN, "%s (build-id %s): debuginfod: no %s: %s", m->path, m->build_id,
+			 debuginfo ? "debug file" : "executable", why);
+		free(path);
+		return NULL;
+	}
+	close(fd);
+	base_log(&s->log, UW_LOG_INFO, "%s: %s from debuginfod: %s", m->path, debuginfo ? "debug file" : "executable",
+		 path);
+	return path;
+}
+
+void proc_debuginfod_end(struct uw_session *s)
+{
+	if (s->dbgd)
+		s->dbgd_api->end(s->dbgd);
+	s->dbgd = NULL;
+	if (s->dbgd_api) {
+		dlclose(s->dbgd_api->lib);
+		free(s->dbgd_api);
+		s->dbgd_api = NULL;
+	}
+}
+

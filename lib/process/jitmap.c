@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * JIT symbol maps (/tmp/perf-PID.map, written by V8, the JVM's agents, CPython 3.12): parsed
+ * from memory, merge-sorted, and used only when they can belong to the process.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <elfutils/debuginfod.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <lzma.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "process/process.h"
+#include "symbolize/dwp.h"
+#include "process/module_files.h"
+
+static int sort_syms(struct sym *a, size_t n)
+{
+	if (n < 2)
+		return 0;
+	struct sym *tmp = malloc(n * sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	for (size_t width = 1; width < n; width *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * width) {
+			size_t mid = UW_MIN(lo + width, n), hi = UW_MIN(lo + 2 * width, n), i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				tmp[k++] = a[j].start < a[i].start ? a[j++] : a[i++];
+			while (i < mid)
+				tmp[k++] = a[i++];
+			while (j < hi)
+				tmp[k++] = a[j++];
+		}
+		memcpy(a, tmp, n * sizeof(*a));
+	}
+	free(tmp);
+	return 0;
+}
+
+/* The text of a perf-PID.map: "START SIZE name" lines. */
+int jitmap_parse(const char *text, size_t len, struct symtab *t, size_t max_entries)
+{
+	struct base_vec v = BASE_VEC_INIT(struct sym);
+	base_arena_init(&t->arena, 64 * 1024);
+	int err = 0;
+	for (const char *line = text, *stop = text + len; line < stop;) {
+		const char *eol = memchr(line, '\n', (size_t)(stop - line));
+		size_t ll = eol ? (size_t)(eol - line) : (size_t)(stop - line);
+		char buf[64];
+		size_t hl = UW_MIN(ll, sizeof(buf) - 1);
+		memcpy(buf, line, hl); /* the two numbers, terminated */
+		buf[hl] = 0;
+		const char *next = eol ? eol + 1 : stop;
+		char *end;
+		unsigned long long start = strtoull(buf, &end, 16), size;
+		if (end == buf || *end != ' ') {
+			line = next;
+			continue;
+		}
+		char *p = end + 1;
+		size = strtoull(p, &end, 16);
+		if (end == p || *end != ' ' || !size || start + size < start) {
+			line = next;
+			continue;
+		}
+		const char *name = line + (end + 1 - buf);
+		size_t nl = ll - (size_t)(name - line);
+		if (v.len >= max_entries) {
+			err = -UW_ELIMIT;
+			break;
+		}
+		struct sym *sy = base_vec_push(&v);
+		char *nm = base_arena_strndup(&t->arena, name, strnlen(name, nl));
+		if (!sy || !nm) {
+			err = -ENOMEM;
+			break;
+		}
+		sy->start = start;
+		sy->end = start + size;
+		sy->name = nm;
+		sy->dname = NULL;
+		line = next;
+	}
+	/* later entries win over earlier ones for the same range (code can be re-jitted there):
+	 * a stable sort keeps them after */
+	if (!err)
+		err = sort_syms(v.data, v.len);
+	if (err) {
+		base_vec_free(&v);
+		return err;
+	}
+	t->syms = v.data;
+	t->n = v.len;
+	t->source = "perf-map";
+	return 0;
+}
+
+/* Anonymous memory: no file (//anon, [anon:NAME], memfd), where JIT code lives; not [vdso]. */
+static bool anonymous(const struct map *m)
+{
+	if (!m->mod)
+		return true;
+	const char *n = m->mod->path;
+	return m->mod->special && (!strncmp(n, "//anon", 6) || !strncmp(n, "[anon", 5) || !strncmp(n, "/memfd:", 7));
+}
+
+/* Can the map belong to this process? Where the recording shows anonymous mappings of the
+ * process (JIT code lives in anonymous memory; a recording that starts after the process found
+ * its mappings as they were, code made executable included), most of the map's entries outside
+ * its file mappings must lie in them: the JIT code of another process that had this pid (pids
+ * are reused; maps outlive their processes in /tmp) lies elsewhere.
+ * Entries inside the file mappings (V8 lists the builtins embedded in its executable) are never
+ * looked up here and do not count. A sample of the entries is checked. */
+static const char *jit_entries_misplaced(const struct symtab *t, const struct proc *p)
+{
+	const struct map *mv = p->maps.data;
+	bool has_anon = false;
+	for (size_t i = 0; i < p->maps.len && !has_anon; i++)
+		has_anon = anonymous(&mv[i]);
+	if (!has_anon)
+		return NULL;
+	size_t step = t->n > 1000 ? t->n / 1000 : 1, outside_files = 0, in_anon = 0;
+	for (size_t k = 0; k < t->n; k += step) {
+		const struct map *m = proc_find_map((struct proc *)p, t->syms[k].start);
+		if (m && !anonymous(m))
+			continue;
+		outside_files++;
+		in_anon += m != NULL;
+	}
+	if (outside_files && in_anon * 2 < outside_files)
+		return "its JIT entries lie outside the process's anonymous mappings";
+	return NULL;
+}
+
+/* perf-PID.map (tools/perf/Documentation/jit-interface.txt): "START SIZE name" per line, hex
+ * START and SIZE, written by JITs (V8 --perf-basic-prof, the JVM's agents, CPython 3.12). The
+ * file is in a directory anyone may write: it is opened without following a link, only as a
+ * regular file under the side-file cap, and used only when it can belong to the process. */
+static int jit_load(struct uw_tracker *t, struct uw_module *m, struct proc *p, const char **why)
+{
+	struct uw_session *s = t->s;
+	uint64_t size;
+	int fd = base_open_file(m->path, BASE_OPEN_NOFOLLOW, proc_side_cap(s), &size);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	if (fstat(fd, &st)) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	/* written before the process existed: another process's, that had this pid */
+	int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	const int64_t slack = 2000000000; /* clocks converted approximately */
+	int64_t started; /* the process's start in wall-clock time (a recording's claims may overflow it) */
+	if (p->start_known && t->wall_known && !__builtin_add_overflow((int64_t)p->start_time, t->wall_offset, &started) &&
+	    started > INT64_MIN + slack && mtime < started - slack) {
+		close(fd);
+		*why = "it was written before the process started (another process's, with this pid)";
+		return -ESTALE;
+	}
+	char *text;
+	size_t len;
+	int err = base_read_fd(fd, size, &text, &len);
+	close(fd);
+	if (err)
+		return err;
+	err = jitmap_parse(text, len, &m->syms, (size_t)(proc_side_cap(s) / 128));
+	free(text);
+	/* a process that ran before the recording (its start unknown, the map's age proves
+	 * nothing): its mappings as the recording found them at its start hold its JIT code */
+	if (!err && !p->start_known && (*why = jit_entries_misplaced(&m->syms, p))) {
+		symtab_free(&m->syms);
+		return -ESTALE;
+	}
+	return err;
+}
+
+struct uw_module *proc_jit_module(struct uw_tracker *t, struct proc *p)
+{
+	struct uw_session *s = t->s;
+	if (p->jit_tried)
+		return p->jit;
+	p->jit_tried = true;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", s->sysroot ? s->sysroot : "", (int)p->pid);
+	if (access(path, F_OK))
+		return NULL;
+	struct uw_module *m = proc_module_get(s, path, strlen(path), "", 0, 0, (uint64_t)p->pid);
+	if (!m)
+		return NULL;
+	/* (read once, by the first tracker to need it) */
+	proc_lock(s);
+	if (!m->jit) {
+		m->jit = true;
+		m->special = true;
+		m->syms_done = true;
+		const char *why = NULL;
+		int err = jit_load(t, m, p, &why);
+		__atomic_store_n(&m->cfi_done, true, __ATOMIC_RELEASE); /* JIT code: frame pointers */
+		proc_module_set_opened(m, err ? UW_MODULE_BAD : UW_MODULE_OK);
+		if (err)
+			base_log(&s->log, UW_LOG_WARN, "%s: not used: %s", path,
+				 why ? why : err == -ELOOP ? "a symbolic link" : uw_strerror(err));
+	}
+	bool ok = m->state == UW_MODULE_OK;
+	proc_unlock(s);
+	if (!ok)
+		return NULL;
+	p->jit = m;
+	return m;
+}
+
+/* MiniDebugInfo: an xz-compressed ELF in .gnu_debugdata holding a .symtab of the functions
+ * .dynsym lacks (Fedora and others ship it instead of full debug files). Its decompressed size
+ * is capped at a quarter of the debug-section cap (256 MiB by default): it holds symbols only. */
+

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/* The public tracker: events in plain fields, into the address spaces of tracker.c. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "process/process.h"
+
+UW_API struct uw_tracker *uw_tracker_new(struct uw_session *s, const struct uw_tracker_opts *opts)
+{
+	if (!s) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct uw_tracker *t = calloc(1, sizeof(*t));
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (base_opts_copy(&t->o, sizeof(t->o), opts)) {
+		free(t);
+		errno = EINVAL;
+		return NULL;
+	}
+	t->s = s;
+	t->o.sz = sizeof(t->o);
+	if (!t->o.exit_grace_ns)
+		t->o.exit_grace_ns = 1000000000ull; /* late samples within 1 s of EXIT still resolve */
+	base_map_init(&t->procs);
+	base_map_init(&t->threads);
+	base_map_init(&t->buildids);
+	t->st.sz = sizeof(t->st);
+	t->frames = calloc(s->opts.max_frames, sizeof(*t->frames));
+	t->cfi_cache = cfi_cache_new();
+	if (!t->frames || !t->cfi_cache) {
+		uw_tracker_free(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (t->o.live)
+		proc_session_live(s);
+	return t;
+}
+
+UW_API void uw_tracker_free(struct uw_tracker *t)
+{
+	if (!t)
+		return;
+	size_t it = 0;
+	void *val;
+	while (base_map_next(&t->procs, &it, NULL, &val))
+		proc_free(t, val);
+	base_map_free(&t->procs);
+	it = 0;
+	while (base_map_next(&t->threads, &it, NULL, &val))
+		free(val);
+	base_map_free(&t->threads);
+	base_map_free(&t->buildids);
+	free(t->frames);
+	cfi_cache_free(t->cfi_cache);
+	free(t);
+}
+
+/* Processes that exited long enough ago go as time passes. */
+static void tick(struct uw_tracker *t, uint64_t time)
+{
+	if (time && ++t->since_sweep >= 4096) {
+		t->since_sweep = 0;
+		proc_sweep(t, time);
+	}
+}
+
+UW_API int uw_tracker_mmap(struct uw_tracker *t, const struct uw_mmap_event *ev)
+{
+	struct uw_mmap_event e;
+	if (!t || base_opts_copy(&e, sizeof(e), ev) || !e.path || (e.build_id_size && !e.build_id))
+		return -EINVAL;
+	tick(t, e.time);
+	bool kernel = e.pid == (uint32_t)-1;
+	return tracker_map_event(t, (int32_t)e.pid, kernel ? PROC_CPUMODE_KERNEL : 0, e.addr, e.len, e.pgoff, e.prot,
+				 e.maj, e.min, e.ino, e.build_id, e.build_id_size, e.path, strlen(e.path));
+}
+
+UW_API int uw_tracker_comm(struct uw_tracker *t, uint32_t pid, uint32_t tid, const char *comm, int exec,
+                           uint64_t time)
+{
+	if (!t || !comm) {
+		if (t)
+			t->st.malformed_comm++;
+		return -EINVAL;
+	}
+	tick(t, time);
+	return proc_comm(t, (int32_t)pid, (int32_t)tid, comm, strnlen(comm, 4096), exec != 0, time);
+}
+
+UW_API int uw_tracker_fork(struct uw_tracker *t, uint32_t ppid, uint32_t ptid, uint32_t pid, uint32_t tid,
+                           uint64_t time)
+{
+	if (!t)
+		return -EINVAL;
+	tick(t, time);
+	return proc_fork(t, (int32_t)pid, (int32_t)ppid, (int32_t)tid, (int32_t)ptid, time);
+}
+
+UW_API int uw_tracker_exit(struct uw_tracker *t, uint32_t pid, uint32_t tid, uint64_t time)
+{
+	if (!t)
+		return -EINVAL;
+	tick(t, time);
+	proc_exit(t, (int32_t)pid, (int32_t)tid, time);
+	return 0;
+}
+
+UW_API int uw_tracker_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *build_id, size_t size)
+{
+	if (!t || !path || !build_id || !size || size > ELFV_MAX_BUILD_ID)
+		return -EINVAL;
+	proc_note_build_id(t, path, build_id, size);
+	return 0;
+}
+
+UW_API void uw_tracker_sweep(struct uw_tracker *t, uint64_t now)
+{
+	if (t)
+		proc_sweep(t, now);
+}
+
+UW_API int uw_tracker_stats(const struct uw_tracker *t, struct uw_tracker_stats *st)
+{
+	if (!t || !st || st->sz < sizeof(size_t))
+		return -EINVAL;
+	struct uw_tracker_stats cur = t->st;
+	cur.processes = t->procs.len;
+	cur.threads = t->threads.len;
+	size_t want = st->sz;
+	memcpy(st, &cur, UW_MIN(want, sizeof(cur)));
+	if (want > sizeof(cur))
+		memset((char *)st + sizeof(cur), 0, want - sizeof(cur));
+	st->sz = want;
+	return 0;
+}
+
+UW_API int uw_tracker_lookup(struct uw_tracker *t, uint32_t pid, uint64_t addr, struct uw_module **m, uint64_t *rel)
+{
+	if (!t)
+		return -EINVAL;
+	struct proc_find_ctx fc = { t, proc_get(t, (int32_t)pid, false), UINT64_MAX };
+	struct unw_pc_info info = { 0 };
+	if (!fc.p || !proc_find_pc(&fc, addr, &info))
+		return -ENOENT;
+	if (m)
+		*m = info.module;
+	if (rel)
+		*rel = addr - info.bias;
+	return 0;
+}
+

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/* The inline index's structures (dwarf_inline.c), shared with its tests' comparisons. */
+#ifndef UW_DWARF_INLINE_INT_H
+#define UW_DWARF_INLINE_INT_H
+
+#include <elfutils/libdw.h>
+
+#include "base/base.h"
+#include "symbolize/dwarf_image.h"
+#include "symbolize/dwarf_inline.h"
+#include "symbolize/dwarf_line.h"
+#include "symbolize/dwarf_walk.h"
+
+#define DWI_MAX_NODES (1u << 24)
+
+struct dwi_node {
+	Dwarf_Off off;        /* the DIE */
+	int32_t parent;       /* enclosing scope (-1: none; a subprogram has none) */
+	bool subprogram;
+	bool resolved;
+	bool expanded;        /* its subtree has been walked (always, but for lazy subprograms) */
+	const char *name;     /* interned, when resolved */
+	const char *call_file;
+	uint32_t call_line;
+	uint32_t nsub;
+	struct dwi_seg *sub;  /* a lazily walked subprogram: the innermost scopes over its ranges */
+};
+
+struct dwi_seg {
+	uint64_t start;
+	int32_t node;         /* innermost scope from start on; -1: none */
+};
+
+struct dwi_cu {
+	Dwarf_Off off;        /* the unit DIE */
+	Dwarf_Die die;
+	struct base_vec nodes; /* struct dwi_node; grows as subprograms are walked */
+	struct dww_unit *unit; /* for walking subprograms later; NULL when all was walked */
+	struct dwi_seg *segs;
+	uint32_t nsegs;
+	Dwarf_Files *files;   /* libdw's: when lines could not be read by dwl, and a split unit's */
+	size_t nfiles;
+	struct dwl_table *lines;
+	Dwarf *ndw;           /* where the nodes' DIE offsets are: a split unit's .dwo, else NULL */
+	/* a split unit from a package: its sections (unit reads them), names and call sites read
+	 * by dww_attrs, call files from its own line table's names */
+	bool own;
+	struct dww_sections psec;
+	struct dwl_sections plsec;
+	struct dwl_table *call_lines;
+};
+
+struct dwi {
+	Dwarf *dw;
+	struct dww_sections sec; /* plain sections for the fast walk (info NULL: libdw walk only) */
+	struct dwl_sections lsec; /* and for line tables (line NULL: libdw's) */
+	struct dwl_store *lstore; /* line rows kept in the cache directory, or NULL */
+	/* names read by dww_attrs: the units' header offsets (sorted), and the units opened for it */
+	uint64_t *unit_offs;
+	size_t nunit_offs;
+	bool unit_offs_built;
+	struct base_map attr_units; /* unit header offset -> struct dww_unit * (or &no_unit) */
+	struct base_map cus;  /* unit header offset -> struct dwi_cu * */
+	struct dwi_file main;
+	Dwarf *alt;           /* the dwz supplementary file's, or NULL */
+	struct dwi_file alt_file;
+	const uint8_t *aranges_sec; /* .debug_aranges, plain, or NULL */
+	size_t naranges_sec;
+	struct dwi_arange *ar; /* units by address, sorted by lo (built on the first lookup) */
+	size_t nar;
+	bool ar_built;
+	bool ar_from_units;   /* built from the units' own ranges: complete, no libdw fallback */
+	struct dwp *(*find_package)(void *ctx);
+	void *find_package_ctx;
+	struct dwp *package; /* the finder's, not owned */
+	bool package_tried;
+};
+
+struct dwi_arange {
+	uint64_t lo, hi;
+	uint64_t unit;        /* the unit header's offset in .debug_info */
+};
+
+/* Sections the inline index never reads: left out of a decompressed image. */
+struct range {
+	uint64_t lo, hi;
+	uint32_t depth;
+	int32_t node;
+};
+
+/* Ranges by start, then outer first (by depth, then the longer first). */
+struct fast_ctx {
+	Dwarf *dw;
+	struct base_vec *nodes, *ranges;
+	bool shallow;         /* subprograms are walked later */
+	struct dww_unit *unit; /* reads DW_AT_ranges; NULL: libdw does */
+};
+
+/* (dwarf_inline.c) */
+/* A unit's scopes and their ranges through libdw (from root, whose scope is scope0). */
+int dwi_collect_libdw(Dwarf_Die *root, int32_t scope0, struct base_vec *nodes, struct base_vec *ranges);
+/* The fast walk's callback (ctx: struct fast_ctx). */
+int32_t dwi_on_die(void *ctx, const struct dww_die *w);
+/* The unit's line table through dwl, or NULL (libdw's then). */
+struct dwl_table *dwi_unit_lines(struct dwi *d, Dwarf_Die *cudie);
+/* A unit's index: lazy (subprograms walked when asked for) or whole. NULL without memory. */
+struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy);
+void dwi_cu_free(struct dwi_cu *c);
+/* The DIE offsets of the chain over addr, innermost first. */
+unsigned dwi_chain(struct dwi *d, struct dwi_cu *c, uint64_t addr, Dwarf_Off *out, unsigned cap);
+/* A node's name and call site: read by dww_attrs (false: not handled there), or by libdw. */
+bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings);
+void dwi_libdw_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings);
+
+#endif

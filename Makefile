@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: all configure install check check-asan check-tsan demo bench bench-record soak fuzz clean
+.PHONY: all configure install check check-asan check-tsan abi-update demo bench bench-record soak fuzz clean
 
 all: configure
 	cmake --build $(BUILD) -j$(JOBS)
@@ -33,6 +33,10 @@ check-asan:
 	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DUW_WERROR=ON -DUW_TESTS=ON -DUW_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-asan -j$(JOBS)
 	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
+
+# The ABI baseline (abi/libunwound.abi.xz), after an intentional change: tests/api/abi.sh.
+abi-update: all
+	tests/api/abi.sh $(BUILD)/libunwound.so.0 --update
 
 # Threads sharing one session, under ThreadSanitizer (the library and the test built with it).
 check-tsan:

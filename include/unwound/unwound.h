@@ -57,7 +57,14 @@ extern "C" {
 #else
 /* C++20: designated initializers, in the order the fields are declared (the others are zero).
  * Any C++: auto o = uw_opts<uw_session_opts>(); o.max_frames = 64; */
-#define UW_OPTS(TYPE, NAME, ...) TYPE NAME{ .sz = sizeof(TYPE), __VA_ARGS__ }
+#define UW_OPTS(TYPE, NAME, ...)                                                  \
+	TYPE NAME = [&]() -> TYPE {                                               \
+		_Pragma("GCC diagnostic push")                                    \
+		_Pragma("GCC diagnostic ignored \"-Wmissing-field-initializers\"") \
+		TYPE o_{ .sz = sizeof(TYPE), __VA_ARGS__ };                       \
+		_Pragma("GCC diagnostic pop")                                     \
+		return o_;                                                        \
+	}()
 #endif
 
 /* ---------------------------------------------------------------- errors */

@@ -1,0 +1,90 @@
+#!/bin/sh
+# The examples, built against an installed copy of unwound, as its users build them:
+#  (a) examples/live_profiler.c with pkg-config: opens perf_event_open itself for a command
+#      and pushes raw ring records into a reader; its stacks are the workload's known ones;
+#  (b) examples/self_unwind.c with the CMake package (shared library): feeds uw_tracker_mmap
+#      events and unwinds a register set and stack copy it captured itself;
+#  (c) examples/read_perfdata.cpp with the CMake package (static library): its folded stacks
+#      equal `unwound report --folded` on the same recording, line for line.
+# Also: the installed static library defines no global symbol but uw_*, and the header compiles
+# as C++ (C++11 with uw_opts<>, C++20 with UW_OPTS) with -Wall -Wextra -pedantic -Werror.
+set -eu
+B=${UW_BUILD:?}
+S=${UW_SRC:?}
+W=$B/tests/work/examples
+rm -rf "$W"; mkdir -p "$W"
+fail() { echo "FAIL: $*"; exit 1; }
+P=$W/inst
+cmake --install "$B" --prefix "$P" >"$W/install.log"
+exe=$B/tests/e2e_nofp
+
+# the static library: uw_* only
+leaked=$(nm -g --defined-only "$P/lib/libunwound.a" | awk 'NF == 3 && $3 !~ /^uw_/ {print $3}' | sort -u)
+[ -z "$leaked" ] || { echo "$leaked" | head; fail "libunwound.a exports internal symbols"; }
+echo "static library: $(nm -g --defined-only "$P/lib/libunwound.a" | awk 'NF == 3' | wc -l) global symbols, all uw_*"
+
+# (a) pkg-config
+export PKG_CONFIG_PATH=$P/lib/pkgconfig
+# shellcheck disable=SC2046
+cc -O2 -g -Wall -Wextra -Werror -o "$W/live_profiler" "$S/examples/live_profiler.c" $(pkg-config --cflags --libs unwound) \
+    -Wl,-rpath,"$P/lib"
+"$W/live_profiler" "$exe" calltree 1 >"$W/live.txt" 2>"$W/live.err" || { cat "$W/live.err"; fail "live_profiler"; }
+cat "$W/live.txt"
+total=$(awk '$2 ~ /^e2e_nofp;/ {s += $1} END {print s + 0}' "$W/live.txt")
+a=$(awk '$2 ~ /^e2e_nofp;_start;.*;main;tree_a;tree_a2;spin$/ {s += $1} END {print s + 0}' "$W/live.txt")
+b=$(awk '$2 ~ /^e2e_nofp;_start;.*;main;tree_b;spin$/ {s += $1} END {print s + 0}' "$W/live.txt")
+echo "live_profiler: $total samples of e2e_nofp: tree_a $a, tree_b $b"
+[ "$total" -ge 500 ] || fail "too few samples ($total)"
+[ $((100 * (a + b))) -ge $((98 * total)) ] || fail "the known stacks are $((a + b)) of $total samples"
+[ "$a" -gt "$b" ] || fail "tree_a (twice tree_b's work) has fewer samples than tree_b"
+
+# (b) and (c): the CMake package
+cmake -S "$S/examples" -B "$W/ex" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$W/cmake.log" 2>&1 ||
+    { cat "$W/cmake.log"; fail "find_package(unwound)"; }
+cmake --build "$W/ex" >"$W/build.log" 2>&1 || { cat "$W/build.log"; fail "building the examples"; }
+ldd "$W/ex/read_perfdata" | grep -q libunwound && fail "read_perfdata is not linked statically"
+ldd "$W/ex/self_unwind" | grep -q "libunwound.so.0 => $P/lib" || fail "self_unwind does not use the installed library"
+
+"$W/ex/self_unwind" >"$W/self.txt" || fail "self_unwind"
+cat "$W/self.txt"
+[ "$(head -n 5 "$W/self.txt" | tr '\n' ' ')" = "capture inner middle outer main " ] || fail "self_unwind's frames"
+[ "$(tail -n 1 "$W/self.txt")" = "stop: end of stack" ] || fail "self_unwind did not reach the root"
+
+perf record -q -e cpu-clock -F 999 --call-graph dwarf,8192 -o "$W/perf.data" -- \
+    sh -c "$exe calltree 0.5; $exe signal 0.5" >/dev/null 2>"$W/perf.err" || { cat "$W/perf.err"; fail "perf record"; }
+"$W/ex/read_perfdata" "$W/perf.data" 2>"$W/read.err" | sort >"$W/read.folded" || { cat "$W/read.err"; fail "read_perfdata"; }
+"$B/unwound" report -i "$W/perf.data" --folded -o - 2>/dev/null | sort >"$W/cli.folded"
+cat "$W/read.err"
+n=$(wc -l <"$W/cli.folded")
+kernel=$(grep -c '_\[k\]' "$W/cli.folded" || true)
+cmp -s "$W/read.folded" "$W/cli.folded" || { diff "$W/read.folded" "$W/cli.folded" | head; fail "read_perfdata's stacks differ from unwound report --folded"; }
+echo "read_perfdata: $n folded stacks ($kernel with kernel frames), identical to unwound report --folded"
+[ "$n" -ge 3 ] || fail "too few stacks"
+
+# the header as C++
+cat >"$W/h.cpp" <<'CXX'
+#include <unwound/unwound.h>
+int main()
+{
+	auto s = uw_opts<uw_session_opts>();
+	s.max_frames = 64;
+	return uw_version() == UW_VERSION_NUMBER ? 0 : (int)s.sz;
+}
+CXX
+cat >"$W/h20.cpp" <<'CXX'
+#include <unwound/unwound.h>
+int main()
+{
+	UW_OPTS(uw_session_opts, so, .max_frames = 64);
+	UW_OPTS(uw_tracker_opts, to);
+	return (int)(so.sz + to.sz == 0);
+}
+CXX
+for std in c++11 c++17; do
+    g++ -std=$std -Wall -Wextra -pedantic -Werror -I"$P/include" -o "$W/h-$std" "$W/h.cpp" -L"$P/lib" -lunwound \
+        -Wl,-rpath,"$P/lib" || fail "the header as $std"
+    "$W/h-$std" || fail "uw_version() is not the header's UW_VERSION_NUMBER"
+done
+g++ -std=c++20 -Wall -Wextra -pedantic -Werror -I"$P/include" -fsyntax-only "$W/h20.cpp" || fail "UW_OPTS in C++20"
+clang++ -std=c++20 -Wall -Wextra -pedantic -Werror -I"$P/include" -fsyntax-only "$W/h20.cpp" || fail "UW_OPTS in C++20 (clang)"
+echo "examples: built against the installed copy (pkg-config, CMake package), outputs as expected"

@@ -473,6 +473,8 @@ struct uw_unwind_result {
 	uint64_t stack_used;
 	unsigned nr_fp;                /* steps taken by frame pointers (no CFI for the pc) */
 	unsigned nr_complex;           /* steps through DWARF expressions or register rules */
+	uint64_t ip, sp, fp;           /* the sample's pc, stack pointer and frame pointer (from the
+	                                * registers given; 0 when absent) */
 };
 
 /* Unwinds the user stack of a sample: frames[0..cap) from the registers (frame 0) outward,

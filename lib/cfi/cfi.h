@@ -131,18 +131,30 @@ struct cfi_table {
 	uint64_t serial;
 };
 
-/* A direct-mapped cache of recent lookups (return addresses repeat across samples), one per
- * thread of unwinding: tables are shared, caches are not. */
+/* Caches of recent lookups (return addresses repeat across samples), one set per thread of
+ * unwinding: tables are shared, caches are not. A table gets a direct-mapped cache of its own
+ * in the set (found by the table's serial), made when first used; at most CFI_CACHE_TABLES
+ * tables have one, the oldest made going first. */
 #define CFI_CACHE_BITS 12
+#define CFI_CACHE_TABLES 64
 struct cfi_cache_ent {
-	uint64_t serial, pc;     /* serial 0: empty */
+	uint64_t tag;            /* pc + 1; 0: empty */
 	const struct cfi_rule *rule; /* NULL: no rule covers pc */
 };
 struct cfi_cache {
-	struct cfi_cache_ent e[1u << CFI_CACHE_BITS];
+	/* serial -> entries: a direct-mapped index in front of the map of every cache made */
+	struct {
+		uint64_t serial;
+		struct cfi_cache_ent *ents;
+	} recent[64];
+	struct base_map by_serial; /* serial -> struct cfi_cache_ent[1 << CFI_CACHE_BITS] */
+	uint64_t made[CFI_CACHE_TABLES]; /* serials, in the order their caches were made */
+	unsigned nmade, oldest;
 };
 struct cfi_cache *cfi_cache_new(void);
 void cfi_cache_free(struct cfi_cache *c);
+/* The entries of table serial in c, made when new; NULL without memory. */
+struct cfi_cache_ent *cfi_cache_entries(struct cfi_cache *c, uint64_t serial);
 #define CFI_BLOCK_SHIFT 10
 
 /* Compiles the FDEs of eh (may have NULL data) and dbg (may have NULL data) into a table.
@@ -189,22 +201,27 @@ static inline bool cfi_table_search(struct cfi_table *t, uint64_t pc, const stru
 	return true;
 }
 
-/* Finds the rule covering pc, through a lookup cache (NULL: none). @return false when none does. */
-static inline bool cfi_table_find_cached(struct cfi_table *t, struct cfi_cache *c, uint64_t pc,
-                                         const struct cfi_rule **rule)
+/* A lookup that missed the cache: searched, and the entry filled. */
+bool cfi_cache_fill(struct cfi_table *t, struct cfi_cache_ent *e, uint64_t pc, const struct cfi_rule **rule);
+
+/* Finds the rule covering pc, through a lookup cache (NULL: none). @return false when none does.
+ * (The hit path is every frame's: kept small, and inlined.) */
+__attribute__((always_inline)) static inline bool cfi_table_find_cached(struct cfi_table *t, struct cfi_cache *c,
+                                                                        uint64_t pc, const struct cfi_rule **rule)
 {
-	if (!c || !t->serial)
+	if (!c || !t->serial || pc == UINT64_MAX)
 		return cfi_table_search(t, pc, rule);
-	struct cfi_cache_ent *e = &c->e[base_hash64(pc ^ (t->serial << 40)) & ((1u << CFI_CACHE_BITS) - 1)];
-	if (e->pc == pc && e->serial == t->serial) {
+	unsigned slot = (unsigned)t->serial & 63;
+	struct cfi_cache_ent *ents = c->recent[slot].serial == t->serial ? c->recent[slot].ents
+									 : cfi_cache_entries(c, t->serial);
+	if (!ents)
+		return cfi_table_search(t, pc, rule);
+	struct cfi_cache_ent *e = &ents[base_hash64(pc) & ((1u << CFI_CACHE_BITS) - 1)];
+	if (e->tag == pc + 1) {
 		*rule = e->rule;
 		return e->rule != NULL;
 	}
-	bool found = cfi_table_search(t, pc, rule);
-	e->serial = t->serial;
-	e->pc = pc;
-	e->rule = found ? *rule : NULL;
-	return found;
+	return cfi_cache_fill(t, e, pc, rule);
 }
 
 static inline bool cfi_table_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule)

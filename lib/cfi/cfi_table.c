@@ -481,12 +481,60 @@ bool cfi_lazy_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rul
 
 struct cfi_cache *cfi_cache_new(void)
 {
-	return calloc(1, sizeof(struct cfi_cache));
+	struct cfi_cache *c = calloc(1, sizeof(*c));
+	if (c)
+		base_map_init(&c->by_serial);
+	return c;
 }
 
 void cfi_cache_free(struct cfi_cache *c)
 {
+	if (!c)
+		return;
+	size_t it = 0;
+	void *v;
+	while (base_map_next(&c->by_serial, &it, NULL, &v))
+		free(v);
+	base_map_free(&c->by_serial);
 	free(c);
+}
+
+struct cfi_cache_ent *cfi_cache_entries(struct cfi_cache *c, uint64_t serial)
+{
+	struct cfi_cache_ent *e = base_map_get(&c->by_serial, serial);
+	if (!e) {
+		if (c->nmade == CFI_CACHE_TABLES) {
+			/* the oldest made goes: its memory serves the new one */
+			uint64_t old = c->made[c->oldest];
+			e = base_map_del(&c->by_serial, old);
+			if (c->recent[old & 63].serial == old)
+				c->recent[old & 63].serial = 0;
+			if (e)
+				memset(e, 0, sizeof(*e) << CFI_CACHE_BITS);
+			c->made[c->oldest] = serial;
+			c->oldest = (c->oldest + 1) % CFI_CACHE_TABLES;
+		} else {
+			c->made[c->nmade++] = serial;
+		}
+		if (!e && !(e = calloc((size_t)1 << CFI_CACHE_BITS, sizeof(*e))))
+			return NULL;
+		if (base_map_put(&c->by_serial, serial, e)) {
+			free(e);
+			return NULL;
+		}
+	}
+	unsigned slot = (unsigned)serial & 63;
+	c->recent[slot].serial = serial;
+	c->recent[slot].ents = e;
+	return e;
+}
+
+bool cfi_cache_fill(struct cfi_table *t, struct cfi_cache_ent *e, uint64_t pc, const struct cfi_rule **rule)
+{
+	bool found = cfi_table_search(t, pc, rule);
+	e->tag = pc + 1;
+	e->rule = found ? *rule : NULL;
+	return found;
 }
 
 void cfi_table_free(struct cfi_table *t)

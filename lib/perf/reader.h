@@ -143,8 +143,19 @@ void reader_chunk_hold(struct ra_chunk *c);
 void reader_chunk_release(struct uw_reader *r, struct ra_chunk *c);
 /* The whole record of a cut sample, read back (valid until the next call); NULL when it cannot. */
 const uint8_t *reader_read_whole(struct uw_reader *r, const struct cut *cut);
+/* The prefix, chosen from the stacks' reach of the last 256 samples. */
+void reader_adapt_prefix(struct uw_reader *r);
 /* How much of its stack a sample's unwinding used (the prefix follows it). */
-void reader_note_reach(struct uw_reader *r, uint64_t reach, uint64_t stack_size);
+static inline void reader_note_reach(struct uw_reader *r, uint64_t reach, uint64_t stack_size)
+{
+	unsigned k = 0;
+	while (k < 16 && (1ull << k) < reach)
+		k++;
+	r->reach_hist[k]++;
+	r->reach_stack_sum += stack_size;
+	if (++r->reach_n == 256)
+		reader_adapt_prefix(r);
+}
 
 /* ---- header, attributes, features (reader_header.c) */
 int reader_add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,

@@ -108,7 +108,7 @@ static const uint8_t *win_get(struct uw_reader *r, uint64_t off, size_t need, in
 
 /* Chooses the prefix that minimizes bytes read: the prefix on every sample plus, for the share of
  * samples that needed more, a whole stack read back and a second unwind (costed as 12 KiB more). */
-static void adapt_prefix(struct uw_reader *r)
+void reader_adapt_prefix(struct uw_reader *r)
 {
 	uint64_t avg = r->reach_stack_sum / r->reach_n, best = UINT64_MAX, best_p = PREFIX_START;
 	uint32_t below = 0;
@@ -130,16 +130,6 @@ static void adapt_prefix(struct uw_reader *r)
 	r->reach_stack_sum = 0;
 }
 
-void reader_note_reach(struct uw_reader *r, uint64_t reach, uint64_t stack_size)
-{
-	unsigned k = 0;
-	while (k < 16 && (1ull << k) < reach)
-		k++;
-	r->reach_hist[k]++;
-	r->reach_stack_sum += stack_size;
-	if (++r->reach_n == 256)
-		adapt_prefix(r);
-}
 
 /* The next record of the data section, its sample stack cut to the prefix. Logs nothing (it
  * also runs on the read-ahead thread). @return 1; 0 at the end; an error with *off and *what. */

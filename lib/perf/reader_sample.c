@@ -62,17 +62,15 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 {
 	/* the register block may be unaligned inside the record: copy it (at most 64 bits set) */
 	memcpy(r->regbuf, ps->regs, ps->nregs * 8);
-	struct unw_regs regs;
-	unw_x86_64_from_perf(a->sample_regs_user, r->regbuf, ps->nregs, &regs);
-	smp->user_ip = regs.r[UNW_X86_RIP];
-	smp->user_sp = regs.r[UNW_X86_RSP];
-	smp->user_fp = regs.r[UNW_X86_RBP];
 	smp->stack = ps->stack;
 	smp->stack_size = ps->stack_dyn;
 	struct uw_sample_regs in = { sizeof(in), ps->pid, ps->tid, time, (uint32_t)ps->regs_abi, r->regbuf,
 				     a->sample_regs_user, ps->stack, ps->stack_dyn, misc & PM_CPUMODE_MASK };
 	struct uw_unwind_result res = { .sz = sizeof(res) };
 	uw_unwind_sample(r->t, &in, r->frames, r->s->opts.max_frames, &res);
+	smp->user_ip = res.ip;
+	smp->user_sp = res.sp;
+	smp->user_fp = res.fp;
 	uint64_t reach = res.stack_used;
 	r->st.stack_bytes_read += ps->stack_size;
 	if (cut && cut->cut && reach > ps->stack_dyn) {
@@ -85,6 +83,8 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 			smp->stack = ws.stack;
 			smp->stack_size = ws.stack_dyn;
 			uw_unwind_sample(r->t, &in, r->frames, r->s->opts.max_frames, &res);
+			if (res.stack_used > reach)
+				reach = res.stack_used; /* how far a whole stack takes it: the prefix follows */
 			r->st.stack_rereads++;
 			r->st.stack_bytes_read += ws.stack_size;
 		}

@@ -115,27 +115,34 @@ static void module_unchain(struct uw_session *s, struct uw_module *m)
 	}
 }
 
+/* References count mappings; only a live session (evict_idle) acts when they reach 0, under the
+ * lock. Otherwise they are counted atomically: every FORK copies its parent's mappings, and a
+ * recording of many short processes would take the lock for each. */
 void proc_module_ref(struct uw_session *s, struct uw_module *m)
 {
+	if (!__atomic_load_n(&s->evict_idle, __ATOMIC_ACQUIRE)) {
+		__atomic_fetch_add(&m->refs, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	proc_lock(s);
-	if (m->refs++ == 0 && m->idle)
+	if (__atomic_fetch_add(&m->refs, 1, __ATOMIC_RELAXED) == 0 && m->idle)
 		proc_module_busy(s, m);
 	proc_unlock(s);
 }
 
 void proc_module_unref(struct uw_session *s, struct uw_module *m)
 {
+	if (!__atomic_load_n(&s->evict_idle, __ATOMIC_ACQUIRE)) {
+		uint32_t r = __atomic_load_n(&m->refs, __ATOMIC_RELAXED);
+		while (r && !__atomic_compare_exchange_n(&m->refs, &r, r - 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+		return;
+	}
 	proc_lock(s);
-	if (m->refs && --m->refs == 0 && s->evict_idle)
+	uint32_t r = __atomic_load_n(&m->refs, __ATOMIC_RELAXED);
+	if (r && __atomic_sub_fetch(&m->refs, 1, __ATOMIC_RELAXED) == 0)
 		proc_module_idle(s, m);
 	proc_unlock(s);
-}
-
-void proc_module_hit(struct uw_module *m)
-{
-	/* (any thread: the first frame in it marks it; its build-id goes in what is written) */
-	if (!__atomic_load_n(&m->hit, __ATOMIC_RELAXED))
-		__atomic_store_n(&m->hit, true, __ATOMIC_RELAXED);
 }
 
 /* The session whose limits views get (set by the functions that open files) */

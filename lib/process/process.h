@@ -171,6 +171,7 @@ struct uw_tracker {
 	struct uw_session *s;
 	struct uw_tracker_opts o;
 	struct base_map procs;     /* pid -> struct proc * */
+	struct proc *last_proc;    /* the one proc_get found last (freed: NULL) */
 	struct base_map threads;   /* tid -> struct thread * */
 	struct base_map buildids;  /* hash(path) -> interned build-id hex (from the recording) */
 	uint64_t since_sweep;
@@ -197,8 +198,13 @@ struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t
 /* A mapping starts or stops referring to it (an unreferenced one may be freed, evict_idle). */
 void proc_module_ref(struct uw_session *s, struct uw_module *m);
 void proc_module_unref(struct uw_session *s, struct uw_module *m);
-/* A frame landed in it. */
-void proc_module_hit(struct uw_module *m);
+/* A frame landed in it (any thread: the first frame in it marks it; its build-id goes in what is
+ * written). */
+static inline void proc_module_hit(struct uw_module *m)
+{
+	if (!__atomic_load_n(&m->hit, __ATOMIC_RELAXED))
+		__atomic_store_n(&m->hit, true, __ATOMIC_RELAXED);
+}
 /* ---- the session's shared state (session.c): its lock, its strings */
 void proc_lock(struct uw_session *s);
 void proc_unlock(struct uw_session *s);

@@ -140,9 +140,7 @@ void proc_session_kernel(struct uw_session *s, uint64_t text, const char *build_
 
 void proc_session_live(struct uw_session *s)
 {
-	proc_lock(s);
-	s->evict_idle = true;
-	proc_unlock(s);
+	__atomic_store_n(&s->evict_idle, true, __ATOMIC_RELEASE);
 }
 
 UW_API const char *uw_session_errmsg(const struct uw_session *s)

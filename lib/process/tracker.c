@@ -34,6 +34,8 @@ static void mod_ref(struct uw_tracker *t, struct uw_module *m)
 
 void proc_free(struct uw_tracker *t, struct proc *p)
 {
+	if (t->last_proc == p)
+		t->last_proc = NULL;
 	struct map *maps = p->maps.data;
 	for (size_t i = 0; i < p->maps.len; i++)
 		mod_unref(t, maps[i].mod);
@@ -46,7 +48,12 @@ void proc_free(struct uw_tracker *t, struct proc *p)
 
 struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create)
 {
+	/* (samples come in runs of one process: the last one found is asked for again) */
+	if (t->last_proc && t->last_proc->pid == pid)
+		return t->last_proc;
 	struct proc *p = base_map_get(&t->procs, (uint64_t)(uint32_t)pid);
+	if (p)
+		t->last_proc = p;
 	if (p || !create)
 		return p;
 	p = calloc(1, sizeof(*p));
@@ -89,7 +96,8 @@ struct thread *proc_thread(struct uw_tracker *t, int32_t pid, int32_t tid, bool 
 	return th;
 }
 
-const struct map *proc_find_map(struct proc *p, uint64_t addr)
+/* (every frame's: inlined into proc_find_pc) */
+static inline const struct map *find_map(struct proc *p, uint64_t addr)
 {
 	const struct map *m = p->maps.data;
 	/* consecutive frames mostly fall in the mapping of the one before */
@@ -101,6 +109,11 @@ const struct map *proc_find_map(struct proc *p, uint64_t addr)
 		return &m[lo - 1];
 	}
 	return NULL;
+}
+
+const struct map *proc_find_map(struct proc *p, uint64_t addr)
+{
+	return find_map(p, addr);
 }
 
 int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
@@ -403,9 +416,9 @@ bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 {
 	struct proc_find_ctx *c = ctx;
 	struct uw_tracker *t = c->t;
-	const struct map *cm = c->p ? proc_find_map(c->p, pc) : NULL;
+	const struct map *cm = c->p ? find_map(c->p, pc) : NULL;
 	if (!cm && c->p && t->o.live && pc >= 4096 && pc < (1ull << 47) && proc_ask_kernel(t, c->p, pc, c->time))
-		cm = proc_find_map(c->p, pc);
+		cm = find_map(c->p, pc);
 	/* JIT code: in an anonymous mapping (or one the recording missed), named by the process's
 	 * jitdump as it was at the sample's time, else by its perf-PID.map; the address is
 	 * absolute, as perf shows it (not live: the output keeps addresses, and reading a file a

@@ -24,17 +24,21 @@ UW_API uint64_t uw_perf_regs_user_mask(void)
 static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct uw_frame *frames, unsigned cap,
                   struct uw_unwind_result *res)
 {
-	unsigned nregs = (unsigned)__builtin_popcountll(in->regs_mask);
 	res->nr_frames = 0;
 	res->stack_used = 0;
 	res->nr_fp = res->nr_complex = 0;
-	if (in->abi != REGS_ABI_64 || !in->regs || !nregs) {
+	res->ip = res->sp = res->fp = 0;
+	if (in->abi != REGS_ABI_64 || !in->regs || !in->regs_mask) {
 		/* no registers (a kernel thread), or a 32-bit process: nothing to unwind from */
 		res->stop = UW_STOP_NO_REGS;
 		return 0;
 	}
 	struct unw_regs regs;
-	unw_x86_64_from_perf(in->regs_mask, in->regs, nregs, &regs);
+	/* (one value per bit of the mask: the decoding stops at the mask's last bit) */
+	unw_x86_64_from_perf(in->regs_mask, in->regs, 64, &regs);
+	res->ip = regs.r[UNW_X86_RIP];
+	res->sp = regs.r[UNW_X86_RSP];
+	res->fp = regs.r[UNW_X86_RBP];
 	/* In a syscall (not a fault or an interrupt, whose pc is exact), the user pc follows the
 	 * `syscall` instruction, which left that same pc in rcx: the kernel's saved rcx equals its
 	 * saved rip. */
@@ -55,16 +59,18 @@ static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct 
 	return 0;
 }
 
-/* The caller's input and result structs, checked and copied (an older caller's shorter ones
- * are zero-extended). */
-static int take(const struct uw_sample_regs *in, struct uw_sample_regs *cp, struct uw_unwind_result *res)
+/* The caller's input, as this library's struct: used as it is when it is this version's, else
+ * copied (an older caller's shorter one zero-extended). NULL when it cannot be. */
+static const struct uw_sample_regs *take(const struct uw_sample_regs *in, struct uw_sample_regs *cp,
+                                         const struct uw_unwind_result *res)
 {
-	if (!in || !res || res->sz < offsetof(struct uw_unwind_result, stop) + sizeof(res->stop) ||
-	    base_opts_copy(cp, sizeof(*cp), in) || cp->sz < offsetof(struct uw_sample_regs, stack_size) + 8)
-		return -EINVAL;
-	if (__builtin_popcountll(cp->regs_mask) > 64 || (cp->stack_size && !cp->stack))
-		return -EINVAL;
-	return 0;
+	if (!in || !res || res->sz < offsetof(struct uw_unwind_result, stop) + sizeof(res->stop))
+		return NULL;
+	if (in->sz == sizeof(*in))
+		cp = (struct uw_sample_regs *)in;
+	else if (base_opts_copy(cp, sizeof(*cp), in) || cp->sz < offsetof(struct uw_sample_regs, stack_size) + 8)
+		return NULL;
+	return cp->stack_size && !cp->stack ? NULL : cp;
 }
 
 /* The result into the caller's struct, as much of it as its size holds. */
@@ -79,10 +85,13 @@ UW_API int uw_unwind_sample(struct uw_tracker *t, const struct uw_sample_regs *i
                             unsigned cap, struct uw_unwind_result *res)
 {
 	struct uw_sample_regs cp;
-	if (!t || (cap && !frames) || take(in, &cp, res))
+	const struct uw_sample_regs *x = take(in, &cp, res);
+	if (!t || (cap && !frames) || !x)
 		return -EINVAL;
+	if (res->sz == sizeof(*res))
+		return unwind(t, x, frames, cap, res);
 	struct uw_unwind_result r = { .sz = sizeof(r) };
-	int err = unwind(t, &cp, frames, cap, &r);
+	int err = unwind(t, x, frames, cap, &r);
 	give(res, &r);
 	return err;
 }
@@ -91,10 +100,11 @@ UW_API int uw_unwind_sample_each(struct uw_tracker *t, const struct uw_sample_re
                                  struct uw_unwind_result *res)
 {
 	struct uw_sample_regs cp;
-	if (!t || !fn || take(in, &cp, res))
+	const struct uw_sample_regs *x = take(in, &cp, res);
+	if (!t || !fn || !x)
 		return -EINVAL;
 	struct uw_unwind_result r = { .sz = sizeof(r) };
-	int err = unwind(t, &cp, t->frames, t->s->opts.max_frames, &r);
+	int err = unwind(t, x, t->frames, t->s->opts.max_frames, &r);
 	for (unsigned i = 0; !err && i < r.nr_frames; i++) {
 		if (fn(ctx, &t->frames[i])) {
 			r.nr_frames = i + 1;

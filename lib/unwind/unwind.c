@@ -363,9 +363,9 @@ void unw_x86_64_from_perf(uint64_t mask, const uint64_t *vals, unsigned nvals, s
 {
 	memset(regs, 0, sizeof(*regs));
 	unsigned k = 0;
-	for (unsigned bit = 0; bit < 64 && k < nvals; bit++) {
-		if (!(mask & (1ull << bit)))
-			continue;
+	/* the mask's set bits, lowest first (their values are in that order) */
+	for (uint64_t m = mask; m && k < nvals; m &= m - 1) {
+		unsigned bit = (unsigned)__builtin_ctzll(m);
 		uint64_t v = vals[k++];
 		if (bit < UW_ARRAY_SIZE(x86_perf_to_dwarf) && x86_perf_to_dwarf[bit] >= 0) {
 			int d = x86_perf_to_dwarf[bit];

@@ -2,7 +2,7 @@
 """Writes synthetic perf.data streams (pipe mode) for reader tests: records in a chosen order,
 so ordering, EXIT-before-SAMPLE and late records can be tested exactly.
 
-usage: synth.py ordering OUT
+usage: synth.py ordering|malformed OUT
 """
 import struct
 import sys
@@ -55,6 +55,19 @@ def ordering():
     return b"PERFILE2" + struct.pack("<Q", 16) + b"".join(out)
 
 
+def malformed():
+    """Side-band records that cannot be applied, among good ones: an MMAP2 of length 0, an
+    MMAP and a COMM and a FORK cut short (their bodies end before their fields), then samples."""
+    t = trailer(100, 100, 5)
+    mmap2_len0 = rec(10, struct.pack("<IIQQQIIQQII", 100, 100, 0x400000, 0, 0, 8, 1, 42, 0, 5, 2) + b"/bin/x\0" + t)
+    mmap_cut = rec(1, struct.pack("<II", 100, 100) + t)
+    comm_cut = rec(3, t)
+    fork_cut = rec(7, struct.pack("<II", 101, 100) + t)
+    out = [attr(), comm(100, 100, "worker", 1), mmap2_len0, mmap_cut, comm_cut, fork_cut,
+           sample(100, 100, 10, 0xffffffff81000010), sample(100, 100, 11, 0xffffffff81000011), round_()]
+    return b"PERFILE2" + struct.pack("<Q", 16) + b"".join(out)
+
+
 if __name__ == "__main__":
-    data = {"ordering": ordering}[sys.argv[1]]()
+    data = {"ordering": ordering, "malformed": malformed}[sys.argv[1]]()
     open(sys.argv[2], "wb").write(data)

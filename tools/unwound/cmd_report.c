@@ -202,6 +202,13 @@ static void summary(struct uw_session *s, struct uw_reader *rd, const struct uw_
 		}
 		fprintf(f, "\n");
 	}
+	/* side-band records that could not be applied (a mapping of length 0, a cut COMM): said,
+	 * not silently dropped */
+	struct uw_tracker_stats ts = { .sz = sizeof(ts) };
+	if (uw_tracker_stats(uw_reader_tracker(rd), &ts) == 0 &&
+	    ts.malformed_mmap + ts.malformed_comm + ts.malformed_fork + ts.malformed_exit)
+		fprintf(f, "# malformed records skipped: %" PRIu64 " MMAP, %" PRIu64 " COMM, %" PRIu64 " FORK, %" PRIu64 " EXIT\n",
+			ts.malformed_mmap, ts.malformed_comm, ts.malformed_fork, ts.malformed_exit);
 	if (st->unfinished)
 		fprintf(f, "# the recording was not finished (its writer stopped before its end): all %.1f MiB of it read%s\n",
 			(double)st->bytes / 1048576.0, st->records_cut ? ", its last record cut short" : "");

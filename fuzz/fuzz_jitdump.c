@@ -8,14 +8,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct uw_session *s;
-	if (!s)
+	static struct uw_tracker *t;
+	if (!s) {
 		s = uw_session_new(NULL);
-	struct proc *p = proc_get(s, 1, true);
+		t = uw_tracker_new(s, NULL);
+	}
+	struct proc *p = proc_get(t, 1, true);
 	if (!p || jitdump_parse(s, data, size, &p->jd))
 		return 0;
-	s->clock_monotonic = size & 1;
+	t->clock_monotonic = size & 1;
 	for (uint64_t pc = 0; pc < 64; pc++)
-		proc_jitdump_find(s, p, 0x10000 + pc * 64, pc * 1000);
+		proc_jitdump_find(t, p, 0x10000 + pc * 64, pc * 1000);
 	jitdump_free(p->jd);
 	p->jd = NULL;
 	return 0;

@@ -169,9 +169,23 @@ diskfull)
     rc=0; "$U" inject -i big.data -o small/i.data 2>err.txt || rc=$?
     cat err.txt
     [ $rc = 1 ] && grep -q "No space left on device" err.txt || fail "inject: exit $rc"
-    rc=0; "$U" report -i big.data --script -o small/s.txt 2>err.txt || rc=$?
+    dd if=/dev/zero of=small/fill bs=4k 2>/dev/null || true # (whatever room was left)
+    # the disk is full now: every write of every output fails, and is said (a stream's write
+    # that returned -1 made stdio write past its buffer: a crash, about every other run)
+    for i in 1 2 3 4 5 6 7 8; do
+        for mode in --script --folded --stdio; do
+            rm -f small/s.txt
+            rc=0; "$U" report -i big.data $mode -o small/s.txt 2>err.txt || rc=$?
+            [ $rc = 1 ] && grep -q "small/s.txt: No space left on device" err.txt ||
+                { cat err.txt; fail "report $mode (run $i): exit $rc"; }
+        done
+    done
     cat err.txt
-    [ $rc = 1 ] && grep -q "small/s.txt: No space left on device" err.txt || fail "report: exit $rc"
+    # and a device that is always full
+    for mode in --script --folded --stdio; do
+        rc=0; "$U" report -i big.data $mode -o /dev/full 2>err.txt || rc=$?
+        [ $rc = 1 ] && grep -q "/dev/full: No space left on device" err.txt || { cat err.txt; fail "report $mode -o /dev/full: exit $rc"; }
+    done
     ;;
 bomb)
     printf 'static volatile unsigned long sink;\n__attribute__((noinline)) void lib_entry(unsigned long n) { for (unsigned long i = 0; i < n; i++) sink += i; }\n' >b.c

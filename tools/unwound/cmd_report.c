@@ -413,7 +413,10 @@ static ssize_t out_write(void *cookie, const char *buf, size_t n)
 		if (w <= 0) {
 			if (!o->err)
 				o->err = w < 0 ? errno : EIO;
-			return done ? (ssize_t)done : -1;
+			/* what was written; 0 is the error (fopencookie's write must not return a
+			 * negative value: stdio took -1 for a count and wrote past its buffer) */
+			errno = o->err;
+			return (ssize_t)done;
 		}
 		done += (size_t)w;
 	}

@@ -43,6 +43,15 @@ static uint64_t stack_top; /* the end of the [stack] mapping */
 #define FRAME __attribute__((noinline, noclone))
 #endif
 
+/* The stack as the kernel copies it for a sample: bytes, whatever they hold (a sanitizer's
+ * poisoned red zones too: a profiler reads what is there) */
+__attribute__((no_sanitize_address)) static void copy_stack(uint8_t *dst, uint64_t src, uint64_t n)
+{
+	const volatile uint8_t *p = (const volatile uint8_t *)(uintptr_t)src;
+	for (uint64_t i = 0; i < n; i++)
+		dst[i] = p[i];
+}
+
 /* The registers at a point of this function (bit order: BX BP SP IP R12 R13 R14 R15), then the
  * stack from the stack pointer up. */
 FRAME static void capture(struct snapshot *s)
@@ -62,7 +71,7 @@ FRAME static void capture(struct snapshot *s)
 			 : "rax", "memory");
 	uint64_t sp = r[2], n = stack_top - sp;
 	s->stack_size = n < sizeof(s->stack) ? n : sizeof(s->stack);
-	memcpy(s->stack, (const void *)(uintptr_t)sp, s->stack_size);
+	copy_stack(s->stack, sp, s->stack_size);
 }
 
 FRAME static void inner(struct snapshot *s)

@@ -10,6 +10,8 @@
 # as C++ (C++11 with uw_opts<>, C++20 with UW_OPTS) with -Wall -Wextra -pedantic -Werror.
 set -eu
 B=${UW_BUILD:?}
+# a sanitizer build of the library: the programs are built with the sanitizer too
+SAN=${UW_SAN_FLAGS:-}
 S=${UW_SRC:?}
 W=$B/tests/work/examples
 rm -rf "$W"; mkdir -p "$W"
@@ -25,8 +27,8 @@ echo "static library: $(nm -g --defined-only "$P/lib/libunwound.a" | awk 'NF == 
 
 # (a) pkg-config
 export PKG_CONFIG_PATH=$P/lib/pkgconfig
-# shellcheck disable=SC2046
-cc -O2 -g -Wall -Wextra -Werror -o "$W/live_profiler" "$S/examples/live_profiler.c" $(pkg-config --cflags --libs unwound) \
+# shellcheck disable=SC2046,SC2086
+cc -O2 -g -Wall -Wextra -Werror $SAN -o "$W/live_profiler" "$S/examples/live_profiler.c" $(pkg-config --cflags --libs unwound) \
     -Wl,-rpath,"$P/lib"
 "$W/live_profiler" "$exe" calltree 1 >"$W/live.txt" 2>"$W/live.err" || { cat "$W/live.err"; fail "live_profiler"; }
 cat "$W/live.txt"
@@ -39,7 +41,8 @@ echo "live_profiler: $total samples of e2e_nofp: tree_a $a, tree_b $b"
 [ "$a" -gt "$b" ] || fail "tree_a (twice tree_b's work) has fewer samples than tree_b"
 
 # (b) and (c): the CMake package
-cmake -S "$S/examples" -B "$W/ex" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$W/cmake.log" 2>&1 ||
+cmake -S "$S/examples" -B "$W/ex" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_FLAGS="$SAN" -DCMAKE_CXX_FLAGS="$SAN" -DCMAKE_EXE_LINKER_FLAGS="$SAN" >"$W/cmake.log" 2>&1 ||
     { cat "$W/cmake.log"; fail "find_package(unwound)"; }
 cmake --build "$W/ex" >"$W/build.log" 2>&1 || { cat "$W/build.log"; fail "building the examples"; }
 ldd "$W/ex/read_perfdata" | grep -q libunwound && fail "read_perfdata is not linked statically"
@@ -81,7 +84,8 @@ int main()
 }
 CXX
 for std in c++11 c++17; do
-    g++ -std=$std -Wall -Wextra -pedantic -Werror -I"$P/include" -o "$W/h-$std" "$W/h.cpp" -L"$P/lib" -lunwound \
+    # shellcheck disable=SC2086
+    g++ -std=$std -Wall -Wextra -pedantic -Werror $SAN -I"$P/include" -o "$W/h-$std" "$W/h.cpp" -L"$P/lib" -lunwound \
         -Wl,-rpath,"$P/lib" || fail "the header as $std"
     "$W/h-$std" || fail "uw_version() is not the header's UW_VERSION_NUMBER"
 done

@@ -13,7 +13,6 @@
   perfdata.py noids IN OUT            IN with no event ids in its attribute section (one event)
 """
 import struct
-import subprocess
 import sys
 
 
@@ -67,6 +66,38 @@ def write(path, d, h, data, feats, magic=None, hsize=None):
     open(path, 'wb').write(out)
 
 
+def zstd_stream(data):
+    """Everything a zstd stream decompresses to, its frame ended or not (libzstd, by ctypes)."""
+    import ctypes
+
+    class Buf(ctypes.Structure):
+        _fields_ = [("ptr", ctypes.c_void_p), ("size", ctypes.c_size_t), ("pos", ctypes.c_size_t)]
+    z = ctypes.CDLL("libzstd.so.1")
+    z.ZSTD_createDStream.restype = ctypes.c_void_p
+    z.ZSTD_initDStream.argtypes = [ctypes.c_void_p]
+    z.ZSTD_freeDStream.argtypes = [ctypes.c_void_p]
+    z.ZSTD_decompressStream.restype = ctypes.c_size_t
+    z.ZSTD_decompressStream.argtypes = [ctypes.c_void_p, ctypes.POINTER(Buf), ctypes.POINTER(Buf)]
+    z.ZSTD_isError.argtypes = [ctypes.c_size_t]
+    ds = z.ZSTD_createDStream()
+    z.ZSTD_initDStream(ds)
+    src = ctypes.create_string_buffer(data, len(data))
+    inb = Buf(ctypes.cast(src, ctypes.c_void_p), len(data), 0)
+    cap = 1 << 20
+    obuf = ctypes.create_string_buffer(cap)
+    out = bytearray()
+    while True:
+        ob = Buf(ctypes.cast(obuf, ctypes.c_void_p), cap, 0)
+        r = z.ZSTD_decompressStream(ds, ctypes.byref(ob), ctypes.byref(inb))
+        if z.ZSTD_isError(r):
+            raise SystemExit('the zstd stream does not decompress')
+        out += obuf.raw[:ob.pos]
+        if inb.pos == inb.size and ob.pos < cap:
+            break
+    z.ZSTD_freeDStream(ds)
+    return bytes(out)
+
+
 def main():
     cmd, path = sys.argv[1], sys.argv[2]
     d = open(path, 'rb').read()
@@ -92,10 +123,9 @@ def main():
                 parts.append(None)
             else:
                 parts.append(rec)
-        # perf flushes the stream without ever ending its frame: zstd says "premature end" after
-        # writing out every record
-        plain = subprocess.run(['zstd', '-d', '-c'], input=bytes(stream), stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL).stdout
+        # perf flushes the stream without ever ending its frame: decompressed as a stream (the
+        # zstd command, told "premature end", dropped its last output block: a record cut short)
+        plain = zstd_stream(bytes(stream))
         if not plain:
             raise SystemExit('zstd decompressed nothing')
         data, done = bytearray(), False

@@ -169,7 +169,14 @@ enum uw_frame_method {
 	UW_METHOD_PLT,          /* PLT stub heuristic (nothing pushed yet) */
 	UW_METHOD_SIGNAL,       /* through a signal frame */
 	UW_METHOD_CALLCHAIN,    /* taken from the kernel-provided callchain */
+	UW_METHOD_SFRAME,       /* SFrame (.sframe): where no CFI covers the pc */
+	UW_METHOD_STITCHED,     /* appended from another sample of the thread (a truncated stack
+	                         * completed: same activation, same callers) */
+	UW_METHOD__COUNT
 };
+#define UW_METHOD_MAX 16 /* room for methods in the arrays of stats structs */
+/* "CFI", "SFrame", "frame pointer", ... ("unknown" past the last). */
+UW_API const char *uw_frame_method_str(enum uw_frame_method m);
 
 /* Why a stack ends. Only UW_STOP_END_OF_STACK is success: the outermost frame is a root (its
  * CFI marks the return address undefined, as _start's and clone's do, or the frame-pointer
@@ -191,7 +198,9 @@ enum uw_frame_method {
 	X(UW_STOP_NO_REGS, "sample has no user registers")                            \
 	X(UW_STOP_NONE, "no callchain recorded")                                      \
 	X(UW_STOP_CHAIN_CUT, "recorded callchain ends before a root frame")           \
-	X(UW_STOP_UNKNOWN, "recorded callchain, completeness unknown")
+	X(UW_STOP_UNKNOWN, "recorded callchain, completeness unknown")                \
+	X(UW_STOP_SFRAME_RULE, "an SFrame rule the unwinder cannot follow")              \
+	X(UW_STOP_DEFERRED_MISSING, "deferred user callchain never arrived")
 
 enum uw_stop_reason {
 #define UW_STOP_ENUM(name, msg) name,
@@ -215,7 +224,8 @@ struct uw_frame {
 	uint8_t method;           /* enum uw_frame_method */
 	uint8_t is_call;          /* 1: pc is a return address (caller frame) */
 	uint8_t reserved[6];      /* zero (room for more: frames are arrays the caller sizes) */
-	uint64_t reserved2;
+	uint64_t sp;              /* the stack pointer in this frame (for a caller frame: the CFA
+	                           * of the frame it called); 0 when not known (callchains) */
 };
 
 /* ---------------------------------------------------------------- modules and symbols */
@@ -235,6 +245,20 @@ enum uw_module_state {
 	UW_MODULE_BAD,          /* the file is not a usable ELF file */
 };
 UW_API enum uw_module_state uw_module_state(const struct uw_module *m);
+
+/* How the callers of a module's frames were found, over every unwinding the session did: a step
+ * from a pc in the module by CFI, by SFrame, by the frame-pointer chain (neither covered the pc),
+ * by the PLT rule (a stub, or a function's first instruction). Counted with relaxed atomics. */
+struct uw_module_stats {
+	size_t sz;
+	uint64_t steps_cfi;
+	uint64_t steps_sframe;
+	uint64_t steps_fp;
+	uint64_t steps_plt;
+	/* (new fields go here) */
+};
+/* @return 0, or -EINVAL (no module, st->sz not set). */
+UW_API int uw_module_stats(const struct uw_module *m, struct uw_module_stats *st);
 
 struct uw_symbol {
 	const char *name;     /* NULL when unknown; valid while the session lives */
@@ -475,6 +499,7 @@ struct uw_unwind_result {
 	unsigned nr_complex;           /* steps through DWARF expressions or register rules */
 	uint64_t ip, sp, fp;           /* the sample's pc, stack pointer and frame pointer (from the
 	                                * registers given; 0 when absent) */
+	unsigned nr_sframe;            /* steps by SFrame rules (no CFI for the pc) */
 };
 
 /* Unwinds the user stack of a sample: frames[0..cap) from the registers (frame 0) outward,
@@ -518,6 +543,15 @@ struct uw_reader_opts {
 	/* The tracker to feed (kept by the caller, who frees it after the reader); NULL: the
 	 * reader makes its own (live when created by uw_reader_new for pushed records) */
 	struct uw_tracker *tracker;
+	/* 1: a stack whose copy ended before its root is completed from one of its thread's recent
+	 * complete stacks (a frame with the same return address and stack pointer taken for the
+	 * same activation), the frames added marked UW_METHOD_STITCHED. A heuristic: a function
+	 * called again from another call site at the same depth looks the same, so the caller's
+	 * return address may be another's. Off by default. */
+	int stitch;
+	/* Use at most this many bytes of each sample's user stack copy (as if recorded with
+	 * --call-graph dwarf,N: to measure what a smaller copy loses); 0: all */
+	uint64_t stack_limit;
 };
 
 struct uw_reader;
@@ -597,6 +631,19 @@ struct uw_reader_stats {
 	                            * all its data was read */
 	uint64_t records_cut;      /* 1: ... and its last record was cut short (not read) */
 	uint64_t stop_reasons[UW_STOP_MAX]; /* samples by enum uw_stop_reason of their user part */
+	uint64_t frames_by_method[UW_METHOD_MAX]; /* user frames by how each was found
+	                            * (enum uw_frame_method), of the stacks unwound here */
+	/* deferred user callchains (Linux 6.19+: PERF_RECORD_CALLCHAIN_DEFERRED) */
+	uint64_t deferred_samples;  /* samples whose user part was deferred */
+	uint64_t deferred_stitched; /* ... completed by their thread's record */
+	uint64_t deferred_missing;  /* ... whose record never came (kernel part only) */
+	uint64_t deferred_records;  /* CALLCHAIN_DEFERRED records read */
+	uint64_t deferred_unmatched;/* ... that no waiting sample carried the cookie of */
+	uint64_t deferred_malformed;/* ... that could not be decoded */
+	/* truncated stacks completed (uw_reader_opts.stitch) */
+	uint64_t stitched_samples;  /* stacks cut short by their copy, completed */
+	uint64_t stitched_frames;   /* frames added to them */
+	uint64_t stitch_failed;     /* stacks cut short that no reference completed */
 	/* (new fields go here, after every older one) */
 };
 /* Fills st (st->sz must be set) with counts so far. */
@@ -674,9 +721,12 @@ struct uw_record_opts {
 	                            * here; UW_CALL_GRAPH_FP: the kernel's frame-pointer callchains */
 	const int *cpus;           /* -C: only these CPUs (NULL: all) */
 	size_t ncpus;
+	int stitch;                /* as uw_reader_opts */
 };
 #define UW_CALL_GRAPH_DWARF 0
 #define UW_CALL_GRAPH_FP 1
+#define UW_CALL_GRAPH_FP_DEFER 2 /* frame-pointer callchains whose user part the kernel writes when
+                                  * the task returns to user space (Linux 6.19+; -EOPNOTSUPP before) */
 
 /* Records with perf_event_open and unwinds online: the output is a perf.data file whose samples
  * carry complete callchains (as uw_inject writes), or a pipe-mode stream on standard output for
@@ -696,6 +746,7 @@ struct uw_inject_opts {
 	size_t sz;
 	size_t max_queue_bytes;     /* as uw_reader_opts */
 	unsigned max_kernel_frames; /* as uw_reader_opts */
+	int stitch;                 /* as uw_reader_opts */
 };
 
 struct uw_inject_stats {

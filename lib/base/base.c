@@ -489,6 +489,16 @@ UW_API const char *uw_stop_reason_str(enum uw_stop_reason r)
 	return (unsigned)r < UW_ARRAY_SIZE(names) ? names[r] : "unknown";
 }
 
+UW_API const char *uw_frame_method_str(enum uw_frame_method m)
+{
+	static const char *const names[] = {
+		[UW_METHOD_REGS] = "registers", [UW_METHOD_CFI] = "CFI", [UW_METHOD_FP] = "frame pointer",
+		[UW_METHOD_PLT] = "PLT rule", [UW_METHOD_SIGNAL] = "signal frame", [UW_METHOD_CALLCHAIN] = "callchain",
+		[UW_METHOD_SFRAME] = "SFrame", [UW_METHOD_STITCHED] = "stitched",
+	};
+	return (unsigned)m < UW_ARRAY_SIZE(names) && names[m] ? names[m] : "unknown";
+}
+
 bool base_make_dirs(char *dir)
 {
 	for (char *p = dir + 1;; p++) {

@@ -69,6 +69,24 @@ enum {
 	CFI_F_COMPLEX = 1 << 3, /* re-interpret the FDE at fde_off (see cfi_state_at) */
 	CFI_F_NONE = 1 << 4,    /* no CFI covers this range */
 	CFI_F_BP_UNDEF = 1 << 5,/* frame pointer undefined */
+	CFI_F_UNSUPP = 1 << 6,  /* (SFrame) a rule the unwinder cannot follow: it stops, saying so */
+	CFI_F_FLEX = 1 << 7,    /* (SFrame v3 flexible rows) cfa_off indexes the table's flex rules */
+};
+
+/* A rule of SFrame's flexible rows (DRAP, realigned stacks): what a compact rule cannot hold.
+ * A value is the CFA or register reg, plus off, read from memory at that address when deref. */
+struct cfi_loc {
+	uint8_t kind;     /* CFI_LOC_* */
+	uint8_t reg;      /* DWARF register, when from_reg */
+	bool from_reg;    /* the base is a register, not the CFA */
+	int32_t off;
+};
+enum { CFI_LOC_SAME = 0, CFI_LOC_AT, CFI_LOC_VAL };
+struct cfi_flex {
+	uint8_t cfa_reg;
+	bool cfa_deref;   /* CFA = *(reg + cfa_off) */
+	int32_t cfa_off;
+	struct cfi_loc ra, fp;
 };
 struct cfi_rule {
 	int32_t cfa_off;   /* CFA = reg(cfa_reg) + cfa_off; COMPLEX: FDE offset in its section */
@@ -125,7 +143,10 @@ struct cfi_table {
 	const struct cfi_arch *arch;
 	uint64_t text_end_hint;
 	/* statistics */
-	uint32_t nfde, nbad_fde, ncomplex;
+	uint32_t nfde, nbad_fde, ncomplex; /* (SFrame: ncomplex counts unsupported rows) */
+	bool sframe;            /* compiled from an .sframe section */
+	struct cfi_flex *flex;  /* (SFrame) the rules of CFI_F_FLEX rows */
+	uint32_t nflex;
 	/* the table's identity in lookup caches (set by its owner, unique in a session: a freed
 	 * table's memory may hold another) */
 	uint64_t serial;
@@ -156,6 +177,10 @@ void cfi_cache_free(struct cfi_cache *c);
 /* The entries of table serial in c, made when new; NULL without memory. */
 struct cfi_cache_ent *cfi_cache_entries(struct cfi_cache *c, uint64_t serial);
 #define CFI_BLOCK_SHIFT 10
+
+/* Compiles an SFrame section (AMD64) into a table: the same rows, the same lookup. */
+struct sframe_sec;
+int cfi_table_build_sframe(struct cfi_table *t, const struct cfi_arch *arch, const struct sframe_sec *s);
 
 /* Compiles the FDEs of eh (may have NULL data) and dbg (may have NULL data) into a table.
  * FDEs from .eh_frame win where both cover a pc. Malformed entries are skipped and counted.

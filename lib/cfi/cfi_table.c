@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "cfi/cfi.h"
+#include "cfi/sframe.h"
 #include "cfi/cfi_internal.h"
 
 #define CFI_MAX_ROWS (64u << 20)
@@ -208,6 +209,48 @@ static int run_fde(struct builder *b, const struct fde_ref *f)
 	return push_row(b, fde.pc_end, none);
 }
 
+/* The table from a builder's rows (taken from it). */
+static int table_from_rows(struct cfi_table *t, struct builder *b)
+{
+	int err = 0;
+	/* leading terminators say nothing */
+	size_t first = 0;
+	while (first < b->n && (b->rules[first].flags & CFI_F_NONE))
+		first++;
+	if (first == b->n)
+		return err;
+	t->base = b->pcs[first];
+	uint64_t span = b->pcs[b->n - 1] - t->base;
+	if (span > UINT32_MAX) {
+		/* a module spanning more than 4 GiB of code: not something a row table covers */
+		err = -UW_ELIMIT;
+		return err;
+	}
+	t->n = (uint32_t)(b->n - first);
+	t->pcs = malloc(t->n * sizeof(*t->pcs));
+	t->nblocks = (uint32_t)((span >> CFI_BLOCK_SHIFT) + 1);
+	t->block = malloc(((size_t)t->nblocks + 1) * sizeof(*t->block));
+	if (!t->pcs || !t->block) {
+		err = -ENOMEM;
+		return err;
+	}
+	for (uint32_t i = 0; i < t->n; i++)
+		t->pcs[i] = (uint32_t)(b->pcs[first + i] - t->base);
+	if (first)
+		memmove(b->rules, b->rules + first, t->n * sizeof(*b->rules));
+	t->rules = b->rules;
+	b->rules = NULL;
+	t->end = t->base + span + 1;
+	uint32_t row = 0;
+	for (uint32_t blk = 0; blk <= t->nblocks; blk++) {
+		uint64_t start = (uint64_t)blk << CFI_BLOCK_SHIFT;
+		while (row < t->n && t->pcs[row] < start)
+			row++;
+		t->block[blk] = row;
+	}
+	return 0;
+}
+
 int cfi_table_build(struct cfi_table *t, const struct cfi_arch *arch, const struct cfi_section *eh,
                     const struct cfi_section *dbg)
 {
@@ -253,45 +296,165 @@ int cfi_table_build(struct cfi_table *t, const struct cfi_arch *arch, const stru
 		covered_to = f[i].end;
 	}
 	t->ncomplex = b.ncomplex;
-	/* leading terminators say nothing */
-	size_t first = 0;
-	while (first < b.n && (b.rules[first].flags & CFI_F_NONE))
-		first++;
-	if (first == b.n)
-		goto out;
-	t->base = b.pcs[first];
-	uint64_t span = b.pcs[b.n - 1] - t->base;
-	if (span > UINT32_MAX) {
-		/* a module spanning more than 4 GiB of code: not something a row table covers */
-		err = -UW_ELIMIT;
-		goto out;
-	}
-	t->n = (uint32_t)(b.n - first);
-	t->pcs = malloc(t->n * sizeof(*t->pcs));
-	t->nblocks = (uint32_t)((span >> CFI_BLOCK_SHIFT) + 1);
-	t->block = malloc(((size_t)t->nblocks + 1) * sizeof(*t->block));
-	if (!t->pcs || !t->block) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (uint32_t i = 0; i < t->n; i++)
-		t->pcs[i] = (uint32_t)(b.pcs[first + i] - t->base);
-	if (first)
-		memmove(b.rules, b.rules + first, t->n * sizeof(*b.rules));
-	t->rules = b.rules;
-	b.rules = NULL;
-	t->end = t->base + span + 1;
-	uint32_t row = 0;
-	for (uint32_t blk = 0; blk <= t->nblocks; blk++) {
-		uint64_t start = (uint64_t)blk << CFI_BLOCK_SHIFT;
-		while (row < t->n && t->pcs[row] < start)
-			row++;
-		t->block[blk] = row;
-	}
+	err = table_from_rows(t, &b);
 out:
 	free(b.pcs);
 	free(b.rules);
 	base_vec_free(&fdes);
+	if (err)
+		cfi_table_free(t);
+	return err;
+}
+
+/* ---- SFrame (sframe.c): rows compiled into the same rules */
+
+struct sf_row {
+	uint64_t pc, end;
+	struct cfi_rule rule;
+};
+
+struct sf_ctx {
+	const struct cfi_arch *arch;
+	struct base_vec rows;     /* struct sf_row */
+	struct base_vec flex;     /* struct cfi_flex */
+	uint32_t nunsupp;
+};
+
+static bool fits32(int64_t v)
+{
+	return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+/* A value's rule, when the unwinder tracks its register (x86_64: DWARF 0-16). */
+static bool sf_loc(const struct sframe_loc *in, struct cfi_loc *out)
+{
+	*out = (struct cfi_loc){ 0 };
+	if (in->kind == SFRAME_LOC_SAME)
+		return true;
+	if (in->from_reg && in->reg > 16)
+		return false;
+	out->kind = in->kind == SFRAME_LOC_AT ? CFI_LOC_AT : CFI_LOC_VAL;
+	out->from_reg = in->from_reg;
+	out->reg = (uint8_t)in->reg;
+	out->off = in->off;
+	return true;
+}
+
+/* An AMD64 row as a compact rule: a CFA from the stack or frame pointer, the return address
+ * and frame pointer saved relative to it. Flexible rows (v3: a CFA from another register or
+ * read from memory, values in registers) become CFI_F_FLEX rules; what the unwinder cannot
+ * follow (a register it does not track) is CFI_F_UNSUPP: it stops there and says why, rather
+ * than take a wrong frame. */
+static struct cfi_rule sf_rule(struct sf_ctx *c, const struct sframe_row *row, bool *unsupp, int *err)
+{
+	const struct cfi_arch *a = c->arch;
+	struct cfi_rule r = { 0 };
+	*unsupp = false;
+	if (row->signal)
+		r.flags |= CFI_F_SIGNAL;
+	if (row->ra_undefined) {
+		r.flags |= CFI_F_END;
+		return r;
+	}
+	bool simple = (row->cfa_base == SFRAME_CFA_SP || row->cfa_base == SFRAME_CFA_FP) && !row->cfa_deref &&
+		      fits32(row->cfa_off) && row->ra.kind == SFRAME_LOC_AT && !row->ra.from_reg && fits16(row->ra.off) &&
+		      (row->fp.kind == SFRAME_LOC_SAME ||
+		       (row->fp.kind == SFRAME_LOC_AT && !row->fp.from_reg && fits16(row->fp.off)));
+	if (simple) {
+		r.cfa_reg = row->cfa_base == SFRAME_CFA_SP ? a->sp : a->fp;
+		r.cfa_off = (int32_t)row->cfa_off;
+		r.ra_off = (int16_t)row->ra.off;
+		if (row->fp.kind == SFRAME_LOC_AT) {
+			r.flags |= CFI_F_BP_SAVED;
+			r.bp_off = (int16_t)row->fp.off;
+		}
+		return r;
+	}
+	struct cfi_flex fx = { .cfa_reg = (uint8_t)row->cfa_reg, .cfa_deref = row->cfa_deref };
+	bool ok = row->cfa_reg <= 16 && fits32(row->cfa_off) && row->ra.kind != SFRAME_LOC_SAME &&
+		  sf_loc(&row->ra, &fx.ra) && sf_loc(&row->fp, &fx.fp);
+	if (!ok || c->flex.len >= INT32_MAX) {
+		*unsupp = true;
+		r.flags = (uint8_t)((r.flags & CFI_F_SIGNAL) | CFI_F_UNSUPP);
+		return r;
+	}
+	fx.cfa_off = (int32_t)row->cfa_off;
+	struct cfi_flex *slot = base_vec_push(&c->flex);
+	if (!slot) {
+		*err = -ENOMEM;
+		return r;
+	}
+	*slot = fx;
+	r.flags |= CFI_F_FLEX;
+	r.cfa_off = (int32_t)(c->flex.len - 1);
+	return r;
+}
+
+static int sf_add(void *ctx, const struct sframe_row *row)
+{
+	struct sf_ctx *c = ctx;
+	struct sf_row *r = base_vec_push(&c->rows);
+	if (!r)
+		return -ENOMEM;
+	bool unsupp;
+	int err = 0;
+	*r = (struct sf_row){ row->pc, row->end, sf_rule(c, row, &unsupp, &err) };
+	c->nunsupp += unsupp;
+	return err;
+}
+
+static int cmp_sf_row(const void *x, const void *y)
+{
+	const struct sf_row *a = x, *b = y;
+	return a->pc < b->pc ? -1 : a->pc > b->pc;
+}
+
+int cfi_table_build_sframe(struct cfi_table *t, const struct cfi_arch *arch, const struct sframe_sec *s)
+{
+	memset(t, 0, sizeof(*t));
+	t->arch = arch;
+	if (s->abi != SFRAME_ABI_AMD64_LE || arch != &cfi_arch_x86_64)
+		return -UW_EUNSUPP; /* (the unwinder is x86_64's) */
+	struct sf_ctx c = { .arch = arch, .rows = BASE_VEC_INIT(struct sf_row), .flex = BASE_VEC_INIT(struct cfi_flex) };
+	uint32_t nbad = 0;
+	/* one row per FRE, and repeated blocks (PLTs) expanded: bounded by the section's size
+	 * plus a million rows for those */
+	int err = sframe_rows(s, sf_add, &c, &nbad, UW_MIN((uint64_t)CFI_MAX_ROWS, (uint64_t)s->nfres + (1u << 20)));
+	struct builder b = { .arch = arch, .t = t };
+	if (err)
+		goto out;
+	struct sf_row *r = c.rows.data;
+	/* (GNU ld sorts functions; a section that is not sorted is sorted here) */
+	if (!(s->flags & SFRAME_F_FDE_SORTED))
+		qsort(r, c.rows.len, sizeof(*r), cmp_sf_row);
+	uint64_t covered_to = 0;
+	for (size_t i = 0; i < c.rows.len && !err; i++) {
+		if (r[i].pc < covered_to) {
+			nbad++; /* overlaps what an earlier function covers */
+			continue;
+		}
+		err = push_row(&b, r[i].pc, r[i].rule);
+		/* a gap after it: not covered */
+		if (!err && (i + 1 == c.rows.len || r[i + 1].pc != r[i].end))
+			err = push_row(&b, r[i].end, (struct cfi_rule){ .flags = CFI_F_NONE });
+		covered_to = r[i].end;
+	}
+	t->nfde = s->nfdes - UW_MIN(nbad, s->nfdes);
+	t->nbad_fde = nbad;
+	t->ncomplex = c.nunsupp;
+	t->sframe = true;
+	if (!err)
+		err = table_from_rows(t, &b);
+	if (!err && c.flex.len) {
+		t->flex = c.flex.data; /* (taken from the vector) */
+		t->nflex = (uint32_t)c.flex.len;
+		c.flex = BASE_VEC_INIT(struct cfi_flex);
+	}
+out:
+	free(b.pcs);
+	free(b.rules);
+	base_vec_free(&c.rows);
+	base_vec_free(&c.flex);
 	if (err)
 		cfi_table_free(t);
 	return err;
@@ -551,6 +714,9 @@ void cfi_table_free(struct cfi_table *t)
 	free(t->pcs);
 	free(t->rules);
 	free(t->block);
+	free(t->flex);
+	t->flex = NULL;
+	t->nflex = 0;
 	t->pcs = NULL;
 	t->rules = NULL;
 	t->block = NULL;

@@ -48,6 +48,9 @@ size_t elfv_notes_build_id(const uint8_t *p, size_t n, uint8_t *out)
 	return 0;
 }
 
+/* (elf.h of glibc 2.36 lacks it) */
+#define PT_GNU_SFRAME_TYPE 0x6474e554
+
 static void parse_notes(struct elfv *v, const uint8_t *p, size_t n)
 {
 	if (!v->build_id_len)
@@ -90,6 +93,9 @@ static int elfv_setup(struct elfv *v)
 			uint64_t al = ph.p_align > 1 && !(ph.p_align & (ph.p_align - 1)) ? ph.p_align : 4096;
 			if ((ph.p_vaddr & ~(al - 1)) < v->min_vaddr)
 				v->min_vaddr = ph.p_vaddr & ~(al - 1);
+		} else if (ph.p_type == PT_GNU_SFRAME_TYPE && ph.p_offset < v->size && ph.p_filesz &&
+			   ph.p_filesz <= v->size - ph.p_offset) {
+			v->sframe = (struct elfv_seg){ ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz, ph.p_flags };
 		} else if (ph.p_type == PT_NOTE && ph.p_offset < v->size &&
 			   ph.p_filesz <= v->size - ph.p_offset) {
 			parse_notes(v, v->map + ph.p_offset, ph.p_filesz);

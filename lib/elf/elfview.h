@@ -51,6 +51,7 @@ struct elfv {
 	struct elfv_seg *loads;
 	size_t nloads;
 	uint64_t min_vaddr;   /* lowest PT_LOAD vaddr (page aligned down) */
+	struct elfv_seg sframe; /* PT_GNU_SFRAME (filesz 0: none) */
 	dev_t dev;
 	ino_t ino;
 	struct base_map inflated; /* section index -> inflated copy, owned by the view */

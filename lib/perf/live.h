@@ -34,7 +34,7 @@ _Static_assert(sizeof(struct kattr) == 136, "perf_event_attr VER8");
 enum {
 	A_DISABLED = 0, A_INHERIT = 1, A_MMAP = 8, A_COMM = 9, A_FREQ = 10, A_ENABLE_ON_EXEC = 12, A_TASK = 13,
 	A_WATERMARK = 14, A_SAMPLE_ID_ALL = 18, A_EXCL_CALLCHAIN_USER = 22, A_MMAP2 = 23, A_COMM_EXEC = 24,
-	A_USE_CLOCKID = 25, A_BUILD_ID = 34,
+	A_USE_CLOCKID = 25, A_BUILD_ID = 34, A_DEFER_CALLCHAIN = 38, A_DEFER_OUTPUT = 39,
 };
 #define BIT(n) (1ull << (n))
 
@@ -84,6 +84,9 @@ struct evconf {
 int live_ncpus(void);
 /* perf_event_open refused: the reason, and what would allow it. */
 int live_permission_error(struct uw_session *s, int err);
+/* Does this kernel write deferred user callchains (attr.defer_callchain)? 0, or -EOPNOTSUPP
+ * said in the session's message. */
+int live_probe_defer(struct uw_session *s);
 bool live_parse_event(const char *name, struct evspec *e);
 void live_attr_init(struct kattr *a, const struct evconf *ec, bool sideband, bool task);
 /* Is CPU c one the recording uses (-C)? */

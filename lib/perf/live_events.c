@@ -42,6 +42,31 @@ int live_permission_error(struct uw_session *s, int err)
 			strerror(-err), paranoid);
 }
 
+int live_probe_defer(struct uw_session *s)
+{
+	struct kattr a;
+	memset(&a, 0, sizeof(a));
+	a.type = 1; /* PERF_TYPE_SOFTWARE, cpu-clock: any kernel has it */
+	a.size = sizeof(a);
+	a.sample_period_or_freq = 1000000;
+	a.sample_type = PS_IP | PS_TID | PS_CALLCHAIN;
+	a.flags = BIT(A_DISABLED) | BIT(5) | BIT(6) | BIT(A_DEFER_CALLCHAIN) | BIT(A_DEFER_OUTPUT);
+	long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, 8 /* PERF_FLAG_FD_CLOEXEC */);
+	if (fd >= 0) {
+		close((int)fd);
+		return 0;
+	}
+	int e = errno;
+	if (e == EACCES || e == EPERM)
+		return live_permission_error(s, -e);
+	struct utsname u;
+	return base_err(&s->log, -EOPNOTSUPP,
+			"--call-graph fp,defer: this kernel (%s) does not write deferred user callchains "
+			"(perf_event_open refused attr.defer_callchain: %s); they need Linux 6.19 or newer. "
+			"Use --call-graph fp or dwarf",
+			uname(&u) == 0 ? u.release : "?", strerror(e));
+}
+
 /* Reads every record in the ring into the reader. */
 bool live_parse_event(const char *name, struct evspec *e)
 {
@@ -82,6 +107,13 @@ void live_attr_init(struct kattr *a, const struct evconf *ec, bool sideband, boo
 		a->flags |= BIT(A_EXCL_CALLCHAIN_USER);
 		a->sample_regs_user = unw_x86_64_perf_mask();
 		a->sample_stack_user = o->stack_size;
+	}
+	if (o->call_graph == UW_CALL_GRAPH_FP_DEFER) {
+		/* the user part in PERF_RECORD_CALLCHAIN_DEFERRED records (Linux 6.19+), written on
+		 * the ring of the event that carries the side-band */
+		a->flags |= BIT(A_DEFER_CALLCHAIN);
+		if (sideband)
+			a->flags |= BIT(A_DEFER_OUTPUT);
 	}
 	if (task)
 		a->flags |= BIT(A_INHERIT);

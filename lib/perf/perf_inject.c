@@ -109,7 +109,8 @@ static int add_attrs(struct inject *in)
 		memcpy(raw + 24, &st, 8);
 		/* no register or stack copies; the whole chain is in the callchain */
 		memcpy(&flags, raw + 40, 8);
-		flags &= ~(1ull << 22); /* exclude_callchain_user */
+		/* exclude_callchain_user; defer_callchain, defer_output (the chains are whole here) */
+		flags &= ~((1ull << 22) | (1ull << 38) | (1ull << 39));
 		memcpy(raw + 40, &flags, 8);
 		memcpy(raw + 80, &zero, 8);
 		memcpy(raw + 88, &zero, 4);
@@ -338,7 +339,7 @@ UW_API int uw_inject(struct uw_session *s, const char *in_path, const char *out_
 	if (err)
 		return err;
 	UW_OPTS(uw_reader_opts, ro, .on_sample = cc_sink_on_sample, .ctx = k, .max_queue_bytes = o.max_queue_bytes,
-		.max_kernel_frames = o.max_kernel_frames);
+		.max_kernel_frames = o.max_kernel_frames, .stitch = o.stitch);
 	struct uw_reader *r = uw_reader_open(s, in_path, &ro);
 	if (!r) {
 		err = -errno;

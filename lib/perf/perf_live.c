@@ -88,8 +88,14 @@ static int check_opts(struct rec *rc)
 		o->mmap_pages = 1024;
 	if (o->mmap_pages & (o->mmap_pages - 1))
 		return base_err(&s->log, -EINVAL, "ring buffer pages must be a power of two");
-	if (o->call_graph != UW_CALL_GRAPH_DWARF && o->call_graph != UW_CALL_GRAPH_FP)
+	if (o->call_graph != UW_CALL_GRAPH_DWARF && o->call_graph != UW_CALL_GRAPH_FP &&
+	    o->call_graph != UW_CALL_GRAPH_FP_DEFER)
 		return base_err(&s->log, -EINVAL, "unknown call-graph mode %d", o->call_graph);
+	if (o->call_graph == UW_CALL_GRAPH_FP_DEFER) {
+		int e = live_probe_defer(s);
+		if (e)
+			return e;
+	}
 	int targets = !!o->system_wide + !!o->npids + !!o->ntids + !!o->argv;
 	if (targets != 1)
 		return base_err(&s->log, -EINVAL, "give exactly one of: a command, -p PIDS, -t TIDS, -a");
@@ -256,7 +262,8 @@ static int create_output(struct rec *rc)
 		return -ENOMEM;
 	/* the mappings it finds on demand go into the output too */
 	tracker_on_new_map(lv->t, live_on_new_map, lv);
-	UW_OPTS(uw_reader_opts, ro, .on_sample = cc_sink_on_sample, .ctx = lv->sink, .tracker = lv->t);
+	UW_OPTS(uw_reader_opts, ro, .on_sample = cc_sink_on_sample, .ctx = lv->sink, .tracker = lv->t,
+		.stitch = rc->o.stitch);
 	lv->r = uw_reader_new(s, &ro);
 	lv->tmp = malloc(1u << 16);
 	if (!lv->r || !lv->tmp)

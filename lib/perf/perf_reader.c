@@ -207,6 +207,9 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	free(r->win);
 	free(r->cbuf);
 	free(r->fullbuf);
+	reader_deferred_free(r);
+	free(r->defbuf);
+	reader_stitch_free(r);
 	free(r->frames);
 	free(r->regbuf);
 	free(r->kbuf);
@@ -257,7 +260,8 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		r->since_sweep = 0;
 		proc_sweep(r->t, time);
 	}
-	if (r->record_fn && type != PR_SAMPLE && type < PR_HEADER_ATTR) {
+	/* (deferred callchains go into the samples they complete: writers see those) */
+	if (r->record_fn && type != PR_SAMPLE && type != PR_CALLCHAIN_DEFERRED && type < PR_HEADER_ATTR) {
 		int e = r->record_fn(r->record_ctx, rec, len);
 		if (e)
 			return e;
@@ -327,6 +331,7 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		if (type == PR_FORK)
 			return proc_fork(r->t, pid, ppid, tid, ptid, time ? time : t) == -ENOMEM ? -ENOMEM : 0;
 		proc_exit(r->t, pid, tid, time ? time : t);
+		reader_stitch_forget(r, (uint32_t)tid);
 		return 0;
 	}
 	case PR_LOST:
@@ -338,6 +343,8 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		r->st.lost_events += base_cur_u64(&c);
 		r->st.lost_records++;
 		return 0;
+	case PR_CALLCHAIN_DEFERRED:
+		return reader_deferred_record(r, rec, len, time);
 	default:
 		return 0;
 	}
@@ -506,7 +513,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 			r->cur_ord = r->sample_ord++;
 			break;
 		case PR_MMAP: case PR_MMAP2: case PR_COMM: case PR_FORK: case PR_EXIT: case PR_LOST:
-		case PR_LOST_SAMPLES: case PR_THROTTLE: case PR_UNTHROTTLE:
+		case PR_LOST_SAMPLES: case PR_THROTTLE: case PR_UNTHROTTLE: case PR_CALLCHAIN_DEFERRED:
 			break;
 		default:
 			if (type >= PR_TYPES) {

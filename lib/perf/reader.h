@@ -117,6 +117,14 @@ struct uw_reader {
 	void *record_ctx;
 	const uint8_t *cur_rec;   /* the sample being delivered */
 	uint32_t cur_len;
+	/* deferred user callchains (reader_deferred.c) */
+	struct base_vec held;     /* samples waiting for theirs, in time order */
+	uint8_t *defbuf;          /* a held sample rewritten (64 KiB) */
+	bool deferred_missing;    /* the sample being delivered: its deferred chain never came */
+	bool deferred_stitching;  /* ... is a held one, its chain rewritten */
+	/* truncated stacks completed (reader_stitch.c): tid -> its last complete stack */
+	struct base_map stitch;
+	bool stitch_init;
 };
 
 #define KERNEL_FRAMES_DEFAULT 512u
@@ -180,5 +188,29 @@ uint64_t reader_record_time(struct uw_reader *r, const uint8_t *rec, uint32_t le
 int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time, const struct cut *cut,
                    uint64_t ord);
 int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const struct cut *cut, uint64_t ord);
+
+/* ---- truncated stacks completed (reader_stitch.c) */
+/* A stack cut short by its copy completed from the thread's reference: true when it now ends at
+ * a root (frames appended, up to cap in all). */
+bool reader_stitch(struct uw_reader *r, uint32_t tid, struct uw_frame *frames, uint32_t *n, unsigned cap);
+/* A complete stack kept as the thread's reference. */
+int reader_stitch_keep(struct uw_reader *r, uint32_t tid, const struct uw_frame *frames, uint32_t n);
+void reader_stitch_forget(struct uw_reader *r, uint32_t tid);
+void reader_stitch_free(struct uw_reader *r);
+
+/* ---- deferred user callchains (reader_deferred.c) */
+struct perf_sample;
+/* Does the sample's callchain end with PERF_CONTEXT_USER_DEFERRED? Its cookie and index. */
+bool reader_deferred_cookie(const struct perf_sample *ps, uint64_t *cookie, uint64_t *at);
+/* A sample held until its thread's deferred callchain comes (copied). */
+int reader_deferred_hold(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint32_t tid, uint64_t time,
+                         uint64_t cookie, uint64_t ord);
+/* A PERF_RECORD_CALLCHAIN_DEFERRED: the samples waiting for it delivered. */
+int reader_deferred_record(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time);
+/* At the end: the samples still waiting delivered without their user part. */
+int reader_deferred_flush(struct uw_reader *r);
+void reader_deferred_free(struct uw_reader *r);
+int reader_sample_deferred(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t ord, const uint8_t *ips,
+                           uint64_t nr);
 
 #endif

@@ -42,6 +42,9 @@ int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least)
 	}
 	memmove(r->q, r->q + i, (r->qlen - i) * sizeof(*r->q));
 	r->qlen -= i;
+	/* the end: samples still waiting for a deferred callchain go without it */
+	if (all && !err)
+		err = reader_deferred_flush(r);
 	return err;
 }
 

@@ -50,7 +50,9 @@ static enum uw_stop_reason judge_chain(struct proc_find_ctx *fc, const struct uw
 		return UW_STOP_NO_MODULE;
 	const struct cfi_rule *rule;
 	uint64_t lookup = outer->pc - (is_first ? 0 : 1) - info.bias;
-	if (!info.code || !info.code->cfi || !cfi_table_find_cached(info.code->cfi, fc->t->cfi_cache, lookup, &rule))
+	if (!info.code || ((!info.code->cfi || !cfi_table_find_cached(info.code->cfi, fc->t->cfi_cache, lookup, &rule)) &&
+			   (!info.code->sframe ||
+			    !cfi_table_find_cached(info.code->sframe, fc->t->cfi_cache, lookup, &rule))))
 		return UW_STOP_UNKNOWN;
 	return (rule->flags & CFI_F_END) ? UW_STOP_END_OF_STACK : UW_STOP_CHAIN_CUT;
 }
@@ -64,8 +66,11 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 	memcpy(r->regbuf, ps->regs, ps->nregs * 8);
 	smp->stack = ps->stack;
 	smp->stack_size = ps->stack_dyn;
+	uint64_t dyn = ps->stack_dyn;
+	if (r->o.stack_limit && dyn > r->o.stack_limit)
+		dyn = r->o.stack_limit & ~7ull; /* (as a smaller copy would have been) */
 	struct uw_sample_regs in = { sizeof(in), ps->pid, ps->tid, time, (uint32_t)ps->regs_abi, r->regbuf,
-				     a->sample_regs_user, ps->stack, ps->stack_dyn, misc & PM_CPUMODE_MASK };
+				     a->sample_regs_user, ps->stack, dyn, misc & PM_CPUMODE_MASK };
 	struct uw_unwind_result res = { .sz = sizeof(res) };
 	uw_unwind_sample(r->t, &in, r->frames, r->s->opts.max_frames, &res);
 	smp->user_ip = res.ip;
@@ -73,13 +78,13 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 	smp->user_fp = res.fp;
 	uint64_t reach = res.stack_used;
 	r->st.stack_bytes_read += ps->stack_size;
-	if (cut && cut->cut && reach > ps->stack_dyn) {
+	if (cut && cut->cut && reach > ps->stack_dyn && !(r->o.stack_limit && ps->stack_dyn >= r->o.stack_limit)) {
 		/* unwinding wanted bytes past the cut: unwind again from the whole record */
 		const uint8_t *whole = reader_read_whole(r, cut);
 		struct perf_sample ws;
 		if (whole && perf_sample_decode(a, whole + 8, cut->len - 8, &ws) == 0 && ws.regs_abi && ws.stack_dyn) {
 			in.stack = ws.stack;
-			in.stack_size = ws.stack_dyn;
+			in.stack_size = r->o.stack_limit ? UW_MIN(ws.stack_dyn, r->o.stack_limit & ~7ull) : ws.stack_dyn;
 			smp->stack = ws.stack;
 			smp->stack_size = ws.stack_dyn;
 			uw_unwind_sample(r->t, &in, r->frames, r->s->opts.max_frames, &res);
@@ -93,6 +98,20 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 		reader_note_reach(r, reach, cut && cut->cut ? cut->len : ps->stack_size);
 	smp->nr_user = res.nr_frames;
 	smp->stop_reason = (uint8_t)res.stop;
+	if (!r->o.stitch)
+		return;
+	/* a stack the copy cut short, completed from one of the thread's recent complete stacks;
+	 * a complete stack (completed ones too) is a reference for the next */
+	if (smp->stop_reason == UW_STOP_STACK_EXHAUSTED) {
+		if (reader_stitch(r, ps->tid, r->frames, &smp->nr_user, r->s->opts.max_frames)) {
+			smp->stop_reason = UW_STOP_END_OF_STACK;
+			r->st.stitched_samples++;
+		} else {
+			r->st.stitch_failed++;
+		}
+	}
+	if (smp->stop_reason == UW_STOP_END_OF_STACK)
+		reader_stitch_keep(r, ps->tid, r->frames, smp->nr_user);
 }
 
 int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const struct cut *cut, uint64_t ord)
@@ -103,8 +122,10 @@ int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const s
 	struct perf_sample ps;
 	uint16_t misc;
 	memcpy(&misc, rec + 4, 2);
-	r->st.samples++;
-	es->samples++;
+	if (!r->deferred_stitching) {
+		r->st.samples++;
+		es->samples++;
+	}
 	if (perf_sample_decode(a, rec + 8, len - 8, &ps)) {
 		/* a malformed sample is dropped, not fatal: the rest of the file is fine */
 		if (!r->st.malformed_samples++)
@@ -120,6 +141,12 @@ int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const s
 	const char *comm = tracker_comm(r->t, ps.pid, ps.tid);
 	if (!sample_wanted(r, ps.pid, ps.tid, comm))
 		return 0;
+	/* a user part to come in a deferred callchain record (fp recordings: no stack copy): the
+	 * sample waits for it (reader_deferred.c) */
+	uint64_t cookie, at;
+	if (!r->deferred_stitching && (a->sample_type & PS_CALLCHAIN) && !(ps.regs_abi && ps.stack_dyn) &&
+	    reader_deferred_cookie(&ps, &cookie, &at))
+		return reader_deferred_hold(r, rec, len, ps.tid, ps.time, cookie, ord);
 	if (p && p->exited)
 		r->st.exit_before_sample++;
 
@@ -177,6 +204,8 @@ int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const s
 			smp.stop_reason = (uint8_t)judge_chain(&fc, &r->frames[nu_chain - 1], nu_chain == 1);
 			r->st.stops_judged++;
 		}
+	} else if (r->deferred_missing) {
+		smp.stop_reason = UW_STOP_DEFERRED_MISSING;
 	} else if (!(a->sample_type & (PS_CALLCHAIN | PS_REGS_USER))) {
 		/* no callchain at all: the sample's ip is the only frame */
 		if ((misc & PM_CPUMODE_MASK) == PM_KERNEL) {
@@ -208,6 +237,8 @@ int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const s
 		es->stop_reasons[smp.stop_reason]++;
 	}
 	r->st.user_frames += smp.nr_user;
+	for (unsigned i = 0; i < smp.nr_user; i++)
+		r->st.frames_by_method[smp.user[i].method & (UW_METHOD_MAX - 1)]++;
 	r->st.samples_delivered++;
 	es->user_frames += smp.nr_user;
 	es->samples_delivered++;

@@ -24,6 +24,7 @@
 #include "process/process.h"
 #include "symbolize/dwp.h"
 #include "process/module_files.h"
+#include "cfi/sframe.h"
 
 
 static bool is_special_path(const char *p, size_t n)
@@ -335,6 +336,38 @@ static void add_plt_range(struct uw_module *m, const char *name)
 	}
 }
 
+/* The module's SFrame section (by name, or the PT_GNU_SFRAME segment of a file without section
+ * headers), compiled into a second table: per frame, the unwinder takes CFI where it covers
+ * the pc, else SFrame. */
+static void module_sframe(struct uw_session *s, struct uw_module *m)
+{
+	struct elfv_sec sec;
+	const uint8_t *data = NULL;
+	uint64_t size = 0, addr = 0;
+	if (elfv_section(m->elf, ".sframe", &sec) == 0 && sec.data) {
+		data = sec.data;
+		size = sec.size;
+		addr = sec.addr;
+	} else if (m->elf->sframe.filesz) {
+		data = m->elf->map + m->elf->sframe.offset;
+		size = m->elf->sframe.filesz;
+		addr = m->elf->sframe.vaddr;
+	}
+	if (!data)
+		return;
+	struct sframe_sec sf;
+	int err = sframe_open(&sf, data, (size_t)size, addr);
+	if (!err)
+		err = cfi_table_build_sframe(&m->sframe, &cfi_arch_x86_64, &sf);
+	if (err) {
+		base_log(&s->log, UW_LOG_WARN, "%s: SFrame section not used: %s", m->path, uw_strerror(err));
+		return;
+	}
+	if (m->sframe.nbad_fde)
+		base_log(&s->log, UW_LOG_INFO, "%s: %u malformed SFrame functions skipped", m->path, m->sframe.nbad_fde);
+	m->code.sframe = m->sframe.n ? &m->sframe : NULL;
+}
+
 /* Builds a module's unwind table: under the session's lock, once. */
 static void module_code(struct uw_session *s, struct uw_module *m)
 {
@@ -361,12 +394,14 @@ static void module_code(struct uw_session *s, struct uw_module *m)
 	else if (m->cfi.nbad_fde)
 		base_log(&s->log, UW_LOG_INFO, "%s: %u malformed FDEs skipped", m->path, m->cfi.nbad_fde);
 	m->code.cfi = (m->cfi.n || m->cfi.lazy) ? &m->cfi : NULL;
+	module_sframe(s, m);
 	add_plt_range(m, ".plt");
 	add_plt_range(m, ".plt.sec");
 	add_plt_range(m, ".plt.got");
-	/* its identity in the lookup caches of every thread (a freed table's memory may hold
+	/* their identity in the lookup caches of every thread (a freed table's memory may hold
 	 * another's) */
 	m->cfi.serial = ++s->cfi_serial;
+	m->sframe.serial = ++s->cfi_serial;
 }
 
 const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *m)
@@ -421,6 +456,7 @@ void proc_module_free(struct uw_module *m)
 	elfv_close(m->dwp_elf);
 	base_map_free(&m->inlcache);
 	cfi_table_free(&m->cfi);
+	cfi_table_free(&m->sframe);
 	symtab_free(&m->syms);
 	base_map_free(&m->symcache);
 	elfv_close(m->dbg);

@@ -42,6 +42,7 @@ struct uw_module {
 	const char *opened_path;
 	const char *dbg_path;
 	struct cfi_table cfi;
+	struct cfi_table sframe; /* compiled from .sframe (or PT_GNU_SFRAME), when there is one */
 	struct unw_code code;
 	struct symtab syms;
 	struct base_map symcache; /* rel pc -> struct sym * (or a sentinel for none) */
@@ -53,6 +54,7 @@ struct uw_module {
 	bool fetch_tried;       /* debuginfod asked for its debug file */
 	struct base_map inlcache; /* rel pc -> struct inline_ent * */
 	bool hit;               /* a frame landed in it (its build-id goes in what is written) */
+	uint64_t steps[UW_METHOD_MAX]; /* unwinding steps from its pcs, by method (relaxed atomics) */
 	bool key_by_path;       /* its identity is path, device and inode (no build-id) */
 	struct uw_module *next_same_key; /* the session's chain of modules whose keys hash alike */
 	bool jit;               /* a perf-PID.map: symbols from the map file, addresses absolute */

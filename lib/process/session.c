@@ -168,6 +168,20 @@ UW_API enum uw_module_state uw_module_state(const struct uw_module *m)
 	return proc_module_is_opened(m) ? (enum uw_module_state)m->state : UW_MODULE_UNOPENED;
 }
 
+UW_API int uw_module_stats(const struct uw_module *m, struct uw_module_stats *st)
+{
+	if (!m || !st || st->sz < sizeof(size_t))
+		return -EINVAL;
+	struct uw_module_stats v = { .sz = st->sz };
+	struct uw_module *mm = (struct uw_module *)m;
+	v.steps_cfi = __atomic_load_n(&mm->steps[UW_METHOD_CFI], __ATOMIC_RELAXED);
+	v.steps_sframe = __atomic_load_n(&mm->steps[UW_METHOD_SFRAME], __ATOMIC_RELAXED);
+	v.steps_fp = __atomic_load_n(&mm->steps[UW_METHOD_FP], __ATOMIC_RELAXED);
+	v.steps_plt = __atomic_load_n(&mm->steps[UW_METHOD_PLT], __ATOMIC_RELAXED);
+	memcpy(st, &v, UW_MIN(st->sz, sizeof(v)));
+	return 0;
+}
+
 UW_API void uw_session_foreach_module(struct uw_session *s, uw_module_fn fn, void *ctx)
 {
 	size_t it = 0;

@@ -26,7 +26,7 @@ static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct 
 {
 	res->nr_frames = 0;
 	res->stack_used = 0;
-	res->nr_fp = res->nr_complex = 0;
+	res->nr_fp = res->nr_complex = res->nr_sframe = 0;
 	res->ip = res->sp = res->fp = 0;
 	if (in->abi != REGS_ABI_64 || !in->regs || !in->regs_mask) {
 		/* no registers (a kernel thread), or a 32-bit process: nothing to unwind from */
@@ -56,6 +56,15 @@ static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct 
 	res->stack_used = reach;
 	res->nr_fp = r.nfp;
 	res->nr_complex = r.ncomplex;
+	res->nr_sframe = r.nsframe;
+	/* each step counted against the module it was taken from (the callee's): a frame's method
+	 * says how its caller, the next frame, was found */
+	for (unsigned i = 1; i < r.n; i++) {
+		struct uw_module *m = frames[i - 1].module;
+		unsigned how = frames[i].method;
+		if (m && how < UW_METHOD_MAX)
+			__atomic_fetch_add(&m->steps[how], 1, __ATOMIC_RELAXED);
+	}
 	return 0;
 }
 

@@ -11,6 +11,7 @@ enum step_status {
 	STEP_MEM_BAD,     /* read elsewhere outside the copy */
 	STEP_BAD_CFI,
 	STEP_DOWN,        /* the caller's frame would lie below the callee's (a loop, or garbage) */
+	STEP_UNSUPP,      /* an SFrame rule the compact rules cannot follow */
 };
 
 struct step_ctx {
@@ -188,6 +189,58 @@ static enum step_status step_fp(struct step_ctx *c, const struct cfi_arch *a, st
 	return STEP_OK;
 }
 
+/* A value by an SFrame flexible rule: the CFA or a register, plus off, read when AT. */
+static enum step_status flex_value(struct step_ctx *c, const struct cfi_loc *l, uint64_t cfa,
+                                   const struct unw_regs *regs, uint64_t *out)
+{
+	uint64_t base = cfa;
+	if (l->from_reg) {
+		if (l->reg >= UNW_MAX_REGS || !(regs->valid & (1u << l->reg)))
+			return STEP_BAD_CFI;
+		base = regs->r[l->reg];
+	}
+	uint64_t at = base + (int64_t)l->off;
+	if (l->kind == CFI_LOC_VAL) {
+		*out = at;
+		return STEP_OK;
+	}
+	return read_u64(c, at, out) ? STEP_OK : c->memfail;
+}
+
+/* A step by an SFrame v3 flexible row (a realigned stack's DRAP register, a value in a
+ * register): the CFA from any register the unwinder knows, read from memory if the rule says
+ * so; the return address and frame pointer by their own rules. */
+static enum step_status step_flex(struct step_ctx *c, const struct cfi_arch *a, const struct cfi_flex *fx,
+                                  struct unw_regs *regs)
+{
+	if (fx->cfa_reg >= UNW_MAX_REGS || !(regs->valid & (1u << fx->cfa_reg)))
+		return STEP_BAD_CFI;
+	uint64_t cfa = regs->r[fx->cfa_reg] + (int64_t)fx->cfa_off, ra, fp = 0;
+	if (fx->cfa_deref && !read_u64(c, cfa, &cfa))
+		return c->memfail;
+	enum step_status s = flex_value(c, &fx->ra, cfa, regs, &ra);
+	if (s != STEP_OK)
+		return s;
+	bool fp_set = false;
+	if (fx->fp.kind != CFI_LOC_SAME) {
+		/* (a save slot below the stack pointer was popped already: the register holds it) */
+		bool popped = fx->fp.kind == CFI_LOC_AT && !fx->fp.from_reg && cfa + (int64_t)fx->fp.off < regs->r[a->sp];
+		if (!popped) {
+			s = flex_value(c, &fx->fp, cfa, regs, &fp);
+			if (s != STEP_OK)
+				return s;
+			fp_set = true;
+		}
+	}
+	if (fp_set) {
+		regs->r[a->fp] = fp;
+		regs->valid |= 1u << a->fp;
+	}
+	regs->r[a->sp] = cfa;
+	regs->r[a->ra] = ra;
+	return STEP_OK;
+}
+
 /* A PLT stub pushes nothing: the return address is at the stack pointer. */
 static enum step_status step_plt(struct step_ctx *c, const struct cfi_arch *a, struct unw_regs *regs)
 {
@@ -205,10 +258,10 @@ static bool return_address_at_sp(struct step_ctx *c, const struct cfi_arch *a, c
 	uint64_t ra;
 	const struct cfi_rule *r;
 	struct unw_pc_info info = { 0 };
-	if (!read_u64(c, regs->r[a->sp], &ra) || ra == 0 || !find(find_ctx, ra, &info) || !info.code ||
-	    !info.code->cfi)
+	if (!read_u64(c, regs->r[a->sp], &ra) || ra == 0 || !find(find_ctx, ra, &info) || !info.code)
 		return false;
-	return cfi_table_find_cached(info.code->cfi, cache, ra - 1 - info.bias, &r);
+	return (info.code->cfi && cfi_table_find_cached(info.code->cfi, cache, ra - 1 - info.bias, &r)) ||
+	       (info.code->sframe && cfi_table_find_cached(info.code->sframe, cache, ra - 1 - info.bias, &r));
 }
 
 static bool fp_target_mapped(const struct cfi_arch *a, const struct unw_regs *regs, unw_find_fn find,
@@ -235,6 +288,7 @@ static enum uw_stop_reason stop_of(enum step_status s)
 	case STEP_MEM_BAD: return UW_STOP_BAD_MEMORY;
 	case STEP_BAD_CFI: return UW_STOP_BAD_CFI;
 	case STEP_DOWN: return UW_STOP_NO_PROGRESS;
+	case STEP_UNSUPP: return UW_STOP_SFRAME_RULE;
 	default: return UW_STOP_NO_UNWIND_INFO;
 	}
 }
@@ -248,7 +302,7 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 	uint8_t found_by = UW_METHOD_REGS;
 	bool sp_stayed = false;
 	res->n = 0;
-	res->ncomplex = res->nfp = 0;
+	res->ncomplex = res->nfp = res->nsframe = 0;
 	res->stop = UW_STOP_END_OF_STACK;
 	const uint32_t need = (1u << a->sp) | (1u << a->ra);
 	if ((regs->valid & need) != need) {
@@ -275,6 +329,7 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 		f->rel_pc = pc - info.bias;
 		f->is_call = is_call;
 		f->method = found_by;
+		f->sp = regs->r[a->sp];
 		uint64_t lookup = (is_call ? pc - 1 : pc) - info.bias;
 		uint64_t old_sp = regs->r[a->sp];
 		enum step_status s = STEP_NO_INFO;
@@ -291,10 +346,32 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 			found = true;
 			lookup--;
 		}
+		/* where CFI has no row for the pc, the module's SFrame section (a program built with
+		 * --gsframe may have no .eh_frame at all) */
+		bool via_sframe = false;
+		if (!found && info.code && info.code->sframe) {
+			found = cfi_table_find_cached(info.code->sframe, opts->cache, lookup, &rule);
+			if (!found && res->n == 1 && opts->in_syscall &&
+			    cfi_table_find_cached(info.code->sframe, opts->cache, lookup - 1, &rule)) {
+				found = true;
+				lookup--;
+			}
+			via_sframe = found;
+		}
 		if (found) {
 			signal = rule->flags & CFI_F_SIGNAL;
+			if (via_sframe) {
+				method = UW_METHOD_SFRAME;
+				res->nsframe++;
+			}
 			if (rule->flags & CFI_F_END) {
 				s = STEP_END;
+			} else if (rule->flags & CFI_F_UNSUPP) {
+				s = STEP_UNSUPP;
+			} else if (via_sframe && (rule->flags & CFI_F_FLEX)) {
+				const struct cfi_table *t = info.code->sframe;
+				s = (uint32_t)rule->cfa_off < t->nflex ? step_flex(&c, a, &t->flex[rule->cfa_off], regs)
+								       : STEP_BAD_CFI;
 			} else if (rule->flags & CFI_F_COMPLEX) {
 				struct cfi_state st;
 				res->ncomplex++;

@@ -26,6 +26,7 @@ struct unw_regs {
 /* Per-module unwind data, owned by the module (process layer). */
 struct unw_code {
 	struct cfi_table *cfi;       /* NULL: no CFI (lookups update its cache) */
+	struct cfi_table *sframe;    /* from .sframe: used where cfi has no row for the pc */
 	struct {
 		uint64_t lo, hi;     /* module-relative ranges of PLT sections */
 	} plt[4];
@@ -64,6 +65,7 @@ struct unw_result {
 	enum uw_stop_reason stop;
 	unsigned ncomplex;     /* slow-path steps */
 	unsigned nfp;          /* frame-pointer steps */
+	unsigned nsframe;      /* steps by SFrame rules */
 };
 
 /* Unwinds from regs (modified) into frames[0..opts->max_frames). */

@@ -18,7 +18,7 @@ good() {
     --rows) echo 5 ;; --percent-limit) echo 1.5 ;; --debuginfod-timeout) echo 2 ;;
     --max-frames|--max-kernel-frames|--max-inflate|--max-side-file|--max-queue|--max-dwarf-cache) echo 64 ;;
     --sort) echo sym ;; --group) echo line ;; --weight) echo samples ;;
-    -F|--freq) echo 99 ;; -c|--count) echo 100000 ;; -m|--mmap-pages) echo 16 ;; --stack-size) echo 4096 ;;
+    -F|--freq) echo 99 ;; -c|--count) echo 100000 ;; -m|--mmap-pages) echo 16 ;; --stack-size|--stack-limit) echo 4096 ;;
     --duration) echo 0.2 ;; -C|--cpu) echo 0 ;; --call-graph) echo dwarf,4096 ;;
     --pid|--tid) echo 1 ;;
     *) echo "" ;;

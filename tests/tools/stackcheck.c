@@ -5,6 +5,7 @@
  *
  *   --comm NAME          only samples of this command
  *   --roots a,b          a stack is complete when one of these functions is on it
+ *   --root-outermost     ... and is the outermost frame, the unwinder saying "end of stack"
  *   --min-root PCT       required share of complete stacks (default 99.9)
  *   --expect CHAIN       "f1;f2;...;leaf" from a root to the leaf, or "*;f;...;leaf" for any prefix;
  *                        every sample whose leaf is a listed leaf must match one chain, and
@@ -27,6 +28,7 @@
 
 #define MAXL 64
 static const char *roots[MAXL], *fpmods[MAXL], *chains[MAXL][64], *leaves[MAXL];
+static bool root_outermost;
 static int nroots, nfpmods, nchains, chainlen[MAXL], nleaves, chainseen[MAXL];
 static struct uw_session *S;
 static struct uw_tracker *T; /* the reader's (its address spaces as the sample sees them) */
@@ -194,7 +196,8 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 	bool complete = false, startup = false;
 	for (uint32_t i = 0; i < smp->nr_user; i++) {
 		const char *nm = name_of(&smp->user[i]);
-		if (in_list(nm, roots, nroots))
+		if (in_list(nm, roots, nroots) &&
+		    (!root_outermost || (i + 1 == smp->nr_user && smp->stop_reason == UW_STOP_END_OF_STACK)))
 			complete = true;
 		static const char *const life[] = { "_dl_start", "_dl_start_user", "_dl_init", "_dl_fini", "exit",
 						    "__libc_start_main", "_dl_relocate_object", "__libc_early_init",
@@ -237,6 +240,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--comm") && i + 1 < argc)
 			comm = argv[++i];
+		else if (!strcmp(argv[i], "--root-outermost"))
+			root_outermost = true;
 		else if (!strcmp(argv[i], "--roots") && i + 1 < argc)
 			nroots = split(argv[++i], roots, MAXL);
 		else if (!strcmp(argv[i], "--fp-modules") && i + 1 < argc)

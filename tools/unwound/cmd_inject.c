@@ -19,24 +19,26 @@ static void inject_usage(FILE *f)
 		   "section perf skips. An existing OUT is kept as OUT.old.\n\n"
 		   "  -i, --input FILE    the recording ('-': standard input)\n"
 		   "  -o, --output FILE   the file to write ('-': a pipe-mode stream on standard output)\n"
-		   "  --debug-dir DIR, --symfs DIR, --search-path DIR, --offline, --no-fp   as for report\n"
+		   "  --debug-dir DIR, --symfs DIR, --search-path DIR, --offline, --no-fp, --stitch\n"
+		   "                      as for report\n"
 		   "  -v                  more messages\n"
 		   CLI_LIMITS_HELP);
 }
 
 int cmd_inject(int argc, char **argv)
 {
-	enum { O_DEBUGDIR = 256, O_SYMFS, O_OFFLINE, O_NOFP, O_SEARCH };
+	enum { O_DEBUGDIR = 256, O_SYMFS, O_OFFLINE, O_NOFP, O_SEARCH, O_STITCH };
 	static const struct option lo[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "debug-dir", required_argument, 0, O_DEBUGDIR }, { "symfs", required_argument, 0, O_SYMFS },
 		{ "search-path", required_argument, 0, O_SEARCH },
-		{ "offline", no_argument, 0, O_OFFLINE }, { "no-fp", no_argument, 0, O_NOFP }, CLI_LIMIT_OPTIONS,
+		{ "offline", no_argument, 0, O_OFFLINE }, { "no-fp", no_argument, 0, O_NOFP },
+		{ "stitch", no_argument, 0, O_STITCH }, CLI_LIMIT_OPTIONS,
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	const char *in = NULL, *out = NULL, *symfs = NULL;
 	char *debugdirs = NULL, *search = NULL;
-	int offline = 0, nofp = 0, c, ret = CLI_EXIT_USAGE;
+	int offline = 0, nofp = 0, stitch = 0, c, ret = CLI_EXIT_USAGE;
 	struct cli_limits lim = { 0 };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "i:o:vh", lo, NULL)) != -1) {
@@ -55,6 +57,7 @@ int cmd_inject(int argc, char **argv)
 		case O_SYMFS: symfs = optarg; break;
 		case O_OFFLINE: offline = 1; break;
 		case O_NOFP: nofp = 1; break;
+		case O_STITCH: stitch = 1; break;
 		default: inject_usage(stderr); goto out;
 		}
 	}
@@ -73,7 +76,8 @@ int cmd_inject(int argc, char **argv)
 		goto out;
 	}
 	struct uw_inject_stats st = { .sz = sizeof(st) };
-	UW_OPTS(uw_inject_opts, io, .max_queue_bytes = lim.max_queue, .max_kernel_frames = lim.max_kernel_frames);
+	UW_OPTS(uw_inject_opts, io, .max_queue_bytes = lim.max_queue, .max_kernel_frames = lim.max_kernel_frames,
+		.stitch = stitch);
 	int err = uw_inject(s, in, out, &io, &st);
 	if (err)
 		fprintf(stderr, "unwound inject: %s\n", uw_session_errmsg(s));

@@ -35,8 +35,9 @@ static void record_usage(FILE *f)
 		   "                      task-clock, page-faults\n"
 		   "  -g                  record call graphs (unwound always does: --call-graph's method)\n"
 		   "  --call-graph MODE   dwarf[,SIZE] (default: user stacks copied, SIZE bytes, and unwound\n"
-		   "                      here) or fp (the kernel's frame-pointer callchains, for programs\n"
-		   "                      built with frame pointers)\n"
+		   "                      here), fp (the kernel's frame-pointer callchains, for programs\n"
+		   "                      built with frame pointers) or fp,defer (the same, the user part\n"
+		   "                      walked once when the task returns to user space: Linux 6.19+)\n"
 		   "  -a, --all-cpus      every process on every CPU\n"
 		   "  -p, --pid PIDS      processes that already run (comma-separated)\n"
 		   "  -t, --tid TIDS      threads\n"
@@ -46,7 +47,7 @@ static void record_usage(FILE *f)
 		   "  --stack-size BYTES  user stack copied per sample (default 16384, at most 65528)\n"
 		   "  --duration SECS     stop after this long (also: Ctrl-C, SIGTERM, SIGHUP, the command's exit)\n"
 		   "  -m, --mmap-pages N  data pages per ring buffer (power of two, default 1024)\n"
-		   "  --debug-dir DIR, --offline, --no-fp   as for report\n"
+		   "  --debug-dir DIR, --offline, --no-fp, --stitch   as for report\n"
 		   "  -q, --quiet         no status line\n"
 		   "  -v                  more messages\n");
 }
@@ -93,13 +94,17 @@ static int parse_call_graph(const char *arg, struct uw_record_opts *ro)
 		ro->call_graph = UW_CALL_GRAPH_FP;
 		return 0;
 	}
+	if (!strcmp(arg, "fp,defer")) {
+		ro->call_graph = UW_CALL_GRAPH_FP_DEFER;
+		return 0;
+	}
 	if (!strncmp(arg, "dwarf", 5) && (arg[5] == 0 || arg[5] == ',')) {
 		ro->call_graph = UW_CALL_GRAPH_DWARF;
 		if (arg[5] == ',' && cli_unsigned("record", "--call-graph dwarf,SIZE", arg + 6, 8, 65528, &ro->stack_size))
 			return -1;
 		return 0;
 	}
-	fprintf(stderr, "unwound record: --call-graph takes dwarf, dwarf,SIZE or fp, not '%s'%s\n", arg,
+	fprintf(stderr, "unwound record: --call-graph takes dwarf, dwarf,SIZE, fp or fp,defer, not '%s'%s\n", arg,
 		!strncmp(arg, "lbr", 3) ? " (LBR call stacks are not supported)" : "");
 	return -1;
 }
@@ -134,7 +139,7 @@ static int workload_exit(const struct uw_record_status *st)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH };
+	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH, O_STITCH };
 	static const struct option lo[] = {
 		{ "freq", required_argument, 0, 'F' }, { "count", required_argument, 0, 'c' },
 		{ "event", required_argument, 0, 'e' }, { "all-cpus", no_argument, 0, 'a' },
@@ -144,6 +149,7 @@ int cmd_record(int argc, char **argv)
 		{ "duration", required_argument, 0, O_DURATION }, { "mmap-pages", required_argument, 0, 'm' },
 		{ "debug-dir", required_argument, 0, O_DEBUGDIR }, { "offline", no_argument, 0, O_OFFLINE },
 		{ "no-fp", no_argument, 0, O_NOFP }, { "quiet", no_argument, 0, 'q' },
+		{ "stitch", no_argument, 0, O_STITCH },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	UW_OPTS(uw_record_opts, ro, .stop = &stop_flag);
@@ -212,6 +218,7 @@ int cmd_record(int argc, char **argv)
 			break;
 		case O_OFFLINE: offline = 1; break;
 		case O_NOFP: nofp = 1; break;
+		case O_STITCH: ro.stitch = 1; break;
 		case 'h': record_usage(stdout); ret = CLI_EXIT_OK; goto out;
 		default: record_usage(stderr); goto out;
 		}

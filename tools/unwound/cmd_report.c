@@ -99,6 +99,12 @@ static void report_usage(FILE *f)
 		"                      by build-id in $UNWOUND_CACHE_DIR, else $XDG_CACHE_HOME/unwound or\n"
 		"                      ~/.cache/unwound)\n"
 		"  --no-fp             never fall back to frame pointers\n"
+		"  --stitch            complete stacks their copy cut short from the thread's recent\n"
+		"                      complete stacks (a frame with the same return address and stack\n"
+		"                      pointer taken for the same activation; the caller's call site may\n"
+		"                      be another's when a function is called again at the same depth)\n"
+		"  --stack-limit BYTES use only the first BYTES of each user stack copy, as if recorded with\n"
+		"                      --call-graph dwarf,BYTES (to see what a smaller copy loses)\n"
 		"  -v                  more messages (repeat for more)\n"
 		CLI_LIMITS_HELP);
 }
@@ -107,11 +113,78 @@ struct modsum {
 	unsigned missing, mismatch, bad, ok;
 	FILE *f;
 	int listed;
+	struct modsteps {
+		const char *name;
+		uint64_t fp, sframe;
+	} *steps;
+	size_t nsteps, capsteps;
 };
+
+/* modules whose frames were left by frame pointers or SFrame, kept for the summary */
+static void note_steps(struct modsum *ms, struct uw_module *m)
+{
+	struct uw_module_stats ks = { .sz = sizeof(ks) };
+	if (uw_module_stats(m, &ks) || (!ks.steps_fp && !ks.steps_sframe))
+		return;
+	if (ms->nsteps == ms->capsteps) {
+		size_t cap = ms->capsteps ? 2 * ms->capsteps : 16;
+		void *n = realloc(ms->steps, cap * sizeof(*ms->steps));
+		if (!n)
+			return;
+		ms->steps = n;
+		ms->capsteps = cap;
+	}
+	ms->steps[ms->nsteps++] = (struct modsteps){ uw_module_name(m), ks.steps_fp, ks.steps_sframe };
+}
+
+static int cmp_fp_steps(const void *x, const void *y)
+{
+	const struct modsteps *a = x, *b = y;
+	if (a->fp != b->fp)
+		return a->fp < b->fp ? 1 : -1;
+	return strcmp(a->name, b->name);
+}
+
+static int cmp_sframe_steps(const void *x, const void *y)
+{
+	const struct modsteps *a = x, *b = y;
+	if (a->sframe != b->sframe)
+		return a->sframe < b->sframe ? 1 : -1;
+	return strcmp(a->name, b->name);
+}
+
+/* "# frame-pointer steps by module: a 12, b 3" (the first 8; the rest summed) */
+static void print_steps(FILE *f, struct modsum *ms, bool fp)
+{
+	qsort(ms->steps, ms->nsteps, sizeof(*ms->steps), fp ? cmp_fp_steps : cmp_sframe_steps);
+	const char *sep = "";
+	uint64_t rest = 0;
+	size_t shown = 0, others = 0;
+	for (size_t i = 0; i < ms->nsteps; i++) {
+		uint64_t n = fp ? ms->steps[i].fp : ms->steps[i].sframe;
+		if (!n)
+			continue;
+		if (!shown)
+			fprintf(f, "# %s steps by module:", fp ? "frame-pointer (no CFI or SFrame for the pc)" : "SFrame");
+		if (shown < 8) {
+			fprintf(f, "%s %s %" PRIu64, sep, ms->steps[i].name, n);
+			sep = ",";
+			shown++;
+		} else {
+			rest += n;
+			others++;
+		}
+	}
+	if (others)
+		fprintf(f, ", %zu others %" PRIu64, others, rest);
+	if (shown)
+		fprintf(f, "\n");
+}
 
 static int list_module(void *ctx, struct uw_module *m)
 {
 	struct modsum *ms = ctx;
+	note_steps(ms, m);
 	switch (uw_module_state(m)) {
 	case UW_MODULE_OK: ms->ok++; break;
 	case UW_MODULE_MISSING:
@@ -209,6 +282,16 @@ static void summary(struct uw_session *s, struct uw_reader *rd, const struct uw_
 	    ts.malformed_mmap + ts.malformed_comm + ts.malformed_fork + ts.malformed_exit)
 		fprintf(f, "# malformed records skipped: %" PRIu64 " MMAP, %" PRIu64 " COMM, %" PRIu64 " FORK, %" PRIu64 " EXIT\n",
 			ts.malformed_mmap, ts.malformed_comm, ts.malformed_fork, ts.malformed_exit);
+	if (st->stitched_samples || st->stitch_failed)
+		fprintf(f, "# stacks cut short by their copy: %" PRIu64 " completed from their thread's last complete stack (%"
+			   PRIu64 " frames added), %" PRIu64 " not\n",
+			st->stitched_samples, st->stitched_frames, st->stitch_failed);
+	if (st->deferred_samples || st->deferred_records)
+		fprintf(f, "# deferred user callchains: %" PRIu64 " samples waited for one, %" PRIu64 " completed, %" PRIu64
+			   " never got it (kernel part only); %" PRIu64 " records, %" PRIu64 " matching no sample, %" PRIu64
+			   " malformed\n",
+			st->deferred_samples, st->deferred_stitched, st->deferred_missing, st->deferred_records,
+			st->deferred_unmatched, st->deferred_malformed);
 	if (st->unfinished)
 		fprintf(f, "# the recording was not finished (its writer stopped before its end): all %.1f MiB of it read%s\n",
 			(double)st->bytes / 1048576.0, st->records_cut ? ", its last record cut short" : "");
@@ -218,8 +301,27 @@ static void summary(struct uw_session *s, struct uw_reader *rd, const struct uw_
 	if (st->stack_bytes_read)
 		fprintf(f, "# input: %.1f MiB of user stacks read (%" PRIu64 " stacks read back whole)\n",
 			(double)st->stack_bytes_read / 1048576.0, st->stack_rereads);
+	uint64_t nm = 0;
+	for (int i = 0; i < UW_METHOD_MAX; i++)
+		nm += st->frames_by_method[i];
+	if (nm) {
+		/* how each user frame unwound here was found (the first: the sampled registers) */
+		fprintf(f, "# user frames by method:");
+		const char *sep = "";
+		for (int i = 0; i < UW_METHOD_MAX; i++) {
+			if (st->frames_by_method[i]) {
+				fprintf(f, "%s %s %" PRIu64 " (%.1f%%)", sep, uw_frame_method_str(i), st->frames_by_method[i],
+					100.0 * (double)st->frames_by_method[i] / (double)nm);
+				sep = ",";
+			}
+		}
+		fprintf(f, "\n");
+	}
 	struct modsum ms = { .f = f };
 	uw_session_foreach_module(s, list_module, &ms);
+	print_steps(f, &ms, false);
+	print_steps(f, &ms, true);
+	free(ms.steps);
 	fprintf(f, "# modules: %u opened, %u missing, %u with a different build-id, %u unusable\n", ms.ok, ms.missing,
 		ms.mismatch, ms.bad);
 }
@@ -230,6 +332,8 @@ struct ropts {
 	int *pids, *tids;
 	size_t npids, ntids, ncomms;
 	const char **comms;
+	int stitch;
+	uint64_t stack_limit;
 	int nofp, nokernel, addrs, noinline, srcline, nodemangle, inl, byline, nocache, syncsym, offline;
 	int weight, order, columns, stdio;
 	unsigned rows, dbgd_ms;
@@ -284,7 +388,7 @@ static int set_mode(struct ropts *o, enum mode m)
 static int parse_args(int argc, char **argv, struct ropts *o)
 {
 	enum { O_SCRIPT = 256, O_FOLDED, O_PID, O_TID, O_COMM, O_KALLSYMS, O_DEBUGDIR, O_SYMFS,
-	       O_NOFP, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE, O_NODEMANGLE, O_INLINE,
+	       O_NOFP, O_STITCH, O_STACKLIMIT, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE, O_NODEMANGLE, O_INLINE,
 	       O_GROUP, O_OFFLINE, O_DBGDTIMEOUT, O_NOCACHE, O_SYNCSYM, O_STDIO, O_EVENT, O_WEIGHT,
 	       O_PCTLIMIT, O_CHILDREN, O_NOCHILDREN, O_SEARCH };
 	static const struct option lo[] = {
@@ -295,6 +399,8 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		{ "debug-dir", required_argument, 0, O_DEBUGDIR }, { "symfs", required_argument, 0, O_SYMFS },
 		{ "search-path", required_argument, 0, O_SEARCH },
 		{ "no-fp", no_argument, 0, O_NOFP },
+		{ "stitch", no_argument, 0, O_STITCH },
+		{ "stack-limit", required_argument, 0, O_STACKLIMIT },
 		{ "sort", required_argument, 0, O_SORT }, { "rows", required_argument, 0, O_ROWS },
 		{ "no-kernel", no_argument, 0, O_NOKERNEL }, { "addresses", no_argument, 0, O_ADDRS },
 		{ "no-inline", no_argument, 0, O_NOINLINE }, { "srcline", no_argument, 0, O_SRCLINE },
@@ -334,6 +440,14 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		case O_SEARCH: if (cli_append_path("report", "--search-path", optarg, &o->search)) return -1; break;
 		case O_SYMFS: o->symfs = optarg; break;
 		case O_NOFP: o->nofp = 1; break;
+		case O_STITCH: o->stitch = 1; break;
+		case O_STACKLIMIT: {
+			unsigned bytes;
+			if (cli_unsigned("report", "--stack-limit", optarg, 8, 65528, &bytes))
+				return -1;
+			o->stack_limit = bytes;
+			break;
+		}
 		case O_NOKERNEL: o->nokernel = 1; break;
 		case O_ADDRS: o->addrs = 1; break;
 		case O_NOINLINE: o->noinline = 1; break;
@@ -505,7 +619,7 @@ int cmd_report(int argc, char **argv)
 	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample, .ctx = &rep, .on_progress = on_progress,
 		.max_queue_bytes = o.lim.max_queue, .max_kernel_frames = o.lim.max_kernel_frames, .pids = o.pids,
 		.npids = o.npids, .tids = o.tids, .ntids = o.ntids, .comms = o.comms, .ncomms = o.ncomms,
-		.event = o.event);
+		.event = o.event, .stitch = o.stitch, .stack_limit = o.stack_limit);
 	rd = uw_reader_open(rep.s, o.in, &ro);
 	if (!rd) {
 		fprintf(stderr, "unwound report: %s\n", uw_session_errmsg(rep.s));

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Deferred user callchains (Linux 6.19+, attr.defer_callchain): a sample taken in the kernel
+ * ends its callchain with PERF_CONTEXT_USER_DEFERRED and a cookie; the user part comes later,
+ * when the task returns to user space, in a PERF_RECORD_CALLCHAIN_DEFERRED record
+ * { u64 cookie; u64 nr; u64 ips[nr]; sample_id } of that thread (several samples taken during
+ * one stay in the kernel share it). Such samples are held here, in time order, until the
+ * thread's record with their cookie is delivered (records are delivered in time order, so it
+ * follows them); each is then delivered as the sample it stands for: its callchain rewritten to
+ * the kernel part, PERF_CONTEXT_USER and the user ips (writers see that record). Samples whose
+ * record never comes are delivered at the end (or when too many wait) with their kernel part
+ * only, stopped "deferred user callchain missing".
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf/reader.h"
+
+#define PC_USER_DEFERRED ((uint64_t)-640)
+#define DEFERRED_MAX_HELD 65536u  /* samples waiting at once: past it, the oldest go without */
+
+struct held {
+	uint64_t cookie, time, ord;
+	uint32_t tid, len;
+	uint8_t *rec;
+};
+
+bool reader_deferred_cookie(const struct perf_sample *ps, uint64_t *cookie, uint64_t *at)
+{
+	for (uint64_t i = 0; i + 1 < ps->nr_callchain; i++) {
+		uint64_t ip;
+		memcpy(&ip, ps->callchain + 8 * i, 8);
+		if (ip == PC_USER_DEFERRED) {
+			memcpy(cookie, ps->callchain + 8 * (i + 1), 8);
+			*at = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void release(struct held *h)
+{
+	free(h->rec);
+	h->rec = NULL;
+}
+
+/* The oldest held sample delivered without its user part. */
+static int give_up_oldest(struct uw_reader *r)
+{
+	struct held *h = r->held.data;
+	r->st.deferred_missing++;
+	int err = reader_sample_deferred(r, h->rec, h->len, h->ord, NULL, 0);
+	release(h);
+	memmove(h, h + 1, (r->held.len - 1) * sizeof(*h));
+	r->held.len--;
+	return err;
+}
+
+int reader_deferred_hold(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint32_t tid, uint64_t time,
+                         uint64_t cookie, uint64_t ord)
+{
+	if (r->held.len >= DEFERRED_MAX_HELD) {
+		int err = give_up_oldest(r);
+		if (err)
+			return err;
+	}
+	if (!r->held.elem)
+		r->held = BASE_VEC_INIT(struct held);
+	uint8_t *copy = malloc(len);
+	struct held *h = copy ? base_vec_push(&r->held) : NULL;
+	if (!h) {
+		free(copy);
+		return -ENOMEM;
+	}
+	memcpy(copy, rec, len);
+	*h = (struct held){ cookie, time, ord, tid, len, copy };
+	r->st.deferred_samples++;
+	return 0;
+}
+
+int reader_deferred_record(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time)
+{
+	r->st.deferred_records++;
+	const struct perf_attr *a = reader_attr_of(r, rec, len, NULL);
+	size_t n = len - 8;
+	if (n < 16) {
+		r->st.deferred_malformed++;
+		return 0;
+	}
+	uint64_t cookie, nr;
+	memcpy(&cookie, rec + 8, 8);
+	memcpy(&nr, rec + 16, 8);
+	size_t trailer = a ? a->id_trailer_size : 0;
+	if (nr > (n - 16) / 8 || 16 + nr * 8 + trailer > n) {
+		r->st.deferred_malformed++;
+		return 0;
+	}
+	const uint8_t *ips = rec + 24;
+	/* the thread: from the record's sample_id (pid, tid come first when the event has TID) */
+	uint32_t tid = 0;
+	bool has_tid = false;
+	if (a && trailer) {
+		struct perf_sample_id sid;
+		if ((a->sample_type & PS_TID) && perf_sample_id_decode(a, rec + 8 + n - trailer, trailer, &sid) == 0) {
+			tid = sid.tid;
+			has_tid = true;
+		}
+	}
+	/* the kernel writes PERF_CONTEXT_USER first: with it or without, the same chain */
+	if (nr) {
+		uint64_t first;
+		memcpy(&first, ips, 8);
+		if (first == PC_USER) {
+			ips += 8;
+			nr--;
+		}
+	}
+	struct held *h = r->held.data;
+	size_t keep = 0, matched = 0;
+	int err = 0;
+	for (size_t i = 0; i < r->held.len; i++) {
+		bool match = h[i].cookie == cookie && (!has_tid || h[i].tid == tid) && h[i].time <= time;
+		if (match && !err) {
+			err = reader_sample_deferred(r, h[i].rec, h[i].len, h[i].ord, ips, nr);
+			r->st.deferred_stitched++;
+			matched++;
+		}
+		if (match) {
+			release(&h[i]);
+			continue;
+		}
+		h[keep++] = h[i];
+	}
+	r->held.len = keep;
+	if (!matched)
+		r->st.deferred_unmatched++;
+	return err;
+}
+
+int reader_deferred_flush(struct uw_reader *r)
+{
+	int err = 0;
+	while (r->held.len && !err)
+		err = give_up_oldest(r);
+	return err;
+}
+
+void reader_deferred_free(struct uw_reader *r)
+{
+	struct held *h = r->held.data;
+	for (size_t i = 0; i < r->held.len; i++)
+		release(&h[i]);
+	base_vec_free(&r->held);
+}
+
+/* A held sample as the sample it stands for: the callchain's deferred marker and cookie
+ * replaced by PERF_CONTEXT_USER and ips (none: the kernel part alone). */
+int reader_sample_deferred(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t ord, const uint8_t *ips,
+                           uint64_t nr)
+{
+	const struct perf_attr *a = reader_attr_of(r, rec, len, NULL);
+	struct perf_sample ps;
+	uint64_t cookie, at;
+	if (!a || perf_sample_decode(a, rec + 8, len - 8, &ps) || !reader_deferred_cookie(&ps, &cookie, &at))
+		return 0; /* (decoded when it was held) */
+	size_t chain_off = (size_t)(ps.callchain - rec), old_bytes = ps.nr_callchain * 8;
+	uint64_t new_nr = at + (nr ? 1 + nr : 0);
+	size_t new_len = len - old_bytes + new_nr * 8;
+	if (new_len > UINT16_MAX) {
+		/* a record's size is 16 bits: the longest user part that fits */
+		uint64_t room = (UINT16_MAX - (len - old_bytes)) / 8;
+		nr = room > at + 1 ? UW_MIN(nr, room - at - 1) : 0;
+		new_nr = at + (nr ? 1 + nr : 0);
+		new_len = len - old_bytes + new_nr * 8;
+	}
+	if (!r->defbuf && !(r->defbuf = malloc(1u << 16)))
+		return -ENOMEM;
+	uint8_t *out = r->defbuf;
+	memcpy(out, rec, chain_off);
+	memcpy(out + chain_off, ps.callchain, at * 8);
+	size_t w = chain_off + at * 8;
+	if (nr) {
+		uint64_t u = PC_USER;
+		memcpy(out + w, &u, 8);
+		memcpy(out + w + 8, ips, nr * 8);
+		w += 8 + nr * 8;
+	}
+	memcpy(out + w, rec + chain_off + old_bytes, len - chain_off - old_bytes);
+	memcpy(out + chain_off - 8, &new_nr, 8);
+	uint16_t sz = (uint16_t)new_len;
+	memcpy(out + 6, &sz, 2);
+	r->deferred_missing = !nr;
+	r->deferred_stitching = true;
+	r->cur_rec = out; /* (what writers see) */
+	r->cur_len = (uint32_t)new_len;
+	int err = reader_sample(r, out, (uint32_t)new_len, NULL, ord);
+	r->deferred_missing = r->deferred_stitching = false;
+	return err;
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stitchcheck: how well truncated stacks are completed. Reads a recording made with a large
+ * stack copy (--call-graph dwarf,65528) twice through the public API: whole, then with each
+ * copy cut to LIMIT bytes (uw_reader_opts.stack_limit) and stitching on. A sample is
+ * "truncated" when its cut copy stopped it short of the root while the whole copy did not;
+ * "completed" when stitching made it reach a root; "equal" when its completed frames are the
+ * whole copy's, pc for pc. Exits 1 when the shares are under --min-completed / --min-equal.
+ *
+ *   stitchcheck FILE LIMIT [--comm NAME] [--min-completed PCT] [--min-equal PCT]
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unwound/unwound.h>
+
+struct smp {
+	uint32_t n;
+	uint8_t stop;
+	bool stitched; /* frames were appended */
+	uint64_t *pcs;
+};
+
+struct run {
+	struct smp *v;
+	size_t n, cap;
+	const char *comm;
+};
+
+static int on_sample(void *ctx, const struct uw_sample *s)
+{
+	struct run *r = ctx;
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 4096;
+		r->v = realloc(r->v, r->cap * sizeof(*r->v));
+		if (!r->v)
+			abort();
+	}
+	struct smp *m = &r->v[r->n++];
+	bool want = !r->comm || (s->comm && !strcmp(s->comm, r->comm));
+	m->n = want && s->stack ? s->nr_user : 0;
+	m->stop = s->stop_reason;
+	m->pcs = m->n ? malloc(m->n * sizeof(*m->pcs)) : NULL;
+	m->stitched = false;
+	for (uint32_t i = 0; i < m->n; i++) {
+		m->pcs[i] = s->user[i].pc;
+		m->stitched |= s->user[i].method == UW_METHOD_STITCHED;
+	}
+	return 0;
+}
+
+static int read_run(const char *path, uint64_t limit, struct run *r, int stitch)
+{
+	UW_OPTS(uw_session_opts, so, .max_frames = 4096);
+	struct uw_session *s = uw_session_new(&so);
+	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample, .ctx = r, .stack_limit = limit, .stitch = stitch);
+	struct uw_reader *rd = s ? uw_reader_open(s, path, &ro) : NULL;
+	if (!rd) {
+		fprintf(stderr, "stitchcheck: %s: %s\n", path, s ? uw_session_errmsg(s) : "no session");
+		return 1;
+	}
+	int err = uw_reader_run(rd);
+	struct uw_reader_stats st = { .sz = sizeof(st) };
+	uw_reader_stats(rd, &st);
+	if (limit)
+		printf("cut to %" PRIu64 " bytes: %" PRIu64 " stacks completed by stitching, %" PRIu64 " not\n", limit,
+		       st.stitched_samples, st.stitch_failed);
+	uw_reader_free(rd);
+	uw_session_free(s);
+	return err ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: stitchcheck FILE LIMIT [--comm NAME] [--min-completed PCT] [--min-equal PCT]\n");
+		return 2;
+	}
+	const char *path = argv[1];
+	uint64_t limit = strtoull(argv[2], NULL, 0);
+	double min_completed = 0, min_equal = 0;
+	const char *comm = NULL;
+	for (int i = 3; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--comm"))
+			comm = argv[i + 1];
+		else if (!strcmp(argv[i], "--min-completed"))
+			min_completed = atof(argv[i + 1]);
+		else if (!strcmp(argv[i], "--min-equal"))
+			min_equal = atof(argv[i + 1]);
+	}
+	struct run whole = { .comm = comm }, cut = { .comm = comm };
+	if (read_run(path, 0, &whole, 0) || read_run(path, limit, &cut, 1))
+		return 1;
+	if (whole.n != cut.n) {
+		fprintf(stderr, "stitchcheck: %zu samples whole, %zu cut\n", whole.n, cut.n);
+		return 1;
+	}
+	uint64_t samples = 0, truncated = 0, completed = 0, equal = 0, shown = 0;
+	for (size_t i = 0; i < whole.n; i++) {
+		const struct smp *w = &whole.v[i], *c = &cut.v[i];
+		if (!w->n || w->stop != UW_STOP_END_OF_STACK)
+			continue; /* (a stack the whole copy does not complete says nothing here) */
+		samples++;
+		bool same = c->n == w->n && !memcmp(c->pcs, w->pcs, w->n * sizeof(*w->pcs));
+		/* truncated: the cut copy stopped it short, completed by stitching or not */
+		if (c->stop != UW_STOP_STACK_EXHAUSTED && !c->stitched)
+			continue;
+		truncated++;
+		if (c->stop == UW_STOP_END_OF_STACK) {
+			completed++;
+			if (same)
+				equal++;
+			else if (shown++ < 3) {
+				printf("differs: sample %zu, whole %u frames, completed %u:", i, w->n, c->n);
+				for (uint32_t k = 0; k < w->n && k < c->n; k++)
+					if (w->pcs[k] != c->pcs[k])
+						printf(" #%u %#" PRIx64 "/%#" PRIx64, k, w->pcs[k], c->pcs[k]);
+				printf("\n");
+			}
+		}
+	}
+	printf("samples %" PRIu64 " (whole copies reaching a root); truncated at %" PRIu64 " bytes: %" PRIu64
+	       "; completed %" PRIu64 " (%.1f%%); equal to the whole copy's %" PRIu64 " (%.2f%% of completed)\n",
+	       samples, limit, truncated, completed, truncated ? 100.0 * (double)completed / (double)truncated : 100.0,
+	       equal, completed ? 100.0 * (double)equal / (double)completed : 100.0);
+	bool ok = (!truncated || 100.0 * (double)completed / (double)truncated >= min_completed) &&
+		  (!completed || 100.0 * (double)equal / (double)completed >= min_equal);
+	if (!ok)
+		printf("FAIL: under --min-completed %.1f / --min-equal %.2f\n", min_completed, min_equal);
+	return ok ? 0 : 1;
+}

@@ -156,7 +156,8 @@ static int cmp_sframe_steps(const void *x, const void *y)
 /* "# frame-pointer steps by module: a 12, b 3" (the first 8; the rest summed) */
 static void print_steps(FILE *f, struct modsum *ms, bool fp)
 {
-	qsort(ms->steps, ms->nsteps, sizeof(*ms->steps), fp ? cmp_fp_steps : cmp_sframe_steps);
+	if (ms->nsteps)
+		qsort(ms->steps, ms->nsteps, sizeof(*ms->steps), fp ? cmp_fp_steps : cmp_sframe_steps);
 	const char *sep = "";
 	uint64_t rest = 0;
 	size_t shown = 0, others = 0;

@@ -425,7 +425,7 @@ int cfi_table_build_sframe(struct cfi_table *t, const struct cfi_arch *arch, con
 		goto out;
 	struct sf_row *r = c.rows.data;
 	/* (GNU ld sorts functions; a section that is not sorted is sorted here) */
-	if (!(s->flags & SFRAME_F_FDE_SORTED))
+	if (c.rows.len && !(s->flags & SFRAME_F_FDE_SORTED))
 		qsort(r, c.rows.len, sizeof(*r), cmp_sf_row);
 	uint64_t covered_to = 0;
 	for (size_t i = 0; i < c.rows.len && !err; i++) {

@@ -39,6 +39,12 @@ decode() {
         fi
         echo "hand-built $name: $(grep -c '^func' "$W/handmade/$name.txt") rows as specified"
     done
+    # inputs that found defects (fuzz/regress/sframe): decoded and compiled without a crash
+    for f in "$S"/fuzz/regress/sframe/*; do
+        rc=0
+        "$B/tests/sframe_dump" --raw "$f" 0x1000 >/dev/null 2>&1 || rc=$?
+        [ $rc -le 1 ] || { echo "FAIL: $f: sframe_dump exited $rc"; exit 1; }
+    done
     # the section headers gone (as a stripped-by-sstrip file): the PT_GNU_SFRAME segment
     python3 - "$F/sframe-v3-fp" "$W/noshdr" <<'PY'
 import struct, sys

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfi/cfi.h"
 #include "cfi/sframe.h"
 #include "elf/elfview.h"
 
@@ -119,6 +120,15 @@ int main(int argc, char **argv)
 	uint32_t nbad = 0;
 	err = sframe_rows(&s, on_row, NULL, &nbad, (uint64_t)1 << 24);
 	printf("malformed functions: %u\n", nbad);
+	/* the unwinder's table from it (AMD64), said on stderr */
+	struct cfi_table t;
+	int terr = cfi_table_build_sframe(&t, &cfi_arch_x86_64, &s);
+	if (!terr) {
+		fprintf(stderr, "table: %u rows, %u flexible, %u unsupported\n", t.n, t.nflex, t.ncomplex);
+		cfi_table_free(&t);
+	} else {
+		fprintf(stderr, "table: not built (%d)\n", terr);
+	}
 	elfv_close(v);
 	free(raw);
 	return err ? 1 : 0;

@@ -4,7 +4,7 @@
 # each (median of BENCH_RUNS, default 11), with `perf script --no-inline` where perf can unwind:
 #   cfi     e2e_nofp: .eh_frame, no frame pointers
 #   sframe  e2e_sframe_nofp: .sframe only (no .eh_frame), no frame pointers
-#   fp      e2e_sframe_fp with its .sframe removed too: frame pointers only
+#   fp      e2e_sframe_fp with its .sframe made unreadable too: frame pointers only
 # libc and ld.so keep their CFI in all three, so the difference between the rows is the cost of
 # the program's frames by each unwinder (the table gives the whole report per sample, and how
 # the frames were found).
@@ -17,8 +17,15 @@ rm -rf "$W"
 mkdir -p "$W/fp"
 cp "$B/tests/e2e_sframe_fp" "$W/fp/e2e_fp_only"
 cp "$B/tests/libtw_sframe_fp.so" "$W/fp/libtw_sframe_fp.so"
-objcopy -R .sframe "$W/fp/e2e_fp_only"
-objcopy -R .sframe "$W/fp/libtw_sframe_fp.so"
+# (the section cannot be removed from a loaded segment: its magic number is cleared instead, so
+# no reader takes it for SFrame)
+# and another build-id (perf's build-id cache holds the original under the old one)
+for f in "$W/fp/e2e_fp_only" "$W/fp/libtw_sframe_fp.so"; do
+    off=$(readelf -SW "$f" | sed 's/\[ */[/' | awk '$2 == ".sframe" {print $5}')
+    printf '\000\000' | dd of="$f" bs=1 seek=$((0x$off)) conv=notrunc status=none
+    off=$(readelf -SW "$f" | sed 's/\[ */[/' | awk '$2 == ".note.gnu.build-id" {print $5}')
+    printf '\377\377\377\377' | dd of="$f" bs=1 seek=$((0x$off + 16)) conv=notrunc status=none
+done
 rec() {
     name=$1
     shift

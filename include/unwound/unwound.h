@@ -604,6 +604,9 @@ enum uw_info {
 /* @return the value, or NULL when the recording does not say. Valid while the reader lives.
  * In pipe mode the values arrive with the records: ask after uw_reader_run. */
 UW_API const char *uw_reader_info(const struct uw_reader *r, enum uw_info key);
+/* A sample time of the recording (ns, its clock) in wall-clock ns since the epoch, when the
+ * recording says how (perf record -k with clock data, or a file's time). @return 0 or -ENOENT. */
+UW_API int uw_reader_wall_clock(const struct uw_reader *r, uint64_t time, uint64_t *wall);
 
 struct uw_reader_stats {
 	size_t sz;
@@ -809,6 +812,19 @@ UW_API const char *uw_profile_event_name(const struct uw_profile *p, unsigned i)
  * opts.weight says UW_WEIGHT_PERIOD. Stacks of every event are summed: give a profile of one
  * event (see uw_reader_opts.event). @return 0 or -errno. */
 UW_API int uw_profile_write_folded(struct uw_profile *p, FILE *out);
+
+struct uw_pprof_opts {
+	size_t sz;
+	uint64_t time_nanos;     /* when the profile starts (wall clock, ns since the epoch); 0: unknown */
+	uint64_t duration_nanos; /* how long it covers; 0: unknown */
+};
+/* Writes the profile as pprof's gzipped profile.proto (go tool pprof, Pyroscope, Parca, ...):
+ * sample types samples/count and the period (cpu/nanoseconds for cpu-clock and task-clock, else
+ * the event/count), labels pid and tid (with opts.by_thread) and thread (comm), locations with
+ * their inline chains as several lines (innermost first), functions with their shown and system
+ * names and source files, mappings with path and build-id. Events are not told apart: give a
+ * profile of one event. opts may be NULL. @return 0 or -errno. */
+UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct uw_pprof_opts *opts);
 
 enum uw_top_sort { UW_TOP_SELF = 0, UW_TOP_TOTAL };
 /* Writes a table of functions with self and total shares, at most max_rows rows (0: 30). */

@@ -625,6 +625,14 @@ UW_API int uw_reader_flush(struct uw_reader *r)
 	return err;
 }
 
+UW_API int uw_reader_wall_clock(const struct uw_reader *r, uint64_t time, uint64_t *wall)
+{
+	if (!r || !wall || !r->t->wall_known)
+		return -ENOENT;
+	*wall = time + (uint64_t)r->t->wall_offset;
+	return 0;
+}
+
 UW_API struct uw_tracker *uw_reader_tracker(struct uw_reader *r)
 {
 	return r ? r->t : NULL;

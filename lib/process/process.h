@@ -269,6 +269,10 @@ void proc_debuginfod_end(struct uw_session *s);
 /* Unwind data, built on first use (NULL if none). */
 const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *m);
 const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, uint64_t rel);
+/* The symbol at rel_pc: its name in the symbol table (system) and as shown (demangled unless the
+ * session says not); NULLs without one. Takes the session's lock. */
+void proc_symbol_names(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const char **sys,
+                       const char **shown);
 void proc_module_free(struct uw_module *m);
 /* The helper thread of inline lookups, ended (symbolize.c); kernel symbols freed (kallsyms.c). */
 void proc_inline_end(struct uw_session *s);

@@ -37,6 +37,21 @@ UW_API int uw_symbolize(struct uw_session *s, struct uw_module *m, uint64_t rel_
 	return 0;
 }
 
+void proc_symbol_names(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const char **sys,
+                       const char **shown)
+{
+	*sys = *shown = NULL;
+	proc_lock(s);
+	struct sym *sym = (struct sym *)proc_module_symbol(s, m, rel_pc);
+	if (sym) {
+		if (!s->opts.no_demangle && !sym->dname)
+			sym->dname = sym_demangle(&s->strings, sym->name);
+		*sys = sym->name;
+		*shown = s->opts.no_demangle ? sym->name : sym->dname;
+	}
+	proc_unlock(s);
+}
+
 /* ---- inline chains */
 struct inline_ent {
 	unsigned n;

@@ -13,7 +13,7 @@
 
 #include "cli.h"
 
-enum mode { MODE_TOP, MODE_SCRIPT, MODE_FOLDED };
+enum mode { MODE_TOP, MODE_SCRIPT, MODE_FOLDED, MODE_PPROF };
 
 struct report {
 	struct uw_session *s;
@@ -24,12 +24,17 @@ struct report {
 	int tty;
 	struct uw_script_opts script;
 	struct uw_script_writer *sw;
+	uint64_t first_time, last_time; /* of the samples (pprof's time and duration) */
 };
 
 static int on_sample(void *ctx, const struct uw_sample *smp)
 {
 	struct report *r = ctx;
 	int e;
+	if (smp->time && (!r->first_time || smp->time < r->first_time))
+		r->first_time = smp->time;
+	if (smp->time > r->last_time)
+		r->last_time = smp->time;
 	if (r->mode == MODE_SCRIPT)
 		e = uw_script_writer_add(r->sw, smp);
 	else
@@ -65,6 +70,8 @@ static void report_usage(FILE *f)
 		"  --srcline           with the source file:line of each frame (--script)\n"
 		"  --no-demangle       C++ and Rust names as in the symbol table\n"
 		"  --folded            folded stacks: comm;outer;...;inner weight (one event: see --event)\n"
+		"  --format FORMAT     top (the default), script, folded, or pprof: gzipped profile.proto for\n"
+		"                      go tool pprof and pprof-based tools (one event; labels pid, tid, thread)\n"
 		"  -o, --output FILE   write to FILE instead of standard output\n"
 		"  --stdio             (accepted for perf report's habit: the output is text)\n"
 		"  --sort KEYS         table rows by these keys, as perf report: comm, pid, tid, dso, sym,\n"
@@ -377,7 +384,7 @@ static int parse_sort(struct ropts *o, char *arg)
 static int set_mode(struct ropts *o, enum mode m)
 {
 	if (o->mode_set && o->mode != m) {
-		fprintf(stderr, "unwound report: --script and --folded are different outputs: give one\n");
+		fprintf(stderr, "unwound report: --script, --folded and --format are different outputs: give one\n");
 		return -1;
 	}
 	o->mode = m;
@@ -388,13 +395,14 @@ static int set_mode(struct ropts *o, enum mode m)
 /* @return -1 (usage error, said), 0, or 1 for --help. */
 static int parse_args(int argc, char **argv, struct ropts *o)
 {
-	enum { O_SCRIPT = 256, O_FOLDED, O_PID, O_TID, O_COMM, O_KALLSYMS, O_DEBUGDIR, O_SYMFS,
+	enum { O_SCRIPT = 256, O_FOLDED, O_FORMAT, O_PID, O_TID, O_COMM, O_KALLSYMS, O_DEBUGDIR, O_SYMFS,
 	       O_NOFP, O_STITCH, O_STACKLIMIT, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE, O_NODEMANGLE, O_INLINE,
 	       O_GROUP, O_OFFLINE, O_DBGDTIMEOUT, O_NOCACHE, O_SYNCSYM, O_STDIO, O_EVENT, O_WEIGHT,
 	       O_PCTLIMIT, O_CHILDREN, O_NOCHILDREN, O_SEARCH };
 	static const struct option lo[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "script", no_argument, 0, O_SCRIPT }, { "folded", no_argument, 0, O_FOLDED },
+		{ "format", required_argument, 0, O_FORMAT },
 		{ "pid", required_argument, 0, O_PID }, { "tid", required_argument, 0, O_TID },
 		{ "comm", required_argument, 0, O_COMM }, { "kallsyms", required_argument, 0, O_KALLSYMS },
 		{ "debug-dir", required_argument, 0, O_DEBUGDIR }, { "symfs", required_argument, 0, O_SYMFS },
@@ -433,6 +441,14 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		case 'h': return 1;
 		case O_SCRIPT: if (set_mode(o, MODE_SCRIPT)) return -1; break;
 		case O_FOLDED: if (set_mode(o, MODE_FOLDED)) return -1; break;
+		case O_FORMAT: {
+			static const char *const formats[] = { "top", "script", "folded", "pprof", NULL };
+			static const enum mode modes[] = { MODE_TOP, MODE_SCRIPT, MODE_FOLDED, MODE_PPROF };
+			int f;
+			if (cli_choice("report", "--format", optarg, formats, &f) || set_mode(o, modes[f]))
+				return -1;
+			break;
+		}
 		case O_PID: if (cli_int_list("report", "--pid", optarg, 1, 0x7fffffff, 0, &o->pids, &o->npids)) return -1; break;
 		case O_TID: if (cli_int_list("report", "--tid", optarg, 1, 0x7fffffff, 0, &o->tids, &o->ntids)) return -1; break;
 		case O_COMM: if (cli_str_list("report", "--comm", optarg, &o->comms, &o->ncomms)) return -1; break;
@@ -652,6 +668,11 @@ int cmd_report(int argc, char **argv)
 	int ke = uw_session_load_kallsyms(rep.s, o.kallsyms);
 	if (ke && (o.kallsyms || cli_verbose))
 		fprintf(stderr, "unwound report: kernel symbols not loaded: %s\n", uw_session_errmsg(rep.s));
+	if (rep.mode == MODE_PPROF && (!o.outp || !strcmp(o.outp, "-")) && isatty(1)) {
+		fprintf(stderr, "unwound report: --format pprof writes a gzipped binary profile: give -o FILE\n");
+		ret = CLI_EXIT_USAGE;
+		goto out;
+	}
 	if (!(rep.out = open_output(o.outp, &outfd)))
 		goto out;
 	if (rep.mode == MODE_SCRIPT) {
@@ -663,7 +684,7 @@ int cmd_report(int argc, char **argv)
 	} else {
 		UW_OPTS(uw_profile_opts, po, .no_kernel = o.nokernel, .addresses = o.addrs,
 			.inline_frames = o.inl || o.byline, .by_line = o.byline, .weight = o.weight,
-			.by_thread = o.sort && (strstr(o.sort, "pid") || strstr(o.sort, "tid")));
+			.by_thread = rep.mode == MODE_PPROF || (o.sort && (strstr(o.sort, "pid") || strstr(o.sort, "tid"))));
 		rep.prof = uw_profile_new(rep.s, &po);
 		if (!rep.prof) {
 			fprintf(stderr, "unwound report: %s\n", strerror(errno));
@@ -684,12 +705,24 @@ int cmd_report(int argc, char **argv)
 	}
 	struct uw_reader_stats st = { .sz = sizeof(st) };
 	uw_reader_stats(rd, &st);
-	if (rep.mode == MODE_FOLDED) {
+	if (rep.mode == MODE_FOLDED || rep.mode == MODE_PPROF) {
 		if (!o.event && check_one_event(&rep, rd)) {
 			ret = CLI_EXIT_USAGE;
 			goto out;
 		}
-		uw_profile_write_folded(rep.prof, rep.out);
+		if (rep.mode == MODE_FOLDED) {
+			uw_profile_write_folded(rep.prof, rep.out);
+		} else {
+			UW_OPTS(uw_pprof_opts, pp, .duration_nanos = rep.last_time - rep.first_time);
+			uint64_t wall;
+			if (rep.first_time && uw_reader_wall_clock(rd, rep.first_time, &wall) == 0)
+				pp.time_nanos = wall;
+			int pe = uw_profile_write_pprof(rep.prof, rep.out, &pp);
+			if (pe && pe != -EIO) {
+				fprintf(stderr, "unwound report: %s\n", uw_strerror(pe));
+				goto out;
+			}
+		}
 	} else if (rep.mode == MODE_TOP) {
 		const char *host = uw_reader_info(rd, UW_INFO_HOSTNAME), *os = uw_reader_info(rd, UW_INFO_OSRELEASE);
 		const char *arch = uw_reader_info(rd, UW_INFO_ARCH), *cpus = uw_reader_info(rd, UW_INFO_NRCPUS);

@@ -248,7 +248,7 @@ UW_API enum uw_module_state uw_module_state(const struct uw_module *m);
 
 /* How the callers of a module's frames were found, over every unwinding the session did: a step
  * from a pc in the module by CFI, by SFrame, by the frame-pointer chain (neither covered the pc),
- * by the PLT rule (a stub, or a function's first instruction). Counted with relaxed atomics. */
+ * by the PLT rule (a PLT entry, or a function's first instruction). Counted with relaxed atomics. */
 struct uw_module_stats {
 	size_t sz;
 	uint64_t steps_cfi;

@@ -363,6 +363,23 @@ int elfv_section_at(struct elfv *v, size_t idx, struct elfv_sec *out)
 	return section_at(v, idx, out, true);
 }
 
+bool elfv_sframe(struct elfv *v, const uint8_t **data, uint64_t *size, uint64_t *addr)
+{
+	struct elfv_sec sec;
+	if (elfv_section(v, ".sframe", &sec) == 0 && sec.data) {
+		*data = sec.data;
+		*size = sec.size;
+		*addr = sec.addr;
+		return true;
+	}
+	if (!v->sframe.filesz)
+		return false;
+	*data = v->map + v->sframe.offset;
+	*size = v->sframe.filesz;
+	*addr = v->sframe.vaddr;
+	return true;
+}
+
 int elfv_section(struct elfv *v, const char *name, struct elfv_sec *out)
 {
 	size_t n = 0;

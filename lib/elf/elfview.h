@@ -77,6 +77,9 @@ void elfv_close(struct elfv *v);
 #define ELFV_MAX_RATIO 64u
 #define ELFV_RATIO_FREE ((uint64_t)4 << 20)
 int elfv_section(struct elfv *v, const char *name, struct elfv_sec *out);
+/* The SFrame data: the .sframe section, else (no section headers) the PT_GNU_SFRAME segment.
+ * @return false when the file has neither. */
+bool elfv_sframe(struct elfv *v, const uint8_t **data, uint64_t *size, uint64_t *addr);
 /* Whether a section with contents exists, without reading (or inflating) them. */
 bool elfv_has_section(struct elfv *v, const char *name);
 /* For an SHF_COMPRESSED section: its compression (ELFCOMPRESS_ZLIB or ELFCOMPRESS_ZSTD), its

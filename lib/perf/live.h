@@ -98,6 +98,8 @@ int live_open_task(struct live *lv, const struct evconf *ec, pid_t tid, int ncpu
 
 /* ---- rings (live_ring.c) */
 int live_open_ring(struct live *lv, struct kattr *a, pid_t pid, int cpu, size_t pages);
+/* perf_event_open (close-on-exec, no group): the fd, or -errno. */
+int live_event_open(struct kattr *a, pid_t pid, int cpu);
 void live_close_rings(struct live *lv);
 /* Every ring's records into the reader, then the end of a round. */
 int live_drain_all(struct live *lv);

@@ -51,12 +51,12 @@ int live_probe_defer(struct uw_session *s)
 	a.sample_period_or_freq = 1000000;
 	a.sample_type = PS_IP | PS_TID | PS_CALLCHAIN;
 	a.flags = BIT(A_DISABLED) | BIT(5) | BIT(6) | BIT(A_DEFER_CALLCHAIN) | BIT(A_DEFER_OUTPUT);
-	long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, 8 /* PERF_FLAG_FD_CLOEXEC */);
+	int fd = live_event_open(&a, 0, -1);
 	if (fd >= 0) {
-		close((int)fd);
+		close(fd);
 		return 0;
 	}
-	int e = errno;
+	int e = -fd;
 	if (e == EACCES || e == EPERM)
 		return live_permission_error(s, -e);
 	struct utsname u;

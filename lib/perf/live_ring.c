@@ -21,9 +21,10 @@
 #include "perf/live.h"
 #include "unwind/unwind.h"
 
-static long sys_perf_event_open(struct kattr *a, pid_t pid, int cpu, int group, unsigned long flags)
+int live_event_open(struct kattr *a, pid_t pid, int cpu)
 {
-	return syscall(SYS_perf_event_open, a, pid, cpu, group, flags);
+	long fd = syscall(SYS_perf_event_open, a, pid, cpu, -1, 8 /* PERF_FLAG_FD_CLOEXEC */);
+	return fd < 0 ? -errno : (int)fd;
 }
 
 static int drain(struct live *lv, struct ring *rg)
@@ -76,9 +77,9 @@ int live_drain_all(struct live *lv)
 
 int live_open_ring(struct live *lv, struct kattr *a, pid_t pid, int cpu, size_t pages)
 {
-	long fd = sys_perf_event_open(a, pid, cpu, -1, 8 /* PERF_FLAG_FD_CLOEXEC */);
+	int fd = live_event_open(a, pid, cpu);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = (pages + 1) * pg;
 	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
 	if (m == MAP_FAILED) {

@@ -200,7 +200,8 @@ void reader_stitch_free(struct uw_reader *r);
 
 /* ---- deferred user callchains (reader_deferred.c) */
 struct perf_sample;
-/* Does the sample's callchain end with PERF_CONTEXT_USER_DEFERRED? Its cookie and index. */
+/* Does the sample's callchain end with PERF_CONTEXT_USER_DEFERRED and a cookie? The cookie and
+ * the marker's index. */
 bool reader_deferred_cookie(const struct perf_sample *ps, uint64_t *cookie, uint64_t *at);
 /* A sample held until its thread's deferred callchain comes (copied). */
 int reader_deferred_hold(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint32_t tid, uint64_t time,

@@ -29,16 +29,16 @@ struct held {
 
 bool reader_deferred_cookie(const struct perf_sample *ps, uint64_t *cookie, uint64_t *at)
 {
-	for (uint64_t i = 0; i + 1 < ps->nr_callchain; i++) {
-		uint64_t ip;
-		memcpy(&ip, ps->callchain + 8 * i, 8);
-		if (ip == PC_USER_DEFERRED) {
-			memcpy(cookie, ps->callchain + 8 * (i + 1), 8);
-			*at = i;
-			return true;
-		}
-	}
-	return false;
+	/* the kernel ends the callchain with the marker and the cookie */
+	if (ps->nr_callchain < 2)
+		return false;
+	uint64_t i = ps->nr_callchain - 2, ip;
+	memcpy(&ip, ps->callchain + 8 * i, 8);
+	if (ip != PC_USER_DEFERRED)
+		return false;
+	memcpy(cookie, ps->callchain + 8 * (i + 1), 8);
+	*at = i;
+	return true;
 }
 
 static void release(struct held *h)

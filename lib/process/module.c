@@ -341,19 +341,9 @@ static void add_plt_range(struct uw_module *m, const char *name)
  * the pc, else SFrame. */
 static void module_sframe(struct uw_session *s, struct uw_module *m)
 {
-	struct elfv_sec sec;
-	const uint8_t *data = NULL;
-	uint64_t size = 0, addr = 0;
-	if (elfv_section(m->elf, ".sframe", &sec) == 0 && sec.data) {
-		data = sec.data;
-		size = sec.size;
-		addr = sec.addr;
-	} else if (m->elf->sframe.filesz) {
-		data = m->elf->map + m->elf->sframe.offset;
-		size = m->elf->sframe.filesz;
-		addr = m->elf->sframe.vaddr;
-	}
-	if (!data)
+	const uint8_t *data;
+	uint64_t size, addr;
+	if (!elfv_sframe(m->elf, &data, &size, &addr))
 		return;
 	struct sframe_sec sf;
 	int err = sframe_open(&sf, data, (size_t)size, addr);

@@ -117,20 +117,12 @@ struct pp {
 	struct pb strtab, functab, loctab, maptab;
 };
 
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-	return base_hash64(h);
-}
-
 static uint64_t str(struct pp *x, const char *s)
 {
 	if (!s || !*s)
 		return 0;
 	size_t n = strlen(s);
-	uint64_t h = hash_bytes(s, n);
+	uint64_t h = base_hash_bytes(s, n);
 	struct sent *head = base_map_get(&x->strs, h);
 	for (struct sent *e = head; e; e = e->next)
 		if (e->len == n && !memcmp(e->s, s, n))

@@ -95,16 +95,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "sframe_dump: %s: not an ELF file\n", argv[1]);
 			return 1;
 		}
-		struct elfv_sec sec;
-		if (elfv_section(v, ".sframe", &sec) == 0 && sec.data) {
-			data = sec.data;
-			size = sec.size;
-			addr = sec.addr;
-		} else if (v->sframe.filesz) {
-			data = v->map + v->sframe.offset;
-			size = v->sframe.filesz;
-			addr = v->sframe.vaddr;
-		}
+		uint64_t sz = 0;
+		if (elfv_sframe(v, &data, &sz, &addr))
+			size = (size_t)sz;
 	} else {
 		fprintf(stderr, "usage: sframe_dump FILE | --raw FILE ADDR\n");
 		return 2;

@@ -123,6 +123,7 @@ struct modsum {
 	struct modsteps {
 		const char *name;
 		uint64_t fp, sframe;
+		uint64_t key; /* the count being listed (sorted by it) */
 	} *steps;
 	size_t nsteps, capsteps;
 };
@@ -141,35 +142,29 @@ static void note_steps(struct modsum *ms, struct uw_module *m)
 		ms->steps = n;
 		ms->capsteps = cap;
 	}
-	ms->steps[ms->nsteps++] = (struct modsteps){ uw_module_name(m), ks.steps_fp, ks.steps_sframe };
+	ms->steps[ms->nsteps++] = (struct modsteps){ uw_module_name(m), ks.steps_fp, ks.steps_sframe, 0 };
 }
 
-static int cmp_fp_steps(const void *x, const void *y)
+static int cmp_steps(const void *x, const void *y)
 {
 	const struct modsteps *a = x, *b = y;
-	if (a->fp != b->fp)
-		return a->fp < b->fp ? 1 : -1;
-	return strcmp(a->name, b->name);
-}
-
-static int cmp_sframe_steps(const void *x, const void *y)
-{
-	const struct modsteps *a = x, *b = y;
-	if (a->sframe != b->sframe)
-		return a->sframe < b->sframe ? 1 : -1;
+	if (a->key != b->key)
+		return a->key < b->key ? 1 : -1;
 	return strcmp(a->name, b->name);
 }
 
 /* "# frame-pointer steps by module: a 12, b 3" (the first 8; the rest summed) */
 static void print_steps(FILE *f, struct modsum *ms, bool fp)
 {
+	for (size_t i = 0; i < ms->nsteps; i++)
+		ms->steps[i].key = fp ? ms->steps[i].fp : ms->steps[i].sframe;
 	if (ms->nsteps)
-		qsort(ms->steps, ms->nsteps, sizeof(*ms->steps), fp ? cmp_fp_steps : cmp_sframe_steps);
+		qsort(ms->steps, ms->nsteps, sizeof(*ms->steps), cmp_steps);
 	const char *sep = "";
 	uint64_t rest = 0;
 	size_t shown = 0, others = 0;
 	for (size_t i = 0; i < ms->nsteps; i++) {
-		uint64_t n = fp ? ms->steps[i].fp : ms->steps[i].sframe;
+		uint64_t n = ms->steps[i].key;
 		if (!n)
 			continue;
 		if (!shown)

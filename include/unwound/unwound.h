@@ -790,6 +790,9 @@ struct uw_profile_opts {
 	int by_line;            /* 1: frames named "function file:line" (group by source line) */
 	int weight;             /* enum uw_weight */
 	int by_thread;          /* 1: keep each sample's pid and tid (tables sorted by pid or tid) */
+	int keep_order;         /* 1: keep every sample's time and stack, in the order added (the
+	                         * time order of speedscope and of the flame graph's time line;
+	                         * 24 bytes a sample) */
 };
 
 struct uw_profile;
@@ -826,9 +829,37 @@ struct uw_pprof_opts {
  * profile of one event. opts may be NULL. @return 0 or -errno. */
 UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct uw_pprof_opts *opts);
 
+struct uw_speedscope_opts {
+	size_t sz;
+	const char *name;        /* the profile group's name (speedscope's title); NULL: "unwound" */
+};
+/* Writes the speedscope file format (https://www.speedscope.app/file-format-schema.json): one
+ * sampled profile per thread (give a profile made with by_thread), its samples in time order
+ * when the profile kept them (keep_order; else one per distinct stack), weighted by period
+ * (nanoseconds for cpu-clock and task-clock) unless the profile's weight is UW_WEIGHT_SAMPLES.
+ * Frames are shared: a function (or a source line, with by_line) with its source file, else
+ * its module, as file; inline functions are frames of their own with inline_frames. Give a
+ * profile of one event. opts may be NULL. @return 0 or -errno. */
+UW_API int uw_profile_write_speedscope(struct uw_profile *p, FILE *out, const struct uw_speedscope_opts *opts);
+
+struct uw_html_opts {
+	size_t sz;
+	const char *title;       /* NULL: "unwound" */
+	/* a profile to compare with (unwound diff): the graph is p's, each box coloured by the
+	 * change of its share from baseline's (red grew, blue shrank); NULL: none */
+	struct uw_profile *baseline;
+};
+/* Writes one self-contained HTML file (no network access) with an interactive flame graph of
+ * the profile: zoom, search, callers view, colours by module or kind, a thread selector and
+ * a time line of sample density to choose a time range (with keep_order; by_thread for the
+ * selector). Give a profile of one event. opts may be NULL. @return 0 or -errno. */
+UW_API int uw_profile_write_html(struct uw_profile *p, FILE *out, const struct uw_html_opts *opts);
+
 enum uw_top_sort { UW_TOP_SELF = 0, UW_TOP_TOTAL };
 /* Writes a table of functions with self and total shares, at most max_rows rows (0: 30). */
 UW_API int uw_profile_write_top(struct uw_profile *p, FILE *out, unsigned max_rows, enum uw_top_sort sort);
+
+enum uw_call_graph { UW_GRAPH_NONE = 0, UW_GRAPH_CALLER, UW_GRAPH_CALLEE };
 
 enum uw_table_columns {
 	UW_TABLE_BOTH = 0,      /* self% and total% */
@@ -846,6 +877,10 @@ struct uw_table_opts {
 	enum uw_table_columns columns;
 	double percent_limit;    /* rows under this share (of the order column) left out */
 	unsigned max_rows;       /* per event; 0: 30; UINT32_MAX: all */
+	/* each row's call graph below it (rows of functions: sort NULL or sym), as perf report -g:
+	 * with UW_GRAPH_CALLER the functions it calls, with UW_GRAPH_CALLEE its callers; branches
+	 * under percent_limit (of the event's total) left out */
+	int call_graph;          /* enum uw_call_graph */
 };
 /* Writes one section per event of the profile: `# Samples: N of event 'NAME'`, `# Event count
  * (approx.): SUM`, then the rows, weighted by period unless the profile's opts say otherwise.

@@ -34,6 +34,7 @@ UW_API struct uw_profile *uw_profile_new(struct uw_session *s, const struct uw_p
 	base_map_init(&p->stacks);
 	p->order = BASE_VEC_INIT(struct pstack *);
 	p->events = BASE_VEC_INIT(struct pevent);
+	p->samples = BASE_VEC_INIT(struct psample);
 	return p;
 }
 
@@ -47,6 +48,7 @@ UW_API void uw_profile_free(struct uw_profile *p)
 	base_map_free(&p->stacks);
 	base_vec_free(&p->order);
 	base_vec_free(&p->events);
+	base_vec_free(&p->samples);
 	free(p->scratch);
 	free(p);
 }
@@ -87,6 +89,19 @@ static int event_index(struct uw_profile *p, const struct uw_sample *smp, uint32
 	ne->attr_index = smp->attr_index;
 	ne->name = smp->event_name ? proc_intern(p->s, smp->event_name, strlen(smp->event_name)) : "";
 	*out = (uint32_t)(p->events.len - 1);
+	return 0;
+}
+
+static int keep_sample(struct uw_profile *p, const struct uw_sample *smp, struct pstack *st)
+{
+	if (!p->o.keep_order)
+		return 0;
+	struct psample *ps = base_vec_push(&p->samples);
+	if (!ps)
+		return -ENOMEM;
+	ps->time = smp->time;
+	ps->period = smp->period;
+	ps->st = st;
 	return 0;
 }
 
@@ -138,7 +153,7 @@ UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *in)
 		if (same) {
 			st->samples++;
 			st->period += smp->period;
-			return 0;
+			return keep_sample(p, smp, st);
 		}
 	}
 	struct pstack *st = base_arena_alloc(&p->arena, sizeof(*st) + n * sizeof(struct pframe));
@@ -164,5 +179,7 @@ UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *in)
 				return -ENOMEM;
 		}
 	}
-	return base_map_put(&p->stacks, h, st);
+	if (base_map_put(&p->stacks, h, st))
+		return -ENOMEM;
+	return keep_sample(p, smp, st);
 }

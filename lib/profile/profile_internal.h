@@ -30,6 +30,12 @@ struct pstack {
 	struct pframe f[];      /* outermost last: f[0] is the innermost frame */
 };
 
+/* A sample in the order added (opts.keep_order). */
+struct psample {
+	uint64_t time, period;
+	struct pstack *st;
+};
+
 struct pevent {
 	uint32_t attr_index;
 	const char *name;
@@ -43,6 +49,7 @@ struct uw_profile {
 	struct base_map stacks; /* hash -> chain */
 	struct base_vec order;  /* struct pstack *, insertion order */
 	struct base_vec events; /* struct pevent, in order of first sample */
+	struct base_vec samples; /* struct psample (opts.keep_order) */
 	uint64_t nsamples;
 	struct pframe *scratch;
 	size_t scratch_cap;
@@ -78,6 +85,37 @@ unsigned prof_frame_levels(struct uw_profile *p, const struct pframe *f, const c
 /* The frame's source position as perf's srcline sort key shows it: "file.c:12", else
  * "symbol+offset" (decimal), else "module[address]". Interned. */
 const char *prof_frame_srcline(struct uw_profile *p, const struct pframe *f);
+
+/* Frames as viewers show them (speedscope, the flame graph): one per function, or per source
+ * line with opts.by_line, with its module, source file and kind; a profile frame (an address)
+ * gives one, or with opts.inline_frames one per inline level. Numbered in order of first use. */
+enum dframe_kind { DF_USER, DF_KERNEL, DF_JIT, DF_INLINED, DF_UNKNOWN };
+struct dframe {
+	const char *name;       /* interned */
+	const char *module;     /* interned basename, or NULL */
+	const char *file;       /* source file (full path), or NULL */
+	uint32_t line;          /* with opts.by_line, else 0 */
+	uint8_t kind;           /* enum dframe_kind */
+};
+struct frametab {
+	struct uw_profile *p;
+	struct base_vec frames; /* struct dframe */
+	struct base_map ids;    /* hash of a dframe -> struct dfent chain */
+	struct base_map levels; /* hash of a pframe -> struct dflev chain */
+	struct base_arena ar;
+};
+void frametab_init(struct frametab *t, struct uw_profile *p);
+void frametab_free(struct frametab *t);
+/* The viewer frames of a profile frame, innermost first (*ids valid until frametab_free).
+ * @return the count (at least 1), or 0 when out of memory. */
+unsigned frametab_levels(struct frametab *t, const struct pframe *f, const uint32_t **ids);
+static inline const struct dframe *frametab_get(const struct frametab *t, uint32_t id)
+{
+	return base_vec_at(&t->frames, id);
+}
+
+/* JSON string (quoted, escaped; invalid UTF-8 bytes as U+FFFD). */
+void prof_json_str(FILE *out, const char *s);
 
 /* A sample given by a caller, as this library's struct: read as far as its sz says (a caller
  * built against an older header has a shorter one), the rest zero. NULL when sz is too small

@@ -9,11 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 
-enum mode { MODE_TOP, MODE_SCRIPT, MODE_FOLDED, MODE_PPROF };
+enum mode { MODE_TOP, MODE_SCRIPT, MODE_FOLDED, MODE_PPROF, MODE_SPEEDSCOPE, MODE_HTML };
 
 struct report {
 	struct uw_session *s;
@@ -25,12 +26,24 @@ struct report {
 	struct uw_script_opts script;
 	struct uw_script_writer *sw;
 	uint64_t first_time, last_time; /* of the samples (pprof's time and duration) */
+	uint64_t time_start, time_end;  /* --time: samples kept (ns; end 0: no end) */
+	uint64_t progress_from;         /* monotonic ns after which progress is shown */
+	bool progress_shown;
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static int on_sample(void *ctx, const struct uw_sample *smp)
 {
 	struct report *r = ctx;
 	int e;
+	if ((r->time_start && smp->time < r->time_start) || (r->time_end && smp->time > r->time_end))
+		return 0;
 	if (smp->time && (!r->first_time || smp->time < r->first_time))
 		r->first_time = smp->time;
 	if (smp->time > r->last_time)
@@ -51,6 +64,10 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
 	struct report *r = ctx;
 	if (!r->tty || !total)
 		return;
+	/* only for reports that take a while: a quick one prints nothing */
+	if (!r->progress_shown && (done >= total || now_ns() < r->progress_from))
+		return;
+	r->progress_shown = true;
 	fprintf(stderr, "\rreading: %3u%% (%" PRIu64 " MiB)", (unsigned)(100 * done / total), done >> 20);
 	if (done >= total)
 		fprintf(stderr, "\r%40s\r", "");
@@ -70,8 +87,12 @@ static void report_usage(FILE *f)
 		"  --srcline           with the source file:line of each frame (--script)\n"
 		"  --no-demangle       C++ and Rust names as in the symbol table\n"
 		"  --folded            folded stacks: comm;outer;...;inner weight (one event: see --event)\n"
-		"  --format FORMAT     top (the default), script, folded, or pprof: gzipped profile.proto for\n"
-		"                      go tool pprof and pprof-based tools (one event; labels pid, tid, thread)\n"
+		"  --format FORMAT     top (the default), script, folded; pprof: gzipped profile.proto for\n"
+		"                      go tool pprof and pprof-based tools (labels pid, tid, thread);\n"
+		"                      speedscope: speedscope's JSON, a profile per thread in time order;\n"
+		"                      html: a self-contained interactive flame graph (one event each)\n"
+		"  -g caller|callee    with the table: each row's call graph below it, callees (caller)\n"
+		"                      or callers (callee, the default with --no-children)\n"
 		"  -o, --output FILE   write to FILE instead of standard output\n"
 		"  --stdio             (accepted for perf report's habit: the output is text)\n"
 		"  --sort KEYS         table rows by these keys, as perf report: comm, pid, tid, dso, sym,\n"
@@ -91,6 +112,8 @@ static void report_usage(FILE *f)
 		"filters:\n"
 		"  --event NAME        samples of this event only (any output)\n"
 		"  --pid PIDS, --tid TIDS, --comm NAMES   comma-separated lists, as perf report\n"
+		"  --time START,END    samples between these times (seconds, as perf script shows them;\n"
+		"                      either may be left out)\n"
 		"symbols and unwinding:\n"
 		"  --kallsyms FILE     kernel symbols (default /proc/kallsyms when the recording's kernel is running)\n"
 		"  --debug-dir DIR     extra root for separate debug files (repeatable; also $UNWOUND_DEBUG_PATH)\n"
@@ -335,8 +358,9 @@ struct ropts {
 	int *pids, *tids;
 	size_t npids, ntids, ncomms;
 	const char **comms;
-	int stitch;
+	int stitch, graph;
 	uint64_t stack_limit;
+	uint64_t time_start, time_end;
 	int nofp, nokernel, addrs, noinline, srcline, nodemangle, inl, byline, nocache, syncsym, offline;
 	int weight, order, columns, stdio;
 	unsigned rows, dbgd_ms;
@@ -387,13 +411,49 @@ static int set_mode(struct ropts *o, enum mode m)
 	return 0;
 }
 
+/* --time START,END: seconds as perf script prints them, either side may be empty (perf's
+ * percentages and lists of ranges are refused, not read otherwise). */
+static int parse_time(const char *arg, uint64_t *start, uint64_t *end)
+{
+	const char *comma = strchr(arg, ',');
+	if (!comma || strchr(comma + 1, ',') || strpbrk(arg, "% /")) {
+		fprintf(stderr, "unwound report: --time takes START,END in seconds (either may be left out), not '%s'"
+				"%s\n", arg, strpbrk(arg, "%/") ? " (perf's percentage forms are not supported)" : "");
+		return -1;
+	}
+	double v[2] = { 0, 0 };
+	const char *part[2] = { arg, comma + 1 };
+	size_t len[2] = { (size_t)(comma - arg), strlen(comma + 1) };
+	for (int i = 0; i < 2; i++) {
+		if (!len[i])
+			continue;
+		char buf[64], *endp;
+		if (len[i] >= sizeof(buf))
+			goto bad;
+		memcpy(buf, part[i], len[i]);
+		buf[len[i]] = 0;
+		errno = 0;
+		v[i] = strtod(buf, &endp);
+		if (errno || *endp || endp == buf || !(v[i] >= 0) || v[i] > 1.8e10)
+			goto bad;
+	}
+	if (len[1] && v[1] < v[0])
+		goto bad;
+	*start = (uint64_t)(v[0] * 1e9 + 0.5);
+	*end = len[1] ? (uint64_t)(v[1] * 1e9 + 0.5) : 0;
+	return 0;
+bad:
+	fprintf(stderr, "unwound report: --time: '%s' is not START,END in seconds with START <= END\n", arg);
+	return -1;
+}
+
 /* @return -1 (usage error, said), 0, or 1 for --help. */
 static int parse_args(int argc, char **argv, struct ropts *o)
 {
 	enum { O_SCRIPT = 256, O_FOLDED, O_FORMAT, O_PID, O_TID, O_COMM, O_KALLSYMS, O_DEBUGDIR, O_SYMFS,
 	       O_NOFP, O_STITCH, O_STACKLIMIT, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE, O_NODEMANGLE, O_INLINE,
 	       O_GROUP, O_OFFLINE, O_DBGDTIMEOUT, O_NOCACHE, O_SYNCSYM, O_STDIO, O_EVENT, O_WEIGHT,
-	       O_PCTLIMIT, O_CHILDREN, O_NOCHILDREN, O_SEARCH };
+	       O_PCTLIMIT, O_CHILDREN, O_NOCHILDREN, O_SEARCH, O_TIME };
 	static const struct option lo[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "script", no_argument, 0, O_SCRIPT }, { "folded", no_argument, 0, O_FOLDED },
@@ -415,6 +475,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		{ "stdio", no_argument, 0, O_STDIO }, { "event", required_argument, 0, O_EVENT },
 		{ "weight", required_argument, 0, O_WEIGHT }, { "percent-limit", required_argument, 0, O_PCTLIMIT },
 		{ "children", no_argument, 0, O_CHILDREN }, { "no-children", no_argument, 0, O_NOCHILDREN },
+		{ "time", required_argument, 0, O_TIME }, { "call-graph", required_argument, 0, 'g' },
 		CLI_LIMIT_OPTIONS,
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
@@ -423,7 +484,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 	int c, v;
 	double secs;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:o:vh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:g:vh", lo, NULL)) != -1) {
 		int l = cli_limit_option("report", c, optarg, &o->lim);
 		if (l < 0)
 			return -1;
@@ -437,8 +498,8 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		case O_SCRIPT: if (set_mode(o, MODE_SCRIPT)) return -1; break;
 		case O_FOLDED: if (set_mode(o, MODE_FOLDED)) return -1; break;
 		case O_FORMAT: {
-			static const char *const formats[] = { "top", "script", "folded", "pprof", NULL };
-			static const enum mode modes[] = { MODE_TOP, MODE_SCRIPT, MODE_FOLDED, MODE_PPROF };
+			static const char *const formats[] = { "top", "script", "folded", "pprof", "speedscope", "html", NULL };
+			static const enum mode modes[] = { MODE_TOP, MODE_SCRIPT, MODE_FOLDED, MODE_PPROF, MODE_SPEEDSCOPE, MODE_HTML };
 			int f;
 			if (cli_choice("report", "--format", optarg, formats, &f) || set_mode(o, modes[f]))
 				return -1;
@@ -470,6 +531,17 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		case O_NOCACHE: o->nocache = 1; break;
 		case O_SYNCSYM: o->syncsym = 1; break;
 		case O_STDIO: o->stdio = 1; break;
+		case O_TIME:
+			if (parse_time(optarg, &o->time_start, &o->time_end))
+				return -1;
+			break;
+		case 'g': {
+			static const char *const graphs[] = { "caller", "callee", NULL };
+			if (cli_choice("report", "-g", optarg, graphs, &v))
+				return -1;
+			o->graph = v ? UW_GRAPH_CALLEE : UW_GRAPH_CALLER;
+			break;
+		}
 		case O_EVENT: o->event = optarg; break;
 		case O_CHILDREN: o->columns = UW_TABLE_CHILDREN; o->order = UW_TOP_TOTAL; break;
 		case O_NOCHILDREN: o->columns = UW_TABLE_SELF; o->order = UW_TOP_SELF; break;
@@ -507,9 +579,9 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		fprintf(stderr, "unwound report: unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-	if (o->mode != MODE_TOP && (o->sort || o->percent_limit > 0 || o->columns)) {
-		fprintf(stderr, "unwound report: --sort, --percent-limit, --children and --no-children shape the table, "
-				"not --script or --folded\n");
+	if (o->mode != MODE_TOP && (o->sort || o->percent_limit > 0 || o->columns || o->graph)) {
+		fprintf(stderr, "unwound report: --sort, --percent-limit, --children, --no-children and -g shape the table, "
+				"not the other formats\n");
 		return -1;
 	}
 	if (o->mode == MODE_SCRIPT && o->weight) {
@@ -592,7 +664,7 @@ static int check_one_event(struct report *rep, struct uw_reader *rd)
 	fprintf(stderr, "unwound report: the recording has samples of %u events (", n);
 	for (unsigned i = 0; i < n; i++)
 		fprintf(stderr, "%s%s", i ? ", " : "", uw_profile_event_name(rep->prof, i));
-	fprintf(stderr, "): folded stacks are of one event; choose it with --event NAME\n");
+	fprintf(stderr, "): this output is of one event; choose it with --event NAME\n");
 	(void)rd;
 	return -1;
 }
@@ -611,7 +683,8 @@ int cmd_report(int argc, char **argv)
 		free(o.search);
 		return pr > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 	}
-	struct report rep = { .mode = o.mode };
+	struct report rep = { .mode = o.mode, .time_start = o.time_start, .time_end = o.time_end,
+			      .progress_from = now_ns() + 1000000000u };
 	struct outfd outfd = { .fd = -1 };
 	if (!o.in)
 		o.in = isatty(0) ? "perf.data" : "-";
@@ -677,9 +750,12 @@ int cmd_report(int argc, char **argv)
 			goto out;
 		}
 	} else {
+		/* the viewers show inline functions unless told not to (as perf script) */
+		bool viewer = rep.mode == MODE_SPEEDSCOPE || rep.mode == MODE_HTML;
 		UW_OPTS(uw_profile_opts, po, .no_kernel = o.nokernel, .addresses = o.addrs,
-			.inline_frames = o.inl || o.byline, .by_line = o.byline, .weight = o.weight,
-			.by_thread = rep.mode == MODE_PPROF || (o.sort && (strstr(o.sort, "pid") || strstr(o.sort, "tid"))));
+			.inline_frames = o.inl || o.byline || (viewer && !o.noinline), .by_line = o.byline, .weight = o.weight,
+			.by_thread = rep.mode == MODE_PPROF || viewer || (o.sort && (strstr(o.sort, "pid") || strstr(o.sort, "tid"))),
+			.keep_order = viewer);
 		rep.prof = uw_profile_new(rep.s, &po);
 		if (!rep.prof) {
 			fprintf(stderr, "unwound report: %s\n", strerror(errno));
@@ -700,13 +776,28 @@ int cmd_report(int argc, char **argv)
 	}
 	struct uw_reader_stats st = { .sz = sizeof(st) };
 	uw_reader_stats(rd, &st);
-	if (rep.mode == MODE_FOLDED || rep.mode == MODE_PPROF) {
+	if (rep.mode == MODE_FOLDED || rep.mode == MODE_PPROF || rep.mode == MODE_SPEEDSCOPE || rep.mode == MODE_HTML) {
 		if (!o.event && check_one_event(&rep, rd)) {
 			ret = CLI_EXIT_USAGE;
 			goto out;
 		}
+		const char *base = strrchr(o.in, '/') ? strrchr(o.in, '/') + 1 : o.in;
 		if (rep.mode == MODE_FOLDED) {
 			uw_profile_write_folded(rep.prof, rep.out);
+		} else if (rep.mode == MODE_SPEEDSCOPE) {
+			UW_OPTS(uw_speedscope_opts, so2, .name = base);
+			int pe = uw_profile_write_speedscope(rep.prof, rep.out, &so2);
+			if (pe && pe != -EIO) {
+				fprintf(stderr, "unwound report: %s\n", uw_strerror(pe));
+				goto out;
+			}
+		} else if (rep.mode == MODE_HTML) {
+			UW_OPTS(uw_html_opts, ho, .title = base);
+			int pe = uw_profile_write_html(rep.prof, rep.out, &ho);
+			if (pe && pe != -EIO) {
+				fprintf(stderr, "unwound report: %s\n", uw_strerror(pe));
+				goto out;
+			}
 		} else {
 			UW_OPTS(uw_pprof_opts, pp, .duration_nanos = rep.last_time - rep.first_time);
 			uint64_t wall;

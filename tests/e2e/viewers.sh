@@ -1,0 +1,34 @@
+#!/bin/sh
+# speedscope and the HTML flame graph, loaded into their real consumers: speedscope (npm) and
+# our page, both in headless Chromium (tests/viewers/check.mjs). A C++ program with inline
+# chains and a program with three threads are recorded with perf; what the viewers show (the
+# functions' self and total time, the totals, the threads, a zoom, a search, a time range) is
+# checked against perf script and unwound's folded stacks. Screenshots stay in the work dir.
+set -eu
+B=${UW_BUILD:?}
+S=${UW_SRC:?}
+W=$B/tests/work/viewers
+rm -rf "$W"; mkdir -p "$W"
+export UW_TEST_NODE="${UW_TEST_NODE:-${XDG_CACHE_HOME:-$HOME/.cache}/unwound/test-node}"
+[ -d "$UW_TEST_NODE/node_modules/puppeteer-core" ] && [ -d "$UW_TEST_NODE/node_modules/speedscope" ] ||
+    { echo "FAIL: the viewer test packages are not in $UW_TEST_NODE (scripts/install-deps check installs them)"; exit 1; }
+command -v chromium >/dev/null || { echo "FAIL: chromium is not installed (scripts/install-deps check)"; exit 1; }
+g++ -O2 -g -o "$W/cxxwork" "$S/tests/programs/cxxwork.cpp"
+perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$W/cxx.data" -- "$W/cxxwork" 1 >/dev/null 2>"$W/perf.err" ||
+    { echo "FAIL: perf record"; cat "$W/perf.err"; exit 1; }
+perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$W/threads.data" -- "$B/tests/e2e_nofp" threads 0.6 >/dev/null 2>"$W/perf.err" ||
+    { echo "FAIL: perf record"; cat "$W/perf.err"; exit 1; }
+for r in cxx threads; do
+    "$B/unwound" report -i "$W/$r.data" --format speedscope -o "$W/$r.speedscope.json"
+    "$B/unwound" report -i "$W/$r.data" --format html -o "$W/$r.html"
+    "$B/unwound" report -i "$W/$r.data" --format html -o "$W/$r.again.html"
+    cmp "$W/$r.html" "$W/$r.again.html" || { echo "FAIL: two runs wrote different pages"; exit 1; }
+    "$B/unwound" report -i "$W/$r.data" --folded --inline --weight period -o "$W/$r.folded"
+    perf script -i "$W/$r.data" -F tid,time,period >"$W/$r.perf" 2>/dev/null
+    # speedscope opens on the heaviest thread's profile
+    tid=$(awk '{ w[$1] += $3 } END { for (t in w) print w[t], t }' "$W/$r.perf" | sort -k1,1nr -k2,2n | head -1 | cut -d' ' -f2)
+    echo "$tid" >"$W/$r.tid"
+    "$B/unwound" report -i "$W/$r.data" --folded --inline --weight period --tid "$tid" -o "$W/$r.tid.folded"
+done
+python3 "$S/tests/e2e/viewers-expect.py" "$W" >"$W/expect.json"
+node "$S/tests/viewers/check.mjs" "$W"

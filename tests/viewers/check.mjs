@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+// Loads unwound's viewer outputs into their real consumers in headless Chromium and checks what
+// they show against expectations computed from perf script and unwound's folded stacks
+// (tests/e2e/viewers.sh writes expect.json).
+//   node check.mjs WORKDIR
+// WORKDIR holds expect.json, the speedscope files and the HTML pages; screenshots are written
+// there (flamegraph.png, speedscope.png).
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+
+const work = path.resolve(process.argv[2]);
+const nodeDir = process.env.UW_TEST_NODE;
+const require = createRequire(path.join(nodeDir, 'node_modules', 'x.js'));
+const puppeteer = require('puppeteer-core');
+const E = JSON.parse(fs.readFileSync(path.join(work, 'expect.json'), 'utf8'));
+let failures = 0;
+function check(ok, what) {
+  if (!ok) { failures++; console.log('FAIL: ' + what); } else console.log('ok: ' + what);
+}
+const browser = await puppeteer.launch({
+  executablePath: process.env.UW_CHROMIUM || '/usr/bin/chromium', headless: true,
+  args: ['--no-sandbox', '--allow-file-access-from-files', '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
+         '--disable-gpu-sandbox', '--no-first-run'],
+});
+async function open(url) {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e.message || e)));
+  page.on('requestfailed', (r) => errors.push('request failed: ' + r.url()));
+  // the page must not reach the network: any http(s) request is an error
+  await page.setRequestInterception(true);
+  page.on('request', (r) => { if (/^https?:/.test(r.url())) { errors.push('network request: ' + r.url()); r.abort(); } else r.continue(); });
+  await page.setViewport({ width: 1400, height: 900 });
+  await page.goto(url, { waitUntil: 'load' });
+  return { page, errors };
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---- speedscope: the sandwich view's table of functions (total and self time)
+function ms(text) {
+  const m = /^([\d.]+)(ns|µs|us|ms|s)/.exec(text.trim());
+  if (!m) return NaN;
+  const v = parseFloat(m[1]);
+  return m[2] === 's' ? v * 1000 : m[2] === 'ms' ? v : m[2] === 'ns' ? v / 1e6 : v / 1000;
+}
+for (const sc of E.speedscope) {
+  // the file itself: a profile per thread, each with the thread's periods (perf script's)
+  const doc = JSON.parse(fs.readFileSync(sc.file, 'utf8'));
+  const per = {};
+  for (const p of doc.profiles) {
+    const m = /\/(\d+)\)$/.exec(p.name);
+    per[m ? m[1] : p.name] = p.weights.reduce((a, b) => a + b, 0);
+    check(p.endValue === per[m ? m[1] : p.name] && p.samples.length === p.weights.length, `speedscope ${sc.name}: profile '${p.name}' is consistent`);
+  }
+  check(JSON.stringify(Object.entries(per).sort()) === JSON.stringify(Object.entries(sc.threads).sort()),
+    `speedscope ${sc.name}: one profile per thread with perf's periods ${JSON.stringify(sc.threads)} (file ${JSON.stringify(per)})`);
+  const js = path.join(work, path.basename(sc.file) + '.js');
+  fs.writeFileSync(js, `speedscope.loadFileFromBase64(${JSON.stringify(path.basename(sc.file))}, ${JSON.stringify(fs.readFileSync(sc.file).toString('base64'))})`);
+  const index = path.join(nodeDir, 'node_modules/speedscope/dist/release/index.html');
+  const { page, errors } = await open(`file://${index}#localProfilePath=${js}&view=sandwich`);
+  await page.waitForFunction(() => document.body.innerText.includes('Symbol Name'), { timeout: 30000 }).catch(() => {});
+  await sleep(500);
+  const text = await page.evaluate(() => document.body.innerText);
+  check(errors.length === 0, `speedscope ${sc.name}: loads without errors ${errors.join('; ')}`);
+  check(text.includes(sc.profile) && text.includes(sc.thread), `speedscope ${sc.name}: shows the profile '${sc.profile}...${sc.thread}'`);
+  // rows: total, self, name
+  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l.length);
+  const rows = new Map();
+  for (let i = 0; i + 2 < lines.length; i++) {
+    if (/^[\d.]+(ns|µs|ms|s) \(/.test(lines[i]) && /^[\d.]+(ns|µs|ms|s) \(/.test(lines[i + 1]))
+      rows.set(lines[i + 2], { total: ms(lines[i]), self: ms(lines[i + 1]) });
+  }
+  for (const [name, want] of Object.entries(sc.functions)) {
+    const got = rows.get(name);
+    // speedscope rounds to 2 decimals of the unit it picks (ms, or s above a second)
+    const tol = (x) => (x >= 1000 ? 5.001 : 0.0051);
+    check(got && Math.abs(got.self - want.self) <= tol(want.self) && Math.abs(got.total - want.total) <= tol(want.total),
+      `speedscope ${sc.name}: ${name} self ${want.self.toFixed(2)} ms total ${want.total.toFixed(2)} ms` +
+      (got ? ` (shown ${got.self} / ${got.total})` : ' (not shown)'));
+  }
+  await page.screenshot({ path: path.join(work, `speedscope-${sc.name}.png`) });
+  await page.close();
+}
+
+// ---- the flame graph page
+for (const h of E.html) {
+  const { page, errors } = await open('file://' + h.file);
+  await page.waitForFunction(() => window.unwound && window.unwound.root(), { timeout: 30000 });
+  const st = () => page.evaluate(() => ({ total: unwound.totals().v, n: unwound.totals().n, zoomed: unwound.name(unwound.zoomed()),
+    crumbs: document.getElementById('crumbs').textContent, matched: document.getElementById('matched').textContent,
+    kids: unwound.children(unwound.root()).map((k) => k[0]) }));
+  let s = await st();
+  check(errors.length === 0, `html ${h.name}: no console errors ${errors.join('; ')}`);
+  check(s.total === h.total && s.n === h.samples, `html ${h.name}: total ${h.total} in ${h.samples} samples (shown ${s.total} in ${s.n})`);
+  check(JSON.stringify(s.kids.slice(0, h.roots.length)) === JSON.stringify(h.roots), `html ${h.name}: outermost frames ${h.roots} (shown ${s.kids})`);
+  const html = fs.readFileSync(h.file, 'utf8');
+  check(!/<script[^>]+src=|<link[^>]+href=|https?:\/\/(?!www\.w3)/.test(html.replace(/"\$schema":"[^"]*"/, '')), `html ${h.name}: self-contained (no external scripts, styles or addresses)`);
+  // zoom: click the box of the frame to zoom into
+  const rect = await page.evaluate((names) => {
+    let n = unwound.root();
+    for (const nm of names) n = n.kids.find((c) => unwound.name(c) === nm);
+    const r = n && unwound.rectOf(n);
+    const c = document.getElementById('graph').getBoundingClientRect();
+    return r && { x: c.left + r.x + Math.min(r.w / 2, 20), y: c.top + r.y + r.h / 2 };
+  }, h.zoom);
+  check(!!rect, `html ${h.name}: the box of ${h.zoom.join(' › ')} is drawn`);
+  if (rect) {
+    await page.mouse.move(rect.x, rect.y);
+    const tip = await page.evaluate(() => document.getElementById('tip').innerText);
+    check(tip.includes(h.zoom[h.zoom.length - 1]) && /total/.test(tip) && /module/.test(tip), `html ${h.name}: tooltip names the frame, its total and module`);
+    await page.mouse.click(rect.x, rect.y);
+    s = await st();
+    check(s.zoomed === h.zoom[h.zoom.length - 1] && s.crumbs.includes(h.zoom.join(' › ')), `html ${h.name}: click zooms into ${h.zoom[h.zoom.length - 1]} (breadcrumbs '${s.crumbs}')`);
+    await page.evaluate(() => document.querySelector('#crumbs span.c').click());
+    s = await st();
+    check(s.zoomed === 'all', `html ${h.name}: the breadcrumb 'all' zooms out`);
+  }
+  // search: the matched share
+  await page.type('#search', h.search);
+  s = await st();
+  check(s.matched === 'matched: ' + h.matched, `html ${h.name}: search '${h.search}' matches ${h.matched} (shown '${s.matched}')`);
+  await page.evaluate(() => { const e = document.getElementById('search'); e.value = ''; e.dispatchEvent(new Event('input')); });
+  // callers view: the heaviest function by self weight is an outermost box
+  await page.click('#inverted');
+  s = await st();
+  check(s.kids[0] === h.top_self, `html ${h.name}: callers view starts with ${h.top_self} (shown ${s.kids[0]})`);
+  await page.click('#inverted');
+  await page.select('#colour', 'kind');
+  // time range: drag over the middle half of the time line
+  const tl = await page.evaluate(() => { const r = document.getElementById('timeline').getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+  await page.mouse.move(tl.x + tl.w * 0.25, tl.y + tl.h / 2);
+  await page.mouse.down();
+  await page.mouse.move(tl.x + tl.w * 0.6, tl.y + tl.h / 2, { steps: 5 });
+  await page.mouse.up();
+  const sel = await page.evaluate(() => ({ b0: unwound.state.b0, b1: unwound.state.b1, nb: unwound.data.nb, t0: unwound.data.t0, t1: unwound.data.t1 }));
+  s = await st();
+  // perf script's times and periods in the chosen buckets (perf prints microseconds: a sample
+  // within a microsecond of a bucket's edge may fall either side)
+  const span = sel.t1 - sel.t0 + 1;
+  let want = 0, slack = 0;
+  for (const [t, p] of h.perf_samples) {
+    const b = Math.min(sel.nb - 1, Math.floor((t - sel.t0) * sel.nb / span));
+    if (b >= sel.b0 && b < sel.b1) want += p;
+    const edge = (x) => Math.abs((t - sel.t0) - x * span / sel.nb) < 1000;
+    if (edge(sel.b0) || edge(sel.b1)) slack += p;
+  }
+  check(sel.b0 > 0 && sel.b1 < sel.nb && Math.abs(s.total - want) <= slack, `html ${h.name}: time range ${sel.b0}-${sel.b1} of ${sel.nb} holds ${want} (shown ${s.total})`);
+  await page.mouse.click(tl.x + 5, tl.y + tl.h / 2, { clickCount: 2 });
+  s = await st();
+  check(s.total === h.total, `html ${h.name}: double-click selects the whole time line again`);
+  // thread selector
+  for (const [tid, total] of Object.entries(h.threads)) {
+    await page.select('#thread', 't:' + tid);
+    s = await st();
+    check(s.total === total, `html ${h.name}: thread ${tid} holds ${total} (shown ${s.total})`);
+  }
+  await page.select('#thread', 'all');
+  await page.screenshot({ path: path.join(work, `flamegraph-${h.name}.png`), fullPage: true });
+  check(errors.length === 0, `html ${h.name}: no errors after interaction ${errors.join('; ')}`);
+  await page.close();
+}
+await browser.close();
+if (failures) { console.log(`${failures} checks failed`); process.exit(1); }
+console.log('viewers: ok');

@@ -39,6 +39,17 @@ struct table {
 	struct base_map rows;
 	struct base_vec order;   /* struct trow * */
 	struct base_arena ar;
+	/* with a call graph: each stack's rows, innermost first (by the stack's index) */
+	struct trow ***seq;
+	uint32_t *seqlen;
+};
+
+/* A node of a row's call graph: a function on the way out to the callers (UW_GRAPH_CALLEE) or
+ * in to the callees (UW_GRAPH_CALLER). */
+struct gnode {
+	struct trow *row;
+	uint64_t w;
+	struct gnode *kids, *next;
 };
 
 static int parse_keys(struct table *t, const char *sort)
@@ -122,6 +133,8 @@ static struct trow *row_of(struct table *t, const struct pstack *st, const struc
 /* Counts one stack of the event into the rows. @return 0 or -ENOMEM. */
 static int count_stack(struct table *t, const struct pstack *st, size_t idx, uint64_t w)
 {
+	struct trow *seq[4096];
+	uint32_t ns = 0;
 	if (!t->frame_keys || !st->n) {
 		struct trow *r = row_of(t, st, NULL, NULL);
 		if (!r)
@@ -145,8 +158,146 @@ static int count_stack(struct table *t, const struct pstack *st, size_t idx, uin
 				r->total += w;
 				r->mark = idx + 1;
 			}
+			if (ns < sizeof(seq) / sizeof(seq[0]))
+				seq[ns++] = r;
 		}
 	}
+	if (t->seq) {
+		t->seq[idx] = base_arena_alloc(&t->ar, (ns ? ns : 1) * sizeof(*seq));
+		if (!t->seq[idx])
+			return -ENOMEM;
+		memcpy(t->seq[idx], seq, ns * sizeof(*seq));
+		t->seqlen[idx] = ns;
+	}
+	return 0;
+}
+
+static const char *graph_name(const struct trow *r, char *buf, size_t len)
+{
+	if (r->sym)
+		return r->sym;
+	snprintf(buf, len, "0x%016" PRIx64, r->addr);
+	return buf;
+}
+
+static int cmp_gnode(const void *a, const void *b)
+{
+	const struct gnode *x = *(struct gnode *const *)a, *y = *(struct gnode *const *)b;
+	if (x->w != y->w)
+		return x->w > y->w ? -1 : 1;
+	char bx[32], by[32];
+	return strcmp(graph_name(x->row, bx, sizeof(bx)), graph_name(y->row, by, sizeof(by)));
+}
+
+/* Prints n's children as perf report's graph does: a chain of single callers (or callees) one
+ * per line, a branch with its share of the event's total where the way divides. */
+static void graph_print(FILE *out, struct gnode *n, char *prefix, size_t plen, uint64_t total, double limit)
+{
+	struct gnode *kv[64];
+	size_t k;
+	char buf[32];
+	for (;;) {
+		k = 0;
+		for (struct gnode *c = n->kids; c; c = c->next) {
+			if (!total || 100.0 * (double)c->w / (double)total < limit)
+				continue;
+			if (k < 64) {
+				kv[k++] = c;
+			} else { /* the 64 heaviest */
+				size_t m = 0;
+				for (size_t j = 1; j < k; j++)
+					m = kv[j]->w < kv[m]->w ? j : m;
+				if (c->w > kv[m]->w)
+					kv[m] = c;
+			}
+		}
+		if (k != 1 || kv[0]->w != n->w)
+			break;
+		/* a single way on: one line each, no share */
+		fprintf(out, "%.*s%s\n", (int)plen, prefix, graph_name(kv[0]->row, buf, sizeof(buf)));
+		n = kv[0];
+	}
+	if (k > 1)
+		qsort(kv, k, sizeof(*kv), cmp_gnode);
+	if (plen + 11 >= 512)
+		return;
+	for (size_t i = 0; i < k; i++) {
+		bool last = i + 1 == k;
+		fprintf(out, "%.*s|          \n", (int)plen, prefix);
+		fprintf(out, "%.*s%s--%.2f%%--%s\n", (int)plen, prefix, last ? " " : "|",
+			100.0 * (double)kv[i]->w / (double)total, graph_name(kv[i]->row, buf, sizeof(buf)));
+		memcpy(prefix + plen, last ? "           " : "|          ", 11);
+		graph_print(out, kv[i], prefix, plen + 11, total, limit);
+	}
+}
+
+/* The call graph of row r over the event's stacks, drawn as perf report --stdio draws it: with
+ * --no-children the callchains of the samples in r itself, from its caller out (callee order)
+ * or from the root in (caller order); otherwise the stacks through r, from r to its callers
+ * (callee) or its callees (caller), r itself not repeated. */
+static int write_graph(struct table *t, FILE *out, struct trow *r, uint32_t event, uint64_t total)
+{
+	struct uw_profile *p = t->p;
+	struct gnode root = { r, 0, NULL, NULL };
+	struct pstack **sv = p->order.data;
+	bool callers = t->o.call_graph == UW_GRAPH_CALLEE, self = t->o.columns == UW_TABLE_SELF;
+	for (size_t i = 0; i < p->order.len; i++) {
+		if (sv[i]->event != event || !t->seq[i] || !t->seqlen[i])
+			continue;
+		struct trow **q = t->seq[i];
+		uint32_t n = t->seqlen[i], at = n;
+		if (self) {
+			at = q[0] == r ? 0 : n;
+		} else {
+			/* callers of its innermost activation; callees of its outermost */
+			for (uint32_t j = 0; j < n; j++) {
+				if (q[j] == r) {
+					at = j;
+					if (callers)
+						break;
+				}
+			}
+		}
+		if (at == n)
+			continue;
+		uint64_t w = pstack_weight(p, sv[i], true);
+		root.w += w;
+		struct gnode *node = &root;
+		/* the way: r's callers outward; or r's callees inward. perf's caller order gives the samples in r itself their whole callchain from the root (r
+		 * included), less its outermost frame with --no-children: done the same here */
+		int64_t j = at, step = callers ? 1 : -1;
+		if (!callers)
+			j = q[0] != r ? at : self ? (int64_t)n - 1 : (int64_t)n;
+		for (;;) {
+			j += step;
+			if (j < 0 || j >= (int64_t)n)
+				break;
+			struct gnode *c = node->kids;
+			while (c && c->row != q[j])
+				c = c->next;
+			if (!c) {
+				c = base_arena_alloc(&t->ar, sizeof(*c));
+				if (!c)
+					return -ENOMEM;
+				*c = (struct gnode){ q[j], 0, NULL, node->kids };
+				node->kids = c;
+			}
+			c->w += w;
+			node = c;
+		}
+	}
+	char prefix[512];
+	memset(prefix, ' ', 15);
+	double limit = t->o.percent_limit > 0 ? t->o.percent_limit : 0.5;
+	if (root.kids && !root.kids->next && 100.0 * (double)root.kids->w / (double)(total ? total : 1) >= limit) {
+		/* one way only (samples without callers aside): "---" and the chain */
+		char buf[32];
+		fprintf(out, "            |\n            ---%s\n", graph_name(root.kids->row, buf, sizeof(buf)));
+		graph_print(out, root.kids, prefix, 15, total, limit);
+	} else if (root.kids) {
+		graph_print(out, &root, prefix, 12, total, limit);
+	}
+	fputc('\n', out);
 	return 0;
 }
 
@@ -222,6 +373,12 @@ static int write_event(struct table *t, FILE *out, uint32_t event)
 	uint64_t total = 0;
 	int err = 0;
 	struct pstack **sv = p->order.data;
+	if (t->o.call_graph) {
+		t->seq = calloc(p->order.len ? p->order.len : 1, sizeof(*t->seq));
+		t->seqlen = calloc(p->order.len ? p->order.len : 1, sizeof(*t->seqlen));
+		if (!t->seq || !t->seqlen)
+			return -ENOMEM;
+	}
 	for (size_t i = 0; i < p->order.len && !err; i++) {
 		if (sv[i]->event != event)
 			continue;
@@ -267,6 +424,8 @@ static int write_event(struct table *t, FILE *out, uint32_t event)
 			fprintf(out, "%7.2f%% %7.2f%%  ", s, tt);
 			pad(out, rv[i]->cells[0], 50);
 			fprintf(out, " %s\n", rv[i]->cells[1]);
+			if (t->o.call_graph && (err = write_graph(t, out, rv[i], event, total)))
+				return err;
 		}
 		return prof_out_error(out);
 	}
@@ -324,6 +483,8 @@ static int write_event(struct table *t, FILE *out, uint32_t event)
 				fputs(rv[i]->cells[k], out);
 		}
 		fputc('\n', out);
+		if (t->o.call_graph && (err = write_graph(t, out, rv[i], event, total)))
+			return err;
 	}
 	return prof_out_error(out);
 }
@@ -337,6 +498,10 @@ static void table_reset(struct table *t)
 	base_map_free(&t->rows);
 	base_vec_free(&t->order);
 	base_arena_free(&t->ar);
+	free(t->seq);
+	free(t->seqlen);
+	t->seq = NULL;
+	t->seqlen = NULL;
 	base_map_init(&t->rows);
 	t->order = BASE_VEC_INIT(struct trow *);
 	base_arena_init(&t->ar, 64 * 1024);
@@ -348,6 +513,9 @@ UW_API int uw_profile_write_table(struct uw_profile *p, FILE *out, const struct 
 	if (!p || !out || base_opts_copy(&t.o, sizeof(t.o), opts) || parse_keys(&t, t.o.sort))
 		return -EINVAL;
 	if ((has_key(&t, K_PID) || has_key(&t, K_TID)) && !p->o.by_thread)
+		return -EINVAL;
+	/* a call graph is of functions */
+	if (t.o.call_graph < UW_GRAPH_NONE || t.o.call_graph > UW_GRAPH_CALLEE || (t.o.call_graph && !has_key(&t, K_SYM)))
 		return -EINVAL;
 	if (!t.o.max_rows)
 		t.o.max_rows = 30;

@@ -584,6 +584,10 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 				"not the other formats\n");
 		return -1;
 	}
+	if (o->graph && o->sort && !strstr(o->sort, "sym")) {
+		fprintf(stderr, "unwound report: -g draws the call graph of functions: --sort needs the sym key\n");
+		return -1;
+	}
 	if (o->mode == MODE_SCRIPT && o->weight) {
 		fprintf(stderr, "unwound report: --weight applies to the table and --folded; --script shows each sample\n");
 		return -1;
@@ -821,7 +825,8 @@ int cmd_report(int argc, char **argv)
 		fprintf(rep.out, "# %" PRIu64 " samples, %" PRIu64 " distinct stacks\n#\n", uw_profile_nr_samples(rep.prof),
 			uw_profile_nr_stacks(rep.prof));
 		UW_OPTS(uw_table_opts, to, .sort = o.sort, .order = (enum uw_top_sort)o.order,
-			.columns = (enum uw_table_columns)o.columns, .percent_limit = o.percent_limit, .max_rows = o.rows);
+			.columns = (enum uw_table_columns)o.columns, .percent_limit = o.percent_limit, .max_rows = o.rows,
+			.call_graph = o.graph);
 		int te = uw_profile_write_table(rep.prof, rep.out, &to);
 		if (te && te != -EIO) {
 			fprintf(stderr, "unwound report: %s\n", uw_strerror(te));

@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+# Compares the call graphs under each entry of two perf-report-style outputs (perf's and
+# unwound's): every entry of perf's must be in unwound's with the same lines under it.
+import re
+import sys
+
+
+def blocks(path):
+    out, cur, seen = {}, None, set()
+    for line in open(path):
+        line = line.rstrip()
+        m = re.match(r"\s+[\d.]+%(\s+[\d.]+%)?\s+(\[.\] .*)$", line)
+        if m:
+            cur = m.group(2)
+            if cur in out:
+                # two symbols of one name (operator delete(void*) and (void*, size_t)): perf
+                # keeps them apart, unwound's rows are names
+                seen.add(cur)
+            out[cur] = []
+        elif cur is not None and line:
+            out[cur].append(line)
+    for k in seen:
+        del out[k]
+    return out
+
+
+perf, uw = blocks(sys.argv[1]), blocks(sys.argv[2])
+what = sys.argv[3]
+bad = [k for k in perf if perf[k] != uw.get(k)]
+if not perf or bad:
+    for k in bad[:2]:
+        print(f"entry {k}\n--- perf\n" + "\n".join(perf[k][:30]) + "\n--- unwound\n" + "\n".join(uw.get(k, ["(missing)"])[:30]))
+    print(f"FAIL: {what}: {len(bad)} of {len(perf)} entries' call graphs differ from perf report's")
+    sys.exit(1)
+print(f"{what}: {len(perf)} entries, call graphs equal to perf report's")

@@ -1,0 +1,35 @@
+#!/bin/sh
+# report -g caller|callee: the call graph under each function, compared block by block with
+# perf report --stdio -g (perf --no-inline: the table's functions are symbols) on the same
+# recordings: a program with known call trees and a C++ program with deep recursion. Also
+# --time START,END against perf script --time.
+set -eu
+B=${UW_BUILD:?}
+S=${UW_SRC:?}
+W=$B/tests/work/callgraph
+rm -rf "$W"; mkdir -p "$W"
+g++ -O2 -g -o "$W/cxxwork" "$S/tests/programs/cxxwork.cpp"
+perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$W/calltree.data" -- "$B/tests/e2e_nofp" calltree 0.5 >/dev/null 2>&1
+perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$W/cxx.data" -- "$W/cxxwork" 1 >/dev/null 2>&1
+compare() { # recording, modes...
+    d=$1; shift
+    for m in "$@"; do
+        # shellcheck disable=SC2086
+        perf report -i "$W/$d.data" --stdio --no-inline $(echo "$m" | sed 's/-g \([a-z]*\)/-g \1,0.5/') --sort sym \
+            2>/dev/null | grep -v "^#" >"$W/perf.txt"
+        # shellcheck disable=SC2086
+        "$B/unwound" report -i "$W/$d.data" $m --sort sym --rows 100000 | grep -v "^#" >"$W/uw.txt"
+        python3 "$S/tests/e2e/callgraph-compare.py" "$W/perf.txt" "$W/uw.txt" "$d: $m"
+    done
+}
+compare calltree "--no-children -g callee" "--no-children -g caller" "--children -g callee"
+compare cxx "--no-children -g callee" "--no-children -g caller"
+# --percent-limit prunes branches as perf's graph threshold does
+"$B/unwound" report -i "$W/cxx.data" --no-children -g callee --sort sym --percent-limit 5 >"$W/limit.txt"
+! grep -q -- "--[0-4]\.[0-9][0-9]%--" "$W/limit.txt" || { echo "FAIL: --percent-limit 5 left a smaller branch"; exit 1; }
+# --time: the middle of the recording, perf script's samples in the same range
+set -- $(perf script -i "$W/cxx.data" -F time 2>/dev/null | tr -d ' :' | sort -n | awk '{ t[NR] = $1 } END { print t[int(NR/3)], t[int(2*NR/3)] }')
+want=$(perf script -i "$W/cxx.data" --time "$1,$2" -F period 2>/dev/null | awk '{ s += $1 } END { print s }')
+got=$("$B/unwound" report -i "$W/cxx.data" --time "$1,$2" --folded --weight period | awk '{ s += $NF } END { print s }')
+[ "$want" = "$got" ] || { echo "FAIL: --time $1,$2: weight $got, perf script $want"; exit 1; }
+echo "callgraph: ok (--time $1,$2: $got)"

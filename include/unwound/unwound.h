@@ -855,6 +855,26 @@ struct uw_html_opts {
  * selector). Give a profile of one event. opts may be NULL. @return 0 or -errno. */
 UW_API int uw_profile_write_html(struct uw_profile *p, FILE *out, const struct uw_html_opts *opts);
 
+enum uw_diff_format {
+	UW_DIFF_FUNCTIONS = 0,  /* perf diff's table: per function and module, the baseline's share
+	                         * and the change ("Baseline  Delta Abs  Shared Object  Symbol") */
+	UW_DIFF_STACKS,         /* per folded stack: both shares and the change */
+	UW_DIFF_FOLDED,         /* `stack weight_baseline weight_new` lines: FlameGraph's
+	                         * difffolded.pl output, flamegraph.pl's differential input */
+};
+struct uw_diff_opts {
+	size_t sz;
+	int format;             /* enum uw_diff_format */
+	unsigned max_rows;      /* tables; 0: all */
+	double percent_limit;   /* table rows whose shares and change are all under this, left out */
+};
+/* Compares two profiles of one session (the same event in two recordings): shares are of each
+ * profile's total (by period, or samples with UW_WEIGHT_SAMPLES), so runs of different
+ * lengths compare; functions match by name and module name, stacks by their names. Rows are
+ * sorted by the size of the change. @return 0, -EINVAL (profiles of two sessions) or -errno. */
+UW_API int uw_profile_write_diff(struct uw_profile *baseline, struct uw_profile *p, FILE *out,
+                                 const struct uw_diff_opts *opts);
+
 enum uw_top_sort { UW_TOP_SELF = 0, UW_TOP_TOTAL };
 /* Writes a table of functions with self and total shares, at most max_rows rows (0: 30). */
 UW_API int uw_profile_write_top(struct uw_profile *p, FILE *out, unsigned max_rows, enum uw_top_sort sort);

@@ -10,6 +10,24 @@
 
 #include "profile/profile_internal.h"
 
+uint32_t prof_stack_names(struct uw_profile *p, const struct pstack *st, const char **names, uint64_t *hash)
+{
+	/* names are interned: a line is identified by its name pointers */
+	uint64_t h = base_hash64((uintptr_t)st->comm);
+	uint32_t nn = 0;
+	for (uint32_t k = 0; k < st->n; k++) {
+		const char *lv[MAX_LEVELS];
+		unsigned m = prof_frame_levels(p, &st->f[st->n - 1 - k], lv, false);
+		for (unsigned j = m; j-- > 0;) { /* outermost first */
+			names[nn] = lv[j];
+			h = base_hash64(h ^ (uintptr_t)names[nn]) + nn;
+			nn++;
+		}
+	}
+	*hash = h;
+	return nn;
+}
+
 struct fline {
 	struct fline *next;
 	uint64_t hash, weight;
@@ -35,18 +53,8 @@ UW_API int uw_profile_write_folded(struct uw_profile *p, FILE *out)
 			err = -ENOMEM;
 			break;
 		}
-		/* names are interned: a line is identified by its name pointers */
-		uint64_t h = base_hash64((uintptr_t)st->comm);
-		uint32_t nn = 0;
-		for (uint32_t k = 0; k < st->n; k++) {
-			const char *lv[MAX_LEVELS];
-			unsigned m = prof_frame_levels(p, &st->f[st->n - 1 - k], lv, false);
-			for (unsigned j = m; j-- > 0;) { /* outermost first */
-				names[nn] = lv[j];
-				h = base_hash64(h ^ (uintptr_t)names[nn]) + nn;
-				nn++;
-			}
-		}
+		uint64_t h;
+		uint32_t nn = prof_stack_names(p, st, names, &h);
 		uint64_t w = pstack_weight(p, st, false);
 		struct fline *head = base_map_get(&lines, h), *l;
 		for (l = head; l; l = l->next)

@@ -95,13 +95,15 @@ unsigned frametab_levels(struct frametab *t, const struct pframe *f, const uint3
 	unsigned ni = 0;
 	if (!f->kernel && f->mod)
 		uw_symbolize_inline(p->s, f->mod, f->addr, &inl, &ni);
+	/* names interned: frames of two profiles (a diff) compare by pointer */
+	base = intern(p, base);
 	if (!ni) {
 		d[n++] = (struct dframe){ base, module, NULL, 0, kind };
 	} else {
 		unsigned first = p->o.inline_frames ? 0 : ni - 1;
 		for (unsigned i = first; i < ni && n < MAX_LEVELS; i++) {
 			bool outer = i == ni - 1;
-			const char *fn = outer || !inl[i].function ? base : inl[i].function;
+			const char *fn = outer || !inl[i].function ? base : intern(p, inl[i].function);
 			d[n++] = (struct dframe){ fn, module, intern(p, inl[i].file), p->o.by_line ? inl[i].line : 0,
 						  outer ? kind : DF_INLINED };
 		}

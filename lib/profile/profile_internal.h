@@ -82,6 +82,9 @@ const char *prof_frame_symbol(struct uw_profile *p, const struct pframe *f);
 /* The display names of a frame, innermost first: one, or with inline_frames the inlined
  * functions then the containing one; with by_line each carries its file:line. Interned. */
 unsigned prof_frame_levels(struct uw_profile *p, const struct pframe *f, const char **names, bool table);
+/* A stack's names as folded stacks show them, outermost first, into names (room for st->n *
+ * MAX_LEVELS with inline frames, else st->n), and a hash of them and the comm. @return the count. */
+uint32_t prof_stack_names(struct uw_profile *p, const struct pstack *st, const char **names, uint64_t *hash);
 /* The frame's source position as perf's srcline sort key shows it: "file.c:12", else
  * "symbol+offset" (decimal), else "module[address]". Interned. */
 const char *prof_frame_srcline(struct uw_profile *p, const struct pframe *f);

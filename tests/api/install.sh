@@ -12,7 +12,7 @@ DESTDIR=$W/stage cmake --install "$B" --prefix /opt/unwound-test >"$W/install.lo
 R=$W/stage/opt/unwound-test
 for f in lib/libunwound.so.0 lib/libunwound.a include/unwound/unwound.h lib/pkgconfig/unwound.pc bin/unwound \
     lib/cmake/unwound/unwoundConfig.cmake share/man/man1/unwound.1 share/man/man1/unwound-record.1 \
-    share/man/man1/unwound-report.1 share/man/man1/unwound-inject.1 share/man/man3/libunwound.3; do
+    share/man/man1/unwound-report.1 share/man/man1/unwound-inject.1 share/man/man1/unwound-diff.1 share/man/man3/libunwound.3; do
     [ -e "$R/$f" ] || fail "$f not installed"
 done
 # pkg-config finds the files where they were installed (relocatable .pc)

@@ -28,7 +28,7 @@ bad_values="abc 5abc -1 0x 1e999 99999999999999999999999 ''"
 perf record -q -e cpu-clock -F 99 --call-graph dwarf,1024 -o in.data -- sleep 0.1 2>/dev/null
 
 checked=0
-for cmd in report record inject; do
+for cmd in report record inject diff; do
     "$U" $cmd --help >help-$cmd.txt
     # "  --rows N", "  -F, --freq HZ", "  --sort self|total": an option and a value word
     opts=$(sed -n 's/^  \(-[A-Za-z], \)\{0,1\}\(--[a-z-]*\) [^ ].*/\2/p' help-$cmd.txt | sort -u)
@@ -42,6 +42,7 @@ for cmd in report record inject; do
             rc=0
             case $cmd in
             record) "$U" record -q "$o" "$v" -o out.data -- true >/dev/null 2>err.txt || rc=$? ;;
+            diff) "$U" diff in.data in.data -o out.txt "$o" "$v" >/dev/null 2>err.txt || rc=$? ;;
             *) "$U" $cmd -i in.data -o out.txt "$o" "$v" >/dev/null 2>err.txt || rc=$? ;;
             esac
             [ $rc = 2 ] || fail "$cmd $o '$v': exit $rc, not a usage error ($(head -c 200 err.txt))"
@@ -53,6 +54,7 @@ for cmd in report record inject; do
         case $cmd in
         record) "$U" record -q "$o" "$g" -o out.data -- true >/dev/null 2>err.txt || rc=$? ;;
         inject) "$U" inject -i in.data -o out.data "$o" "$g" >/dev/null 2>err.txt || rc=$? ;;
+        diff) "$U" diff in.data in.data -o out.txt "$o" "$g" >/dev/null 2>err.txt || rc=$? ;;
         *) "$U" report -i in.data -o out.txt "$o" "$g" >/dev/null 2>err.txt || rc=$? ;;
         esac
         [ $rc = 0 ] || fail "$cmd $o $g: exit $rc ($(cat err.txt))"

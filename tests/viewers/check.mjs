@@ -45,7 +45,7 @@ function ms(text) {
   const v = parseFloat(m[1]);
   return m[2] === 's' ? v * 1000 : m[2] === 'ms' ? v : m[2] === 'ns' ? v / 1e6 : v / 1000;
 }
-for (const sc of E.speedscope) {
+for (const sc of E.speedscope || []) {
   // the file itself: a profile per thread, each with the thread's periods (perf script's)
   const doc = JSON.parse(fs.readFileSync(sc.file, 'utf8'));
   const per = {};
@@ -85,7 +85,7 @@ for (const sc of E.speedscope) {
 }
 
 // ---- the flame graph page
-for (const h of E.html) {
+for (const h of E.html || []) {
   const { page, errors } = await open('file://' + h.file);
   await page.waitForFunction(() => window.unwound && window.unwound.root(), { timeout: 30000 });
   const st = () => page.evaluate(() => ({ total: unwound.totals().v, n: unwound.totals().n, zoomed: unwound.name(unwound.zoomed()),
@@ -159,6 +159,30 @@ for (const h of E.html) {
   await page.select('#thread', 'all');
   await page.screenshot({ path: path.join(work, `flamegraph-${h.name}.png`), fullPage: true });
   check(errors.length === 0, `html ${h.name}: no errors after interaction ${errors.join('; ')}`);
+  await page.close();
+}
+// ---- differential flame graphs: the new profile's boxes, red where the share grew
+for (const d of E.diffs || []) {
+  const { page, errors } = await open('file://' + d.file);
+  await page.waitForFunction(() => window.unwound && window.unwound.root(), { timeout: 30000 });
+  const got = await page.evaluate((d) => {
+    const rgb = (c) => (/rgb\((\d+),(\d+),(\d+)\)/.exec(c) || []).slice(1).map(Number);
+    const col = (p) => { const n = unwound.find(p); return n ? rgb(unwound.colour(n)) : null; };
+    return { total: unwound.totals().v, base: unwound.totals().b, grew: col(d.grew), shrank: col(d.shrank),
+             title: document.getElementById('title').textContent };
+  }, d);
+  check(errors.length === 0, `diff ${d.name}: no console errors ${errors.join('; ')}`);
+  check(got.total === d.total && got.base === d.base, `diff ${d.name}: totals ${d.base} → ${d.total} (shown ${got.base} → ${got.total})`);
+  check(got.grew && got.grew[0] === 255 && got.grew[2] < 255, `diff ${d.name}: ${d.grew.join(' › ')} is red (grew): ${got.grew}`);
+  check(got.shrank && got.shrank[2] === 255 && got.shrank[0] < 255, `diff ${d.name}: ${d.shrank.join(' › ')} is blue (shrank): ${got.shrank}`);
+  // what went away is seen with the baseline's widths
+  const before = await page.evaluate((p) => !!unwound.rectOf(unwound.find(p)), d.shrank);
+  await page.click('#negate');
+  const after = await page.evaluate((p) => !!unwound.rectOf(unwound.find(p)), d.shrank);
+  check(!before && after, `diff ${d.name}: ${d.shrank[d.shrank.length - 1]} (gone) is drawn only with the baseline's widths`);
+  await page.click('#negate');
+  check(errors.length === 0, `diff ${d.name}: no errors after interaction ${errors.join('; ')}`);
+  await page.screenshot({ path: path.join(work, `diff-${d.name}.png`), fullPage: true });
   await page.close();
 }
 await browser.close();

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #ifndef UW_CLI_H
 #define UW_CLI_H
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <unwound/unwound.h>
 
@@ -12,6 +14,7 @@
 int cmd_report(int argc, char **argv);
 int cmd_inject(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 void cli_log(void *ctx, enum uw_log_level lvl, const char *msg);
 
 /* Strict argument parsing: the whole string, in range, else a message naming the option and
@@ -54,4 +57,16 @@ enum { CLI_O_MAXFR = 1000, CLI_O_MAXKFR, CLI_O_MAXINFLATE, CLI_O_MAXSIDE, CLI_O_
 /* Handles a limit option; @return 1 when c was one, 0 when not, -1 on a bad value (said). */
 int cli_limit_option(const char *cmd, int c, const char *arg, struct cli_limits *l);
 extern int cli_verbose;
+
+/* A text output's stream: writes go through here, so the reason a write failed (disk full) is
+ * the one reported (stdio keeps only an error flag, and errno by the time it is looked at may
+ * be any later call's). */
+struct cli_out {
+	int fd;
+	int err;                /* the first write's errno, or 0 */
+	bool close;
+};
+/* path (0644 less the umask, created the way every output is: uw_output_create), or standard
+ * output when NULL. NULL and a message on failure. */
+FILE *cli_open_output(const char *cmd, const char *path, struct cli_out *o);
 #endif

@@ -595,70 +595,6 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 	return 0;
 }
 
-/* The output stream writes through here, so the reason a write failed (disk full) is the one
- * reported: stdio keeps only an error flag, and errno by the time it is looked at may be any
- * later call's. */
-struct outfd {
-	int fd;
-	int err;                /* the first write's errno, or 0 */
-	bool close;
-};
-
-static ssize_t out_write(void *cookie, const char *buf, size_t n)
-{
-	struct outfd *o = cookie;
-	size_t done = 0;
-	while (done < n) {
-		ssize_t w = write(o->fd, buf + done, n - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (!o->err)
-				o->err = w < 0 ? errno : EIO;
-			/* what was written; 0 is the error (fopencookie's write must not return a
-			 * negative value: stdio took -1 for a count and wrote past its buffer) */
-			errno = o->err;
-			return (ssize_t)done;
-		}
-		done += (size_t)w;
-	}
-	return (ssize_t)n;
-}
-
-static int out_close(void *cookie)
-{
-	struct outfd *o = cookie;
-	int rc = o->close ? close(o->fd) : 0;
-	if (rc && !o->err)
-		o->err = errno;
-	return rc;
-}
-
-/* Text outputs: 0644 less the umask, created the way every output is (uw_output_create);
- * standard output without one. */
-static FILE *open_output(const char *path, struct outfd *o)
-{
-	o->fd = 1;
-	o->close = false;
-	if (path) {
-		o->fd = uw_output_create(path, 0644);
-		if (o->fd < 0) {
-			fprintf(stderr, "unwound report: %s: %s\n", path, uw_strerror(o->fd));
-			return NULL;
-		}
-		o->close = true;
-	}
-	FILE *f = fopencookie(o, "w", (cookie_io_functions_t){ .write = out_write, .close = out_close });
-	if (f)
-		setvbuf(f, NULL, _IOFBF, 1 << 16);
-	if (!f) {
-		fprintf(stderr, "unwound report: %s: %s\n", path ? path : "standard output", strerror(errno));
-		if (o->close)
-			close(o->fd);
-	}
-	return f;
-}
-
 /* More than one event with samples and no --event: folded stacks would add their weights. */
 static int check_one_event(struct report *rep, struct uw_reader *rd)
 {
@@ -689,7 +625,7 @@ int cmd_report(int argc, char **argv)
 	}
 	struct report rep = { .mode = o.mode, .time_start = o.time_start, .time_end = o.time_end,
 			      .progress_from = now_ns() + 1000000000u };
-	struct outfd outfd = { .fd = -1 };
+	struct cli_out outfd = { .fd = -1 };
 	if (!o.in)
 		o.in = isatty(0) ? "perf.data" : "-";
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
@@ -745,7 +681,7 @@ int cmd_report(int argc, char **argv)
 		ret = CLI_EXIT_USAGE;
 		goto out;
 	}
-	if (!(rep.out = open_output(o.outp, &outfd)))
+	if (!(rep.out = cli_open_output("report", o.outp, &outfd)))
 		goto out;
 	if (rep.mode == MODE_SCRIPT) {
 		rep.sw = uw_script_writer_new(rep.s, rep.out, &rep.script);

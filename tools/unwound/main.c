@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -181,6 +182,61 @@ int cli_limit_option(const char *cmd, int c, const char *arg, struct cli_limits 
 	}
 }
 
+static ssize_t out_write(void *cookie, const char *buf, size_t n)
+{
+	struct cli_out *o = cookie;
+	size_t done = 0;
+	while (done < n) {
+		ssize_t w = write(o->fd, buf + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (!o->err)
+				o->err = w < 0 ? errno : EIO;
+			/* what was written; 0 is the error (fopencookie's write must not return a
+			 * negative value: stdio took -1 for a count and wrote past its buffer) */
+			errno = o->err;
+			return (ssize_t)done;
+		}
+		done += (size_t)w;
+	}
+	return (ssize_t)n;
+}
+
+static int out_close(void *cookie)
+{
+	struct cli_out *o = cookie;
+	int rc = o->close ? close(o->fd) : 0;
+	if (rc && !o->err)
+		o->err = errno;
+	return rc;
+}
+
+/* Text outputs: 0644 less the umask, created the way every output is (uw_output_create);
+ * standard output without one. */
+FILE *cli_open_output(const char *cmd, const char *path, struct cli_out *o)
+{
+	o->fd = 1;
+	o->close = false;
+	if (path) {
+		o->fd = uw_output_create(path, 0644);
+		if (o->fd < 0) {
+			fprintf(stderr, "unwound %s: %s: %s\n", cmd, path, uw_strerror(o->fd));
+			return NULL;
+		}
+		o->close = true;
+	}
+	FILE *f = fopencookie(o, "w", (cookie_io_functions_t){ .write = out_write, .close = out_close });
+	if (f)
+		setvbuf(f, NULL, _IOFBF, 1 << 16);
+	if (!f) {
+		fprintf(stderr, "unwound %s: %s: %s\n", cmd, path ? path : "standard output", strerror(errno));
+		if (o->close)
+			close(o->fd);
+	}
+	return f;
+}
+
 void cli_log(void *ctx, enum uw_log_level lvl, const char *msg)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
@@ -194,7 +250,8 @@ static void usage(FILE *f)
 		   "commands:\n"
 		   "  report   unwind and symbolize a perf.data file recorded with --call-graph dwarf\n"
 		   "  record   record with perf_event_open and unwind online (perf.data with callchains)\n"
-		   "  inject   rewrite such a file with ready callchains (for perf report, hotspot)\n\n"
+		   "  inject   rewrite such a file with ready callchains (for perf report, hotspot)\n"
+		   "  diff     compare two recordings: per function, per stack, folded or a flame graph\n\n"
 		   "Run 'unwound <command> --help' for the options of a command.\n");
 }
 
@@ -208,6 +265,8 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "diff"))
+		return cmd_diff(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "inject"))
 		return cmd_inject(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

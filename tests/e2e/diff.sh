@@ -1,0 +1,94 @@
+#!/bin/sh
+# unwound diff: two recordings of a program whose time moves from one function to another
+# (the e2e program's calltree and shlib modes). The function table equals perf diff's on the
+# same files (rows compared as sets: ties may be ordered differently); the folded differential
+# lines carry each recording's own folded weights; the stacks table's shares are those of the
+# folded stacks; the differential flame graph loads in headless Chromium with the grown
+# function red and the shrunk one blue.
+set -eu
+B=${UW_BUILD:?}
+S=${UW_SRC:?}
+W=$B/tests/work/diff
+rm -rf "$W"; mkdir -p "$W"
+E=$B/tests/e2e_nofp
+perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$W/a.data" -- "$E" calltree 0.5 >/dev/null 2>&1
+perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$W/b.data" -- "$E" shlib 0.5 >/dev/null 2>&1
+U="$B/unwound"
+fail() { echo "FAIL: $*"; exit 1; }
+# perf diff's table
+perf diff "$W/a.data" "$W/b.data" 2>/dev/null | grep -v '^#' | grep -v '^$' | awk '{$1=$1; print}' | sort >"$W/perf.txt"
+"$U" diff "$W/a.data" "$W/b.data" -o "$W/functions.txt"
+grep -v '^#' "$W/functions.txt" | grep -v '^$' | awk '{$1=$1; print}' | sort >"$W/uw.txt"
+[ -s "$W/perf.txt" ] || fail "perf diff printed nothing"
+diff -u "$W/perf.txt" "$W/uw.txt" || fail "the function table differs from perf diff's"
+# perf diff's default file names
+(cd "$W" && cp a.data perf.data.old && cp b.data perf.data && "$U" diff >default.txt && cmp default.txt functions.txt) ||
+    fail "diff without arguments does not compare perf.data.old with perf.data"
+# folded: each side's weights are that recording's folded stacks
+"$U" diff "$W/a.data" "$W/b.data" --format folded -o "$W/diff.folded"
+"$U" report -i "$W/a.data" --folded -o "$W/a.folded"
+"$U" report -i "$W/b.data" --folded -o "$W/b.folded"
+python3 - "$W" <<'PY' || fail "folded differential stacks"
+import sys
+W = sys.argv[1]
+def load(p):
+    d = {}
+    for line in open(p):
+        st, w = line.rstrip("\n").rsplit(" ", 1)
+        d[st] = d.get(st, 0) + int(w)
+    return d
+a, b = load(f"{W}/a.folded"), load(f"{W}/b.folded")
+da, db = {}, {}
+for line in open(f"{W}/diff.folded"):
+    st, x, y = line.rstrip("\n").rsplit(" ", 2)
+    da[st], db[st] = int(x), int(y)
+assert {k: v for k, v in da.items() if v} == a, "baseline weights"
+assert {k: v for k, v in db.items() if v} == b, "new weights"
+assert set(da) == set(a) | set(b)
+print(f"folded: {len(da)} stacks, weights equal to each recording's folded stacks")
+PY
+# stacks: the shares of the folded stacks weighted by period
+"$U" diff "$W/a.data" "$W/b.data" --format stacks --weight samples -o "$W/stacks.txt"
+python3 - "$W" <<'PY' || fail "stacks table"
+import sys
+W = sys.argv[1]
+def load(p):
+    d = {}
+    for line in open(p):
+        st, w = line.rstrip("\n").rsplit(" ", 1)
+        d[st] = d.get(st, 0) + int(w)
+    t = sum(d.values())
+    return {k: 100.0 * v / t for k, v in d.items()}
+a, b = load(f"{W}/a.folded"), load(f"{W}/b.folded")
+n = 0
+for line in open(f"{W}/stacks.txt"):
+    if line.startswith("#") or not line.strip():
+        continue
+    f = line.split()
+    st = f[-1]
+    want = (b.get(st, 0) - a.get(st, 0))
+    got = float(f[-2].rstrip("%"))
+    assert abs(got - want) < 0.006, (st, got, want)
+    n += 1
+assert n == len(set(a) | set(b)), (n, len(set(a) | set(b)))
+print(f"stacks: {n} rows, changes equal to the folded stacks' shares")
+PY
+# argument errors are usage errors
+for bad in "--format nope" "--weight x" "--rows 0" "a b c"; do
+    rc=0; "$U" diff $bad >/dev/null 2>&1 || rc=$?
+    [ $rc = 2 ] || fail "diff $bad: exit $rc, not 2"
+done
+rc=0; "$U" diff "$W/a.data" "$W/nosuch.data" >/dev/null 2>"$W/err.txt" || rc=$?
+[ $rc = 1 ] && grep -q nosuch "$W/err.txt" || fail "a missing recording: exit $rc: $(cat "$W/err.txt")"
+# the differential flame graph, in Chromium
+"$U" diff "$W/a.data" "$W/b.data" --format html -o "$W/diff.html"
+export UW_TEST_NODE="${UW_TEST_NODE:-${XDG_CACHE_HOME:-$HOME/.cache}/unwound/test-node}"
+ta=$(perf script -i "$W/a.data" -F period 2>/dev/null | awk '{ s += $1 } END { print s }')
+tb=$(perf script -i "$W/b.data" -F period 2>/dev/null | awk '{ s += $1 } END { print s }')
+cat >"$W/expect.json" <<J
+{"diffs": [{"name": "calltree-shlib", "file": "$W/diff.html", "total": $tb, "base": $ta,
+  "grew": ["_start", "__libc_start_main@@GLIBC_2.34", "__libc_start_call_main", "main", "lib_entry"],
+  "shrank": ["_start", "__libc_start_main@@GLIBC_2.34", "__libc_start_call_main", "main", "tree_b"]}]}
+J
+node "$S/tests/viewers/check.mjs" "$W"
+echo "diff: ok"

@@ -93,7 +93,9 @@ unsigned frametab_levels(struct frametab *t, const struct pframe *f, const uint3
 	}
 	const struct uw_source_frame *inl = NULL;
 	unsigned ni = 0;
-	if (!f->kernel && f->mod)
+	/* DWARF (inline chains, source files) only when the profile names inline frames or lines:
+	 * without them a frame is its symbol and module, at the cost of the folded stacks */
+	if (!f->kernel && f->mod && (p->o.inline_frames || p->o.by_line))
 		uw_symbolize_inline(p->s, f->mod, f->addr, &inl, &ni);
 	/* names interned: frames of two profiles (a diff) compare by pointer */
 	base = intern(p, base);

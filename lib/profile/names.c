@@ -109,7 +109,43 @@ const char *prof_frame_srcline(struct uw_profile *p, const struct pframe *f)
 	return n ? n : "??:0";
 }
 
+static unsigned levels_uncached(struct uw_profile *p, const struct pframe *f, const char **names, bool table);
+
+/* A frame's levels are looked up once per distinct frame and kind (the inline chain under the
+ * session's lock, then kept here): a frame recurs across the distinct stacks. */
+struct lvl_ent {
+	struct lvl_ent *next;
+	struct uw_module *mod;
+	uint64_t addr;
+	uint8_t key;            /* kernel, table */
+	uint8_t n;
+	const char *names[];
+};
+
 unsigned prof_frame_levels(struct uw_profile *p, const struct pframe *f, const char **names, bool table)
+{
+	if ((!p->o.inline_frames && !p->o.by_line) || f->kernel || !f->mod)
+		return levels_uncached(p, f, names, table);
+	uint8_t key = (uint8_t)(table ? 2 : 0);
+	uint64_t h = base_hash64(f->addr ^ base_hash64((uintptr_t)f->mod + key + 0x100));
+	struct lvl_ent *head = base_map_get(&p->levels, h);
+	for (struct lvl_ent *e = head; e; e = e->next) {
+		if (e->addr == f->addr && e->mod == f->mod && e->key == key) {
+			memcpy(names, e->names, e->n * sizeof(*names));
+			return e->n;
+		}
+	}
+	unsigned n = levels_uncached(p, f, names, table);
+	struct lvl_ent *e = base_arena_alloc(&p->name_arena, sizeof(*e) + n * sizeof(*names));
+	if (e) {
+		*e = (struct lvl_ent){ head, f->mod, f->addr, key, (uint8_t)n };
+		memcpy(e->names, names, n * sizeof(*names));
+		base_map_put(&p->levels, h, e);
+	}
+	return n;
+}
+
+static unsigned levels_uncached(struct uw_profile *p, const struct pframe *f, const char **names, bool table)
 {
 	const char *base = table ? prof_frame_symbol(p, f) : prof_frame_name(p, f);
 	if ((!p->o.inline_frames && !p->o.by_line) || f->kernel || !f->mod) {

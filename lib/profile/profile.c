@@ -31,6 +31,7 @@ UW_API struct uw_profile *uw_profile_new(struct uw_session *s, const struct uw_p
 	base_arena_init(&p->arena, 256 * 1024);
 	base_arena_init(&p->name_arena, 64 * 1024);
 	base_map_init(&p->names);
+	base_map_init(&p->levels);
 	base_map_init(&p->stacks);
 	p->order = BASE_VEC_INIT(struct pstack *);
 	p->events = BASE_VEC_INIT(struct pevent);
@@ -45,6 +46,7 @@ UW_API void uw_profile_free(struct uw_profile *p)
 	base_arena_free(&p->arena);
 	base_arena_free(&p->name_arena);
 	base_map_free(&p->names);
+	base_map_free(&p->levels);
 	base_map_free(&p->stacks);
 	base_vec_free(&p->order);
 	base_vec_free(&p->events);

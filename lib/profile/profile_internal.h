@@ -54,6 +54,7 @@ struct uw_profile {
 	struct pframe *scratch;
 	size_t scratch_cap;
 	struct base_map names; /* hash(frame) -> struct name_ent chain: one lookup per distinct frame */
+	struct base_map levels; /* hash(frame) -> struct lvl_ent chain (names.c) */
 	struct base_arena name_arena;
 };
 

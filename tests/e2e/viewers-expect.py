@@ -40,7 +40,8 @@ def functions(stacks):
 
 
 exp = {"speedscope": [], "html": []}
-for name, profile, search in (("cxx", "cxxwork (", "sorted_median"), ("threads", "e2e_nofp (", "thread_work")):
+for name, profile, search in (("cxx", "cxxwork (", "sorted_median"), ("threads", "e2e_nofp (", "thread_work"),
+                              ("rec", "e2e_nofp (", "tree_a")):
     stacks = folded(name)
     self_, total = functions(stacks)
     ps = perf(name)

@@ -18,8 +18,13 @@ perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$W/cxx.data" -- "$W/cx
     { echo "FAIL: perf record"; cat "$W/perf.err"; exit 1; }
 perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$W/threads.data" -- "$B/tests/e2e_nofp" threads 0.6 >/dev/null 2>"$W/perf.err" ||
     { echo "FAIL: perf record"; cat "$W/perf.err"; exit 1; }
-for r in cxx threads; do
+# a file of unwound record (callchains, no stack copies) gives the same views
+"$B/unwound" record -q -e cpu-clock -F 999 -g -o "$W/rec.data" -- "$B/tests/e2e_nofp" calltree 0.5 >/dev/null 2>"$W/rec.err" ||
+    { echo "FAIL: unwound record"; cat "$W/rec.err"; exit 1; }
+for r in cxx threads rec; do
     "$B/unwound" report -i "$W/$r.data" --format speedscope -o "$W/$r.speedscope.json"
+    "$B/unwound" report -i "$W/$r.data" --format speedscope -o "$W/$r.again.json"
+    cmp "$W/$r.speedscope.json" "$W/$r.again.json" || { echo "FAIL: two runs wrote different speedscope files"; exit 1; }
     "$B/unwound" report -i "$W/$r.data" --format html -o "$W/$r.html"
     "$B/unwound" report -i "$W/$r.data" --format html -o "$W/$r.again.html"
     cmp "$W/$r.html" "$W/$r.again.html" || { echo "FAIL: two runs wrote different pages"; exit 1; }

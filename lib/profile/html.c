@@ -168,7 +168,7 @@ static void json_u32s(FILE *out, const char *key, struct hx *x, int field)
 	for (size_t i = 0; i < x->cellv.len; i++) {
 		uint64_t v = field == 0 ? cv[i]->stack : field == 1 ? cv[i]->bucket : field == 2 ? cv[i]->n :
 			     field == 3 ? cv[i]->w : cv[i]->side;
-		fprintf(out, i ? ",%" PRIu64 : "%" PRIu64, v);
+		prof_json_num(out, v, !i);
 	}
 	fputc(']', out);
 }
@@ -256,7 +256,7 @@ UW_API int uw_profile_write_html(struct uw_profile *p, FILE *out, const struct u
 		for (size_t i = 0; i < x.stackv.len; i++) {
 			fprintf(out, "%s[%" PRIu32 ",[", i ? "," : "", sv[i]->thread);
 			for (uint32_t k = 0; k < sv[i]->n; k++)
-				fprintf(out, k ? ",%" PRIu32 : "%" PRIu32, sv[i]->ids[k]);
+				prof_json_num(out, sv[i]->ids[k], !k);
 			fputs("]]", out);
 		}
 		fputc(']', out);

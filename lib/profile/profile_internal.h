@@ -118,6 +118,19 @@ static inline const struct dframe *frametab_get(const struct frametab *t, uint32
 	return base_vec_at(&t->frames, id);
 }
 
+/* A number in a JSON list: ",N", or "N" when first (the lists are long: no printf). */
+static inline void prof_json_num(FILE *out, uint64_t v, bool first)
+{
+	char buf[24], *e = buf + sizeof(buf), *q = e;
+	do {
+		*--q = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if (!first)
+		*--q = ',';
+	fwrite_unlocked(q, 1, (size_t)(e - q), out);
+}
+
 /* JSON string (quoted, escaped; invalid UTF-8 bytes as U+FFFD). */
 void prof_json_str(FILE *out, const char *s);
 

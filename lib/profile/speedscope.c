@@ -124,7 +124,7 @@ UW_API int uw_profile_write_speedscope(struct uw_profile *p, FILE *out, const st
 			}
 			fputs(sep ? ",[" : "[", out);
 			for (long x = 0; x < m; x++)
-				fprintf(out, x ? ",%" PRIu32 : "%" PRIu32, ids[x]);
+				prof_json_num(out, ids[x], !x);
 			fputc(']', out);
 			sep = true;
 		}
@@ -135,7 +135,7 @@ UW_API int uw_profile_write_speedscope(struct uw_profile *p, FILE *out, const st
 			size_t e = k;
 			while (e < j && ev[e].st == ev[k].st)
 				w += ev[e++].weight;
-			fprintf(out, sep ? ",%" PRIu64 : "%" PRIu64, w);
+			prof_json_num(out, w, !sep);
 			sep = true;
 			k = e;
 		}

@@ -8,6 +8,12 @@
  * whole copy's, pc for pc. Exits 1 when the shares are under --min-completed / --min-equal.
  *
  *   stitchcheck FILE LIMIT [--comm NAME] [--min-completed PCT] [--min-equal PCT]
+ *
+ * It also prints the ceiling of any completion from other samples: how many truncated samples
+ * have their missing frames (each frame's pc and stack pointer, from the first one the cut
+ * copy lacks to the root) in some other sample of their thread, earlier or later. A sample
+ * without them cannot be completed exactly from the recording by any matching rule.
+ * STITCHCHECK_DUMP=FILE writes every sample's frames for analysis.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -20,7 +26,8 @@ struct smp {
 	uint32_t n;
 	uint8_t stop;
 	bool stitched; /* frames were appended */
-	uint64_t *pcs;
+	uint64_t *pcs, *sps;
+	uint32_t tid, nown; /* frames not appended by stitching */
 };
 
 struct run {
@@ -43,10 +50,15 @@ static int on_sample(void *ctx, const struct uw_sample *s)
 	m->n = want && s->stack ? s->nr_user : 0;
 	m->stop = s->stop_reason;
 	m->pcs = m->n ? malloc(m->n * sizeof(*m->pcs)) : NULL;
+	m->sps = m->n ? malloc(m->n * sizeof(*m->sps)) : NULL;
+	m->tid = s->tid;
+	m->nown = 0;
 	m->stitched = false;
 	for (uint32_t i = 0; i < m->n; i++) {
 		m->pcs[i] = s->user[i].pc;
+		m->sps[i] = s->user[i].sp;
 		m->stitched |= s->user[i].method == UW_METHOD_STITCHED;
+		m->nown += s->user[i].method != UW_METHOD_STITCHED;
 	}
 	return 0;
 }
@@ -97,6 +109,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "stitchcheck: %zu samples whole, %zu cut\n", whole.n, cut.n);
 		return 1;
 	}
+	const char *dump = getenv("STITCHCHECK_DUMP");
+	if (dump) {
+		/* per sample: tid, whole stop, cut stop, cut frames, then the whole stack's pc:sp */
+		FILE *f = fopen(dump, "w");
+		for (size_t i = 0; f && i < whole.n; i++) {
+			const struct smp *w = &whole.v[i], *c = &cut.v[i];
+			fprintf(f, "%u %u %u %u", w->tid, w->stop, c->stop, c->nown);
+			for (uint32_t k = 0; k < w->n; k++)
+				fprintf(f, " %" PRIx64 ":%" PRIx64, w->pcs[k], w->sps[k]);
+			fputc('\n', f);
+		}
+		if (f)
+			fclose(f);
+	}
 	uint64_t samples = 0, truncated = 0, completed = 0, equal = 0, shown = 0;
 	for (size_t i = 0; i < whole.n; i++) {
 		const struct smp *w = &whole.v[i], *c = &cut.v[i];
@@ -121,6 +147,27 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	/* the ceiling: the true missing frames seen in another sample of the thread */
+	uint64_t ceiling = 0;
+	for (size_t i = 0; i < whole.n; i++) {
+		const struct smp *w = &whole.v[i], *c = &cut.v[i];
+		if (!w->n || w->stop != UW_STOP_END_OF_STACK || (c->stop != UW_STOP_STACK_EXHAUSTED && !c->stitched) ||
+		    c->nown >= w->n)
+			continue;
+		uint32_t from = c->nown, len = w->n - from;
+		bool seen = false;
+		for (size_t j = 0; j < whole.n && !seen; j++) {
+			const struct smp *o = &whole.v[j];
+			if (j == i || o->tid != w->tid || o->n < len)
+				continue;
+			uint32_t k = o->n - len; /* the suffix ends at the root: only one place to look */
+			seen = !memcmp(o->pcs + k, w->pcs + from, len * sizeof(uint64_t)) &&
+			       !memcmp(o->sps + k, w->sps + from, len * sizeof(uint64_t));
+		}
+		ceiling += seen;
+	}
+	printf("ceiling: %" PRIu64 " of %" PRIu64 " truncated samples (%.1f%%) have their missing frames in another sample of "
+	       "their thread\n", ceiling, truncated, truncated ? 100.0 * (double)ceiling / (double)truncated : 100.0);
 	printf("samples %" PRIu64 " (whole copies reaching a root); truncated at %" PRIu64 " bytes: %" PRIu64
 	       "; completed %" PRIu64 " (%.1f%%); equal to the whole copy's %" PRIu64 " (%.2f%% of completed)\n",
 	       samples, limit, truncated, completed, truncated ? 100.0 * (double)completed / (double)truncated : 100.0,

@@ -62,9 +62,12 @@ static uint32_t thread_id(struct hx *x, const struct pstack *st)
 {
 	uint64_t h = base_hash64(((uint64_t)(uint32_t)st->pid << 32) | (uint32_t)st->tid);
 	struct hthread *head = base_map_get(&x->threads, h);
-	for (struct hthread *e = head; e; e = e->next)
-		if (e->pid == st->pid && e->tid == st->tid)
+	for (struct hthread *e = head; e; e = e->next) {
+		if (e->pid == st->pid && e->tid == st->tid) {
+			e->comm = st->comm; /* the name it had last (samples come in time order) */
 			return e->id;
+		}
+	}
 	struct hthread *e = base_arena_alloc(&x->ar, sizeof(*e));
 	if (!e || base_map_put(&x->threads, h, e)) {
 		x->err = -ENOMEM;

@@ -98,10 +98,12 @@ UW_API int uw_profile_write_speedscope(struct uw_profile *p, FILE *out, const st
 		uint64_t total = 0;
 		while (j < n && ev[j].pid == ev[i].pid && ev[j].tid == ev[i].tid)
 			total += ev[j++].weight;
+		/* the thread's name as it was last (a thread renamed by exec or prctl shows its new
+		 * name, as perf shows a thread) */
+		const char *comm = ev[j - 1].st->comm;
 		char name[512];
 		if (p->o.by_thread)
-			snprintf(name, sizeof(name), "%s (%" PRId32 "/%" PRId32 ")", ev[i].st->comm ? ev[i].st->comm : "[unknown]",
-				 ev[i].pid, ev[i].tid);
+			snprintf(name, sizeof(name), "%s (%" PRId32 "/%" PRId32 ")", comm ? comm : "[unknown]", ev[i].pid, ev[i].tid);
 		else
 			snprintf(name, sizeof(name), "all threads");
 		fprintf(out, "%s{\"type\":\"sampled\",\"name\":", nprof ? "," : "");

@@ -35,5 +35,24 @@ for r in cxx threads rec; do
     echo "$tid" >"$W/$r.tid"
     "$B/unwound" report -i "$W/$r.data" --folded --inline --weight period --tid "$tid" -o "$W/$r.tid.folded"
 done
+# a thread whose name would end the page's script element and start another, with a quote and
+# a backslash: the JSON and the page must carry it as text
+perf record -q -e cpu-clock -F 999 -g -o "$W/names.data" -- /usr/bin/python3 -c '
+import ctypes, time
+ctypes.CDLL(None).prctl(15, b"</script><b>\"\\", 0, 0, 0)
+t = time.time()
+while time.time() - t < 0.3: pass
+' >/dev/null 2>&1
+"$B/unwound" report -i "$W/names.data" --format html -o "$W/names.html"
+"$B/unwound" report -i "$W/names.data" --format speedscope -o "$W/names.json"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert any("</script>" in p["name"] for p in d["profiles"]), [p["name"] for p in d["profiles"]]' "$W/names.json" ||
+    { echo "FAIL: the speedscope file does not carry the thread's name"; exit 1; }
 python3 "$S/tests/e2e/viewers-expect.py" "$W" >"$W/expect.json"
+python3 - "$W" <<'PY'
+import json, sys
+W = sys.argv[1]
+e = json.load(open(f"{W}/expect.json"))
+e["pages"] = [{"name": "names", "file": f"{W}/names.html", "thread_text": '</script><b>"\\'}]
+json.dump(e, open(f"{W}/expect.json", "w"))
+PY
 node "$S/tests/viewers/check.mjs" "$W"

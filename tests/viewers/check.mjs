@@ -161,6 +161,17 @@ for (const h of E.html || []) {
   check(errors.length === 0, `html ${h.name}: no errors after interaction ${errors.join('; ')}`);
   await page.close();
 }
+// ---- pages that must load whatever the names in them (hostile thread and function names)
+for (const h of E.pages || []) {
+  const { page, errors } = await open('file://' + h.file);
+  await page.waitForFunction(() => window.unwound && window.unwound.root(), { timeout: 30000 }).catch(() => {});
+  const got = await page.evaluate(() => ({ ok: !!(window.unwound && unwound.root()), alerted: !!window.__uw_injected,
+    threads: Array.from(document.querySelectorAll('#thread option')).map((o) => o.textContent).join('\n') }));
+  check(got.ok && errors.length === 0 && !got.alerted, `page ${h.name}: loads without errors or injected script ${errors.join('; ')}`);
+  check(got.threads.includes(h.thread_text), `page ${h.name}: the thread selector shows ${JSON.stringify(h.thread_text)}`);
+  await page.close();
+}
+
 // ---- differential flame graphs: the new profile's boxes, red where the share grew
 for (const d of E.diffs || []) {
   const { page, errors } = await open('file://' + d.file);

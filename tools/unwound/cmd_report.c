@@ -722,32 +722,26 @@ int cmd_report(int argc, char **argv)
 			goto out;
 		}
 		const char *base = strrchr(o.in, '/') ? strrchr(o.in, '/') + 1 : o.in;
+		int pe = 0;
 		if (rep.mode == MODE_FOLDED) {
-			uw_profile_write_folded(rep.prof, rep.out);
+			pe = uw_profile_write_folded(rep.prof, rep.out);
 		} else if (rep.mode == MODE_SPEEDSCOPE) {
 			UW_OPTS(uw_speedscope_opts, so2, .name = base);
-			int pe = uw_profile_write_speedscope(rep.prof, rep.out, &so2);
-			if (pe && pe != -EIO) {
-				fprintf(stderr, "unwound report: %s\n", uw_strerror(pe));
-				goto out;
-			}
+			pe = uw_profile_write_speedscope(rep.prof, rep.out, &so2);
 		} else if (rep.mode == MODE_HTML) {
 			UW_OPTS(uw_html_opts, ho, .title = base);
-			int pe = uw_profile_write_html(rep.prof, rep.out, &ho);
-			if (pe && pe != -EIO) {
-				fprintf(stderr, "unwound report: %s\n", uw_strerror(pe));
-				goto out;
-			}
+			pe = uw_profile_write_html(rep.prof, rep.out, &ho);
 		} else {
 			UW_OPTS(uw_pprof_opts, pp, .duration_nanos = rep.last_time - rep.first_time);
 			uint64_t wall;
 			if (rep.first_time && uw_reader_wall_clock(rd, rep.first_time, &wall) == 0)
 				pp.time_nanos = wall;
-			int pe = uw_profile_write_pprof(rep.prof, rep.out, &pp);
-			if (pe && pe != -EIO) {
-				fprintf(stderr, "unwound report: %s\n", uw_strerror(pe));
-				goto out;
-			}
+			pe = uw_profile_write_pprof(rep.prof, rep.out, &pp);
+		}
+		/* (a write error is the output stream's: said below with its reason) */
+		if (pe && pe != -EIO && !outfd.err) {
+			fprintf(stderr, "unwound report: %s\n", uw_strerror(pe));
+			goto out;
 		}
 	} else if (rep.mode == MODE_TOP) {
 		const char *host = uw_reader_info(rd, UW_INFO_HOSTNAME), *os = uw_reader_info(rd, UW_INFO_OSRELEASE);

@@ -238,7 +238,7 @@ static void graph_print(FILE *out, struct gnode *n, char *prefix, size_t plen, u
 static int write_graph(struct table *t, FILE *out, struct trow *r, uint32_t event, uint64_t total)
 {
 	struct uw_profile *p = t->p;
-	struct gnode root = { r, 0, NULL, NULL };
+	struct gnode top = { NULL, 0, NULL, NULL };
 	struct pstack **sv = p->order.data;
 	bool callers = t->o.call_graph == UW_GRAPH_CALLEE, self = t->o.columns == UW_TABLE_SELF;
 	for (size_t i = 0; i < p->order.len; i++) {
@@ -261,17 +261,13 @@ static int write_graph(struct table *t, FILE *out, struct trow *r, uint32_t even
 		if (at == n)
 			continue;
 		uint64_t w = pstack_weight(p, sv[i], true);
-		root.w += w;
-		struct gnode *node = &root;
-		/* the way: r's callers outward; or r's callees inward. perf's caller order gives the samples in r itself their whole callchain from the root (r
-		 * included), less its outermost frame with --no-children: done the same here */
-		int64_t j = at, step = callers ? 1 : -1;
-		if (!callers)
-			j = q[0] != r ? at : self ? (int64_t)n - 1 : (int64_t)n;
-		for (;;) {
-			j += step;
-			if (j < 0 || j >= (int64_t)n)
-				break;
+		top.w += w;
+		struct gnode *node = &top;
+		/* the way, its first node included: from r out to its callers (callee order); from r in
+		 * to its callees, or for a sample in r itself its whole callchain from the outermost
+		 * frame (caller order), as perf builds it */
+		int64_t j = callers ? at : q[0] == r ? (int64_t)n - 1 : at, step = callers ? 1 : -1;
+		for (; j >= 0 && j < (int64_t)n; j += step) {
 			struct gnode *c = node->kids;
 			while (c && c->row != q[j])
 				c = c->next;
@@ -289,13 +285,16 @@ static int write_graph(struct table *t, FILE *out, struct trow *r, uint32_t even
 	char prefix[512];
 	memset(prefix, ' ', 15);
 	double limit = t->o.percent_limit > 0 ? t->o.percent_limit : 0.5;
-	if (root.kids && !root.kids->next && 100.0 * (double)root.kids->w / (double)(total ? total : 1) >= limit) {
+	/* perf leaves the first node out when all ways start there (r itself, in callee order, or
+	 * the outermost frame): the graph is of what follows; several first nodes are branches */
+	struct gnode *root = top.kids && !top.kids->next ? top.kids : &top;
+	if (root != &top && root->kids && !root->kids->next && 100.0 * (double)root->kids->w / (double)(total ? total : 1) >= limit) {
 		/* one way only (samples without callers aside): "---" and the chain */
 		char buf[32];
-		fprintf(out, "            |\n            ---%s\n", graph_name(root.kids->row, buf, sizeof(buf)));
-		graph_print(out, root.kids, prefix, 15, total, limit);
-	} else if (root.kids) {
-		graph_print(out, &root, prefix, 12, total, limit);
+		fprintf(out, "            |\n            ---%s\n", graph_name(root->kids->row, buf, sizeof(buf)));
+		graph_print(out, root->kids, prefix, 15, total, limit);
+	} else if (root->kids) {
+		graph_print(out, root, prefix, 12, total, limit);
 	}
 	fputc('\n', out);
 	return 0;

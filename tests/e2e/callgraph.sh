@@ -22,7 +22,7 @@ compare() { # recording, modes...
         python3 "$S/tests/e2e/callgraph-compare.py" "$W/perf.txt" "$W/uw.txt" "$d: $m"
     done
 }
-compare calltree "--no-children -g callee" "--no-children -g caller" "--children -g callee"
+compare calltree "--no-children -g callee" "--no-children -g caller" "--children -g callee" "--children -g caller"
 compare cxx "--no-children -g callee" "--no-children -g caller"
 # --percent-limit prunes branches as perf's graph threshold does
 "$B/unwound" report -i "$W/cxx.data" --no-children -g callee --sort sym --percent-limit 5 >"$W/limit.txt"

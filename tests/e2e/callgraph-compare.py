@@ -24,9 +24,37 @@ def blocks(path):
     return out
 
 
+def paths(lines):
+    """An entry's graph as its set of ways (each a tuple of (share, name) steps), so branches of
+    equal share may come in either order: perf orders ties by symbol address, unwound by name."""
+    at = {12: ()}
+    out = set()
+    for line in lines:
+        m = re.match(r"^(.*?)([| ])--([\d.]+%)--(.*)$", line)
+        if m:
+            col = len(m.group(1))
+            parent = at.get(col, ())
+            way = parent + ((m.group(3), m.group(4)),)
+            at[col + 11] = way  # (its chain continues 11 columns in, whatever the share's width)
+            out.add(way)
+            continue
+        m = re.match(r"^(\s*)---(.*)$", line)
+        if m:
+            at[len(m.group(1)) + 3] = ((None, m.group(2)),)
+            out.add(at[len(m.group(1)) + 3])
+            continue
+        m = re.match(r"^([\s|]*?)([^\s|].*)$", line)
+        if m:
+            col = len(m.group(1))
+            way = at.get(col, ()) + ((None, m.group(2)),)
+            at[col] = way
+            out.add(way)
+    return out
+
+
 perf, uw = blocks(sys.argv[1]), blocks(sys.argv[2])
 what = sys.argv[3]
-bad = [k for k in perf if perf[k] != uw.get(k)]
+bad = [k for k in perf if perf[k] != uw.get(k) and (k not in uw or paths(perf[k]) != paths(uw[k]))]
 if not perf or bad:
     for k in bad[:2]:
         print(f"entry {k}\n--- perf\n" + "\n".join(perf[k][:30]) + "\n--- unwound\n" + "\n".join(uw.get(k, ["(missing)"])[:30]))

@@ -41,6 +41,7 @@ struct hx {
 	struct frametab t;
 	struct base_arena ar;
 	struct base_map stacks, threads, cells, mods;
+	struct base_map byst;  /* profile stack -> its viewer stack (id + 1): samples repeat stacks */
 	struct base_vec stackv, threadv, cellv, modv; /* pointers, in order */
 	uint32_t *ids;
 	size_t cap;
@@ -82,6 +83,12 @@ static uint32_t thread_id(struct hx *x, const struct pstack *st)
  * functions are one). */
 static uint32_t stack_id(struct hx *x, const struct pstack *st)
 {
+	uintptr_t known = (uintptr_t)base_map_get(&x->byst, (uintptr_t)st);
+	if (known) {
+		const struct hstack *hs = ((struct hstack **)x->stackv.data)[known - 1];
+		((struct hthread **)x->threadv.data)[hs->thread]->comm = st->comm; /* its name as last seen */
+		return hs->id;
+	}
 	uint32_t th = thread_id(x, st);
 	size_t n = 0;
 	uint64_t h = base_hash64(th + 1);
@@ -98,9 +105,13 @@ static uint32_t stack_id(struct hx *x, const struct pstack *st)
 		}
 	}
 	struct hstack *head = base_map_get(&x->stacks, h);
-	for (struct hstack *e = head; e; e = e->next)
-		if (e->thread == th && e->n == n && !memcmp(e->ids, x->ids, n * sizeof(uint32_t)))
+	for (struct hstack *e = head; e; e = e->next) {
+		if (e->thread == th && e->n == n && !memcmp(e->ids, x->ids, n * sizeof(uint32_t))) {
+			if (base_map_put(&x->byst, (uintptr_t)st, (void *)(uintptr_t)(e->id + 1)))
+				x->err = -ENOMEM;
 			return e->id;
+		}
+	}
 	struct hstack *e = base_arena_alloc(&x->ar, sizeof(*e));
 	uint32_t *ids = base_arena_alloc(&x->ar, (n ? n : 1) * sizeof(uint32_t));
 	if (!e || !ids || base_map_put(&x->stacks, h, e)) {
@@ -110,6 +121,8 @@ static uint32_t stack_id(struct hx *x, const struct pstack *st)
 	memcpy(ids, x->ids, n * sizeof(uint32_t));
 	*e = (struct hstack){ head, h, th, (uint32_t)n, (uint32_t)x->stackv.len, ids };
 	vpush(x, &x->stackv, e);
+	if (base_map_put(&x->byst, (uintptr_t)st, (void *)(uintptr_t)(e->id + 1)))
+		x->err = -ENOMEM;
 	return e->id;
 }
 
@@ -198,6 +211,7 @@ UW_API int uw_profile_write_html(struct uw_profile *p, FILE *out, const struct u
 	base_map_init(&x.threads);
 	base_map_init(&x.cells);
 	base_map_init(&x.mods);
+	base_map_init(&x.byst);
 	x.stackv = x.threadv = x.cellv = x.modv = BASE_VEC_INIT(void *);
 	/* the time line spans the kept samples */
 	uint64_t t0 = UINT64_MAX, t1 = 0;
@@ -226,7 +240,7 @@ UW_API int uw_profile_write_html(struct uw_profile *p, FILE *out, const struct u
 		const char *ev = uw_profile_nr_events(p) ? uw_profile_event_name(p, 0) : "";
 		fputs(",\"event\":", out);
 		prof_json_str(out, ev);
-		bool clock = !strncmp(ev, "cpu-clock", 9) || !strncmp(ev, "task-clock", 10);
+		bool clock = prof_clock_event(p);
 		fprintf(out, ",\"unit\":\"%s\",\"diff\":%s,\"by_thread\":%s,\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"nb\":%u",
 			p->o.weight == UW_WEIGHT_SAMPLES ? "samples" : clock ? "ns" : "count", o.baseline ? "true" : "false",
 			p->o.by_thread ? "true" : "false", t0, t1, timeline ? NBUCKETS : 1u);
@@ -281,6 +295,7 @@ UW_API int uw_profile_write_html(struct uw_profile *p, FILE *out, const struct u
 	base_map_free(&x.threads);
 	base_map_free(&x.cells);
 	base_map_free(&x.mods);
+	base_map_free(&x.byst);
 	base_vec_free(&x.stackv);
 	base_vec_free(&x.threadv);
 	base_vec_free(&x.cellv);

@@ -278,7 +278,7 @@ UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct 
 	base_arena_init(&x.ar, 64 * 1024);
 	/* the period's kind: time for the clock events, a count of the event otherwise */
 	const char *ev = uw_profile_nr_events(p) ? uw_profile_event_name(p, 0) : "samples";
-	bool clock = ev && (!strncmp(ev, "cpu-clock", 9) || !strncmp(ev, "task-clock", 10));
+	bool clock = prof_clock_event(p);
 	value_type(&x, &x.out, 1, "samples", "count");
 	value_type(&x, &x.out, 1, clock ? "cpu" : ev, clock ? "nanoseconds" : "count");
 	struct pstack **sv = p->order.data;

@@ -51,12 +51,6 @@ static long stack_ids(struct frametab *t, const struct pstack *st, uint32_t **id
 	return (long)n;
 }
 
-static bool clock_event(const struct uw_profile *p)
-{
-	const char *ev = uw_profile_nr_events(p) ? uw_profile_event_name(p, 0) : NULL;
-	return ev && (!strncmp(ev, "cpu-clock", 9) || !strncmp(ev, "task-clock", 10));
-}
-
 UW_API int uw_profile_write_speedscope(struct uw_profile *p, FILE *out, const struct uw_speedscope_opts *opts)
 {
 	struct uw_speedscope_opts o = { 0 };
@@ -84,7 +78,7 @@ UW_API int uw_profile_write_speedscope(struct uw_profile *p, FILE *out, const st
 	uint32_t *ids = NULL;
 	size_t cap = 0;
 	int err = 0;
-	const char *unit = by_period && clock_event(p) ? "nanoseconds" : "none";
+	const char *unit = by_period && prof_clock_event(p) ? "nanoseconds" : "none";
 	/* the heaviest thread is shown first */
 	size_t nprof = 0, active = 0;
 	uint64_t heaviest = 0;

@@ -28,7 +28,9 @@ diff -u "$W/perf.txt" "$W/uw.txt" || fail "the function table differs from perf 
 "$U" diff "$W/a.data" "$W/b.data" --format folded -o "$W/diff.folded"
 "$U" report -i "$W/a.data" --folded -o "$W/a.folded"
 "$U" report -i "$W/b.data" --folded -o "$W/b.folded"
-python3 - "$W" <<'PY' || fail "folded differential stacks"
+# stacks: each change is that of the stacks' shares of the samples
+"$U" diff "$W/a.data" "$W/b.data" --format stacks --weight samples -o "$W/stacks.txt"
+python3 - "$W" <<'PY' || fail "folded differential stacks or the stacks table"
 import sys
 W = sys.argv[1]
 def load(p):
@@ -46,27 +48,15 @@ assert {k: v for k, v in da.items() if v} == a, "baseline weights"
 assert {k: v for k, v in db.items() if v} == b, "new weights"
 assert set(da) == set(a) | set(b)
 print(f"folded: {len(da)} stacks, weights equal to each recording's folded stacks")
-PY
-# stacks: the shares of the folded stacks weighted by period
-"$U" diff "$W/a.data" "$W/b.data" --format stacks --weight samples -o "$W/stacks.txt"
-python3 - "$W" <<'PY' || fail "stacks table"
-import sys
-W = sys.argv[1]
-def load(p):
-    d = {}
-    for line in open(p):
-        st, w = line.rstrip("\n").rsplit(" ", 1)
-        d[st] = d.get(st, 0) + int(w)
-    t = sum(d.values())
-    return {k: 100.0 * v / t for k, v in d.items()}
-a, b = load(f"{W}/a.folded"), load(f"{W}/b.folded")
+sa = {k: 100.0 * v / sum(a.values()) for k, v in a.items()}
+sb = {k: 100.0 * v / sum(b.values()) for k, v in b.items()}
 n = 0
 for line in open(f"{W}/stacks.txt"):
     if line.startswith("#") or not line.strip():
         continue
     f = line.split()
     st = f[-1]
-    want = (b.get(st, 0) - a.get(st, 0))
+    want = sb.get(st, 0) - sa.get(st, 0)
     got = float(f[-2].rstrip("%"))
     assert abs(got - want) < 0.006, (st, got, want)
     n += 1

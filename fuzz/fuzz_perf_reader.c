@@ -22,7 +22,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	UW_OPTS(uw_session_opts, so, .max_frames = 64, .buildid_dir = "/nonexistent");
 	struct uw_session *s = uw_session_new(&so);
 	struct uw_profile *p = uw_profile_new(s, NULL);
-	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample, .ctx = p, .max_queue_bytes = 1 << 20);
+	/* (half the inputs with stitching, and a cut copy so that stacks are left truncated) */
+	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample, .ctx = p, .max_queue_bytes = 1 << 20, .stitch = size & 1,
+		.stack_limit = (size & 1) ? 256 : 0);
 	struct uw_reader *r = uw_reader_open(s, path, &ro);
 	if (r) {
 		uw_reader_run(r);

@@ -390,7 +390,8 @@ struct uw_sample {
 	uint64_t stack_size;
 };
 
-/* Called for each sample in time order. The sample and its arrays are valid only during
+/* Called for each sample in time order (with opts.stitch, a stack its copy cut short may come
+ * later: see there). The sample and its arrays are valid only during
  * the call. Return 0 to go on, non-zero to stop reading (uw_reader_run returns -UW_ECANCELED). */
 typedef int (*uw_sample_fn)(void *ctx, const struct uw_sample *sample);
 
@@ -543,11 +544,13 @@ struct uw_reader_opts {
 	/* The tracker to feed (kept by the caller, who frees it after the reader); NULL: the
 	 * reader makes its own (live when created by uw_reader_new for pushed records) */
 	struct uw_tracker *tracker;
-	/* 1: a stack whose copy ended before its root is completed from one of its thread's recent
-	 * complete stacks (a frame with the same return address and stack pointer taken for the
-	 * same activation), the frames added marked UW_METHOD_STITCHED. A heuristic: a function
-	 * called again from another call site at the same depth looks the same, so the caller's
-	 * return address may be another's. Off by default. */
+	/* 1: a stack whose copy ended before its root is completed from its thread's other
+	 * complete stacks: a frame with the outermost frame's return address and stack pointer is
+	 * taken for the same activation when the callers of that frame are the same in a stack
+	 * before the sample and in the first one after it (seen on both sides: the activation
+	 * outlived the sample). The frames added are marked UW_METHOD_STITCHED. Such a sample is
+	 * held (copied) until its thread's next 64 samples decide, so it is delivered after
+	 * samples of other threads, and of its own, that came later. Off by default. */
 	int stitch;
 	/* Use at most this many bytes of each sample's user stack copy (as if recorded with
 	 * --call-graph dwarf,N: to measure what a smaller copy loses); 0: all */
@@ -647,6 +650,8 @@ struct uw_reader_stats {
 	uint64_t stitched_samples;  /* stacks cut short by their copy, completed */
 	uint64_t stitched_frames;   /* frames added to them */
 	uint64_t stitch_failed;     /* stacks cut short that no reference completed */
+	uint64_t stitch_given_up;   /* times the held samples and references passed 64 MiB:
+	                             * the held ones went as they were, the references were dropped */
 	/* (new fields go here, after every older one) */
 };
 /* Fills st (st->sz must be set) with counts so far. */

@@ -331,8 +331,7 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		if (type == PR_FORK)
 			return proc_fork(r->t, pid, ppid, tid, ptid, time ? time : t) == -ENOMEM ? -ENOMEM : 0;
 		proc_exit(r->t, pid, tid, time ? time : t);
-		reader_stitch_forget(r, (uint32_t)tid);
-		return 0;
+		return reader_stitch_forget(r, (uint32_t)tid);
 	}
 	case PR_LOST:
 		base_cur_u64(&c);

@@ -125,6 +125,7 @@ struct uw_reader {
 	/* truncated stacks completed (reader_stitch.c): tid -> its last complete stack */
 	struct base_map stitch;
 	bool stitch_init;
+	size_t stitch_bytes;      /* held samples' copies */
 };
 
 #define KERNEL_FRAMES_DEFAULT 512u
@@ -189,13 +190,17 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
                    uint64_t ord);
 int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const struct cut *cut, uint64_t ord);
 
+/* A sample to its consumer: counted, then given to opts.on_sample. */
+int reader_deliver_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp);
+
 /* ---- truncated stacks completed (reader_stitch.c) */
-/* A stack cut short by its copy completed from the thread's reference: true when it now ends at
- * a root (frames appended, up to cap in all). */
-bool reader_stitch(struct uw_reader *r, uint32_t tid, struct uw_frame *frames, uint32_t *n, unsigned cap);
-/* A complete stack kept as the thread's reference. */
-int reader_stitch_keep(struct uw_reader *r, uint32_t tid, const struct uw_frame *frames, uint32_t n);
-void reader_stitch_forget(struct uw_reader *r, uint32_t tid);
+/* A sample with stitching on: delivered now, or (a stack its copy cut short) held until its
+ * thread's later samples decide whether it is completed. */
+int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp);
+/* A thread's EXIT: its held samples delivered, its references dropped. */
+int reader_stitch_forget(struct uw_reader *r, uint32_t tid);
+/* At the end: the held samples delivered. */
+int reader_stitch_flush(struct uw_reader *r);
 void reader_stitch_free(struct uw_reader *r);
 
 /* ---- deferred user callchains (reader_deferred.c) */

@@ -45,6 +45,9 @@ int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least)
 	/* the end: samples still waiting for a deferred callchain go without it */
 	if (all && !err)
 		err = reader_deferred_flush(r);
+	/* and those held for a stitching decision as they are */
+	if (all && !err)
+		err = reader_stitch_flush(r);
 	return err;
 }
 

@@ -98,20 +98,6 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 		reader_note_reach(r, reach, cut && cut->cut ? cut->len : ps->stack_size);
 	smp->nr_user = res.nr_frames;
 	smp->stop_reason = (uint8_t)res.stop;
-	if (!r->o.stitch)
-		return;
-	/* a stack the copy cut short, completed from one of the thread's recent complete stacks;
-	 * a complete stack (completed ones too) is a reference for the next */
-	if (smp->stop_reason == UW_STOP_STACK_EXHAUSTED) {
-		if (reader_stitch(r, ps->tid, r->frames, &smp->nr_user, r->s->opts.max_frames)) {
-			smp->stop_reason = UW_STOP_END_OF_STACK;
-			r->st.stitched_samples++;
-		} else {
-			r->st.stitch_failed++;
-		}
-	}
-	if (smp->stop_reason == UW_STOP_END_OF_STACK)
-		reader_stitch_keep(r, ps->tid, r->frames, smp->nr_user);
 }
 
 int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const struct cut *cut, uint64_t ord)
@@ -232,18 +218,24 @@ int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const s
 		r->st.samples_no_user++;
 		es->samples_no_user++;
 	}
-	if (smp.stop_reason != UW_STOP_NO_REGS || smp.nr_user) {
-		r->st.stop_reasons[smp.stop_reason]++;
-		es->stop_reasons[smp.stop_reason]++;
+	return r->o.stitch ? reader_stitch_sample(r, aidx, &smp) : reader_deliver_sample(r, aidx, &smp);
+}
+
+int reader_deliver_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp)
+{
+	struct uw_event_stats *es = &r->evst[aidx];
+	if (smp->stop_reason != UW_STOP_NO_REGS || smp->nr_user) {
+		r->st.stop_reasons[smp->stop_reason]++;
+		es->stop_reasons[smp->stop_reason]++;
 	}
-	r->st.user_frames += smp.nr_user;
-	for (unsigned i = 0; i < smp.nr_user; i++)
-		r->st.frames_by_method[smp.user[i].method & (UW_METHOD_MAX - 1)]++;
+	r->st.user_frames += smp->nr_user;
+	for (unsigned i = 0; i < smp->nr_user; i++)
+		r->st.frames_by_method[smp->user[i].method & (UW_METHOD_MAX - 1)]++;
 	r->st.samples_delivered++;
-	es->user_frames += smp.nr_user;
+	es->user_frames += smp->nr_user;
 	es->samples_delivered++;
-	es->period += smp.period;
-	if (r->o.on_sample && r->o.on_sample(r->o.ctx, &smp))
+	es->period += smp->period;
+	if (r->o.on_sample && r->o.on_sample(r->o.ctx, smp))
 		return -UW_ECANCELED;
 	return 0;
 }

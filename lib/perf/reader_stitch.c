@@ -1,19 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Truncated stacks completed ("stitched", uw_reader_opts.stitch). A sample whose stack copy
- * ended before the root (UW_STOP_STACK_EXHAUSTED) is completed from one of its thread's recent
- * complete stacks: a frame of both with the same return address and the same stack pointer (the
- * CFA of the frame it called) is taken for the same activation, whose callers are then this
- * stack's too. The match is asked of the truncated stack's outermost frame, in the thread's
- * last NREF complete stacks, the newest first; the frames appended are marked
- * UW_METHOD_STITCHED, and a completed stack is in turn a reference (a deep phase is completed
- * sample after sample). A thread's references are dropped at its EXIT. Frames without a stack
- * pointer (callchains read from a file) are never matched.
+ * ended before the root (UW_STOP_STACK_EXHAUSTED) is completed from its thread's other complete
+ * stacks: a frame of another stack with the same return address and the same stack pointer (the
+ * CFA of the frame it called) as this stack's outermost frame is taken for the same activation,
+ * whose callers are then this stack's too.
  *
- * The rule is a heuristic: a function called again from another call site of the same caller,
- * at the same stack depth, has the same outermost frame and another caller frame. Measured on a
- * gcc build (tests/tools/stitchcheck), such stacks differ from their whole copies in the
- * caller's return address; hence it is not on by default.
+ * One stack is not enough evidence: a function called again from another call site of its
+ * caller, at the same depth, has the same outermost frame and another caller, and the return
+ * address that tells them apart lies beyond the copy. So the activation must be seen on both
+ * sides of the sample: the callers found in the thread's last NREF complete stacks before it
+ * must also be those of the first later complete stack (within WINDOW later samples of the
+ * thread) that has the frame. When both agree the activation was there before and after the
+ * sample, and the sample is completed; when they differ, or no later stack has the frame, it is
+ * not. (Measured with tests/tools/stitchcheck on gcc builds and on deep recursion, see
+ * docs/design.md: the one-sided rule let 7-50% wrong callers in on a real compiler build, the
+ * two-sided one none.)
+ *
+ * The sample is held meanwhile (copied) and delivered when decided, after samples that came after
+ * it (the held ones of a thread go in their order). A completed stack is a reference
+ * in turn. Appended frames are marked UW_METHOD_STITCHED. At a thread's EXIT, at the end, or
+ * past HELD_BYTES_MAX held in all, the waiting samples are delivered as they are.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,91 +28,365 @@
 
 #include "perf/reader.h"
 
-#define NREF 8 /* complete stacks kept per thread */
+#define NREF 16                        /* complete stacks kept per thread (the earlier side) */
+#define WINDOW 64u                     /* later samples of the thread a held one waits for */
+/* held samples and references in all: past it the held ones go as they are and the references
+ * are dropped (a recording of many threads that never exit) */
+#define STITCH_BYTES_MAX ((size_t)64 << 20)
 
 struct sref1 {
 	uint32_t n, cap;
 	struct uw_frame *f;
 };
 
-struct sref {
-	struct sref1 s[NREF];
-	unsigned next; /* the slot the next one goes in (the newest is the one before) */
+/* Callers found for a held sample's outermost frame on one side of it. */
+struct side {
+	struct uw_frame *f;
+	uint32_t n;
+	bool have;
 };
 
-bool reader_stitch(struct uw_reader *r, uint32_t tid, struct uw_frame *frames, uint32_t *n, unsigned cap)
+/* A sample waiting for its decision: a copy of all it points to. */
+struct sheld {
+	struct uw_sample smp;
+	unsigned aidx;
+	uint32_t nown;          /* its own frames, f[0..nown) */
+	uint32_t seen;          /* later samples of the thread since */
+	uint8_t state;          /* 0 waiting, 1 complete (f holds the callers too), 2 not */
+	bool offered;           /* (complete: offered to the others held as a side) */
+	struct side before, after;
+	struct uw_frame *f;
+	uint64_t *kernel;
+	uint8_t *rec, *stack;   /* the record (what writers see) and the stack copy */
+	uint32_t rec_len;
+	char *comm;
+	size_t bytes;
+};
+
+struct sthread {
+	struct sref1 s[NREF];
+	unsigned next; /* the slot the next one goes in (the newest is the one before) */
+	struct sheld *h;
+	size_t nh, caph;
+};
+
+static void held_free(struct sheld *h)
 {
-	struct sref *refs = r->stitch_init ? base_map_get(&r->stitch, tid) : NULL;
-	if (!refs || *n < 2)
-		return false;
-	const struct uw_frame *o = &frames[*n - 1];
-	if (!o->sp || !o->is_call)
-		return false;
-	for (unsigned k = 1; k <= NREF; k++) {
-		const struct sref1 *ref = &refs->s[(refs->next + NREF - k) % NREF];
-		/* (the outer frames first: a deep stack's cut lies near the reference's outer end) */
-		for (uint32_t j = ref->n; j-- > 1;) {
-			const struct uw_frame *x = &ref->f[j];
-			if (x->pc != o->pc || x->sp != o->sp)
-				continue;
-			if (j + 1 == ref->n)
-				return false; /* the reference ends there too: nothing to add */
-			uint32_t add = UW_MIN(ref->n - j - 1, cap - *n);
-			if (!add)
-				return false;
-			memcpy(&frames[*n], &ref->f[j + 1], add * sizeof(*frames));
-			for (uint32_t i = 0; i < add; i++)
-				frames[*n + i].method = UW_METHOD_STITCHED;
-			*n += add;
-			r->st.stitched_frames += add;
-			return add == ref->n - j - 1; /* (cut by cap: not complete) */
-		}
-	}
-	return false;
+	free(h->f);
+	free(h->before.f);
+	free(h->after.f);
+	free(h->kernel);
+	free(h->rec);
+	free(h->stack);
+	free(h->comm);
 }
 
-int reader_stitch_keep(struct uw_reader *r, uint32_t tid, const struct uw_frame *frames, uint32_t n)
+static void thread_free(struct uw_reader *r, struct sthread *t)
+{
+	for (unsigned k = 0; k < NREF; k++) {
+		r->stitch_bytes -= t->s[k].cap * sizeof(*t->s[k].f);
+		free(t->s[k].f);
+	}
+	for (size_t i = 0; i < t->nh; i++)
+		held_free(&t->h[i]);
+	free(t->h);
+	free(t);
+}
+
+static struct sthread *thread_get(struct uw_reader *r, uint32_t tid, bool create)
 {
 	if (!r->stitch_init) {
+		if (!create)
+			return NULL;
 		base_map_init(&r->stitch);
 		r->stitch_init = true;
 	}
-	struct sref *refs = base_map_get(&r->stitch, tid);
-	if (!refs) {
-		refs = calloc(1, sizeof(*refs));
-		if (!refs || base_map_put(&r->stitch, tid, refs)) {
-			free(refs);
-			return -ENOMEM;
+	struct sthread *t = base_map_get(&r->stitch, tid);
+	if (!t && create) {
+		t = calloc(1, sizeof(*t));
+		if (!t || base_map_put(&r->stitch, tid, t)) {
+			free(t);
+			return NULL;
 		}
 	}
-	struct sref1 *ref = &refs->s[refs->next];
+	return t;
+}
+
+/* Frame j of f[0..n) with the pc and stack pointer of o, and callers after it; -1 if none. */
+static int64_t find_frame(const struct uw_frame *f, uint32_t n, const struct uw_frame *o)
+{
+	/* (the outer frames first: a deep stack's cut lies near the reference's outer end) */
+	for (uint32_t j = n; j-- > 1;)
+		if (f[j].pc == o->pc && f[j].sp == o->sp)
+			return j + 1 < n ? (int64_t)j : -1;
+	return -1;
+}
+
+static bool same_frames(const struct uw_frame *a, const struct uw_frame *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (a[i].pc != b[i].pc || a[i].sp != b[i].sp)
+			return false;
+	return true;
+}
+
+static int keep_ref(struct uw_reader *r, struct sthread *t, const struct uw_frame *frames, uint32_t n)
+{
+	struct sref1 *ref = &t->s[t->next];
 	if (n > ref->cap) {
 		struct uw_frame *f = realloc(ref->f, n * sizeof(*f));
 		if (!f)
 			return -ENOMEM;
+		r->stitch_bytes += (n - ref->cap) * sizeof(*f);
 		ref->f = f;
 		ref->cap = n;
 	}
-	refs->next = (refs->next + 1) % NREF;
+	t->next = (t->next + 1) % NREF;
 	memcpy(ref->f, frames, n * sizeof(*frames));
 	ref->n = n;
 	return 0;
 }
 
-static void free_refs(struct sref *refs)
+/* One side's callers of h's outermost frame, where f[0..n) has that frame; then the decision
+ * when both sides are known: complete when they agree. */
+static int offer(struct uw_reader *r, struct sheld *h, struct side *sd, const struct uw_frame *f, uint32_t n)
 {
-	for (unsigned k = 0; k < NREF; k++)
-		free(refs->s[k].f);
-	free(refs);
+	if (h->state || sd->have)
+		return 0;
+	int64_t j = find_frame(f, n, &h->f[h->nown - 1]);
+	if (j < 0)
+		return 0;
+	uint32_t add = n - (uint32_t)j - 1;
+	if (add > r->s->opts.max_frames - h->nown) {
+		h->state = 2; /* (past max_frames: not completed) */
+		return 0;
+	}
+	if (!(sd->f = malloc(add * sizeof(*f))))
+		return -ENOMEM;
+	memcpy(sd->f, &f[j + 1], add * sizeof(*f));
+	sd->n = add;
+	sd->have = true;
+	r->stitch_bytes += add * sizeof(*f);
+	h->bytes += add * sizeof(*f);
+	if (!h->before.have || !h->after.have)
+		return 0;
+	if (h->before.n != h->after.n || !same_frames(h->before.f, h->after.f, h->before.n)) {
+		h->state = 2;
+		return 0;
+	}
+	struct uw_frame *nf = realloc(h->f, (h->nown + add) * sizeof(*nf));
+	if (!nf)
+		return -ENOMEM;
+	h->f = nf;
+	for (uint32_t i = 0; i < add; i++) {
+		nf[h->nown + i] = h->before.f[i];
+		nf[h->nown + i].method = UW_METHOD_STITCHED;
+	}
+	h->smp.user = nf;
+	h->state = 1;
+	return 0;
 }
 
-void reader_stitch_forget(struct uw_reader *r, uint32_t tid)
+static int deliver_held(struct uw_reader *r, struct sheld *h)
+{
+	if (h->state == 1) {
+		h->smp.nr_user = h->nown + h->before.n;
+		h->smp.stop_reason = UW_STOP_END_OF_STACK;
+		r->st.stitched_samples++;
+		r->st.stitched_frames += h->before.n;
+	} else {
+		r->st.stitch_failed++;
+	}
+	r->stitch_bytes -= h->bytes;
+	const uint8_t *cur = r->cur_rec;
+	uint32_t cur_len = r->cur_len;
+	r->cur_rec = h->rec;
+	r->cur_len = h->rec_len;
+	int err = reader_deliver_sample(r, h->aidx, &h->smp);
+	r->cur_rec = cur;
+	r->cur_len = cur_len;
+	return err;
+}
+
+/* Held samples completed are a side for the others held (the earlier ones' after, the later
+ * ones' before: a chain of deep samples completes one from another), until nothing changes;
+ * then the decided ones at the head of the queue are delivered, in order, the completed ones
+ * kept as references. all: every one, decided or not. */
+static int release(struct uw_reader *r, struct sthread *t, bool all)
+{
+	int err = 0;
+	for (bool again = true; again && !err;) {
+		again = false;
+		for (size_t k = 0; k < t->nh && !err; k++) {
+			struct sheld *c = &t->h[k];
+			if (c->state != 1 || c->offered)
+				continue;
+			c->offered = again = true;
+			uint32_t n = c->nown + c->before.n;
+			for (size_t i = 0; i < t->nh && !err; i++)
+				if (i != k)
+					err = offer(r, &t->h[i], i < k ? &t->h[i].after : &t->h[i].before, c->f, n);
+		}
+	}
+	size_t k = 0;
+	while (k < t->nh && (all || t->h[k].state)) {
+		struct sheld *h = &t->h[k];
+		if (h->state == 1 && !err)
+			err = keep_ref(r, t, h->f, h->nown + h->before.n);
+		if (!err)
+			err = deliver_held(r, h);
+		held_free(h);
+		k++;
+	}
+	if (k && k < t->nh)
+		memmove(t->h, t->h + k, (t->nh - k) * sizeof(*t->h));
+	t->nh -= k;
+	return err;
+}
+
+static int hold(struct uw_reader *r, struct sthread *t, unsigned aidx, const struct uw_sample *smp)
+{
+	if (t->nh == t->caph) {
+		size_t cap = t->caph ? 2 * t->caph : 8;
+		struct sheld *nh = realloc(t->h, cap * sizeof(*nh));
+		if (!nh)
+			return -ENOMEM;
+		t->h = nh;
+		t->caph = cap;
+	}
+	struct sheld *h = &t->h[t->nh];
+	memset(h, 0, sizeof(*h));
+	h->smp = *smp;
+	h->aidx = aidx;
+	h->nown = smp->nr_user;
+	h->f = malloc(h->nown * sizeof(*h->f));
+	h->kernel = smp->nr_kernel ? malloc(smp->nr_kernel * sizeof(*h->kernel)) : NULL;
+	h->rec = r->cur_rec ? malloc(r->cur_len) : NULL;
+	h->stack = smp->stack_size ? malloc(smp->stack_size) : NULL;
+	h->comm = smp->comm ? strdup(smp->comm) : NULL;
+	if (!h->f || (smp->nr_kernel && !h->kernel) || (r->cur_rec && !h->rec) || (smp->stack_size && !h->stack) ||
+	    (smp->comm && !h->comm)) {
+		held_free(h);
+		return -ENOMEM;
+	}
+	memcpy(h->f, smp->user, h->nown * sizeof(*h->f));
+	if (h->kernel)
+		memcpy(h->kernel, smp->kernel, smp->nr_kernel * sizeof(*h->kernel));
+	if (h->rec)
+		memcpy(h->rec, r->cur_rec, r->cur_len);
+	if (h->stack)
+		memcpy(h->stack, smp->stack, smp->stack_size);
+	h->rec_len = h->rec ? r->cur_len : 0;
+	h->smp.user = h->f;
+	h->smp.kernel = h->kernel;
+	h->smp.stack = h->stack;
+	h->smp.comm = h->comm;
+	h->bytes = sizeof(*h) + h->nown * sizeof(*h->f) + smp->nr_kernel * 8 + h->rec_len + smp->stack_size;
+	r->stitch_bytes += h->bytes;
+	t->nh++;
+	return 0;
+}
+
+/* Past the cap: every waiting sample goes as it is, every reference is dropped. */
+static int give_up_all(struct uw_reader *r)
+{
+	size_t it = 0;
+	uint64_t k;
+	void *v;
+	int err = 0;
+	r->st.stitch_given_up++;
+	while (base_map_next(&r->stitch, &it, &k, &v)) {
+		struct sthread *t = v;
+		for (size_t i = 0; i < t->nh; i++)
+			if (!t->h[i].state)
+				t->h[i].state = 2;
+		int e = release(r, t, true);
+		if (!err)
+			err = e;
+		for (unsigned j = 0; j < NREF; j++) {
+			r->stitch_bytes -= t->s[j].cap * sizeof(*t->s[j].f);
+			free(t->s[j].f);
+			t->s[j] = (struct sref1){ 0 };
+		}
+	}
+	return err;
+}
+
+int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp)
+{
+	uint32_t n = smp->nr_user;
+	const struct uw_frame *f = smp->user;
+	bool complete = smp->stop_reason == UW_STOP_END_OF_STACK && n >= 2 && f[n - 1].sp;
+	bool cut = smp->stop_reason == UW_STOP_STACK_EXHAUSTED && n >= 2 && f[n - 1].sp && f[n - 1].is_call;
+	struct sthread *t = thread_get(r, smp->tid, complete || cut);
+	if (!t) {
+		if (complete || cut)
+			return -ENOMEM;
+		return reader_deliver_sample(r, aidx, smp);
+	}
+	int err = 0;
+	/* a later sample for those waiting; a complete one is their after side */
+	bool waiting = false;
+	for (size_t i = 0; i < t->nh && !err; i++) {
+		struct sheld *h = &t->h[i];
+		if (!h->state && ++h->seen >= WINDOW)
+			h->state = 2;
+		if (complete)
+			err = offer(r, h, &h->after, f, n);
+		waiting |= !h->state;
+	}
+	if (err || (t->nh && (err = release(r, t, false))))
+		return err;
+	if (cut) {
+		/* held: the before side from the newest reference with the frame, else (when it
+		 * waits) from a held one that may yet be completed */
+		if ((err = hold(r, t, aidx, smp)))
+			return err;
+		struct sheld *h = &t->h[t->nh - 1];
+		for (unsigned k = 1; k <= NREF && !h->before.have && !h->state && !err; k++) {
+			const struct sref1 *ref = &t->s[(t->next + NREF - k) % NREF];
+			err = offer(r, h, &h->before, ref->f, ref->n);
+		}
+		if (!err && !h->before.have && !waiting)
+			h->state = 2; /* (nothing could give it one) */
+		if (!err && h->state)
+			err = release(r, t, false);
+		if (!err && r->stitch_bytes > STITCH_BYTES_MAX)
+			err = give_up_all(r);
+		return err;
+	}
+	if (complete && (err = keep_ref(r, t, f, n)))
+		return err;
+	if (r->stitch_bytes > STITCH_BYTES_MAX && (err = give_up_all(r)))
+		return err;
+	return reader_deliver_sample(r, aidx, smp);
+}
+
+int reader_stitch_forget(struct uw_reader *r, uint32_t tid)
+{
+	struct sthread *t = r->stitch_init ? base_map_get(&r->stitch, tid) : NULL;
+	if (!t)
+		return 0;
+	int err = release(r, t, true);
+	base_map_del(&r->stitch, tid);
+	thread_free(r, t);
+	return err;
+}
+
+int reader_stitch_flush(struct uw_reader *r)
 {
 	if (!r->stitch_init)
-		return;
-	struct sref *refs = base_map_del(&r->stitch, tid);
-	if (refs)
-		free_refs(refs);
+		return 0;
+	size_t it = 0;
+	uint64_t k;
+	void *v;
+	int err = 0;
+	while (base_map_next(&r->stitch, &it, &k, &v)) {
+		int e = release(r, v, true);
+		if (!err)
+			err = e;
+	}
+	return err;
 }
 
 void reader_stitch_free(struct uw_reader *r)
@@ -116,7 +397,7 @@ void reader_stitch_free(struct uw_reader *r)
 	uint64_t k;
 	void *v;
 	while (base_map_next(&r->stitch, &it, &k, &v))
-		free_refs(v);
+		thread_free(r, v);
 	base_map_free(&r->stitch);
 	r->stitch_init = false;
 }

@@ -12,7 +12,8 @@
 
 struct sent {
 	int32_t pid, tid;
-	size_t order;           /* position in time (or first-seen) order */
+	uint64_t time;          /* the sample's (kept samples; else 0) */
+	size_t order;           /* position in the order added (or first seen) */
 	const struct pstack *st;
 	uint64_t weight;
 };
@@ -24,6 +25,9 @@ static int cmp_sent(const void *x, const void *y)
 		return a->pid < b->pid ? -1 : 1;
 	if (a->tid != b->tid)
 		return a->tid < b->tid ? -1 : 1;
+	/* (samples may be added out of time order: a reader holds some while stitching) */
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
 	return a->order < b->order ? -1 : a->order > b->order;
 }
 
@@ -65,10 +69,10 @@ UW_API int uw_profile_write_speedscope(struct uw_profile *p, FILE *out, const st
 	for (size_t i = 0; i < n; i++) {
 		if (ordered) {
 			const struct psample *ps = base_vec_at(&p->samples, i);
-			ev[i] = (struct sent){ ps->st->pid, ps->st->tid, i, ps->st, by_period ? ps->period : 1 };
+			ev[i] = (struct sent){ ps->st->pid, ps->st->tid, ps->time, i, ps->st, by_period ? ps->period : 1 };
 		} else {
 			const struct pstack *st = ((struct pstack **)p->order.data)[i];
-			ev[i] = (struct sent){ st->pid, st->tid, i, st, pstack_weight(p, st, true) };
+			ev[i] = (struct sent){ st->pid, st->tid, 0, i, st, pstack_weight(p, st, true) };
 		}
 	}
 	if (n)

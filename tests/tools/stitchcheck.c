@@ -12,8 +12,11 @@
  * It also prints the ceiling of any completion from other samples: how many truncated samples
  * have their missing frames (each frame's pc and stack pointer, from the first one the cut
  * copy lacks to the root) in some other sample of their thread, earlier or later. A sample
- * without them cannot be completed exactly from the recording by any matching rule.
- * STITCHCHECK_DUMP=FILE writes every sample's frames for analysis.
+ * without them cannot be completed exactly from the recording by any matching rule; one
+ * without them both before and after it cannot be completed by the two-sided rule the reader
+ * uses.
+ * STITCHCHECK_DUMP=FILE writes every sample's frames for analysis (in time order), and
+ * STITCHCHECK_STACKS=FILE each one's cut stack copy (u64 sp, u64 size, the bytes).
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -28,12 +31,15 @@ struct smp {
 	bool stitched; /* frames were appended */
 	uint64_t *pcs, *sps;
 	uint32_t tid, nown; /* frames not appended by stitching */
+	uint64_t time;
+	size_t ord; /* delivery order */
 };
 
 struct run {
 	struct smp *v;
 	size_t n, cap;
 	const char *comm;
+	FILE *stacks; /* STITCHCHECK_STACKS: each sample's sp, size and copy (the cut run's) */
 };
 
 static int on_sample(void *ctx, const struct uw_sample *s)
@@ -52,6 +58,14 @@ static int on_sample(void *ctx, const struct uw_sample *s)
 	m->pcs = m->n ? malloc(m->n * sizeof(*m->pcs)) : NULL;
 	m->sps = m->n ? malloc(m->n * sizeof(*m->sps)) : NULL;
 	m->tid = s->tid;
+	m->time = s->time;
+	m->ord = r->n - 1;
+	if (r->stacks) {
+		uint64_t h[2] = { s->user_sp, m->n ? s->stack_size : 0 };
+		fwrite(h, sizeof(h), 1, r->stacks);
+		if (h[1])
+			fwrite(s->stack, 1, h[1], r->stacks);
+	}
 	m->nown = 0;
 	m->stitched = false;
 	for (uint32_t i = 0; i < m->n; i++) {
@@ -61,6 +75,26 @@ static int on_sample(void *ctx, const struct uw_sample *s)
 		m->nown += s->user[i].method != UW_METHOD_STITCHED;
 	}
 	return 0;
+}
+
+/* Held samples (stitching waits for later ones) come late: the runs are compared in time order. */
+static int by_time(const void *a, const void *b)
+{
+	const struct smp *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->ord < y->ord ? -1 : x->ord > y->ord;
+}
+
+static void run_free(struct run *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		free(r->v[i].pcs);
+		free(r->v[i].sps);
+	}
+	free(r->v);
 }
 
 static int read_run(const char *path, uint64_t limit, struct run *r, int stitch)
@@ -103,8 +137,15 @@ int main(int argc, char **argv)
 			min_equal = atof(argv[i + 1]);
 	}
 	struct run whole = { .comm = comm }, cut = { .comm = comm };
-	if (read_run(path, 0, &whole, 0) || read_run(path, limit, &cut, 1))
+	if (getenv("STITCHCHECK_STACKS"))
+		cut.stacks = fopen(getenv("STITCHCHECK_STACKS"), "w");
+	int failed = read_run(path, 0, &whole, 0) || read_run(path, limit, &cut, 1);
+	if (cut.stacks)
+		fclose(cut.stacks);
+	if (failed)
 		return 1;
+	qsort(whole.v, whole.n, sizeof(*whole.v), by_time);
+	qsort(cut.v, cut.n, sizeof(*cut.v), by_time);
 	if (whole.n != cut.n) {
 		fprintf(stderr, "stitchcheck: %zu samples whole, %zu cut\n", whole.n, cut.n);
 		return 1;
@@ -147,27 +188,35 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	/* the ceiling: the true missing frames seen in another sample of the thread */
-	uint64_t ceiling = 0;
+	/* the ceiling: the true missing frames seen in another sample of the thread (and in one
+	 * before it and one after it: what the two-sided rule can use at best) */
+	uint64_t ceiling = 0, ceiling2 = 0;
 	for (size_t i = 0; i < whole.n; i++) {
 		const struct smp *w = &whole.v[i], *c = &cut.v[i];
 		if (!w->n || w->stop != UW_STOP_END_OF_STACK || (c->stop != UW_STOP_STACK_EXHAUSTED && !c->stitched) ||
 		    c->nown >= w->n)
 			continue;
 		uint32_t from = c->nown, len = w->n - from;
-		bool seen = false;
-		for (size_t j = 0; j < whole.n && !seen; j++) {
+		bool before = false, after = false;
+		for (size_t j = 0; j < whole.n && !(before && after); j++) {
 			const struct smp *o = &whole.v[j];
-			if (j == i || o->tid != w->tid || o->n < len)
+			if (j == i || o->tid != w->tid || o->n < len || (j < i ? before : after))
 				continue;
 			uint32_t k = o->n - len; /* the suffix ends at the root: only one place to look */
-			seen = !memcmp(o->pcs + k, w->pcs + from, len * sizeof(uint64_t)) &&
-			       !memcmp(o->sps + k, w->sps + from, len * sizeof(uint64_t));
+			bool seen = !memcmp(o->pcs + k, w->pcs + from, len * sizeof(uint64_t)) &&
+				    !memcmp(o->sps + k, w->sps + from, len * sizeof(uint64_t));
+			if (seen && j < i)
+				before = true;
+			else if (seen)
+				after = true;
 		}
-		ceiling += seen;
+		ceiling += before || after;
+		ceiling2 += before && after;
 	}
 	printf("ceiling: %" PRIu64 " of %" PRIu64 " truncated samples (%.1f%%) have their missing frames in another sample of "
-	       "their thread\n", ceiling, truncated, truncated ? 100.0 * (double)ceiling / (double)truncated : 100.0);
+	       "their thread; %" PRIu64 " (%.1f%%) in one before and one after\n", ceiling, truncated,
+	       truncated ? 100.0 * (double)ceiling / (double)truncated : 100.0, ceiling2,
+	       truncated ? 100.0 * (double)ceiling2 / (double)truncated : 100.0);
 	printf("samples %" PRIu64 " (whole copies reaching a root); truncated at %" PRIu64 " bytes: %" PRIu64
 	       "; completed %" PRIu64 " (%.1f%%); equal to the whole copy's %" PRIu64 " (%.2f%% of completed)\n",
 	       samples, limit, truncated, completed, truncated ? 100.0 * (double)completed / (double)truncated : 100.0,
@@ -176,5 +225,7 @@ int main(int argc, char **argv)
 		  (!completed || 100.0 * (double)equal / (double)completed >= min_equal);
 	if (!ok)
 		printf("FAIL: under --min-completed %.1f / --min-equal %.2f\n", min_completed, min_equal);
+	run_free(&whole);
+	run_free(&cut);
 	return ok ? 0 : 1;
 }

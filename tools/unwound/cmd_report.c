@@ -129,10 +129,10 @@ static void report_usage(FILE *f)
 		"                      by build-id in $UNWOUND_CACHE_DIR, else $XDG_CACHE_HOME/unwound or\n"
 		"                      ~/.cache/unwound)\n"
 		"  --no-fp             never fall back to frame pointers\n"
-		"  --stitch            complete stacks their copy cut short from the thread's recent\n"
-		"                      complete stacks (a frame with the same return address and stack\n"
-		"                      pointer taken for the same activation; the caller's call site may\n"
-		"                      be another's when a function is called again at the same depth)\n"
+		"  --stitch            complete stacks their copy cut short from the thread's complete\n"
+		"                      stacks: a frame with the same return address and stack pointer\n"
+		"                      is the same activation when a stack before the sample and the\n"
+		"                      first after it agree on its callers\n"
 		"  --stack-limit BYTES use only the first BYTES of each user stack copy, as if recorded with\n"
 		"                      --call-graph dwarf,BYTES (to see what a smaller copy loses)\n"
 		"  -v                  more messages (repeat for more)\n"
@@ -309,9 +309,12 @@ static void summary(struct uw_session *s, struct uw_reader *rd, const struct uw_
 		fprintf(f, "# malformed records skipped: %" PRIu64 " MMAP, %" PRIu64 " COMM, %" PRIu64 " FORK, %" PRIu64 " EXIT\n",
 			ts.malformed_mmap, ts.malformed_comm, ts.malformed_fork, ts.malformed_exit);
 	if (st->stitched_samples || st->stitch_failed)
-		fprintf(f, "# stacks cut short by their copy: %" PRIu64 " completed from their thread's last complete stack (%"
+		fprintf(f, "# stacks cut short by their copy: %" PRIu64 " completed from their thread's stacks before and after (%"
 			   PRIu64 " frames added), %" PRIu64 " not\n",
 			st->stitched_samples, st->stitched_frames, st->stitch_failed);
+	if (st->stitch_given_up)
+		fprintf(f, "# stitching gave up %" PRIu64 " times: held samples and references passed 64 MiB (too many "
+			   "threads at once): those held went as they were\n", st->stitch_given_up);
 	if (st->deferred_samples || st->deferred_records)
 		fprintf(f, "# deferred user callchains: %" PRIu64 " samples waited for one, %" PRIu64 " completed, %" PRIu64
 			   " never got it (kernel part only); %" PRIu64 " records, %" PRIu64 " matching no sample, %" PRIu64

@@ -187,6 +187,22 @@ static int offer(struct uw_reader *r, struct sheld *h, struct side *sd, const st
 	return 0;
 }
 
+/* As offer, the frames those of a held sample p with the callers its before side gives. */
+static int offer_proposal(struct uw_reader *r, struct sheld *h, const struct sheld *p)
+{
+	if (p->state || !p->before.have)
+		return 0;
+	uint32_t n = p->nown + p->before.n;
+	struct uw_frame *f = malloc(n * sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	memcpy(f, p->f, p->nown * sizeof(*f));
+	memcpy(f + p->nown, p->before.f, p->before.n * sizeof(*f));
+	int err = offer(r, h, &h->before, f, n);
+	free(f);
+	return err;
+}
+
 static int deliver_held(struct uw_reader *r, struct sheld *h)
 {
 	if (h->state == 1) {
@@ -347,6 +363,11 @@ int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *s
 			const struct sref1 *ref = &t->s[(t->next + NREF - k) % NREF];
 			err = offer(r, h, &h->before, ref->f, ref->n);
 		}
+		/* else from what a waiting one's before side says of its callers (a deep phase: the
+		 * next deeper sample's frame lies in the previous one's; the after side still has to
+		 * agree) */
+		for (size_t i = t->nh - 1; i-- > 0 && !h->before.have && !h->state && !err;)
+			err = offer_proposal(r, h, &t->h[i]);
 		if (!err && !h->before.have && !waiting)
 			h->state = 2; /* (nothing could give it one) */
 		if (!err && h->state)

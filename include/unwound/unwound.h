@@ -701,6 +701,8 @@ struct uw_record_status {
 	int workload_stopped;      /* 1: it outlived the recording and the recorder ended it (SIGTERM) */
 	uint64_t samples_no_user;  /* of samples: in kernel threads, with no user stack to unwind
 	                            * (samples_root counts among the others, as report's summary) */
+	uint64_t stitched;         /* (opts.stitch) stacks cut short by their copy, completed */
+	uint64_t stitch_failed;    /* ... not completed */
 };
 
 struct uw_record_opts {

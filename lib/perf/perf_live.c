@@ -322,6 +322,8 @@ static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct
 	st->samples = rs.samples_delivered;
 	st->samples_root = status_root(&rs);
 	st->samples_no_user = rs.samples_no_user;
+	st->stitched = rs.stitched_samples;
+	st->stitch_failed = rs.stitch_failed;
 	st->lost = rc->lv.lost;
 	st->throttled = rc->lv.throttled;
 	st->bytes_out = bytes_out;

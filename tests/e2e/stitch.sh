@@ -45,4 +45,13 @@ cmp -s "$W/n.orig" "$W/n.inj" || { echo "FAIL: $(cat "$W/n.inj") samples after i
 ! grep -qi "out of order" "$W/script.err" || { cat "$W/script.err"; echo "FAIL: perf saw samples out of order"; exit 1; }
 "$B/unwound" report -i "$W/small.inj" --comm cc1 -o "$W/inj.txt"
 grep -q "reach a root" "$W/inj.txt"
+# live: unwound record --stitch with 8 KiB copies says what it completed; perf reads every sample
+"$B/unwound" record -q -F 1999 -e cpu-clock --stack-size 8192 --stitch -o "$W/rec.data" -- \
+    gcc -O2 -c -o "$W/deep.o" "$W/deep.c" 2>"$W/rec.err" || { cat "$W/rec.err"; exit 1; }
+cat "$W/rec.err"
+grep -q "^unwound record: stacks cut short by their copy: [1-9][0-9]* completed" "$W/rec.err" ||
+    { echo "FAIL: record --stitch completed nothing"; exit 1; }
+n_rec=$(sed -n 's/^unwound record: \([0-9]*\) samples.*/\1/p' "$W/rec.err")
+n_read=$(perf script -i "$W/rec.data" -F tid 2>/dev/null | wc -l)
+[ "$n_rec" = "$n_read" ] || { echo "FAIL: record wrote $n_rec samples, perf read $n_read"; exit 1; }
 echo "stitch: ok"

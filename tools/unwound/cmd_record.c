@@ -272,6 +272,9 @@ int cmd_record(int argc, char **argv)
 	fprintf(stderr, "unwound record: %" PRIu64 " samples, %" PRIu64 " with a user stack (%.2f%% unwound to a root), %" PRIu64 " lost, %.1f KiB written to %s; own CPU %.2f s in %.1f s\n",
 		st.samples, with_user, with_user ? 100.0 * (double)st.samples_root / (double)with_user : 0.0, st.lost,
 		(double)st.bytes_out / 1024.0, strcmp(outname, "-") ? outname : "standard output", st.cpu_self, st.elapsed);
+	if (ro.stitch)
+		fprintf(stderr, "unwound record: stacks cut short by their copy: %" PRIu64 " completed from their thread's "
+			   "stacks before and after, %" PRIu64 " not\n", st.stitched, st.stitch_failed);
 	if (st.procmap_query || st.maps_scan)
 		fprintf(stderr, "unwound record: mappings found on demand: %" PRIu64 " with PROCMAP_QUERY, %" PRIu64 " from /proc/PID/maps\n",
 			st.procmap_query, st.maps_scan);

@@ -200,9 +200,10 @@ UW_API int uw_profile_write_diff(struct uw_profile *baseline, struct uw_profile 
 			char base[16] = "", delta[16];
 			if (r->w[0])
 				snprintf(base, sizeof(base), "%.2f%%", b);
-			/* perf diff leaves the change empty when it rounds to nothing */
+			/* perf diff (6.x) prints the change of every function in both, +0.00% too, and none
+			 * for one only in the baseline; the stacks table leaves a change of nothing empty */
 			snprintf(delta, sizeof(delta), "%+.2f%%", r->delta);
-			if (!strcmp(delta, "+0.00%") || !strcmp(delta, "-0.00%") || (o.format == UW_DIFF_FUNCTIONS && !r->w[1]))
+			if (o.format == UW_DIFF_FUNCTIONS ? !r->w[1] : (!strcmp(delta, "+0.00%") || !strcmp(delta, "-0.00%")))
 				delta[0] = 0;
 			if (o.format == UW_DIFF_FUNCTIONS) {
 				fprintf(out, "  %8s  %9s  %-*s  [%c] %s\n", base, delta, dw, r->dso, r->kernel ? 'k' : '.', r->name);

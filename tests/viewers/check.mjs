@@ -95,6 +95,9 @@ for (const h of E.html || []) {
   check(errors.length === 0, `html ${h.name}: no console errors ${errors.join('; ')}`);
   check(s.total === h.total && s.n === h.samples, `html ${h.name}: total ${h.total} in ${h.samples} samples (shown ${s.total} in ${s.n})`);
   check(JSON.stringify(s.kids.slice(0, h.roots.length)) === JSON.stringify(h.roots), `html ${h.name}: outermost frames ${h.roots} (shown ${s.kids})`);
+  // the canvas is as tall as the deepest box drawn: the flame's highest box is at its top
+  const ext = await page.evaluate(() => unwound.extent());
+  check(ext.top >= 0 && ext.top <= 4, `html ${h.name}: the highest box at the canvas's top (at ${ext.top} of ${ext.height} px)`);
   const html = fs.readFileSync(h.file, 'utf8');
   check(!/<script[^>]+src=|<link[^>]+href=|https?:\/\/(?!www\.w3)/.test(html.replace(/"\$schema":"[^"]*"/, '')), `html ${h.name}: self-contained (no external scripts, styles or addresses)`);
   // zoom: click the box of the frame to zoom into

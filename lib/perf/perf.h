@@ -118,6 +118,12 @@ int perf_writer_set_feature(struct perf_writer *w, unsigned bit, const void *p, 
 int perf_writer_begin(struct perf_writer *w);
 /* Appends a record (header included) to the data section. */
 int perf_writer_record(struct perf_writer *w, const void *rec, size_t len);
+/* Samples may come late (a reader holding them): oldest gives the time of the oldest one
+ * still to come (UINT64_MAX: none) and *newest the newest time of anything written so far; a
+ * round marker is written only when perf, reading it, would not already have delivered past
+ * the oldest (perf delivers, at a marker, what is no newer than the newest event before the
+ * previous marker). */
+void perf_writer_round_gate(struct perf_writer *w, uint64_t (*oldest)(void *ctx, uint64_t *newest), void *ctx);
 /* Notes a SAMPLE just written: its time (SAMPLE_TIME) and its stop reason (FEAT_UW_STOPS). */
 void perf_writer_sample(struct perf_writer *w, bool has_time, uint64_t time, uint8_t reason);
 /* A build-id for the table (once per path). */
@@ -162,6 +168,9 @@ const uint8_t *perf_reader_feature(const struct uw_reader *r, unsigned bit, size
 /* The attributes read so far. */
 const struct perf_attr *perf_reader_attrs(const struct uw_reader *r, size_t *n);
 /* The raw record of the sample being delivered (valid in the sample callback). */
+/* The time of the oldest sample the reader holds (stitching, deferred callchains) to deliver
+ * later; UINT64_MAX when none. *newest: the newest time of a record delivered so far. */
+uint64_t perf_reader_held_oldest(const struct uw_reader *r, uint64_t *newest);
 const uint8_t *perf_reader_current_sample(const struct uw_reader *r, uint32_t *len);
 
 #endif

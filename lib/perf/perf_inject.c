@@ -261,11 +261,21 @@ int cc_sink_new(struct uw_session *s, const char *out_path, struct cc_sink **out
 	return 0;
 }
 
+static uint64_t held_oldest(void *ctx, uint64_t *newest)
+{
+	const struct inject *in = ctx;
+	*newest = 0;
+	return in->r ? perf_reader_held_oldest(in->r, newest) : UINT64_MAX;
+}
+
 void cc_sink_attach(struct cc_sink *k, struct uw_reader *r)
 {
 	struct inject *in = (struct inject *)k;
 	in->r = r;
 	perf_reader_set_record_fn(r, on_record, in);
+	/* samples the reader holds (stitching, deferred callchains) are written late: round
+	 * markers wait for them */
+	perf_writer_round_gate(in->w, held_oldest, in);
 }
 
 int cc_sink_record(struct cc_sink *k, const uint8_t *rec, uint32_t len)

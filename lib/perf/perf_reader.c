@@ -27,6 +27,13 @@ const struct perf_attr *perf_reader_attrs(const struct uw_reader *r, size_t *n)
 	return r->attrs;
 }
 
+uint64_t perf_reader_held_oldest(const struct uw_reader *r, uint64_t *newest)
+{
+	*newest = r->newest_delivered;
+	/* (samples waiting for a deferred callchain come late too) */
+	return UW_MIN(reader_stitch_oldest(r), reader_deferred_oldest(r));
+}
+
 const uint8_t *perf_reader_current_sample(const struct uw_reader *r, uint32_t *len)
 {
 	*len = r->cur_len;
@@ -251,6 +258,8 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 	memcpy(&misc, rec + 4, 2);
 	const uint8_t *b = rec + 8;
 	size_t n = len - 8;
+	if (time > r->newest_delivered)
+		r->newest_delivered = time;
 	struct base_cursor c = base_cursor(b, n);
 	const struct perf_attr *a = r->nattrs ? reader_attr_of(r, rec, len, NULL) : NULL;
 	size_t trailer = (a && type != PR_SAMPLE) ? a->id_trailer_size : 0;

@@ -60,6 +60,12 @@ struct perf_writer {
 	size_t blen;
 	int err;
 	uint64_t since_round;
+	/* round markers held back while samples still to come are older than what perf would
+	 * flush at the next one (perf_writer_round_gate) */
+	uint64_t (*gate)(void *ctx, uint64_t *newest);
+	void *gate_ctx;
+	uint64_t round_max;      /* the newest time written at the last marker */
+	bool any_round;
 	struct fbuf feat[FEAT_LAST];
 	bool has[FEAT_LAST];
 	struct perf_writer_buildid *bids;
@@ -376,6 +382,24 @@ int perf_writer_begin(struct perf_writer *w)
 	return w->err;
 }
 
+void perf_writer_round_gate(struct perf_writer *w, uint64_t (*oldest)(void *ctx, uint64_t *newest), void *ctx)
+{
+	w->gate = oldest;
+	w->gate_ctx = ctx;
+}
+
+/* May a marker go now? Then the newest time written, for the next one's test. */
+static bool round_ok(struct perf_writer *w, uint64_t *newest)
+{
+	*newest = w->any_time ? w->last_time : 0;
+	if (!w->gate)
+		return true;
+	uint64_t n = 0, oldest = w->gate(w->gate_ctx, &n);
+	if (n > *newest)
+		*newest = n;
+	return !w->any_round || oldest > w->round_max;
+}
+
 int perf_writer_record(struct perf_writer *w, const void *rec, size_t len)
 {
 	if (!w->begun && perf_writer_begin(w))
@@ -383,13 +407,18 @@ int perf_writer_record(struct perf_writer *w, const void *rec, size_t len)
 	wput(w, rec, len);
 	w->data_size += len;
 	/* a round marker now and then, so readers can deliver in time order without holding
-	 * the whole file (records come in time order) */
-	if (++w->since_round >= 8192) {
+	 * the whole file (records come in time order, but for samples a reader held: perf, at
+	 * a marker, delivers what is no newer than the newest event before the previous marker,
+	 * so the marker waits until the oldest sample still to come is newer than that) */
+	uint64_t newest;
+	if (++w->since_round >= 8192 && w->since_round % 256 == 0 && round_ok(w, &newest)) {
 		w->since_round = 0;
 		uint8_t fr[8];
 		rec_header(fr, PR_FINISHED_ROUND, 0, 8);
 		wput(w, fr, 8);
 		w->data_size += 8;
+		w->round_max = newest;
+		w->any_round = true;
 	}
 	return w->err;
 }

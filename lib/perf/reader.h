@@ -116,6 +116,7 @@ struct uw_reader {
 	perf_record_fn record_fn; /* writers: every non-sample record delivered */
 	void *record_ctx;
 	const uint8_t *cur_rec;   /* the sample being delivered */
+	uint64_t newest_delivered; /* the newest time of a record delivered so far */
 	uint32_t cur_len;
 	/* deferred user callchains (reader_deferred.c) */
 	struct base_vec held;     /* samples waiting for theirs, in time order */
@@ -201,6 +202,8 @@ int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *s
 int reader_stitch_forget(struct uw_reader *r, uint32_t tid);
 /* At the end: the held samples delivered. */
 int reader_stitch_flush(struct uw_reader *r);
+/* The time of the oldest held sample; UINT64_MAX when none. */
+uint64_t reader_stitch_oldest(const struct uw_reader *r);
 void reader_stitch_free(struct uw_reader *r);
 
 /* ---- deferred user callchains (reader_deferred.c) */
@@ -215,6 +218,8 @@ int reader_deferred_hold(struct uw_reader *r, const uint8_t *rec, uint32_t len, 
 int reader_deferred_record(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time);
 /* At the end: the samples still waiting delivered without their user part. */
 int reader_deferred_flush(struct uw_reader *r);
+/* The time of the oldest sample waiting; UINT64_MAX when none. */
+uint64_t reader_deferred_oldest(const struct uw_reader *r);
 void reader_deferred_free(struct uw_reader *r);
 int reader_sample_deferred(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t ord, const uint8_t *ips,
                            uint64_t nr);

@@ -140,6 +140,12 @@ int reader_deferred_record(struct uw_reader *r, const uint8_t *rec, uint32_t len
 	return err;
 }
 
+uint64_t reader_deferred_oldest(const struct uw_reader *r)
+{
+	/* (held in time order) */
+	return r->held.len ? ((const struct held *)r->held.data)->time : UINT64_MAX;
+}
+
 int reader_deferred_flush(struct uw_reader *r)
 {
 	int err = 0;

@@ -383,6 +383,23 @@ int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *s
 	return reader_deliver_sample(r, aidx, smp);
 }
 
+uint64_t reader_stitch_oldest(const struct uw_reader *r)
+{
+	uint64_t oldest = UINT64_MAX;
+	if (!r->stitch_init)
+		return oldest;
+	size_t it = 0;
+	uint64_t k;
+	void *v;
+	while (base_map_next(&r->stitch, &it, &k, &v)) {
+		const struct sthread *t = v;
+		/* (a thread's are in its order: the first is its oldest) */
+		if (t->nh && t->h[0].smp.time < oldest)
+			oldest = t->h[0].smp.time;
+	}
+	return oldest;
+}
+
 int reader_stitch_forget(struct uw_reader *r, uint32_t tid)
 {
 	struct sthread *t = r->stitch_init ? base_map_get(&r->stitch, tid) : NULL;

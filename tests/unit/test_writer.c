@@ -126,6 +126,57 @@ static void killed_after_sync(void **state)
 	unlink(path);
 }
 
+/* Round markers wait for samples still to come that are older than what perf would deliver at
+ * the next marker (a reader holding samples): gated, the second marker waits until none is
+ * held; without a gate they come every 8192 records. */
+struct gate {
+	uint64_t oldest, newest;
+};
+
+static uint64_t gate_fn(void *ctx, uint64_t *newest)
+{
+	struct gate *g = ctx;
+	*newest = g->newest;
+	return g->oldest;
+}
+
+static uint64_t rounds_written(const char *path, bool gated)
+{
+	struct perf_writer *w = writer(path);
+	struct gate g = { UINT64_MAX, 0 };
+	if (gated)
+		perf_writer_round_gate(w, gate_fn, &g);
+	uint8_t rec[128];
+	for (uint64_t i = 0; i < 26000; i++) {
+		/* a sample of time 1005 held from the 9000th record to the 25000th */
+		g.oldest = i >= 9000 && i < 25000 ? 1005 : UINT64_MAX;
+		g.newest = 1000 + i;
+		assert_int_equal(perf_writer_record(w, rec, sample(rec, 1000 + i)), 0);
+		perf_writer_sample(w, true, 1000 + i, UW_STOP_END_OF_STACK);
+	}
+	assert_int_equal(perf_writer_finish(w), 0);
+	perf_writer_close(w);
+	struct uw_session *s = uw_session_new(NULL);
+	UW_OPTS(uw_reader_opts, ro);
+	struct uw_reader *r = uw_reader_open(s, path, &ro);
+	assert_non_null(r);
+	assert_int_equal(uw_reader_run(r), 0);
+	uint64_t n = uw_reader_nr_records(r, PR_FINISHED_ROUND);
+	uw_reader_free(r);
+	uw_session_free(s);
+	unlink(path);
+	return n;
+}
+
+static void rounds_wait_for_held(void **state)
+{
+	(void)state;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/rounds.data", dir);
+	assert_int_equal(rounds_written(path, false), 3); /* after 8192, 16384, 24576 records */
+	assert_int_equal(rounds_written(path, true), 2);  /* after 8192, then 25088 */
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -133,6 +184,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(stop_reasons_spilled),
 		cmocka_unit_test(killed_after_sync),
+		cmocka_unit_test(rounds_wait_for_held),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	rmdir(dir);

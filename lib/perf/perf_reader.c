@@ -322,9 +322,10 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 			return 0;
 		}
 		size_t l = strnlen((const char *)c.p, base_cur_left(&c));
-		return proc_comm(r->t, pid, tid, (const char *)c.p, l, (misc & PM_COMM_EXEC) != 0, time) == -ENOMEM
-			       ? -ENOMEM
-			       : 0;
+		if (proc_comm(r->t, pid, tid, (const char *)c.p, l, (misc & PM_COMM_EXEC) != 0, time) == -ENOMEM)
+			return -ENOMEM;
+		/* (an exec: another program, whose stacks the earlier ones say nothing of) */
+		return (misc & PM_COMM_EXEC) ? reader_stitch_forget(r, (uint32_t)pid, (uint32_t)tid) : 0;
 	}
 	case PR_FORK:
 	case PR_EXIT: {
@@ -337,10 +338,14 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 				r->t->st.malformed_exit++;
 			return 0;
 		}
-		if (type == PR_FORK)
-			return proc_fork(r->t, pid, ppid, tid, ptid, time ? time : t) == -ENOMEM ? -ENOMEM : 0;
+		if (type == PR_FORK) {
+			if (proc_fork(r->t, pid, ppid, tid, ptid, time ? time : t) == -ENOMEM)
+				return -ENOMEM;
+			/* (a thread number reused, its old thread's EXIT lost) */
+			return reader_stitch_forget(r, (uint32_t)pid, (uint32_t)tid);
+		}
 		proc_exit(r->t, pid, tid, time ? time : t);
-		return reader_stitch_forget(r, (uint32_t)tid);
+		return reader_stitch_forget(r, (uint32_t)pid, (uint32_t)tid);
 	}
 	case PR_LOST:
 		base_cur_u64(&c);

@@ -198,8 +198,9 @@ int reader_deliver_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *
 /* A sample with stitching on: delivered now, or (a stack its copy cut short) held until its
  * thread's later samples decide whether it is completed. */
 int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp);
-/* A thread's EXIT: its held samples delivered, its references dropped. */
-int reader_stitch_forget(struct uw_reader *r, uint32_t tid);
+/* A thread's EXIT, exec, or a FORK reusing its number: its held samples delivered, its
+ * references dropped. */
+int reader_stitch_forget(struct uw_reader *r, uint32_t pid, uint32_t tid);
 /* At the end: the held samples delivered. */
 int reader_stitch_flush(struct uw_reader *r);
 /* The time of the oldest held sample; UINT64_MAX when none. */

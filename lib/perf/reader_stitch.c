@@ -19,8 +19,9 @@
  *
  * The sample is held meanwhile (copied) and delivered when decided, after samples that came after
  * it (the held ones of a thread go in their order). A completed stack is a reference
- * in turn. Appended frames are marked UW_METHOD_STITCHED. At a thread's EXIT, at the end, or
- * past HELD_BYTES_MAX held in all, the waiting samples are delivered as they are.
+ * in turn. Appended frames are marked UW_METHOD_STITCHED. At a thread's EXIT (or its exec, or a
+ * FORK that reuses its number), at the end, past WINDOW, or past STITCH_BYTES_MAX held in all,
+ * the waiting samples are delivered as they are and (but at the end) its references dropped.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -93,7 +94,7 @@ static void thread_free(struct uw_reader *r, struct sthread *t)
 	free(t);
 }
 
-static struct sthread *thread_get(struct uw_reader *r, uint32_t tid, bool create)
+static struct sthread *thread_get(struct uw_reader *r, uint64_t key, bool create)
 {
 	if (!r->stitch_init) {
 		if (!create)
@@ -101,10 +102,10 @@ static struct sthread *thread_get(struct uw_reader *r, uint32_t tid, bool create
 		base_map_init(&r->stitch);
 		r->stitch_init = true;
 	}
-	struct sthread *t = base_map_get(&r->stitch, tid);
+	struct sthread *t = base_map_get(&r->stitch, key);
 	if (!t && create) {
 		t = calloc(1, sizeof(*t));
-		if (!t || base_map_put(&r->stitch, tid, t)) {
+		if (!t || base_map_put(&r->stitch, key, t)) {
 			free(t);
 			return NULL;
 		}
@@ -334,7 +335,8 @@ int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *s
 	const struct uw_frame *f = smp->user;
 	bool complete = smp->stop_reason == UW_STOP_END_OF_STACK && n >= 2 && f[n - 1].sp;
 	bool cut = smp->stop_reason == UW_STOP_STACK_EXHAUSTED && n >= 2 && f[n - 1].sp && f[n - 1].is_call;
-	struct sthread *t = thread_get(r, smp->tid, complete || cut);
+	/* (by process and thread: a thread number reused by another process starts afresh) */
+	struct sthread *t = thread_get(r, (uint64_t)smp->pid << 32 | smp->tid, complete || cut);
 	if (!t) {
 		if (complete || cut)
 			return -ENOMEM;
@@ -400,13 +402,14 @@ uint64_t reader_stitch_oldest(const struct uw_reader *r)
 	return oldest;
 }
 
-int reader_stitch_forget(struct uw_reader *r, uint32_t tid)
+int reader_stitch_forget(struct uw_reader *r, uint32_t pid, uint32_t tid)
 {
-	struct sthread *t = r->stitch_init ? base_map_get(&r->stitch, tid) : NULL;
+	uint64_t key = (uint64_t)pid << 32 | tid;
+	struct sthread *t = r->stitch_init ? base_map_get(&r->stitch, key) : NULL;
 	if (!t)
 		return 0;
 	int err = release(r, t, true);
-	base_map_del(&r->stitch, tid);
+	base_map_del(&r->stitch, key);
 	thread_free(r, t);
 	return err;
 }

@@ -4,7 +4,8 @@
  * completed only when a complete stack before it and the first one after it that have its
  * outermost frame agree on the callers; it is delivered when decided (before the sample that
  * decided it); held ones complete each other; at EXIT, at the end, after the wait, and past
- * the memory cap, waiting ones go as they are.
+ * the memory cap, waiting ones go as they are; a thread number in another process starts
+ * afresh.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -215,7 +216,7 @@ static void exit_and_end(void **state)
 	assert_int_equal(push(x, 2, 3, UW_STOP_END_OF_STACK, whole, 7), 0);
 	assert_int_equal(push(x, 2, 4, UW_STOP_STACK_EXHAUSTED, cut, 3), 0);
 	assert_int_equal(x->k.n, 2);
-	assert_int_equal(reader_stitch_forget(x->r, 1), 0);
+	assert_int_equal(reader_stitch_forget(x->r, 1, 1), 0);
 	assert_int_equal(x->k.n, 3);
 	assert_int_equal(x->k.v[2].tid, 1);
 	assert_int_equal(x->k.v[2].stop, UW_STOP_STACK_EXHAUSTED);
@@ -227,6 +228,27 @@ static void exit_and_end(void **state)
 	assert_int_equal(x->k.v[4].tid, 2);
 	/* what is left: thread 2's reference */
 	assert_int_equal(x->r->stitch_bytes, 7 * sizeof(struct uw_frame));
+}
+
+static void another_process(void **state)
+{
+	struct fx *x = *state;
+	/* thread 1 of process 1, then a thread numbered 1 in process 2: nothing before it */
+	assert_int_equal(push(x, 1, 1, UW_STOP_END_OF_STACK, whole, 7), 0);
+	struct uw_frame fr[3];
+	memset(fr, 0, sizeof(fr));
+	for (int i = 0; i < 3; i++) {
+		fr[i].pc = cut[i].pc;
+		fr[i].sp = cut[i].sp;
+		fr[i].is_call = i > 0;
+	}
+	struct uw_sample smp = { .sz = sizeof(smp), .pid = 2, .tid = 1, .time = 2, .period = 1 };
+	smp.user = fr;
+	smp.nr_user = 3;
+	smp.stop_reason = UW_STOP_STACK_EXHAUSTED;
+	assert_int_equal(reader_stitch_sample(x->r, 0, &smp), 0);
+	assert_int_equal(x->k.n, 2);
+	assert_int_equal(x->k.v[1].stop, UW_STOP_STACK_EXHAUSTED);
 }
 
 static void memory_cap(void **state)
@@ -268,6 +290,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(one_side_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(held_ones_complete_each_other, setup, teardown),
 		cmocka_unit_test_setup_teardown(exit_and_end, setup, teardown),
+		cmocka_unit_test_setup_teardown(another_process, setup, teardown),
 		cmocka_unit_test_setup_teardown(memory_cap, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

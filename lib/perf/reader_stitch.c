@@ -204,6 +204,19 @@ static int offer_proposal(struct uw_reader *r, struct sheld *h, const struct she
 	return err;
 }
 
+/* Is a later held sample, still waiting, one whose own frames have h[i]'s outermost frame (its
+ * completion would be h[i]'s after side)? Then h[i] waits for it past WINDOW. */
+static bool pending_after(const struct sthread *t, size_t i)
+{
+	const struct sheld *h = &t->h[i];
+	for (size_t j = i + 1; j < t->nh; j++) {
+		const struct sheld *l = &t->h[j];
+		if (!l->state && find_frame(l->f, l->nown, &h->f[h->nown - 1]) >= 0)
+			return true;
+	}
+	return false;
+}
+
 static int deliver_held(struct uw_reader *r, struct sheld *h)
 {
 	if (h->state == 1) {
@@ -347,7 +360,7 @@ int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *s
 	bool waiting = false;
 	for (size_t i = 0; i < t->nh && !err; i++) {
 		struct sheld *h = &t->h[i];
-		if (!h->state && ++h->seen >= WINDOW)
+		if (!h->state && ++h->seen >= WINDOW && !pending_after(t, i))
 			h->state = 2;
 		if (complete)
 			err = offer(r, h, &h->after, f, n);

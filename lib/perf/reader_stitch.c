@@ -13,8 +13,8 @@
  * must also be those of the first later complete stack (within WINDOW later samples of the
  * thread) that has the frame. When both agree the activation was there before and after the
  * sample, and the sample is completed (when no earlier stack has the frame, an activation begun
- * since, the first two later stacks that have it must agree); when they differ, or no later stack has the frame, it is
- * not. (Measured with tests/tools/stitchcheck on gcc builds and on deep recursion, see
+ * since, the first two later stacks that have it must agree); when they differ, or no later
+ * stack has the frame, it is not. (Measured with tests/tools/stitchcheck on gcc builds and on deep recursion, see
  * docs/design.md: the one-sided rule let 7-50% wrong callers in on a real compiler build, the
  * two-sided one none.)
  *

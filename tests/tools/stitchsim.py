@@ -7,8 +7,9 @@ them, and the result is compared with the whole copy's stack.
 
   one-sided:  the nearest earlier stack with the frame
   either:     the nearest earlier, else the nearest later
-  two-sided:  the nearest earlier and the nearest later both have it and agree (the reader's
-              rule, there with a wait of 64 samples and 16 earlier stacks)
+  two-sided:  the nearest earlier and the nearest later both have it and agree
+  reader:     two-sided, or, when no earlier stack has it, the two nearest later agree (the
+              reader's rule, there with a wait of 64 samples and 16 earlier stacks)
 
     stitchsim.py DUMP
 """
@@ -56,21 +57,28 @@ def simulate(rows, rule):
                 if i in done:
                     continue
                 o = own[i][-1]
-                before = after = None
+                before = after = after2 = None
                 for q in range(p - 1, -1, -1):
                     if idx[q] in known and (c := callers(known[idx[q]], o)) is not None:
                         before = c
                         break
                 for q in range(p + 1, len(idx)):
                     if idx[q] in known and (c := callers(known[idx[q]], o)) is not None:
-                        after = c
-                        break
+                        if after is None:
+                            after = c
+                        else:
+                            after2 = c
+                            break
                 if rule == 'one-sided':
                     got = before
                 elif rule == 'either':
                     got = before or after
-                else:
+                elif rule == 'two-sided':
                     got = before if before is not None and before == after else None
+                elif before is not None:
+                    got = before if before == after else None
+                else:
+                    got = after if after is not None and after == after2 else None
                 if got is not None:
                     done[i] = known[i] = own[i] + got
                     changed = True
@@ -84,7 +92,7 @@ def simulate(rows, rule):
 
 
 rows = load(sys.argv[1])
-for rule in ('one-sided', 'either', 'two-sided'):
+for rule in ('one-sided', 'either', 'two-sided', 'reader'):
     t, c, e = simulate(rows, rule)
     print(f"{rule:10} truncated {t}: completed {c} ({100 * c / max(t, 1):.1f}%), "
           f"equal {e} ({100 * e / max(c, 1):.2f}% of completed)")

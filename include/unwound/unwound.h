@@ -548,7 +548,7 @@ struct uw_reader_opts {
 	 * complete stacks: a frame with the outermost frame's return address and stack pointer is
 	 * taken for the same activation when the callers of that frame are the same in a stack
 	 * before the sample and in the first one after it (seen on both sides: the activation
-	 * outlived the sample), or, when no earlier stack has the frame, in the first two after. The frames added are marked UW_METHOD_STITCHED. Such a sample is
+	 * outlived the sample). The frames added are marked UW_METHOD_STITCHED. Such a sample is
 	 * held (copied) until its thread's next 64 samples decide, so it is delivered after
 	 * samples of other threads, and of its own, that came later. Off by default. */
 	int stitch;

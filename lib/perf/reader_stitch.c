@@ -12,9 +12,8 @@
  * sides of the sample: the callers found in the thread's last NREF complete stacks before it
  * must also be those of the first later complete stack (within WINDOW later samples of the
  * thread) that has the frame. When both agree the activation was there before and after the
- * sample, and the sample is completed (when no earlier stack has the frame, an activation begun
- * since, the first two later stacks that have it must agree); when they differ, or no later
- * stack has the frame, it is not. (Measured with tests/tools/stitchcheck on gcc builds and on deep recursion, see
+ * sample, and the sample is completed; when they differ, or no later stack has the frame, it is
+ * not. (Measured with tests/tools/stitchcheck on gcc builds and on deep recursion, see
  * docs/design.md: the one-sided rule let 7-50% wrong callers in on a real compiler build, the
  * two-sided one none.)
  *
@@ -56,7 +55,7 @@ struct sheld {
 	uint32_t seen;          /* later samples of the thread since */
 	uint8_t state;          /* 0 waiting, 1 complete (f holds the callers too), 2 not */
 	bool offered;           /* (complete: offered to the others held as a side) */
-	struct side before, after, after2; /* after2: the second later stack with the frame */
+	struct side before, after;
 	struct uw_frame *f;
 	uint64_t *kernel;
 	uint8_t *rec, *stack;   /* the record (what writers see) and the stack copy */
@@ -77,7 +76,6 @@ static void held_free(struct sheld *h)
 	free(h->f);
 	free(h->before.f);
 	free(h->after.f);
-	free(h->after2.f);
 	free(h->kernel);
 	free(h->rec);
 	free(h->stack);
@@ -154,11 +152,7 @@ static int keep_ref(struct uw_reader *r, struct sthread *t, const struct uw_fram
  * when both sides are known: complete when they agree. */
 static int offer(struct uw_reader *r, struct sheld *h, struct side *sd, const struct uw_frame *f, uint32_t n)
 {
-	if (h->state)
-		return 0;
-	if (sd == &h->after && h->after.have)
-		sd = &h->after2;
-	if (sd->have)
+	if (h->state || sd->have)
 		return 0;
 	int64_t j = find_frame(f, n, &h->f[h->nown - 1]);
 	if (j < 0)
@@ -175,27 +169,17 @@ static int offer(struct uw_reader *r, struct sheld *h, struct side *sd, const st
 	sd->have = true;
 	r->stitch_bytes += add * sizeof(*f);
 	h->bytes += add * sizeof(*f);
-	/* the two sides; or, when no earlier stack had the frame (an activation begun since the
-	 * thread's last ones), the first two later stacks that have it */
-	struct side *a = &h->before, *b = &h->after;
-	if (!h->before.have && h->after2.have)
-		a = &h->after, b = &h->after2;
-	else if (!h->before.have || !h->after.have)
+	if (!h->before.have || !h->after.have)
 		return 0;
-	if (a->n != b->n || !same_frames(a->f, b->f, a->n)) {
+	if (h->before.n != h->after.n || !same_frames(h->before.f, h->after.f, h->before.n)) {
 		h->state = 2;
 		return 0;
 	}
-	if (a != &h->before) {
-		struct side x = h->before;
-		h->before = *a;
-		*a = x;
-	}
-	struct uw_frame *nf = realloc(h->f, (h->nown + h->before.n) * sizeof(*nf));
+	struct uw_frame *nf = realloc(h->f, (h->nown + add) * sizeof(*nf));
 	if (!nf)
 		return -ENOMEM;
 	h->f = nf;
-	for (uint32_t i = 0; i < h->before.n; i++) {
+	for (uint32_t i = 0; i < add; i++) {
 		nf[h->nown + i] = h->before.f[i];
 		nf[h->nown + i].method = UW_METHOD_STITCHED;
 	}
@@ -399,7 +383,8 @@ int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *s
 		 * agree) */
 		for (size_t i = t->nh - 1; i-- > 0 && !h->before.have && !h->state && !err;)
 			err = offer_proposal(r, h, &t->h[i]);
-		(void)waiting; /* (none before: it waits for two later stacks that agree) */
+		if (!err && !h->before.have && !waiting)
+			h->state = 2; /* (nothing could give it one) */
 		if (!err && h->state)
 			err = release(r, t, false);
 		if (!err && r->stitch_bytes > STITCH_BYTES_MAX)

@@ -7,9 +7,9 @@ them, and the result is compared with the whole copy's stack.
 
   one-sided:  the nearest earlier stack with the frame
   either:     the nearest earlier, else the nearest later
-  two-sided:  the nearest earlier and the nearest later both have it and agree
-  reader:     two-sided, or, when no earlier stack has it, the two nearest later agree (the
-              reader's rule, there with a wait of 64 samples and 16 earlier stacks)
+  two-sided:  the nearest earlier and the nearest later both have it and agree (the reader's
+              rule, there with a wait of 64 samples and 16 earlier stacks)
+  later-two:  two-sided, or, when no earlier stack has it, the two nearest later agree
 
     stitchsim.py DUMP
 """
@@ -92,7 +92,7 @@ def simulate(rows, rule):
 
 
 rows = load(sys.argv[1])
-for rule in ('one-sided', 'either', 'two-sided', 'reader'):
+for rule in ('one-sided', 'either', 'two-sided', 'later-two'):
     t, c, e = simulate(rows, rule)
     print(f"{rule:10} truncated {t}: completed {c} ({100 * c / max(t, 1):.1f}%), "
           f"equal {e} ({100 * e / max(c, 1):.2f}% of completed)")

@@ -148,27 +148,40 @@ static int keep_ref(struct uw_reader *r, struct sthread *t, const struct uw_fram
 	return 0;
 }
 
-/* One side's callers of h's outermost frame, where f[0..n) has that frame; then the decision
- * when both sides are known: complete when they agree. */
-static int offer(struct uw_reader *r, struct sheld *h, struct side *sd, const struct uw_frame *f, uint32_t n)
+/* One side's callers of h's outermost frame, where the stack a[0..na) followed by b[0..nb)
+ * (a held sample's own frames and the callers its before side proposes; or one whole stack)
+ * has that frame; then the decision when both sides are known: complete when they agree. */
+static int offer2(struct uw_reader *r, struct sheld *h, struct side *sd, const struct uw_frame *a, uint32_t na,
+                  const struct uw_frame *b, uint32_t nb)
 {
-	if (h->state || sd->have)
+	uint32_t n = na + nb, j = n;
+	if (h->state || sd->have || n < 2)
 		return 0;
-	int64_t j = find_frame(f, n, &h->f[h->nown - 1]);
-	if (j < 0)
+	const struct uw_frame *o = &h->f[h->nown - 1];
+	/* (the outer frames first: a deep stack's cut lies near the reference's outer end) */
+	while (--j > 0) {
+		const struct uw_frame *x = j < na ? &a[j] : &b[j - na];
+		if (x->pc == o->pc && x->sp == o->sp)
+			break;
+	}
+	if (!j || j + 1 == n)
 		return 0;
-	uint32_t add = n - (uint32_t)j - 1;
+	uint32_t add = n - j - 1;
 	if (add > r->s->opts.max_frames - h->nown) {
 		h->state = 2; /* (past max_frames: not completed) */
 		return 0;
 	}
-	if (!(sd->f = malloc(add * sizeof(*f))))
+	if (!(sd->f = malloc(add * sizeof(*sd->f))))
 		return -ENOMEM;
-	memcpy(sd->f, &f[j + 1], add * sizeof(*f));
+	uint32_t from_a = j + 1 < na ? na - j - 1 : 0;
+	if (from_a)
+		memcpy(sd->f, &a[j + 1], from_a * sizeof(*sd->f));
+	if (add > from_a)
+		memcpy(sd->f + from_a, &b[j + 1 + from_a - na], (add - from_a) * sizeof(*sd->f));
 	sd->n = add;
 	sd->have = true;
-	r->stitch_bytes += add * sizeof(*f);
-	h->bytes += add * sizeof(*f);
+	r->stitch_bytes += add * sizeof(*sd->f);
+	h->bytes += add * sizeof(*sd->f);
 	if (!h->before.have || !h->after.have)
 		return 0;
 	if (h->before.n != h->after.n || !same_frames(h->before.f, h->after.f, h->before.n)) {
@@ -188,20 +201,9 @@ static int offer(struct uw_reader *r, struct sheld *h, struct side *sd, const st
 	return 0;
 }
 
-/* As offer, the frames those of a held sample p with the callers its before side gives. */
-static int offer_proposal(struct uw_reader *r, struct sheld *h, const struct sheld *p)
+static int offer(struct uw_reader *r, struct sheld *h, struct side *sd, const struct uw_frame *f, uint32_t n)
 {
-	if (p->state || !p->before.have)
-		return 0;
-	uint32_t n = p->nown + p->before.n;
-	struct uw_frame *f = malloc(n * sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	memcpy(f, p->f, p->nown * sizeof(*f));
-	memcpy(f + p->nown, p->before.f, p->before.n * sizeof(*f));
-	int err = offer(r, h, &h->before, f, n);
-	free(f);
-	return err;
+	return offer2(r, h, sd, f, n, NULL, 0);
 }
 
 /* Is a later held sample, still waiting, one whose own frames have h[i]'s outermost frame (its
@@ -368,6 +370,16 @@ int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *s
 	}
 	if (err || (t->nh && (err = release(r, t, false))))
 		return err;
+	if (cut && !waiting) {
+		/* nothing waits that could give it a before side: one of the references must */
+		bool any = false;
+		for (unsigned k = 0; k < NREF && !any; k++)
+			any = find_frame(t->s[k].f, t->s[k].n, &f[n - 1]) >= 0;
+		if (!any) {
+			r->st.stitch_failed++;
+			cut = false; /* (delivered as it is, not copied) */
+		}
+	}
 	if (cut) {
 		/* held: the before side from the newest reference with the frame, else (when it
 		 * waits) from a held one that may yet be completed */
@@ -382,7 +394,8 @@ int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *s
 		 * next deeper sample's frame lies in the previous one's; the after side still has to
 		 * agree) */
 		for (size_t i = t->nh - 1; i-- > 0 && !h->before.have && !h->state && !err;)
-			err = offer_proposal(r, h, &t->h[i]);
+			if (!t->h[i].state && t->h[i].before.have)
+				err = offer2(r, h, &h->before, t->h[i].f, t->h[i].nown, t->h[i].before.f, t->h[i].before.n);
 		if (!err && !h->before.have && !waiting)
 			h->state = 2; /* (nothing could give it one) */
 		if (!err && h->state)

@@ -31,9 +31,10 @@ struct uw_module {
 	uint32_t maj, min;
 	uint64_t ino;
 	uint32_t refs;          /* mappings referring to it */
-	uint8_t state;          /* enum uw_module_state */
+	uint8_t state;          /* enum uw_module_state: the last opening's outcome (atomic stores) */
 	bool special;           /* [vdso], [heap], //anon, ...: never opened as a file */
-	bool opened;            /* state is final (atomic: published once the files are open) */
+	bool opened;            /* its files are open, or could not be (atomic: published last;
+	                         * cleared when an idle module lets go of them: module_unload) */
 	bool cfi_done, syms_done; /* (cfi_done atomic: published once code is built) */
 	struct elfv *elf;       /* the object file */
 	struct elfv *dbg;       /* separate debug file, or NULL */
@@ -141,9 +142,8 @@ struct uw_session {
 	size_t nksyms;
 	struct debuginfod_client *dbgd; /* created on the first fetch */
 	struct dbgd_api *dbgd_api; /* libdebuginfod, loaded then (module.c) */
-	bool evict_idle;           /* a live tracker: modules no mapping refers to are freed in time */
-	struct base_vec idle_mods; /* then: modules no mapping refers to, oldest first */
-	struct base_vec evicted;   /* and struct evicted_module of modules freed from there */
+	bool evict_idle;           /* a live tracker: modules no mapping refers to are unloaded in time */
+	struct base_vec idle_mods; /* then: modules no mapping refers to, still loaded, oldest first */
 	bool dbgd_tried;
 	struct base_arena inl_arena; /* inline chains of every module */
 	struct inl_worker *inlw;   /* started by the first lookup ahead */
@@ -197,7 +197,7 @@ struct uw_tracker {
  * made when new. NULL without memory. */
 struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t pathlen, const char *hex,
                                   uint32_t maj, uint32_t min, uint64_t ino);
-/* A mapping starts or stops referring to it (an unreferenced one may be freed, evict_idle). */
+/* A mapping starts or stops referring to it (an unreferenced one may be unloaded, evict_idle). */
 void proc_module_ref(struct uw_session *s, struct uw_module *m);
 void proc_module_unref(struct uw_session *s, struct uw_module *m);
 /* A frame landed in it (any thread: the first frame in it marks it; its build-id goes in what is
@@ -255,13 +255,12 @@ struct uw_module *proc_jitdump_find(struct uw_tracker *t, struct proc *p, uint64
 /* The running kernel's build-id (hex), from /sys/kernel/notes. */
 bool running_kernel_build_id(char *hex);
 /* Recording: a module no mapping refers to any more is kept on an idle list; beyond
- * IDLE_MODULES_MAX the oldest are freed (their path and build-id kept for the output's header),
- * so a system-wide recorder's memory follows the programs that run, not all that ever ran. */
+ * IDLE_MODULES_MAX the oldest let go of their files, tables and symbols (module_unload), so a
+ * system-wide recorder's memory follows the programs that run, not all that ever ran. The
+ * handle itself (sizeof(struct uw_module), 1.3 KiB, and its interned path) stays for the
+ * session's life, one per distinct file: frames kept by a profiler can be named later, their
+ * files opened again. */
 #define IDLE_MODULES_MAX 64
-struct evicted_module {
-	const char *path;       /* interned */
-	const char *build_id;   /* interned hex */
-};
 void proc_module_idle(struct uw_session *s, struct uw_module *m);
 void proc_module_busy(struct uw_session *s, struct uw_module *m);
 /* Ends the session's debuginfod client. */

@@ -127,10 +127,15 @@ int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, ui
 	uint64_t end = addr + len;
 	/* referenced before the mappings it replaces let go of theirs (it may be one of them) */
 	mod_ref(t, mod);
-	if (t->o.live && mod && !mod->special && !mod->live_pid && !proc_module_is_opened(mod)) {
-		mod->live_pid = pid;
-		mod->live_start = addr;
-		mod->live_end = end;
+	if (t->o.live && mod && !mod->special && !proc_module_is_opened(mod)) {
+		/* (under the lock: another live tracker's thread may be opening it) */
+		proc_lock(t->s);
+		if (!mod->live_pid && !proc_module_is_opened(mod)) {
+			mod->live_pid = pid;
+			mod->live_start = addr;
+			mod->live_end = end;
+		}
+		proc_unlock(t->s);
 	}
 	struct base_vec out = BASE_VEC_INIT(struct map);
 	if (base_vec_reserve(&out, p->maps.len + 2)) {

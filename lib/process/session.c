@@ -126,16 +126,6 @@ const char *proc_intern(struct uw_session *s, const char *str, size_t len)
 	return r;
 }
 
-void proc_session_kernel(struct uw_session *s, uint64_t text, const char *build_id_hex)
-{
-	proc_lock(s);
-	if (text && !s->kernel_text)
-		s->kernel_text = text;
-	if (build_id_hex && !s->kernel_build_id[0])
-		snprintf(s->kernel_build_id, sizeof(s->kernel_build_id), "%s", build_id_hex);
-	proc_unlock(s);
-}
-
 void proc_session_live(struct uw_session *s)
 {
 	__atomic_store_n(&s->evict_idle, true, __ATOMIC_RELEASE);

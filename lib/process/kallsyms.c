@@ -597,7 +597,7 @@ struct uw_kernel *proc_kernel_keep(struct uw_kernel *k)
 {
 	if (k && !__atomic_load_n(&k->kept, __ATOMIC_RELAXED)) {
 		proc_lock(k->s);
-		k->kept = true;
+		__atomic_store_n(&k->kept, true, __ATOMIC_RELAXED);
 		proc_unlock(k->s);
 	}
 	return k;

@@ -111,7 +111,7 @@ int main(int argc, char **argv)
 	char rp[PATH_MAX];
 	if (!realpath(argv[1], rp) || strlen(rp) >= sizeof(dir))
 		return 2;
-	snprintf(dir, sizeof(dir), "%s", rp);
+	memcpy(dir, rp, strlen(rp) + 1);
 	int n = atoi(argv[2]);
 	if (n < 1 || n > 10000)
 		return 2;

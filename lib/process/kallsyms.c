@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "process/process.h"
+#include "process/module_files.h"
 
 /* ---- kernel symbols */
 static int cmp_ksym(const void *a, const void *b)
@@ -303,7 +304,7 @@ static int load_vmlinux_now(struct uw_session *s, struct ktab *k)
 	int err = elfv_open(k->path, 0, &k->elf);
 	if (err)
 		return err;
-	k->elf->max_inflate = proc_side_cap(s);
+	k->elf->max_inflate = mod_view_cap(s);
 	if (k->elf->build_id_len)
 		elfv_build_id_hex(k->elf, k->build_id);
 	struct elfv_sec text;

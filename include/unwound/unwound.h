@@ -410,9 +410,10 @@ UW_API int uw_tracker_load_vmlinux(struct uw_tracker *t, const char *path);
  * @return 0 with name NULL when unknown. */
 UW_API int uw_kernel_symbolize(struct uw_kernel *k, uint64_t addr, struct uw_symbol *out);
 
-/* Kernel symbol for an address, named with the session's first tracker's kernel (the running
- * kernel when there is none yet); with several recordings, name each sample's kernel frames
- * with uw_kernel_symbolize(sample->recorded_kernel, ...). @return 0 with name NULL when unknown. */
+/* Kernel symbol for an address, named with the kernel of the session's first tracker (called
+ * before any tracker was made: the running kernel's, from then on); with several recordings,
+ * name each sample's kernel frames with uw_kernel_symbolize(sample->recorded_kernel, ...).
+ * @return 0 with name NULL when unknown. */
 UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_symbol *out);
 
 /* Names the kallsyms file the kernel frames of every recording of the session are named from

@@ -608,10 +608,11 @@ struct uw_kernel *proc_kernel_keep(struct uw_kernel *k)
  * why). Under the lock. */
 static struct ktab *kernel_choose(struct uw_session *s, struct uw_kernel *k, char *why, size_t cap)
 {
-	if (k->given_bad)
-		return NULL; /* (said when it was given) */
+	/* a vmlinux over kallsyms, as perf */
 	if (k->vmlinux || k->kallsyms)
 		return ktab_get(s, k->vmlinux ? k->vmlinux : k->kallsyms, k->vmlinux != NULL);
+	if (k->given_bad)
+		return NULL; /* (said when it was given) */
 	if (s->kallsyms_default)
 		return ktab_get(s, s->kallsyms_default, false);
 	char have[2 * ELFV_MAX_BUILD_ID + 1] = "";
@@ -770,8 +771,9 @@ static int check_file(struct uw_session *s, const char *path)
 	return 0;
 }
 
-/* A file given for the recording's kernel (path NULL: none, the default choice). One that cannot
- * be used leaves the kernel without symbols (the caller asked for that file), and says why. */
+/* A file given for the recording's kernel (path NULL: none given, the default choice). One that
+ * cannot be used leaves the kernel without symbols unless the other kind was given (the caller
+ * asked for that file), and says why. */
 static int tracker_load(struct uw_tracker *t, const char *path, bool vmlinux)
 {
 	if (!t || !t->kernel || (vmlinux && !path))
@@ -785,12 +787,17 @@ static int tracker_load(struct uw_tracker *t, const char *path, bool vmlinux)
 	proc_lock(s);
 	k->decided = false;
 	k->prefetch = true;
-	if (path) {
-		k->given_bad = err != 0;
-		k->kallsyms = vmlinux || err ? NULL : ip;
-		k->vmlinux = vmlinux && !err ? ip : NULL;
+	if (!path) {
+		k->kallsyms = k->vmlinux = NULL;
+		k->given_bad = false;
+	} else if (err) {
+		k->given_bad = true;
+	} else if (vmlinux) {
+		k->vmlinux = ip;
+	} else {
+		k->kallsyms = ip;
 	}
-	if (k->vmlinux) {
+	if (vmlinux && !err) {
 		/* read now: its build-id says at once whether it is the recorded kernel */
 		struct ktab *tab = ktab_get(s, ip, true);
 		err = !tab ? -ENOMEM : ktab_ready(s, tab);

@@ -135,7 +135,7 @@ struct uw_kernel {
 	uint64_t text;             /* _text of the recorded kernel (its MMAP's pgoff), 0 unknown */
 	bool running;              /* a live tracker's: the running kernel */
 	const char *kallsyms, *vmlinux; /* files given for it (interned), or NULL */
-	bool given_bad;            /* a file given could not be used: no symbols */
+	bool given_bad;            /* a file given could not be used: no symbols unless another is */
 	bool kept;                 /* handed out: outlives its tracker */
 	bool prefetch;             /* read its symbols ahead once it is known (uw_tracker_load_*) */
 	bool decided;              /* tab and delta chosen (gen: the session's kallsyms_gen then) */

@@ -82,6 +82,10 @@ wantvml=$(counts "$W/perf.txt" vml_)
 got=$(counts "$W/vml.txt")
 echo "--vmlinux: $got"
 [ "$got" = "$wantvml" ] || { cat "$W/vml.err"; fail "--vmlinux FILE not used (want $wantvml)"; }
+# both given: the vmlinux, as perf
+"$U" report -i "$W/other.data" --script --vmlinux "$W/vmlinux" --kallsyms "$HOME/.debug/[kernel.kallsyms]/$bid/kallsyms" \
+    -o "$W/both.txt" 2>/dev/null
+[ "$(counts "$W/both.txt")" = "$wantvml" ] || fail "--vmlinux and --kallsyms: the vmlinux not used"
 $KF vmlinux /proc/kallsyms "$W/vmlinux.cd" vml_ cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd
 "$U" report -i "$W/other.data" --script -k "$W/vmlinux.cd" -o "$W/vmlcd.txt" 2>"$W/vmlcd.err"
 grep -q "build-id cdcd.* is not the recorded kernel's ($bid)" "$W/vmlcd.err" || { cat "$W/vmlcd.err"; fail "a vmlinux of another build-id not refused"; }

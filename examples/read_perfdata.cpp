@@ -46,10 +46,10 @@ int on_sample(void *ctx, const uw_sample *smp)
 	for (size_t i = syms->count; i-- > 0;)
 		line += ";" + frame_name(syms->syms[i]);
 	uw_symbols_free(syms);
-	// then the kernel's, outermost first
+	// then the kernel's, outermost first, named with the recording's kernel
 	for (uint32_t i = smp->nr_kernel; i-- > 0;) {
 		uw_symbol ks;
-		uw_symbolize_kernel(f->s, smp->kernel[i], &ks);
+		uw_kernel_symbolize(smp->recorded_kernel, smp->kernel[i], &ks);
 		line += std::string(";") + (ks.name ? ks.name : "[unknown]") + "_[k]";
 	}
 	f->stacks[line]++;
@@ -77,7 +77,8 @@ int main(int argc, char **argv)
 		std::fprintf(stderr, "%s\n", uw_session_errmsg(f.s));
 		return 1;
 	}
-	uw_session_load_kallsyms(f.s, nullptr); // the recorded kernel's names, when they can be had
+	// the recorded kernel's names, when they can be had, read while the records are
+	uw_tracker_load_kallsyms(uw_reader_tracker(r), nullptr);
 	int err = uw_reader_run(r);
 	if (err)
 		std::fprintf(stderr, "%s: %s\n", argv[1], uw_session_errmsg(f.s));

@@ -212,7 +212,19 @@ enum uw_stop_reason {
                         * does not change as reasons are added) */
 UW_API const char *uw_stop_reason_str(enum uw_stop_reason r);
 
-struct uw_module; /* a loaded object file, shared by every process that maps it */
+/*
+ * A module: an object file, shared by every process (of every tracker of the session) that maps
+ * it, one per distinct file (its build-id, else path, device and inode). A handle lives as long
+ * as the session: its path, name, build-id and state stay valid after every process that mapped
+ * it is gone, so a profiler may keep raw frames (module, rel_pc) and name them at the end. What
+ * it holds beyond that (its files, unwind tables, symbols, DWARF) is let go when a live tracker's
+ * session has more than 64 loaded modules no mapping refers to (the oldest first), and opened
+ * again when a frame of it is named (by path, checked against the build-id, or device and inode,
+ * its first opening saw; a file gone since leaves it unnamed, with its reason). A handle costs
+ * about 1.3 KiB and its path, once per distinct file: programs that come and go for hours reuse
+ * theirs, and 10,000 distinct files cost 13 MiB.
+ */
+struct uw_module;
 
 /* One user frame. pc is the absolute address; for frames other than the first (and frames
  * interrupted by a signal) it is the return address. */
@@ -230,11 +242,12 @@ struct uw_frame {
 
 /* ---------------------------------------------------------------- modules and symbols */
 
-/* Path as recorded (never NULL). Valid while the session lives. */
+/* Path as recorded (never NULL). Valid while the session lives (as are the two below). Any thread. */
 UW_API const char *uw_module_path(const struct uw_module *m);
 /* Short name (basename). */
 UW_API const char *uw_module_name(const struct uw_module *m);
-/* Build-id as lowercase hex, "" when unknown. */
+/* Build-id as lowercase hex, "" when unknown (a module known by path gets its file's when first
+ * opened). */
 UW_API const char *uw_module_build_id(const struct uw_module *m);
 
 enum uw_module_state {
@@ -244,6 +257,7 @@ enum uw_module_state {
 	UW_MODULE_MISMATCH,     /* the file found has another build-id: not used */
 	UW_MODULE_BAD,          /* the file is not a usable ELF file */
 };
+/* The outcome of its last opening (it stays while the module's files are let go). Any thread. */
 UW_API enum uw_module_state uw_module_state(const struct uw_module *m);
 
 /* How the callers of a module's frames were found, over every unwinding the session did: a step
@@ -352,15 +366,61 @@ UW_API int uw_symbolize_frames(struct uw_session *s, const struct uw_frame *fram
                                const struct uw_symbolize_opts *opts, struct uw_symbols **out);
 UW_API void uw_symbols_free(struct uw_symbols *syms);
 
-/* Kernel symbol for an address, from the session's kallsyms (see uw_session_load_kallsyms).
+/* ---- kernel frames: each recording's kernel */
+
+/*
+ * The kernel a recording ran on (struct uw_kernel, one per tracker: uw_tracker_kernel, and in
+ * each sample a reader delivers, uw_sample.recorded_kernel): what the recording says of it (the
+ * build-id, the release, the address of _text) and the symbols chosen for it when a kernel
+ * frame is first named:
+ *   1. a file given for it (uw_tracker_load_vmlinux, uw_tracker_load_kallsyms), else the
+ *      session's (uw_session_load_kallsyms);
+ *   2. with a build-id: perf's snapshot of that kernel's kallsyms in the build-id cache
+ *      (BUILDID_DIR/[kernel.kallsyms]/BUILD-ID/kallsyms), else /proc/kallsyms when the running
+ *      kernel has that build-id;
+ *   3. without one: /proc/kallsyms when the running kernel is the same release loaded at the
+ *      same _text (or the tracker is live);
+ *   4. else none: kernel frames have no names ([unknown], as perf shows them), and the session
+ *      log says why.
+ * Symbols are relocated by the difference of _text (KASLR). Tables read from files are shared
+ * by every kernel of the session that uses the same file, and kept until the session ends.
+ * A uw_kernel lives as long as the session once handed out (a tracker's that was not is freed
+ * with its tracker, and costs ~200 bytes until then). Any thread.
+ */
+struct uw_kernel;
+struct uw_tracker;
+
+/* The kernel of the tracker's recording (marked as handed out: it outlives the tracker). */
+UW_API struct uw_kernel *uw_tracker_kernel(struct uw_tracker *t);
+
+/* Kernel symbols for the tracker's recording from a kallsyms file (perf's snapshot, or a copy of
+ * /proc/kallsyms from the machine it ran on), read ahead on a helper thread. NULL: the default
+ * choice above, read ahead as soon as the recording says which kernel it is (call it after
+ * uw_reader_open, before uw_reader_run, to overlap the reading with the records').
+ * @return 0, or -errno / -UW_ENOTREG when the file cannot be read. */
+UW_API int uw_tracker_load_kallsyms(struct uw_tracker *t, const char *path);
+
+/* Kernel symbols for the tracker's recording from a vmlinux (its ELF symbol table, as perf
+ * reads one; relocated by _text, where .text starts), read now. A vmlinux whose build-id is not
+ * the recording's kernel's is refused (also when the recording says it later).
+ * @return 0, -UW_EBUILDID, -ENODATA (no function symbols), or another error reading it. */
+UW_API int uw_tracker_load_vmlinux(struct uw_tracker *t, const char *path);
+
+/* The kernel symbol at an address of kernel k. Strings live as long as the session.
+ * @return 0 with name NULL when unknown. */
+UW_API int uw_kernel_symbolize(struct uw_kernel *k, uint64_t addr, struct uw_symbol *out);
+
+/* Kernel symbol for an address, named with the kernel of the session's first tracker (called
+ * before any tracker was made: the running kernel's, from then on); with several recordings,
+ * name each sample's kernel frames with uw_kernel_symbolize(sample->recorded_kernel, ...).
  * @return 0 with name NULL when unknown. */
 UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_symbol *out);
 
-/* Names the kallsyms file kernel frames are symbolized from (NULL: /proc/kallsyms, accepted
- * only when the recording's kernel build-id is the running kernel's: -UW_EBUILDID otherwise).
- * The file is read when a kernel frame is first symbolized; a file whose addresses are all
- * zero (kptr_restrict) then yields no names, and the session log says why.
- * @return 0, -UW_EBUILDID, or -errno when the file cannot be read. */
+/* Names the kallsyms file the kernel frames of every recording of the session are named from
+ * when no file was given for it (uw_tracker_load_*); a later call replaces it (NULL: none, the
+ * default choice). The file is read on a helper thread from now; a file whose addresses are all
+ * zero (kptr_restrict) yields no names, and the session log says why. Any thread.
+ * @return 0, or -errno / -UW_ENOTREG when the file cannot be read. */
 UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path);
 
 /* ---------------------------------------------------------------- samples */
@@ -388,6 +448,9 @@ struct uw_sample {
 	uint64_t user_ip, user_sp, user_fp;
 	const uint8_t *stack;       /* copy of the user stack starting at user_sp */
 	uint64_t stack_size;
+	/* the kernel the recording ran on: name kernel[] with uw_kernel_symbolize (lives as long
+	 * as the session; NULL: the session's, uw_symbolize_kernel) */
+	struct uw_kernel *recorded_kernel;
 };
 
 /* Called for each sample in time order (with opts.stitch, a stack its copy cut short may come
@@ -414,8 +477,8 @@ struct uw_tracker_opts {
 	uint64_t exit_grace_ns;   /* 0: 1 s */
 	/* 1: the processes run now (a live profiler): a pc in no known mapping is asked of the
 	 * kernel (PROCMAP_QUERY, or /proc/PID/maps), files are opened through /proc/PID, and
-	 * modules no mapping refers to any more are freed after a while (memory follows what
-	 * runs) */
+	 * modules no mapping refers to any more let go of their files and tables after a while
+	 * (memory follows what runs; their handles stay: see struct uw_module) */
 	int live;
 };
 

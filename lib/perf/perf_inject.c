@@ -239,7 +239,7 @@ static int collect_module(void *ctx, struct uw_module *m)
 {
 	struct perf_writer *w = ctx;
 	if (uw_module_state(m) != UW_MODULE_MISSING || uw_module_build_id(m)[0])
-		if (m->hit && m->build_id[0] && !m->jit)
+		if (__atomic_load_n(&m->hit, __ATOMIC_RELAXED) && m->build_id[0] && !m->jit)
 			add_bid(w, m->path, m->build_id, false);
 	return 0;
 }
@@ -310,11 +310,8 @@ int cc_sink_finish(struct cc_sink *k)
 	int err = add_attrs(in);
 	if (err)
 		return err;
+	/* (modules a recording unloaded on its way, idle too long, are still listed) */
 	uw_session_foreach_module(in->s, collect_module, in->w);
-	/* modules a recording freed on its way (idle too long) */
-	const struct evicted_module *ev = in->s->evicted.data;
-	for (size_t i = 0; i < in->s->evicted.len; i++)
-		add_bid(in->w, ev[i].path, ev[i].build_id, false);
 	/* the recording's kernel */
 	const char *kb = in->r ? tracker_build_id(uw_reader_tracker(in->r), "[kernel.kallsyms]", 17) : NULL;
 	add_bid(in->w, "[kernel.kallsyms]", kb, true);

@@ -258,7 +258,10 @@ void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64
 		parse_event_desc(r, p, size);
 		break;
 	case FEAT_HOSTNAME: r->info[UW_INFO_HOSTNAME] = feat_string(r, &c); break;
-	case FEAT_OSRELEASE: r->info[UW_INFO_OSRELEASE] = feat_string(r, &c); break;
+	case FEAT_OSRELEASE:
+		r->info[UW_INFO_OSRELEASE] = feat_string(r, &c);
+		tracker_note_kernel_release(r->t, r->info[UW_INFO_OSRELEASE]); /* its kernel's identity */
+		break;
 	case FEAT_VERSION: r->info[UW_INFO_PERF_VERSION] = feat_string(r, &c); break;
 	case FEAT_ARCH: r->info[UW_INFO_ARCH] = feat_string(r, &c); break;
 	case FEAT_NRCPUS: {

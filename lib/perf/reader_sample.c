@@ -148,6 +148,7 @@ int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const s
 	smp.attr_index = aidx;
 	smp.comm = comm;
 	smp.event_name = a->name;
+	smp.recorded_kernel = uw_tracker_kernel(r->t); /* (its kernel frames are named with it) */
 
 	/* the kernel callchain: the part after PERF_CONTEXT_KERNEL; user entries are used only
 	 * when the sample carries no user stack to unwind (frame-pointer recordings) */

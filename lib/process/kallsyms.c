@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Kernel symbols: a kallsyms file (the build-id cache's snapshot of the recording's kernel, or
- * /proc/kallsyms of the running one when it is the recorded kernel), read on a helper thread
- * while records are read, searched in place, relocated to the recorded kernel's _text.
+ * Kernel symbols, per recording. Each tracker has its recording's kernel (struct uw_kernel):
+ * what the recording says of it (the build-id, the release, _text) and the symbols chosen for
+ * it on first use: a file given for it (kallsyms or vmlinux), else perf's snapshot of that
+ * kernel's kallsyms in the build-id cache, else the running kernel's /proc/kallsyms when it is
+ * the recorded one, else none ([unknown], as perf shows them). The tables read from files are
+ * shared on the session by the file's identity and kept until the session ends: names handed
+ * out point into them, and a table is never replaced under a thread that reads it. A kallsyms
+ * file is read on a helper thread (reading /proc/kallsyms costs the kernel tens of
+ * milliseconds), joined under the session's lock by the first thread that needs it; it is
+ * searched in place and relocated to the recorded kernel's _text.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,9 +20,11 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "process/process.h"
+#include "process/module_files.h"
 
 /* ---- kernel symbols */
 static int cmp_ksym(const void *a, const void *b)
@@ -100,9 +109,6 @@ static const unsigned char hexdig[256] = {
 	['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
 };
 
-/* Parses "ADDR TYPE NAME[\t[module]]" lines in place: names are cut out of the buffer.
- * Runs on the helper thread: touches only s->ksyms, s->nksyms and s->kallsyms_buf, which the
- * session's thread reads only after joining. */
 /* One kallsyms line at p: "ADDR T name[\tmodule]\n". @return the next line; *ok when it names a
  * text symbol, with *addr, *name and *nlen. */
 static const char *ksym_line(const char *p, const char *end, uint64_t *addr, const char **name, uint32_t *nlen,
@@ -171,7 +177,7 @@ static size_t ksym_line_from(const char *t, size_t n, size_t off)
 }
 
 /* The text symbols of [p, end) into an array sorted by address (file order among equals). */
-static int ksym_parse(struct uw_session *s, const char *p, const char *end, struct ksym **out, size_t *nout)
+static int ksym_parse(struct ktab *k, const char *p, const char *end, struct ksym **out, size_t *nout)
 {
 	size_t cap = (size_t)(end - p) / 40 + 64, n = 0;
 	struct ksym *ks = malloc(cap * sizeof(*ks));
@@ -197,7 +203,7 @@ static int ksym_parse(struct uw_session *s, const char *p, const char *end, stru
 			cap *= 2;
 		}
 		if (len == 5 && memcmp(name, "_text", 5) == 0)
-			s->kallsyms_text = addr;
+			k->text = addr;
 		ks[n++] = (struct ksym){ addr, name, len, false };
 		sorted &= addr >= prev;
 		prev = addr;
@@ -215,14 +221,14 @@ static int ksym_parse(struct uw_session *s, const char *p, const char *end, stru
  * in "\t[owner]". Parsing 120,000 lines costs milliseconds, so the image's part is searched in
  * place: its end is found by binary search for the first line with a tab, its order is checked at
  * 64 points, and only the rest is parsed into an array. A file that fails the checks is parsed
- * whole.
+ * whole. Runs on the helper thread: touches only the table, read by others after joining it.
  */
-static int load_kallsyms_now(struct uw_session *s)
+static int load_kallsyms_now(struct ktab *k)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	bool mapped = false;
-	int err = read_all(s->kallsyms_path, proc_side_cap(s), &buf, &len, &mapped);
+	int err = read_all(k->path, k->side_cap, &buf, &len, &mapped);
 	if (err)
 		return err;
 	size_t core = 0;
@@ -266,12 +272,12 @@ static int load_kallsyms_now(struct uw_session *s)
 			const char *ls = t;
 			while (ls > buf && ls[-1] != '\n')
 				ls--;
-			s->kallsyms_text = ksym_addr_at(ls, buf + core);
+			k->text = ksym_addr_at(ls, buf + core);
 		}
 	}
 	struct ksym *ks = NULL;
 	size_t n = 0;
-	err = ksym_parse(s, buf + core, buf + len, &ks, &n);
+	err = ksym_parse(k, buf + core, buf + len, &ks, &n);
 	bool nonzero = core != 0;
 	for (size_t i = 0; i < n && !nonzero; i++)
 		nonzero = ks[i].addr != 0;
@@ -283,21 +289,40 @@ static int load_kallsyms_now(struct uw_session *s)
 		free(ks);
 		return err ? err : -EPERM;
 	}
-	s->ksyms = ks;
-	s->nksyms = n;
-	s->kcore_len = core;
-	s->kallsyms_buf = buf;
-	s->kallsyms_map = mapped ? len : 0;
+	k->ksyms = ks;
+	k->nksyms = n;
+	k->kcore_len = core;
+	k->buf = buf;
+	k->map_len = mapped ? len : 0;
 	return 0;
+}
+
+/* A vmlinux: its ELF symbol table (functions, as perf reads a vmlinux), _text where .text
+ * starts, and its build-id to check against the recording's. */
+static int load_vmlinux_now(struct uw_session *s, struct ktab *k)
+{
+	int err = elfv_open(k->path, 0, &k->elf);
+	if (err)
+		return err;
+	k->elf->max_inflate = mod_view_cap(s);
+	if (k->elf->build_id_len)
+		elfv_build_id_hex(k->elf, k->build_id);
+	struct elfv_sec text;
+	if (elfv_section(k->elf, ".text", &text) == 0)
+		k->text = text.addr;
+	err = symtab_build(&k->syms, k->elf, NULL, false);
+	if (!err && !k->syms.n)
+		err = -ENODATA;
+	return err;
 }
 
 /* The last text symbol at or below addr in the sorted image part, and the next text symbol's address
  * above addr (0: none). */
-static bool kcore_find(const struct uw_session *s, uint64_t addr, uint64_t *sym, const char **name, uint32_t *nlen,
+static bool kcore_find(const struct ktab *k, uint64_t addr, uint64_t *sym, const char **name, uint32_t *nlen,
                        uint64_t *next)
 {
-	const char *t = s->kallsyms_buf, *end = t + s->kcore_len;
-	size_t n = s->kcore_len, lo = 0, hi = n;
+	const char *t = k->buf, *end = t + k->kcore_len;
+	size_t n = k->kcore_len, lo = 0, hi = n;
 	*next = 0;
 	if (!n || ksym_addr_at(t, end) > addr)
 		return false;
@@ -340,34 +365,158 @@ static bool kcore_find(const struct uw_session *s, uint64_t addr, uint64_t *sym,
 	return false;
 }
 
-static void kallsyms_free_text(struct uw_session *s)
-{
-	if (s->kallsyms_map)
-		munmap(s->kallsyms_buf, s->kallsyms_map);
-	else
-		free(s->kallsyms_buf);
-	s->kallsyms_buf = NULL;
-	s->kallsyms_map = 0;
-}
+/* ---- tables, shared by file */
 
-static void *kallsyms_main(void *arg)
+static void *ktab_main(void *arg)
 {
-	struct uw_session *s = arg;
+	struct ktab *k = arg;
 	pthread_setname_np(pthread_self(), "uw-kallsyms");
-	s->kallsyms_err = load_kallsyms_now(s);
+	k->err = load_kallsyms_now(k);
 	return NULL;
 }
 
-static int kallsyms_join(struct uw_session *s)
+/* The table of a file (made when new, not read yet): found by path and, for a file, by device,
+ * inode, size and modification time (a file rewritten at the path is another table). Under the
+ * lock. NULL without memory. */
+static struct ktab *ktab_get(struct uw_session *s, const char *path, bool vmlinux)
 {
-	if (!s->kallsyms_running)
-		return 0;
-	pthread_join(s->kallsyms_thread, NULL);
-	s->kallsyms_running = false;
-	return s->kallsyms_err;
+	struct stat st;
+	bool proc = strncmp(path, "/proc/", 6) == 0;
+	if (proc || stat(path, &st))
+		memset(&st, 0, sizeof(st));
+	for (struct ktab *k = s->ktabs; k; k = k->next)
+		if (k->vmlinux == vmlinux && !strcmp(k->path, path) && k->dev == (uint64_t)st.st_dev &&
+		    k->ino == (uint64_t)st.st_ino && k->size == (uint64_t)st.st_size &&
+		    k->mtime_ns == (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec)
+			return k;
+	struct ktab *k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	k->path = proc_intern(s, path, strlen(path));
+	if (!k->path) {
+		free(k);
+		return NULL;
+	}
+	k->vmlinux = vmlinux;
+	k->dev = (uint64_t)st.st_dev;
+	k->ino = (uint64_t)st.st_ino;
+	k->size = (uint64_t)st.st_size;
+	k->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	k->side_cap = proc_side_cap(s);
+	k->next = s->ktabs;
+	s->ktabs = k;
+	return k;
 }
 
-/* The running kernel's build-id, from /sys/kernel/notes. */
+/* Starts reading a kallsyms table on a helper thread (once). Under the lock. */
+static void ktab_start(struct ktab *k)
+{
+	if (k->started || k->vmlinux)
+		return;
+	k->started = true;
+	k->running = pthread_create(&k->th, NULL, ktab_main, k) == 0;
+	if (!k->running)
+		k->started = false; /* read on first use instead */
+}
+
+/* The table read (joined once: whoever comes first under the lock). @return its error. */
+static int ktab_ready(struct uw_session *s, struct ktab *k)
+{
+	if (k->ready)
+		return k->err;
+	if (k->running) {
+		pthread_join(k->th, NULL);
+		k->running = false;
+	} else {
+		k->err = k->vmlinux ? load_vmlinux_now(s, k) : load_kallsyms_now(k);
+	}
+	k->ready = true;
+	return k->err;
+}
+
+/* The symbol at x (the file's address) in a read table. @return false when none. */
+static bool ktab_find(struct uw_session *s, struct ktab *k, uint64_t x, struct uw_symbol *out)
+{
+	if (k->vmlinux) {
+		const struct sym *sy = symtab_find(&k->syms, x);
+		if (!sy)
+			return false;
+		out->name = sy->name; /* (into the file's string table, mapped until the session ends) */
+		out->start = sy->start;
+		out->offset = x - sy->start;
+		out->size = sy->end - sy->start;
+		return true;
+	}
+	uint64_t start = 0, next = 0, cnext;
+	const char *name = NULL;
+	uint32_t nlen = 0;
+	bool interned = false;
+	struct ksym *ks = NULL;
+	size_t lo = base_upper_bound(k->ksyms, k->nksyms, sizeof(*k->ksyms), offsetof(struct ksym, addr), x);
+	if (lo) {
+		ks = &k->ksyms[lo - 1];
+		start = ks->addr;
+		name = ks->name;
+		nlen = ks->len;
+		interned = ks->interned;
+	}
+	if (lo < k->nksyms)
+		next = k->ksyms[lo].addr;
+	uint64_t csym;
+	const char *cname;
+	uint32_t clen;
+	if (k->kcore_len && kcore_find(k, x, &csym, &cname, &clen, &cnext)) {
+		if (!name || csym > start) {
+			start = csym;
+			name = cname;
+			nlen = clen;
+			interned = false;
+			ks = NULL;
+		}
+		if (cnext && (!next || cnext < next))
+			next = cnext;
+	} else if (k->kcore_len && cnext && (!next || cnext < next)) {
+		next = cnext;
+	}
+	if (!name)
+		return false;
+	/* beyond the last symbol we cannot know the end: do not guess across a large gap */
+	if (!next && x - start > (1u << 20))
+		return false;
+	if (!interned) {
+		const char *nm = proc_intern(s, name, nlen);
+		if (!nm)
+			return false;
+		name = nm;
+		if (ks) {
+			ks->name = nm;
+			ks->interned = true;
+		}
+	}
+	out->name = name;
+	out->start = start;
+	out->offset = x - start;
+	out->size = next ? next - start : 0;
+	return true;
+}
+
+static void ktab_free(struct ktab *k)
+{
+	if (k->running)
+		pthread_join(k->th, NULL);
+	free(k->ksyms);
+	if (k->map_len)
+		munmap(k->buf, k->map_len);
+	else
+		free(k->buf);
+	symtab_free(&k->syms);
+	elfv_close(k->elf);
+	free(k);
+}
+
+/* ---- the running kernel */
+
+/* The running kernel's build-id (hex), from /sys/kernel/notes. */
 bool running_kernel_build_id(char *hex)
 {
 	FILE *f = fopen("/sys/kernel/notes", "re");
@@ -383,112 +532,327 @@ bool running_kernel_build_id(char *hex)
 	return len != 0;
 }
 
-UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path)
+/* The running kernel's _text, from the first lines of /proc/kallsyms (the image's symbols come
+ * first, _text among the first few); 0 when hidden or not found. Once per session, under the
+ * lock. */
+static uint64_t running_text(struct uw_session *s)
 {
-	char snap[PATH_MAX];
-	if (!path) {
-		/* The recording's kernel only: perf record keeps a snapshot of its kallsyms in the
-		 * build-id cache (the modules as they were then, and cheap to read); else the running
-		 * kernel's, when it is the recorded one. */
-		const char *want = s->kernel_build_id[0] ? s->kernel_build_id : NULL;
-		char have[2 * ELFV_MAX_BUILD_ID + 1];
-		if (want && s->buildid_dir) {
-			snprintf(snap, sizeof(snap), "%s/[kernel.kallsyms]/%s/kallsyms", s->buildid_dir, want);
-			if (access(snap, R_OK) == 0)
-				path = snap;
+	if (s->run_text_tried)
+		return s->run_text;
+	s->run_text_tried = true;
+	FILE *f = fopen("/proc/kallsyms", "re");
+	if (!f)
+		return 0;
+	char line[512];
+	for (unsigned i = 0; i < 4096 && fgets(line, sizeof(line), f); i++) {
+		unsigned long long a;
+		char type, name[256];
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) == 3 && !strcmp(name, "_text")) {
+			s->run_text = a;
+			break;
 		}
-		if (!path && want && running_kernel_build_id(have) && strcmp(want, have) != 0)
-			return base_err(&s->log, -UW_EBUILDID,
-					"the recording's kernel (build-id %s) is not the running one (%s): give --kallsyms",
-					want, have);
-		if (!path)
-			path = "/proc/kallsyms";
 	}
-	/* check now that the file can be read; parse it when a kernel frame is first named */
-	if (access(path, R_OK))
-		return base_err(&s->log, -errno, "%s: %s", path, strerror(errno));
-	kallsyms_join(s);
-	free(s->kallsyms_path);
-	s->kallsyms_path = strdup(path);
-	if (!s->kallsyms_path)
-		return -ENOMEM;
-	free(s->ksyms);
-	kallsyms_free_text(s);
-	s->ksyms = NULL;
-	s->nksyms = 0;
-	s->kallsyms_tried = false;
-	s->kallsyms_running = pthread_create(&s->kallsyms_thread, NULL, kallsyms_main, s) == 0;
+	fclose(f);
+	return s->run_text;
+}
+
+/* ---- a recording's kernel */
+
+struct uw_kernel *proc_kernel_new(struct uw_session *s, bool running)
+{
+	struct uw_kernel *k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	k->s = s;
+	k->running = running;
+	proc_lock(s);
+	k->next = s->kernels;
+	s->kernels = k;
+	/* uw_symbolize_kernel names with the session's first recording's kernel */
+	if (!s->first_kernel) {
+		s->first_kernel = k;
+		k->kept = true;
+	}
+	proc_unlock(s);
+	return k;
+}
+
+void proc_kernel_drop(struct uw_session *s, struct uw_kernel *k)
+{
+	if (!k)
+		return;
+	proc_lock(s);
+	if (!k->kept) {
+		for (struct uw_kernel **pp = &s->kernels; *pp; pp = &(*pp)->next) {
+			if (*pp == k) {
+				*pp = k->next;
+				free(k);
+				break;
+			}
+		}
+	}
+	proc_unlock(s);
+}
+
+struct uw_kernel *proc_kernel_keep(struct uw_kernel *k)
+{
+	if (k && !__atomic_load_n(&k->kept, __ATOMIC_RELAXED)) {
+		proc_lock(k->s);
+		__atomic_store_n(&k->kept, true, __ATOMIC_RELAXED);
+		proc_unlock(k->s);
+	}
+	return k;
+}
+
+/* Where the recording's kernel symbols come from (a table not read yet, or NULL: none, with
+ * why). Under the lock. */
+static struct ktab *kernel_choose(struct uw_session *s, struct uw_kernel *k, char *why, size_t cap)
+{
+	/* a vmlinux over kallsyms, as perf */
+	if (k->vmlinux || k->kallsyms)
+		return ktab_get(s, k->vmlinux ? k->vmlinux : k->kallsyms, k->vmlinux != NULL);
+	if (k->given_bad)
+		return NULL; /* (said when it was given) */
+	if (s->kallsyms_default)
+		return ktab_get(s, s->kallsyms_default, false);
+	char have[2 * ELFV_MAX_BUILD_ID + 1] = "";
+	if (k->build_id[0]) {
+		/* perf record keeps a snapshot of the recorded kernel's kallsyms in the build-id
+		 * cache (its modules as they were then) */
+		char snap[PATH_MAX];
+		uint64_t size;
+		if (s->buildid_dir) {
+			snprintf(snap, sizeof(snap), "%s/[kernel.kallsyms]/%s/kallsyms", s->buildid_dir, k->build_id);
+			int fd = base_open_file(snap, 0, 0, &size);
+			if (fd >= 0) {
+				close(fd);
+				return ktab_get(s, snap, false);
+			}
+		}
+		if (running_kernel_build_id(have) && !strcmp(have, k->build_id))
+			return ktab_get(s, "/proc/kallsyms", false);
+		snprintf(why, cap, "the recording's kernel (build-id %s) is not the running one (%s) and %s/[kernel.kallsyms] has no kallsyms of it",
+			 k->build_id, have[0] ? have : "unknown", s->buildid_dir ? s->buildid_dir : "~/.debug");
+		return NULL;
+	}
+	if (k->running)
+		return ktab_get(s, "/proc/kallsyms", false);
+	/* no build-id: the same release loaded at the same place is the running kernel */
+	struct utsname u;
+	uint64_t rt = k->text && k->release[0] ? running_text(s) : 0;
+	if (k->release[0] && k->text && uname(&u) == 0 && !strcmp(u.release, k->release) && rt == k->text)
+		return ktab_get(s, "/proc/kallsyms", false);
+	snprintf(why, cap, "the recording has no build-id for its kernel, and its kernel (Linux %s, _text %#" PRIx64 ") is not the running one (Linux %s, _text %#" PRIx64 ")",
+		 k->release[0] ? k->release : "unknown", k->text, uname(&u) == 0 ? u.release : "?", running_text(s));
+	return NULL;
+}
+
+/* Reads ahead the symbols the recording's kernel will be named with, when it is known enough
+ * to say (uw_tracker_load_kallsyms asked for it). Under the lock. */
+static void kernel_prefetch(struct uw_session *s, struct uw_kernel *k)
+{
+	if (!k->prefetch || k->decided)
+		return;
+	/* without a file given, the choice waits for the build-id or _text */
+	if (!k->vmlinux && !k->kallsyms && !k->given_bad && !s->kallsyms_default && !k->build_id[0] && !k->text &&
+	    !k->running)
+		return;
+	char why[512];
+	struct ktab *t = kernel_choose(s, k, why, sizeof(why));
+	if (t)
+		ktab_start(t);
+}
+
+/* The symbols of the recording's kernel, chosen once (again when uw_session_load_kallsyms
+ * changes the session's file), read, and relocated. Under the lock. */
+static void kernel_decide(struct uw_session *s, struct uw_kernel *k)
+{
+	bool own = k->vmlinux || k->kallsyms || k->given_bad;
+	if (k->decided && (own || k->gen == s->kallsyms_gen))
+		return;
+	k->decided = true;
+	k->gen = s->kallsyms_gen;
+	k->tab = NULL;
+	k->delta = 0;
+	char why[512] = "";
+	struct ktab *t = kernel_choose(s, k, why, sizeof(why));
+	if (!t) {
+		if (why[0])
+			base_log(&s->log, UW_LOG_WARN, "kernel frames are not named: %s (give --kallsyms or --vmlinux)", why);
+		return;
+	}
+	int err = ktab_ready(s, t);
+	if (err) {
+		base_log(&s->log, UW_LOG_WARN, "%s: kernel symbols not loaded: %s", t->path,
+			 err == -EPERM     ? "addresses are hidden (kernel.kptr_restrict)"
+			 : err == -ENODATA ? "no function symbols in it"
+					   : uw_strerror(err));
+		return;
+	}
+	if (t->vmlinux && k->build_id[0] && t->build_id[0] && strcmp(t->build_id, k->build_id)) {
+		base_log(&s->log, UW_LOG_WARN, "%s: build-id %s is not the recorded kernel's (%s): not used", t->path,
+			 t->build_id, k->build_id);
+		return;
+	}
+	k->tab = t;
+	/* the same kernel at another load address (KASLR, another boot): shift by the difference
+	 * of _text, as perf does with its reference symbol */
+	if (k->text && t->text && k->text != t->text) {
+		k->delta = k->text - t->text;
+		base_log(&s->log, UW_LOG_INFO, "%s: kernel symbols relocated by %#llx (_text)", t->path,
+			 (unsigned long long)k->delta);
+	} else {
+		base_log(&s->log, UW_LOG_INFO, "kernel symbols from %s", t->path);
+	}
+}
+
+/* Names addr of kernel k (NULL: the session's: uw_symbolize_kernel). Under the lock. */
+static int kernel_symbolize(struct uw_session *s, struct uw_kernel *k, uint64_t addr, struct uw_symbol *out)
+{
+	kernel_decide(s, k);
+	if (!k->tab)
+		return 0;
+	uint64_t x = addr - k->delta; /* the file's address */
+	if (ktab_find(s, k->tab, x, out))
+		out->start += k->delta;
 	return 0;
 }
 
-static int symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_symbol *out)
+void proc_kernel_note_build_id(struct uw_tracker *t, const char *hex)
 {
-	if (!s->kallsyms_tried && s->kallsyms_path) {
-		s->kallsyms_tried = true;
-		int err = s->kallsyms_running ? kallsyms_join(s) : load_kallsyms_now(s);
+	struct uw_kernel *k = t->kernel;
+	if (!k || !hex[0])
+		return;
+	proc_lock(t->s);
+	if (!k->build_id[0]) {
+		snprintf(k->build_id, sizeof(k->build_id), "%s", hex);
+		kernel_prefetch(t->s, k);
+	}
+	proc_unlock(t->s);
+}
+
+void proc_kernel_note_text(struct uw_tracker *t, uint64_t text)
+{
+	struct uw_kernel *k = t->kernel;
+	if (!k || !text)
+		return;
+	proc_lock(t->s);
+	if (!k->text) {
+		k->text = text;
+		kernel_prefetch(t->s, k);
+	}
+	proc_unlock(t->s);
+}
+
+void tracker_note_kernel_release(struct uw_tracker *t, const char *release)
+{
+	struct uw_kernel *k = t->kernel;
+	if (!k || !release)
+		return;
+	proc_lock(t->s);
+	if (!k->release[0])
+		snprintf(k->release, sizeof(k->release), "%s", release);
+	proc_unlock(t->s);
+}
+
+UW_API struct uw_kernel *uw_tracker_kernel(struct uw_tracker *t)
+{
+	return t ? proc_kernel_keep(t->kernel) : NULL;
+}
+
+/* A file given for the kernel's symbols: readable now, a regular file (not waited on). */
+static int check_file(struct uw_session *s, const char *path)
+{
+	uint64_t size;
+	int fd = base_open_file(path, 0, 0, &size);
+	if (fd < 0)
+		return base_err(&s->log, fd, "%s: %s", path, uw_strerror(fd));
+	close(fd);
+	return 0;
+}
+
+/* A file given for the recording's kernel (path NULL: none given, the default choice). One that
+ * cannot be used leaves the kernel without symbols unless the other kind was given (the caller
+ * asked for that file), and says why. */
+static int tracker_load(struct uw_tracker *t, const char *path, bool vmlinux)
+{
+	if (!t || !t->kernel || (vmlinux && !path))
+		return -EINVAL;
+	struct uw_session *s = t->s;
+	struct uw_kernel *k = t->kernel;
+	int err = path ? check_file(s, path) : 0;
+	const char *ip = path && !err ? proc_intern(s, path, strlen(path)) : NULL;
+	if (path && !err && !ip)
+		err = -ENOMEM;
+	proc_lock(s);
+	k->decided = false;
+	k->prefetch = true;
+	if (!path) {
+		k->kallsyms = k->vmlinux = NULL;
+		k->given_bad = false;
+	} else if (err) {
+		k->given_bad = true;
+	} else if (vmlinux) {
+		k->vmlinux = ip;
+	} else {
+		k->kallsyms = ip;
+	}
+	if (vmlinux && !err) {
+		/* read now: its build-id says at once whether it is the recorded kernel */
+		struct ktab *tab = ktab_get(s, ip, true);
+		err = !tab ? -ENOMEM : ktab_ready(s, tab);
 		if (err)
-			base_log(&s->log, UW_LOG_WARN, "%s: kernel symbols not loaded: %s", s->kallsyms_path,
-				 err == -EPERM ? "addresses are hidden (kernel.kptr_restrict)" : uw_strerror(err));
-		/* the same kernel at another load address (KASLR, another boot): shift by the
-		 * difference of _text, as perf does with its reference symbol */
-		if (!err && s->kernel_text && s->kallsyms_text && s->kernel_text != s->kallsyms_text) {
-			uint64_t delta = s->kernel_text - s->kallsyms_text;
-			s->ksym_delta = delta;
-			base_log(&s->log, UW_LOG_INFO, "kernel symbols relocated by %#llx (_text)",
-				 (unsigned long long)delta);
+			err = base_err(&s->log, err, "%s: no kernel symbols read: %s", path,
+				       err == -ENODATA ? "no function symbols in it" : uw_strerror(err));
+		else if (k->build_id[0] && tab->build_id[0] && strcmp(k->build_id, tab->build_id))
+			err = base_err(&s->log, -UW_EBUILDID, "%s: build-id %s is not the recorded kernel's (%s)", path,
+				       tab->build_id, k->build_id);
+		if (err) {
+			k->vmlinux = NULL;
+			k->given_bad = true;
 		}
 	}
-	/* the loaded file's addresses, shifted to the recorded kernel's (KASLR) */
-	uint64_t x = addr - s->ksym_delta, start = 0, next = 0, cnext;
-	const char *name = NULL;
-	uint32_t nlen = 0;
-	bool interned = false;
-	struct ksym *k = NULL;
-	size_t lo = base_upper_bound(s->ksyms, s->nksyms, sizeof(*s->ksyms), offsetof(struct ksym, addr), x);
-	if (lo) {
-		k = &s->ksyms[lo - 1];
-		start = k->addr;
-		name = k->name;
-		nlen = k->len;
-		interned = k->interned;
-	}
-	if (lo < s->nksyms)
-		next = s->ksyms[lo].addr;
-	uint64_t csym;
-	const char *cname;
-	uint32_t clen;
-	if (s->kcore_len && kcore_find(s, x, &csym, &cname, &clen, &cnext)) {
-		if (!name || csym > start) {
-			start = csym;
-			name = cname;
-			nlen = clen;
-			interned = false;
-			k = NULL;
-		}
-		if (cnext && (!next || cnext < next))
-			next = cnext;
-	} else if (s->kcore_len && cnext && (!next || cnext < next)) {
-		next = cnext;
-	}
-	if (!name)
+	kernel_prefetch(s, k);
+	proc_unlock(s);
+	return err;
+}
+
+UW_API int uw_tracker_load_kallsyms(struct uw_tracker *t, const char *path)
+{
+	return tracker_load(t, path, false);
+}
+
+UW_API int uw_tracker_load_vmlinux(struct uw_tracker *t, const char *path)
+{
+	return tracker_load(t, path, true);
+}
+
+UW_API int uw_kernel_symbolize(struct uw_kernel *k, uint64_t addr, struct uw_symbol *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!k)
 		return 0;
-	/* beyond the last symbol we cannot know the end: do not guess across a large gap */
-	if (!next && x - start > (1u << 20))
-		return 0;
-	if (!interned) {
-		const char *nm = proc_intern(s, name, nlen);
-		if (!nm)
-			return -ENOMEM;
-		name = nm;
-		if (k) {
-			k->name = nm;
-			k->interned = true;
-		}
-	}
-	out->name = name;
-	out->start = start + s->ksym_delta;
-	out->offset = x - start;
-	out->size = next ? next - start : 0;
+	proc_lock(k->s); /* (serialized, as symbolization is) */
+	int err = kernel_symbolize(k->s, k, addr, out);
+	proc_unlock(k->s);
+	return err;
+}
+
+UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path)
+{
+	int err = path ? check_file(s, path) : 0;
+	if (err)
+		return err;
+	const char *ip = path ? proc_intern(s, path, strlen(path)) : NULL;
+	if (path && !ip)
+		return -ENOMEM;
+	proc_lock(s);
+	s->kallsyms_default = ip;
+	s->kallsyms_gen++;
+	struct ktab *t = ip ? ktab_get(s, ip, false) : NULL;
+	if (t)
+		ktab_start(t); /* read while records are */
+	proc_unlock(s);
 	return 0;
 }
 
@@ -497,18 +861,32 @@ UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_sy
 	memset(out, 0, sizeof(*out));
 	if (!s)
 		return 0;
-	proc_lock(s); /* (serialized, as symbolization is) */
-	int err = symbolize_kernel(s, addr, out);
+	proc_lock(s);
+	/* the first recording's kernel; without one, the running kernel */
+	struct uw_kernel *k = s->first_kernel;
+	if (!k && (k = calloc(1, sizeof(*k)))) {
+		k->s = s;
+		k->running = true;
+		k->kept = true;
+		k->next = s->kernels;
+		s->kernels = k;
+		s->first_kernel = k;
+	}
+	int err = k ? kernel_symbolize(s, k, addr, out) : -ENOMEM;
 	proc_unlock(s);
 	return err;
 }
 
 void proc_kallsyms_end(struct uw_session *s)
 {
-	kallsyms_join(s);
-	free(s->ksyms);
-	s->ksyms = NULL;
-	kallsyms_free_text(s);
-	free(s->kallsyms_path);
-	s->kallsyms_path = NULL;
+	for (struct ktab *k = s->ktabs, *next; k; k = next) {
+		next = k->next;
+		ktab_free(k);
+	}
+	s->ktabs = NULL;
+	for (struct uw_kernel *k = s->kernels, *next; k; k = next) {
+		next = k->next;
+		free(k);
+	}
+	s->kernels = NULL;
 }

@@ -97,25 +97,6 @@ struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t
 	return m;
 }
 
-/* The module's chain (by key) without it. Under the session's lock. */
-static void module_unchain(struct uw_session *s, struct uw_module *m)
-{
-	struct uw_module *head = base_map_get(&s->modules, m->key);
-	if (head == m) {
-		if (m->next_same_key)
-			base_map_put(&s->modules, m->key, m->next_same_key);
-		else
-			base_map_del(&s->modules, m->key);
-		return;
-	}
-	for (struct uw_module *x = head; x; x = x->next_same_key) {
-		if (x->next_same_key == m) {
-			x->next_same_key = m->next_same_key;
-			return;
-		}
-	}
-}
-
 /* References count mappings; only a live session (evict_idle) acts when they reach 0, under the
  * lock. Otherwise they are counted atomically: every FORK copies its parent's mappings, and a
  * recording of many short processes would take the lock for each. */
@@ -196,19 +177,26 @@ static bool open_live(struct uw_session *s, struct uw_module *m, const char *bid
 	return ok;
 }
 
-/* Opens a module's files: under the session's lock, once (proc_module_open). */
+/* The outcome of opening a module, published for uw_module_state (read without the lock). */
+static void set_state(struct uw_module *m, enum uw_module_state st)
+{
+	__atomic_store_n(&m->state, (uint8_t)st, __ATOMIC_RELEASE);
+}
+
+/* Opens a module's files: under the session's lock, when they are not open (the first time, or
+ * again after they were let go while idle: module_unload). */
 static bool module_open(struct uw_session *s, struct uw_module *m)
 {
-	if (m->state != UW_MODULE_UNOPENED)
-		return m->state == UW_MODULE_OK;
+	/* the file's build-id is taken the first time only: a handle's identity does not change */
+	bool first = m->state == UW_MODULE_UNOPENED;
 	if (m->special) {
 		/* without a recorded build-id (pipe mode writes them last) perf too assumes the
 		 * running kernel's vdso */
 		if (strcmp(m->path, "[vdso]") == 0 && mod_open_vdso(s, m)) {
-			m->state = UW_MODULE_OK;
+			set_state(m, UW_MODULE_OK);
 			return true;
 		}
-		m->state = UW_MODULE_MISSING;
+		set_state(m, UW_MODULE_MISSING);
 		return false;
 	}
 	char p[PATH_MAX];
@@ -231,7 +219,7 @@ static bool module_open(struct uw_session *s, struct uw_module *m)
 	if (deleted) {
 		p[pl - 10] = 0;
 		if (!bid) {
-			m->state = UW_MODULE_MISSING;
+			set_state(m, UW_MODULE_MISSING);
 			base_log(&s->log, UW_LOG_INFO, "%s: deleted while mapped, and no build-id to check a file against", m->path);
 			return false;
 		}
@@ -243,7 +231,7 @@ static bool module_open(struct uw_session *s, struct uw_module *m)
 		 * proves nothing: another machine, an overlay filesystem.) */
 		struct stat st;
 		if (stat(p, &st) == 0 && major(st.st_dev) == m->maj && minor(st.st_dev) == m->min && st.st_ino != m->ino) {
-			m->state = UW_MODULE_MISMATCH;
+			set_state(m, UW_MODULE_MISMATCH);
 			base_log(&s->log, UW_LOG_WARN, "%s: replaced since the recording (inode %llu, now %llu) and no build-id to check: not used",
 				 m->path, (unsigned long long)m->ino, (unsigned long long)st.st_ino);
 			return false;
@@ -272,13 +260,13 @@ static bool module_open(struct uw_session *s, struct uw_module *m)
 			goto opened;
 	}
 	if (mismatch) {
-		m->state = UW_MODULE_MISMATCH;
+		set_state(m, UW_MODULE_MISMATCH);
 		base_log(&s->log, UW_LOG_WARN, "%s: build-id differs from the recording's (%s); not used",
 			 m->path, bid);
 		return false;
 	}
 	/* the real reason: not there, not allowed, not a file, a link, not ELF */
-	m->state = why == -ENOENT || why == -ENOTDIR ? UW_MODULE_MISSING : UW_MODULE_BAD;
+	set_state(m, why == -ENOENT || why == -ENOTDIR ? UW_MODULE_MISSING : UW_MODULE_BAD);
 	base_log(&s->log, UW_LOG_INFO, "%s: %s", m->path,
 		 why == -ENOENT || why == -ENOTDIR ? "not found"
 		 : why == -ELOOP                    ? "a symbolic link now (not followed)"
@@ -288,9 +276,10 @@ static bool module_open(struct uw_session *s, struct uw_module *m)
 	return false;
 opened:
 	m->opened_path = proc_intern(s, p, strlen(p));
-	if (!m->build_id[0] && m->elf->build_id_len)
+	/* (before the state is published: uw_module_build_id reads it after the state) */
+	if (first && !m->build_id[0] && m->elf->build_id_len)
 		elfv_build_id_hex(m->elf, m->build_id);
-	m->state = UW_MODULE_OK;
+	set_state(m, UW_MODULE_OK);
 	mod_find_debug(s, m);
 	base_log(&s->log, UW_LOG_INFO, "%s: opened %s%s%s", m->path, m->opened_path, m->dbg ? ", debug file " : "",
 		 m->dbg ? m->dbg_path : "");
@@ -306,6 +295,10 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m)
 		if (!m->opened) {
 			module_open(s, m);
 			__atomic_store_n(&m->opened, true, __ATOMIC_RELEASE);
+			/* opened again to name frames of processes gone (a live session): it goes back
+			 * on the idle list, so the modules held open stay as many as IDLE_MODULES_MAX */
+			if (__atomic_load_n(&s->evict_idle, __ATOMIC_RELAXED) && !__atomic_load_n(&m->refs, __ATOMIC_RELAXED) && m->state == UW_MODULE_OK)
+				proc_module_idle(s, m);
 		}
 		proc_unlock(s);
 	}
@@ -314,7 +307,7 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m)
 
 void proc_module_set_opened(struct uw_module *m, enum uw_module_state state)
 {
-	m->state = (uint8_t)state;
+	set_state(m, state);
 	__atomic_store_n(&m->opened, true, __ATOMIC_RELEASE);
 }
 
@@ -456,13 +449,53 @@ void proc_module_free(struct uw_module *m)
 	free(m);
 }
 
+/* What a module holds beyond its identity, let go while no mapping refers to it: its files,
+ * unwind tables, symbols, DWARF and caches. The handle stays (path, name, build-id, state): a
+ * profiler keeps frames of processes long gone and names them later; their files are opened
+ * again then (by path, checked against the build-id or device and inode the first open saw).
+ * Under the session's lock, with no mapping referring to it (so no tracker unwinds with its
+ * tables: those are read without the lock). */
+static void module_unload(struct uw_session *s, struct uw_module *m)
+{
+	proc_inline_idle(s); /* the helper may be reading its DWARF */
+	dwi_close(m->dwi);
+	dwp_close(m->dwp);
+	elfv_close(m->dwp_elf);
+	m->dwi = NULL;
+	m->dwp = NULL;
+	m->dwp_elf = NULL;
+	base_map_free(&m->inlcache);
+	base_map_init(&m->inlcache);
+	cfi_table_free(&m->cfi);
+	cfi_table_free(&m->sframe);
+	memset(&m->cfi, 0, sizeof(m->cfi));
+	memset(&m->sframe, 0, sizeof(m->sframe));
+	memset(&m->code, 0, sizeof(m->code));
+	symtab_free(&m->syms);
+	memset(&m->syms, 0, sizeof(m->syms));
+	base_map_free(&m->symcache);
+	base_map_init(&m->symcache);
+	elfv_close(m->dbg);
+	elfv_close(m->alt);
+	elfv_close(m->mini);
+	elfv_close(m->elf);
+	m->dbg = m->alt = m->mini = m->elf = NULL;
+	m->dbg_path = NULL;
+	m->syms_done = m->dwi_tried = m->fetch_tried = false;
+	m->live_pid = 0; /* the process that mapped it maps it no more */
+	__atomic_store_n(&m->cfi_done, false, __ATOMIC_RELAXED);
+	/* a file that could not be opened is not looked for again (its state stays) */
+	if (__atomic_load_n(&m->state, __ATOMIC_RELAXED) == UW_MODULE_OK)
+		__atomic_store_n(&m->opened, false, __ATOMIC_RELEASE);
+}
+
 void proc_module_idle(struct uw_session *s, struct uw_module *m)
 {
 	if (m->special || m->jit || m->idle)
 		return;
 	struct uw_module **slot = base_vec_push(&s->idle_mods);
 	if (!slot)
-		return; /* stays cached */
+		return; /* stays loaded */
 	*slot = m;
 	m->idle = true;
 	while (s->idle_mods.len > IDLE_MODULES_MAX) {
@@ -470,15 +503,8 @@ void proc_module_idle(struct uw_session *s, struct uw_module *m)
 		memmove(s->idle_mods.data, (struct uw_module **)s->idle_mods.data + 1,
 			(s->idle_mods.len - 1) * sizeof(old));
 		s->idle_mods.len--;
-		if (old->hit && old->build_id[0]) {
-			struct evicted_module *e = base_vec_push(&s->evicted);
-			const char *bid = proc_intern(s, old->build_id, strlen(old->build_id));
-			if (e && bid)
-				*e = (struct evicted_module){ old->path, bid };
-		}
-		module_unchain(s, old);
-		proc_inline_idle(s); /* the helper may be reading its DWARF */
-		proc_module_free(old);
+		old->idle = false;
+		module_unload(s, old);
 	}
 }
 

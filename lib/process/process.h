@@ -31,9 +31,10 @@ struct uw_module {
 	uint32_t maj, min;
 	uint64_t ino;
 	uint32_t refs;          /* mappings referring to it */
-	uint8_t state;          /* enum uw_module_state */
+	uint8_t state;          /* enum uw_module_state: the last opening's outcome (atomic stores) */
 	bool special;           /* [vdso], [heap], //anon, ...: never opened as a file */
-	bool opened;            /* state is final (atomic: published once the files are open) */
+	bool opened;            /* its files are open, or could not be (atomic: published last;
+	                         * cleared when an idle module lets go of them: module_unload) */
 	bool cfi_done, syms_done; /* (cfi_done atomic: published once code is built) */
 	struct elfv *elf;       /* the object file */
 	struct elfv *dbg;       /* separate debug file, or NULL */
@@ -98,6 +99,51 @@ struct thread {
 	uint64_t exit_time;
 };
 
+/* A kernel symbol table read from one file: a kallsyms text, searched in place, or a vmlinux's
+ * ELF symbols (kallsyms.c). */
+struct ktab {
+	struct ktab *next;
+	const char *path;          /* interned */
+	bool vmlinux;
+	uint64_t dev, ino, size;   /* the file's identity (0 for /proc files) */
+	int64_t mtime_ns;
+	uint64_t side_cap;
+	/* under the session's lock: read on a helper thread (running), joined once (ready) */
+	bool started, running, ready;
+	pthread_t th;
+	/* what was read: written by the reader, read by others once it is joined */
+	int err;
+	uint64_t text;             /* _text in the file (0: not found) */
+	struct ksym *ksyms;        /* kallsyms: what is not searched in place, sorted */
+	size_t nksyms;
+	char *buf;                 /* the file's text; ksym names point into it */
+	size_t kcore_len;          /* its first kcore_len bytes: the image's symbols, sorted, searched in place */
+	size_t map_len;            /* when non-zero, buf is a mapping of this size */
+	struct elfv *elf;          /* vmlinux: the file, its symbols, its build-id */
+	struct symtab syms;
+	char build_id[2 * ELFV_MAX_BUILD_ID + 1];
+};
+
+/* One recording's kernel (public: struct uw_kernel): what the recording says of it and the
+ * symbols chosen for it. Made with its tracker, on the session's list; kept after the tracker
+ * when handed out (samples carry it), else freed with it. Fields under the session's lock. */
+struct uw_kernel {
+	struct uw_kernel *next;
+	struct uw_session *s;
+	char build_id[2 * ELFV_MAX_BUILD_ID + 1]; /* "" unknown */
+	char release[65];          /* uname -r of the recording's machine (HEADER_OSRELEASE), "" unknown */
+	uint64_t text;             /* _text of the recorded kernel (its MMAP's pgoff), 0 unknown */
+	bool running;              /* a live tracker's: the running kernel */
+	const char *kallsyms, *vmlinux; /* files given for it (interned), or NULL */
+	bool given_bad;            /* a file given could not be used: no symbols unless another is */
+	bool kept;                 /* handed out: outlives its tracker */
+	bool prefetch;             /* read its symbols ahead once it is known (uw_tracker_load_*) */
+	bool decided;              /* tab and delta chosen (gen: the session's kallsyms_gen then) */
+	unsigned gen;
+	struct ktab *tab;          /* NULL: no symbols ([unknown]) */
+	uint64_t delta;            /* recorded kernel's _text minus the file's */
+};
+
 struct ksym {
 	uint64_t addr;
 	const char *name;   /* into the kallsyms text (not terminated) until first used */
@@ -137,33 +183,23 @@ struct uw_session {
 	char *dwarf_cache;       /* NULL: none */
 	struct base_intern strings;
 	struct base_map modules;   /* key -> struct uw_module * */
-	struct ksym *ksyms;
-	size_t nksyms;
 	struct debuginfod_client *dbgd; /* created on the first fetch */
 	struct dbgd_api *dbgd_api; /* libdebuginfod, loaded then (module.c) */
-	bool evict_idle;           /* a live tracker: modules no mapping refers to are freed in time */
-	struct base_vec idle_mods; /* then: modules no mapping refers to, oldest first */
-	struct base_vec evicted;   /* and struct evicted_module of modules freed from there */
+	bool evict_idle;           /* a live tracker: modules no mapping refers to are unloaded in time */
+	struct base_vec idle_mods; /* then: modules no mapping refers to, still loaded, oldest first */
 	bool dbgd_tried;
 	struct base_arena inl_arena; /* inline chains of every module */
 	struct inl_worker *inlw;   /* started by the first lookup ahead */
 	bool inlw_failed;          /* could not start one: lookups stay on the calling thread */
-	char *kallsyms_path;       /* set by uw_session_load_kallsyms, read on first use */
-	char *kallsyms_buf;        /* the file's text; ksym names point into it */
-	size_t kcore_len;          /* its first kcore_len bytes: the image's symbols, sorted, searched in place */
-	uint64_t ksym_delta;       /* recorded kernel's _text minus the file's */
-	size_t kallsyms_map;       /* when non-zero, kallsyms_buf is a mapping of this size */
-	bool kallsyms_tried;
-	/* kallsyms is read on a helper thread while records are processed (reading
-	 * /proc/kallsyms costs the kernel tens of milliseconds); joined on first use */
-	pthread_t kallsyms_thread;
-	bool kallsyms_running;
-	int kallsyms_err;
-	uint64_t kallsyms_text;    /* _text in the loaded file (0: not found) */
-	/* The kernel the session's kernel symbols are for: the first recording's that says (its
-	 * kernel map's _text and its build-id, from the first tracker to learn them) */
-	uint64_t kernel_text;
-	char kernel_build_id[2 * ELFV_MAX_BUILD_ID + 1];
+	/* kernel symbols (kallsyms.c): tables read from files, shared by every recording's kernel
+	 * and kept until the session ends; each tracker's kernel (struct uw_kernel) */
+	struct ktab *ktabs;
+	struct uw_kernel *kernels;
+	struct uw_kernel *first_kernel; /* uw_symbolize_kernel's: the first tracker's */
+	const char *kallsyms_default; /* uw_session_load_kallsyms's file (interned), or NULL */
+	unsigned kallsyms_gen;     /* changes of it (kernels without a file of their own choose again) */
+	uint64_t run_text;         /* the running kernel's _text (0: hidden), read once */
+	bool run_text_tried;
 	uint64_t cfi_serial;       /* the last unwind table's identity in lookup caches */
 };
 
@@ -177,7 +213,7 @@ struct uw_tracker {
 	struct base_map threads;   /* tid -> struct thread * */
 	struct base_map buildids;  /* hash(path) -> interned build-id hex (from the recording) */
 	uint64_t since_sweep;
-	uint64_t kernel_text;      /* _text of the recorded kernel (kernel MMAP pgoff), 0: unknown */
+	struct uw_kernel *kernel;  /* the recording's kernel (kallsyms.c) */
 	bool clock_monotonic;      /* the recording's times are CLOCK_MONOTONIC (perf record -k 1) */
 	/* the recording's times in wall-clock time: wall ns = time + wall_offset (perf record -k's
 	 * CLOCK_DATA, or the file's mtime at its last sample; live: the clocks now) */
@@ -197,7 +233,7 @@ struct uw_tracker {
  * made when new. NULL without memory. */
 struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t pathlen, const char *hex,
                                   uint32_t maj, uint32_t min, uint64_t ino);
-/* A mapping starts or stops referring to it (an unreferenced one may be freed, evict_idle). */
+/* A mapping starts or stops referring to it (an unreferenced one may be unloaded, evict_idle). */
 void proc_module_ref(struct uw_session *s, struct uw_module *m);
 void proc_module_unref(struct uw_session *s, struct uw_module *m);
 /* A frame landed in it (any thread: the first frame in it marks it; its build-id goes in what is
@@ -212,8 +248,6 @@ void proc_lock(struct uw_session *s);
 void proc_unlock(struct uw_session *s);
 /* Interned in the session's strings (alive with the session); NULL without memory. */
 const char *proc_intern(struct uw_session *s, const char *str, size_t len);
-/* The session's kernel: the first _text and build-id a tracker learns. */
-void proc_session_kernel(struct uw_session *s, uint64_t text, const char *build_id_hex);
 /* A live tracker exists: modules no mapping refers to are freed in time. */
 void proc_session_live(struct uw_session *s);
 /* Opens the module's files if that was not tried yet (any thread: once). @return true when usable. */
@@ -254,14 +288,23 @@ int proc_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_
 struct uw_module *proc_jitdump_find(struct uw_tracker *t, struct proc *p, uint64_t pc, uint64_t time);
 /* The running kernel's build-id (hex), from /sys/kernel/notes. */
 bool running_kernel_build_id(char *hex);
+/* A tracker's kernel (kallsyms.c): made with it (running: a live tracker's), dropped with it
+ * unless handed out; kept (handed out) by uw_tracker_kernel. */
+struct uw_kernel *proc_kernel_new(struct uw_session *s, bool running);
+void proc_kernel_drop(struct uw_session *s, struct uw_kernel *k);
+struct uw_kernel *proc_kernel_keep(struct uw_kernel *k);
+/* What the recording says of its kernel: its build-id, _text (the kernel MMAP's pgoff), and the
+ * release it ran (HEADER_OSRELEASE; called by the reader). The first of each is kept. */
+void proc_kernel_note_build_id(struct uw_tracker *t, const char *hex);
+void proc_kernel_note_text(struct uw_tracker *t, uint64_t text);
+void tracker_note_kernel_release(struct uw_tracker *t, const char *release);
 /* Recording: a module no mapping refers to any more is kept on an idle list; beyond
- * IDLE_MODULES_MAX the oldest are freed (their path and build-id kept for the output's header),
- * so a system-wide recorder's memory follows the programs that run, not all that ever ran. */
+ * IDLE_MODULES_MAX the oldest let go of their files, tables and symbols (module_unload), so a
+ * system-wide recorder's memory follows the programs that run, not all that ever ran. The
+ * handle itself (sizeof(struct uw_module), 1.3 KiB, and its interned path) stays for the
+ * session's life, one per distinct file: frames kept by a profiler can be named later, their
+ * files opened again. */
 #define IDLE_MODULES_MAX 64
-struct evicted_module {
-	const char *path;       /* interned */
-	const char *build_id;   /* interned hex */
-};
 void proc_module_idle(struct uw_session *s, struct uw_module *m);
 void proc_module_busy(struct uw_session *s, struct uw_module *m);
 /* Ends the session's debuginfod client. */
@@ -274,7 +317,8 @@ const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, 
 void proc_symbol_names(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const char **sys,
                        const char **shown);
 void proc_module_free(struct uw_module *m);
-/* The helper thread of inline lookups, ended (symbolize.c); kernel symbols freed (kallsyms.c). */
+/* The helper thread of inline lookups, ended (symbolize.c); kernel symbols and kernels freed
+ * (kallsyms.c). */
 void proc_inline_end(struct uw_session *s);
 void proc_kallsyms_end(struct uw_session *s);
 /* Waits for the inline lookups pending on the helper thread (before a module is freed). */

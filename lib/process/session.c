@@ -42,7 +42,6 @@ UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
 	base_arena_init(&s->inl_arena, 64 * 1024);
 	base_map_init(&s->modules);
 	s->idle_mods = BASE_VEC_INIT(struct uw_module *);
-	s->evicted = BASE_VEC_INIT(struct evicted_module);
 	/* one lock for the shared state: modules, strings, lazily built tables (it is taken
 	 * again by the functions it calls, hence recursive) */
 	pthread_mutexattr_t ma;
@@ -97,7 +96,6 @@ UW_API void uw_session_free(struct uw_session *s)
 	}
 	base_map_free(&s->modules);
 	base_vec_free(&s->idle_mods);
-	base_vec_free(&s->evicted);
 	base_intern_free(&s->strings);
 	base_arena_free(&s->inl_arena);
 	free(s->debug_dirs);
@@ -128,16 +126,6 @@ const char *proc_intern(struct uw_session *s, const char *str, size_t len)
 	return r;
 }
 
-void proc_session_kernel(struct uw_session *s, uint64_t text, const char *build_id_hex)
-{
-	proc_lock(s);
-	if (text && !s->kernel_text)
-		s->kernel_text = text;
-	if (build_id_hex && !s->kernel_build_id[0])
-		snprintf(s->kernel_build_id, sizeof(s->kernel_build_id), "%s", build_id_hex);
-	proc_unlock(s);
-}
-
 void proc_session_live(struct uw_session *s)
 {
 	__atomic_store_n(&s->evict_idle, true, __ATOMIC_RELEASE);
@@ -160,12 +148,17 @@ UW_API const char *uw_module_name(const struct uw_module *m)
 
 UW_API const char *uw_module_build_id(const struct uw_module *m)
 {
+	/* a module known by path gets its file's build-id when first opened, before its state
+	 * is published (and never again) */
+	if (m->key_by_path && __atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == UW_MODULE_UNOPENED)
+		return "";
 	return m->build_id;
 }
 
 UW_API enum uw_module_state uw_module_state(const struct uw_module *m)
 {
-	return proc_module_is_opened(m) ? (enum uw_module_state)m->state : UW_MODULE_UNOPENED;
+	/* the last opening's outcome: it stays when the files are let go while idle */
+	return (enum uw_module_state)__atomic_load_n(&m->state, __ATOMIC_ACQUIRE);
 }
 
 UW_API int uw_module_stats(const struct uw_module *m, struct uw_module_stats *st)

@@ -18,6 +18,20 @@
 #include "process/process.h"
 #include "symbolize/demangle.h"
 
+/* The name a symbol is shown by (demangled unless the session says not), interned once: names
+ * handed out live as long as the session, while the symbol table (whose names point into the
+ * file) goes when its module is unloaded. Under the lock. */
+static const char *shown_name(struct uw_session *s, struct sym *sym)
+{
+	if (!sym->dname) {
+		const char *d = s->opts.no_demangle ? sym->name : sym_demangle(&s->strings, sym->name);
+		if (d == sym->name)
+			d = base_intern(&s->strings, d, strlen(d));
+		sym->dname = d;
+	}
+	return sym->dname ? sym->dname : sym->name;
+}
+
 UW_API int uw_symbolize(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struct uw_symbol *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -25,16 +39,19 @@ UW_API int uw_symbolize(struct uw_session *s, struct uw_module *m, uint64_t rel_
 		return 0;
 	proc_lock(s);
 	struct sym *sym = (struct sym *)proc_module_symbol(s, m, rel_pc);
+	int err = 0;
 	if (sym) {
-		if (!s->opts.no_demangle && !sym->dname)
-			sym->dname = sym_demangle(&s->strings, sym->name);
-		out->name = s->opts.no_demangle ? sym->name : sym->dname;
+		out->name = shown_name(s, sym);
 		out->start = sym->start;
 		out->size = sym->end - sym->start;
 		out->offset = rel_pc - sym->start;
+		if (!sym->dname)
+			err = -ENOMEM; /* (a name only valid until the lock is let go) */
 	}
 	proc_unlock(s);
-	return 0;
+	if (err)
+		memset(out, 0, sizeof(*out));
+	return err;
 }
 
 void proc_symbol_names(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const char **sys,
@@ -44,10 +61,10 @@ void proc_symbol_names(struct uw_session *s, struct uw_module *m, uint64_t rel_p
 	proc_lock(s);
 	struct sym *sym = (struct sym *)proc_module_symbol(s, m, rel_pc);
 	if (sym) {
-		if (!s->opts.no_demangle && !sym->dname)
-			sym->dname = sym_demangle(&s->strings, sym->name);
-		*sys = sym->name;
-		*shown = s->opts.no_demangle ? sym->name : sym->dname;
+		*shown = shown_name(s, sym);
+		*sys = base_intern(&s->strings, sym->name, strlen(sym->name));
+		if (!*sys || !sym->dname)
+			*sys = *shown = NULL;
 	}
 	proc_unlock(s);
 }

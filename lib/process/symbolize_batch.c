@@ -50,13 +50,14 @@ static void symbolize_one(struct uw_session *s, const struct uw_frame *f, bool l
 		return;
 	}
 	struct uw_symbol sym;
+	/* (one hold of the lock: the reason is the lookup's, not a later state of the module) */
+	proc_lock(s);
 	uw_symbolize(s, m, o->rel_pc, &sym);
-	if (!sym.name) {
-		proc_lock(s);
+	if (!sym.name)
 		o->reason = why_unnamed(m);
-		proc_unlock(s);
+	proc_unlock(s);
+	if (!sym.name)
 		return;
-	}
 	o->name = sym.name;
 	o->sym_start = sym.start;
 	o->sym_size = sym.size;

@@ -127,10 +127,15 @@ int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, ui
 	uint64_t end = addr + len;
 	/* referenced before the mappings it replaces let go of theirs (it may be one of them) */
 	mod_ref(t, mod);
-	if (t->o.live && mod && !mod->special && !mod->live_pid && !proc_module_is_opened(mod)) {
-		mod->live_pid = pid;
-		mod->live_start = addr;
-		mod->live_end = end;
+	if (t->o.live && mod && !mod->special && !proc_module_is_opened(mod)) {
+		/* (under the lock: another live tracker's thread may be opening it) */
+		proc_lock(t->s);
+		if (!mod->live_pid && !proc_module_is_opened(mod)) {
+			mod->live_pid = pid;
+			mod->live_start = addr;
+			mod->live_end = end;
+		}
+		proc_unlock(t->s);
 	}
 	struct base_vec out = BASE_VEC_INIT(struct map);
 	if (base_vec_reserve(&out, p->maps.len + 2)) {
@@ -341,9 +346,8 @@ void proc_note_build_id_hex(struct uw_tracker *t, const char *path, const char *
 	const char *h = proc_intern(t->s, hex, n);
 	if (h)
 		base_map_put(&t->buildids, base_hash_bytes(path, strlen(path)), (void *)h);
-	/* the session's kernel symbols are the first recording's kernel's */
 	if (!strcmp(path, "[kernel.kallsyms]"))
-		proc_session_kernel(t->s, 0, hex);
+		proc_kernel_note_build_id(t, hex);
 }
 
 void proc_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len)
@@ -370,10 +374,8 @@ int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint6
 		/* kernel and module maps: symbols come from kallsyms; perf records the kernel map
 		 * with pgoff = the address of _text (its relocation reference) */
 		if (fl >= 17 && memcmp(path, "[kernel.kallsyms]", 17) == 0) {
-			if (pgoff >= addr && !t->kernel_text) {
-				t->kernel_text = pgoff;
-				proc_session_kernel(t->s, pgoff, NULL);
-			}
+			if (pgoff >= addr)
+				proc_kernel_note_text(t, pgoff);
 			if (bid && blen)
 				proc_note_build_id(t, "[kernel.kallsyms]", bid, blen);
 		}

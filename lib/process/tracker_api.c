@@ -38,7 +38,8 @@ UW_API struct uw_tracker *uw_tracker_new(struct uw_session *s, const struct uw_t
 	t->st.sz = sizeof(t->st);
 	t->frames = calloc(s->opts.max_frames, sizeof(*t->frames));
 	t->cfi_cache = cfi_cache_new();
-	if (!t->frames || !t->cfi_cache) {
+	t->kernel = proc_kernel_new(s, t->o.live != 0);
+	if (!t->frames || !t->cfi_cache || !t->kernel) {
 		uw_tracker_free(t);
 		errno = ENOMEM;
 		return NULL;
@@ -64,6 +65,7 @@ UW_API void uw_tracker_free(struct uw_tracker *t)
 	base_map_free(&t->buildids);
 	free(t->frames);
 	cfi_cache_free(t->cfi_cache);
+	proc_kernel_drop(t->s, t->kernel);
 	free(t);
 }
 

@@ -51,7 +51,7 @@ static const char *name_uncached(struct uw_profile *p, const struct pframe *f, i
 	struct uw_symbol sym = { 0 };
 	char buf[1024];
 	if (f->kernel)
-		uw_symbolize_kernel(p->s, f->addr, &sym);
+		prof_kernel_symbol(p->s, f, &sym);
 	else if (f->mod)
 		uw_symbolize(p->s, f->mod, f->addr, &sym);
 	const char *mname = f->kernel ? "[kernel.kallsyms]" : f->mod ? f->mod->name : NULL;

@@ -210,7 +210,7 @@ static uint64_t location(struct pp *x, const struct pframe *f)
 	struct uw_session *s = x->p->s;
 	if (f->kernel) {
 		struct uw_symbol sym;
-		uw_symbolize_kernel(s, f->addr, &sym);
+		prof_kernel_symbol(s, f, &sym);
 		if (sym.name)
 			line(x, &loc, sym.name, sym.name, NULL, 0);
 	} else if (f->mod) {

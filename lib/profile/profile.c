@@ -132,8 +132,9 @@ UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *in)
 	uint64_t h = base_hash64((uintptr_t)smp->comm ^ ((uint64_t)event << 48) ^ ((uint64_t)(uint32_t)tid << 16) ^
 				 (uint32_t)pid);
 	for (size_t i = 0; i < nk; i++) {
-		f[i] = (struct pframe){ NULL, smp->kernel[i], smp->kernel[i], true };
-		h = base_hash64(h ^ smp->kernel[i]) + 1;
+		f[i] = (struct pframe){ .kern = smp->recorded_kernel, .addr = smp->kernel[i], .map_addr = smp->kernel[i],
+					.kernel = true };
+		h = base_hash64(h ^ smp->kernel[i] ^ (uintptr_t)smp->recorded_kernel) + 1;
 	}
 	for (size_t i = 0; i < smp->nr_user; i++) {
 		const struct uw_frame *u = &smp->user[i];

@@ -13,7 +13,11 @@
 #include "process/process.h"
 
 struct pframe {
-	struct uw_module *mod;  /* NULL: kernel (kernel set) or unmapped */
+	union {
+		struct uw_module *mod;  /* user: NULL when unmapped */
+		struct uw_kernel *kern; /* kernel (kernel set): its recording's, NULL: the session's; a
+		                         * frame's key compares it as mod */
+	};
 	uint64_t addr;          /* user: module address (callers at ra - 1); kernel: address */
 	uint64_t map_addr;
 	bool kernel;
@@ -73,6 +77,15 @@ static inline uint64_t pstack_weight(const struct uw_profile *p, const struct ps
 	int w = p->o.weight;
 	bool period = w == UW_WEIGHT_PERIOD || (w == UW_WEIGHT_DEFAULT && default_period);
 	return period ? st->period : st->samples;
+}
+
+/* The symbol of a kernel frame, named with its recording's kernel. */
+static inline void prof_kernel_symbol(struct uw_session *s, const struct pframe *f, struct uw_symbol *sym)
+{
+	if (f->kern)
+		uw_kernel_symbolize(f->kern, f->addr, sym);
+	else
+		uw_symbolize_kernel(s, f->addr, sym);
 }
 
 /* A frame's display name (interned: names compare by pointer), "[unknown]" or "[module]"

@@ -124,11 +124,21 @@ static void wb_frame(struct wbuf *w, uint64_t addr, const char *name, uint64_t o
 	}
 }
 
+/* The symbol of a kernel frame, named with its recording's kernel (NULL: the session's). */
+static void kernel_symbol(struct uw_session *s, struct uw_kernel *kern, uint64_t pc, struct uw_symbol *sym)
+{
+	if (kern)
+		uw_kernel_symbolize(kern, pc, sym);
+	else
+		uw_symbolize_kernel(s, pc, sym);
+}
+
 /* The lines of one kernel frame. */
-static void script_kernel_frame(struct wbuf *w, struct uw_session *s, uint64_t pc, const struct uw_script_opts *o)
+static void script_kernel_frame(struct wbuf *w, struct uw_session *s, struct uw_kernel *kern, uint64_t pc,
+                                const struct uw_script_opts *o)
 {
 	struct uw_symbol sym;
-	uw_symbolize_kernel(s, pc, &sym);
+	kernel_symbol(s, kern, pc, &sym);
 	wb_frame(w, pc, sym.name, sym.offset, "[kernel.kallsyms]");
 	if (o->srcline) { /* no kernel debug info: perf names the place dso[address] */
 		wb_str(w, "  [kernel.kallsyms][");
@@ -198,6 +208,7 @@ static void script_user_frame(struct wbuf *w, struct uw_session *s, const struct
  */
 struct ftext_ent {
 	struct uw_frame f;      /* the frame (a kernel frame: pc only) */
+	struct uw_kernel *kern; /* a kernel frame's kernel (its recording's) */
 	uint64_t mkey;          /* 1: kernel; 2: user, in no module; else the module's key */
 	uint64_t pc, addr;      /* looked up, printed */
 	size_t off;             /* of its text in the buffer, when formatted */
@@ -234,25 +245,30 @@ static void frame_key(const struct uw_frame *f, uint64_t kpc, uint64_t *mkey, ui
 	*addr = f && m ? f->map_addr - adj : 0;
 }
 
-static size_t ftext_home(const struct ftext *c, const struct uw_module *m, uint64_t pc, uint64_t addr)
+/* (owner: the module, or a kernel frame's kernel) */
+static size_t ftext_home(const struct ftext *c, const void *owner, uint64_t pc, uint64_t addr)
 {
-	return base_hash64(pc ^ ((uint64_t)(uintptr_t)m << 7) ^ (addr << 17)) & (c->nslot - 1);
+	return base_hash64(pc ^ ((uint64_t)(uintptr_t)owner << 7) ^ (addr << 17)) & (c->nslot - 1);
 }
 
-/* The id of a frame, added when new (*isnew set); UINT32_MAX without memory. */
-static uint32_t ftext_id(struct ftext *c, const struct uw_frame *f, uint64_t kpc, bool *isnew)
+/* The id of a frame (user f, or kernel kpc of kern), added when new (*isnew set); UINT32_MAX
+ * without memory. */
+static uint32_t ftext_id(struct ftext *c, const struct uw_frame *f, uint64_t kpc, struct uw_kernel *kern, bool *isnew)
 {
 	const struct uw_module *m = f ? f->module : NULL;
+	if (f)
+		kern = NULL;
 	uint64_t mkey, pc, addr;
 	frame_key(f, kpc, &mkey, &pc, &addr);
 	*isnew = false;
+	const void *owner = m ? (const void *)m : (const void *)kern;
 	if (c->nslot) {
-		for (size_t i = ftext_home(c, m, pc, addr);; i = (i + 1) & (c->nslot - 1)) {
+		for (size_t i = ftext_home(c, owner, pc, addr);; i = (i + 1) & (c->nslot - 1)) {
 			uint32_t id = c->slot[i];
 			if (!id)
 				break;
 			const struct ftext_ent *e = &c->e[id - 1];
-			if (e->f.module == m && e->mkey == mkey && e->pc == pc && e->addr == addr)
+			if (e->f.module == m && e->kern == kern && e->mkey == mkey && e->pc == pc && e->addr == addr)
 				return id - 1;
 		}
 	}
@@ -275,13 +291,14 @@ static uint32_t ftext_id(struct ftext *c, const struct uw_frame *f, uint64_t kpc
 		c->slot = ns;
 		c->nslot = nslot;
 		for (size_t k = 0; k < c->n; k++) {
-			size_t i = ftext_home(c, c->e[k].f.module, c->e[k].pc, c->e[k].addr);
+			const void *ko = c->e[k].f.module ? (const void *)c->e[k].f.module : (const void *)c->e[k].kern;
+			size_t i = ftext_home(c, ko, c->e[k].pc, c->e[k].addr);
 			while (c->slot[i])
 				i = (i + 1) & (nslot - 1);
 			c->slot[i] = (uint32_t)k + 1;
 		}
 	}
-	size_t i = ftext_home(c, m, pc, addr);
+	size_t i = ftext_home(c, owner, pc, addr);
 	while (c->slot[i])
 		i = (i + 1) & (c->nslot - 1);
 	uint32_t id = (uint32_t)c->n++;
@@ -292,6 +309,7 @@ static uint32_t ftext_id(struct ftext *c, const struct uw_frame *f, uint64_t kpc
 		e->f = *f;
 	else
 		e->f.pc = kpc;
+	e->kern = kern;
 	e->mkey = mkey;
 	e->pc = pc;
 	e->addr = addr;
@@ -303,7 +321,7 @@ static void format_frame(struct wbuf *w, struct uw_session *s, const struct ftex
                          const struct uw_script_opts *o)
 {
 	if (e->mkey == 1)
-		script_kernel_frame(w, s, e->f.pc, o);
+		script_kernel_frame(w, s, e->kern, e->f.pc, o);
 	else
 		script_user_frame(w, s, &e->f, o);
 }
@@ -336,16 +354,16 @@ static void ftext_write(struct wbuf *w, struct ftext *c, struct uw_session *s, u
 
 /* Writes a frame through the cache, or formatted in place without one (or without memory). */
 static void script_frame(struct wbuf *w, struct ftext *c, struct uw_session *s, const struct uw_frame *f,
-                         uint64_t kpc, const struct uw_script_opts *o)
+                         uint64_t kpc, struct uw_kernel *kern, const struct uw_script_opts *o)
 {
 	bool isnew;
-	uint32_t id = c ? ftext_id(c, f, kpc, &isnew) : UINT32_MAX;
+	uint32_t id = c ? ftext_id(c, f, kpc, kern, &isnew) : UINT32_MAX;
 	if (id != UINT32_MAX) {
 		ftext_write(w, c, s, id, o);
 	} else if (f) {
 		script_user_frame(w, s, f, o);
 	} else {
-		script_kernel_frame(w, s, kpc, o);
+		script_kernel_frame(w, s, kern, kpc, o);
 	}
 }
 
@@ -362,7 +380,7 @@ static void script_line(struct uw_session *s, FILE *out, const struct uw_sample 
 		(smp->time % UINT64_C(1000000000)) / UINT64_C(1000), smp->period, width,
 		smp->event_name ? smp->event_name : "");
 	if (smp->nr_kernel) {
-		uw_symbolize_kernel(s, smp->kernel[0], &sym);
+		kernel_symbol(s, smp->recorded_kernel, smp->kernel[0], &sym);
 		if (sym.name)
 			fprintf(out, " %16" PRIx64 " %s+0x%" PRIx64 " ([kernel.kallsyms])\n", smp->kernel[0], sym.name,
 				sym.offset);
@@ -422,9 +440,9 @@ static int script_write(struct uw_session *s, FILE *out, const struct uw_sample 
 	struct wbuf w = { .out = out, .b = buf, .cap = sizeof(buf) };
 	script_header(&w, smp, o);
 	for (uint32_t i = 0; i < smp->nr_kernel; i++)
-		script_frame(&w, cache, s, NULL, smp->kernel[i], o);
+		script_frame(&w, cache, s, NULL, smp->kernel[i], smp->recorded_kernel, o);
 	for (uint32_t i = 0; i < smp->nr_user; i++)
-		script_frame(&w, cache, s, &smp->user[i], 0, o);
+		script_frame(&w, cache, s, &smp->user[i], 0, NULL, o);
 	wb_char(&w, '\n');
 	wb_flush(&w);
 	return prof_out_error(out);
@@ -569,7 +587,7 @@ static int sw_frames(struct uw_script_writer *w, struct sw_window *win, struct s
 	for (size_t k = 0; k < n; k++) {
 		const struct uw_frame *f = k < smp->nr_kernel ? NULL : &smp->user[k - smp->nr_kernel];
 		bool isnew;
-		uint32_t id = ftext_id(&w->text, f, f ? 0 : smp->kernel[k], &isnew);
+		uint32_t id = ftext_id(&w->text, f, f ? 0 : smp->kernel[k], smp->recorded_kernel, &isnew);
 		if (id == UINT32_MAX)
 			return -ENOMEM;
 		memcpy(win->buf + h->ids + k * sizeof(uint32_t), &id, sizeof(id));

@@ -11,7 +11,7 @@ U=$B/unwound
 fail() { echo "FAIL: $*"; exit 1; }
 
 # options whose values are names or paths: checked where they are used, not by their form
-names="-i --input -o --output --kallsyms --debug-dir --symfs --search-path --comm --event -e -p --pid -t --tid"
+names="-i --input -o --output --kallsyms -k --vmlinux --debug-dir --symfs --search-path --comm --event -e -p --pid -t --tid"
 # numeric and enumerated options, with a good value (to check the option works at all)
 good() {
     case $1 in

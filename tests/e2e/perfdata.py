@@ -11,6 +11,12 @@
   perfdata.py unfinished IN OUT       IN as a writer killed before its end leaves it: no
                                       features, the data size 0
   perfdata.py noids IN OUT            IN with no event ids in its attribute section (one event)
+  perfdata.py kernel IN OUT BUILDID RELEASE [TEXT]
+                                      IN as if recorded on another machine's kernel: the build-id
+                                      the file gives for [kernel.kallsyms] (its build-id table,
+                                      MMAP2 records carrying one) set to BUILDID (hex), or taken
+                                      out ("-"), the OS release (HEADER_OSRELEASE) RELEASE, and
+                                      with TEXT (hex) the kernel map's _text (its pgoff)
 """
 import struct
 import sys
@@ -64,6 +70,58 @@ def write(path, d, h, data, feats, magic=None, hsize=None):
     for _, body in feats:
         out += body
     open(path, 'wb').write(out)
+
+
+FEAT_BUILD_ID, FEAT_OSRELEASE = 2, 4
+MISC_MMAP_BUILD_ID = 1 << 14
+
+
+def kernel_build_ids(body, bid):
+    """A build-id table with the kernel's entry given bid (bytes), or left out (None)."""
+    out, pos = bytearray(), 0
+    while pos + 8 <= len(body):
+        t, misc, size = struct.unpack_from('<IHH', body, pos)
+        if size < 8 or pos + size > len(body):
+            break
+        e = bytearray(body[pos:pos + size])
+        pos += size
+        name = bytes(e[36:]).split(b'\0')[0]
+        if name == b'[kernel.kallsyms]':
+            if bid is None:
+                continue
+            e[12:36] = bid.ljust(24, b'\0')
+            e[32] = len(bid)
+            struct.pack_into('<H', e, 4, misc | 1 << 15)  # PERF_RECORD_MISC_BUILD_ID_SIZE
+        out += e
+    return bytes(out)
+
+
+def perf_string(s):
+    """perf's string in a feature section: u32 length (padded to 64, NUL included), the bytes."""
+    b = s.encode() + b'\0'
+    b = b.ljust((len(b) + 63) // 64 * 64, b'\0')
+    return struct.pack('<I', len(b)) + b
+
+
+def kernel_mmaps(data, bid, text=None):
+    """The records with MMAP2s of the kernel that carry a build-id given bid, or none; with text,
+    the kernel map's pgoff (its _text) that."""
+    out = bytearray()
+    for _, t, rec in records(data, 0, len(data)):
+        rec = bytearray(rec)
+        misc = struct.unpack_from('<H', rec, 4)[0]
+        name_at = 40 if t == 1 else 72
+        if text is not None and t in (1, 10) and rec[name_at:].startswith(b'[kernel.kallsyms]'):
+            struct.pack_into('<Q', rec, 32, text)
+        if t == 10 and misc & MISC_MMAP_BUILD_ID and rec[72:].startswith(b'[kernel.kallsyms]'):
+            if bid is None:  # maj/min/ino/generation of nothing
+                struct.pack_into('<H', rec, 4, misc & ~MISC_MMAP_BUILD_ID)
+                rec[40:64] = bytes(24)
+            else:
+                rec[40] = len(bid)
+                rec[44:64] = bid.ljust(20, b'\0')
+        out += rec
+    return bytes(out)
 
 
 def zstd_stream(data):
@@ -163,6 +221,18 @@ def main():
         for i in range(asz // entry):
             struct.pack_into('<QQ', d, ao + (i + 1) * entry - 16, 0, 0)
         open(sys.argv[3], 'wb').write(d)
+    elif cmd == 'kernel':
+        bid = None if sys.argv[4] == '-' else bytes.fromhex(sys.argv[4])
+        do, dsz = h['data']
+        feats = []
+        for b, body in feature_sections(d, h):
+            if b == FEAT_BUILD_ID:
+                body = kernel_build_ids(body, bid)
+            elif b == FEAT_OSRELEASE:
+                body = perf_string(sys.argv[5])
+            feats.append((b, body))
+        text = int(sys.argv[6], 16) if len(sys.argv) > 6 else None
+        write(sys.argv[3], d, h, kernel_mmaps(d[do:do + dsz], bid, text), feats)
     elif cmd == 'unfinished':
         do, dsz = h['data']
         out = bytearray(d[:do + dsz])

@@ -52,7 +52,7 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 	h = mix(h, &smp->stop_reason, sizeof(smp->stop_reason));
 	for (unsigned i = 0; i < smp->nr_kernel; i++) {
 		struct uw_symbol ks;
-		uw_symbolize_kernel(r->s, smp->kernel[i], &ks);
+		uw_kernel_symbolize(smp->recorded_kernel, smp->kernel[i], &ks);
 		h = mix(h, &smp->kernel[i], 8);
 		h = mix_str(h, ks.name);
 	}
@@ -107,11 +107,8 @@ static void *run_main(void *arg)
 
 static struct uw_session *session(void)
 {
-	/* the kernel's names too: the running kernel's kallsyms, when the recording is of it */
-	struct uw_session *s = uw_session_new(NULL);
-	if (s)
-		uw_session_load_kallsyms(s, NULL);
-	return s;
+	/* (the kernel's names too: the running kernel's kallsyms, the recording being of it) */
+	return uw_session_new(NULL);
 }
 
 int main(int argc, char **argv)

@@ -69,4 +69,8 @@ struct cli_out {
 /* path (0644 less the umask, created the way every output is: uw_output_create), or standard
  * output when NULL. NULL and a message on failure. */
 FILE *cli_open_output(const char *cmd, const char *path, struct cli_out *o);
+/* The kernel symbols of a recording's tracker: the files given (a message when one cannot be
+ * used: its kernel frames are then unnamed), else those found for its kernel, read ahead. */
+void cli_kernel_symbols(const char *cmd, struct uw_session *s, struct uw_tracker *t, const char *kallsyms,
+                        const char *vmlinux);
 #endif

@@ -15,7 +15,7 @@
 enum dformat { F_FUNCTIONS, F_STACKS, F_FOLDED, F_HTML };
 
 struct dopts {
-	const char *outp, *kallsyms, *symfs, *event;
+	const char *outp, *kallsyms, *vmlinux, *symfs, *event;
 	char *debugdirs, *search;
 	const char **comms;
 	size_t ncomms;
@@ -46,8 +46,9 @@ static void diff_usage(FILE *f)
 		"  --comm NAMES        samples of these commands only\n"
 		"  --inline            inline functions as frames of their own (stacks, folded, html)\n"
 		"  --no-kernel         leave kernel frames out\n"
-		"  --kallsyms FILE, --symfs DIR, --debug-dir DIR, --search-path DIR, --offline\n"
-		"                      as unwound report\n");
+		"  --kallsyms FILE, -k/--vmlinux FILE, --symfs DIR, --debug-dir DIR, --search-path DIR,\n"
+		"  --offline           as unwound report (each recording's kernel frames are named with\n"
+		"                      its own kernel's symbols; files given apply to both)\n");
 }
 
 static int parse(int argc, char **argv, struct dopts *o, const char **paths)
@@ -60,6 +61,7 @@ static int parse(int argc, char **argv, struct dopts *o, const char **paths)
 		{ "rows", required_argument, 0, O_ROWS }, { "percent-limit", required_argument, 0, O_PCT },
 		{ "comm", required_argument, 0, O_COMM }, { "inline", no_argument, 0, O_INLINE },
 		{ "no-kernel", no_argument, 0, O_NOKERNEL }, { "kallsyms", required_argument, 0, O_KALLSYMS },
+		{ "vmlinux", required_argument, 0, 'k' },
 		{ "symfs", required_argument, 0, O_SYMFS }, { "debug-dir", required_argument, 0, O_DEBUGDIR },
 		{ "search-path", required_argument, 0, O_SEARCH }, { "offline", no_argument, 0, O_OFFLINE },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
@@ -68,7 +70,7 @@ static int parse(int argc, char **argv, struct dopts *o, const char **paths)
 	static const char *const weights[] = { "samples", "period", NULL };
 	int c, v;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:vh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:k:vh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o': o->outp = optarg; break;
 		case 'v': cli_verbose++; break;
@@ -96,6 +98,7 @@ static int parse(int argc, char **argv, struct dopts *o, const char **paths)
 		case O_INLINE: o->inl = 1; break;
 		case O_NOKERNEL: o->nokernel = 1; break;
 		case O_KALLSYMS: o->kallsyms = optarg; break;
+		case 'k': o->vmlinux = optarg; break;
 		case O_SYMFS: o->symfs = optarg; break;
 		case O_DEBUGDIR: if (cli_append_path("diff", "--debug-dir", optarg, &o->debugdirs)) return -1; break;
 		case O_SEARCH: if (cli_append_path("diff", "--search-path", optarg, &o->search)) return -1; break;
@@ -143,6 +146,8 @@ static int read_one(struct uw_session *s, const char *path, const struct dopts *
 		fprintf(stderr, "unwound diff: %s: %s\n", path, uw_session_errmsg(s));
 		return CLI_EXIT_ERROR;
 	}
+	/* each recording's kernel frames named with its own kernel's symbols */
+	cli_kernel_symbols("diff", s, uw_reader_tracker(rd), o->kallsyms, o->vmlinux);
 	int err = uw_reader_run(rd);
 	int ret = CLI_EXIT_OK;
 	if (sd->err) {
@@ -189,9 +194,6 @@ int cmd_diff(int argc, char **argv)
 		fprintf(stderr, "unwound diff: %s\n", strerror(errno));
 		goto out;
 	}
-	int ke = uw_session_load_kallsyms(s, o.kallsyms);
-	if (ke && (o.kallsyms || cli_verbose))
-		fprintf(stderr, "unwound diff: kernel symbols not loaded: %s\n", uw_session_errmsg(s));
 	if (o.format == F_HTML && (!o.outp || !strcmp(o.outp, "-")) && isatty(1)) {
 		fprintf(stderr, "unwound diff: --format html writes a page: give -o FILE.html\n");
 		ret = CLI_EXIT_USAGE;

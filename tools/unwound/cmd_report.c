@@ -115,7 +115,9 @@ static void report_usage(FILE *f)
 		"  --time START,END    samples between these times (seconds, as perf script shows them;\n"
 		"                      either may be left out)\n"
 		"symbols and unwinding:\n"
-		"  --kallsyms FILE     kernel symbols (default /proc/kallsyms when the recording's kernel is running)\n"
+		"  --kallsyms FILE     kernel symbols (default: perf's snapshot of the recorded kernel in\n"
+		"                      ~/.debug, else /proc/kallsyms when the recorded kernel is the running one)\n"
+		"  -k, --vmlinux FILE  kernel symbols from a vmlinux (its build-id must be the recorded kernel's)\n"
 		"  --debug-dir DIR     extra root for separate debug files (repeatable; also $UNWOUND_DEBUG_PATH)\n"
 		"  --symfs DIR         prefix for the recording's file paths\n"
 		"  --search-path DIR   directory (and its subdirectories) where files the recording names are\n"
@@ -356,7 +358,7 @@ static void summary(struct uw_session *s, struct uw_reader *rd, const struct uw_
 }
 
 struct ropts {
-	const char *in, *outp, *kallsyms, *symfs, *event, *sort;
+	const char *in, *outp, *kallsyms, *vmlinux, *symfs, *event, *sort;
 	char *debugdirs, *search;
 	int *pids, *tids;
 	size_t npids, ntids, ncomms;
@@ -453,7 +455,7 @@ bad:
 /* @return -1 (usage error, said), 0, or 1 for --help. */
 static int parse_args(int argc, char **argv, struct ropts *o)
 {
-	enum { O_SCRIPT = 256, O_FOLDED, O_FORMAT, O_PID, O_TID, O_COMM, O_KALLSYMS, O_DEBUGDIR, O_SYMFS,
+	enum { O_SCRIPT = 256, O_FOLDED, O_FORMAT, O_PID, O_TID, O_COMM, O_KALLSYMS, O_VMLINUX, O_DEBUGDIR, O_SYMFS,
 	       O_NOFP, O_STITCH, O_STACKLIMIT, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE, O_NODEMANGLE, O_INLINE,
 	       O_GROUP, O_OFFLINE, O_DBGDTIMEOUT, O_NOCACHE, O_SYNCSYM, O_STDIO, O_EVENT, O_WEIGHT,
 	       O_PCTLIMIT, O_CHILDREN, O_NOCHILDREN, O_SEARCH, O_TIME };
@@ -463,6 +465,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		{ "format", required_argument, 0, O_FORMAT },
 		{ "pid", required_argument, 0, O_PID }, { "tid", required_argument, 0, O_TID },
 		{ "comm", required_argument, 0, O_COMM }, { "kallsyms", required_argument, 0, O_KALLSYMS },
+		{ "vmlinux", required_argument, 0, 'k' },
 		{ "debug-dir", required_argument, 0, O_DEBUGDIR }, { "symfs", required_argument, 0, O_SYMFS },
 		{ "search-path", required_argument, 0, O_SEARCH },
 		{ "no-fp", no_argument, 0, O_NOFP },
@@ -487,7 +490,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 	int c, v;
 	double secs;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:o:g:vh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:g:k:vh", lo, NULL)) != -1) {
 		int l = cli_limit_option("report", c, optarg, &o->lim);
 		if (l < 0)
 			return -1;
@@ -512,6 +515,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		case O_TID: if (cli_int_list("report", "--tid", optarg, 1, 0x7fffffff, 0, &o->tids, &o->ntids)) return -1; break;
 		case O_COMM: if (cli_str_list("report", "--comm", optarg, &o->comms, &o->ncomms)) return -1; break;
 		case O_KALLSYMS: o->kallsyms = optarg; break;
+		case 'k': o->vmlinux = optarg; break;
 		case O_DEBUGDIR: if (cli_append_path("report", "--debug-dir", optarg, &o->debugdirs)) return -1; break;
 		case O_SEARCH: if (cli_append_path("report", "--search-path", optarg, &o->search)) return -1; break;
 		case O_SYMFS: o->symfs = optarg; break;
@@ -675,10 +679,8 @@ int cmd_report(int argc, char **argv)
 		if (l > rep.script.event_width)
 			rep.script.event_width = (unsigned)l;
 	}
-	/* kernel symbols: the named file, else the running kernel's when it is the recorded one */
-	int ke = uw_session_load_kallsyms(rep.s, o.kallsyms);
-	if (ke && (o.kallsyms || cli_verbose))
-		fprintf(stderr, "unwound report: kernel symbols not loaded: %s\n", uw_session_errmsg(rep.s));
+	/* kernel symbols: the named files, else those found for the recording's kernel (read ahead) */
+	cli_kernel_symbols("report", rep.s, uw_reader_tracker(rd), o.kallsyms, o.vmlinux);
 	if (rep.mode == MODE_PPROF && (!o.outp || !strcmp(o.outp, "-")) && isatty(1)) {
 		fprintf(stderr, "unwound report: --format pprof writes a gzipped binary profile: give -o FILE\n");
 		ret = CLI_EXIT_USAGE;

@@ -244,6 +244,15 @@ void cli_log(void *ctx, enum uw_log_level lvl, const char *msg)
 	fprintf(stderr, "unwound: %s: %s\n", names[lvl], msg);
 }
 
+void cli_kernel_symbols(const char *cmd, struct uw_session *s, struct uw_tracker *t, const char *kallsyms,
+                        const char *vmlinux)
+{
+	if (vmlinux && uw_tracker_load_vmlinux(t, vmlinux))
+		fprintf(stderr, "unwound %s: kernel symbols not loaded: %s\n", cmd, uw_session_errmsg(s));
+	if ((kallsyms || !vmlinux) && uw_tracker_load_kallsyms(t, kallsyms))
+		fprintf(stderr, "unwound %s: kernel symbols not loaded: %s\n", cmd, uw_session_errmsg(s));
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: unwound <command> [options]\n\n"

@@ -744,10 +744,11 @@ struct uw_record_opts {
  * existing file is then kept as FILE.old): a run that cannot record leaves the output alone.
  * The header and attributes are written first and the data size kept up to date once a second,
  * so a recorder that is killed leaves a file readable to its last second.
- * Returns when the command exits, *stop is set or the duration has passed, leaving a complete
- * file. final (sz set) may be NULL; it is filled on failure too (workload_errno says the command
- * could not be executed). If the command could not be started or recorded, nothing is left
- * running. @return 0 or a negative error. */
+ * Returns when the command exits (with argv), every process or thread of pids/tids has exited,
+ * *stop is set or the duration has passed, leaving a complete file. final (sz set) may be NULL;
+ * it is filled on failure too (workload_errno says the command could not be executed). If the
+ * command could not be started or recorded, nothing is left running. @return 0 or a negative
+ * error. */
 UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final);
 
 /* ---------------------------------------------------------------- inject */

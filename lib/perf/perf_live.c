@@ -339,8 +339,8 @@ static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct
 	st->workload_stopped = rc->stopped_child;
 }
 
-/* Reads the rings until the command exits, *stop is set or the duration has passed; the file's
- * data size is brought up to date once a second. */
+/* Reads the rings until the command exits (or, for -p and -t, every task followed has), *stop
+ * is set or the duration has passed; the file's data size is brought up to date once a second. */
 static int record_loop(struct rec *rc)
 {
 	struct live *lv = &rc->lv;
@@ -352,6 +352,9 @@ static int record_loop(struct rec *rc)
 		pfd[i] = (struct pollfd){ lv->rings[i].fd, POLLIN, 0 };
 	double last_status = rc->t0;
 	int err = 0;
+	size_t open_rings = lv->nrings;
+	/* -p, -t: the recording ends when every task it follows has gone (perf record -p) */
+	bool follow_tasks = !o->system_wide && !o->argv;
 	while (!err) {
 		int pr = poll(pfd, lv->nrings, 100);
 		if (pr < 0 && errno != EINTR) {
@@ -359,11 +362,21 @@ static int record_loop(struct rec *rc)
 			break;
 		}
 		err = live_drain_all(lv);
+		/* A task's event whose task has exited, and every task that inherited it too, reports
+		 * POLLHUP from then on and gets nothing more: drained above, it is closed, else
+		 * every poll would return at once and the loop spin a CPU. */
+		for (size_t i = 0; !err && pr > 0 && i < lv->nrings; i++) {
+			if (pfd[i].fd >= 0 && (pfd[i].revents & (POLLHUP | POLLERR | POLLNVAL))) {
+				live_close_ring(lv, i);
+				pfd[i].fd = -1;
+				open_rings--;
+			}
+		}
 		double now = now_s(CLOCK_MONOTONIC);
 		if (rc->child > 0 && waitpid(rc->child, &rc->wstatus, WNOHANG) == rc->child)
 			rc->child = -1; /* reaped */
 		bool stop = (o->argv && rc->child < 0) || (o->stop && *o->stop) ||
-			    (o->duration > 0 && now - rc->t0 >= o->duration);
+			    (o->duration > 0 && now - rc->t0 >= o->duration) || (follow_tasks && !open_rings);
 		if (now - last_status >= 1.0 || stop) {
 			last_status = now;
 			/* what processes and modules that came and went freed goes back to the system:
@@ -399,6 +412,13 @@ static void end_command(struct rec *rc, bool failed)
 	rc->child = -1;
 }
 
+static void enable_rings(struct live *lv, unsigned long req)
+{
+	for (size_t i = 0; i < lv->nrings; i++)
+		if (lv->rings[i].fd >= 0)
+			ioctl(lv->rings[i].fd, req, 0);
+}
+
 UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final)
 {
 	struct rec rc = { .s = s, .child = -1, .go = { -1, -1 }, .execerr = { -1, -1 }, .wstatus = -1 };
@@ -421,12 +441,10 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	if (!err)
 		err = synthesize_existing(&rc);
 	if (!err) {
-		for (size_t i = 0; i < rc.lv.nrings; i++)
-			ioctl(rc.lv.rings[i].fd, PERF_EVENT_IOC_ENABLE, 0);
+		enable_rings(&rc.lv, PERF_EVENT_IOC_ENABLE);
 		rc.t0 = now_s(CLOCK_MONOTONIC);
 		err = record_loop(&rc);
-		for (size_t i = 0; i < rc.lv.nrings; i++)
-			ioctl(rc.lv.rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+		enable_rings(&rc.lv, PERF_EVENT_IOC_DISABLE);
 	}
 	if (err == -UW_ECANCELED && cc_sink_error(rc.lv.sink))
 		err = cc_sink_error(rc.lv.sink); /* the writing failed (said): disk full, ... */

@@ -1,0 +1,84 @@
+#!/bin/sh
+# The live recorder, each case a defect found by probing (issue 23):
+#   pool      record -p/-t spun a CPU once a target thread exited (its ring reports POLLHUP for
+#             ever) and never stopped: the recorder's CPU time while a pool's threads have
+#             exited, and the end of the recording when its process (-p) or thread (-t) exits
+set -eu
+case=$1
+B=${UW_BUILD:?}
+S=${UW_SRC:?}
+W=$B/tests/work/live-$case
+rm -rf "$W"; mkdir -p "$W"
+cd "$W"
+U=$B/unwound
+E=$B/tests/e2e_nofp
+fail() { echo "FAIL: $*"; exit 1; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; } # user + system CPU, in clock ticks
+# waits up to $2 seconds for process $1 to end: 0 when it did
+gone_within() {
+    i=0
+    while kill -0 "$1" 2>/dev/null; do
+        [ $i -lt $(($2 * 20)) ] || return 1
+        sleep 0.05; i=$((i + 1))
+    done
+}
+ntasks() { ls "/proc/$1/task" 2>/dev/null | wc -l; }
+# what the test started is not left running when it fails
+cleanup() {
+    # shellcheck disable=SC2046
+    kill $(jobs -p) 2>/dev/null || true
+}
+trap cleanup EXIT
+
+case $case in
+pool)
+    cc -O2 -g -pthread -o pool "$S/tests/programs/pool.c"
+    hz=$(getconf CLK_TCK)
+    # -p: three threads work, then exit while the process sleeps on
+    mkdir ctl
+    ./pool ctl 3 & job=$!
+    while [ "$(ntasks $job)" -lt 4 ]; do sleep 0.02; done
+    "$U" record -q -p $job -o p.data 2>rec.err & rec=$!
+    while [ ! -s p.data ]; do kill -0 $rec 2>/dev/null || fail "record -p: $(cat rec.err)"; sleep 0.05; done
+    sleep 0.5
+    touch ctl/exit-threads
+    while [ ! -e ctl/joined ]; do sleep 0.05; done
+    sleep 0.3
+    kill -0 $rec 2>/dev/null || fail "record -p stopped while its process still runs"
+    c0=$(ticks $rec); t=$(now)
+    sleep 2
+    c1=$(ticks $rec); d=$(elapsed "$t")
+    cpu=$(awk -v c=$((c1 - c0)) -v hz="$hz" 'BEGIN { printf "%.2f", c / hz }')
+    echo "record -p: $cpu s of CPU in $d s while the pool's threads have exited and its main thread sleeps"
+    # (idle, it wakes 10 times a second; spinning on the dead rings it took a whole CPU, or
+    # whatever share a busy machine gave it)
+    awk -v c="$cpu" 'BEGIN { exit !(c < 0.25) }' || { kill -INT $rec; fail "the recorder spins: $cpu s of CPU in $d s"; }
+    touch ctl/exit
+    wait $job
+    gone_within $rec 10 || { kill -INT $rec; wait $rec || true; fail "record -p did not stop within 10 s of its process's exit"; }
+    rc=0; wait $rec || rc=$?
+    [ $rc = 0 ] || fail "record -p: exit $rc ($(cat rec.err))"
+    perf script -i p.data --no-inline 2>/dev/null | grep -q pool_work || fail "record -p: no samples of the pool's threads"
+    echo "record -p: stopped when its process exited; the pool's samples are in the file"
+    # -t: one thread, gone while its process runs on
+    rm -rf ctl; mkdir ctl
+    ./pool ctl 1 & job=$!
+    while [ "$(ntasks $job)" -lt 2 ]; do sleep 0.02; done
+    tid=$(ls /proc/$job/task | grep -vx $job)
+    "$U" record -q -t $tid -o t.data 2>rec.err & rec=$!
+    while [ ! -s t.data ]; do kill -0 $rec 2>/dev/null || fail "record -t: $(cat rec.err)"; sleep 0.05; done
+    touch ctl/exit-threads
+    gone_within $rec 10 || { kill -INT $rec; wait $rec || true; touch ctl/exit; fail "record -t did not stop within 10 s of its thread's exit"; }
+    kill -0 $job 2>/dev/null || fail "the process ended too (the test's premise)"
+    rc=0; wait $rec || rc=$?
+    touch ctl/exit
+    wait $job
+    [ $rc = 0 ] || fail "record -t: exit $rc ($(cat rec.err))"
+    echo "record -t: stopped when its thread exited, its process still running"
+    ;;
+*)
+    fail "unknown case $case"
+    ;;
+esac

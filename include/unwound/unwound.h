@@ -413,9 +413,10 @@ struct uw_tracker_opts {
 	size_t sz;
 	uint64_t exit_grace_ns;   /* 0: 1 s */
 	/* 1: the processes run now (a live profiler): a pc in no known mapping is asked of the
-	 * kernel (PROCMAP_QUERY, or /proc/PID/maps), files are opened through /proc/PID, and
-	 * modules no mapping refers to any more are freed after a while (memory follows what
-	 * runs) */
+	 * kernel (PROCMAP_QUERY, or /proc/PID/maps), for processes no event told of too (one is
+	 * made on its first sample or lookup; told nothing of its exit, it is kept until the
+	 * tracker is freed), files are opened through /proc/PID, and modules no mapping refers to
+	 * any more are freed after a while (memory follows what runs) */
 	int live;
 };
 
@@ -713,7 +714,8 @@ struct uw_record_opts {
 	unsigned freq;             /* samples per second and CPU (default 999) */
 	uint64_t period;           /* instead of freq: one sample every period events */
 	int system_wide;           /* -a: every CPU, every process */
-	const int *pids;           /* -p: these processes (all their threads) */
+	const int *pids;           /* -p: these processes (all their threads; a thread's id stands
+	                            * for its process) */
 	size_t npids;
 	const int *tids;           /* -t: these threads */
 	size_t ntids;

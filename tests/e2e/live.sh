@@ -3,10 +3,14 @@
 #   pool      record -p/-t spun a CPU once a target thread exited (its ring reports POLLHUP for
 #             ever) and never stopped: the recorder's CPU time while a pool's threads have
 #             exited, and the end of the recording when its process (-p) or thread (-t) exits
+#   unknown   a live tracker never asked the kernel about a process no event told it of:
+#             livequery (public API: uw_unwind_sample, uw_tracker_lookup, and samples pushed
+#             into uw_reader_new with no side-band), and record -p given a thread's id
 set -eu
 case=$1
 B=${UW_BUILD:?}
 S=${UW_SRC:?}
+SAN=${UW_SAN_FLAGS:-}
 W=$B/tests/work/live-$case
 rm -rf "$W"; mkdir -p "$W"
 cd "$W"
@@ -77,6 +81,28 @@ pool)
     wait $job
     [ $rc = 0 ] || fail "record -t: exit $rc ($(cat rec.err))"
     echo "record -t: stopped when its thread exited, its process still running"
+    ;;
+unknown)
+    # shellcheck disable=SC2086
+    cc -O2 -g $SAN -I"$S/include" -o livequery "$S/tests/tools/livequery.c" -L"$B" -lunwound -Wl,-rpath,"$B"
+    ./livequery self || fail "livequery self"
+    "$E" calltree 120 >/dev/null & job=$!
+    while [ "$(readlink /proc/$job/exe)" != "$(readlink -f "$E")" ]; do sleep 0.02; done
+    rc=0; ./livequery pid $job 300 || rc=$?
+    kill $job; wait $job 2>/dev/null || true
+    [ $rc = 0 ] || fail "livequery pid"
+    # record -p with a thread's id: the thread's process is recorded (perf's -p), its samples
+    # carry the process's id
+    "$E" threads 60 >/dev/null & job=$!
+    while [ "$(ntasks $job)" -lt 3 ]; do sleep 0.02; done
+    tid=$(ls /proc/$job/task | grep -vx $job | head -1)
+    "$U" record -q -p "$tid" --duration 1 -o tid.data 2>rec.err || fail "record -p $tid: $(cat rec.err)"
+    kill $job; wait $job 2>/dev/null || true
+    "$U" report -i tid.data --comm e2e_nofp --folded --no-kernel -o tid.folded
+    total=$(awk '{ s += $NF } END { print s + 0 }' tid.folded)
+    good=$(awk '/;start_thread;thread_main;thread_work[; ]/ && !/unknown/ { s += $NF } END { print s + 0 }' tid.folded)
+    echo "record -p $tid (a thread of $job): $total samples named e2e_nofp, $good in start_thread;thread_main;thread_work"
+    [ "$total" -gt 0 ] && [ $((good * 100)) -ge $((total * 99)) ] || { sort -k2 -nr tid.folded | head -5; fail "record -p TID: stacks not whole"; }
     ;;
 *)
     fail "unknown case $case"

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -117,11 +118,18 @@ static int fork_command(struct rec *rc)
 {
 	if (pipe2(rc->go, O_CLOEXEC) || pipe2(rc->execerr, O_CLOEXEC))
 		return base_err(&rc->s->log, -errno, "pipe: %s", strerror(errno));
+	pid_t recorder = getpid();
 	rc->child = fork();
 	if (rc->child < 0)
 		return base_err(&rc->s->log, -errno, "fork: %s", strerror(errno));
 	if (rc->child == 0) {
 		char c;
+		/* a recorder that dies (SIGKILL, a crash: every other end stops the command itself)
+		 * takes the command with it, as the user would expect of one run; the thread that
+		 * forked it waits for it in uw_record, so the signal is not sent early. (Not kept
+		 * across a set-user-ID exec.) */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != recorder)
+			_exit(127);
 		close(rc->go[1]);
 		close(rc->execerr[0]);
 		if (read(rc->go[0], &c, 1) != 1)
@@ -430,16 +438,21 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	int err = check_opts(&rc);
 	if (err)
 		return err;
+	/* The output is written without a name until the recording has begun: a run that
+	 * cannot record (events refused, a command that cannot run) leaves the path alone, and
+	 * one killed at any time leaves either that or a file that reads (cc_sink_publish). */
 	if (rc.o.argv)
 		err = fork_command(&rc);
 	if (!err)
 		err = open_events(&rc);
-	if (!err && rc.o.argv)
-		err = start_command(&rc);
 	if (!err)
 		err = create_output(&rc);
 	if (!err)
 		err = synthesize_existing(&rc);
+	if (!err && rc.o.argv)
+		err = start_command(&rc);
+	if (!err)
+		err = cc_sink_publish(rc.lv.sink);
 	if (!err) {
 		enable_rings(&rc.lv, PERF_EVENT_IOC_ENABLE);
 		rc.t0 = now_s(CLOCK_MONOTONIC);

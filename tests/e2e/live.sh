@@ -1,11 +1,14 @@
 #!/bin/sh
-# The live recorder, each case a defect found by probing (issue 23):
+# The live recorder and output files, each case a defect found by probing (issue 23):
 #   pool      record -p/-t spun a CPU once a target thread exited (its ring reports POLLHUP for
 #             ever) and never stopped: the recorder's CPU time while a pool's threads have
 #             exited, and the end of the recording when its process (-p) or thread (-t) exits
 #   unknown   a live tracker never asked the kernel about a process no event told it of:
 #             livequery (public API: uw_unwind_sample, uw_tracker_lookup, and samples pushed
 #             into uw_reader_new with no side-band), and record -p given a thread's id
+#   outputs   partial outputs: report -o failing, SIGTERM'd or killed between the two steps
+#             that put the file at its path; inject and diff failing; record killed in its first
+#             milliseconds (a 0-byte perf.data), and the command it recorded left running
 set -eu
 case=$1
 B=${UW_BUILD:?}
@@ -29,12 +32,15 @@ gone_within() {
     done
 }
 ntasks() { ls "/proc/$1/task" 2>/dev/null | wc -l; }
-# what the test started is not left running when it fails
+# what the test started is not left running when it fails, nor a tmpfs mounted
 cleanup() {
     # shellcheck disable=SC2046
     kill $(jobs -p) 2>/dev/null || true
+    if mountpoint -q "$W/small" 2>/dev/null; then umount "$W/small"; fi
 }
 trap cleanup EXIT
+# temporaries beside an output (PATH.PID.new)
+litter() { find . -maxdepth 2 -name '*.new' | tr '\n' ' '; }
 
 case $case in
 pool)
@@ -103,6 +109,90 @@ unknown)
     good=$(awk '/;start_thread;thread_main;thread_work[; ]/ && !/unknown/ { s += $NF } END { print s + 0 }' tid.folded)
     echo "record -p $tid (a thread of $job): $total samples named e2e_nofp, $good in start_thread;thread_main;thread_work"
     [ "$total" -gt 0 ] && [ $((good * 100)) -ge $((total * 99)) ] || { sort -k2 -nr tid.folded | head -5; fail "record -p TID: stacks not whole"; }
+    ;;
+outputs)
+    perf record -q -e cpu-clock -F 999 --call-graph dwarf -o in.data -- "$E" calltree 0.3 >/dev/null 2>&1
+    perf record -q -e cpu-clock -F 999 --call-graph dwarf -o - -- "$E" calltree 0.3 2>/dev/null >in.pipe
+    # (a) a report that fails after reading (an event the stream lacks: known at its end)
+    echo previous >out.txt
+    rc=0; "$U" report -i - --event nosuch --folded -o out.txt <in.pipe 2>err.txt || rc=$?
+    [ $rc = 2 ] || fail "report --event nosuch: exit $rc"
+    [ "$(cat out.txt)" = previous ] && [ ! -e out.txt.old ] || fail "a failed report replaced the previous file: $(ls out.txt*)"
+    echo "a failed report: the previous file untouched"
+    # (b) a full disk: report, diff and inject fail, and leave the previous files as they were
+    mkdir small
+    mount -t tmpfs -o size=64k tmpfs small || fail "cannot mount a tmpfs (root is needed)"
+    for f in r.txt d.txt i.data; do echo previous >small/$f; done
+    dd if=/dev/zero of=small/fill bs=4k 2>/dev/null || true
+    rc=0; "$U" report -i in.data --script -o small/r.txt 2>err.txt || rc=$?
+    [ $rc = 1 ] && grep -q "No space left" err.txt || fail "report on a full disk: exit $rc, $(cat err.txt)"
+    rc=0; "$U" diff in.data in.data -o small/d.txt 2>err.txt || rc=$?
+    [ $rc = 1 ] && grep -q "No space left" err.txt || fail "diff on a full disk: exit $rc, $(cat err.txt)"
+    rc=0; "$U" inject -i in.data -o small/i.data 2>err.txt || rc=$?
+    [ $rc = 1 ] && grep -q "No space left" err.txt || fail "inject on a full disk: exit $rc, $(cat err.txt)"
+    for f in r.txt d.txt i.data; do
+        [ "$(cat small/$f)" = previous ] && [ ! -e small/$f.old ] || fail "a failed write replaced small/$f: $(ls small)"
+    done
+    [ -z "$(litter)" ] || fail "temporaries left: $(litter)"
+    rm small/fill
+    echo "a full disk: report, diff and inject leave the previous files as they were"
+    # (c) SIGTERM: a report reading a stream that has not ended
+    mkfifo fifo
+    echo previous >out.txt
+    (cat in.pipe; exec sleep 60) >fifo &
+    feeder=$!
+    "$U" report -i - --script -o out.txt <fifo 2>err.txt &
+    rep=$!
+    sleep 0.5
+    kill -TERM $rep
+    wait $rep 2>/dev/null || true
+    kill $feeder 2>/dev/null || true
+    [ "$(cat out.txt)" = previous ] && [ ! -e out.txt.old ] || fail "a report ended by SIGTERM replaced the previous file: $(ls out.txt*)"
+    [ -z "$(litter)" ] || fail "temporaries left: $(litter)"
+    echo "SIGTERM: the previous file untouched"
+    # (d) SIGKILL between the two steps that put a file at its path (the previous one moved
+    # aside, the new one named): strace kills at the second rename or the first link
+    inj="-e trace=rename,linkat -e inject=rename:signal=KILL:when=2 -e inject=linkat:signal=KILL:when=1"
+    for cmd in report inject record; do
+        rm -f k.out k.out.old
+        echo previous >k.out
+        case $cmd in
+        report) set -- report -i in.data --no-dwarf-cache --folded -o k.out ;;
+        inject) set -- inject -i in.data -o k.out ;;
+        record) set -- record -q -o k.out -- "$E" calltree 0.2 ;;
+        esac
+        # shellcheck disable=SC2086
+        strace -f -qq -o /dev/null $inj "$U" "$@" >/dev/null 2>&1 || true
+        [ -z "$(litter)" ] || fail "$cmd killed between its renames left $(litter)"
+        [ "$(cat k.out 2>/dev/null)" = previous ] || [ "$(cat k.out.old 2>/dev/null)" = previous ] ||
+            fail "$cmd killed between its renames lost the previous file: $(ls k.out*)"
+    done
+    echo "killed between the renames: no temporary left, the previous file kept"
+    # (e) record killed in its first milliseconds: no file, or one that reads; never a 0-byte one
+    for d in 0.02 0.05 0.1 0.2 0.4; do
+        rm -f k.data k.data.old
+        echo previous >k.data
+        "$U" record -q -o k.data -- "$E" calltree 29.$$ >/dev/null 2>rec.err &
+        rec=$!
+        sleep $d
+        kill -KILL $rec
+        wait $rec 2>/dev/null || true
+        if [ "$(cat k.data)" = previous ]; then
+            [ ! -e k.data.old ] || fail "killed after $d s: the previous file was copied aside for nothing"
+            state="the previous file in place"
+        else
+            [ "$(cat k.data.old 2>/dev/null)" = previous ] || fail "killed after $d s: the previous file lost"
+            "$U" report -i k.data >/dev/null 2>rep.err || fail "killed after $d s: a file that does not read ($(stat -c %s k.data) bytes): $(cat rep.err)"
+            state="a file that reads ($(stat -c %s k.data) bytes)"
+        fi
+        [ -z "$(litter)" ] || fail "killed after $d s: temporaries left: $(litter)"
+        # (f) and the command it recorded ends with it
+        gone=1
+        for _ in $(seq 40); do pgrep -f "calltree 29.$$" >/dev/null || { gone=0; break; }; sleep 0.05; done
+        pkill -f "calltree 29.$$" || true
+        [ $gone = 0 ] || fail "killed after $d s: the recorded command still runs"
+        echo "record killed after $d s: $state; the command ended with it"
+    done
     ;;
 *)
     fail "unknown case $case"

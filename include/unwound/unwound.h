@@ -732,11 +732,12 @@ struct uw_record_status {
 struct uw_record_opts {
 	size_t sz;
 	const char *output;        /* NULL: "perf.data" */
-	const char *event;         /* "cycles" (default when the CPU has it, else "cpu-clock"),
+	const char *event;         /* "cycles" (default; "cpu-clock" where the machine has no
+				    * hardware counters, logged as a warning when asked for),
 				    * "cpu-clock", "task-clock", "instructions", "page-faults" */
 	unsigned freq;             /* samples per second and CPU (default 999) */
 	uint64_t period;           /* instead of freq: one sample every period events */
-	int system_wide;           /* -a: every CPU, every process */
+	int system_wide;           /* -a: every CPU, every process (with argv: while it runs) */
 	const int *pids;           /* -p: these processes (all their threads; a thread's id stands
 	                            * for its process) */
 	size_t npids;

@@ -97,9 +97,10 @@ static int check_opts(struct rec *rc)
 		if (e)
 			return e;
 	}
-	int targets = !!o->system_wide + !!o->npids + !!o->ntids + !!o->argv;
+	/* -a with a command: the whole system while the command runs (perf's -a -- CMD) */
+	int targets = !!(o->system_wide || o->argv) + !!o->npids + !!o->ntids;
 	if (targets != 1)
-		return base_err(&s->log, -EINVAL, "give exactly one of: a command, -p PIDS, -t TIDS, -a");
+		return base_err(&s->log, -EINVAL, "give exactly one of: a command, -p PIDS, -t TIDS, -a (-a also with a command)");
 	for (size_t i = 0; i < o->ncpus; i++)
 		if (o->cpus[i] < 0 || o->cpus[i] >= rc->ncpu)
 			return base_err(&s->log, -EINVAL, "CPU %d does not exist (this machine has 0-%d)", o->cpus[i],
@@ -199,9 +200,13 @@ static int open_events(struct rec *rc)
 			for (size_t i = 0; i < o->ntids && !err; i++)
 				err = live_open_task(lv, &rc->ec, o->tids[i], rc->ncpu, pages);
 		}
-		/* no hardware counters (a VM): the default falls back to cpu-clock */
-		if ((err == -ENOENT || err == -EOPNOTSUPP) && rc->ev_default && rc->ec.ev.type == 0) {
+		/* no hardware counters (a VM): cycles falls back to cpu-clock, as perf's does; said
+		 * when it was asked for */
+		if ((err == -ENOENT || err == -EOPNOTSUPP) && rc->ec.ev.type == 0 && rc->ec.ev.config == 0) {
 			live_close_rings(lv);
+			base_log(&s->log, rc->ev_default ? UW_LOG_INFO : UW_LOG_WARN,
+				 "the cycles event is not supported here (no hardware counters: %s): recording cpu-clock instead",
+				 strerror(-err));
 			live_parse_event("cpu-clock", &rc->ec.ev);
 			err = 0;
 			continue;
@@ -220,6 +225,9 @@ static int open_events(struct rec *rc)
 	}
 	if (err == -EACCES || err == -EPERM)
 		return live_permission_error(s, err);
+	if ((err == -ENOENT || err == -EOPNOTSUPP) && rc->ec.ev.type == 0)
+		return base_err(&s->log, err, "the %s event is not supported here (no hardware counters: %s); "
+				"cpu-clock, task-clock and page-faults are software events", rc->ec.ev.name, strerror(-err));
 	if (err)
 		return base_err(&s->log, err, "perf_event_open (%s): %s", rc->ec.ev.name, strerror(-err));
 	if (!lv->nrings)
@@ -449,6 +457,10 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		err = create_output(&rc);
 	if (!err)
 		err = synthesize_existing(&rc);
+	/* -a with a command: the system from before the command starts (its exec seen); a
+	 * command's own events begin at its exec (enable_on_exec) */
+	if (!err && rc.o.system_wide)
+		enable_rings(&rc.lv, PERF_EVENT_IOC_ENABLE);
 	if (!err && rc.o.argv)
 		err = start_command(&rc);
 	if (!err)

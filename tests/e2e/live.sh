@@ -1,5 +1,5 @@
 #!/bin/sh
-# The live recorder and output files, each case a defect found by probing (issue 23):
+# The live recorder and output files, each case a defect found by probing (issues 23 and 24):
 #   pool      record -p/-t spun a CPU once a target thread exited (its ring reports POLLHUP for
 #             ever) and never stopped: the recorder's CPU time while a pool's threads have
 #             exited, and the end of the recording when its process (-p) or thread (-t) exits
@@ -9,6 +9,7 @@
 #   outputs   partial outputs: report -o failing, SIGTERM'd or killed between the two steps
 #             that put the file at its path; inject and diff failing; record killed in its first
 #             milliseconds (a 0-byte perf.data), and the command it recorded left running
+#   habits    perf habits: record -a -- CMD, -e cycles without hardware counters, -q
 set -eu
 case=$1
 B=${UW_BUILD:?}
@@ -193,6 +194,36 @@ outputs)
         [ $gone = 0 ] || fail "killed after $d s: the recorded command still runs"
         echo "record killed after $d s: $state; the command ended with it"
     done
+    ;;
+habits)
+    # -a with a command: the whole system while the command runs
+    cp "$E" bystander
+    ./bystander calltree 60 >/dev/null & by=$!
+    rc=0; "$U" record -a -o a.data -- "$E" calltree 0.5 >/dev/null 2>a.err || rc=$?
+    kill $by; wait $by 2>/dev/null || true
+    [ $rc = 0 ] || fail "record -a -- CMD: exit $rc ($(cat a.err))"
+    "$U" report -i a.data --folded --no-kernel -o a.folded
+    grep -q "^e2e_nofp;.*main;tree_a;tree_a2;spin " a.folded || fail "record -a -- CMD: no stacks of the command"
+    grep -q "^bystander;.*main;tree_a;tree_a2;spin " a.folded || fail "record -a -- CMD: no stacks of another process (not system-wide)"
+    echo "record -a -- CMD: the command and the rest of the system"
+    # -e cycles where there are no hardware counters: cpu-clock, said
+    if perf stat -e cycles -x, true 2>&1 | grep -q "not supported"; then
+        rc=0; "$U" record -e cycles -o c.data -- "$E" calltree 0.2 >/dev/null 2>c.err || rc=$?
+        [ $rc = 0 ] || fail "record -e cycles without hardware counters: exit $rc ($(cat c.err))"
+        grep -q "cycles event is not supported.*recording cpu-clock" c.err || fail "the fallback is not said: $(cat c.err)"
+        perf script -i c.data -F event 2>/dev/null | grep -q "cpu-clock" || fail "the recording's event is not cpu-clock"
+        rc=0; "$U" record -e instructions -o c.data -- true >/dev/null 2>c.err || rc=$?
+        [ $rc = 1 ] && grep -q "instructions event is not supported here" c.err || fail "-e instructions: exit $rc, $(cat c.err)"
+        echo "record -e cycles: cpu-clock, with a warning"
+    else
+        echo "record -e cycles: this machine has hardware counters, the fallback is not exercised here"
+    fi
+    # -q: nothing unless there is an error
+    "$U" record -q -e cycles -o q.data -- "$E" calltree 0.2 >/dev/null 2>q.err || fail "record -q: $(cat q.err)"
+    [ ! -s q.err ] || fail "record -q printed: $(cat q.err)"
+    rc=0; "$U" record -q -o q.data -- ./no-such-program 2>q.err || rc=$?
+    [ $rc = 255 ] && grep -q "no-such-program" q.err || fail "record -q hid an error: exit $rc, $(cat q.err)"
+    echo "record -q: silent, but for errors"
     ;;
 *)
     fail "unknown case $case"

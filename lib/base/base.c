@@ -610,60 +610,6 @@ int base_read_fd(int fd, uint64_t size, char **out, size_t *len)
 	return 0;
 }
 
-int base_create_output(const char *path, unsigned mode)
-{
-	if (strcmp(path, "-") == 0) {
-		int fd = dup(1);
-		return fd < 0 ? -errno : fd;
-	}
-	struct stat lst, st;
-	bool exists = lstat(path, &lst) == 0;
-	if (exists && S_ISDIR(lst.st_mode))
-		return -EISDIR;
-	/* a device, a FIFO, or a link to one (/dev/stdout): written as it is, nothing truncated */
-	if (exists && (S_ISCHR(lst.st_mode) || S_ISFIFO(lst.st_mode) ||
-		       (S_ISLNK(lst.st_mode) && stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))))) {
-		int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-		return fd < 0 ? -errno : fd;
-	}
-	if (exists && !S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode))
-		return -UW_ENOTREG;
-	/* the new file first, under a name of its own beside the path */
-	char *tmp = NULL;
-	if (asprintf(&tmp, "%s.%d.new", path, (int)getpid()) < 0)
-		return -ENOMEM;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (fd < 0) {
-		int e = -errno;
-		free(tmp);
-		return e;
-	}
-	int err = 0;
-	if (exists) {
-		char *old = NULL;
-		if (asprintf(&old, "%s.old", path) < 0)
-			err = -ENOMEM;
-		else if (rename(path, old))
-			err = -errno;
-		free(old);
-	}
-	/* rename does not follow a link at the destination: it replaces the name */
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err) {
-		close(fd);
-		unlink(tmp);
-		fd = err;
-	}
-	free(tmp);
-	return fd;
-}
-
-UW_API int uw_output_create(const char *path, unsigned mode)
-{
-	return path ? base_create_output(path, mode) : -EINVAL;
-}
-
 struct cache_ent {
 	char *name;
 	uint64_t size;

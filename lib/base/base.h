@@ -92,12 +92,22 @@ int base_open_file(const char *path, unsigned flags, uint64_t max, uint64_t *siz
  * @return 0 or -errno. */
 int base_read_fd(int fd, uint64_t size, char **out, size_t *len);
 
-/* Creates an output file the one way every output is created: never through a symbolic link
- * (a link at the path is moved aside, not followed), with O_EXCL, mode (less the umask). A
- * regular file already at the path is kept as PATH.old, renamed only once the new file exists
- * (it is made under a temporary name beside it first, so a directory that cannot be written
- * leaves the old file alone). A character device or FIFO at the path (or a link to one, such as
- * /dev/stdout) is written as it is; "-" is standard output. @return fd or -errno. */
+/* Output files (output.c), created the one way every output is: never through a symbolic link
+ * (a link at the path is moved aside, not followed), mode less the umask. The file is written
+ * without a name beside the path and put there only when published (the previous file kept as
+ * PATH.old): a writer that fails or is killed first leaves the path as it was. A character
+ * device or FIFO at the path (or a link to one, such as /dev/stdout) is written as it is; "-"
+ * is standard output. Each returns 0 or -errno (-UW_ENOTREG for a path that is neither). */
+struct uw_output;
+int base_output_open(const char *path, unsigned mode, struct uw_output **out);
+int base_output_fd(const struct uw_output *o);
+/* The file at its path now (writing may go on: a recording readable if its writer dies). */
+int base_output_publish(struct uw_output *o);
+/* Published (if not yet) and closed; freed either way. */
+int base_output_commit(struct uw_output *o);
+/* Closed and freed; a file never published is gone. NULL is ignored. */
+void base_output_discard(struct uw_output *o);
+/* Opened and published at once: the descriptor (uw_output_create). @return fd or -errno. */
 int base_create_output(const char *path, unsigned mode);
 
 /* A cache directory with a size cap: before `bytes` are written to path, the cache files beside

@@ -123,7 +123,8 @@ int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const s
 	}
 	if (r->o.event && strcmp(a->name, r->o.event) != 0)
 		return 0;
-	struct proc *p = proc_get(r->t, (int32_t)ps.pid, false);
+	/* (live: a process no event told of is made, its mappings asked of the kernel) */
+	struct proc *p = tracker_sample_proc(r->t, (int32_t)ps.pid, (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX);
 	const char *comm = tracker_comm(r->t, ps.pid, ps.tid);
 	if (!sample_wanted(r, ps.pid, ps.tid, comm))
 		return 0;

@@ -345,6 +345,11 @@ typedef void (*tracker_map_fn)(void *ctx, int32_t pid, uint64_t start, uint64_t 
                                uint64_t time);
 void tracker_on_new_map(struct uw_tracker *t, tracker_map_fn fn, void *ctx);
 struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create);
+/* The process a sample names. A live tracker that has not heard of it (it ran before the
+ * events began, or their records were lost) makes it on first sight, so that its mappings are
+ * asked of the kernel as pcs need them; one already gone from /proc is made as exited at time
+ * (forgotten after the grace period). NULL for a process unknown to a tracker not live. */
+struct proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t time);
 /* A process forgotten: its mappings let go of their modules. */
 void proc_free(struct uw_tracker *t, struct proc *p);
 /* Live: the mapping holding pc, asked of the kernel (procmaps.c) and added to p; the

@@ -80,7 +80,7 @@ sleep 0.5
 "$B/unwound" report -i pid.data --folded --no-kernel -o pid.folded
 check_chain pid.folded "main;tree_a;tree_a2;spin" "main;tree_b;spin"
 # -t: no mappings synthesized; they come from the kernel when a pc needs them
-"$B/unwound" record -q -t $prog --duration 1 -o tid.data 2>tid.err
+"$B/unwound" record -t $prog --duration 1 -o tid.data 2>tid.err
 grep -q "mappings found on demand: [1-9][0-9]* with PROCMAP_QUERY" tid.err || { echo "FAIL: no PROCMAP_QUERY"; cat tid.err; exit 1; }
 "$B/unwound" report -i tid.data --folded --no-kernel -o tid.folded
 check_chain tid.folded "main;tree_a;tree_a2;spin"
@@ -121,7 +121,7 @@ perf script -i int.data --no-inline 2>/dev/null | grep -q tree_a2 || { echo "FAI
 if command -v setpriv >/dev/null && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -ge 2 ]; then
     nb=$(mktemp -d)
     chmod 777 "$nb"
-    setpriv --reuid=65534 --regid=65534 --clear-groups "$B/unwound" record -q -o "$nb/user.data" -- "$exe" calltree 0.5 \
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$B/unwound" record -o "$nb/user.data" -- "$exe" calltree 0.5 \
         >/dev/null 2>"$nb/user.err" || { echo "FAIL: unprivileged record"; cat "$nb/user.err"; exit 1; }
     grep -q "kernel samples excluded" "$nb/user.err" || { echo "FAIL: no note about kernel samples"; exit 1; }
     "$B/unwound" report -i "$nb/user.data" --folded -o "$nb/user.folded"

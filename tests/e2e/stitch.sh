@@ -46,7 +46,7 @@ cmp -s "$W/n.orig" "$W/n.inj" || { echo "FAIL: $(cat "$W/n.inj") samples after i
 "$B/unwound" report -i "$W/small.inj" --comm cc1 -o "$W/inj.txt"
 grep -q "reach a root" "$W/inj.txt"
 # live: unwound record --stitch with 8 KiB copies says what it completed; perf reads every sample
-"$B/unwound" record -q -F 1999 -e cpu-clock --stack-size 8192 --stitch -o "$W/rec.data" -- \
+"$B/unwound" record -F 1999 -e cpu-clock --stack-size 8192 --stitch -o "$W/rec.data" -- \
     gcc -O2 -c -o "$W/deep.o" "$W/deep.c" 2>"$W/rec.err" || { cat "$W/rec.err"; exit 1; }
 cat "$W/rec.err"
 grep -q "^unwound record: stacks cut short by their copy: [1-9][0-9]* completed" "$W/rec.err" ||

@@ -64,13 +64,17 @@ extern int cli_verbose;
 struct cli_out {
 	int fd;
 	int err;                /* the first write's errno, or 0 */
-	bool close;
+	struct uw_output *out;  /* NULL: standard output */
 };
-/* path (0644 less the umask, created the way every output is: uw_output_create), or standard
+/* path (0644 less the umask, created the way every output is: uw_output_open), or standard
  * output when NULL. NULL and a message on failure. */
 FILE *cli_open_output(const char *cmd, const char *path, struct cli_out *o);
 /* The kernel symbols of a recording's tracker: the files given (a message when one cannot be
  * used: its kernel frames are then unnamed), else those found for its kernel, read ahead. */
 void cli_kernel_symbols(const char *cmd, struct uw_session *s, struct uw_tracker *t, const char *kallsyms,
                         const char *vmlinux);
+/* Closes the stream; a file is put at its path when complete and written without error, else
+ * discarded (the path as it was). @return 0, or the errno of the write, close or commit that
+ * failed (not said). */
+int cli_close_output(FILE *f, struct cli_out *o, bool complete);
 #endif

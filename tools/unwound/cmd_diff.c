@@ -237,9 +237,9 @@ int cmd_diff(int argc, char **argv)
 	}
 	ret = CLI_EXIT_OK;
 out:
-	if (out && (fclose(out) || outfd.err) && ret == CLI_EXIT_OK) {
-		fprintf(stderr, "unwound diff: writing %s: %s\n", o.outp ? o.outp : "standard output",
-			strerror(outfd.err ? outfd.err : EIO));
+	int ce = out ? cli_close_output(out, &outfd, ret == CLI_EXIT_OK) : 0;
+	if (ce && ret == CLI_EXIT_OK) {
+		fprintf(stderr, "unwound diff: writing %s: %s\n", o.outp ? o.outp : "standard output", uw_strerror(ce));
 		ret = CLI_EXIT_ERROR;
 	}
 	uw_profile_free(sd[0].prof);

@@ -795,9 +795,11 @@ int cmd_report(int argc, char **argv)
 	ret = CLI_EXIT_OK;
 out:
 	uw_script_writer_close(rep.sw);
-	if (rep.out && fclose(rep.out) && ret == CLI_EXIT_OK) {
-		fprintf(stderr, "unwound report: writing %s: %s\n", o.outp ? o.outp : "standard output",
-			strerror(outfd.err ? outfd.err : EIO));
+	/* the file at its path only when the report is whole: a failed one leaves the path as
+	 * it was */
+	int ce = rep.out ? cli_close_output(rep.out, &outfd, ret == CLI_EXIT_OK) : 0;
+	if (ce && ret == CLI_EXIT_OK) {
+		fprintf(stderr, "unwound report: writing %s: %s\n", o.outp ? o.outp : "standard output", uw_strerror(ce));
 		ret = CLI_EXIT_ERROR;
 	}
 	uw_profile_free(rep.prof);

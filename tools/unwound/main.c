@@ -205,36 +205,51 @@ static ssize_t out_write(void *cookie, const char *buf, size_t n)
 
 static int out_close(void *cookie)
 {
-	struct cli_out *o = cookie;
-	int rc = o->close ? close(o->fd) : 0;
-	if (rc && !o->err)
-		o->err = errno;
-	return rc;
+	(void)cookie; /* (the descriptor is the output's: cli_close_output) */
+	return 0;
 }
 
-/* Text outputs: 0644 less the umask, created the way every output is (uw_output_create);
- * standard output without one. */
+/* Text outputs: 0644 less the umask, created the way every output is (uw_output_open): written
+ * without a name and put at the path by cli_close_output only when complete; standard output
+ * without one. */
 FILE *cli_open_output(const char *cmd, const char *path, struct cli_out *o)
 {
 	o->fd = 1;
-	o->close = false;
+	o->out = NULL;
 	if (path) {
-		o->fd = uw_output_create(path, 0644);
-		if (o->fd < 0) {
-			fprintf(stderr, "unwound %s: %s: %s\n", cmd, path, uw_strerror(o->fd));
+		o->out = uw_output_open(path, 0644);
+		if (!o->out) {
+			fprintf(stderr, "unwound %s: %s: %s\n", cmd, path, uw_strerror(-errno));
 			return NULL;
 		}
-		o->close = true;
+		o->fd = uw_output_fd(o->out);
 	}
 	FILE *f = fopencookie(o, "w", (cookie_io_functions_t){ .write = out_write, .close = out_close });
 	if (f)
 		setvbuf(f, NULL, _IOFBF, 1 << 16);
 	if (!f) {
 		fprintf(stderr, "unwound %s: %s: %s\n", cmd, path ? path : "standard output", strerror(errno));
-		if (o->close)
-			close(o->fd);
+		uw_output_discard(o->out);
+		o->out = NULL;
 	}
 	return f;
+}
+
+int cli_close_output(FILE *f, struct cli_out *o, bool complete)
+{
+	int err = 0;
+	if (fclose(f))
+		err = o->err ? o->err : EIO;
+	else if (o->err)
+		err = o->err;
+	if (o->out) {
+		if (complete && !err)
+			err = -uw_output_commit(o->out);
+		else
+			uw_output_discard(o->out);
+		o->out = NULL;
+	}
+	return err;
 }
 
 void cli_log(void *ctx, enum uw_log_level lvl, const char *msg)

@@ -119,10 +119,13 @@ struct uw_reader {
 	uint64_t newest_delivered; /* the newest time of a record delivered so far */
 	uint32_t cur_len;
 	/* deferred user callchains (reader_deferred.c) */
-	struct base_vec held;     /* samples waiting for theirs, in time order */
+	struct base_vec held;     /* samples waiting for theirs, in time order, from held_head */
+	size_t held_head;
 	uint8_t *defbuf;          /* a held sample rewritten (64 KiB) */
 	bool deferred_missing;    /* the sample being delivered: its deferred chain never came */
 	bool deferred_stitching;  /* ... is a held one, its chain rewritten */
+	struct base_map deflast;  /* tid -> the user part of its last CALLCHAIN_DEFERRED */
+	bool deflast_init;
 	/* truncated stacks completed (reader_stitch.c): tid -> its last complete stack */
 	struct base_map stitch;
 	bool stitch_init;

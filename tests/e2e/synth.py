@@ -2,7 +2,7 @@
 """Writes synthetic perf.data streams (pipe mode) for reader tests: records in a chosen order,
 so ordering, EXIT-before-SAMPLE and late records can be tested exactly.
 
-usage: synth.py ordering|malformed OUT
+usage: synth.py ordering|malformed|deferred|deferred-many OUT
 """
 import struct
 import sys
@@ -10,6 +10,8 @@ import sys
 PS_IP, PS_TID, PS_TIME, PS_CALLCHAIN, PS_CPU, PS_PERIOD = 1, 2, 4, 32, 128, 256
 SAMPLE_TYPE = PS_IP | PS_TID | PS_TIME | PS_CPU | PS_PERIOD | PS_CALLCHAIN
 CTX_KERNEL = (1 << 64) - 128
+CTX_USER = (1 << 64) - 512
+CTX_USER_DEFERRED = (1 << 64) - 640
 
 
 def rec(rtype, body, misc=0):
@@ -68,6 +70,54 @@ def malformed():
     return b"PERFILE2" + struct.pack("<Q", 16) + b"".join(out)
 
 
+def dsample(pid, tid, time, kaddr, cookie):
+    """A sample taken in the kernel whose user part is deferred (Linux 6.19+): its callchain
+    ends with PERF_CONTEXT_USER_DEFERRED and the cookie."""
+    body = struct.pack("<QIIQIIQ", kaddr, pid, tid, time, 0, 0, 1000)
+    body += struct.pack("<QQQQQ", 4, CTX_KERNEL, kaddr, CTX_USER_DEFERRED, cookie)
+    return rec(9, body, misc=1)
+
+
+def drecord(pid, tid, time, cookie, ips):
+    """PERF_RECORD_CALLCHAIN_DEFERRED: {cookie, nr, ips (PERF_CONTEXT_USER first)}, sample_id."""
+    ips = [CTX_USER] + ips
+    return rec(22, struct.pack("<QQ", cookie, len(ips)) + b"".join(struct.pack("<Q", x) for x in ips) +
+               trailer(pid, tid, time))
+
+
+def deferred():
+    """Deferred callchains as the kernel writes them. Thread 100: three samples share cookie 7
+    (one stay in the kernel), its record comes, then a fourth sample with cookie 7 (taken on
+    the way back to user space, after the record was written: no record of its own); cookie 8's
+    record is lost; cookie 10's never comes (the end). Thread 200's record between them is no one else's. The last round marker empties
+    the time-order queue before the end. The kernel address of each sample names it (k1..k8 =
+    0xffffffff81000001..8); deferred.sh checks each sample's user part."""
+    k = 0xffffffff81000000
+    out = [attr(), comm(100, 100, "worker", 1), comm(200, 200, "other", 2),
+           dsample(100, 100, 10, k + 1, 7), dsample(100, 100, 11, k + 2, 7), round_(),
+           dsample(100, 100, 12, k + 3, 7), drecord(100, 100, 13, 7, [0x401000, 0x402000]),
+           dsample(100, 100, 14, k + 4, 7), dsample(200, 200, 15, k + 8, 50), round_(),
+           drecord(200, 200, 16, 50, [0x501000]),
+           dsample(100, 100, 20, k + 5, 8), dsample(100, 100, 30, k + 6, 9),
+           drecord(100, 100, 31, 9, [0x403000]), round_(),
+           dsample(100, 100, 40, k + 7, 10), round_(), round_()]
+    return b"PERFILE2" + struct.pack("<Q", 16) + b"".join(out)
+
+
+def deferred_many():
+    """70,000 deferred samples of 7 threads whose records never come (more than the reader
+    holds at once), the queue empty at the end: every one is delivered with its kernel part."""
+    out = [attr()]
+    for i in range(70000):
+        tid = 300 + i % 7
+        out.append(dsample(tid, tid, 100 + i, 0xffffffff81000000 + 16 * (i % 1000), 1000 + i))
+        if i % 1000 == 999:
+            out.append(round_())
+    out += [round_(), round_()]
+    return b"PERFILE2" + struct.pack("<Q", 16) + b"".join(out)
+
+
 if __name__ == "__main__":
-    data = {"ordering": ordering, "malformed": malformed}[sys.argv[1]]()
+    data = {"ordering": ordering, "malformed": malformed, "deferred": deferred,
+            "deferred-many": deferred_many}[sys.argv[1]]()
     open(sys.argv[2], "wb").write(data)

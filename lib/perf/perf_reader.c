@@ -216,6 +216,7 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	free(r->fullbuf);
 	reader_deferred_free(r);
 	free(r->defbuf);
+	free(r->fixbuf);
 	reader_stitch_free(r);
 	free(r->frames);
 	free(r->regbuf);
@@ -269,6 +270,23 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		r->since_sweep = 0;
 		proc_sweep(r->t, time);
 	}
+	/* PERF_RECORD_MISC_MMAP_BUILD_ID means a build-id in place of device and inode only when
+	 * the event asked for build-ids: the kernel (seen on 6.18) sets it on the MMAP2 records of
+	 * every event once one session's event has build_id, over device and inode (perf's
+	 * perf_event_mmap_output() ORs it into the shared record). Such a record is read as perf's
+	 * format says, and writers get it without the flag (perf 6.1 aborts on the file else). */
+	bool bid_flag = type == PR_MMAP2 && (misc & PM_MMAP_BUILD_ID);
+	if (bid_flag && !(a && (a->flags & PA_BUILD_ID))) {
+		bid_flag = false;
+		if (r->record_fn) {
+			if (!r->fixbuf && !(r->fixbuf = malloc(1u << 16)))
+				return -ENOMEM;
+			uint16_t m = misc & (uint16_t)~PM_MMAP_BUILD_ID;
+			memcpy(r->fixbuf, rec, len);
+			memcpy(r->fixbuf + 4, &m, 2);
+			rec = r->fixbuf;
+		}
+	}
 	/* (deferred callchains go into the samples they complete: writers see those) */
 	if (r->record_fn && type != PR_SAMPLE && type != PR_CALLCHAIN_DEFERRED && type < PR_HEADER_ATTR) {
 		int e = r->record_fn(r->record_ctx, rec, len);
@@ -290,7 +308,7 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		const uint8_t *bid = NULL;
 		size_t blen = 0;
 		if (type == PR_MMAP2) {
-			if (misc & PM_MMAP_BUILD_ID) {
+			if (bid_flag) {
 				blen = base_cur_u8(&c);
 				base_cur_skip(&c, 3);
 				bid = c.p;

@@ -122,6 +122,7 @@ struct uw_reader {
 	struct base_vec held;     /* samples waiting for theirs, in time order, from held_head */
 	size_t held_head;
 	uint8_t *defbuf;          /* a held sample rewritten (64 KiB) */
+	uint8_t *fixbuf;          /* a record corrected for writers (64 KiB) */
 	bool deferred_missing;    /* the sample being delivered: its deferred chain never came */
 	bool deferred_stitching;  /* ... is a held one, its chain rewritten */
 	struct base_map deflast;  /* tid -> the user part of its last CALLCHAIN_DEFERRED */

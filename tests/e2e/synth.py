@@ -3,7 +3,9 @@
 so ordering, EXIT-before-SAMPLE and late records can be tested exactly.
 
 usage: synth.py ordering|malformed|deferred|deferred-many OUT
+       synth.py mmap2-flag|mmap2-buildid ELF SYMBOL_ADDRESS OUT
 """
+import os
 import struct
 import sys
 
@@ -20,9 +22,9 @@ def rec(rtype, body, misc=0):
     return struct.pack("<IHH", rtype, misc, 8 + len(body)) + body
 
 
-def attr():
+def attr(flags=0):
     a = bytearray(128)
-    struct.pack_into("<IIQQQQQ", a, 0, 1, 128, 0, 4000, SAMPLE_TYPE, 0, (1 << 18))  # sample_id_all
+    struct.pack_into("<IIQQQQQ", a, 0, 1, 128, 0, 4000, SAMPLE_TYPE, 0, (1 << 18) | flags)  # sample_id_all
     return rec(64, bytes(a) + struct.pack("<Q", 1))
 
 
@@ -117,7 +119,60 @@ def deferred_many():
     return b"PERFILE2" + struct.pack("<Q", 16) + b"".join(out)
 
 
+def exec_segment(path):
+    """(vaddr, offset, memsz) of an ELF file's executable PT_LOAD."""
+    d = open(path, "rb").read()
+    phoff, = struct.unpack_from("<Q", d, 32)
+    phentsize, phnum = struct.unpack_from("<HH", d, 54)
+    for i in range(phnum):
+        ptype, pflags, off, vaddr, _, _, memsz = struct.unpack_from("<IIQQQQQ", d, phoff + i * phentsize)
+        if ptype == 1 and pflags & 1:
+            return vaddr, off, memsz
+    raise SystemExit("synth.py: %s has no executable segment" % path)
+
+
+def build_id(path):
+    """The GNU build-id note's bytes (found by its name and type in the file)."""
+    d = open(path, "rb").read()
+    i = d.find(b"GNU\0")
+    while i >= 12:
+        namesz, descsz, ntype = struct.unpack_from("<III", d, i - 12)
+        if namesz == 4 and ntype == 3 and descsz <= 20:
+            return d[i + 4:i + 4 + descsz]
+        i = d.find(b"GNU\0", i + 1)
+    raise SystemExit("synth.py: %s has no build-id" % path)
+
+
+def mmap2_flag(path, sym, with_build_id):
+    """An MMAP2 record of an ELF file's code, then a user sample at SYM + 4 in it. mmap2-flag: the
+    event did not ask for build-ids, yet the record has PERF_RECORD_MISC_MMAP_BUILD_ID over its
+    device and inode (as Linux 6.18 writes it when another session's event has build_id);
+    mmap2-buildid: the event asked, and the record carries the file's build-id."""
+    vaddr, off, memsz = exec_segment(path)
+    base = 0x555555554000
+    start, pgoff = base + (vaddr & ~0xfff), off & ~0xfff
+    length = (vaddr + memsz - (vaddr & ~0xfff) + 0xfff) & ~0xfff
+    st = os.stat(path)
+    if with_build_id:
+        bid = build_id(path)
+        ident = struct.pack("<B3x20s", len(bid), bid)
+    else:
+        ident = struct.pack("<IIQQ", os.major(st.st_dev), os.minor(st.st_dev), st.st_ino, 0)
+    name = path.encode() + b"\0"
+    name += b"\0" * ((-len(name)) % 8)
+    mm = rec(10, struct.pack("<IIQQQ", 100, 100, start, length, pgoff) + ident +
+             struct.pack("<II", 5, 2) + name + trailer(100, 100, 5), misc=2 | 1 << 14)
+    ip = base + sym + 4
+    body = struct.pack("<QIIQIIQ", ip, 100, 100, 10, 0, 0, 1000) + struct.pack("<QQQ", 2, CTX_USER, ip)
+    out = [attr(1 << 34 if with_build_id else 0), comm(100, 100, "victim", 1), mm, rec(9, body, misc=2), round_()]
+    return b"PERFILE2" + struct.pack("<Q", 16) + b"".join(out)
+
+
 if __name__ == "__main__":
+    if sys.argv[1].startswith("mmap2-"):
+        data = mmap2_flag(sys.argv[2], int(sys.argv[3], 16), sys.argv[1] == "mmap2-buildid")
+        open(sys.argv[4], "wb").write(data)
+        sys.exit(0)
     data = {"ordering": ordering, "malformed": malformed, "deferred": deferred,
             "deferred-many": deferred_many}[sys.argv[1]]()
     open(sys.argv[2], "wb").write(data)

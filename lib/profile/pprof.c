@@ -117,10 +117,46 @@ struct pp {
 	struct pb strtab, functab, loctab, maptab;
 };
 
+/* s with every byte that is not well-formed UTF-8 as U+FFFD, in the arena (protobuf's string
+ * fields must be UTF-8: Go's and C++'s decoders reject the profile else); s when it is. */
+static const char *utf8_clean(struct pp *x, const char *s)
+{
+	size_t bad = 0;
+	for (const unsigned char *u = (const unsigned char *)s; *u;) {
+		unsigned l = prof_utf8_len(u);
+		bad += !l;
+		u += l ? l : 1;
+	}
+	if (!bad)
+		return s;
+	size_t len = strlen(s);
+	char *c = base_arena_alloc(&x->ar, len + 2 * bad + 1), *q = c;
+	if (!c)
+		return NULL;
+	for (const unsigned char *u = (const unsigned char *)s; *u;) {
+		unsigned l = prof_utf8_len(u);
+		if (l) {
+			memcpy(q, u, l);
+			q += l;
+			u += l;
+		} else {
+			memcpy(q, "\xef\xbf\xbd", 3);
+			q += 3;
+			u++;
+		}
+	}
+	*q = 0;
+	return c;
+}
+
 static uint64_t str(struct pp *x, const char *s)
 {
 	if (!s || !*s)
 		return 0;
+	if (!(s = utf8_clean(x, s))) {
+		x->out.oom = true;
+		return 0;
+	}
 	size_t n = strlen(s);
 	uint64_t h = base_hash_bytes(s, n);
 	struct sent *head = base_map_get(&x->strs, h);

@@ -23,7 +23,8 @@ struct trow {
 	const char *comm, *dso, *sym, *srcline;
 	int32_t pid, tid;
 	bool kernel;
-	uint64_t addr;           /* code without a symbol: its address */
+	uint64_t addr;           /* code without a symbol: its address (perf's table's: file offset) */
+	uint64_t vaddr;          /* ... and its address in the ELF file (objdump's, gdb's) */
 	uint64_t self, total;
 	size_t mark;             /* the last stack that counted it in total, + 1 */
 	char *cells[MAX_KEYS];   /* formatted when printed */
@@ -106,8 +107,10 @@ static struct trow *row_of(struct table *t, const struct pstack *st, const struc
 			key.dso = !f ? "[unknown]" : f->kernel ? "[kernel.kallsyms]" : f->mod ? f->mod->name : "[unknown]";
 		if (has_key(t, K_SYM)) {
 			key.sym = level;
-			if (!level && f) /* no symbol: one row per address, as perf shows it */
+			if (!level && f) { /* no symbol: one row per address, as perf shows it */
 				key.addr = f->kernel || !f->mod ? f->addr : f->map_addr;
+				key.vaddr = f->addr;
+			}
 		}
 		if (has_key(t, K_SRCLINE))
 			key.srcline = f ? prof_frame_srcline(t->p, f) : "??:0";
@@ -176,7 +179,9 @@ static const char *graph_name(const struct trow *r, char *buf, size_t len)
 {
 	if (r->sym)
 		return r->sym;
-	snprintf(buf, len, "0x%016" PRIx64, r->addr);
+	/* as perf's call graph: the address unpadded, the one in the file (perf prints the
+	 * sample's, which is that in an executable that is not PIE, and relocated elsewhere) */
+	snprintf(buf, len, "0x%" PRIx64, r->vaddr);
 	return buf;
 }
 

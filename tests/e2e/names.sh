@@ -6,7 +6,8 @@
 # stack, ';' in a name as ':'); --script and the table keep one line per frame or row; speedscope
 # and the flame graph page's data are valid JSON in valid UTF-8 (no '<' in the page's data); the
 # page loads in headless Chromium and shows the names; go tool pprof reads the profile, and its
-# strings are UTF-8.
+# strings are UTF-8. And threads without a COMM are named as perf script names them (the idle
+# task swapper, others :TID).
 set -eu
 B=${UW_BUILD:?UW_BUILD must point at the build directory}
 S=${UW_SRC:?UW_SRC must point at the source directory}
@@ -31,4 +32,11 @@ K="--kallsyms /dev/null"
 go tool pprof -top -sample_index=samples "$W/profile.pb.gz" >"$W/top.txt" 2>&1 || { cat "$W/top.txt"; exit 1; }
 python3 "$S/tests/e2e/names.py" check "$W"
 node "$S/tests/viewers/check.mjs" "$W"
+# threads no COMM names
+python3 "$S/tests/e2e/synth.py" idle "$W/idle.data"
+perf script -i "$W/idle.data" -F comm,tid -G 2>/dev/null | awk '{$1=$1; print}' >"$W/idle.perf"
+"$U" report -i "$W/idle.data" $K --script 2>/dev/null | awk '/cpu-clock/ {print $1, $2}' >"$W/idle.uw"
+grep -q "^swapper 0$" "$W/idle.perf" || { echo "FAIL: perf script does not name the idle task swapper:"; cat "$W/idle.perf"; exit 1; }
+diff "$W/idle.perf" "$W/idle.uw" || { echo "FAIL: threads without a COMM named otherwise than perf script names them"; exit 1; }
+echo "threads without a COMM: $(tr '\n' ' ' <"$W/idle.uw")as perf script"
 echo "names: ok"

@@ -2,7 +2,7 @@
 """Writes synthetic perf.data streams (pipe mode) for reader tests: records in a chosen order,
 so ordering, EXIT-before-SAMPLE and late records can be tested exactly.
 
-usage: synth.py ordering|malformed|deferred|deferred-many OUT
+usage: synth.py ordering|malformed|deferred|deferred-many|idle OUT
        synth.py mmap2-flag|mmap2-buildid ELF SYMBOL_ADDRESS OUT
 """
 import os
@@ -119,6 +119,13 @@ def deferred_many():
     return b"PERFILE2" + struct.pack("<Q", 16) + b"".join(out)
 
 
+def idle():
+    """A sample of the idle task (pid and tid 0), which no COMM names, and one of a thread that
+    has none either: perf calls the first swapper, the second :TID."""
+    out = [attr(), sample(0, 0, 10, 0xffffffff81000010), sample(300, 301, 11, 0xffffffff81000011), round_()]
+    return b"PERFILE2" + struct.pack("<Q", 16) + b"".join(out)
+
+
 def exec_segment(path):
     """(vaddr, offset, memsz) of an ELF file's executable PT_LOAD."""
     d = open(path, "rb").read()
@@ -174,5 +181,5 @@ if __name__ == "__main__":
         open(sys.argv[4], "wb").write(data)
         sys.exit(0)
     data = {"ordering": ordering, "malformed": malformed, "deferred": deferred,
-            "deferred-many": deferred_many}[sys.argv[1]]()
+            "deferred-many": deferred_many, "idle": idle}[sys.argv[1]]()
     open(sys.argv[2], "wb").write(data)

@@ -170,7 +170,8 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	}
 	if (r->map && !r->o.full_stacks) {
 		r->sparse = true;
-		atomic_init(&r->prefix, PREFIX_START);
+		pthread_mutex_init(&r->psteps_mu, NULL);
+		atomic_init(&r->done_off, 0);
 		r->cbuf = malloc(1u << 16);
 		r->fullbuf = malloc(1u << 16);
 		if (!r->cbuf || !r->fullbuf) {
@@ -214,6 +215,8 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	free(r->win);
 	free(r->cbuf);
 	free(r->fullbuf);
+	if (r->sparse)
+		reader_prefix_free(r);
 	reader_deferred_free(r);
 	free(r->defbuf);
 	free(r->fixbuf);
@@ -365,14 +368,24 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		proc_exit(r->t, pid, tid, time ? time : t);
 		return reader_stitch_forget(r, (uint32_t)pid, (uint32_t)tid);
 	}
+	/* One loss is reported twice: the kernel writes LOST when a ring overflows, and perf
+	 * record (6.0+) writes LOST_SAMPLES at the end from each event's lost count (read with
+	 * PERF_FORMAT_LOST). perf report's "Total Lost Samples" is the sum of LOST_SAMPLES; the
+	 * LOST records count as the loss only in a recording without LOST_SAMPLES. Samples a BPF
+	 * filter dropped (PERF_RECORD_MISC_LOST_SAMPLES_BPF, perf 6.3+) were not lost: perf since
+	 * then counts them apart. */
 	case PR_LOST:
 		base_cur_u64(&c);
-		r->st.lost_events += base_cur_u64(&c);
+		r->lost_in_lost += base_cur_u64(&c);
 		r->st.lost_records++;
+		r->st.lost_events = r->any_lost_samples ? r->lost_in_samples : r->lost_in_lost;
 		return 0;
 	case PR_LOST_SAMPLES:
-		r->st.lost_events += base_cur_u64(&c);
-		r->st.lost_records++;
+		if (misc & PM_LOST_SAMPLES_BPF)
+			return 0;
+		r->lost_in_samples += base_cur_u64(&c);
+		r->any_lost_samples = true;
+		r->st.lost_events = r->lost_in_samples;
 		return 0;
 	case PR_CALLCHAIN_DEFERRED:
 		return reader_deferred_record(r, rec, len, time);

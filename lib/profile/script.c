@@ -415,6 +415,16 @@ static void script_line(struct uw_session *s, FILE *out, const struct uw_sample 
 	wb_flush(&w);
 }
 
+/* perf ends a stack its unwinding cut short, reading past the stack copy, with a frame at
+ * address -1 (its unwinder's failed read): so does unwound, for a stack unwound from a copy
+ * (a callchain read from a file has no such frame in perf either). */
+static void script_cut_marker(struct wbuf *w, const struct uw_sample *smp)
+{
+	if (smp->nr_user && smp->stack_size &&
+	    (smp->stop_reason == UW_STOP_STACK_EXHAUSTED || smp->stop_reason == UW_STOP_BAD_MEMORY))
+		wb_str(w, "\tffffffffffffffff [unknown] ([unknown])\n");
+}
+
 /* The header line of a sample with a callchain. */
 static void script_header(struct wbuf *w, const struct uw_sample *smp, const struct uw_script_opts *o)
 {
@@ -458,6 +468,7 @@ static int script_write(struct uw_session *s, FILE *out, const struct uw_sample 
 		script_frame(&w, cache, s, NULL, smp->kernel[i], o);
 	for (uint32_t i = 0; i < smp->nr_user; i++)
 		script_frame(&w, cache, s, &smp->user[i], 0, o);
+	script_cut_marker(&w, smp);
 	wb_char(&w, '\n');
 	wb_flush(&w);
 	return prof_out_error(out);
@@ -581,6 +592,7 @@ static void sw_write_oldest(struct uw_script_writer *w)
 		const uint32_t *ids = (const uint32_t *)(win->buf + h->ids);
 		for (uint32_t k = 0; k < c.nr_kernel + c.nr_user; k++)
 			ftext_write(&out, &w->text, w->s, ids[k], &w->o);
+		script_cut_marker(&out, &c);
 		wb_char(&out, '\n');
 	}
 	wb_flush(&out);
@@ -642,8 +654,7 @@ UW_API int uw_script_writer_add(struct uw_script_writer *w, const struct uw_samp
 	}
 	struct sw_sample *h = &win->smp[win->n];
 	h->smp = *smp;
-	h->smp.stack = NULL;
-	h->smp.stack_size = 0;
+	h->smp.stack = NULL; /* (not kept; its size says it was unwound from one) */
 	h->ids = h->kernel = h->user = NONE;
 	if (smp->has_callchain) {
 		if (sw_frames(w, win, h, smp))

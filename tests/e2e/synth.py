@@ -2,7 +2,7 @@
 """Writes synthetic perf.data streams (pipe mode) for reader tests: records in a chosen order,
 so ordering, EXIT-before-SAMPLE and late records can be tested exactly.
 
-usage: synth.py ordering|malformed|deferred|deferred-many|idle OUT
+usage: synth.py ordering|malformed|deferred|deferred-many|idle|lost|lost-only OUT
        synth.py mmap2-flag|mmap2-buildid ELF SYMBOL_ADDRESS OUT
 """
 import os
@@ -126,6 +126,20 @@ def idle():
     return b"PERFILE2" + struct.pack("<Q", 16) + b"".join(out)
 
 
+def lost(with_samples=True):
+    """Losses as perf record (6.0+) writes them: LOST records from the kernel (100 and 52 events)
+    and, at the end, a LOST_SAMPLES record with the event's lost count (152: the same loss).
+    lost-only: the LOST records alone (an older perf record)."""
+    out = [attr(), comm(100, 100, "worker", 1), sample(100, 100, 10, 0xffffffff81000010),
+           rec(2, struct.pack("<QQ", 1, 100) + trailer(100, 100, 11)),
+           rec(2, struct.pack("<QQ", 1, 52) + trailer(100, 100, 12)),
+           sample(100, 100, 13, 0xffffffff81000013)]
+    if with_samples:
+        out.append(rec(13, struct.pack("<Q", 152) + trailer(100, 100, 14)))
+    out.append(round_())
+    return b"PERFILE2" + struct.pack("<Q", 16) + b"".join(out)
+
+
 def exec_segment(path):
     """(vaddr, offset, memsz) of an ELF file's executable PT_LOAD."""
     d = open(path, "rb").read()
@@ -181,5 +195,6 @@ if __name__ == "__main__":
         open(sys.argv[4], "wb").write(data)
         sys.exit(0)
     data = {"ordering": ordering, "malformed": malformed, "deferred": deferred,
-            "deferred-many": deferred_many, "idle": idle}[sys.argv[1]]()
+            "deferred-many": deferred_many, "idle": idle,
+            "lost": lost, "lost-only": lambda: lost(False)}[sys.argv[1]]()
     open(sys.argv[2], "wb").write(data)

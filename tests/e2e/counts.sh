@@ -34,8 +34,9 @@ perf record -q -e cpu-clock -F 1999 --call-graph dwarf -o "$W/cxx.data" -- "$W/c
     { cat "$W/perf.err"; fail "perf record"; }
 size=$(stat -c %s "$W/cxx.data")
 [ "$size" -ge $((4 << 20)) ] || fail "the recording ($size bytes) is too small for the read-ahead thread (4 MiB)"
-sh -c 'while :; do :; done' & spin=$!
+timeout 600 sh -c 'while :; do :; done' & spin=$!
 trap 'kill $spin 2>/dev/null' EXIT
+trap 'exit 1' INT TERM HUP
 outputs="report table graph script script-noinline folded pprof speedscope html inject"
 for run in 1 2 3 4 5 6; do
     d=$W/run$run; mkdir -p "$d"

@@ -706,7 +706,10 @@ struct uw_reader_stats {
 	uint64_t samples_delivered;/* after filters */
 	uint64_t unknown_records;  /* skipped by size */
 	uint64_t late_records;     /* arrived after their ordering window had been flushed */
-	uint64_t lost_events;      /* sum of LOST records */
+	uint64_t lost_events;      /* events lost, as perf report's "Total Lost Samples": the sum of
+	                            * LOST_SAMPLES records when there are any (perf record writes
+	                            * them from each event's lost count: the losses its LOST records
+	                            * report too), else of LOST records */
 	uint64_t lost_records;     /* number of LOST records */
 	uint64_t user_frames;
 	uint64_t samples_no_user;  /* kernel-only samples: no user stack expected */

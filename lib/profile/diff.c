@@ -140,10 +140,10 @@ static int cmp_delta(const void *a, const void *b)
 
 static void print_stack(FILE *out, const struct drow *r)
 {
-	fputs(r->comm ? r->comm : "[unknown]", out);
+	prof_put_name(out, r->comm ? r->comm : "[unknown]", true);
 	for (uint32_t k = 0; k < r->n; k++) {
 		fputc(';', out);
-		fputs(r->names[k], out);
+		prof_put_name(out, r->names[k], true);
 	}
 }
 
@@ -206,7 +206,13 @@ UW_API int uw_profile_write_diff(struct uw_profile *baseline, struct uw_profile 
 			if (o.format == UW_DIFF_FUNCTIONS ? !r->w[1] : (!strcmp(delta, "+0.00%") || !strcmp(delta, "-0.00%")))
 				delta[0] = 0;
 			if (o.format == UW_DIFF_FUNCTIONS) {
-				fprintf(out, "  %8s  %9s  %-*s  [%c] %s\n", base, delta, dw, r->dso, r->kernel ? 'k' : '.', r->name);
+				fprintf(out, "  %8s  %9s  ", base, delta);
+				prof_put_name(out, r->dso, false);
+				for (size_t w = strlen(r->dso); w < (size_t)dw; w++)
+					fputc(' ', out);
+				fprintf(out, "  [%c] ", r->kernel ? 'k' : '.');
+				prof_put_name(out, r->name, false);
+				fputc('\n', out);
 			} else {
 				char now[16] = "";
 				if (r->w[1])

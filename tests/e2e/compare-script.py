@@ -12,6 +12,9 @@ import re
 import sys
 
 FRAME = re.compile(r"^\s+([0-9a-f]+) (.*) \((.*)\)$")
+# a symbol's version, as perf prints it from a symbol table (__libc_start_main@@GLIBC_2.34):
+# unwound shows the name without it (README)
+VERSION = re.compile(r"@@?(?!plt\b)[A-Za-z_][\w.]*(?=\+0x[0-9a-f]+$|$)")
 
 
 def parse(path):
@@ -27,7 +30,7 @@ def parse(path):
             if line.startswith("\t") or line.startswith(" "):
                 m = FRAME.match(line)
                 if cur is not None and m:
-                    cur["frames"].append((m.group(1), m.group(2), m.group(3)))
+                    cur["frames"].append((m.group(1), VERSION.sub("", m.group(2)), m.group(3)))
                 continue
             cur = {"header": line.strip(), "frames": []}
     if cur is not None:

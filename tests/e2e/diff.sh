@@ -16,7 +16,9 @@ perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$W/b.data" -- "$E" shl
 U="$B/unwound"
 fail() { echo "FAIL: $*"; exit 1; }
 # perf diff's table
-perf diff "$W/a.data" "$W/b.data" 2>/dev/null | grep -v '^#' | grep -v '^$' | awk '{$1=$1; print}' | sort >"$W/perf.txt"
+# (perf's names from a symbol table carry their version, unwound's do not: README)
+perf diff "$W/a.data" "$W/b.data" 2>/dev/null | grep -v '^#' | grep -v '^$' | awk '{$1=$1; print}' |
+    sed 's/@@\{0,1\}[A-Za-z_][A-Za-z0-9_.]*$//' | sort >"$W/perf.txt"
 "$U" diff "$W/a.data" "$W/b.data" -o "$W/functions.txt"
 grep -v '^#' "$W/functions.txt" | grep -v '^$' | awk '{$1=$1; print}' | sort >"$W/uw.txt"
 [ -s "$W/perf.txt" ] || fail "perf diff printed nothing"
@@ -77,8 +79,8 @@ ta=$(perf script -i "$W/a.data" -F period 2>/dev/null | awk '{ s += $1 } END { p
 tb=$(perf script -i "$W/b.data" -F period 2>/dev/null | awk '{ s += $1 } END { print s }')
 cat >"$W/expect.json" <<J
 {"diffs": [{"name": "calltree-shlib", "file": "$W/diff.html", "total": $tb, "base": $ta,
-  "grew": ["_start", "__libc_start_main@@GLIBC_2.34", "__libc_start_call_main", "main", "lib_entry"],
-  "shrank": ["_start", "__libc_start_main@@GLIBC_2.34", "__libc_start_call_main", "main", "tree_b"]}]}
+  "grew": ["_start", "__libc_start_main", "__libc_start_call_main", "main", "lib_entry"],
+  "shrank": ["_start", "__libc_start_main", "__libc_start_call_main", "main", "tree_b"]}]}
 J
 node "$S/tests/viewers/check.mjs" "$W"
 echo "diff: ok"

@@ -169,9 +169,12 @@ for (const h of E.pages || []) {
   const { page, errors } = await open('file://' + h.file);
   await page.waitForFunction(() => window.unwound && window.unwound.root(), { timeout: 30000 }).catch(() => {});
   const got = await page.evaluate(() => ({ ok: !!(window.unwound && unwound.root()), alerted: !!window.__uw_injected,
-    threads: Array.from(document.querySelectorAll('#thread option')).map((o) => o.textContent).join('\n') }));
+    threads: Array.from(document.querySelectorAll('#thread option')).map((o) => o.textContent).join('\n'),
+    frames: window.unwound ? unwound.data.frames.map((f) => f[0]) : [] }));
   check(got.ok && errors.length === 0 && !got.alerted, `page ${h.name}: loads without errors or injected script ${errors.join('; ')}`);
   check(got.threads.includes(h.thread_text), `page ${h.name}: the thread selector shows ${JSON.stringify(h.thread_text)}`);
+  for (const f of h.frames || [])
+    check(got.frames.includes(f), `page ${h.name}: a frame named ${JSON.stringify(f)}`);
   await page.close();
 }
 

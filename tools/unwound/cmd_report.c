@@ -282,7 +282,7 @@ static void summary(struct uw_session *s, struct uw_reader *rd, const struct uw_
 		fprintf(f, "# input:");
 		const char *sep = "";
 		if (st->lost_events)
-			fprintf(f, "%s %" PRIu64 " events lost in %" PRIu64 " LOST records", sep, st->lost_events, st->lost_records), sep = ";";
+			fprintf(f, "%s %" PRIu64 " events lost (%" PRIu64 " LOST records)", sep, st->lost_events, st->lost_records), sep = ";";
 		if (st->late_records)
 			fprintf(f, "%s %" PRIu64 " records arrived after their ordering window", sep, st->late_records), sep = ";";
 		if (st->malformed_samples)

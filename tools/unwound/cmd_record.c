@@ -278,9 +278,13 @@ int cmd_record(int argc, char **argv)
 	if (st.procmap_query || st.maps_scan)
 		fprintf(stderr, "unwound record: mappings found on demand: %" PRIu64 " with PROCMAP_QUERY, %" PRIu64 " from /proc/PID/maps\n",
 			st.procmap_query, st.maps_scan);
+	bool incomplete = cli_incomplete("record", s);
 	uw_session_free(s);
 	s = NULL;
 	ret = workload_exit(&st);
+	/* a command's own status comes first (its caller expects it) */
+	if (incomplete && !ro.argv)
+		ret = CLI_EXIT_INCOMPLETE;
 out:
 	uw_session_free(s);
 	free(pids);

@@ -483,9 +483,10 @@ static int section_at(struct elfv *v, size_t idx, struct elfv_sec *out, bool inf
 		out->data = v->map + out->offset;
 	} else if (out->size) {
 		/* read whole on first use (libelf keeps it) */
+		errno = 0;
 		Elf_Data *d = elf_rawdata(scn, NULL);
 		if (!d || !d->d_buf || d->d_size != out->size)
-			return read_failed(v, out->offset + out->size);
+			return errno == ENOMEM ? -ENOMEM : read_failed(v, out->offset + out->size);
 		out->data = d->d_buf;
 	} else {
 		out->data = (const uint8_t *)"";

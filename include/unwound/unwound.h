@@ -148,7 +148,7 @@ struct uw_session_opts {
 	 * a debug file for a stripped one) are fetched by build-id through libdebuginfod, into its
 	 * cache ($DEBUGINFOD_CACHE_PATH, else ~/.cache/debuginfod_client), when first needed. */
 	int offline;             /* 1: never ask debuginfod servers */
-	unsigned debuginfod_timeout_ms; /* cap on one fetch; 0: 30 s */
+	unsigned debuginfod_timeout_ms; /* cap on one fetch's time; 0: 30 s (said as "timed out") */
 	uint64_t max_inflate_bytes; /* cap on one decompressed debug section; 0: 1 GiB */
 	/* cap on a side file read whole (jitdump, perf-PID.map, kallsyms); 0: 2 GiB. It also caps
 	 * the entries kept from one: a jitdump's code loads at 1 per 512 bytes of the cap (4 M by
@@ -171,6 +171,10 @@ struct uw_session_opts {
 	 * recently used are removed until it fits (a file larger than the cap is not kept);
 	 * 0: 4 GiB */
 	uint64_t max_dwarf_cache_bytes;
+	/* cap on one file fetched from debuginfod (as announced, and as received: a server that
+	 * sends no length or an endless body is stopped there and the partial file removed);
+	 * 0: 1 GiB */
+	uint64_t max_debuginfod_bytes;
 };
 
 struct uw_session;
@@ -181,6 +185,26 @@ UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts);
 UW_API void uw_session_free(struct uw_session *s);
 /* The message of the last error on this session; valid until the next call on it. */
 UW_API const char *uw_session_errmsg(const struct uw_session *s);
+
+/* What ran out or changed under a session, over its life. Each is work given up without an
+ * error returned to the call that needed it (that call's result is only less complete: a
+ * module not opened, a frame without inline frames or a name), and each is also logged as a
+ * warning (the first of a kind) or an error. Counted with relaxed atomics, any thread. */
+struct uw_session_stats {
+	size_t sz;
+	uint64_t files_no_descriptor; /* files not opened: the process (EMFILE: ulimit -n) or the
+	                               * system (ENFILE) had no descriptor left */
+	uint64_t out_of_memory;       /* work given up for want of memory: an allocation failed,
+	                               * or libdw's (its DWARF is then not read further) */
+	uint64_t files_shrunk;        /* files shorter when read than when opened (a binary rebuilt
+	                               * or copied over in place during the run): what could not be
+	                               * read is missing */
+	uint64_t debuginfod_too_big;  /* downloads stopped at the size cap (max_debuginfod_bytes) */
+	uint64_t debuginfod_timeouts; /* downloads stopped by the timeout (debuginfod_timeout_ms) */
+	/* (new fields go here) */
+};
+/* @return 0, or -EINVAL (no session, st->sz not set). Fields past st->sz are not written. */
+UW_API int uw_session_stats(const struct uw_session *s, struct uw_session_stats *st);
 
 /* ---------------------------------------------------------------- stacks */
 
@@ -279,6 +303,8 @@ enum uw_module_state {
 	UW_MODULE_MISSING,      /* the file could not be found */
 	UW_MODULE_MISMATCH,     /* the file found has another build-id: not used */
 	UW_MODULE_BAD,          /* the file is not a usable ELF file */
+	UW_MODULE_NO_RESOURCE,  /* not opened because a resource ran out (file descriptors,
+	                         * memory): see uw_session_stats */
 };
 /* The outcome of its last opening (it stays while the module's files are let go). Any thread. */
 UW_API enum uw_module_state uw_module_state(const struct uw_module *m);

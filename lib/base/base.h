@@ -83,11 +83,22 @@ uint64_t base_hash_block(const void *p, size_t n);
 
 /* ---- files named by a recording or a process (untrusted) and output files */
 #define BASE_OPEN_NOFOLLOW 1u /* refuse a symbolic link as the last component (-ELOOP) */
-/* Opens a file to read without ever blocking (a FIFO or device at the path is refused, not
- * waited on) and only when it is a regular file of at most max bytes (0: any size).
- * @return the descriptor with *size set; -errno (-ENOENT, -EACCES, -ELOOP for a link with
- * BASE_OPEN_NOFOLLOW, -EFBIG over max), or -UW_ENOTREG. The descriptor blocks again. */
+#define BASE_OPEN_IN_ROOT 2u  /* base_open_file_at: path resolved with dirfd as its root (a
+                               * process's /proc/PID/root: its links stay inside it) */
+/* Opens a file to read, only when it is a regular file of at most max bytes (0: any size),
+ * and never opens anything else: the path is looked at through an O_PATH descriptor first, so
+ * a FIFO is not waited on and a device (or a link to one) is not opened at all; the file is
+ * then opened through that descriptor, O_NOCTTY. Every file a recording, a process or a file
+ * they name (debug links, .dwo names, dwz links) points at is opened through here.
+ * @return the descriptor (blocking again, close-on-exec) with *size set; -errno (-ENOENT,
+ * -EACCES, -ELOOP for a link with BASE_OPEN_NOFOLLOW, -EFBIG over max, -EMFILE when the
+ * process is out of descriptors), or -UW_ENOTREG. */
 int base_open_file(const char *path, unsigned flags, uint64_t max, uint64_t *size);
+/* The same, path relative to dirfd (AT_FDCWD: the working directory). */
+int base_open_file_at(int dirfd, const char *path, unsigned flags, uint64_t max, uint64_t *size);
+/* Whether err (negative) says a resource ran out (descriptors, memory) rather than that the
+ * thing asked for is absent or bad: such a failure is said as one, never as "not found". */
+bool base_resource_error(int err);
 /* Reads a file opened with base_open_file whole into a malloc'd buffer (NUL-terminated).
  * @return 0 or -errno. */
 int base_read_fd(int fd, uint64_t size, char **out, size_t *len);

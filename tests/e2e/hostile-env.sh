@@ -221,7 +221,7 @@ PY
     bid=$(readelf -n libb.so | sed -n 's/.*Build ID: //p')
     echo "bomb: report at most $rss KiB resident; cache: $(ls "$W/cache" 2>/dev/null | tr '\n' ' ')"
     [ "$rss" -lt 200000 ] || fail "the report used $rss KiB"
-    [ ! -e "$W/cache/$bid.dwarf1" ] || fail "the cache holds $(stat -c %s "$W/cache/$bid.dwarf1") bytes of it"
+    [ -z "$(ls "$W/cache/$bid"-*.dwarf2 2>/dev/null)" ] || fail "the cache holds $(stat -c %s "$W/cache/$bid"-*.dwarf2) bytes of it"
     grep -q "more than 64 times its compressed bytes" err.txt || fail "not said: $(cat err.txt)"
     grep -q "lib_entry" out.txt || fail "no symbols from the library's symbol table"
     ;;
@@ -242,12 +242,12 @@ cachecap)
         cp prog.$c prog
         UNWOUND_CACHE_DIR=$cache "$U" report -i perf.data --script --max-dwarf-cache 1 -o out-$c.txt
     done
-    total=$(find "$cache" -name '*.dwarf1' -o -name '*.lines1' | xargs -r stat -c %s | awk '{ s += $1 } END { print s + 0 }')
+    total=$(find "$cache" -name '*.dwarf[12]' -o -name '*.lines[12]' | xargs -r stat -c %s | awk '{ s += $1 } END { print s + 0 }')
     echo "cachecap: $total bytes of cache under a 1 MiB cap: $(ls "$cache" | tr '\n' ' ')"
     [ "$total" -le 1048576 ] || fail "the cache holds $total bytes"
     [ -e "$cache/unrelated.txt" ] || fail "a file not the cache's was removed"
     [ -e "$cache/old4.dwarf1" ] && fail "the least recently used entry was kept"
-    ls "$cache"/*.dwarf1 | grep -qv old || fail "nothing of this run was kept"
+    ls "$cache"/*.dwarf2 | grep -qv old || fail "nothing of this run was kept"
     ;;
 noids)
     perf record -q -e cpu-clock -F 999 --call-graph dwarf -o perf.data -- "$E" calltree 0.3 >/dev/null 2>&1

@@ -10,6 +10,9 @@
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_ERROR 1
 #define CLI_EXIT_USAGE 2
+/* the run completed but its output is incomplete: a resource ran out (file descriptors,
+ * memory) or a file shrank while it was read (said on standard error and in the summary) */
+#define CLI_EXIT_INCOMPLETE 3
 
 int cmd_report(int argc, char **argv);
 int cmd_inject(int argc, char **argv);
@@ -35,17 +38,19 @@ int cli_append_path(const char *cmd, const char *opt, const char *dir, char **li
 /* The resource limits report and inject share (docs/security.md lists them all). */
 struct cli_limits {
 	unsigned max_frames, max_kernel_frames;
-	uint64_t max_inflate, max_side_file, max_dwarf_cache;
+	uint64_t max_inflate, max_side_file, max_dwarf_cache, max_debuginfod;
 	size_t max_queue;
 };
-enum { CLI_O_MAXFR = 1000, CLI_O_MAXKFR, CLI_O_MAXINFLATE, CLI_O_MAXSIDE, CLI_O_MAXQUEUE, CLI_O_MAXCACHE };
+enum { CLI_O_MAXFR = 1000, CLI_O_MAXKFR, CLI_O_MAXINFLATE, CLI_O_MAXSIDE, CLI_O_MAXQUEUE, CLI_O_MAXCACHE,
+       CLI_O_MAXDBGD };
 #define CLI_LIMIT_OPTIONS                                                                              \
 	{ "max-frames", required_argument, 0, CLI_O_MAXFR },                                           \
 	{ "max-kernel-frames", required_argument, 0, CLI_O_MAXKFR },                                   \
 	{ "max-inflate", required_argument, 0, CLI_O_MAXINFLATE },                                     \
 	{ "max-side-file", required_argument, 0, CLI_O_MAXSIDE },                                      \
 	{ "max-queue", required_argument, 0, CLI_O_MAXQUEUE },                                         \
-	{ "max-dwarf-cache", required_argument, 0, CLI_O_MAXCACHE }
+	{ "max-dwarf-cache", required_argument, 0, CLI_O_MAXCACHE },                                 \
+	{ "max-debuginfod", required_argument, 0, CLI_O_MAXDBGD }
 #define CLI_LIMITS_HELP                                                                                \
 	"limits (docs/security.md):\n"                                                                  \
 	"  --max-frames N      user frames per stack (default 256, at most 4096)\n"                     \
@@ -53,10 +58,17 @@ enum { CLI_O_MAXFR = 1000, CLI_O_MAXKFR, CLI_O_MAXINFLATE, CLI_O_MAXSIDE, CLI_O_
 	"  --max-inflate MIB   one decompressed debug section (default 1024; MiniDebugInfo: a quarter)\n" \
 	"  --max-side-file MIB a jitdump, perf map or kallsyms file (default 2048)\n"                   \
 	"  --max-queue MIB     records held for time order before the oldest are delivered (default 512)\n" \
-	"  --max-dwarf-cache MIB  the DWARF cache directory, least recently used files removed (default 4096)\n"
+	"  --max-dwarf-cache MIB  the DWARF cache directory, least recently used files removed (default 4096)\n" \
+	"  --max-debuginfod MIB  one file fetched from debuginfod (default 1024)\n"
 /* Handles a limit option; @return 1 when c was one, 0 when not, -1 on a bad value (said). */
 int cli_limit_option(const char *cmd, int c, const char *arg, struct cli_limits *l);
 extern int cli_verbose;
+
+/* What ran out or changed under the session (uw_session_stats), as "# ..." summary lines. */
+void cli_summary_resources(struct uw_session *s, FILE *f);
+/* One line to standard error when the output is incomplete for that reason. @return true when
+ * it is (the command then exits with CLI_EXIT_INCOMPLETE). */
+bool cli_incomplete(const char *cmd, struct uw_session *s);
 
 /* A text output's stream: writes go through here, so the reason a write failed (disk full) is
  * the one reported (stdio keeps only an error flag, and errno by the time it is looked at may

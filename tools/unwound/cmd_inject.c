@@ -69,6 +69,7 @@ int cmd_inject(int argc, char **argv)
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
 		.max_frames = lim.max_frames, .debug_dirs = debugdirs, .sysroot = symfs, .no_fp_fallback = nofp,
 		.offline = offline, .max_inflate_bytes = lim.max_inflate, .max_side_file_bytes = lim.max_side_file, .max_dwarf_cache_bytes = lim.max_dwarf_cache,
+		.max_debuginfod_bytes = lim.max_debuginfod,
 		.search_path = search);
 	struct uw_session *s = uw_session_new(&so);
 	if (!s) {
@@ -85,8 +86,9 @@ int cmd_inject(int argc, char **argv)
 		fprintf(stderr, "unwound inject: %" PRIu64 " samples with callchains, %" PRIu64 " other records; %.1f MiB -> %.1f MiB\n",
 			st.samples_written, st.records_written, (double)st.bytes_in / 1048576.0,
 			(double)st.bytes_out / 1048576.0);
+	bool incomplete = !err && cli_incomplete("inject", s);
 	uw_session_free(s);
-	ret = err ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+	ret = err ? CLI_EXIT_ERROR : incomplete ? CLI_EXIT_INCOMPLETE : CLI_EXIT_OK;
 out:
 	free(debugdirs);
 	free(search);

@@ -291,9 +291,13 @@ int cmd_record(int argc, char **argv)
 	}
 	if (!quiet)
 		summary(&ro, &st);
+	bool incomplete = cli_incomplete("record", s);
 	uw_session_free(s);
 	s = NULL;
 	ret = workload_exit(&st);
+	/* a command's own status comes first (its caller expects it) */
+	if (incomplete && !ro.argv)
+		ret = CLI_EXIT_INCOMPLETE;
 out:
 	uw_session_free(s);
 	free(pids);

@@ -142,7 +142,7 @@ static void report_usage(FILE *f)
 }
 
 struct modsum {
-	unsigned missing, mismatch, bad, ok;
+	unsigned missing, mismatch, bad, ok, noresource;
 	FILE *f;
 	int listed;
 	struct modsteps {
@@ -227,6 +227,11 @@ static int list_module(void *ctx, struct uw_module *m)
 	case UW_MODULE_BAD:
 		ms->bad++;
 		fprintf(ms->f, "  unusable: %s\n", uw_module_path(m));
+		break;
+	case UW_MODULE_NO_RESOURCE:
+		ms->noresource++;
+		if (ms->listed++ < 8)
+			fprintf(ms->f, "  not opened (out of file descriptors or memory): %s\n", uw_module_path(m));
 		break;
 	default: break;
 	}
@@ -353,8 +358,12 @@ static void summary(struct uw_session *s, struct uw_reader *rd, const struct uw_
 	print_steps(f, &ms, false);
 	print_steps(f, &ms, true);
 	free(ms.steps);
-	fprintf(f, "# modules: %u opened, %u missing, %u with a different build-id, %u unusable\n", ms.ok, ms.missing,
+	fprintf(f, "# modules: %u opened, %u missing, %u with a different build-id, %u unusable", ms.ok, ms.missing,
 		ms.mismatch, ms.bad);
+	if (ms.noresource)
+		fprintf(f, ", %u not opened for want of resources", ms.noresource);
+	fprintf(f, "\n");
+	cli_summary_resources(s, f);
 }
 
 struct ropts {
@@ -639,6 +648,7 @@ int cmd_report(int argc, char **argv)
 		.max_frames = o.lim.max_frames, .debug_dirs = o.debugdirs, .sysroot = o.symfs, .no_fp_fallback = o.nofp,
 		.no_demangle = o.nodemangle, .offline = o.offline, .debuginfod_timeout_ms = o.dbgd_ms,
 		.max_inflate_bytes = o.lim.max_inflate, .max_side_file_bytes = o.lim.max_side_file, .max_dwarf_cache_bytes = o.lim.max_dwarf_cache,
+		.max_debuginfod_bytes = o.lim.max_debuginfod,
 		.no_dwarf_cache = o.nocache, .sync_symbols = o.syncsym, .search_path = o.search);
 	int ret = CLI_EXIT_ERROR;
 	struct uw_reader *rd = NULL;
@@ -792,13 +802,13 @@ int cmd_report(int argc, char **argv)
 			goto out;
 		}
 	}
-	ret = CLI_EXIT_OK;
+	ret = cli_incomplete("report", rep.s) ? CLI_EXIT_INCOMPLETE : CLI_EXIT_OK;
 out:
 	uw_script_writer_close(rep.sw);
-	/* the file at its path only when the report is whole: a failed one leaves the path as
-	 * it was */
-	int ce = rep.out ? cli_close_output(rep.out, &outfd, ret == CLI_EXIT_OK) : 0;
-	if (ce && ret == CLI_EXIT_OK) {
+	/* the file at its path only when the report was written to its end (whole, or incomplete
+	 * and said: exit status 3): a failed one leaves the path as it was */
+	int ce = rep.out ? cli_close_output(rep.out, &outfd, ret == CLI_EXIT_OK || ret == CLI_EXIT_INCOMPLETE) : 0;
+	if (ce && (ret == CLI_EXIT_OK || ret == CLI_EXIT_INCOMPLETE)) {
 		fprintf(stderr, "unwound report: writing %s: %s\n", o.outp ? o.outp : "standard output", uw_strerror(ce));
 		ret = CLI_EXIT_ERROR;
 	}

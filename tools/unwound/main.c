@@ -172,6 +172,11 @@ int cli_limit_option(const char *cmd, int c, const char *arg, struct cli_limits 
 			return -1;
 		l->max_dwarf_cache = v << 20;
 		return 1;
+	case CLI_O_MAXDBGD:
+		if (cli_u64(cmd, "--max-debuginfod", arg, 1, 1 << 24, &v))
+			return -1;
+		l->max_debuginfod = v << 20;
+		return 1;
 	case CLI_O_MAXQUEUE:
 		if (cli_u64(cmd, "--max-queue", arg, 1, 1 << 20, &v))
 			return -1;
@@ -266,6 +271,42 @@ void cli_kernel_symbols(const char *cmd, struct uw_session *s, struct uw_tracker
 		fprintf(stderr, "unwound %s: kernel symbols not loaded: %s\n", cmd, uw_session_errmsg(s));
 	if ((kallsyms || !vmlinux) && uw_tracker_load_kallsyms(t, kallsyms))
 		fprintf(stderr, "unwound %s: kernel symbols not loaded: %s\n", cmd, uw_session_errmsg(s));
+}
+
+void cli_summary_resources(struct uw_session *s, FILE *f)
+{
+	struct uw_session_stats st = { .sz = sizeof(st) };
+	if (!s || uw_session_stats(s, &st))
+		return;
+	if (st.files_no_descriptor || st.out_of_memory)
+		fprintf(f, "# resources ran out: %" PRIu64 " files not opened for want of a file descriptor (ulimit -n), "
+			   "%" PRIu64 " times out of memory: the results are incomplete\n",
+			st.files_no_descriptor, st.out_of_memory);
+	if (st.files_shrunk)
+		fprintf(f, "# files that shrank while they were read (rebuilt or copied over in place): %" PRIu64 "\n",
+			st.files_shrunk);
+	if (st.debuginfod_too_big || st.debuginfod_timeouts)
+		fprintf(f, "# debuginfod: %" PRIu64 " downloads stopped at the size cap, %" PRIu64 " timed out\n",
+			st.debuginfod_too_big, st.debuginfod_timeouts);
+}
+
+bool cli_incomplete(const char *cmd, struct uw_session *s)
+{
+	struct uw_session_stats st = { .sz = sizeof(st) };
+	if (!s || uw_session_stats(s, &st))
+		return false;
+	if (!st.files_no_descriptor && !st.out_of_memory && !st.files_shrunk)
+		return false;
+	fprintf(stderr, "unwound %s: the output is incomplete:", cmd);
+	const char *sep = "";
+	if (st.files_no_descriptor)
+		fprintf(stderr, " %" PRIu64 " files not opened for want of a file descriptor (ulimit -n)", st.files_no_descriptor), sep = ";";
+	if (st.out_of_memory)
+		fprintf(stderr, "%s %" PRIu64 " times out of memory", sep, st.out_of_memory), sep = ";";
+	if (st.files_shrunk)
+		fprintf(stderr, "%s %" PRIu64 " files shrank while they were read", sep, st.files_shrunk);
+	fprintf(stderr, " (exit status %d)\n", CLI_EXIT_INCOMPLETE);
+	return true;
 }
 
 static void usage(FILE *f)

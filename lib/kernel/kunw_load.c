@@ -117,6 +117,7 @@ int kunw_open(const struct kunw_opts *opts, struct kunw **out, char *err, size_t
 	s->rodata->kunw_max_frames = o.max_frames;
 	s->rodata->kunw_copy_bytes = o.copy_bytes;
 	s->rodata->kunw_verify = o.verify;
+	s->rodata->kunw_wakeup_bytes = o.ring_bytes / 8;
 	if ((e = bpf_map__set_max_entries(s->maps.kunw_scratch, (uint32_t)ncpus)) ||
 	    (e = bpf_map__set_max_entries(s->maps.kunw_ring, o.ring_bytes)) ||
 	    (e = bpf_map__set_max_entries(s->maps.kunw_procs, o.max_procs)) ||
@@ -338,7 +339,11 @@ int kunw_poll(struct kunw *k, int timeout_ms, kunw_sample_fn fn, void *ctx)
 	k->fn = fn;
 	k->fn_ctx = ctx;
 	k->fn_ret = 0;
+	/* (the program wakes the reader only when the ring fills up: what a wait did not bring is
+	 * read without one) */
 	int n = ring_buffer__poll(k->rb, timeout_ms);
+	if (n == 0 && !k->fn_ret)
+		n = ring_buffer__consume(k->rb);
 	if (k->fn_ret)
 		return k->fn_ret;
 	return n == -EINTR ? 0 : n;

@@ -7,6 +7,11 @@
  *   spin, recurse x DEPTH, main or worker, then libc's and _start's frames to the root.
  *
  *   kunwcheck PROGRAM [--depth N] [--samples N] [--copy-check] [--fallback]
+ *   kunwcheck --pid PID [--samples N] [--copy-check]
+ *
+ * With --pid, a running process of any shape: the rows and verify phases without an expected
+ * stack (the share reaching a root, frames per sample, the run time, and lib/unwind's agreement
+ * over the copies), for measuring on real workloads.
  *
  * Phases, each on the same child, each run until N samples (no time limit but a watchdog):
  *   rows      every module's table loaded: >= 99% of samples reach the root through the whole
@@ -166,7 +171,7 @@ static struct mod *module_of(struct space *sp, const char *path, uint64_t start,
 }
 
 /* The executable mappings of the child (/proc/PID/maps), their modules opened and converted. */
-static int load_space(struct space *sp, int pid, const char *exe)
+static int load_space(struct space *sp, int pid, const char *exe, bool require)
 {
 	char p[64], line[PATH_MAX + 128];
 	snprintf(p, sizeof(p), "/proc/%d/maps", pid);
@@ -201,6 +206,8 @@ static int load_space(struct space *sp, int pid, const char *exe)
 		sp->nmaps++;
 	}
 	fclose(f);
+	if (!require)
+		return 0;
 	if (!sp->exe || !sp->libc) {
 		fail("the child's maps have no %s", sp->exe ? "libc" : exe);
 		return -ENOENT;
@@ -261,6 +268,7 @@ struct check {
 	int depth;
 	unsigned want;
 	bool copy_check;          /* verify records: compare with lib/unwind over the copy */
+	bool any;                 /* (--pid) any program: no expected shape */
 	bool expect_fallback;     /* every walk handed over at libc */
 	/* results */
 	unsigned n, good, finished, handed, mismatches, copy_frames, copy_checked, max_frames;
@@ -359,6 +367,12 @@ static int on_sample(void *ctx, const struct kunw_sample *s)
 	c->max_frames = UW_MAX(c->max_frames, res.n);
 	bool main = (int)r->tid == c->sp->pid;
 	int t = main ? 0 : 1;
+	if (c->any) {
+		c->good += res.stop == UW_STOP_END_OF_STACK;
+		if (c->copy_check && (r->flags & KUNW_F_VERIFY))
+			copy_check(c, s, &o, res.n);
+		return 0;
+	}
 	bool ok = shape_ok(c, c->frames, res.n, res.stop, main);
 	if (ok && c->expect_fallback && (!res.finished || res.nkernel != (unsigned)c->depth + 2)) {
 		snprintf(c->why, sizeof(c->why), "%s after %u frames from the kernel",
@@ -501,15 +515,21 @@ out:
 
 static void report(const char *name, struct check *c)
 {
-	printf("%s: %u samples, %u (%.2f%%) reach the root through %d recurse frames; deepest %u frames; handed "
-	       "to user space %u, finished there %u\n",
-	       name, c->n, c->good, c->n ? 100.0 * c->good / c->n : 0, c->depth, c->max_frames, c->handed, c->finished);
+	if (c->any)
+		printf("%s: %u samples, %u (%.2f%%) reach the root; deepest %u frames; handed to user space %u, finished "
+		       "there %u\n",
+		       name, c->n, c->good, c->n ? 100.0 * c->good / c->n : 0, c->max_frames, c->handed, c->finished);
+	else
+		printf("%s: %u samples, %u (%.2f%%) reach the root through %d recurse frames; deepest %u frames; handed "
+		       "to user space %u, finished there %u\n",
+		       name, c->n, c->good, c->n ? 100.0 * c->good / c->n : 0, c->depth, c->max_frames, c->handed,
+		       c->finished);
 	for (unsigned i = 0; i < UW_STOP__COUNT; i++)
 		if (c->stops[i] && i != UW_STOP_END_OF_STACK)
 			printf("  %u stopped: %s\n", c->stops[i], uw_stop_reason_str(i));
 	if (c->n < c->want)
 		fail("%s: %u samples of %u", name, c->n, c->want);
-	if (c->good * 100 < c->n * 99)
+	if (!c->any && c->good * 100 < c->n * 99)
 		fail("%s: %.2f%% of samples reach the root (want >= 99%%)", name, c->n ? 100.0 * c->good / c->n : 0);
 	if (c->copy_check) {
 		printf("%s: %u samples checked against lib/unwind over a copy of frame 0's stack: %u mismatches, %.1f "
@@ -522,7 +542,8 @@ static void report(const char *name, struct check *c)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: kunwcheck PROGRAM [--depth N] [--samples N] [--copy-check] [--fallback]\n");
+	fprintf(stderr, "usage: kunwcheck PROGRAM [--depth N] [--samples N] [--copy-check] [--fallback]\n"
+	                "       kunwcheck --pid PID [--samples N] [--copy-check]\n");
 	exit(2);
 }
 
@@ -530,57 +551,75 @@ int main(int argc, char **argv)
 {
 	if (argc < 2)
 		usage();
-	const char *prog = argv[1];
-	int depth = 200;
+	const char *prog = NULL;
+	int depth = 200, attach = 0;
 	unsigned want = 2000;
 	bool copy = false, fallback = false;
-	for (int i = 2; i < argc; i++) {
+	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--depth") && i + 1 < argc)
 			depth = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
 			want = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--pid") && i + 1 < argc)
+			attach = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--copy-check"))
 			copy = true;
 		else if (!strcmp(argv[i], "--fallback"))
 			fallback = true;
+		else if (argv[i][0] != '-' && !prog)
+			prog = argv[i];
 		else
 			usage();
 	}
+	if (!prog == !attach)
+		usage();
 	char exe[PATH_MAX];
-	if (!realpath(prog, exe)) {
+	libbpf_set_print(libbpf_print);
+	pid_t pid = attach;
+	if (attach) {
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/%d/exe", attach);
+		ssize_t n = readlink(p, exe, sizeof(exe) - 1);
+		if (n <= 0) {
+			fprintf(stdout, "FAIL: %s: %s\n", p, strerror(errno));
+			return 1;
+		}
+		exe[n] = 0;
+	} else if (!realpath(prog, exe)) {
 		fprintf(stdout, "FAIL: %s: %s\n", prog, strerror(errno));
 		return 1;
 	}
-	libbpf_set_print(libbpf_print);
 
 	/* the child, spinning at the bottom of its recursion */
-	int out[2];
-	if (pipe(out))
-		return 1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(out[1], 1);
-		close(out[0]);
-		char d[16];
-		snprintf(d, sizeof(d), "%d", depth);
-		execl(exe, exe, d, (char *)NULL);
-		_exit(127);
-	}
-	close(out[1]);
-	char line[64] = "";
-	FILE *f = fdopen(out[0], "r");
-	if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "ready", 5)) {
-		fprintf(stdout, "FAIL: %s did not get ready\n", exe);
-		kill(pid, SIGKILL);
-		return 1;
+	if (!attach) {
+		int out[2];
+		if (pipe(out))
+			return 1;
+		pid = fork();
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			dup2(out[1], 1);
+			close(out[0]);
+			char d[16];
+			snprintf(d, sizeof(d), "%d", depth);
+			execl(exe, exe, d, (char *)NULL);
+			_exit(127);
+		}
+		close(out[1]);
+		char line[64] = "";
+		FILE *f = fdopen(out[0], "r");
+		if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "ready", 5)) {
+			fprintf(stdout, "FAIL: %s did not get ready\n", exe);
+			kill(pid, SIGKILL);
+			return 1;
+		}
 	}
 
 	static struct space sp;
 	static struct check c;
-	int fds[16];
+	int fds[64];
 	unsigned nfds = 0;
-	int e = load_space(&sp, pid, exe);
+	int e = load_space(&sp, pid, exe, !attach);
 	if (!e) {
 		printf("child %d: %u executable mappings, %u modules\n", pid, sp.nmaps, sp.nmods);
 		for (unsigned i = 0; i < sp.nmods; i++) {
@@ -590,31 +629,32 @@ int main(int argc, char **argv)
 			       sp.mods[i].path, t->nrows, t->nrules, t->nblocks, kunw_table_bytes(t), t->nfallback, t->nplt,
 			       t->nsignal, t->nsframe);
 		}
-		e = open_events(pid, fds, 16, &nfds);
+		e = open_events(pid, fds, 64, &nfds);
 		if (e)
 			fail("perf_event_open: %s", strerror(-e));
-		else if (nfds != 2)
+		else if (!attach && nfds != 2)
 			fail("the child has %u threads, not 2", nfds);
 	}
 	/* every phase's samples must have the frames of the first good one */
 	static struct ref ref;
 	struct kunw_opts ko = { .max_frames = KUNW_MAX_FRAMES };
 	if (!e && !failures) {
-		c = (struct check){ .sp = &sp, .ref = &ref, .depth = depth, .want = want };
+		c = (struct check){ .sp = &sp, .ref = &ref, .depth = depth, .want = want, .any = attach != 0 };
 		run_phase("rows", &c, &ko, NULL, fds, nfds, true);
 		report("rows", &c);
-		if (c.handed)
+		if (c.handed && !attach)
 			fail("rows: %u walks handed to user space with every table loaded", c.handed);
 	}
 	if (!failures && copy) {
-		c = (struct check){ .sp = &sp, .ref = &ref, .depth = depth, .want = want, .copy_check = true };
+		c = (struct check){ .sp = &sp, .ref = &ref, .depth = depth, .want = want, .copy_check = true,
+			            .any = attach != 0 };
 		struct kunw_opts kv = ko;
 		kv.verify = true;
 		kv.copy_bytes = KUNW_COPY_MAX;
 		run_phase("verify", &c, &kv, NULL, fds, nfds, true);
 		report("verify", &c);
 	}
-	if (!failures && fallback) {
+	if (!failures && fallback && !attach) {
 		/* libc's table not loaded: handed over at libc's first frame, finished by lib/unwind,
 		 * which must give the frames (and methods) the program gave in the rows phase */
 		c = (struct check){ .sp = &sp, .ref = &ref, .depth = depth, .want = want, .expect_fallback = true };
@@ -623,8 +663,10 @@ int main(int argc, char **argv)
 	}
 	for (unsigned i = 0; i < nfds; i++)
 		close(fds[i]);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	if (!attach) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
 	free_space(&sp);
 	if (failures) {
 		printf("kunwcheck: %d failure(s)\n", failures);

@@ -2,8 +2,10 @@
 # In-kernel unwinding (lib/kernel): the eBPF program walks tests/programs/deeprec.c's two threads,
 # 200 levels of 1 KiB frames without frame pointers or SFrame, and must reach the root on >= 99%
 # of samples with the frames lib/unwind gives (over a stack copy, and finishing walks handed over
-# when libc's table is not loaded); then 1,500 levels (more than 1,024 frames). See
-# tests/tools/kunwcheck.c for the checks.
+# when libc's table is not loaded); then 1,500 levels (more than 1,024 frames); then the e2e
+# program's signal, shared-library and thread modes, with CFI and with SFrame only, where >= 99%
+# of samples must reach a root and lib/unwind over a copy of each sample's stack must give the
+# program's frames. See tests/tools/kunwcheck.c for the checks.
 set -eu
 B=${UW_BUILD:?UW_BUILD must point at the build directory}
 check=$B/tests/kunwcheck
@@ -21,3 +23,41 @@ echo "== 200 levels: rows, frame-0 copies checked by lib/unwind, libc handed to 
 "$check" "$prog" --depth 200 --samples 2000 --copy-check --fallback
 echo "== 1500 levels (beyond 1,024 frames)"
 "$check" "$prog" --depth 1500 --samples 300
+
+# A running e2e program (MODE, VARIANT), once it has what the mode needs (its library mapped, its
+# threads started), then stopped.
+run_pid() {
+    mode=$1 v=$2 want=$3
+    "$B/tests/e2e_$v" "$mode" 600 >/dev/null &
+    pid=$!
+    i=0
+    until grep -q "libtw_$v" "/proc/$pid/maps" 2>/dev/null &&
+        { [ "$mode" != threads ] || [ "$(ls "/proc/$pid/task" | wc -l)" -ge 3 ]; }; do
+        i=$((i + 1))
+        if [ $i -gt 600 ]; then
+            echo "FAIL: e2e_$v $mode did not start"
+            kill $pid
+            exit 1
+        fi
+        sleep 0.1
+    done
+    echo "== e2e_$v $mode"
+    rc=0
+    "$check" --pid $pid --samples 1000 --copy-check --min-root 99 >"$W/$mode-$v.out" 2>&1 || rc=$?
+    kill $pid
+    wait $pid 2>/dev/null || true
+    grep -vE "^  /" "$W/$mode-$v.out"
+    [ $rc -eq 0 ] || exit 1
+    if [ -n "$want" ] && ! grep -q "$want" "$W/$mode-$v.out"; then
+        echo "FAIL: e2e_$v $mode: no frame found by the method expected ($want)"
+        exit 1
+    fi
+}
+W=$B/tests/work/kernel-unwind
+rm -rf "$W"
+mkdir -p "$W"
+run_pid signal nofp "signal [1-9]"
+run_pid shlib nofp ""
+run_pid threads nofp ""
+run_pid signal sframe_nofp "sframe [1-9]"
+run_pid shlib sframe_nofp "sframe [1-9]"

@@ -7,7 +7,7 @@
  *   spin, recurse x DEPTH, main or worker, then libc's and _start's frames to the root.
  *
  *   kunwcheck PROGRAM [--depth N] [--samples N] [--copy-check] [--fallback]
- *   kunwcheck --pid PID [--samples N] [--copy-check]
+ *   kunwcheck --pid PID [--samples N] [--copy-check] [--min-root PERCENT]
  *
  * With --pid, a running process of any shape: the rows and verify phases without an expected
  * stack (the share reaching a root, frames per sample, the run time, and lib/unwind's agreement
@@ -273,6 +273,8 @@ struct check {
 	/* results */
 	unsigned n, good, finished, handed, mismatches, copy_frames, copy_checked, max_frames;
 	unsigned stops[UW_STOP__COUNT];
+	unsigned methods[UW_METHOD_MAX]; /* frames by the method that found them */
+	unsigned min_root;        /* (--pid) the share of samples that must reach a root, % */
 	struct ref *ref;
 	struct uw_frame frames[MAX_FRAMES], copy[MAX_FRAMES];
 	char why[PATH_MAX + 256];
@@ -365,6 +367,9 @@ static int on_sample(void *ctx, const struct kunw_sample *s)
 	c->finished += res.finished;
 	c->handed += r->stop == KUNW_STOP_FALLBACK;
 	c->max_frames = UW_MAX(c->max_frames, res.n);
+	for (unsigned i = 0; i < res.n; i++)
+		if (c->frames[i].method < UW_METHOD_MAX)
+			c->methods[c->frames[i].method]++;
 	bool main = (int)r->tid == c->sp->pid;
 	int t = main ? 0 : 1;
 	if (c->any) {
@@ -527,6 +532,12 @@ static void report(const char *name, struct check *c)
 	for (unsigned i = 0; i < UW_STOP__COUNT; i++)
 		if (c->stops[i] && i != UW_STOP_END_OF_STACK)
 			printf("  %u stopped: %s\n", c->stops[i], uw_stop_reason_str(i));
+	printf("%s: frames by method: regs %u, cfi %u, fp %u, plt %u, signal %u, sframe %u\n", name,
+	       c->methods[UW_METHOD_REGS], c->methods[UW_METHOD_CFI], c->methods[UW_METHOD_FP], c->methods[UW_METHOD_PLT],
+	       c->methods[UW_METHOD_SIGNAL], c->methods[UW_METHOD_SFRAME]);
+	if (c->any && c->good * 100 < c->n * c->min_root)
+		fail("%s: %.2f%% of samples reach a root (want >= %u%%)", name, c->n ? 100.0 * c->good / c->n : 0,
+		     c->min_root);
 	if (c->n < c->want)
 		fail("%s: %u samples of %u", name, c->n, c->want);
 	if (!c->any && c->good * 100 < c->n * 99)
@@ -543,7 +554,7 @@ static void report(const char *name, struct check *c)
 static void usage(void)
 {
 	fprintf(stderr, "usage: kunwcheck PROGRAM [--depth N] [--samples N] [--copy-check] [--fallback]\n"
-	                "       kunwcheck --pid PID [--samples N] [--copy-check]\n");
+	                "       kunwcheck --pid PID [--samples N] [--copy-check] [--min-root PERCENT]\n");
 	exit(2);
 }
 
@@ -553,7 +564,7 @@ int main(int argc, char **argv)
 		usage();
 	const char *prog = NULL;
 	int depth = 200, attach = 0;
-	unsigned want = 2000;
+	unsigned want = 2000, min_root = 0;
 	bool copy = false, fallback = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--depth") && i + 1 < argc)
@@ -562,6 +573,8 @@ int main(int argc, char **argv)
 			want = (unsigned)atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--pid") && i + 1 < argc)
 			attach = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--min-root") && i + 1 < argc)
+			min_root = (unsigned)atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--copy-check"))
 			copy = true;
 		else if (!strcmp(argv[i], "--fallback"))
@@ -639,7 +652,8 @@ int main(int argc, char **argv)
 	static struct ref ref;
 	struct kunw_opts ko = { .max_frames = KUNW_MAX_FRAMES };
 	if (!e && !failures) {
-		c = (struct check){ .sp = &sp, .ref = &ref, .depth = depth, .want = want, .any = attach != 0 };
+		c = (struct check){ .sp = &sp, .ref = &ref, .depth = depth, .want = want, .any = attach != 0,
+			            .min_root = min_root };
 		run_phase("rows", &c, &ko, NULL, fds, nfds, true);
 		report("rows", &c);
 		if (c.handed && !attach)
@@ -647,7 +661,7 @@ int main(int argc, char **argv)
 	}
 	if (!failures && copy) {
 		c = (struct check){ .sp = &sp, .ref = &ref, .depth = depth, .want = want, .copy_check = true,
-			            .any = attach != 0 };
+			            .any = attach != 0, .min_root = min_root };
 		struct kunw_opts kv = ko;
 		kv.verify = true;
 		kv.copy_bytes = KUNW_COPY_MAX;

@@ -5,7 +5,9 @@
 # when libc's table is not loaded); then 1,500 levels (more than 1,024 frames); then the e2e
 # program's signal, shared-library and thread modes, with CFI and with SFrame only, where >= 99%
 # of samples must reach a root and lib/unwind over a copy of each sample's stack must give the
-# program's frames. See tests/tools/kunwcheck.c for the checks.
+# program's frames; then the deep program reading /dev/zero, sampled mostly in the kernel: kernel
+# callchains, and user stacks from the registers the syscall left. See tests/tools/kunwcheck.c for
+# the checks.
 set -eu
 B=${UW_BUILD:?UW_BUILD must point at the build directory}
 check=$B/tests/kunwcheck
@@ -27,7 +29,7 @@ echo "== 1500 levels (beyond 1,024 frames)"
 # A running e2e program (MODE, VARIANT), once it has what the mode needs (its library mapped, its
 # threads started), then stopped.
 run_pid() {
-    mode=$1 v=$2 want=$3
+    mode=$1 v=$2 n=$3 want=$4
     "$B/tests/e2e_$v" "$mode" 600 >/dev/null &
     pid=$!
     i=0
@@ -43,7 +45,7 @@ run_pid() {
     done
     echo "== e2e_$v $mode"
     rc=0
-    "$check" --pid $pid --samples 1000 --copy-check --min-root 99 >"$W/$mode-$v.out" 2>&1 || rc=$?
+    "$check" --pid $pid --samples "$n" --copy-check --min-root 99 >"$W/$mode-$v.out" 2>&1 || rc=$?
     kill $pid
     wait $pid 2>/dev/null || true
     grep -vE "^  /" "$W/$mode-$v.out"
@@ -56,8 +58,29 @@ run_pid() {
 W=$B/tests/work/kernel-unwind
 rm -rf "$W"
 mkdir -p "$W"
-run_pid signal nofp "signal [1-9]"
-run_pid shlib nofp ""
-run_pid threads nofp ""
-run_pid signal sframe_nofp "sframe [1-9]"
-run_pid shlib sframe_nofp "sframe [1-9]"
+# (signal frames are ~0.7% of the signal mode's samples: 2 x 1,000 samples make none unlikely)
+run_pid signal nofp 1000 "signal [1-9]"
+run_pid shlib nofp 500 ""
+run_pid threads nofp 500 ""
+run_pid signal sframe_nofp 500 "sframe [1-9]"
+run_pid shlib sframe_nofp 500 "sframe [1-9]"
+
+echo "== in syscalls: deeprec 5 syscall"
+"$prog" 5 syscall >"$W/syscall.ready" &
+pid=$!
+i=0
+until grep -q ready "$W/syscall.ready"; do
+    i=$((i + 1))
+    if [ $i -gt 600 ]; then
+        echo "FAIL: deeprec did not get ready"
+        kill $pid
+        exit 1
+    fi
+    sleep 0.1
+done
+rc=0
+"$check" --pid $pid --samples 500 --copy-check --min-root 99 --min-kernel 90 >"$W/syscall.out" 2>&1 || rc=$?
+kill $pid
+wait $pid 2>/dev/null || true
+grep -vE "^  /" "$W/syscall.out"
+[ $rc -eq 0 ] || exit 1

@@ -5,22 +5,28 @@
  * for ever (a safety deadline of 10 minutes ends it). Built without frame pointers and without
  * SFrame: only CFI walks it, and no stack copy perf can make holds it.
  *
- *   deeprec DEPTH
+ *   deeprec DEPTH [syscall]
  *   main thread:  _start -> __libc_start_main -> main -> recurse x DEPTH -> spin
  *   other thread: clone3 -> start_thread -> worker -> recurse x DEPTH -> spin
  *
- * Prints "ready" once both threads spin, so a profiler can load what it needs first.
+ * With "syscall", spin reads /dev/zero in a loop instead of computing: most samples are then
+ * taken in the kernel, in a syscall. Prints "ready" once both threads spin, so a profiler can
+ * load what it needs first.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NOINLINE __attribute__((noipa)) /* no inlining, cloning or IPA: exact stacks */
 
 volatile unsigned long sink;
 static atomic_int spinning;
+static int zero_fd = -1; /* syscall mode: /dev/zero */
 
 NOINLINE unsigned long spin(void)
 {
@@ -30,6 +36,12 @@ NOINLINE unsigned long spin(void)
 	}
 	time_t end = time(NULL) + 600;
 	unsigned long x = 1;
+	if (zero_fd >= 0) {
+		static char buf[1 << 20]; /* (both threads: zeros either way) */
+		while (time(NULL) <= end)
+			x += (unsigned long)read(zero_fd, buf, sizeof(buf));
+		exit(3);
+	}
 	for (unsigned long i = 1;; i++) {
 		x = x * 6364136223846793005ul + 1442695040888963407ul;
 		sink = x;
@@ -57,6 +69,10 @@ NOINLINE void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	int depth = argc > 1 ? atoi(argv[1]) : 200;
+	if (argc > 2 && !strcmp(argv[2], "syscall") && (zero_fd = open("/dev/zero", O_RDONLY)) < 0) {
+		perror("deeprec: /dev/zero");
+		return 1;
+	}
 	if (depth < 1 || depth > 5000) {
 		fprintf(stderr, "deeprec: DEPTH from 1 to 5000\n");
 		return 2;

@@ -7,7 +7,7 @@
  *   spin, recurse x DEPTH, main or worker, then libc's and _start's frames to the root.
  *
  *   kunwcheck PROGRAM [--depth N] [--samples N] [--copy-check] [--fallback]
- *   kunwcheck --pid PID [--samples N] [--copy-check] [--min-root PERCENT]
+ *   kunwcheck --pid PID [--samples N] [--copy-check] [--min-root PERCENT] [--min-kernel PERCENT]
  *
  * With --pid, a running process of any shape: the rows and verify phases without an expected
  * stack (the share reaching a root, frames per sample, the run time, and lib/unwind's agreement
@@ -275,6 +275,8 @@ struct check {
 	unsigned stops[UW_STOP__COUNT];
 	unsigned methods[UW_METHOD_MAX]; /* frames by the method that found them */
 	unsigned min_root;        /* (--pid) the share of samples that must reach a root, % */
+	unsigned min_kernel;      /* (--pid) the share taken in the kernel with a kernel callchain, % */
+	unsigned kmode, kchain, in_syscall, kbad;
 	struct ref *ref;
 	struct uw_frame frames[MAX_FRAMES], copy[MAX_FRAMES];
 	char why[PATH_MAX + 256];
@@ -370,6 +372,13 @@ static int on_sample(void *ctx, const struct kunw_sample *s)
 	for (unsigned i = 0; i < res.n; i++)
 		if (c->frames[i].method < UW_METHOD_MAX)
 			c->methods[c->frames[i].method]++;
+	if (r->flags & KUNW_F_KERNEL_MODE) {
+		c->kmode++;
+		c->kchain += r->nkernel > 0;
+		for (unsigned i = 0; i < r->nkernel; i++)
+			c->kbad += s->kernel[i] < 0xffff800000000000ull; /* not a kernel address */
+		c->in_syscall += (r->flags & KUNW_F_IN_SYSCALL) != 0;
+	}
 	bool main = (int)r->tid == c->sp->pid;
 	int t = main ? 0 : 1;
 	if (c->any) {
@@ -535,6 +544,13 @@ static void report(const char *name, struct check *c)
 	printf("%s: frames by method: regs %u, cfi %u, fp %u, plt %u, signal %u, sframe %u\n", name,
 	       c->methods[UW_METHOD_REGS], c->methods[UW_METHOD_CFI], c->methods[UW_METHOD_FP], c->methods[UW_METHOD_PLT],
 	       c->methods[UW_METHOD_SIGNAL], c->methods[UW_METHOD_SFRAME]);
+	printf("%s: taken in the kernel %u (with a kernel callchain %u, in a syscall %u)\n", name, c->kmode, c->kchain,
+	       c->in_syscall);
+	if (c->kbad)
+		fail("%s: %u kernel callchain entries outside the kernel's half of the address space", name, c->kbad);
+	if (c->any && c->kchain * 100 < c->n * c->min_kernel)
+		fail("%s: %u samples of %u taken in the kernel with a callchain (want >= %u%%)", name, c->kchain, c->n,
+		     c->min_kernel);
 	if (c->any && c->good * 100 < c->n * c->min_root)
 		fail("%s: %.2f%% of samples reach a root (want >= %u%%)", name, c->n ? 100.0 * c->good / c->n : 0,
 		     c->min_root);
@@ -554,7 +570,8 @@ static void report(const char *name, struct check *c)
 static void usage(void)
 {
 	fprintf(stderr, "usage: kunwcheck PROGRAM [--depth N] [--samples N] [--copy-check] [--fallback]\n"
-	                "       kunwcheck --pid PID [--samples N] [--copy-check] [--min-root PERCENT]\n");
+	                "       kunwcheck --pid PID [--samples N] [--copy-check] [--min-root PERCENT]\n"
+	                "                 [--min-kernel PERCENT]\n");
 	exit(2);
 }
 
@@ -564,7 +581,7 @@ int main(int argc, char **argv)
 		usage();
 	const char *prog = NULL;
 	int depth = 200, attach = 0;
-	unsigned want = 2000, min_root = 0;
+	unsigned want = 2000, min_root = 0, min_kernel = 0;
 	bool copy = false, fallback = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--depth") && i + 1 < argc)
@@ -575,6 +592,8 @@ int main(int argc, char **argv)
 			attach = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--min-root") && i + 1 < argc)
 			min_root = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--min-kernel") && i + 1 < argc)
+			min_kernel = (unsigned)atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--copy-check"))
 			copy = true;
 		else if (!strcmp(argv[i], "--fallback"))
@@ -653,7 +672,7 @@ int main(int argc, char **argv)
 	struct kunw_opts ko = { .max_frames = KUNW_MAX_FRAMES };
 	if (!e && !failures) {
 		c = (struct check){ .sp = &sp, .ref = &ref, .depth = depth, .want = want, .any = attach != 0,
-			            .min_root = min_root };
+			            .min_root = min_root, .min_kernel = min_kernel };
 		run_phase("rows", &c, &ko, NULL, fds, nfds, true);
 		report("rows", &c);
 		if (c.handed && !attach)
@@ -661,7 +680,7 @@ int main(int argc, char **argv)
 	}
 	if (!failures && copy) {
 		c = (struct check){ .sp = &sp, .ref = &ref, .depth = depth, .want = want, .copy_check = true,
-			            .any = attach != 0, .min_root = min_root };
+			            .any = attach != 0, .min_root = min_root, .min_kernel = min_kernel };
 		struct kunw_opts kv = ko;
 		kv.verify = true;
 		kv.copy_bytes = KUNW_COPY_MAX;

@@ -33,7 +33,9 @@ run_pid() {
     "$B/tests/e2e_$v" "$mode" 600 >/dev/null &
     pid=$!
     i=0
-    until grep -q "libtw_$v" "/proc/$pid/maps" 2>/dev/null &&
+    # (its libraries mapped, and 50 ms of CPU spent: past ld.so, in main's loop)
+    until grep -q "libtw_$v" "/proc/$pid/maps" 2>/dev/null && grep -q "libc.so" "/proc/$pid/maps" &&
+        [ "$(awk '{print $14 + $15}' "/proc/$pid/stat")" -ge 5 ] &&
         { [ "$mode" != threads ] || [ "$(ls "/proc/$pid/task" | wc -l)" -ge 3 ]; }; do
         i=$((i + 1))
         if [ $i -gt 600 ]; then

@@ -67,6 +67,8 @@ struct {
 	__array(values, struct kunw_table_map);
 } kunw_modules SEC(".maps");
 
+#define CHUNK 512 /* stack bytes read ahead for small frames */
+
 /* The walk's state and the record being built, one per CPU (a perf_event program does not nest
  * on a CPU: the kernel skips it while another BPF program runs there). */
 struct kunw_walk {
@@ -84,6 +86,8 @@ struct kunw_walk {
 	__u8 stop, fb_reason;
 	__u8 pad[2];
 	__u64 sig[KUNW_NREGS]; /* a signal frame's registers as read */
+	__u64 chunk_at;      /* the stack's bytes [chunk_at, chunk_at + CHUNK) are in chunk; 0: none */
+	__u64 chunk[CHUNK / 8];
 	struct pt_regs pt;   /* the user registers of a sample taken in the kernel */
 };
 
@@ -321,12 +325,26 @@ __noinline int kunw_step_rule(struct kunw_walk *w, const struct kunw_rule *r)
 	for (int i = 0; i < KUNW_NSAVED; i++)
 		off[2 + i] = 8 * (__s64)r->saved[i];
 	__u64 val[SLOTS] = { 0 };
-	__u64 *win = w->sig;
 	bool got = false;
-	if ((r->flags & KUNW_RF_WINDOW) && !bpf_probe_read_user(win, KUNW_WINDOW, (const void *)(cfa - KUNW_WINDOW))) {
-		for (int i = 0; i < SLOTS; i++)
-			val[i] = win[((off[i] + KUNW_WINDOW) >> 3) & (KUNW_WINDOW / 8 - 1)];
-		got = true;
+	if (r->flags & KUNW_RF_WINDOW) {
+		/* a small frame reads CHUNK bytes from its window up: its callers' slots come with it */
+		__u64 lo = cfa - KUNW_WINDOW, at = w->chunk_at;
+		if (!at || lo < at || cfa > at + CHUNK || ((lo - at) & 7)) {
+			at = 0;
+			if (cfa - sp < CHUNK / 2 && !bpf_probe_read_user(w->chunk, CHUNK, (const void *)lo))
+				at = lo;
+			w->chunk_at = at;
+		}
+		if (at) {
+			__u64 first = (lo - at) >> 3;
+			for (int i = 0; i < SLOTS; i++)
+				val[i] = w->chunk[(first + ((off[i] + KUNW_WINDOW) >> 3)) & (CHUNK / 8 - 1)];
+			got = true;
+		} else if (!bpf_probe_read_user(w->sig, KUNW_WINDOW, (const void *)lo)) {
+			for (int i = 0; i < SLOTS; i++)
+				val[i] = w->sig[((off[i] + KUNW_WINDOW) >> 3) & (KUNW_WINDOW / 8 - 1)];
+			got = true;
+		}
 	}
 	for (int i = 0; i < SLOTS && !got; i++) {
 		__u64 at = cfa + off[i];
@@ -675,6 +693,7 @@ int kunw_sample(struct bpf_perf_event_data *ctx)
 	w->stop = KUNW_STOP_END;
 	w->fb_reason = KUNW_FB_NONE;
 	w->map.start = w->map.end = 0;
+	w->chunk_at = 0;
 	__u32 copy = 0;
 	if (!user_regs(ctx, s)) {
 		w->stop = KUNW_STOP_NO_USER;

@@ -85,7 +85,7 @@ struct kunw_walk {
 	__u8 in_syscall;
 	__u8 stop, fb_reason;
 	__u8 pad[2];
-	__u64 sig[KUNW_NREGS]; /* a signal frame's registers as read */
+	__u64 sig[KUNW_NREGS]; /* a signal frame's registers, or a frame's 64-byte window, as read */
 	__u64 chunk_at;      /* the stack's bytes [chunk_at, chunk_at + CHUNK) are in chunk; 0: none */
 	__u64 chunk[CHUNK / 8];
 	struct pt_regs pt;   /* the user registers of a sample taken in the kernel */

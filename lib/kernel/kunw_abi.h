@@ -47,19 +47,13 @@ struct kunw_map {
 };
 
 /* ---- per-module tables: hash of maps, module id -> an array of 64-bit words:
- *   word 0          KUNW_TABLE_MAGIC << 32 | nblocks
- *   word 1          nrules << 32 | nrows
- *   word 2          span << 32 | base      rows cover module addresses [base, base + span)
- *   word 3          rules_at << 32 | blocks_at  (word indexes)
- *   word 4          rows_at
- *   blocks_at...    nblocks + 1 u32, two per word (low half first): block[b] is the first row
+ *   word 0          span << 32 | base      rows cover module addresses [base, base + span)
+ *   word 1          rows_at << 32 | rules_at   (word indexes)
+ *   word 2...       nblocks + 1 u32, two per word (low half first): block[b] is the first row
  *                   whose pc >= base + (b << KUNW_BLOCK_SHIFT)
- *   rules_at...     nrules struct kunw_rule, two words each
- *   rows_at...      nrows rows: rule index << 32 | (pc - base), ascending pc; a row holds
- *                   until the next one
+ *   rules_at...     the module's distinct rules, struct kunw_rule, two words each
+ *   rows_at...      rule index << 32 | (pc - base), ascending pc; a row holds until the next
  */
-#define KUNW_TABLE_MAGIC 0x6b75u
-#define KUNW_TABLE_HDR_WORDS 5
 
 /* Rule kinds. A rule says how to find the caller's registers from a frame's. */
 enum {
@@ -73,8 +67,8 @@ enum {
 	KUNW_K_SIGNAL,       /* the kernel's x86_64 rt_sigframe: every register from its
 	                      * ucontext at rsp + 40 (glibc's __restore_rt) */
 	KUNW_K_FALLBACK,     /* a rule the program does not follow (DWARF expression, CFA from
-	                      * another register, SFrame flexible row): user space finishes */
-	KUNW_K_BAD_CFI,      /* a rule the user-space unwinder stops at (SFrame: unsupported) */
+	                      * another register, SFrame flexible or unsupported row): user space
+	                      * finishes */
 };
 /* Rule flags */
 #define KUNW_RF_BP_SAVED 0x01  /* rbp saved at CFA + bp_off */

@@ -58,6 +58,14 @@ enum { CLI_O_MAXFR = 1000, CLI_O_MAXKFR, CLI_O_MAXINFLATE, CLI_O_MAXSIDE, CLI_O_
 int cli_limit_option(const char *cmd, int c, const char *arg, struct cli_limits *l);
 extern int cli_verbose;
 
+/* Option errors. Subcommands parse with opterr 0 and an optstring that begins with ':' (after
+ * '+'); when getopt_long returns '?' or ':', this says what was wrong in one line (the option,
+ * by its name) and where the options are listed. */
+struct option;
+void cli_option_error(const char *cmd, int c, char *const *argv, const struct option *lo);
+/* "unwound CMD: see 'unwound CMD --help' for the options" */
+void cli_see_help(const char *cmd);
+
 /* A text output's stream: writes go through here, so the reason a write failed (disk full) is
  * the one reported (stdio keeps only an error flag, and errno by the time it is looked at may
  * be any later call's). */

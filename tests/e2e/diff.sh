@@ -57,7 +57,8 @@ for line in open(f"{W}/stacks.txt"):
     f = line.split()
     st = f[-1]
     want = sb.get(st, 0) - sa.get(st, 0)
-    got = float(f[-2].rstrip("%"))
+    # (no change column for a stack whose share did not change)
+    got = float(f[-2].rstrip("%")) if f[-2][0] in "+-" else 0.0
     assert abs(got - want) < 0.006, (st, got, want)
     n += 1
 assert n == len(set(a) | set(b)), (n, len(set(a) | set(b)))

@@ -10,6 +10,8 @@
  *   signal:    main -> signal_loop -> spin, with SIGPROF -> on_signal -> sig_work -> spin
  *   tailcall:  main -> tail_entry -(tail call)-> tail_target -> spin
  *   recursion: main -> recurse (x depth) -> spin
+ *
+ * e2e MODE [SECS [DEPTH]]: each loop runs for SECS (default 1) of its thread's CPU time.
  */
 #include <pthread.h>
 #include <signal.h>

@@ -91,6 +91,8 @@ wait $prog
 cp "$exe" victim
 ./victim calltree 3 >/dev/null &
 prog=$!
+# (deleted once it runs, however long the machine takes to start it)
+until case $(readlink /proc/$prog/exe) in */victim) true ;; *) ! [ -e /proc/$prog ] ;; esac; do sleep 0.01; done
 sleep 0.3
 rm victim
 cp /bin/true victim

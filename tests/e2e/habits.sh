@@ -118,13 +118,13 @@ n=0
 for a in -n --show-nr-samples "--dsos libc.so.6" "-d x" "--symbols main" "-S main" "--comms sh" "-c sh" -T \
     "--max-stack 3" --tui --gtk --stats --tasks --mmaps -D -I -U "-t ," --hierarchy "-C 0" "--percentage absolute" \
     "-g fractal" "-g flat" "-g folded" "-g caller,0.3" "-g address" "-g dwarf" "--call-graph=graph,0.5,caller,address" \
-    "-F sym" "-F sym,overhead" "-F overhead,period"; do
+    "-F sym" "-F sym,overhead" "-F overhead,period" --ns --show-mmap-events; do
     # shellcheck disable=SC2086
     refused $a
     n=$((n + 1))
 done
 refused --script -F comm,tid
-echo "$n of perf report's options refused with what to use instead"
+echo "$n of perf report's and perf script's options refused with what to use instead"
 
 # ---- a bad option in every subcommand: one line and the hint, nothing on standard output
 for cmd in report record inject diff; do

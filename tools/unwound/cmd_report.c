@@ -146,9 +146,9 @@ static void report_usage(FILE *f)
 		"  -v                  more messages (repeat for more)\n"
 		CLI_LIMITS_HELP
 		"\nWithout -i, the recording is standard input when that is a pipe, else ./perf.data (as\n"
-		"perf report). perf report's options that unwound report does not have (-n, -d/--dsos,\n"
-		"-S/--symbols, -c/--comms, -T, --max-stack, --tui, --stats and others) are refused with what\n"
-		"to use instead.\n");
+		"perf report). perf report's and perf script's options that unwound report does not have\n"
+		"(-n, -d/--dsos, -S/--symbols, -c/--comms, -T, --max-stack, --tui, --stats, --ns and others)\n"
+		"are refused with what to use instead.\n");
 }
 
 struct modsum {
@@ -388,7 +388,8 @@ struct ropts {
 
 static const char *const sort_keys[] = { "comm", "pid", "tid", "dso", "sym", "srcline", NULL };
 
-/* --sort: perf report's keys, or unwound's own self|total ordering of the default table. */
+/* --sort (and -F's keys: opt names the option in messages): perf report's keys, or unwound's
+ * own self|total ordering of the default table. */
 static int parse_sort(struct ropts *o, char *arg, const char *opt)
 {
 	static const char *const orders[] = { "self", "total", NULL };
@@ -493,13 +494,18 @@ static const struct perf_only {
 	{ 0, "asm-raw", "annotation", "perf annotate" },
 	{ 0, "show-total-period", "the period column", "--weight period (the default) gives shares of the periods" },
 	{ 0, "hierarchy", "the hierarchy view", "--sort KEYS and -g caller|callee" },
-	{ 0, "full-source-path", "full source paths", "--srcline" },
 	{ 0, "ignore-callees", "the callee filter", "-g callee" },
 	{ 0, "branch-stack", "branch stacks", "unwound reads call graphs, not branch records" },
 	{ 0, "branch-history", "branch stacks", "unwound reads call graphs, not branch records" },
 	{ 0, "mem-mode", "memory sampling", "perf mem report" },
 	{ 0, "raw-trace", "the raw tracepoint fields", "perf script" },
 	{ 0, "stdio2", "the stdio2 view", "the table (--stdio)" },
+	/* perf script's */
+	{ 0, "ns", "perf script's nanosecond times", "--script prints perf script's default microseconds" },
+	{ 0, "show-mmap-events", "perf script's side-band records", "perf script -i FILE --show-mmap-events" },
+	{ 0, "show-task-events", "perf script's side-band records", "perf script -i FILE --show-task-events" },
+	{ 0, "show-switch-events", "perf script's side-band records", "perf script -i FILE --show-switch-events" },
+	{ 0, "full-source-path", "full source paths", "--srcline" },
 };
 #define N_PERF_ONLY (sizeof(perf_only) / sizeof(perf_only[0]))
 
@@ -508,7 +514,8 @@ static int perf_refused(const struct perf_only *p)
 	fprintf(stderr, "unwound report: ");
 	if (p->shrt)
 		fprintf(stderr, "-%c/", p->shrt);
-	fprintf(stderr, "--%s (%s, in perf report) is not supported: %s\n", p->name, p->what, p->instead);
+	fprintf(stderr, "--%s (%s%s) is not supported: %s\n", p->name, p->what,
+		strncmp(p->what, "perf ", 5) ? ", in perf report" : "", p->instead);
 	cli_see_help("report");
 	return -1;
 }

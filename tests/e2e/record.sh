@@ -16,7 +16,7 @@ check_chain() { # file chain...
     done
 }
 for mode in calltree shlib threads signal; do
-    # the signal handler holds about 0.5% of the samples: a longer run sees it for sure
+    # the signal handler holds a few percent of the samples: a longer run sees it for sure
     secs=1
     [ $mode = signal ] && secs=4
     "$B/unwound" record -q -o $mode.data -- "$exe" $mode $secs >/dev/null 2>$mode.err || { cat $mode.err; exit 1; }
@@ -93,6 +93,8 @@ wait $prog
 cp "$exe" victim
 ./victim calltree 3 >/dev/null &
 prog=$!
+# (deleted once it runs, however long the machine takes to start it)
+until case $(readlink /proc/$prog/exe) in */victim) true ;; *) ! [ -e /proc/$prog ] ;; esac; do sleep 0.01; done
 sleep 0.3
 rm victim
 cp /bin/true victim

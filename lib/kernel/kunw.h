@@ -129,6 +129,10 @@ int kunw_attach(struct kunw *k, int perf_fd);
  * handed over from frame 0), or the kernel's error. */
 int kunw_proc_set(struct kunw *k, uint32_t pid, const struct kunw_map *maps, unsigned n);
 int kunw_proc_drop(struct kunw *k, uint32_t pid);
+/* The generation the last kunw_proc_set gave (records carry the one their walk used). */
+uint32_t kunw_gen(const struct kunw *k);
+/* A file descriptor that polls readable when the ring has records to wake the reader for. */
+int kunw_ring_fd(const struct kunw *k);
 
 /* Loads a module's table under id (>= 1, never reused while k lives: records name modules by
  * id only through mappings, and the program's cache trusts an id to keep its rules).

@@ -279,6 +279,16 @@ int kunw_proc_drop(struct kunw *k, uint32_t pid)
 	return bpf_map_delete_elem(bpf_map__fd(k->skel->maps.kunw_procs), &pid) ? -errno : 0;
 }
 
+uint32_t kunw_gen(const struct kunw *k)
+{
+	return k->gen;
+}
+
+int kunw_ring_fd(const struct kunw *k)
+{
+	return ring_buffer__epoll_fd(k->rb);
+}
+
 int kunw_module_add(struct kunw *k, uint32_t id, const struct kunw_table *t)
 {
 	if (!id || !t->nwords)

@@ -291,7 +291,8 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		}
 	}
 	/* (deferred callchains go into the samples they complete: writers see those) */
-	if (r->record_fn && type != PR_SAMPLE && type != PR_CALLCHAIN_DEFERRED && type < PR_HEADER_ATTR) {
+	if (r->record_fn && type != PR_SAMPLE && type != PR_CALLCHAIN_DEFERRED && type != PR_UW_KUNW &&
+	    type < PR_HEADER_ATTR) {
 		int e = r->record_fn(r->record_ctx, rec, len);
 		if (e)
 			return e;
@@ -301,6 +302,8 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		r->cur_rec = rec;
 		r->cur_len = len;
 		return reader_sample(r, rec, len, cut, ord);
+	case PR_UW_KUNW:
+		return reader_kunw_sample(r, rec, len, ord);
 	case PR_MMAP:
 	case PR_MMAP2: {
 		int32_t pid = base_cur_s32(&c);
@@ -554,6 +557,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 	} else {
 		switch (type) {
 		case PR_SAMPLE:
+		case PR_UW_KUNW:
 			r->cur_ord = r->sample_ord++;
 			break;
 		case PR_MMAP: case PR_MMAP2: case PR_COMM: case PR_FORK: case PR_EXIT: case PR_LOST:

@@ -23,6 +23,17 @@ struct cut {
 };
 
 struct ra_chunk;
+struct kunw_sample;
+struct proc;
+
+/* A record of kernel unwinding's program (lib/kernel), pushed by a live recorder: {u64 event
+ * id; struct kunw_rec ...}. A private type below the kernel's range that is never written. */
+#define PR_UW_KUNW 60
+/* Told of each such sample once its stack is made (frames [0, nkernel) walked in the kernel,
+ * the rest finished in user space when finished): may cut smp's user frames (a walk that used
+ * mappings the process has changed since) and note what to load. */
+typedef void (*reader_kunw_fn)(void *ctx, const struct kunw_sample *ks, struct proc *p, struct uw_sample *smp,
+                               unsigned nkernel, bool finished);
 
 /* The prefix chosen at an adaptation, and where the reading was then (reader_input.c). */
 struct prefix_step {
@@ -147,6 +158,9 @@ struct uw_reader {
 	struct base_map stitch;
 	bool stitch_init;
 	size_t stitch_bytes;      /* held samples' copies */
+	reader_kunw_fn kunw_fn;   /* live kernel unwinding's check (reader_kunw.c) */
+	void *kunw_ctx;
+	uint8_t kunw_raw[128];    /* the sample record writers see of one (reader_kunw.c) */
 };
 
 #define KERNEL_FRAMES_DEFAULT 512u
@@ -212,6 +226,12 @@ uint64_t reader_record_time(struct uw_reader *r, const uint8_t *rec, uint32_t le
 int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time, const struct cut *cut,
                    uint64_t ord);
 int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const struct cut *cut, uint64_t ord);
+
+/* Does the sample pass the pid, tid and comm filters? */
+bool reader_sample_wanted(const struct uw_reader *r, uint32_t pid, uint32_t tid, const char *comm);
+/* A PR_UW_KUNW record (reader_kunw.c). */
+int reader_kunw_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t ord);
+void reader_set_kunw_hook(struct uw_reader *r, reader_kunw_fn fn, void *ctx);
 
 /* A sample to its consumer: counted, then given to opts.on_sample. */
 int reader_deliver_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp);

@@ -102,6 +102,15 @@ uint64_t reader_record_time(struct uw_reader *r, const uint8_t *rec, uint32_t le
 	memcpy(&type, rec, 4);
 	const struct perf_attr *a = reader_attr_of(r, rec, len, NULL);
 	*has = false;
+	if (type == PR_UW_KUNW) {
+		/* {u64 id; struct kunw_rec}: its time at byte 40 */
+		uint64_t t;
+		if (len < 8 + 8 + 48)
+			return 0;
+		memcpy(&t, rec + 16 + 40, 8);
+		*has = true;
+		return t;
+	}
 	if (type == PR_SAMPLE) {
 		uint64_t st = a->sample_type;
 		if (!(st & PS_TIME))

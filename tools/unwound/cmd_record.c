@@ -40,6 +40,10 @@ static void record_usage(FILE *f)
 		   "                      here), fp (the kernel's frame-pointer callchains, for programs\n"
 		   "                      built with frame pointers) or fp,defer (the same, the user part\n"
 		   "                      walked once when the task returns to user space: Linux 6.19+)\n"
+		   "  --unwind MODE       kernel (default where it can be: each user stack is walked in\n"
+		   "                      the kernel by an eBPF program, no stack copy; needs root or\n"
+		   "                      CAP_BPF+CAP_PERFMON and the kernel's BTF, else a line says why\n"
+		   "                      and stacks are copied) or copy (--call-graph dwarf's copies)\n"
 		   "  -a, --all-cpus      every process on every CPU (with a command: while it runs)\n"
 		   "  -p, --pid PIDS      processes that already run (comma-separated); ends when they\n"
 		   "                      have all exited\n"
@@ -52,7 +56,9 @@ static void record_usage(FILE *f)
 		   "  -m, --mmap-pages N  data pages per ring buffer (power of two, default 1024)\n"
 		   "  --debug-dir DIR, --offline, --no-fp, --stitch   as for report\n"
 		   "  -q, --quiet         nothing printed but errors\n"
-		   "  -v                  more messages\n");
+		   "  -v                  more messages\n\n"
+		   "Kernel unwinding is %s in this build.\n",
+		uw_kernel_unwind_built() ? "compiled in" : "not compiled in (no libbpf, clang BPF target or bpftool at build time)");
 }
 
 struct status_ctx {
@@ -151,6 +157,17 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 	if (ro->stitch)
 		fprintf(stderr, "unwound record: stacks cut short by their copy: %" PRIu64 " completed from their thread's "
 			   "stacks before and after, %" PRIu64 " not\n", st->stitched, st->stitch_failed);
+	if (ro->call_graph == UW_CALL_GRAPH_DWARF && st->kernel_unwind) {
+		uint64_t k = st->kernel_samples;
+		fprintf(stderr, "unwound record: stacks walked in the kernel (eBPF): %" PRIu64 " samples, %" PRIu64 " (%.2f%%) finished in user space from a stack copy, %" PRIu64 " cut by a mapping change, %" PRIu64 " lost by the program; %" PRIu64 " module tables loaded, at most %.1f KiB in BPF maps\n",
+			k, st->kernel_finished, k ? 100.0 * (double)st->kernel_finished / (double)k : 0.0, st->kernel_stale,
+			st->kernel_lost, st->kernel_tables, (double)st->kernel_map_bytes / 1024.0);
+	} else if (ro->call_graph == UW_CALL_GRAPH_DWARF) {
+		fprintf(stderr, "unwound record: stacks copied (%u bytes) and unwound in user space%s%s%s\n",
+			ro->stack_size ? ro->stack_size : 16384,
+			st->unwind_why[0] ? "; kernel unwinding unavailable: " : "", st->unwind_why,
+			!uw_kernel_unwind_built() ? " (kernel unwinding not compiled in)" : "");
+	}
 	if (st->procmap_query || st->maps_scan)
 		fprintf(stderr, "unwound record: mappings found on demand: %" PRIu64 " with PROCMAP_QUERY, %" PRIu64 " from /proc/PID/maps\n",
 			st->procmap_query, st->maps_scan);
@@ -158,7 +175,7 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH, O_STITCH };
+	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH, O_STITCH, O_UNWIND };
 	static const struct option lo[] = {
 		{ "freq", required_argument, 0, 'F' }, { "count", required_argument, 0, 'c' },
 		{ "event", required_argument, 0, 'e' }, { "all-cpus", no_argument, 0, 'a' },
@@ -168,7 +185,7 @@ int cmd_record(int argc, char **argv)
 		{ "duration", required_argument, 0, O_DURATION }, { "mmap-pages", required_argument, 0, 'm' },
 		{ "debug-dir", required_argument, 0, O_DEBUGDIR }, { "offline", no_argument, 0, O_OFFLINE },
 		{ "no-fp", no_argument, 0, O_NOFP }, { "quiet", no_argument, 0, 'q' },
-		{ "stitch", no_argument, 0, O_STITCH },
+		{ "stitch", no_argument, 0, O_STITCH }, { "unwind", required_argument, 0, O_UNWIND },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	UW_OPTS(uw_record_opts, ro, .stop = &stop_flag);
@@ -239,6 +256,16 @@ int cmd_record(int argc, char **argv)
 		case O_OFFLINE: offline = 1; break;
 		case O_NOFP: nofp = 1; break;
 		case O_STITCH: ro.stitch = 1; break;
+		case O_UNWIND:
+			if (!strcmp(optarg, "kernel")) {
+				ro.unwind = UW_UNWIND_KERNEL;
+			} else if (!strcmp(optarg, "copy")) {
+				ro.unwind = UW_UNWIND_COPY;
+			} else {
+				fprintf(stderr, "unwound record: --unwind takes kernel or copy, not '%s'\n", optarg);
+				goto out;
+			}
+			break;
 		case 'h': record_usage(stdout); ret = CLI_EXIT_OK; goto out;
 		default: cli_option_error("record", c, argv, lo); goto out;
 		}

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Samples whose user stack was walked in the kernel (live recording with kernel unwinding,
+ * lib/kernel): the recorder pushes each record of the program's ring buffer as a private
+ * record (PR_UW_KUNW: the event's id, then the struct kunw_rec), queued in time order with the
+ * side-band records like a sample. Delivered, it becomes the same struct uw_sample a stack
+ * copy gives: the program's frames (methods UW_METHOD_BPF_*), finished in user space by
+ * lib/unwind from the registers and stack copy the program handed over where its walk
+ * stopped, checked by the recorder's hook (mapping generations), and a PERF_RECORD_SAMPLE in
+ * the event's layout for writers (its header fields; the chain comes from the frames).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "perf/reader.h"
+#include "kernel/kunw.h"
+
+void reader_set_kunw_hook(struct uw_reader *r, reader_kunw_fn fn, void *ctx)
+{
+	r->kunw_fn = fn;
+	r->kunw_ctx = ctx;
+}
+
+/* The sample record writers decode: the event's layout with the record's id, pc, ids, time,
+ * cpu and period, an empty callchain and no registers or stack. @return its length, 0 when the
+ * layout has fields this cannot fill. */
+static uint32_t raw_sample(uint8_t *b, uint64_t st, uint64_t id, uint16_t misc, uint64_t ip,
+                           const struct kunw_rec *kr)
+{
+	if (st & ~(uint64_t)(PS_IDENTIFIER | PS_IP | PS_TID | PS_TIME | PS_ID | PS_CPU | PS_PERIOD | PS_CALLCHAIN |
+			     PS_REGS_USER | PS_STACK_USER))
+		return 0;
+	size_t at = 8;
+	uint64_t v[16];
+	unsigned n = 0;
+	if (st & PS_IDENTIFIER)
+		v[n++] = id;
+	if (st & PS_IP)
+		v[n++] = ip;
+	if (st & PS_TID)
+		v[n++] = (uint64_t)kr->tid << 32 | kr->pid;
+	if (st & PS_TIME)
+		v[n++] = kr->time;
+	if (st & PS_ID)
+		v[n++] = id;
+	if (st & PS_CPU)
+		v[n++] = kr->cpu;
+	if (st & PS_PERIOD)
+		v[n++] = kr->period;
+	if (st & PS_CALLCHAIN)
+		v[n++] = 0;
+	if (st & PS_REGS_USER)
+		v[n++] = 0; /* abi: none */
+	if (st & PS_STACK_USER)
+		v[n++] = 0; /* size */
+	memcpy(b + at, v, n * 8);
+	at += n * 8;
+	uint32_t type = PR_SAMPLE;
+	uint16_t size = (uint16_t)at;
+	memcpy(b, &type, 4);
+	memcpy(b + 4, &misc, 2);
+	memcpy(b + 6, &size, 2);
+	return (uint32_t)at;
+}
+
+/* The program's methods as the frames say them: walked in the kernel. */
+static uint8_t bpf_method(uint8_t m)
+{
+	switch (m) {
+	case UW_METHOD_REGS: return UW_METHOD_REGS;
+	case UW_METHOD_FP: return UW_METHOD_BPF_FP;
+	default: return UW_METHOD_BPF_ROWS;
+	}
+}
+
+int reader_kunw_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t ord)
+{
+	(void)ord;
+	unsigned aidx;
+	const struct perf_attr *a = reader_attr_of(r, rec, len, &aidx);
+	struct uw_event_stats *es = &r->evst[aidx];
+	r->st.samples++;
+	es->samples++;
+	uint64_t id;
+	struct kunw_sample ks;
+	if (len < 16 || kunw_sample_decode(rec + 16, len - 16, &ks)) {
+		r->st.malformed_samples++;
+		return 0;
+	}
+	memcpy(&id, rec + 8, 8);
+	const struct kunw_rec *kr = ks.rec;
+	if (r->o.event && strcmp(a->name, r->o.event) != 0)
+		return 0;
+	struct proc *p = tracker_sample_proc(r->t, (int32_t)kr->pid, kr->time);
+	const char *comm = tracker_comm(r->t, kr->pid, kr->tid);
+	if (!kr->pid && !kr->tid && comm && comm[0] == ':')
+		comm = "swapper";
+	if (p && p->exited)
+		r->st.exit_before_sample++;
+	bool kmode = kr->flags & KUNW_F_KERNEL_MODE;
+	uint16_t misc = kmode ? PM_KERNEL : PM_USER;
+	uint64_t ip = kmode ? (kr->nkernel ? ks.kernel[0] : 0) : (kr->nuser ? ks.user[0] & KUNW_PC_MASK : kr->regs[KUNW_R_RIP]);
+	uint32_t rlen = raw_sample(r->kunw_raw, a->sample_type, id, misc, ip, kr);
+	if (!rlen) {
+		r->st.malformed_samples++;
+		return 0;
+	}
+	r->cur_rec = r->kunw_raw;
+	r->cur_len = rlen;
+	if (!reader_sample_wanted(r, kr->pid, kr->tid, comm))
+		return 0;
+
+	struct uw_sample smp = { .sz = sizeof(smp) };
+	smp.pid = kr->pid;
+	smp.tid = kr->tid;
+	smp.cpu = kr->cpu;
+	smp.has_cpu = (a->sample_type & PS_CPU) != 0;
+	smp.time = kr->time;
+	smp.period = kr->period ? kr->period : 1;
+	smp.ip = ip;
+	smp.cpumode = misc;
+	smp.attr_index = aidx;
+	smp.comm = comm;
+	smp.event_name = a->name;
+	smp.recorded_kernel = uw_tracker_kernel(r->t);
+	smp.has_callchain = true;
+	unsigned nk = 0;
+	/* (the kernel's part only where the event samples the kernel) */
+	for (unsigned i = 0; i < kr->nkernel && nk < r->kcap && !(a->flags & (1ull << 5)) /* exclude_kernel */; i++)
+		r->kbuf[nk++] = ks.kernel[i];
+	smp.kernel = r->kbuf;
+	smp.nr_kernel = nk;
+	smp.user = r->frames;
+	if (kr->stop == KUNW_STOP_NO_USER) {
+		smp.stop_reason = UW_STOP_NO_REGS;
+		r->st.samples_no_user++;
+		es->samples_no_user++;
+	} else {
+		struct uw_tracker *t = r->t;
+		struct unw_opts uo = { r->s->opts.max_frames, t->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64, false,
+				       t->cfi_cache };
+		struct proc_find_ctx fc = { t, p, kr->time };
+		struct kunw_result res;
+		kunw_finish(&ks, &uo, proc_find_pc, &fc, r->frames, r->s->opts.max_frames, &res);
+		for (unsigned i = 0; i < res.nkernel; i++)
+			r->frames[i].method = bpf_method(r->frames[i].method);
+		if (res.finished) {
+			smp.stack = ks.stack;
+			smp.stack_size = kr->copy_len;
+		}
+		smp.nr_user = res.n;
+		smp.stop_reason = (uint8_t)res.stop;
+		if (r->kunw_fn)
+			r->kunw_fn(r->kunw_ctx, &ks, p, &smp, res.nkernel, res.finished);
+		smp.user_ip = smp.nr_user ? r->frames[0].pc : 0;
+	}
+	return r->o.stitch ? reader_stitch_sample(r, aidx, &smp) : reader_deliver_sample(r, aidx, &smp);
+}

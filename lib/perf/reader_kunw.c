@@ -135,6 +135,11 @@ int reader_kunw_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, ui
 		smp.stop_reason = UW_STOP_NO_REGS;
 		r->st.samples_no_user++;
 		es->samples_no_user++;
+	} else if (kr->stop == KUNW_STOP_FALLBACK && !kr->nuser && !kr->copy_len) {
+		/* handed over at frame 0 with no stack readable (a sample in execve, the old stack
+		 * gone): as a copy with no bytes, no user frame (a register pc alone may be the old
+		 * program's) */
+		smp.stop_reason = UW_STOP_STACK_EXHAUSTED;
 	} else {
 		struct uw_tracker *t = r->t;
 		struct unw_opts uo = { r->s->opts.max_frames, t->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64, false,

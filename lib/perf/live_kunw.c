@@ -377,6 +377,8 @@ static void kmod_load(struct live_kunw *lk, struct kmod *km)
 	}
 	km->loaded = true;
 	lk->tables++;
+	base_log(&lk->lv->s->log, UW_LOG_INFO, "kernel unwinding: table of %s loaded (%u rows, %llu bytes)", km->m->path,
+		 km->tbl.nrows, (unsigned long long)kunw_table_bytes(&km->tbl));
 }
 
 /* The process's executable mappings whose module has a table loaded (and JIT code), loaded. */
@@ -556,7 +558,10 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 	base_map_init(&lk->procs);
 	base_map_init(&lk->ids);
 	struct kunw_opts ko = { .max_frames = lv->s->opts.max_frames < KUNW_MAX_FRAMES ? lv->s->opts.max_frames : 0,
-				.max_bytes = o->kernel_max_bytes };
+				.max_bytes = o->kernel_max_bytes,
+				/* (tests: every record also carries frame 0's registers and stack, for the
+				 * reader to compare the program's frames with lib/unwind's) */
+				.verify = getenv("UW_KUNW_VERIFY") != NULL };
 	char err[512] = "";
 	int e = kunw_open(&ko, &lk->k, err, sizeof(err));
 	if (e) {
@@ -611,6 +616,10 @@ void live_kunw_close(struct live *lv)
 	struct live_kunw *lk = lv->kunw;
 	if (!lk)
 		return;
+	if (lv->r && lv->r->kunw_compared)
+		base_log(&lv->s->log, UW_LOG_WARN,
+			 "kernel unwinding verify: %llu samples compared where the copy reached a root, %llu differ",
+			 (unsigned long long)lv->r->kunw_compared, (unsigned long long)lv->r->kunw_differ);
 	size_t it = 0;
 	uint64_t key;
 	void *v;

@@ -222,6 +222,7 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	free(r->fixbuf);
 	reader_stitch_free(r);
 	free(r->frames);
+	free(r->kunw_vframes);
 	free(r->regbuf);
 	free(r->kbuf);
 	free(r->path);

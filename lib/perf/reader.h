@@ -161,6 +161,8 @@ struct uw_reader {
 	reader_kunw_fn kunw_fn;   /* live kernel unwinding's check (reader_kunw.c) */
 	void *kunw_ctx;
 	uint8_t kunw_raw[128];    /* the sample record writers see of one (reader_kunw.c) */
+	struct uw_frame *kunw_vframes; /* verify mode: the stack lib/unwind gives from frame 0's copy */
+	uint64_t kunw_compared, kunw_differ; /* verify mode: samples compared, found different */
 };
 
 #define KERNEL_FRAMES_DEFAULT 512u

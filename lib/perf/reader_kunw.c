@@ -10,6 +10,7 @@
  * the event's layout for writers (its header fields; the chain comes from the frames).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "perf/reader.h"
@@ -71,6 +72,48 @@ static uint8_t bpf_method(uint8_t m)
 	case UW_METHOD_FP: return UW_METHOD_BPF_FP;
 	default: return UW_METHOD_BPF_ROWS;
 	}
+}
+
+/* Verify mode (tests): the record also holds frame 0's registers and a copy of the stack;
+ * lib/unwind over that copy is what `--unwind copy` would have given. Where it reached a root,
+ * the program's frames must be the same pcs, frame for frame (methods differ by design). A walk
+ * the program handed over cannot be finished from frame 0's registers: the copy's stack is
+ * delivered instead. */
+static int verify(struct uw_reader *r, const struct kunw_sample *ks, const struct unw_opts *uo,
+                  struct proc_find_ctx *fc, struct kunw_result *res)
+{
+	unsigned max = r->s->opts.max_frames;
+	if (!r->kunw_vframes && !(r->kunw_vframes = calloc(max, sizeof(*r->kunw_vframes))))
+		return -ENOMEM;
+	struct unw_result ur;
+	kunw_unwind_copy(ks, uo, proc_find_pc, fc, r->kunw_vframes, max, &ur);
+	bool handed = ks->rec->stop == KUNW_STOP_FALLBACK;
+	if (ur.stop == UW_STOP_END_OF_STACK) {
+		unsigned n = handed ? res->nkernel : res->n;
+		bool same = handed ? n <= ur.n : n == ur.n;
+		for (unsigned i = 0; same && i < n; i++)
+			same = r->frames[i].pc == r->kunw_vframes[i].pc;
+		r->kunw_compared++;
+		if (!same && r->kunw_differ++ < 5) {
+			unsigned i = 0;
+			while (i < n && i < ur.n && r->frames[i].pc == r->kunw_vframes[i].pc)
+				i++;
+			base_log(&r->s->log, UW_LOG_WARN,
+				 "kernel unwinding verify: pid %u time %llu: %u frames in the kernel (%u walked, stop %u), %u from "
+				 "the copy; first difference at frame %u: %#llx vs %#llx",
+				 ks->rec->pid, (unsigned long long)ks->rec->time, res->n, res->nkernel, ks->rec->stop, ur.n, i,
+				 (unsigned long long)(i < n ? r->frames[i].pc : 0),
+				 (unsigned long long)(i < ur.n ? r->kunw_vframes[i].pc : 0));
+		}
+	}
+	if (handed) {
+		memcpy(r->frames, r->kunw_vframes, ur.n * sizeof(*r->frames));
+		res->n = ur.n;
+		res->nkernel = 0;
+		res->stop = ur.stop;
+		res->finished = true;
+	}
+	return 0;
 }
 
 int reader_kunw_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t ord)
@@ -147,6 +190,8 @@ int reader_kunw_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, ui
 		struct proc_find_ctx fc = { t, p, kr->time };
 		struct kunw_result res;
 		kunw_finish(&ks, &uo, proc_find_pc, &fc, r->frames, r->s->opts.max_frames, &res);
+		if ((kr->flags & KUNW_F_VERIFY) && verify(r, &ks, &uo, &fc, &res) < 0)
+			return -ENOMEM;
 		for (unsigned i = 0; i < res.nkernel; i++)
 			r->frames[i].method = bpf_method(r->frames[i].method);
 		if (res.finished) {

@@ -44,6 +44,9 @@ static void record_usage(FILE *f)
 		   "                      the kernel by an eBPF program, no stack copy; needs root or\n"
 		   "                      CAP_BPF+CAP_PERFMON and the kernel's BTF, else a line says why\n"
 		   "                      and stacks are copied) or copy (--call-graph dwarf's copies)\n"
+		   "  --bpf-map-bytes N   kernel unwinding: cap on the BPF maps' bytes (module tables and\n"
+		   "                      mappings; default 64 MiB); past it, stacks through modules\n"
+		   "                      without a table are finished in user space from a stack copy\n"
 		   "  -a, --all-cpus      every process on every CPU (with a command: while it runs)\n"
 		   "  -p, --pid PIDS      processes that already run (comma-separated); ends when they\n"
 		   "                      have all exited\n"
@@ -175,7 +178,7 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH, O_STITCH, O_UNWIND };
+	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH, O_STITCH, O_UNWIND, O_BPFBYTES };
 	static const struct option lo[] = {
 		{ "freq", required_argument, 0, 'F' }, { "count", required_argument, 0, 'c' },
 		{ "event", required_argument, 0, 'e' }, { "all-cpus", no_argument, 0, 'a' },
@@ -186,6 +189,7 @@ int cmd_record(int argc, char **argv)
 		{ "debug-dir", required_argument, 0, O_DEBUGDIR }, { "offline", no_argument, 0, O_OFFLINE },
 		{ "no-fp", no_argument, 0, O_NOFP }, { "quiet", no_argument, 0, 'q' },
 		{ "stitch", no_argument, 0, O_STITCH }, { "unwind", required_argument, 0, O_UNWIND },
+		{ "bpf-map-bytes", required_argument, 0, O_BPFBYTES },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	UW_OPTS(uw_record_opts, ro, .stop = &stop_flag);
@@ -256,6 +260,10 @@ int cmd_record(int argc, char **argv)
 		case O_OFFLINE: offline = 1; break;
 		case O_NOFP: nofp = 1; break;
 		case O_STITCH: ro.stitch = 1; break;
+		case O_BPFBYTES:
+			if (cli_u64("record", "--bpf-map-bytes", optarg, 1, UINT64_MAX, &ro.kernel_max_bytes))
+				goto out;
+			break;
 		case O_UNWIND:
 			if (!strcmp(optarg, "kernel")) {
 				ro.unwind = UW_UNWIND_KERNEL;

@@ -620,6 +620,14 @@ void live_kunw_close(struct live *lv)
 		base_log(&lv->s->log, UW_LOG_WARN,
 			 "kernel unwinding verify: %llu samples compared where the copy reached a root, %llu differ",
 			 (unsigned long long)lv->r->kunw_compared, (unsigned long long)lv->r->kunw_differ);
+	struct kunw_prog_info pi;
+	struct kunw_counters c;
+	if (!kunw_prog_info(lk->k, &pi) && !kunw_counters(lk->k, &c))
+		base_log(&lv->s->log, UW_LOG_INFO,
+			 "kernel unwinding: the program ran %llu times, %llu ns in all (kernel.bpf_stats_enabled; 0 when "
+			 "off), %llu user frames walked, %llu records lost; %llu bytes in BPF maps at most",
+			 (unsigned long long)pi.run_cnt, (unsigned long long)pi.run_time_ns, (unsigned long long)c.frames,
+			 (unsigned long long)c.lost, (unsigned long long)lk->peak_bytes);
 	size_t it = 0;
 	uint64_t key;
 	void *v;

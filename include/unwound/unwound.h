@@ -808,7 +808,8 @@ struct uw_record_status {
 	size_t sz;
 	uint64_t samples;          /* samples unwound */
 	uint64_t samples_root;     /* of those, reaching a root frame */
-	uint64_t lost;             /* events the kernel lost (ring buffers full) */
+	uint64_t lost;             /* events the kernel lost (ring buffers full; with kernel unwinding,
+	                            * kernel_lost included) */
 	uint64_t throttled;        /* THROTTLE records */
 	uint64_t bytes_out;        /* written so far */
 	uint64_t procmap_query;    /* mappings found on demand with PROCMAP_QUERY */

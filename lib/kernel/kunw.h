@@ -108,7 +108,7 @@ struct kunw_opts {
 	uint64_t max_bytes;      /* cap on the bytes of tables and mappings in BPF maps (0: 64 MiB) */
 	unsigned max_procs;      /* processes with mappings loaded (0: 4096) */
 	unsigned max_modules;    /* module tables loaded (0: 4096) */
-	unsigned ring_bytes;     /* ring buffer (0: 8 MiB; a power of 2, >= 4096) */
+	unsigned ring_bytes;     /* ring buffer (0: 32 MiB; a power of 2, >= 4096) */
 	bool verify;             /* every record also carries frame 0's registers and a copy */
 };
 

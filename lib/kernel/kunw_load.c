@@ -27,7 +27,7 @@
 #define DEFAULT_COPY 16384u
 #define DEFAULT_MAX_BYTES (64ull << 20)
 #define DEFAULT_MAX_ENTRIES 4096u
-#define DEFAULT_RING (8u << 20)
+#define DEFAULT_RING (32u << 20)
 
 struct kunw {
 	struct kunw_bpf *skel;

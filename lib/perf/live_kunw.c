@@ -6,8 +6,8 @@
  * tracker as the records are delivered:
  *
  *  - a process's mappings are loaded after each mapping change the side-band tells of (MMAP,
- *    MMAP2, COMM with exec), at most once per round, and when one of its samples was handed to
- *    user space for want of them; dropped at its EXIT;
+ *    MMAP2, COMM with exec, FORK of a process: its parent's), at most once per round, and when
+ *    one of its samples was handed to user space for want of them; dropped at its EXIT;
  *  - a module's table is built (whole, from its files) when a loaded process first maps it
  *    (or a sample was finished in user space through it), loaded, and dropped when no loaded
  *    process maps it (the built table is kept to load again);
@@ -234,6 +234,19 @@ static int on_record(void *ctx, const uint8_t *rec, uint32_t len)
 			lk->any_dirty = true;
 		}
 		break;
+	case PR_FORK:
+		/* FORK: pid, ppid, tid, ptid. A new process (not a thread) has its parent's mappings
+		 * and no mapping event tells of them: loaded at the next update too */
+		if (len >= 24) {
+			uint32_t ppid;
+			memcpy(&ppid, rec + 12, 4);
+			if (pid != ppid && (kp = kproc_get(lk, (int32_t)pid, true))) {
+				kp->ver++;
+				kp->dirty = true;
+				lk->any_dirty = true;
+			}
+		}
+		break;
 	case PR_EXIT:
 		/* EXIT: pid, ppid, tid, ptid: the process's last thread */
 		if (len >= 24 && (kp = kproc_get(lk, (int32_t)pid, false))) {
@@ -439,6 +452,18 @@ static void kproc_load(struct live_kunw *lk, struct kproc *kp)
 	kp->refused = false;
 }
 
+static int on_kunw_record(void *ctx, const struct kunw_sample *s);
+
+/* Building a table takes time (milliseconds for a large module): the program's ring is drained
+ * between loads, so that it does not fill meanwhile. (The records are only queued by the reader,
+ * as the main loop's drain before the side-band's would queue them.) */
+static void drain_between(struct live_kunw *lk)
+{
+	int n = kunw_poll(lk->k, 0, on_kunw_record, lk);
+	if (n < 0 && !lk->err)
+		lk->err = n;
+}
+
 int live_kunw_update(struct live *lv)
 {
 	struct live_kunw *lk = lv->kunw;
@@ -450,8 +475,10 @@ int live_kunw_update(struct live *lv)
 	if (lk->any_wanted) {
 		lk->any_wanted = false;
 		while (base_map_next(&lk->mods, &it, &key, &v))
-			if (((struct kmod *)v)->wanted)
+			if (((struct kmod *)v)->wanted) {
 				kmod_load(lk, v);
+				drain_between(lk);
+			}
 	}
 	/* processes gone two updates ago: no record of theirs is still queued */
 	it = 0;
@@ -468,13 +495,15 @@ int live_kunw_update(struct live *lv)
 		lk->any_dirty = false;
 		it = 0;
 		while (base_map_next(&lk->procs, &it, &key, &v))
-			if (((struct kproc *)v)->dirty)
+			if (((struct kproc *)v)->dirty) {
 				kproc_load(lk, v);
+				drain_between(lk);
+			}
 	}
 	uint64_t b = kunw_bytes(lk->k);
 	if (b > lk->peak_bytes)
 		lk->peak_bytes = b;
-	return 0;
+	return lk->err;
 }
 
 /* ---- the program's ring */
@@ -604,6 +633,8 @@ void live_kunw_status(struct live *lv, struct uw_record_status *st)
 	if (!kunw_counters(lk->k, &c)) {
 		st->kernel_samples = c.samples;
 		st->kernel_lost = c.lost;
+		/* (samples the program could not hand over are lost samples, as the rings' are) */
+		st->lost += c.lost;
 	}
 	st->kernel_finished = lk->finished;
 	st->kernel_stale = lk->stale;
@@ -628,6 +659,14 @@ void live_kunw_close(struct live *lv)
 			 "off), %llu user frames walked, %llu records lost; %llu bytes in BPF maps at most",
 			 (unsigned long long)pi.run_cnt, (unsigned long long)pi.run_time_ns, (unsigned long long)c.frames,
 			 (unsigned long long)c.lost, (unsigned long long)lk->peak_bytes);
+	if (!kunw_counters(lk->k, &c))
+		base_log(&lv->s->log, UW_LOG_INFO,
+			 "kernel unwinding: handed over: %llu with no mappings loaded for the process, %llu with the pc in "
+			 "none of them, %llu through a module without its table, %llu at a rule the program does not follow, "
+			 "%llu at frame 0 without a row or frame pointer, %llu at a table that does not hold together",
+			 (unsigned long long)c.fallbacks[KUNW_FB_NO_PROC], (unsigned long long)c.fallbacks[KUNW_FB_NO_MAP],
+			 (unsigned long long)c.fallbacks[KUNW_FB_NO_TABLE], (unsigned long long)c.fallbacks[KUNW_FB_RULE],
+			 (unsigned long long)c.fallbacks[KUNW_FB_FP], (unsigned long long)c.fallbacks[KUNW_FB_TABLE]);
 	size_t it = 0;
 	uint64_t key;
 	void *v;

@@ -112,13 +112,16 @@ static void test_leb_decoder(void **state)
 	assert_false(base_uleb(&p, eleven + sizeof(eleven), &u));
 	assert_false(base_sleb(&p, eleven + sizeof(eleven), &s));
 	assert_ptr_equal(p, eleven);
+	struct base_cursor c = base_cursor(eleven, sizeof(eleven));
+	base_cur_uleb(&c);
+	assert_true(c.bad); /* the cursor's own decoder took 11 bytes */
 	p = two;
 	assert_false(base_uleb(&p, two + 1, &u));
 	assert_false(base_uleb(&p, two, &u));
 	assert_ptr_equal(p, two);
 	/* the cursor over it: a number, then bad at the end, 0 from then on */
 	const uint8_t seq[] = { 0x05, 0x80, 0x01, 0x7f, 0x80 };
-	struct base_cursor c = base_cursor(seq, sizeof(seq));
+	c = base_cursor(seq, sizeof(seq));
 	assert_int_equal(base_cur_uleb(&c), 5);
 	assert_int_equal(base_cur_uleb(&c), 128);
 	assert_int_equal(base_cur_sleb(&c), -1);

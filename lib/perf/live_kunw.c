@@ -9,8 +9,9 @@
  *    MMAP2, COMM with exec, FORK of a process: its parent's), at most once per round, and when
  *    one of its samples was handed to user space for want of them; dropped at its EXIT;
  *  - a module's table is built (whole, from its files) when a loaded process first maps it
- *    (or a sample was finished in user space through it), loaded, and dropped when no loaded
- *    process maps it (the built table is kept to load again);
+ *    (or a sample was finished in user space through it; for 20 ms at most per update, the
+ *    rest left for the next), loaded, and dropped when no loaded process maps it (the built
+ *    table is kept to load again);
  *  - a mapping is loaded only with its module's table (else the walk hands the stack over
  *    there), anonymous executable memory (JIT code) as module 0 (frame pointers, as user space
  *    unwinds it), files that cannot be read likewise.
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "perf/live.h"
@@ -132,6 +134,7 @@ struct live_kunw {
 	uint32_t next_id;
 	bool any_dirty, any_wanted;
 	uint64_t finished, stale, tables, peak_bytes, too_big;
+	uint64_t build_until;   /* CLOCK_MONOTONIC ns: no more tables built in this update after */
 	uint8_t *buf;           /* a record being pushed */
 	int err;
 };
@@ -360,15 +363,25 @@ static int cmp_map(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-/* A module's table built from its files (whole: the session's may be lazy) and loaded. */
-static void kmod_load(struct live_kunw *lk, struct kmod *km)
+static uint64_t now_ns(void)
 {
-	km->wanted = false;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A module's table built from its files (whole: the session's may be lazy) and loaded; false
+ * when it is left for a later update (this one has built tables for long enough). */
+static bool kmod_load(struct live_kunw *lk, struct kmod *km)
+{
 	struct uw_session *s = lk->lv->s;
+	if (!km->built && lk->build_until && now_ns() > lk->build_until)
+		return false;
+	km->wanted = false;
 	if (!km->built) {
 		if (!proc_module_open(s, km->m) || !km->m->elf) {
 			km->failed = true;
-			return;
+			return true;
 		}
 		struct kunw_code c;
 		int e = kunw_code_build(&c, km->m->elf, km->m->dbg);
@@ -378,7 +391,7 @@ static void kmod_load(struct live_kunw *lk, struct kmod *km)
 		}
 		if (e || !km->tbl.nwords) {
 			km->failed = true;
-			return;
+			return true;
 		}
 		km->built = true;
 	}
@@ -386,12 +399,13 @@ static void kmod_load(struct live_kunw *lk, struct kmod *km)
 	if (e && e != -EEXIST) {
 		/* the cap: walks reaching it are handed over; tried again when a module is wanted
 		 * after some were dropped */
-		return;
+		return true;
 	}
 	km->loaded = true;
 	lk->tables++;
 	base_log(&lk->lv->s->log, UW_LOG_INFO, "kernel unwinding: table of %s loaded (%u rows, %llu bytes)", km->m->path,
 		 km->tbl.nrows, (unsigned long long)kunw_table_bytes(&km->tbl));
+	return true;
 }
 
 /* The process's executable mappings whose module has a table loaded (and JIT code), loaded. */
@@ -406,6 +420,7 @@ static void kproc_load(struct live_kunw *lk, struct kproc *kp)
 	if (!v)
 		return;
 	unsigned n = 0;
+	bool later = false; /* a module's table left for a later update: loaded again then */
 	struct proc_find_ctx fc = { t, p, UINT64_MAX };
 	for (size_t i = 0; i < p->maps.len && n < KUNW_PROC_MAPS; i++) {
 		struct map *m = base_vec_at(&p->maps, i);
@@ -416,8 +431,8 @@ static void kproc_load(struct live_kunw *lk, struct kproc *kp)
 			continue;
 		}
 		struct kmod *km = kmod_get(lk, m->mod, true);
-		if (km && !km->loaded && !km->failed)
-			kmod_load(lk, km);
+		if (km && !km->loaded && !km->failed && !kmod_load(lk, km))
+			later = true;
 		if (!km || !km->loaded)
 			continue;
 		struct unw_pc_info info = { 0 };
@@ -450,6 +465,10 @@ static void kproc_load(struct live_kunw *lk, struct kproc *kp)
 	kp->nhist++;
 	kp->loaded = true;
 	kp->refused = false;
+	if (later) {
+		kp->dirty = true;
+		lk->any_dirty = true;
+	}
 }
 
 static int on_kunw_record(void *ctx, const struct kunw_sample *s);
@@ -464,11 +483,27 @@ static void drain_between(struct live_kunw *lk)
 		lk->err = n;
 }
 
+/* Tables built per update, at most: the loop must go on delivering records (a process's
+ * mappings are loaded only once its mapping events are delivered) while large modules' tables
+ * are built; a process whose module waits is loaded without it (walks hand over there), and
+ * again with it. */
+#define BUILD_NS (20u * 1000000u)
+
+static int update(struct live_kunw *lk);
+
 int live_kunw_update(struct live *lv)
 {
 	struct live_kunw *lk = lv->kunw;
 	if (!lk)
 		return 0;
+	lk->build_until = now_ns() + BUILD_NS;
+	int err = update(lk);
+	lk->build_until = 0;
+	return err;
+}
+
+static int update(struct live_kunw *lk)
+{
 	size_t it = 0;
 	uint64_t key;
 	void *v;
@@ -476,7 +511,8 @@ int live_kunw_update(struct live *lv)
 		lk->any_wanted = false;
 		while (base_map_next(&lk->mods, &it, &key, &v))
 			if (((struct kmod *)v)->wanted) {
-				kmod_load(lk, v);
+				if (!kmod_load(lk, v))
+					lk->any_wanted = true;
 				drain_between(lk);
 			}
 	}
@@ -543,7 +579,8 @@ int live_kunw_prime(struct live *lv)
 		return 0;
 	/* (nothing else is queued yet: the events are not enabled) */
 	int err = uw_reader_flush(lv->r);
-	return err ? err : live_kunw_update(lv);
+	/* (everything that runs already, before the recording begins: no budget) */
+	return err ? err : update(lv->kunw);
 }
 
 int live_kunw_fd(struct live *lv)

@@ -63,7 +63,14 @@ extern "C" {
 #define UW_VERSION_PATCH 0
 #define UW_VERSION_NUMBER (UW_VERSION_MAJOR * 10000 + UW_VERSION_MINOR * 100 + UW_VERSION_PATCH)
 
-/* Declare and zero an options struct with its size set: UW_OPTS(uw_session_opts, o, .max_frames = 64); */
+/* Declare and zero an options struct with its size set: UW_OPTS(uw_session_opts, o, .max_frames = 64);
+ * Options (and every struct whose first field is its size, given to the library) are read as
+ * far as their sz says: an older caller's shorter struct gets defaults for the rest; a newer
+ * caller's larger one is refused with -E2BIG (errno E2BIG for constructors) when any byte
+ * past the end of the last field this library knows is non-zero, the padding after that field
+ * included (as libbpf's OPTS_VALID). None of them ends in padding: where one would, a reserved
+ * field says so, which an initializer zeroes (UW_OPTS, or = { .sz = sizeof(...), ... }); the
+ * next field added there takes its place, and a library that does not know it refuses it. */
 #ifndef __cplusplus
 #define UW_OPTS(TYPE, NAME, ...)                                          \
 	struct TYPE NAME = ({                                             \
@@ -401,6 +408,8 @@ UW_API const char *uw_sym_reason_str(enum uw_sym_reason r);
 struct uw_symbolize_opts {
 	size_t sz;
 	int lines;               /* 1: source file and line, and inline chains (DWARF) */
+	uint32_t reserved;       /* zero (where the next field goes: a library that does not know
+	                          * it refuses it, -E2BIG) */
 };
 
 /* One frame's names. Strings and arrays live as long as the session. */
@@ -559,6 +568,8 @@ struct uw_tracker_opts {
 	 * any more let go of their files and tables after a while (memory follows what runs; their
 	 * handles stay: see struct uw_module) */
 	int live;
+	uint32_t reserved;       /* zero (where the next field goes: a library that does not know
+	                          * it refuses it, -E2BIG) */
 };
 
 /* @return NULL with errno set (EINVAL for bad opts). Free before the session. */
@@ -643,6 +654,8 @@ struct uw_sample_regs {
 	/* The record's PERF_RECORD_MISC_CPUMODE: a sample taken in the kernel (1) in a system call
 	 * has its user pc after the syscall instruction. 0: unknown. */
 	uint32_t cpumode;
+	uint32_t reserved;             /* zero (where the next field goes: a library that does not know
+	                                * it refuses it, -E2BIG) */
 };
 
 struct uw_unwind_result {
@@ -934,6 +947,8 @@ struct uw_record_opts {
 	const int *cpus;           /* -C: only these CPUs (NULL: all) */
 	size_t ncpus;
 	int stitch;                /* as uw_reader_opts */
+	uint32_t reserved;       /* zero (where the next field goes: a library that does not know
+	                          * it refuses it, -E2BIG) */
 };
 #define UW_CALL_GRAPH_DWARF 0
 #define UW_CALL_GRAPH_FP 1
@@ -1006,6 +1021,8 @@ struct uw_profile_opts {
 	int keep_order;         /* 1: keep every sample's time and stack, in the order added (the
 	                         * time order of speedscope and of the flame graph's time line;
 	                         * 24 bytes a sample) */
+	uint32_t reserved;       /* zero (where the next field goes: a library that does not know
+	                          * it refuses it, -E2BIG) */
 };
 
 struct uw_profile;
@@ -1128,6 +1145,8 @@ struct uw_script_opts {
 	                         * longest event name of the recording (0: no padding) */
 	int no_inline;          /* 1: no inline frames (perf script --no-inline) */
 	int srcline;            /* 1: a "  file:line" line under each frame (perf script -F +srcline) */
+	uint32_t reserved;       /* zero (where the next field goes: a library that does not know
+	                          * it refuses it, -E2BIG) */
 };
 
 /* Writes one sample the way `perf script` prints a sample with a callchain: a header line
@@ -1156,7 +1175,8 @@ UW_API int uw_script_writer_close(struct uw_script_writer *w);
 /* An options struct of any C++ version, zeroed, with its size set. */
 template <typename T> static inline T uw_opts()
 {
-	T o{};
+	T o;
+	__builtin_memset((void *)&o, 0, sizeof(T)); /* (padding too: it is checked) */
 	o.sz = sizeof(T);
 	return o;
 }

@@ -71,8 +71,10 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 	uint64_t dyn = ps->stack_dyn;
 	if (r->o.stack_limit && dyn > r->o.stack_limit)
 		dyn = r->o.stack_limit & ~7ull; /* (as a smaller copy would have been) */
-	struct uw_sample_regs in = { sizeof(in), ps->pid, ps->tid, time, (uint32_t)ps->regs_abi, r->regbuf,
-				     a->sample_regs_user, ps->stack, dyn, misc & PM_CPUMODE_MASK };
+	/* (zeroed whole: its padding is checked) */
+	UW_OPTS(uw_sample_regs, in, .pid = ps->pid, .tid = ps->tid, .time = time, .abi = (uint32_t)ps->regs_abi,
+		.regs = r->regbuf, .regs_mask = a->sample_regs_user, .stack = ps->stack, .stack_size = dyn,
+		.cpumode = misc & PM_CPUMODE_MASK);
 	struct uw_unwind_result res = { .sz = sizeof(res) };
 	uw_unwind_sample(r->t, &in, r->frames, r->s->opts.max_frames, &res);
 	smp->user_ip = res.ip;

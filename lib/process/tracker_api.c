@@ -23,9 +23,10 @@ UW_API struct uw_tracker *uw_tracker_new(struct uw_session *s, const struct uw_t
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (base_opts_copy(&t->o, sizeof(t->o), opts)) {
+	int oe = BASE_OPTS_COPY(&t->o, uw_tracker_opts, live, opts);
+	if (oe) {
 		free(t);
-		errno = EINVAL;
+		errno = -oe;
 		return NULL;
 	}
 	t->s = s;
@@ -95,7 +96,12 @@ static void tick(struct uw_tracker *t, uint64_t time)
 UW_API int uw_tracker_mmap(struct uw_tracker *t, const struct uw_mmap_event *ev)
 {
 	struct uw_mmap_event e;
-	if (!t || base_opts_copy(&e, sizeof(e), ev) || !e.path || (e.build_id_size && !e.build_id))
+	if (!t || !ev)
+		return -EINVAL;
+	int oe = BASE_OPTS_COPY(&e, uw_mmap_event, path, ev);
+	if (oe)
+		return oe;
+	if (!e.path || (e.build_id_size && !e.build_id))
 		return -EINVAL;
 	tick(t, e.time);
 	bool kernel = e.pid == (uint32_t)-1;

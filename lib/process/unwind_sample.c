@@ -155,14 +155,23 @@ static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct 
 /* The caller's input, as this library's struct: used as it is when it is this version's, else
  * copied (an older caller's shorter one zero-extended). NULL when it cannot be. */
 static const struct uw_sample_regs *take(const struct uw_sample_regs *in, struct uw_sample_regs *cp,
-                                         const struct uw_unwind_result *res)
+                                         const struct uw_unwind_result *res, int *err)
 {
+	*err = -EINVAL;
 	if (!in || !res || res->sz < offsetof(struct uw_unwind_result, stop) + sizeof(res->stop))
 		return NULL;
-	if (in->sz == sizeof(*in))
+	if (in->sz == sizeof(*in)) {
+		/* (the padding after the last field must be zero too) */
+		if ((*err = BASE_OPTS_CHECK(in, uw_sample_regs, cpumode)))
+			return NULL;
 		cp = (struct uw_sample_regs *)in;
-	else if (base_opts_copy(cp, sizeof(*cp), in) || cp->sz < offsetof(struct uw_sample_regs, stack_size) + 8)
+	} else if ((*err = BASE_OPTS_COPY(cp, uw_sample_regs, cpumode, in))) {
 		return NULL;
+	} else if (in->sz < offsetof(struct uw_sample_regs, stack_size) + 8) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	*err = -EINVAL;
 	return cp->stack_size && !cp->stack ? NULL : cp;
 }
 
@@ -178,13 +187,16 @@ UW_API int uw_unwind_sample(struct uw_tracker *t, const struct uw_sample_regs *i
                             unsigned cap, struct uw_unwind_result *res)
 {
 	struct uw_sample_regs cp;
-	const struct uw_sample_regs *x = take(in, &cp, res);
-	if (!t || (cap && !frames) || !x)
+	int err;
+	const struct uw_sample_regs *x = take(in, &cp, res, &err);
+	if (!x)
+		return err;
+	if (!t || (cap && !frames))
 		return -EINVAL;
 	if (res->sz == sizeof(*res))
 		return unwind(t, x, frames, cap, NULL, res);
 	struct uw_unwind_result r = { .sz = sizeof(r) };
-	int err = unwind(t, x, frames, cap, NULL, &r);
+	err = unwind(t, x, frames, cap, NULL, &r);
 	give(res, &r);
 	return err;
 }
@@ -192,11 +204,14 @@ UW_API int uw_unwind_sample(struct uw_tracker *t, const struct uw_sample_regs *i
 static int walk(struct uw_tracker *t, const struct uw_sample_regs *in, struct walk *w, struct uw_unwind_result *res)
 {
 	struct uw_sample_regs cp;
-	const struct uw_sample_regs *x = take(in, &cp, res);
-	if (!t || !x)
+	int err;
+	const struct uw_sample_regs *x = take(in, &cp, res, &err);
+	if (!x)
+		return err;
+	if (!t)
 		return -EINVAL;
 	struct uw_unwind_result r = { .sz = sizeof(r) };
-	int err = unwind(t, x, NULL, t->s->opts.max_frames, w, &r);
+	err = unwind(t, x, NULL, t->s->opts.max_frames, w, &r);
 	give(res, &r);
 	return err;
 }

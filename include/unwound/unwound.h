@@ -14,11 +14,12 @@
  *
  * Threads (docs/threads.md has the table):
  *  - a session may be shared: several threads, each with its own tracker (and reader), may
- *    unwind and symbolize at once against one session. What the session builds lazily (opened
+ *    unwind and symbolize at once against one session; and a tracker may be shared: one
+ *    thread feeds it events while several unwind against it (see struct uw_tracker). What the session builds lazily (opened
  *    modules, unwind tables, symbol tables, DWARF indexes) is built once, by the first thread
  *    that needs it, and then read by all. Unwinding runs in parallel; symbolization calls are
  *    serialized on the session (their results are cached, so repeated addresses are cheap).
- *  - a tracker, a reader, a profile, a script writer: one thread at a time each.
+ *  - a reader, a profile, a script writer: one thread at a time each.
  *  - uw_session_free after every other object of the session is freed, by one thread.
  *  - the log callback may be called from any thread using the session; uw_session_errmsg
  *    gives the calling thread's last error.

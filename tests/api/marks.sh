@@ -1,7 +1,8 @@
-#!/bin/bash
+#!/bin/sh
 # The header's marks (issue 25): an experimental call is an error at compile time once the
 # program defines UW_NO_EXPERIMENTAL (and builds without it), the deprecated register-mask call
 # is warned of, and the man page says which calls are experimental (the header's list).
+set -eu
 src=${UW_SRC:-$(dirname "$0")/../..}
 cc=${CC:-cc}
 t=$(mktemp -d)

@@ -186,8 +186,11 @@ static int same(const struct stack *a, const struct stack *b, char *why, size_t 
 		const struct fr *x = &a->f[i], *y = &b->f[i];
 		if (x->pc != y->pc || x->rel_pc != y->rel_pc || x->sp != y->sp || x->method != y->method ||
 		    strcmp(x->path, y->path)) {
-			snprintf(why, len, "frame %u: pc %#" PRIx64 " rel %#" PRIx64 " %s where the reference has %#" PRIx64
-				 " rel %#" PRIx64 " %s", i, x->pc, x->rel_pc, x->path, y->pc, y->rel_pc, y->path);
+			snprintf(why, len,
+				 "frame %u: pc %#" PRIx64 " rel %#" PRIx64 " sp %#" PRIx64 " method %u %s where the reference has pc %#" PRIx64
+				 " rel %#" PRIx64 " sp %#" PRIx64 " method %u %s",
+				 /* method numbers: uw_frame_method_str is of 0.2, and this test runs on 0.1 too */
+				 i, x->pc, x->rel_pc, x->sp, x->method, x->path, y->pc, y->rel_pc, y->sp, y->method, y->path);
 			return 0;
 		}
 	}

@@ -820,6 +820,11 @@ struct uw_record_status {
 	                            * (samples_root counts among the others, as report's summary) */
 	uint64_t stitched;         /* (opts.stitch) stacks cut short by their copy, completed */
 	uint64_t stitch_failed;    /* ... not completed */
+	/* (opts.off_cpu; the final status only) */
+	uint64_t offcpu_switches;  /* switch-out samples of the threads followed */
+	uint64_t offcpu_samples;   /* offcpu-time samples written */
+	uint64_t offcpu_ns;        /* off-CPU time in all, ns */
+	uint64_t offcpu_open_at_end; /* threads still off the CPU when the recording ended */
 };
 
 struct uw_record_opts {
@@ -852,6 +857,19 @@ struct uw_record_opts {
 	const int *cpus;           /* -C: only these CPUs (NULL: all) */
 	size_t ncpus;
 	int stitch;                /* as uw_reader_opts */
+	/* 1: off-CPU time too. Every switch-out of a followed thread is sampled with its stack
+	 * (the context-switches event; taken as the CPU samples' are) and, when the thread runs
+	 * again, written as one sample of the event "offcpu-time" (PERF_TYPE_SOFTWARE,
+	 * PERF_COUNT_SW_BPF_OUTPUT, as perf record --off-cpu) whose period is the time off the CPU
+	 * in ns; threads of -p/-t blocked when the recording starts are counted from its start
+	 * (their stack read at the sp of /proc/TID/syscall), threads off the CPU at its end up to
+	 * it. Needs the kernel sampled (perf_event_paranoid 1 or less). */
+	int off_cpu;
+	unsigned off_cpu_every;    /* one switch in N sampled, periods scaled by N (0: every one);
+	                            * written as the offcpu-time event's sample_period */
+	uint64_t off_cpu_min_ns;   /* waits shorter are added up per thread and stack and written
+	                            * when their total reaches it, or at the end (0: 500 us;
+	                            * UINT64_MAX: every wait aggregated, written at the end) */
 };
 #define UW_CALL_GRAPH_DWARF 0
 #define UW_CALL_GRAPH_FP 1

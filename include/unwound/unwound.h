@@ -971,11 +971,13 @@ struct uw_pprof_opts {
 	uint64_t duration_nanos; /* how long it covers; 0: unknown */
 };
 /* Writes the profile as pprof's gzipped profile.proto (go tool pprof, Pyroscope, Parca, ...):
- * sample types samples/count and the period (cpu/nanoseconds for cpu-clock and task-clock, else
- * the event/count), labels pid and tid (with opts.by_thread) and thread (comm), locations with
- * their inline chains as several lines (innermost first), functions with their shown and system
- * names and source files, mappings with path and build-id. Events are not told apart: give a
- * profile of one event. opts may be NULL. @return 0 or -errno. */
+ * sample types samples/count, then a period column per event of the profile (cpu/nanoseconds
+ * for cpu-clock and task-clock, off-cpu/nanoseconds for offcpu-time, wall/nanoseconds for an
+ * event named "wall", else the event/count; a stack's value is 0 in the other events' columns:
+ * pprof's -sample_index chooses), labels pid and tid (with opts.by_thread) and thread (comm),
+ * locations with their inline chains as several lines (innermost first), functions with their
+ * shown and system names and source files, mappings with path and build-id. The period type is
+ * the first event's. opts may be NULL. @return 0 or -errno. */
 UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct uw_pprof_opts *opts);
 
 struct uw_speedscope_opts {

@@ -29,6 +29,9 @@ struct report {
 	uint64_t time_start, time_end;  /* --time: samples kept (ns; end 0: no end) */
 	uint64_t progress_from;         /* monotonic ns after which progress is shown */
 	bool progress_shown;
+	bool wall;                      /* --wall: clock and offcpu-time samples as one event */
+	uint64_t wall_dropped;          /* ... samples of other events left out */
+	uint64_t wall_kept;
 };
 
 static uint64_t now_ns(void)
@@ -48,6 +51,25 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 		r->first_time = smp->time;
 	if (smp->time > r->last_time)
 		r->last_time = smp->time;
+	struct uw_sample wall;
+	if (r->wall) {
+		/* one profile of time: CPU samples of a clock event (periods in ns) and off-CPU time */
+		const char *ev = smp->event_name ? smp->event_name : "";
+		if (strncmp(ev, "cpu-clock", 9) && strncmp(ev, "task-clock", 10) && strcmp(ev, "offcpu-time")) {
+			r->wall_dropped++;
+			return 0;
+		}
+		if (r->mode != MODE_SCRIPT) {
+			size_t n = smp->sz < sizeof(wall) ? smp->sz : sizeof(wall);
+			memset(&wall, 0, sizeof(wall));
+			memcpy(&wall, smp, n);
+			wall.sz = n;
+			wall.event_name = "wall";
+			r->wall_kept++;
+			wall.attr_index = UINT32_MAX;
+			smp = &wall;
+		}
+	}
 	if (r->mode == MODE_SCRIPT)
 		e = uw_script_writer_add(r->sw, smp);
 	else
@@ -88,7 +110,8 @@ static void report_usage(FILE *f)
 		"  --no-demangle       C++ and Rust names as in the symbol table\n"
 		"  --folded            folded stacks: comm;outer;...;inner weight (one event: see --event)\n"
 		"  --format FORMAT     top (the default), script, folded; pprof: gzipped profile.proto for\n"
-		"                      go tool pprof and pprof-based tools (labels pid, tid, thread);\n"
+		"                      go tool pprof and pprof-based tools (labels pid, tid, thread; a\n"
+		"                      value per event: cpu/nanoseconds, off-cpu/nanoseconds, ...);\n"
 		"                      speedscope: speedscope's JSON, a profile per thread in time order;\n"
 		"                      html: a self-contained interactive flame graph (one event each)\n"
 		"  -g, --call-graph[=caller|callee|none]  with the table: each row's call graph below it,\n"
@@ -117,7 +140,12 @@ static void report_usage(FILE *f)
 		"  --no-kernel         leave kernel frames out\n"
 		"  --addresses         name unknown frames module+0xoffset (--folded)\n"
 		"filters:\n"
-		"  --event NAME        samples of this event only (any output)\n"
+		"  --event NAME        samples of this event only (any output); offcpu-time: the off-CPU\n"
+		"                      time of record --off-cpu (or perf record --off-cpu), weighed by\n"
+		"                      its period (ns)\n"
+		"  --wall              on-CPU and off-CPU time as one event, 'wall', weighed by time:\n"
+		"                      cpu-clock and task-clock samples by their period (ns), offcpu-time\n"
+		"                      by theirs (any output; other events are left out)\n"
 		"  --pid PIDS, --tid TIDS, --comm NAMES   comma-separated lists, as perf report; shares are\n"
 		"                      of the samples kept (perf's --percentage relative, accepted)\n"
 		"  --time START,END    samples between these times (seconds, as perf script shows them;\n"
@@ -388,7 +416,7 @@ struct ropts {
 	uint64_t stack_limit;
 	uint64_t time_start, time_end;
 	int nofp, nokernel, addrs, noinline, srcline, nodemangle, inl, byline, nocache, syncsym, offline;
-	int weight, order, columns, stdio, quiet, header, header_only;
+	int weight, order, columns, stdio, quiet, header, header_only, wall;
 	bool graph_set;
 	unsigned rows, dbgd_ms;
 	double percent_limit;
@@ -638,7 +666,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 	       O_NOFP, O_STITCH, O_STACKLIMIT, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE, O_NODEMANGLE, O_INLINE,
 	       O_GROUP, O_OFFLINE, O_DBGDTIMEOUT, O_NOCACHE, O_SYNCSYM, O_STDIO, O_EVENT, O_WEIGHT,
 	       O_PCTLIMIT, O_CHILDREN, O_NOCHILDREN, O_SEARCH, O_TIME, O_HEADER, O_HEADERONLY, O_PERCENTAGE, O_DEMANGLE,
-	       O_FORCE, O_FIELDS, O_QUIET };
+	       O_FORCE, O_FIELDS, O_QUIET, O_WALL };
 	static const struct option own[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "script", no_argument, 0, O_SCRIPT }, { "folded", no_argument, 0, O_FOLDED },
@@ -666,6 +694,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		{ "fields", required_argument, 0, 'F' }, { "header", no_argument, 0, O_HEADER },
 		{ "header-only", no_argument, 0, O_HEADERONLY }, { "percentage", required_argument, 0, O_PERCENTAGE },
 		{ "demangle", no_argument, 0, O_DEMANGLE }, { "force", no_argument, 0, 'f' },
+		{ "wall", no_argument, 0, O_WALL },
 		CLI_LIMIT_OPTIONS,
 		{ "help", no_argument, 0, 'h' },
 	};
@@ -777,6 +806,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 				return -1;
 			break;
 		case O_EVENT: o->event = optarg; break;
+		case O_WALL: o->wall = 1; break;
 		case O_CHILDREN: o->columns = UW_TABLE_CHILDREN; o->order = UW_TOP_TOTAL; break;
 		case O_NOCHILDREN: o->columns = UW_TABLE_SELF; o->order = UW_TOP_SELF; break;
 		case O_DBGDTIMEOUT:
@@ -826,6 +856,13 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		fprintf(stderr, "unwound report: -g draws the call graph of functions: --sort needs the sym key\n");
 		return -1;
 	}
+	if (o->wall && o->event) {
+		fprintf(stderr, "unwound report: --wall is the CPU and off-CPU events as one: it takes no --event\n");
+		return -1;
+	}
+	/* off-CPU samples weigh their time (a sample may be many short waits added up) */
+	if (!o->weight && (o->wall || (o->event && !strcmp(o->event, "offcpu-time"))) && o->mode != MODE_SCRIPT)
+		o->weight = UW_WEIGHT_PERIOD;
 	if (o->mode == MODE_SCRIPT && o->weight) {
 		fprintf(stderr, "unwound report: --weight applies to the table and --folded; --script shows each sample\n");
 		return -1;
@@ -860,6 +897,11 @@ static void write_rows(const char *buf, size_t len, FILE *out)
 	}
 }
 
+static bool quiet_wall(const struct ropts *o)
+{
+	return o->quiet;
+}
+
 /* More than one event with samples and no --event: folded stacks would add their weights. */
 static int check_one_event(struct report *rep, struct uw_reader *rd)
 {
@@ -888,7 +930,7 @@ int cmd_report(int argc, char **argv)
 		free(o.search);
 		return pr > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 	}
-	struct report rep = { .mode = o.mode, .time_start = o.time_start, .time_end = o.time_end,
+	struct report rep = { .mode = o.mode, .time_start = o.time_start, .time_end = o.time_end, .wall = o.wall,
 			      .progress_from = now_ns() + 1000000000u };
 	struct cli_out outfd = { .fd = -1 };
 	/* as perf: standard input when it is a pipe, else ./perf.data (a terminal, /dev/null, a
@@ -994,7 +1036,8 @@ int cmd_report(int argc, char **argv)
 	struct uw_reader_stats st = { .sz = sizeof(st) };
 	uw_reader_stats(rd, &st);
 	if (rep.mode == MODE_FOLDED || rep.mode == MODE_PPROF || rep.mode == MODE_SPEEDSCOPE || rep.mode == MODE_HTML) {
-		if (!o.event && check_one_event(&rep, rd)) {
+		/* (pprof: a value column per event) */
+		if (!o.event && rep.mode != MODE_PPROF && check_one_event(&rep, rd)) {
 			ret = CLI_EXIT_USAGE;
 			goto out;
 		}
@@ -1064,6 +1107,15 @@ int cmd_report(int argc, char **argv)
 	}
 	if (err) {
 		fprintf(stderr, "unwound report: %s\n", uw_session_errmsg(rep.s));
+		goto out;
+	}
+	if (o.wall && rep.wall_dropped && !quiet_wall(&o))
+		fprintf(stderr, "unwound report: --wall: %" PRIu64 " samples of events whose periods are not time left out "
+				"(--wall adds cpu-clock and task-clock samples, ns, to offcpu-time)\n", rep.wall_dropped);
+	if (o.wall && !rep.wall_kept && rep.mode != MODE_SCRIPT && st.samples_delivered) {
+		fprintf(stderr, "unwound report: --wall: no samples of cpu-clock, task-clock or offcpu-time (record with "
+				"-e cpu-clock --off-cpu)\n");
+		ret = CLI_EXIT_USAGE;
 		goto out;
 	}
 	if (o.event && !st.samples_delivered) {

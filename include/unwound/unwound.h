@@ -865,8 +865,10 @@ struct uw_record_opts {
 	 * (their stack read at the sp of /proc/TID/syscall), threads off the CPU at its end up to
 	 * it. Needs the kernel sampled (perf_event_paranoid 1 or less). */
 	int off_cpu;
-	unsigned off_cpu_every;    /* one switch in N sampled, periods scaled by N (0: every one);
-	                            * written as the offcpu-time event's sample_period */
+	unsigned off_cpu_every;    /* the stack taken at one switch-out in N (0: every one); every
+	                            * wait is still timed (switch records), one without a stack of
+	                            * its own given its thread's last; written as the offcpu-time
+	                            * event's sample_period */
 	uint64_t off_cpu_min_ns;   /* waits shorter are added up per thread and stack and written
 	                            * when their total reaches it, or at the end (0: 500 us;
 	                            * UINT64_MAX: every wait aggregated, written at the end) */

@@ -43,6 +43,11 @@ void live_offcpu_attr(struct kattr *a, const struct evconf *ec, bool task)
 	 * switch event that excluded the kernel would never fire */
 	a->flags &= ~(BIT(A_FREQ) | BIT(5) | BIT(6) | BIT(A_DEFER_CALLCHAIN) | BIT(A_DEFER_OUTPUT));
 	a->flags |= BIT(A_CONTEXT_SWITCH);
+	/* a software event that records its period without a frequency samples every event,
+	 * whatever its sample_period (perf_swevent_event(): "data->period = nr"): one switch in N
+	 * needs the period left out (the offcpu-time samples written have one: the time) */
+	if (a->sample_period_or_freq > 1)
+		a->sample_type &= ~(uint64_t)PS_PERIOD;
 }
 
 int live_open_offcpu(struct live *lv, const struct evconf *ec, bool task)

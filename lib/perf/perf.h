@@ -189,12 +189,16 @@ struct offcpu_stats {
 	uint64_t samples;       /* offcpu-time samples written */
 	uint64_t aggregated;    /* waits added to a stack's total */
 	uint64_t open_at_end;   /* threads still off the CPU at the end */
-	uint64_t ns;            /* off-CPU time in all (scaled by every) */
+	uint64_t ns;            /* off-CPU time in all */
+	uint64_t unattributed;  /* (every > 1) waits of threads with no stack taken yet */
 };
 struct offcpu;
 struct offcpu *offcpu_new(const struct offcpu_opts *o, offcpu_emit_fn emit, void *ctx);
 /* A switch-out sample (s->time: when); its chain is copied. @return 0, emit's error, -ENOMEM. */
 int offcpu_switch_out(struct offcpu *oc, const struct offcpu_stack *s);
+/* A switch-out record (every > 1): a wait opened with the thread's last stack, unless it is the
+ * record of the switch just sampled. */
+void offcpu_switch_out_record(struct offcpu *oc, uint32_t pid, uint32_t tid, uint64_t time);
 /* A thread back on a CPU: its wait written (emit) or aggregated. */
 int offcpu_switch_in(struct offcpu *oc, uint32_t pid, uint32_t tid, uint64_t time);
 /* EXIT (exit true): the thread's pending wait and later switch-outs are dropped; FORK or COMM

@@ -123,6 +123,8 @@ static int add_attrs(struct inject *in)
 		uint32_t size = 128; /* PERF_ATTR_SIZE_VER7: what perf 5.13 to 6.2 expect in a file (newer ones read it) */
 		memcpy(raw, a[i].raw, a[i].raw_size);
 		uint64_t st = (a[i].sample_type & KEEP) | PS_CALLCHAIN, flags, zero = 0;
+		if (in->oc && i == in->oc_attr)
+			st |= PS_PERIOD; /* the time off the CPU */
 		in->out_type[i] = st;
 		memcpy(raw + 24, &st, 8);
 		/* no register or stack copies; the whole chain is in the callchain */
@@ -164,9 +166,13 @@ static bool offcpu_record(struct inject *in, const uint8_t *rec, uint32_t len, i
 	const struct perf_attr *a = perf_reader_attrs(in->r, &na);
 	size_t skip = type == PR_SWITCH_CPU_WIDE ? 8 : 0;
 	struct perf_sample_id sid;
-	if (in->oc_attr < na && len >= 8 + skip && !(misc & PM_SWITCH_OUT) &&
-	    !perf_sample_id_decode(&a[in->oc_attr], rec + 8 + skip, len - 8 - skip, &sid) && sid.has_time)
-		*err = offcpu_switch_in(in->oc, sid.pid, sid.tid, sid.time);
+	if (in->oc_attr < na && len >= 8 + skip &&
+	    !perf_sample_id_decode(&a[in->oc_attr], rec + 8 + skip, len - 8 - skip, &sid) && sid.has_time) {
+		if (misc & PM_SWITCH_OUT)
+			offcpu_switch_out_record(in->oc, sid.pid, sid.tid, sid.time);
+		else
+			*err = offcpu_switch_in(in->oc, sid.pid, sid.tid, sid.time);
+	}
 	return true;
 }
 

@@ -53,8 +53,9 @@ static void record_usage(FILE *f)
 		   "  --off-cpu           off-CPU time too: each switch-out of a followed thread sampled\n"
 		   "                      with its stack; when it runs again, one sample of the event\n"
 		   "                      offcpu-time whose period is the time off the CPU in ns\n"
-		   "  --off-cpu-every N   sample one switch-out in N (periods scaled by N): less overhead\n"
-		   "                      on switch-heavy work (default 1: every one)\n"
+		   "  --off-cpu-every N   take the stack at one switch-out in N (default 1: every one);\n"
+		   "                      every wait is still timed, one without a stack of its own\n"
+		   "                      counted in its thread's last: less overhead on switch-heavy work\n"
 		   "  --off-cpu-min USEC  shorter waits are added up per thread and stack, written when\n"
 		   "                      their total reaches USEC or at the end (default 500; 0: none)\n"
 		   "  --debug-dir DIR, --offline, --no-fp, --stitch   as for report\n"
@@ -160,7 +161,7 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 			   "stacks before and after, %" PRIu64 " not\n", st->stitched, st->stitch_failed);
 	if (ro->off_cpu)
 		fprintf(stderr, "unwound record: off-CPU: %" PRIu64 " switch-outs sampled%s, %" PRIu64 " offcpu-time samples, %.3f s off the CPU in all, %" PRIu64 " threads still off the CPU at the end\n",
-			st->offcpu_switches, ro->off_cpu_every > 1 ? " (one in N, scaled)" : "", st->offcpu_samples,
+			st->offcpu_switches, ro->off_cpu_every > 1 ? " with their stack (one in N)" : "", st->offcpu_samples,
 			(double)st->offcpu_ns * 1e-9, st->offcpu_open_at_end);
 	if (st->procmap_query || st->maps_scan)
 		fprintf(stderr, "unwound record: mappings found on demand: %" PRIu64 " with PROCMAP_QUERY, %" PRIu64 " from /proc/PID/maps\n",

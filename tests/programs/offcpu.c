@@ -107,6 +107,7 @@ static void *helper_main(void *arg)
 		pthread_mutex_lock(&h->m);
 		h->job = 0;
 		h->holding = 0;
+		pthread_cond_broadcast(&h->cv);
 	}
 	pthread_mutex_unlock(&h->m);
 	return NULL;
@@ -115,6 +116,10 @@ static void *helper_main(void *arg)
 static void helper_start(struct helper *h, int job, uint64_t ms)
 {
 	pthread_mutex_lock(&h->m);
+	/* the previous job is over only when the helper says so (it may still be on its way
+	 * back after writing the byte or unlocking the mutex) */
+	while (h->job)
+		pthread_cond_wait(&h->cv, &h->m);
 	h->job = job;
 	h->ms = ms;
 	pthread_cond_broadcast(&h->cv);
@@ -186,6 +191,8 @@ static int mix(int rounds, uint64_t ms)
 		}
 	}
 	pthread_mutex_lock(&h.m);
+	while (h.job)
+		pthread_cond_wait(&h.cv, &h.m);
 	h.job = -1;
 	pthread_cond_broadcast(&h.cv);
 	pthread_mutex_unlock(&h.m);

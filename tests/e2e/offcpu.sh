@@ -15,7 +15,7 @@ B=${UW_BUILD:?} S=${UW_SRC:?}
 mode=${1:?mode}
 W=$B/tests/work/offcpu-$mode
 rm -rf "$W"; mkdir -p "$W"; cd "$W"
-prog=$B/tests/offcpu_prog
+prog=${UW_OFFCPU_PROG:-$B/tests/offcpu_prog} # (another build's unwound can be tried on this program)
 U=$B/unwound
 [ -x "$prog" ] || { echo "FAIL: $prog is not built"; exit 1; }
 

@@ -11,8 +11,13 @@
  *                          "spin_wall= spin_cpu= sleep= pipe= mutex= thread="
  *   offcpu block           prints "ready" and blocks in read() on a pipe nobody writes to, until
  *                          killed
- *   offcpu pingpong N      two threads pass a byte through two pipes N times each way; prints
- *                          the wall time per round trip (bench/offcpu-overhead.sh)
+ *   offcpu pingpong N [WORK]  two threads pass a byte through two pipes N times each way, each
+ *                          doing WORK iterations of a loop (default 0) before passing it on;
+ *                          prints the wall and CPU time (both threads, user and kernel: a stack
+ *                          copied at a switch-out is charged to the thread switching out) per
+ *                          round trip (bench/offcpu.py; WORK sets the
+ *                          switch rate: work done, not time, so a recorder taking CPU from the
+ *                          threads shows as a slowdown)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -213,35 +218,44 @@ NOINLINE static void oc_block_forever(int fd)
 
 struct pp {
 	int a[2], b[2];
-	long n;
+	long n, work;
 };
+
+static void pp_work(long work)
+{
+	for (long i = 0; i < work; i++)
+		sink += (uint64_t)i * 7;
+}
 
 NOINLINE static void *pong(void *arg)
 {
 	struct pp *p = arg;
 	char c;
 	for (long i = 0; i < p->n; i++)
-		if (read(p->a[0], &c, 1) != 1 || write(p->b[1], &c, 1) != 1)
+		if (read(p->a[0], &c, 1) != 1 || (pp_work(p->work), write(p->b[1], &c, 1)) != 1)
 			abort();
 	return NULL;
 }
 
-NOINLINE static int pingpong(long n)
+NOINLINE static int pingpong(long n, long work)
 {
-	struct pp p = { .n = n };
+	struct pp p = { .n = n, .work = work };
 	if (pipe(p.a) || pipe(p.b))
 		return 1;
 	pthread_t t;
 	if (pthread_create(&t, NULL, pong, &p))
 		return 1;
-	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
 	char c = 'x';
-	for (long i = 0; i < n; i++)
+	for (long i = 0; i < n; i++) {
+		pp_work(work);
 		if (write(p.a[1], &c, 1) != 1 || read(p.b[0], &c, 1) != 1)
 			abort();
-	uint64_t dt = now_ns(CLOCK_MONOTONIC) - t0;
+	}
+	uint64_t dt = now_ns(CLOCK_MONOTONIC) - t0, dc = now_ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
 	pthread_join(t, NULL);
-	printf("round_trips=%ld wall_ns=%llu ns_per_round_trip=%.1f\n", n, (unsigned long long)dt, (double)dt / (double)n);
+	printf("round_trips=%ld wall_ns=%llu ns_per_round_trip=%.1f cpu_ns_per_round_trip=%.1f\n", n,
+	       (unsigned long long)dt, (double)dt / (double)n, (double)dc / (double)n);
 	return 0;
 }
 
@@ -258,7 +272,7 @@ int main(int argc, char **argv)
 		oc_block_forever(p[0]);
 	}
 	if (argc >= 3 && !strcmp(argv[1], "pingpong"))
-		return pingpong(atol(argv[2]));
-	fprintf(stderr, "usage: offcpu mix ROUNDS MS | block | pingpong N\n");
+		return pingpong(atol(argv[2]), argc >= 4 ? atol(argv[3]) : 0);
+	fprintf(stderr, "usage: offcpu mix ROUNDS MS | block | pingpong N [WORK]\n");
 	return 2;
 }

@@ -6,7 +6,9 @@
 #   mix      spin, nanosleep, pipe, mutex and short-lived threads: offcpu-time per function
 #            equals perf script's reading of the file and is within 3% (+2 ms) of the
 #            program's measure (tests/e2e/offcpu-check.py prints the table)
+#   all      mix recorded system-wide (-a with the command): the same expectations
 #   block    a process blocked for the whole recording (-p): counted from the start to the end
+#   tid      the same, the thread given with -t
 #   formats  perf evlist/report/script and hotspot-perfparser read the file; unwound report's
 #            outputs (top, script, folded, pprof, speedscope, html) of offcpu-time and --wall
 #            add up to the same times
@@ -29,15 +31,29 @@ mix)
     "$U" report -i perf.data --event offcpu-time --folded -o folded.txt
     python3 "$S/tests/e2e/offcpu-check.py" mix perf.txt folded.txt prog.out $rounds
     ;;
-block)
+all)
+    # every process of the machine is recorded; the program's functions are its own. A smaller
+    # stack copy (its waits are a few frames deep) so that the rings keep up with the machine's
+    # other switches
+    rounds=4
+    "$U" record -a --off-cpu --stack-size 8192 -m 2048 -e cpu-clock -o perf.data -- "$prog" mix $rounds 20 \
+        >prog.out 2>rec.err || { cat rec.err; echo "FAIL: unwound record -a --off-cpu"; exit 1; }
+    perf script -i perf.data -F tid,period,event,ip,sym >perf.txt 2>perf.err ||
+        { cat perf.err; echo "FAIL: perf script"; exit 1; }
+    "$U" report -i perf.data --event offcpu-time --folded -o folded.txt
+    python3 "$S/tests/e2e/offcpu-check.py" mix perf.txt folded.txt prog.out $rounds ||
+        { cat rec.err; echo "FAIL: (the recorder's summary above: records lost?)"; exit 1; }
+    ;;
+block | tid)
     "$prog" block >prog.out &
     pid=$!
     trap 'kill $pid 2>/dev/null || true' EXIT
     for _ in $(seq 300); do grep -q ready prog.out && break; sleep 0.1; done
     grep -q ready prog.out || { echo "FAIL: the blocked program did not start"; exit 1; }
     t0=$(date +%s%N)
-    "$U" record -q --off-cpu -e cpu-clock -p $pid --duration 1 -o perf.data 2>rec.err ||
-        { cat rec.err; echo "FAIL: unwound record --off-cpu -p"; exit 1; }
+    opt=-p; [ $mode = tid ] && opt=-t # (its only thread: the tid is the pid)
+    "$U" record -q --off-cpu -e cpu-clock $opt $pid --duration 1 -o perf.data 2>rec.err ||
+        { cat rec.err; echo "FAIL: unwound record --off-cpu $opt"; exit 1; }
     t1=$(date +%s%N)
     perf script -i perf.data -F tid,period,event,ip,sym >perf.txt 2>perf.err ||
         { cat perf.err; echo "FAIL: perf script"; exit 1; }
@@ -66,6 +82,9 @@ formats)
     perf script -i perf.data -F period,event >periods.txt
     read -r off cpu nsamp < <(awk '$2=="offcpu-time:"{o+=$1; n++} $2=="cpu-clock:"{c+=$1} END {print o+0, c+0, n+0}' periods.txt)
     [ "$off" -gt 0 ] && [ "$cpu" -gt 0 ] || { echo "FAIL: no offcpu-time ($off) or cpu-clock ($cpu) time"; exit 1; }
+    # perf report's total for the event is the time off the CPU (the periods), as perf script's
+    ec=$(awk "/of event 'offcpu-time'/{f=1} f && /Event count/{print \$NF; exit}" perf-report.txt)
+    [ "$ec" = "$off" ] || { echo "FAIL: perf report's offcpu-time Event count is '$ec', perf script's periods $off"; exit 1; }
     sum_folded() { awk '{s+=$NF} END {print s+0}' "$1"; }
     "$U" report -i perf.data --event offcpu-time --folded -o off.folded
     "$U" report -i perf.data --wall --folded -o wall.folded

@@ -298,7 +298,7 @@ static bool frame_agrees(struct live_kunw *lk, const struct kload *l, struct pro
 	const struct kunw_map *km = kmap_find(l, pc);
 	if (!km)
 		return false;
-	struct proc_find_ctx fc = { lk->lv->t, p, time };
+	struct proc_find_ctx fc = { lk->lv->t, p, time, false, 0 };
 	struct unw_pc_info info = { 0 };
 	if (!proc_find_pc(&fc, pc, &info))
 		return false;
@@ -421,7 +421,7 @@ static void kproc_load(struct live_kunw *lk, struct kproc *kp)
 		return;
 	unsigned n = 0;
 	bool later = false; /* a module's table left for a later update: loaded again then */
-	struct proc_find_ctx fc = { t, p, UINT64_MAX };
+	struct proc_find_ctx fc = { t, p, UINT64_MAX, false, 0 };
 	for (size_t i = 0; i < p->maps.len && n < KUNW_PROC_MAPS; i++) {
 		struct map *m = base_vec_at(&p->maps, i);
 		if (!m->exec || m->end <= m->start)

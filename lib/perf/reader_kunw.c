@@ -186,8 +186,8 @@ int reader_kunw_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, ui
 	} else {
 		struct uw_tracker *t = r->t;
 		struct unw_opts uo = { r->s->opts.max_frames, t->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64, false,
-				       t->cfi_cache };
-		struct proc_find_ctx fc = { t, p, kr->time };
+				       t->cfi_cache, NULL, NULL };
+		struct proc_find_ctx fc = { t, p, kr->time, false, 0 };
 		struct kunw_result res;
 		kunw_finish(&ks, &uo, proc_find_pc, &fc, r->frames, r->s->opts.max_frames, &res);
 		if ((kr->flags & KUNW_F_VERIFY) && verify(r, &ks, &uo, &fc, &res) < 0)

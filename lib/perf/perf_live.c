@@ -281,8 +281,10 @@ static int start_kernel_unwind(struct rec *rc)
 	live_kunw_close(lv);
 	if (rc->o.unwind == UW_UNWIND_KERNEL)
 		return base_err(&s->log, err, "kernel unwinding: %s", rc->unwind_why);
-	base_log(&s->log, UW_LOG_WARN, "kernel unwinding unavailable: %s; copying %u bytes of stack per sample instead",
-		 rc->unwind_why, rc->o.stack_size);
+	/* (a build without it says so in the summary and in --help, not as a warning at every run) */
+	if (uw_kernel_unwind_built())
+		base_log(&s->log, UW_LOG_WARN, "kernel unwinding unavailable: %s; copying %u bytes of stack per sample instead",
+			 rc->unwind_why, rc->o.stack_size);
 	return 0;
 }
 

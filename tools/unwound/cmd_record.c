@@ -69,8 +69,9 @@ static void record_usage(FILE *f)
 		   "  --debug-dir DIR, --offline, --no-fp, --stitch   as for report\n"
 		   "  -q, --quiet         nothing printed but errors\n"
 		   "  -v                  more messages\n\n"
-		   "Kernel unwinding is %s in this build.\n",
-		uw_kernel_unwind_built() ? "compiled in" : "not compiled in (no libbpf, clang BPF target or bpftool at build time)");
+		   "Kernel unwinding is %s.\n",
+		uw_kernel_unwind_built() ? "compiled into this build"
+					 : "not compiled into this build (no libbpf, clang BPF target or bpftool at build time)");
 }
 
 struct status_ctx {
@@ -178,7 +179,7 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 		fprintf(stderr, "unwound record: stacks copied (%u bytes) and unwound in user space%s%s%s\n",
 			ro->stack_size ? ro->stack_size : 16384,
 			st->unwind_why[0] ? "; kernel unwinding unavailable: " : "", st->unwind_why,
-			!uw_kernel_unwind_built() ? " (kernel unwinding not compiled in)" : "");
+			!st->unwind_why[0] && !uw_kernel_unwind_built() ? " (kernel unwinding not compiled in)" : "");
 	}
 	if (ro->off_cpu)
 		fprintf(stderr, "unwound record: off-CPU: %" PRIu64 " switch-outs sampled%s, %" PRIu64 " offcpu-time samples, %.3f s off the CPU in all, %" PRIu64 " threads still off the CPU at the end\n",

@@ -5,7 +5,7 @@
  * profile is built in memory once, then compressed whole with libdeflate).
  *
  * Sample types: samples/count, then the period (cpu/nanoseconds for cpu-clock and task-clock,
- * the event's name/count otherwise). One Sample per distinct stack and thread, with labels pid,
+ * wall/nanoseconds for wall-clock, the event's name/count otherwise). One Sample per distinct stack and thread, with labels pid,
  * tid and thread (its comm). A Location per distinct frame (module, address), its Lines the
  * inline chain innermost first (the containing function last, by its symbol); a Function per
  * distinct (name, system name, file); a Mapping per module with its path and build-id, kernel
@@ -279,8 +279,9 @@ UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct 
 	/* the period's kind: time for the clock events, a count of the event otherwise */
 	const char *ev = uw_profile_nr_events(p) ? uw_profile_event_name(p, 0) : "samples";
 	bool clock = prof_clock_event(p);
+	const char *kind = !clock ? ev : !strncmp(ev, "wall-clock", 10) ? "wall" : "cpu";
 	value_type(&x, &x.out, 1, "samples", "count");
-	value_type(&x, &x.out, 1, clock ? "cpu" : ev, clock ? "nanoseconds" : "count");
+	value_type(&x, &x.out, 1, kind, clock ? "nanoseconds" : "count");
 	struct pstack **sv = p->order.data;
 	/* the main program's mapping first (pprof takes the first for the profile's "File"): the
 	 * module of the outermost user frame of the heaviest stack */
@@ -348,7 +349,7 @@ UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct 
 	}
 	free(mv);
 	/* period type and period; times */
-	value_type(&x, &x.out, 11, clock ? "cpu" : ev, clock ? "nanoseconds" : "count");
+	value_type(&x, &x.out, 11, kind, clock ? "nanoseconds" : "count");
 	/* the sampling period: the mean (frequency mode varies it) */
 	if (total_samples)
 		pb_uint(&x.out, 12, (total_period + total_samples / 2) / total_samples);

@@ -132,11 +132,11 @@ static inline const struct dframe *frametab_get(const struct frametab *t, uint32
 }
 
 /* Is the profile's (first) event a clock, whose periods are nanoseconds (cpu-clock,
- * task-clock, with or without a modifier)? */
+ * task-clock, with or without a modifier; wall-clock, libunwound-prof's wall time)? */
 static inline bool prof_clock_event(const struct uw_profile *p)
 {
 	const char *ev = p->events.len ? ((const struct pevent *)p->events.data)[0].name : NULL;
-	return ev && (!strncmp(ev, "cpu-clock", 9) || !strncmp(ev, "task-clock", 10));
+	return ev && (!strncmp(ev, "cpu-clock", 9) || !strncmp(ev, "task-clock", 10) || !strncmp(ev, "wall-clock", 10));
 }
 
 /* A number in a JSON list: ",N", or "N" when first (the lists are long: no printf). */

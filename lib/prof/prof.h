@@ -25,6 +25,15 @@
 
 #include <unwound/unwound.h>
 
+/* The interposed functions, and what they call, may run before a sanitizer's runtime is
+ * initialized (ThreadSanitizer's start installs its handlers with sigaction): never instrumented. */
+#define IPROF_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
+/* The signal handler is not instrumented for ThreadSanitizer: it does not carry the acquire of
+ * a handler (here of the slot's ring, published with release) into the handler's accesses, and
+ * reports the ring's setup as racing with them. (Its deferral of signals to "safe points" also
+ * moves samples.) The registry and the collector stay checked. */
+#define IPROF_NO_TSAN __attribute__((no_sanitize("thread")))
+
 /* perf's x86-64 register numbers (arch/x86/include/uapi/asm/perf_regs.h): the record keeps one
  * value per number, the collector passes those of uw_regs_mask(UW_ARCH_X86_64) */
 #define IPROF_NREGS 24
@@ -75,7 +84,7 @@ struct iprof_slot {
 	_Atomic uint32_t live;   /* 1: the handler may write to the ring */
 	_Atomic uint32_t busy;   /* handlers inside (a count: see iprof_signal.c) */
 	_Atomic uintptr_t lo, hi;/* the thread's stack; hi 0: not known */
-	struct iprof_ring *ring;
+	struct iprof_ring *_Atomic ring;
 	/* counters, written by the handler */
 	_Atomic uint64_t n_samples, n_dropped, n_kernel_copy, n_no_copy, n_altstack, n_overruns;
 	/* the registry's (lock) */

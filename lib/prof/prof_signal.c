@@ -67,7 +67,7 @@ static inline void copy_bytes(void *dst, const void *src, size_t n)
 #define VM_IOV 16u
 
 /* The kernel copies [sp, sp + want) into dst up to the first page not mapped. @return bytes. */
-static uint64_t copy_by_kernel(void *dst, uint64_t sp, uint64_t want)
+IPROF_NO_TSAN static uint64_t copy_by_kernel(void *dst, uint64_t sp, uint64_t want)
 {
 	int pid = atomic_load_explicit(&iprof_g.pid, memory_order_relaxed);
 	uint64_t done = 0;
@@ -85,7 +85,9 @@ static uint64_t copy_by_kernel(void *dst, uint64_t sp, uint64_t want)
 			n++;
 		}
 		struct iovec local = { (char *)dst + done, asked };
-		ssize_t got = process_vm_readv(pid, &local, 1, remote, n, 0);
+		/* (the system call itself: a sanitizer's interceptor of process_vm_readv is no place
+		 * for a signal handler) */
+		long got = syscall(SYS_process_vm_readv, pid, &local, 1ul, remote, (unsigned long)n, 0ul);
 		if (got <= 0)
 			break;
 		done += (uint64_t)got;
@@ -110,7 +112,7 @@ static _Thread_local siginfo_t tls_deferred_si __attribute__((tls_model("initial
 
 static const struct sigaction sig_default = { .sa_handler = SIG_DFL };
 
-static bool callable(const struct sigaction *a)
+IPROF_NO_TSAN static bool callable(const struct sigaction *a)
 {
 	if (!a)
 		return false;
@@ -119,7 +121,7 @@ static bool callable(const struct sigaction *a)
 	return a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
 }
 
-static void chain(int sig, siginfo_t *si, void *uc)
+IPROF_NO_TSAN static void chain(int sig, siginfo_t *si, void *uc)
 {
 	atomic_fetch_add_explicit(&iprof_g.foreign, 1, memory_order_relaxed);
 	if (sig <= 0 || sig > 64)
@@ -170,9 +172,9 @@ static void chain(int sig, siginfo_t *si, void *uc)
 	tls_chain_frame = outer_frame;
 }
 
-static void take_sample(struct iprof_slot *sl, const siginfo_t *si, ucontext_t *uc)
+IPROF_NO_TSAN static void take_sample(struct iprof_slot *sl, const siginfo_t *si, ucontext_t *uc)
 {
-	struct iprof_ring *r = sl->ring;
+	struct iprof_ring *r = atomic_load_explicit(&sl->ring, memory_order_acquire);
 	const greg_t *g = uc->uc_mcontext.gregs;
 	uint64_t sp = (uint64_t)g[REG_RSP];
 	uint64_t cap = atomic_load_explicit(&iprof_g.stack_bytes, memory_order_relaxed);
@@ -261,7 +263,7 @@ static void take_sample(struct iprof_slot *sl, const siginfo_t *si, ucontext_t *
 	}
 }
 
-void iprof_handler(int sig, siginfo_t *si, void *ucv)
+IPROF_NO_TSAN void iprof_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved = errno;
 	uint64_t key = si && si->si_code == SI_TIMER ? (uint64_t)(uintptr_t)si->si_value.sival_ptr : 0;
@@ -338,7 +340,7 @@ unsigned iprof_ring_drain(struct iprof_ring *r, iprof_rec_fn fn, void *ctx)
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
-static sigaction_fn real_sigaction(void)
+IPROF_NO_SANITIZE static sigaction_fn real_sigaction(void)
 {
 	static _Atomic(sigaction_fn) real;
 	sigaction_fn f = atomic_load_explicit(&real, memory_order_acquire);
@@ -349,19 +351,30 @@ static sigaction_fn real_sigaction(void)
 	return f;
 }
 
-static bool ours(const struct sigaction *sa)
+IPROF_NO_SANITIZE static bool ours(const struct sigaction *sa)
 {
 	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == iprof_handler;
 }
 
-/* The program's handler for signo is now *act (a copy, published for the handler). */
-static int set_prev(int signo, const struct sigaction *act)
+/* The program's handler for signo is now *act: a copy, published for the handler, which may
+ * be reading the one it replaces (those are kept, on a list: a program sets a handler a few
+ * times, not millions). */
+struct prev_copy {
+	struct sigaction sa;
+	struct prev_copy *next;
+};
+static struct prev_copy *_Atomic prev_copies;
+
+IPROF_NO_SANITIZE static int set_prev(int signo, const struct sigaction *act)
 {
-	struct sigaction *c = malloc(sizeof(*c));
+	struct prev_copy *c = malloc(sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	*c = *act;
-	atomic_store_explicit(&iprof_g.prev[signo], c, memory_order_release);
+	c->sa = *act;
+	c->next = atomic_load(&prev_copies);
+	while (!atomic_compare_exchange_weak(&prev_copies, &c->next, c))
+		;
+	atomic_store_explicit(&iprof_g.prev[signo], &c->sa, memory_order_release);
 	return 0;
 }
 
@@ -391,7 +404,7 @@ int iprof_install_handler(int signo)
 	return 0;
 }
 
-__attribute__((visibility("default"))) int sigaction(int signo, const struct sigaction *act, struct sigaction *oact)
+IPROF_NO_SANITIZE __attribute__((visibility("default"))) int sigaction(int signo, const struct sigaction *act, struct sigaction *oact)
 {
 	sigaction_fn real = real_sigaction();
 	if (!real) {
@@ -421,7 +434,7 @@ __attribute__((visibility("default"))) int sigaction(int signo, const struct sig
 typedef void (*sighandler_fn)(int);
 typedef sighandler_fn (*signal_fn)(int, sighandler_fn);
 
-__attribute__((visibility("default"))) sighandler_fn signal(int signo, sighandler_fn h)
+IPROF_NO_SANITIZE __attribute__((visibility("default"))) sighandler_fn signal(int signo, sighandler_fn h)
 {
 	if (signo > 0 && signo <= 64 && atomic_load(&iprof_g.installed[signo])) {
 		/* glibc's signal(): BSD semantics, the handler stays and calls restart */

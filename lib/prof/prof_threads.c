@@ -129,7 +129,7 @@ static struct iprof_slot *slot_take(struct uw_prof *p, int tid)
 		struct iprof_ring *r = iprof_ring_new(p->ring_bytes);
 		if (!r)
 			return NULL;
-		sl->ring = r;
+		atomic_store_explicit(&sl->ring, r, memory_order_release);
 		sl->tid = tid;
 		sl->state = SLOT_ACTIVE;
 		sl->has_timer = 0;
@@ -465,7 +465,7 @@ void iprof_check_threads(struct uw_prof *p, uint64_t now_ns)
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
-static create_fn real_create(void)
+IPROF_NO_SANITIZE static create_fn real_create(void)
 {
 	static _Atomic(create_fn) real;
 	create_fn f = atomic_load_explicit(&real, memory_order_acquire);
@@ -515,12 +515,20 @@ static void *tramp_main(void *v)
 	return ret;
 }
 
-__attribute__((visibility("default"))) int pthread_create(pthread_t *th, const pthread_attr_t *attr,
+IPROF_NO_SANITIZE __attribute__((visibility("default"))) int pthread_create(pthread_t *th, const pthread_attr_t *attr,
 							   void *(*fn)(void *), void *arg)
 {
 	create_fn real = real_create();
 	if (!real)
 		return EAGAIN;
+	/* Under ThreadSanitizer, whose pthread_create comes first and calls this one with its own
+	 * start routine, a trampoline would run before that routine has set the thread up for it:
+	 * threads are then found by the scans. */
+	static _Atomic int tsan = -1;
+	if (atomic_load_explicit(&tsan, memory_order_relaxed) < 0)
+		atomic_store(&tsan, dlsym(RTLD_DEFAULT, "__tsan_init") != NULL);
+	if (atomic_load_explicit(&tsan, memory_order_relaxed))
+		return real(th, attr, fn, arg);
 	pthread_mutex_lock(&iprof_g.lock);
 	bool on = !iprof_g.forked && iprof_g.running && !atomic_load(&iprof_g.running->stopping);
 	pthread_mutex_unlock(&iprof_g.lock);

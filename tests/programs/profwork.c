@@ -45,7 +45,8 @@
 
 #define NOINLINE __attribute__((noipa))
 
-volatile unsigned long sink;
+/* (one per thread: the workers do not share it) */
+static _Thread_local volatile unsigned long sink;
 static const char *out;
 static uint64_t want = 300;
 static struct uw_prof *prof;
@@ -439,6 +440,9 @@ NOINLINE void run_altstack(void)
 		raise(SIGUSR1);
 		n++;
 	}
+	stack_t off = { .ss_flags = SS_DISABLE };
+	sigaltstack(&off, NULL);
+	free(ss.ss_sp);
 	printf("raised %ld\ndone %ld\n", n, atomic_load(&alt_done));
 }
 

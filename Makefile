@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: all configure install check check-asan check-tsan abi-update demo bench bench-record soak fuzz clean
+.PHONY: all configure install check check-asan check-tsan abi-update demo bench bench-record bench-prof soak fuzz clean
 
 all: configure
 	cmake --build $(BUILD) -j$(JOBS)
@@ -63,6 +63,12 @@ bench-record:
 	./scripts/install-deps check
 	$(MAKE) all
 	./bench/record $(BUILD)
+
+# libunwound-prof against gperftools' CPU profiler and perf record --call-graph dwarf (root)
+bench-prof:
+	./scripts/install-deps bench
+	$(MAKE) all
+	./bench/prof $(BUILD)
 
 # a 5-minute system-wide recording under load; the recorder's RSS must stay flat (needs root)
 soak:

@@ -212,7 +212,10 @@ UW_API struct uw_prof *uw_prof_start(const struct uw_prof_opts *opts)
 	if (o.session) {
 		p->s = o.session;
 	} else {
-		UW_OPTS(uw_session_opts, so, .max_frames = o.max_frames, .offline = 1, .sync_symbols = 1);
+		/* offline, no helper thread, nothing written to the DWARF cache in $HOME: a
+		 * profiled program should not fetch or leave files of its own accord */
+		UW_OPTS(uw_session_opts, so, .max_frames = o.max_frames, .offline = 1, .sync_symbols = 1,
+			.no_dwarf_cache = 1);
 		p->s = uw_session_new(&so);
 		p->own_session = true;
 		if (!p->s)

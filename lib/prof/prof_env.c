@@ -12,7 +12,8 @@
  *   UNWOUND_PROF_FORMAT=pprof|folded (default: by the name)
  *   UNWOUND_PROF_BY_THREAD=1   labels pid and tid
  *   UNWOUND_PROF_STATS=FILE    the counts at exit ("-": standard error)
- * A program run from this one inherits the environment: the first process writes FILE, any other
+ * FILE is made absolute at the start. A program run from this one inherits the environment: the
+ * first process writes FILE, any other
  * (an exec'd child) FILE with its pid before the extension (out.pb.gz: out.1234.pb.gz); the
  * first process's pid is kept in UNWOUND_PROF_OWNER for them. Problems are said on standard
  * error, prefixed "unwound-prof:"; this is the only part of the library that prints.
@@ -67,9 +68,15 @@ static bool env_uint(const char *name, unsigned *out)
 	return true;
 }
 
-/* FILE, or FILE with ".PID" before its extension in a process other than the first */
-static char *output_name(const char *out, int pid)
+/* FILE, or FILE with ".PID" before its extension in a process other than the first; made
+ * absolute (the program may change its directory before it exits) */
+static char *output_name(const char *path, int pid)
 {
+	char cwd[4096], abs_path[8192];
+	const char *out = path;
+	if (path[0] != '/' && getcwd(cwd, sizeof(cwd)) &&
+	    (size_t)snprintf(abs_path, sizeof(abs_path), "%s/%s", cwd, path) < sizeof(abs_path))
+		out = abs_path;
 	const char *owner = getenv("UNWOUND_PROF_OWNER");
 	char buf[32];
 	snprintf(buf, sizeof(buf), "%d", pid);
@@ -128,6 +135,14 @@ __attribute__((constructor)) static void iprof_env_start(void)
 		o.by_thread = strcmp(v, "0") != 0;
 	if (!ok)
 		return;
+	/* said now rather than at exit: the file is written in a directory that must exist */
+	char dir[8192];
+	snprintf(dir, sizeof(dir), "%s", env_out);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir)
+		*slash = 0;
+	if (slash && access(dir, W_OK))
+		fprintf(stderr, "unwound-prof: %s: %s (the profile is written there at exit)\n", dir, strerror(errno));
 	env_prof = uw_prof_start(&o);
 	if (!env_prof)
 		fprintf(stderr, "unwound-prof: cannot start profiling: %s\n", strerror(errno));

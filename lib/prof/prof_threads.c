@@ -444,9 +444,10 @@ void iprof_check_threads(struct uw_prof *p, uint64_t now_ns)
 		if (!silent)
 			sl->last_sample_ns = now_ns;
 		if (p->o.clock == UW_PROF_CPU) {
-			/* a CPU-time timer of a thread that is gone reads back no interval */
+			/* a CPU-time timer of a thread that is gone reads back no interval (a thread
+			 * that registered itself and ended without its cleanup: raw SYS_exit) */
 			struct itimerspec its;
-			if (!sl->own && silent && !timer_gettime(sl->timer, &its) && !its.it_interval.tv_sec &&
+			if (silent && !timer_gettime(sl->timer, &its) && !its.it_interval.tv_sec &&
 			    !its.it_interval.tv_nsec)
 				slot_kill(sl);
 		} else if (silent && now_ns - sl->last_sample_ns > 1000000000ull) {

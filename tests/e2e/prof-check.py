@@ -12,6 +12,8 @@ and `-top`. Every failure says why and prints the traces that matter.
       --root-share PCT       at least PCT percent reach a root frame (_start, clone, clone3)
       --label KEY=VALUE      some sample has the label (VALUE may end with *)
       --type TYPE            the profile's sample type (cpu, wall) in -top's header
+      --inline FUNC          some sample has FUNC as an inline frame (a line of a location)
+      --mapping PATH=BUILDID the profile has a mapping of PATH with that build-id
 Patterns are frames outermost first, separated by ';', where '*' stands for any frames (none
 included) and a frame may end with '*' (a prefix); a pattern matches the whole stack.
 """
@@ -34,8 +36,12 @@ def pprof(args):
     return r.stdout
 
 
+INLINED = set()
+
+
 def traces(path):
     out = pprof(["-traces", "-sample_index=samples", path])
+    INLINED.update(m.group(1) for m in re.finditer(r"^\s+(?:\d+\s+)?(\S.*?) \(inline\)$", out, re.M))
     samples = []
     for block in out.split("-----------+-------------------------------------------------------")[1:]:
         labels, frames, count = {}, [], 0
@@ -128,6 +134,18 @@ def main():
             if not any(fnmatch.fnmatchcase(l.get(k, ""), v) for _, l, _ in samples):
                 print("FAIL: no sample has the label %s=%s; labels seen: %s" %
                       (k, v, sorted({"%s=%s" % kv for _, l, _ in samples for kv in l.items()})[:20]))
+                ok = False
+        elif opt == "--inline":
+            if val not in INLINED:
+                print("FAIL: %s is no inline frame; inline frames seen: %s" % (val, sorted(INLINED)[:20]))
+                ok = False
+        elif opt == "--mapping":
+            mp, bid = val.split("=")
+            raw = pprof(["-raw", path])
+            maps = raw[raw.find("\nMappings"):]
+            if not re.search(r"^\d+: \S+ %s %s " % (re.escape(mp), re.escape(bid)), maps, re.M):
+                print(maps[:600])
+                print("FAIL: no mapping of %s with build-id %s" % (mp, bid))
                 ok = False
         elif opt == "--type":
             top = pprof(["-top", path])

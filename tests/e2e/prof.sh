@@ -64,6 +64,15 @@ calltree)
         --only "$MAIN;run_calltree;samples;*" --only "$MAIN;run_calltree;samples" \
         --share tree_a=55:78 --label thread=profwork_$v
     ;;
+inline)
+    # pprof's locations carry inline chains (DWARF), mappings their build-ids
+    run "$P" inline "$W/p.pb.gz" 200
+    common; expect_eq root "$(val samples)"
+    bid=$(readelf -n "$P" | sed -n 's/.*Build ID: *//p')
+    $CHECK "$W/p.pb.gz" --inline inl_mix --expect "$MAIN;run_inline;inl_work;inl_mix" \
+        --only "$MAIN;run_inline;inl_work;inl_mix" --only "$MAIN;run_inline;inl_work" --only "$MAIN;run_inline;samples*" \
+        --mapping "$(readlink -f "$P")=$bid"
+    ;;
 preload)
     # a program that knows nothing of it: LD_PRELOAD and UNWOUND_PROF, the file at exit
     for m in calltree shlib threads; do

@@ -8,6 +8,7 @@
  *   profwork MODE OUT [SAMPLES]
  *   calltree   main -> run_calltree -> tree_a -> tree_a2 -> spin     (2/3 of the work)
  *                                  -> tree_b -> spin                (1/3)
+ *   inline     main -> run_inline -> inl_work -> inl_mix (inlined: a line of its own)
  *   threads    workers that start, name themselves, work and exit, over and over
  *   late       threads running before uw_prof_start (found in /proc/self/task)
  *   fork       children forked while profiling: they work, fork again, create threads, dlclose,
@@ -118,6 +119,27 @@ NOINLINE void run_calltree(void)
 		tree_a(40000);
 		tree_b(20000);
 	}
+	sink++;
+}
+
+/* ---- inline: a function inlined into its caller (an inline frame of its own in pprof) */
+static inline __attribute__((always_inline)) unsigned long inl_mix(unsigned long s, int i)
+{
+	return s + ((unsigned long)i * (unsigned long)i ^ (s >> 3));
+}
+
+NOINLINE void inl_work(void)
+{
+	unsigned long s = 0;
+	for (int i = 0; i < 200000; i++)
+		s = inl_mix(s, i);
+	sink += s;
+}
+
+NOINLINE void run_inline(void)
+{
+	while (samples() < want)
+		inl_work();
 	sink++;
 }
 
@@ -597,6 +619,8 @@ int main(int argc, char **argv)
 	start(strcmp(mode, "calltree") ? 199 : 99);
 	if (!strcmp(mode, "calltree")) {
 		run_calltree();
+	} else if (!strcmp(mode, "inline")) {
+		run_inline();
 	} else if (!strcmp(mode, "threads")) {
 		run_threads();
 	} else if (!strcmp(mode, "fork")) {

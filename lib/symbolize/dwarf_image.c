@@ -53,11 +53,18 @@ struct zgroup {
 static void *inflate_group(void *arg)
 {
 	struct zgroup *g = arg;
-	pthread_setname_np(pthread_self(), "uw-inflate");
 	for (size_t i = 0; i < g->n; i++)
 		if (g->jobs[i].group == g->id)
 			g->jobs[i].err = elfv_zsec_decompress(&g->jobs[i].z, g->img + g->jobs[i].at) ? -UW_EFORMAT : 0;
 	return NULL;
+}
+
+/* the helper thread's start (the caller inflates the other group itself: only the helper is
+ * named, never the embedding program's thread) */
+static void *inflate_thread(void *arg)
+{
+	pthread_setname_np(pthread_self(), "uw-inflate");
+	return inflate_group(arg);
 }
 
 static int cmp_job_size(const void *x, const void *y)
@@ -134,7 +141,7 @@ static void *decompressed_image(struct elfv *v, size_t *out_size, bool *refuse)
 	free(order);
 	struct zgroup g1 = { js, jobs.len, img, 1 }, g2 = { js, jobs.len, img, 2 };
 	pthread_t th;
-	bool threaded = load[1] >= ((uint64_t)1 << 20) && pthread_create(&th, NULL, inflate_group, &g2) == 0;
+	bool threaded = load[1] >= ((uint64_t)1 << 20) && pthread_create(&th, NULL, inflate_thread, &g2) == 0;
 	inflate_group(&g1);
 	if (threaded)
 		pthread_join(th, NULL);

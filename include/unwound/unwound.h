@@ -1042,12 +1042,16 @@ UW_API int uw_script_writer_close(struct uw_script_writer *w);
  *    then unwound, then the mappings are forgotten, so a library loaded later at the same
  *    address is never named after the old one;
  *  - fork: the child does not profile (POSIX timers are not inherited; the library stops its
- *    part in the child and writes nothing there). A child that execs a program with the
- *    preloaded library profiles itself into OUTPUT with its pid before the extension;
+ *    part in the child and writes nothing there; it may start a profiler of its own). A child
+ *    that execs a program with the preloaded library profiles itself into UNWOUND_PROF's file
+ *    with its pid before the extension;
  *  - the signal's handler, once installed, stays for the life of the process (a timer's signal
- *    may still be queued after its timer is deleted): signals of the same number from other
- *    sources go to the handler installed before it (a function), or are dropped (SIG_DFL,
- *    SIG_IGN), and counted.
+ *    may still be queued after its timer is deleted), and sigaction and signal are interposed
+ *    for its number: signals of that number from other sources go to the program's handler
+ *    (installed before the profiler started or since; the program reads back its own), with
+ *    the mask it asked for less the signal itself, so that its handler is sampled too; without
+ *    one (SIG_DFL, SIG_IGN) they are dropped; counted either way. errno is preserved;
+ *  - the profiler's own frames (the trampoline a thread starts through) are left out of stacks.
  * One profiler runs in a process at a time (the signal and the timers are the process's).
  */
 struct uw_prof;
@@ -1073,11 +1077,13 @@ struct uw_prof_opts {
 	int clock;               /* enum uw_prof_clock */
 	int signal;              /* the timers' signal; 0: SIGPROF */
 	unsigned stack_bytes;    /* stack copied per sample; 0: 16384; 512 to 262144 */
-	unsigned ring_bytes;     /* each thread's ring; 0: 4 x stack_bytes, at least 64 KiB; rounded up
-	                          * to a power of two */
+	unsigned ring_bytes;     /* each thread's ring; 0: 4 samples of stack_bytes (128 KiB by
+	                          * default; its pages are touched as they are used); at least 2
+	                          * samples and 64 KiB, at most 256 MiB, rounded up to a power of
+	                          * two */
 	unsigned max_threads;    /* threads sampled at once; 0: 4096; at most 65536 */
 	unsigned max_frames;     /* frames per stack; 0: 1024; at most 4096 */
-	unsigned scan_ms;        /* /proc/self/task read every scan_ms; 0: 100 */
+	unsigned scan_ms;        /* /proc/self/task read every scan_ms; 0: 250 */
 	int by_thread;           /* 1: labels pid and tid too (one sample per stack and thread) */
 	/* the session to unwind with (its modules and caches shared with the program's other
 	 * uses); NULL: one of its own (offline, no DWARF cache, as many frames as max_frames).
@@ -1134,8 +1140,9 @@ UW_API int uw_prof_write(struct uw_prof *p, const char *path, int format);
  * runs), -EBUSY (max_threads reached) or timer_create's error. */
 UW_API int uw_prof_register_thread(void);
 
-/* Stops a stopped profiler's last use of the process and frees it (its profile too); NULL is
- * ignored. Call uw_prof_stop first (a running one is stopped without writing). */
+/* Frees a profiler and its profile; NULL is ignored. A running one is stopped first, without
+ * writing. In a child of fork, the parent's profiler is left as it is (its locks may be held by
+ * threads that are not there). */
 UW_API void uw_prof_free(struct uw_prof *p);
 
 #ifdef __cplusplus

@@ -11,6 +11,7 @@
  * new profiler may be started in the child: the parent's slots are then cleared.
  */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,10 +120,10 @@ static int opts_check(struct uw_prof_opts *o)
 	if (!o->max_frames)
 		o->max_frames = 1024;
 	if (!o->scan_ms)
-		o->scan_ms = 100;
+		o->scan_ms = 250;
 	if (o->hz > 10000 || o->signal < 1 || o->signal > 64 || o->signal == SIGKILL || o->signal == SIGSTOP ||
 	    o->stack_bytes < 512 || o->stack_bytes > 262144 || o->max_threads > IPROF_MAX_SLOTS ||
-	    o->max_frames > 4096 || (o->clock != UW_PROF_CPU && o->clock != UW_PROF_WALL) ||
+	    o->max_frames > 4096 || o->ring_bytes > (256u << 20) || (o->clock != UW_PROF_CPU && o->clock != UW_PROF_WALL) ||
 	    (o->format != UW_PROF_AUTO && o->format != UW_PROF_PPROF && o->format != UW_PROF_FOLDED))
 		return -EINVAL;
 	o->stack_bytes = (o->stack_bytes + 7) & ~7u;
@@ -164,6 +165,8 @@ static void iprof_destroy(struct uw_prof *p)
 		uw_session_free(p->s);
 	if (p->efd > 0)
 		close(p->efd);
+	if (p->task_dir)
+		closedir(p->task_dir);
 	iprof_comms_free(p);
 	free(p->frames);
 	free(p->snap);
@@ -200,7 +203,7 @@ UW_API struct uw_prof *uw_prof_start(const struct uw_prof_opts *opts)
 	p->signo = o.signal;
 	p->nslots = o.max_threads;
 	uint64_t rec_max = sizeof(struct iprof_rec) + o.stack_bytes;
-	p->ring_bytes = pow2_at_least(o.ring_bytes > 2 * rec_max ? o.ring_bytes : 4 * rec_max);
+	p->ring_bytes = pow2_at_least(!o.ring_bytes ? 4 * rec_max : o.ring_bytes > 2 * rec_max ? o.ring_bytes : 2 * rec_max);
 	if (p->ring_bytes < 65536)
 		p->ring_bytes = 65536;
 	p->o.output = NULL;

@@ -154,6 +154,7 @@ struct uw_prof {
 	int collector_tid;
 	int efd;
 	_Atomic int stopping;
+	void *task_dir;                 /* /proc/self/task (a DIR, the collector's) */
 	unsigned *snap;                 /* the collector's list of slots in a pass */
 	uint8_t *snap_dead;
 	uint64_t main_stack_ns;         /* when the main thread's mapping was last read */

@@ -3,7 +3,7 @@
  * The collector thread: every pass it drains each thread's ring, unwinds each record with
  * uw_unwind_sample (the registers in perf's layout, the stack copy) against a live tracker of
  * this process, and adds the stack to the profile with the thread's name. It wakes every
- * 50 ms, or sooner when a ring is half full; it also scans
+ * scan period (250 ms), or sooner when a ring is half full; it also scans
  * /proc/self/task (iprof_threads.c) and watches the loaded objects (iprof_maps.c).
  *
  * Ordering with dlclose: records carry the mappings' generation they were taken in. A pass
@@ -187,9 +187,10 @@ static void *collector_main(void *arg)
 {
 	struct uw_prof *p = arg;
 	iprof_tls_internal = 1;
-	/* (a ring half full wakes it sooner: 50 ms is about 13 samples of a thread at the tick's
-	 * 250 Hz, a quarter of a ring when stacks are 4 KiB) */
-	unsigned poll_ms = 50;
+	/* Each wake-up costs (a sleep and a wake, tens of microseconds): it wakes when a ring is
+	 * half full (its handler writes the eventfd), when dlclose or the stop asks, and otherwise
+	 * once a scan period; waiting does not lose samples, a full ring would */
+	unsigned poll_ms = p->o.scan_ms;
 	for (;;) {
 		bool stopping = atomic_load(&p->stopping);
 		if (!stopping) {

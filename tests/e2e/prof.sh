@@ -64,6 +64,12 @@ calltree)
         --only "$MAIN;run_calltree;samples;*" --only "$MAIN;run_calltree;samples" \
         --share tree_a=55:78 --label thread=profwork_$v
     ;;
+api)
+    # the calls' contract: options refused, one profiler, order of calls, errno, max_threads
+    run "$P" api "$W/p.pb.gz"
+    expect_eq api ok
+    $CHECK "$W/p.pb.gz" --samples-min 20
+    ;;
 inline)
     # pprof's locations carry inline chains (DWARF), mappings their build-ids
     run "$P" inline "$W/p.pb.gz" 200

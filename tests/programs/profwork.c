@@ -22,6 +22,7 @@
  *   coroutine  work on a stack of the program's own (makecontext), bounds unknown
  *   cycles     N start/stop cycles while threads run, start and exit
  *   wall       wall-clock mode: one thread works, one sleeps
+ *   api        options refused, EBUSY, calls out of order, errno across the handler, max_threads
  *   spawn CMD  runs CMD (fork, exec) and exits with its status: nothing of its own
  */
 #ifndef _GNU_SOURCE
@@ -33,6 +34,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -540,6 +543,96 @@ NOINLINE void run_cycles(unsigned n)
 	printf("cycles %u\nfailed %u\ncycle_samples %" PRIu64 "\n", n, failed, total);
 }
 
+/* ---- api: options, errors, the calls' order, errno across the handler */
+static int api_failed;
+
+static void api_expect(bool ok, const char *what)
+{
+	if (!ok) {
+		printf("api_fail %s (errno %d)\n", what, errno);
+		api_failed = 1;
+	}
+}
+
+static void *api_thread(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop_workers))
+		worker_work();
+	return NULL;
+}
+
+NOINLINE void run_api(void)
+{
+	UW_OPTS(uw_prof_opts, bad_hz, .hz = 20000);
+	errno = 0;
+	api_expect(!uw_prof_start(&bad_hz) && errno == EINVAL, "hz 20000 refused");
+	UW_OPTS(uw_prof_opts, bad_sig, .signal = SIGKILL);
+	errno = 0;
+	api_expect(!uw_prof_start(&bad_sig) && errno == EINVAL, "SIGKILL refused");
+	UW_OPTS(uw_prof_opts, bad_stack, .stack_bytes = 100);
+	errno = 0;
+	api_expect(!uw_prof_start(&bad_stack) && errno == EINVAL, "stack_bytes 100 refused");
+	/* a newer caller's larger struct: zero past ours is fine, anything else refused */
+	struct {
+		struct uw_prof_opts o;
+		uint64_t more;
+	} big;
+	memset(&big, 0, sizeof(big));
+	big.o.sz = sizeof(big);
+	big.more = 1;
+	errno = 0;
+	api_expect(!uw_prof_start(&big.o) && errno == EINVAL, "unknown trailing field refused");
+	api_expect(uw_prof_register_thread() == -ESRCH, "register without a profiler: -ESRCH");
+	/* an older caller's smaller struct: the fields it has */
+	struct uw_prof_opts small;
+	memset(&small, 0, sizeof(small));
+	small.sz = offsetof(struct uw_prof_opts, clock);
+	small.hz = 499;
+	struct uw_prof *p = uw_prof_start(&small);
+	api_expect(p != NULL, "an older, smaller opts struct");
+	errno = 0;
+	api_expect(!uw_prof_start(NULL) && errno == EBUSY, "a second profiler: EBUSY");
+	api_expect(uw_prof_write(p, "/dev/null", UW_PROF_PPROF) == -EINVAL, "write before stop: -EINVAL");
+	api_expect(uw_prof_profile(p) == NULL, "no profile before stop");
+	struct uw_prof_stats st;
+	memset(&st, 0, sizeof(st));
+	api_expect(uw_prof_stats(p, &st) == -EINVAL, "stats without sz: -EINVAL");
+	api_expect(uw_prof_register_thread() == 0, "register the calling thread again");
+	/* errno survives the handler: the program's value stays while samples are taken */
+	UW_OPTS(uw_prof_stats, s2);
+	int changed = 0;
+	while (!uw_prof_stats(p, &s2) && s2.samples < 20) {
+		errno = 4242;
+		spin(20000);
+		if (errno != 4242)
+			changed++;
+	}
+	api_expect(!changed, "errno kept across the handler");
+	api_expect(uw_prof_stop(p) == 0 && uw_prof_stop(p) == 0, "stop twice");
+	api_expect(uw_prof_profile(p) != NULL, "the profile after stop");
+	api_expect(uw_prof_write(p, "/dev/null", 7) == -EINVAL, "an unknown format refused");
+	api_expect(uw_prof_write(p, out, UW_PROF_AUTO) == 0, "write after stop");
+	uw_prof_free(p);
+	/* max_threads: the threads beyond it are refused, and counted */
+	UW_OPTS(uw_prof_opts, two, .max_threads = 2, .scan_ms = 5);
+	p = uw_prof_start(&two);
+	api_expect(p != NULL, "max_threads 2");
+	pthread_t t[3];
+	for (int i = 0; i < 3; i++)
+		pthread_create(&t[i], NULL, api_thread, NULL);
+	UW_OPTS(uw_prof_stats, s3);
+	while (!uw_prof_stats(p, &s3) && s3.threads_refused < 2)
+		spin(20000);
+	api_expect(s3.threads_now == 2, "two threads sampled");
+	atomic_store(&stop_workers, 1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	uw_prof_free(p); /* (running: stopped first) */
+	uw_prof_free(NULL);
+	printf("api %s\n", api_failed ? "failed" : "ok");
+}
+
 /* ---- wall */
 NOINLINE void sleeper_wait(void)
 {
@@ -582,6 +675,10 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "signals")) {
 		run_signals(arg);
 		return 0;
+	}
+	if (!strcmp(mode, "api")) {
+		run_api();
+		return api_failed;
 	}
 	if (!strcmp(mode, "cycles")) {
 		run_cycles((unsigned)want);

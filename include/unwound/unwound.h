@@ -1086,8 +1086,8 @@ struct uw_prof_opts {
 	unsigned scan_ms;        /* /proc/self/task read every scan_ms; 0: 250 */
 	int by_thread;           /* 1: labels pid and tid too (one sample per stack and thread) */
 	/* the session to unwind with (its modules and caches shared with the program's other
-	 * uses); NULL: one of its own (offline, no DWARF cache, as many frames as max_frames).
-	 * The caller frees it after uw_prof_free. */
+	 * uses); NULL: one of its own (offline, the DWARF cache by default, as many frames as
+	 * max_frames). The caller frees it after uw_prof_free. */
 	struct uw_session *session;
 };
 

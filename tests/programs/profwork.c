@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -612,7 +613,12 @@ NOINLINE void run_api(void)
 	api_expect(uw_prof_stop(p) == 0 && uw_prof_stop(p) == 0, "stop twice");
 	api_expect(uw_prof_profile(p) != NULL, "the profile after stop");
 	api_expect(uw_prof_write(p, "/dev/null", 7) == -EINVAL, "an unknown format refused");
+	char before[16] = "", after[16] = "";
+	prctl(PR_GET_NAME, before);
 	api_expect(uw_prof_write(p, out, UW_PROF_AUTO) == 0, "write after stop");
+	/* naming the frames (DWARF inflated on a helper thread) leaves the caller's name alone */
+	prctl(PR_GET_NAME, after);
+	api_expect(!strcmp(before, after), "the thread's name kept while the profile is written");
 	uw_prof_free(p);
 	/* max_threads: the threads beyond it are refused, and counted */
 	UW_OPTS(uw_prof_opts, two, .max_threads = 2, .scan_ms = 5);

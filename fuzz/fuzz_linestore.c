@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer target: a file of line rows kept between runs (BUILD-ID.lines1) read back for a
+/* libFuzzer target: a file of line rows kept between runs (BUILD-ID-KEY.lines2) read back for a
  * small line program: whatever the file holds, the table is the program's or its rows are taken
  * only when they pass the checks; lookups stay in bounds. Nothing is written back. */
 #include <stdint.h>
@@ -26,6 +26,8 @@ static const uint8_t prog[] = {
 };
 
 static uint8_t line[sizeof(prog)];
+/* the file the rows are for (any: the same for the seed and every input) */
+static const struct elfv_ident ident = { 1, 2, 3, 4, 5 };
 
 /* With UW_LINESTORE_SEED=PATH, first writes the store of the program there (fuzz/run's seed:
  * its hashes are right, so the rows are taken). */
@@ -40,7 +42,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	const char *seed = getenv("UW_LINESTORE_SEED");
 	if (seed) {
 		struct dwl_sections sec = { .line = line, .nline = sizeof(line) };
-		struct dwl_store *st = dwl_store_open(seed, 0);
+		struct dwl_store *st = dwl_store_open(seed, &ident, 0);
 		struct dwl_table *t = st ? dwl_build_stored(&sec, 0, "/src", st) : NULL;
 		if (!t || dwl_store_save(st) != 1)
 			abort();
@@ -57,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int fd = fuzz_file(data, size, path);
 	if (fd < 0)
 		return 0;
-	struct dwl_store *st = dwl_store_open(path, 0);
+	struct dwl_store *st = dwl_store_open(path, &ident, 0);
 	close(fd);
 	if (!st)
 		return 0;

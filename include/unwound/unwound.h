@@ -97,11 +97,34 @@ UW_API const char *uw_strerror(int err);
 UW_API unsigned uw_version(void);
 UW_API const char *uw_version_string(void);
 
-/* Creates an output file the one way unwound creates every output (recordings, text, ...):
+/*
+ * Output files, created the one way unwound creates every output (recordings, text, pages):
  * never through a symbolic link (a link at the path is moved aside as PATH.old, not followed),
- * O_EXCL, mode less the umask (recordings 0600, text 0644); a regular file already there is
- * kept as PATH.old, renamed only once the new one exists beside it. A character device or FIFO
- * (or a link to one, such as /dev/stdout) is written as it is; "-" is standard output.
+ * mode less the umask (recordings 0600, text 0644); a regular file already there is kept as
+ * PATH.old. A character device or FIFO (or a link to one, such as /dev/stdout) is written as it
+ * is; "-" is standard output.
+ *
+ * uw_output_open gives a file written without a name (O_TMPFILE) in the path's directory:
+ * nothing at the path changes until uw_output_commit puts it there, complete; a writer that
+ * fails (uw_output_discard) or is killed leaves the path as it was, and no temporary file. (On
+ * a file system without O_TMPFILE the file is written as PATH.PID.new: a writer killed there
+ * leaves it.) Committing renames the previous file PATH.old, then links the new one at PATH; a
+ * kill between the two leaves PATH.old and no PATH.
+ * Threads: an output is used by one thread at a time.
+ */
+struct uw_output;
+/* @return the output, or NULL with errno set (EISDIR, EACCES, UW_ENOTREG, ...). */
+UW_API struct uw_output *uw_output_open(const char *path, unsigned mode);
+/* The descriptor to write to (owned by the output: not to be closed). */
+UW_API int uw_output_fd(const struct uw_output *o);
+/* Puts the file written at its path and closes it; o is freed, whatever the result.
+ * @return 0, or -errno (the file is then gone and the path as it was, but for a failed close
+ * on a file system that reports write errors there). */
+UW_API int uw_output_commit(struct uw_output *o);
+/* Closes the output and frees it: what was written is gone, the path as it was. NULL is
+ * ignored. */
+UW_API void uw_output_discard(struct uw_output *o);
+/* The file at its path at once (empty): for a writer that wants it there while it writes.
  * @return a descriptor (the caller closes it) or a negative error. */
 UW_API int uw_output_create(const char *path, unsigned mode);
 
@@ -125,7 +148,7 @@ struct uw_session_opts {
 	 * a debug file for a stripped one) are fetched by build-id through libdebuginfod, into its
 	 * cache ($DEBUGINFOD_CACHE_PATH, else ~/.cache/debuginfod_client), when first needed. */
 	int offline;             /* 1: never ask debuginfod servers */
-	unsigned debuginfod_timeout_ms; /* cap on one fetch; 0: 30 s */
+	unsigned debuginfod_timeout_ms; /* cap on one fetch's time; 0: 30 s (said as "timed out") */
 	uint64_t max_inflate_bytes; /* cap on one decompressed debug section; 0: 1 GiB */
 	/* cap on a side file read whole (jitdump, perf-PID.map, kallsyms); 0: 2 GiB. It also caps
 	 * the entries kept from one: a jitdump's code loads at 1 per 512 bytes of the cap (4 M by
@@ -148,6 +171,10 @@ struct uw_session_opts {
 	 * recently used are removed until it fits (a file larger than the cap is not kept);
 	 * 0: 4 GiB */
 	uint64_t max_dwarf_cache_bytes;
+	/* cap on one file fetched from debuginfod (as announced, and as received: a server that
+	 * sends no length or an endless body is stopped there and the partial file removed);
+	 * 0: 1 GiB */
+	uint64_t max_debuginfod_bytes;
 };
 
 struct uw_session;
@@ -158,6 +185,26 @@ UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts);
 UW_API void uw_session_free(struct uw_session *s);
 /* The message of the last error on this session; valid until the next call on it. */
 UW_API const char *uw_session_errmsg(const struct uw_session *s);
+
+/* What ran out or changed under a session, over its life. Each is work given up without an
+ * error returned to the call that needed it (that call's result is only less complete: a
+ * module not opened, a frame without inline frames or a name), and each is also logged as a
+ * warning (the first of a kind) or an error. Counted with relaxed atomics, any thread. */
+struct uw_session_stats {
+	size_t sz;
+	uint64_t files_no_descriptor; /* files not opened: the process (EMFILE: ulimit -n) or the
+	                               * system (ENFILE) had no descriptor left */
+	uint64_t out_of_memory;       /* work given up for want of memory: an allocation failed,
+	                               * or libdw's (its DWARF is then not read further) */
+	uint64_t files_shrunk;        /* files shorter when read than when opened (a binary rebuilt
+	                               * or copied over in place during the run): what could not be
+	                               * read is missing */
+	uint64_t debuginfod_too_big;  /* downloads stopped at the size cap (max_debuginfod_bytes) */
+	uint64_t debuginfod_timeouts; /* downloads stopped by the timeout (debuginfod_timeout_ms) */
+	/* (new fields go here) */
+};
+/* @return 0, or -EINVAL (no session, st->sz not set). Fields past st->sz are not written. */
+UW_API int uw_session_stats(const struct uw_session *s, struct uw_session_stats *st);
 
 /* ---------------------------------------------------------------- stacks */
 
@@ -256,6 +303,8 @@ enum uw_module_state {
 	UW_MODULE_MISSING,      /* the file could not be found */
 	UW_MODULE_MISMATCH,     /* the file found has another build-id: not used */
 	UW_MODULE_BAD,          /* the file is not a usable ELF file */
+	UW_MODULE_NO_RESOURCE,  /* not opened because a resource ran out (file descriptors,
+	                         * memory): see uw_session_stats */
 };
 /* The outcome of its last opening (it stays while the module's files are let go). Any thread. */
 UW_API enum uw_module_state uw_module_state(const struct uw_module *m);
@@ -476,9 +525,11 @@ struct uw_tracker_opts {
 	size_t sz;
 	uint64_t exit_grace_ns;   /* 0: 1 s */
 	/* 1: the processes run now (a live profiler): a pc in no known mapping is asked of the
-	 * kernel (PROCMAP_QUERY, or /proc/PID/maps), files are opened through /proc/PID, and
-	 * modules no mapping refers to any more let go of their files and tables after a while
-	 * (memory follows what runs; their handles stay: see struct uw_module) */
+	 * kernel (PROCMAP_QUERY, or /proc/PID/maps), for processes no event told of too (one is
+	 * made on its first sample or lookup; told nothing of its exit, it is kept until the
+	 * tracker is freed), files are opened through /proc/PID, and modules no mapping refers to
+	 * any more let go of their files and tables after a while (memory follows what runs; their
+	 * handles stay: see struct uw_module) */
 	int live;
 };
 
@@ -681,7 +732,10 @@ struct uw_reader_stats {
 	uint64_t samples_delivered;/* after filters */
 	uint64_t unknown_records;  /* skipped by size */
 	uint64_t late_records;     /* arrived after their ordering window had been flushed */
-	uint64_t lost_events;      /* sum of LOST records */
+	uint64_t lost_events;      /* events lost, as perf report's "Total Lost Samples": the sum of
+	                            * LOST_SAMPLES records when there are any (perf record writes
+	                            * them from each event's lost count: the losses its LOST records
+	                            * report too), else of LOST records */
 	uint64_t lost_records;     /* number of LOST records */
 	uint64_t user_frames;
 	uint64_t samples_no_user;  /* kernel-only samples: no user stack expected */
@@ -771,16 +825,19 @@ struct uw_record_status {
 struct uw_record_opts {
 	size_t sz;
 	const char *output;        /* NULL: "perf.data" */
-	const char *event;         /* "cycles" (default when the CPU has it, else "cpu-clock"),
+	const char *event;         /* "cycles" (default; "cpu-clock" where the machine has no
+				    * hardware counters, logged as a warning when asked for),
 				    * "cpu-clock", "task-clock", "instructions", "page-faults" */
 	unsigned freq;             /* samples per second and CPU (default 999) */
 	uint64_t period;           /* instead of freq: one sample every period events */
-	int system_wide;           /* -a: every CPU, every process */
-	const int *pids;           /* -p: these processes (all their threads) */
+	int system_wide;           /* -a: every CPU, every process (with argv: while it runs) */
+	const int *pids;           /* -p: these processes (all their threads; a thread's id stands
+	                            * for its process) */
 	size_t npids;
 	const int *tids;           /* -t: these threads */
 	size_t ntids;
-	char *const *argv;         /* a command to start and record (NULL-terminated) */
+	char *const *argv;         /* a command to start and record (NULL-terminated); killed with
+	                            * SIGKILL if the recorder dies first (PR_SET_PDEATHSIG) */
 	unsigned stack_size;       /* user stack bytes per sample (default 16384, at most 65528) */
 	double duration;           /* seconds; 0: until stopped */
 	unsigned mmap_pages;       /* data pages per ring buffer (power of two; default 1024) */
@@ -803,14 +860,16 @@ struct uw_record_opts {
 
 /* Records with perf_event_open and unwinds online: the output is a perf.data file whose samples
  * carry complete callchains (as uw_inject writes), or a pipe-mode stream on standard output for
- * "-". The events are opened, and the command started, before the output is created (an
- * existing file is then kept as FILE.old): a run that cannot record leaves the output alone.
- * The header and attributes are written first and the data size kept up to date once a second,
- * so a recorder that is killed leaves a file readable to its last second.
- * Returns when the command exits, *stop is set or the duration has passed, leaving a complete
- * file. final (sz set) may be NULL; it is filled on failure too (workload_errno says the command
- * could not be executed). If the command could not be started or recorded, nothing is left
- * running. @return 0 or a negative error. */
+ * "-". The file is made as uw_output_open makes it and put at its path (an existing file then
+ * kept as FILE.old) once the events are open, the command started and the header written: a
+ * run that cannot record leaves the output alone. The data size is kept up to date once a
+ * second, so a recorder that is killed leaves a file readable to its last second (or, killed
+ * before, the path as it was).
+ * Returns when the command exits (with argv), every process or thread of pids/tids has exited,
+ * *stop is set or the duration has passed, leaving a complete file. final (sz set) may be NULL;
+ * it is filled on failure too (workload_errno says the command could not be executed). If the
+ * command could not be started or recorded, nothing is left running. @return 0 or a negative
+ * error. */
 UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final);
 
 /* ---------------------------------------------------------------- inject */
@@ -834,8 +893,10 @@ struct uw_inject_stats {
  * unwound online, written without its register and stack copies and with a callchain (kernel
  * frames, then PERF_CONTEXT_USER and the user frames), other records as they are, in time
  * order, and the header with the build-ids of every module a frame landed in; perf report,
- * perf script and hotspot read it as a frame-pointer recording. An existing out is kept as
- * out.old. stats (sz set) may be NULL. @return 0 or a negative error (uw_session_errmsg). */
+ * perf script and hotspot read it as a frame-pointer recording. out is put at its path only
+ * when complete (as uw_output_commit: an existing out is kept as out.old; a failure leaves the
+ * path as it was). stats (sz set) may be NULL. @return 0 or a negative error
+ * (uw_session_errmsg). */
 UW_API int uw_inject(struct uw_session *s, const char *in, const char *out, const struct uw_inject_opts *opts,
                      struct uw_inject_stats *stats);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 void *base_realloc_array(void *p, size_t n, size_t size)
@@ -556,20 +557,74 @@ int base_replace_file(const char *path, const struct base_piece *pieces, size_t 
 	return err;
 }
 
-int base_open_file(const char *path, unsigned flags, uint64_t max, uint64_t *size)
+/* openat2(2) (Linux 5.6); the C library may not wrap it, nor its header define its struct */
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+struct base_open_how {
+	uint64_t flags, mode, resolve;
+};
+#define BASE_RESOLVE_NO_MAGICLINKS 0x02
+#define BASE_RESOLVE_IN_ROOT 0x10
+
+static int open_at(int dirfd, const char *path, int oflags, unsigned flags)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | ((flags & BASE_OPEN_NOFOLLOW) ? O_NOFOLLOW : 0));
+	if (flags & BASE_OPEN_IN_ROOT) {
+		/* a path inside a process's root: its links cannot lead out of that root, and no
+		 * /proc magic link inside it is followed */
+		struct base_open_how how = { (uint64_t)oflags, 0, BASE_RESOLVE_IN_ROOT | BASE_RESOLVE_NO_MAGICLINKS };
+		long fd = syscall(SYS_openat2, dirfd, path[0] == '/' ? path + 1 : path, &how, sizeof(how));
+		return fd < 0 ? -errno : (int)fd;
+	}
+	int fd = openat(dirfd, path, oflags);
+	return fd < 0 ? -errno : fd;
+}
+
+/* The file is looked at before it is opened: an O_PATH descriptor opens nothing (a FIFO does
+ * not wait for a writer, a device's open routine is not run: no tape rewound, no watchdog
+ * armed, no terminal acquired), and only a regular file is then opened for reading, through
+ * that descriptor (/proc/self/fd/N names exactly the file looked at, whatever is renamed over
+ * the path meanwhile). Without /proc, the path is opened again, non-blocking and without a
+ * controlling terminal, and must be the same file. */
+int base_open_file_at(int dirfd, const char *path, unsigned flags, uint64_t max, uint64_t *size)
+{
+	int nofollow = (flags & BASE_OPEN_NOFOLLOW) ? O_NOFOLLOW : 0;
+	int pfd = open_at(dirfd, path, O_PATH | O_CLOEXEC | nofollow, flags);
+	if (pfd < 0)
+		return pfd;
+	struct stat ps, st;
+	if (fstat(pfd, &ps)) {
+		int e = -errno;
+		close(pfd);
+		return e;
+	}
+	/* O_PATH | O_NOFOLLOW opens a link itself */
+	if (!S_ISREG(ps.st_mode)) {
+		close(pfd);
+		return S_ISLNK(ps.st_mode) ? -ELOOP : -UW_ENOTREG;
+	}
+	if (max && (uint64_t)ps.st_size > max) {
+		close(pfd);
+		return -EFBIG;
+	}
+	char self[40];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	int fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) /* no /proc */
+		fd = open_at(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | nofollow, flags);
+	else if (fd < 0)
+		fd = -errno;
+	close(pfd);
 	if (fd < 0)
-		return -errno;
-	struct stat st;
+		return fd;
 	if (fstat(fd, &st)) {
 		int e = -errno;
 		close(fd);
 		return e;
 	}
-	if (!S_ISREG(st.st_mode)) {
+	if (!S_ISREG(st.st_mode) || st.st_dev != ps.st_dev || st.st_ino != ps.st_ino) {
 		close(fd);
-		return -UW_ENOTREG;
+		return -UW_ENOTREG; /* replaced between the look and the open */
 	}
 	if (max && (uint64_t)st.st_size > max) {
 		close(fd);
@@ -581,6 +636,16 @@ int base_open_file(const char *path, unsigned flags, uint64_t max, uint64_t *siz
 		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	*size = (uint64_t)st.st_size;
 	return fd;
+}
+
+int base_open_file(const char *path, unsigned flags, uint64_t max, uint64_t *size)
+{
+	return base_open_file_at(AT_FDCWD, path, flags & ~BASE_OPEN_IN_ROOT, max, size);
+}
+
+bool base_resource_error(int err)
+{
+	return err == -EMFILE || err == -ENFILE || err == -ENOMEM || err == -ENOBUFS;
 }
 
 int base_read_fd(int fd, uint64_t size, char **out, size_t *len)
@@ -608,60 +673,6 @@ int base_read_fd(int fd, uint64_t size, char **out, size_t *len)
 	*out = b;
 	*len = got;
 	return 0;
-}
-
-int base_create_output(const char *path, unsigned mode)
-{
-	if (strcmp(path, "-") == 0) {
-		int fd = dup(1);
-		return fd < 0 ? -errno : fd;
-	}
-	struct stat lst, st;
-	bool exists = lstat(path, &lst) == 0;
-	if (exists && S_ISDIR(lst.st_mode))
-		return -EISDIR;
-	/* a device, a FIFO, or a link to one (/dev/stdout): written as it is, nothing truncated */
-	if (exists && (S_ISCHR(lst.st_mode) || S_ISFIFO(lst.st_mode) ||
-		       (S_ISLNK(lst.st_mode) && stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))))) {
-		int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-		return fd < 0 ? -errno : fd;
-	}
-	if (exists && !S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode))
-		return -UW_ENOTREG;
-	/* the new file first, under a name of its own beside the path */
-	char *tmp = NULL;
-	if (asprintf(&tmp, "%s.%d.new", path, (int)getpid()) < 0)
-		return -ENOMEM;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (fd < 0) {
-		int e = -errno;
-		free(tmp);
-		return e;
-	}
-	int err = 0;
-	if (exists) {
-		char *old = NULL;
-		if (asprintf(&old, "%s.old", path) < 0)
-			err = -ENOMEM;
-		else if (rename(path, old))
-			err = -errno;
-		free(old);
-	}
-	/* rename does not follow a link at the destination: it replaces the name */
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err) {
-		close(fd);
-		unlink(tmp);
-		fd = err;
-	}
-	free(tmp);
-	return fd;
-}
-
-UW_API int uw_output_create(const char *path, unsigned mode)
-{
-	return path ? base_create_output(path, mode) : -EINVAL;
 }
 
 struct cache_ent {

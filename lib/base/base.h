@@ -83,21 +83,42 @@ uint64_t base_hash_block(const void *p, size_t n);
 
 /* ---- files named by a recording or a process (untrusted) and output files */
 #define BASE_OPEN_NOFOLLOW 1u /* refuse a symbolic link as the last component (-ELOOP) */
-/* Opens a file to read without ever blocking (a FIFO or device at the path is refused, not
- * waited on) and only when it is a regular file of at most max bytes (0: any size).
- * @return the descriptor with *size set; -errno (-ENOENT, -EACCES, -ELOOP for a link with
- * BASE_OPEN_NOFOLLOW, -EFBIG over max), or -UW_ENOTREG. The descriptor blocks again. */
+#define BASE_OPEN_IN_ROOT 2u  /* base_open_file_at: path resolved with dirfd as its root (a
+                               * process's /proc/PID/root: its links stay inside it) */
+/* Opens a file to read, only when it is a regular file of at most max bytes (0: any size),
+ * and never opens anything else: the path is looked at through an O_PATH descriptor first, so
+ * a FIFO is not waited on and a device (or a link to one) is not opened at all; the file is
+ * then opened through that descriptor, O_NOCTTY. Every file a recording, a process or a file
+ * they name (debug links, .dwo names, dwz links) points at is opened through here.
+ * @return the descriptor (blocking again, close-on-exec) with *size set; -errno (-ENOENT,
+ * -EACCES, -ELOOP for a link with BASE_OPEN_NOFOLLOW, -EFBIG over max, -EMFILE when the
+ * process is out of descriptors), or -UW_ENOTREG. */
 int base_open_file(const char *path, unsigned flags, uint64_t max, uint64_t *size);
+/* The same, path relative to dirfd (AT_FDCWD: the working directory). */
+int base_open_file_at(int dirfd, const char *path, unsigned flags, uint64_t max, uint64_t *size);
+/* Whether err (negative) says a resource ran out (descriptors, memory) rather than that the
+ * thing asked for is absent or bad: such a failure is said as one, never as "not found". */
+bool base_resource_error(int err);
 /* Reads a file opened with base_open_file whole into a malloc'd buffer (NUL-terminated).
  * @return 0 or -errno. */
 int base_read_fd(int fd, uint64_t size, char **out, size_t *len);
 
-/* Creates an output file the one way every output is created: never through a symbolic link
- * (a link at the path is moved aside, not followed), with O_EXCL, mode (less the umask). A
- * regular file already at the path is kept as PATH.old, renamed only once the new file exists
- * (it is made under a temporary name beside it first, so a directory that cannot be written
- * leaves the old file alone). A character device or FIFO at the path (or a link to one, such as
- * /dev/stdout) is written as it is; "-" is standard output. @return fd or -errno. */
+/* Output files (output.c), created the one way every output is: never through a symbolic link
+ * (a link at the path is moved aside, not followed), mode less the umask. The file is written
+ * without a name beside the path and put there only when published (the previous file kept as
+ * PATH.old): a writer that fails or is killed first leaves the path as it was. A character
+ * device or FIFO at the path (or a link to one, such as /dev/stdout) is written as it is; "-"
+ * is standard output. Each returns 0 or -errno (-UW_ENOTREG for a path that is neither). */
+struct uw_output;
+int base_output_open(const char *path, unsigned mode, struct uw_output **out);
+int base_output_fd(const struct uw_output *o);
+/* The file at its path now (writing may go on: a recording readable if its writer dies). */
+int base_output_publish(struct uw_output *o);
+/* Published (if not yet) and closed; freed either way. */
+int base_output_commit(struct uw_output *o);
+/* Closed and freed; a file never published is gone. NULL is ignored. */
+void base_output_discard(struct uw_output *o);
+/* Opened and published at once: the descriptor (uw_output_create). @return fd or -errno. */
 int base_create_output(const char *path, unsigned mode);
 
 /* A cache directory with a size cap: before `bytes` are written to path, the cache files beside

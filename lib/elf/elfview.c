@@ -18,6 +18,55 @@ struct elfv_inflated {
 };
 
 static int section_at(struct elfv *v, size_t idx, struct elfv_sec *out, bool inflate);
+static int section_hdr(struct elfv *v, size_t idx, struct elfv_sec *out, Elf_Scn **scnp);
+
+/* A file view's failed read: the file is shorter now than when it was opened (rebuilt or
+ * copied over in place) or could not be read. Kept: the view says so (elfv_read_error). */
+static int read_failed(struct elfv *v, uint64_t end)
+{
+	struct stat st;
+	int err = fstat(v->fd, &st) == 0 && (uint64_t)st.st_size < end ? -UW_ETRUNC : -EIO;
+	if (!v->read_err)
+		v->read_err = err;
+	return err;
+}
+
+int elfv_read(struct elfv *v, uint64_t off, void *dst, size_t n)
+{
+	if (off > v->size || n > v->size - off)
+		return -UW_EFORMAT;
+	if (v->map) {
+		memcpy(dst, v->map + off, n);
+		return 0;
+	}
+	for (size_t got = 0; got < n;) {
+		ssize_t r = pread(v->fd, (uint8_t *)dst + got, n - got, (off_t)(off + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == ENOMEM || errno == ENOBUFS))
+			return -ENOMEM;
+		if (r <= 0)
+			return read_failed(v, off + n);
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* n bytes at off, in memory for as long as the view lives (a file view's are read once, by
+ * libelf, and kept with it). NULL when they are past the end or cannot be read. */
+static const uint8_t *read_range(struct elfv *v, uint64_t off, uint64_t n)
+{
+	if (off > v->size || n > v->size - off)
+		return NULL;
+	if (v->map)
+		return v->map + off;
+	Elf_Data *d = elf_getdata_rawchunk(v->elf, (int64_t)off, (size_t)n, ELF_T_BYTE);
+	if (!d || (n && !d->d_buf)) {
+		read_failed(v, off + n);
+		return NULL;
+	}
+	return d->d_buf;
+}
 
 static void elfv_lib_init(void)
 {
@@ -97,8 +146,10 @@ static int elfv_setup(struct elfv *v)
 			   ph.p_filesz <= v->size - ph.p_offset) {
 			v->sframe = (struct elfv_seg){ ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz, ph.p_flags };
 		} else if (ph.p_type == PT_NOTE && ph.p_offset < v->size &&
-			   ph.p_filesz <= v->size - ph.p_offset) {
-			parse_notes(v, v->map + ph.p_offset, ph.p_filesz);
+			   ph.p_filesz <= v->size - ph.p_offset && !v->build_id_len) {
+			const uint8_t *notes = read_range(v, ph.p_offset, ph.p_filesz);
+			if (notes)
+				parse_notes(v, notes, ph.p_filesz);
 		}
 	}
 	if (v->min_vaddr == UINT64_MAX)
@@ -109,12 +160,16 @@ static int elfv_setup(struct elfv *v)
 		nsec = 0;
 	for (size_t i = 1; i < nsec; i++) {
 		struct elfv_sec s;
-		if (section_at(v, i, &s, false) || (s.flags & SHF_COMPRESSED))
+		if (section_hdr(v, i, &s, NULL) || (s.flags & SHF_COMPRESSED) || s.type == SHT_NOBITS)
 			continue;
-		const char *name = elfv_section_name(v, i);
-		if (s.type == SHT_NOTE && !v->build_id_len && s.data)
+		/* only these are read now: a file's other sections when first asked for */
+		bool note = s.type == SHT_NOTE && !v->build_id_len;
+		bool link = !v->debuglink && s.size >= 8 && strcmp(elfv_section_name(v, i), ".gnu_debuglink") == 0;
+		if ((!note && !link) || section_at(v, i, &s, false))
+			continue;
+		if (note && s.data)
 			parse_notes(v, s.data, s.size);
-		if (!v->debuglink && strcmp(name, ".gnu_debuglink") == 0 && s.data && s.size >= 8) {
+		if (link && s.data) {
 			const char *nm = (const char *)s.data;
 			size_t l = strnlen(nm, s.size);
 			size_t crcoff = (l + 4) & ~(size_t)3;
@@ -127,6 +182,7 @@ static int elfv_setup(struct elfv *v)
 	return 0;
 }
 
+/* A view over bytes in memory (map) or over a file read through libelf (fd, map NULL). */
 static int elfv_new(const void *map, size_t size, int fd, struct elfv **out)
 {
 	elfv_lib_init();
@@ -138,7 +194,12 @@ static int elfv_new(const void *map, size_t size, int fd, struct elfv **out)
 	v->size = size;
 	v->max_inflate = ELFV_MAX_INFLATE;
 	base_map_init(&v->inflated);
-	v->elf = elf_memory((char *)map, size);
+	/* A file is read, never mapped: a mapping of a file that shrinks (a binary rebuilt or
+	 * copied over in place) kills the process with SIGBUS at the first page past the new end.
+	 * libelf's ELF_C_READ reads the headers when asked for, and a section whole with pread
+	 * when its data is first asked for (kept until the view is closed); a read that comes up
+	 * short is an error of that file. */
+	v->elf = map ? elf_memory((char *)map, size) : elf_begin(fd, ELF_C_READ, NULL);
 	if (!v->elf) {
 		free(v);
 		return -UW_ENOELF;
@@ -154,14 +215,46 @@ static int elfv_new(const void *map, size_t size, int fd, struct elfv **out)
 	return 0;
 }
 
+int elfv_open_fd(int fd, struct elfv **out)
+{
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -UW_ENOTREG;
+	}
+	if (st.st_size < 64 || (uint64_t)st.st_size > SIZE_MAX) {
+		close(fd);
+		return -UW_ENOELF;
+	}
+	int err = elfv_new(NULL, (size_t)st.st_size, fd, out);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	(*out)->dev = st.st_dev;
+	(*out)->ino = st.st_ino;
+	(*out)->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	(*out)->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	return 0;
+}
+
 int elfv_open(const char *path, unsigned flags, struct elfv **out)
+{
+	uint64_t size;
+	int fd = base_open_file(path, flags, 0, &size);
+	return fd < 0 ? fd : elfv_open_fd(fd, out);
+}
+
+int elfv_open_mapped(const char *path, unsigned flags, struct elfv **out)
 {
 	uint64_t size;
 	int fd = base_open_file(path, flags, 0, &size);
 	if (fd < 0)
 		return fd;
 	struct stat st;
-	if (fstat(fd, &st) || size < 64 || size > SIZE_MAX) {
+	/* only a file of ours that no one else may write (see elfview.h) */
+	if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) || size < 64 ||
+	    size > SIZE_MAX) {
 		close(fd);
 		return -UW_ENOELF;
 	}
@@ -171,14 +264,17 @@ int elfv_open(const char *path, unsigned flags, struct elfv **out)
 		close(fd);
 		return e;
 	}
-	int err = elfv_new(map, (size_t)size, fd, out);
+	int err = elfv_new(map, (size_t)size, -1, out);
 	if (err) {
 		munmap(map, (size_t)size);
 		close(fd);
 		return err;
 	}
+	(*out)->mapped = true;
 	(*out)->dev = st.st_dev;
 	(*out)->ino = st.st_ino;
+	base_cache_touch(fd); /* used: the last to go when the cache is full */
+	close(fd);
 	return 0;
 }
 
@@ -214,11 +310,20 @@ void elfv_close(struct elfv *v)
 	}
 	base_map_free(&v->inflated);
 	free(v->loads);
-	if (v->fd >= 0) {
+	if (v->mapped)
 		munmap((void *)v->map, v->size);
+	if (v->fd >= 0)
 		close(v->fd);
-	}
 	free(v);
+}
+
+void elfv_detach(struct elfv *v)
+{
+	if (!v || v->fd < 0)
+		return;
+	elf_cntl(v->elf, ELF_C_FDDONE);
+	close(v->fd);
+	v->fd = -1;
 }
 
 const char *elfv_section_name(struct elfv *v, size_t idx)
@@ -288,6 +393,27 @@ int elfv_compressed_payload(struct elfv *v, size_t idx, struct elfv_zsec *z)
 	return chdr(v, &raw, &z->type, &z->size, &z->src, &z->srclen);
 }
 
+int elfv_compressed_read(struct elfv *v, size_t idx, struct elfv_zsec *z, void **buf)
+{
+	*buf = NULL;
+	if (v->map)
+		return elfv_compressed_payload(v, idx, z);
+	struct elfv_sec raw;
+	int err = section_hdr(v, idx, &raw, NULL);
+	if (err)
+		return err;
+	if (!(raw.flags & SHF_COMPRESSED) || raw.type == SHT_NOBITS)
+		return -ENOENT;
+	if (raw.size > SIZE_MAX || !(*buf = malloc(raw.size ? (size_t)raw.size : 1)))
+		return -ENOMEM;
+	if ((err = elfv_read(v, raw.offset, *buf, (size_t)raw.size)) ||
+	    (raw.data = *buf, err = chdr(v, &raw, &z->type, &z->size, &z->src, &z->srclen))) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return err;
+}
+
 int elfv_zsec_decompress(const struct elfv_zsec *z, void *dst)
 {
 	return decompress(z->type, z->src, z->srclen, dst, z->size);
@@ -323,7 +449,8 @@ static int inflate_section(struct elfv *v, struct elfv_sec *s)
 	return 0;
 }
 
-static int section_at(struct elfv *v, size_t idx, struct elfv_sec *out, bool inflate)
+/* A section's header (data NULL): nothing of its contents is read. */
+static int section_hdr(struct elfv *v, size_t idx, struct elfv_sec *out, Elf_Scn **scnp)
 {
 	Elf_Scn *scn = elf_getscn(v->elf, idx);
 	GElf_Shdr sh;
@@ -338,13 +465,33 @@ static int section_at(struct elfv *v, size_t idx, struct elfv_sec *out, bool inf
 	out->link = sh.sh_link;
 	out->entsize = sh.sh_entsize;
 	out->index = idx;
-	if (sh.sh_type == SHT_NOBITS)
-		return 0;
-	/* bounds against the mapping ourselves: the data pointer is into the map */
-	if (sh.sh_offset > v->size || sh.sh_size > v->size - sh.sh_offset)
+	if (scnp)
+		*scnp = scn;
+	/* bounds against the file ourselves */
+	if (sh.sh_type != SHT_NOBITS && (sh.sh_offset > v->size || sh.sh_size > v->size - sh.sh_offset))
 		return -UW_EFORMAT;
-	out->data = v->map + sh.sh_offset;
-	if ((sh.sh_flags & SHF_COMPRESSED) && inflate) {
+	return 0;
+}
+
+static int section_at(struct elfv *v, size_t idx, struct elfv_sec *out, bool inflate)
+{
+	Elf_Scn *scn;
+	int err = section_hdr(v, idx, out, &scn);
+	if (err || out->type == SHT_NOBITS)
+		return err;
+	if (v->map) {
+		out->data = v->map + out->offset;
+	} else if (out->size) {
+		/* read whole on first use (libelf keeps it) */
+		errno = 0;
+		Elf_Data *d = elf_rawdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size != out->size)
+			return errno == ENOMEM ? -ENOMEM : read_failed(v, out->offset + out->size);
+		out->data = d->d_buf;
+	} else {
+		out->data = (const uint8_t *)"";
+	}
+	if ((out->flags & SHF_COMPRESSED) && inflate) {
 		/* one inflated copy per section, made on first use */
 		struct elfv_inflated *inf = base_map_get(&v->inflated, idx);
 		if (inf) {
@@ -356,6 +503,19 @@ static int section_at(struct elfv *v, size_t idx, struct elfv_sec *out, bool inf
 		return inflate_section(v, out);
 	}
 	return 0;
+}
+
+int elfv_section_info(struct elfv *v, size_t idx, struct elfv_sec *out)
+{
+	return section_hdr(v, idx, out, NULL);
+}
+
+bool elfv_ident(const struct elfv *v, struct elfv_ident *out)
+{
+	if (v->fd < 0 && !v->mapped)
+		return false;
+	*out = (struct elfv_ident){ (uint64_t)v->dev, (uint64_t)v->ino, v->size, v->mtime_ns, v->ctime_ns };
+	return true;
 }
 
 int elfv_section_at(struct elfv *v, size_t idx, struct elfv_sec *out)
@@ -372,9 +532,8 @@ bool elfv_sframe(struct elfv *v, const uint8_t **data, uint64_t *size, uint64_t 
 		*addr = sec.addr;
 		return true;
 	}
-	if (!v->sframe.filesz)
+	if (!v->sframe.filesz || !(*data = read_range(v, v->sframe.offset, v->sframe.filesz)))
 		return false;
-	*data = v->map + v->sframe.offset;
 	*size = v->sframe.filesz;
 	*addr = v->sframe.vaddr;
 	return true;
@@ -400,7 +559,7 @@ bool elfv_has_section(struct elfv *v, const char *name)
 		if (strcmp(elfv_section_name(v, i), name) != 0)
 			continue;
 		struct elfv_sec sec;
-		return section_at(v, i, &sec, false) == 0 && sec.type != SHT_NOBITS && sec.size > 0;
+		return section_hdr(v, i, &sec, NULL) == 0 && sec.type != SHT_NOBITS && sec.size > 0;
 	}
 	return false;
 }

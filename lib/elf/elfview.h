@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * An immutable, bounds-checked view of one ELF file, mapped read-only. Section and segment
- * tables are read through libelf (which checks them against the file size); section data
- * points into the mapping (zero copy) unless the section is compressed, in which case it is
- * inflated once into memory owned by the view. Prefix: elfv_ (libelf owns elf_).
+ * An immutable, bounds-checked view of one ELF file. A file is read, never mapped (a mapped
+ * file that shrinks kills the reader with SIGBUS): headers through libelf's ELF_C_READ, each
+ * section whole with pread when its data is first asked for, kept by the view. A file that
+ * is shorter than when it was opened (rebuilt or copied over in place) makes those reads fail
+ * with -UW_ETRUNC, and the view remembers it (elfv_read_error). Views over memory (a vdso
+ * copy, MiniDebugInfo, fuzzing) and over the DWARF cache's own files (elfv_open_mapped) point
+ * into their bytes. A compressed section is inflated once into memory owned by the view.
+ * Prefix: elfv_ (libelf owns elf_).
  */
 #ifndef UW_ELFVIEW_H
 #define UW_ELFVIEW_H
@@ -39,9 +43,9 @@ struct elfv_sec {
 };
 
 struct elfv {
-	int fd;
-	const uint8_t *map;
-	size_t size;
+	int fd;               /* a file view's descriptor (read through), else -1 */
+	const uint8_t *map;   /* a memory or mapped view's bytes; NULL for a file view */
+	size_t size;          /* the file's size when it was opened */
 	void *elf;            /* Elf * */
 	uint16_t type, machine;
 	uint8_t build_id[ELFV_MAX_BUILD_ID];
@@ -54,20 +58,35 @@ struct elfv {
 	struct elfv_seg sframe; /* PT_GNU_SFRAME (filesz 0: none) */
 	dev_t dev;
 	ino_t ino;
+	int64_t mtime_ns, ctime_ns; /* the file's identity when opened, with dev and ino */
+	bool mapped;          /* map is a mapping elfv_close unmaps */
+	int read_err;         /* the first read of the file that failed (-UW_ETRUNC: it shrank) */
+	bool read_err_said;   /* (for the layer that reports it, once) */
 	struct base_map inflated; /* section index -> inflated copy, owned by the view */
 	void *owned;          /* a memory image the view frees (elfv_adopt_mem) */
 	uint64_t max_inflate; /* cap on one decompressed section (default ELFV_MAX_INFLATE) */
 };
 
-/* Opens and maps path (never waiting on a FIFO or device: those are -UW_ENOTREG; flags:
- * BASE_OPEN_NOFOLLOW for a path a recording names, -ELOOP for a link). On failure returns a
- * negative error (-errno, -UW_ENOTREG or -UW_ENOELF). */
+/* Opens path to read (never waiting on a FIFO or opening a device: those are -UW_ENOTREG;
+ * flags: base_open_file's, BASE_OPEN_NOFOLLOW for a path a recording names, -ELOOP for a
+ * link). On failure returns a negative error (-errno, -UW_ENOTREG or -UW_ENOELF). */
 int elfv_open(const char *path, unsigned flags, struct elfv **out);
+/* Same, over a descriptor opened with base_open_file (taken: closed by elfv_close, or now on
+ * failure). */
+int elfv_open_fd(int fd, struct elfv **out);
+/* Maps path instead of reading it, for the DWARF cache's own files only: written by this user
+ * under a temporary name and renamed into place, never written again, so no one truncates
+ * what is mapped (the file must be owned by the caller's user and not writable by others,
+ * else -UW_ENOELF). */
+int elfv_open_mapped(const char *path, unsigned flags, struct elfv **out);
 /* Same, from a memory image the caller keeps alive (fuzzing, tests). */
 int elfv_open_mem(const void *data, size_t size, struct elfv **out);
 /* Same, taking ownership of a malloc'd image (freed by elfv_close, also on failure). */
 int elfv_adopt_mem(void *data, size_t size, struct elfv **out);
 void elfv_close(struct elfv *v);
+/* Closes a file view's descriptor: what was read stays; what was not can no longer be (a view
+ * that will be asked for nothing more, kept without holding a descriptor). */
+void elfv_detach(struct elfv *v);
 
 /* Finds a section by name. Compressed sections (SHF_COMPRESSED, zlib) come back inflated,
  * up to ELFV_MAX_INFLATE bytes. @return 0, -ENOENT, or another negative error. */
@@ -92,12 +111,37 @@ struct elfv_zsec {
 	uint64_t size;      /* uncompressed (checked against the view's cap) */
 };
 int elfv_compressed_payload(struct elfv *v, size_t idx, struct elfv_zsec *z);
+/* The same, its compressed bytes read into *buf (malloc'd, the caller frees it; z->src points
+ * into it) rather than kept by the view: for a file view whose section is inflated once. */
+int elfv_compressed_read(struct elfv *v, size_t idx, struct elfv_zsec *z, void **buf);
 /* Decompresses z into dst (z->size bytes). Reads no view: safe on any thread. */
 int elfv_zsec_decompress(const struct elfv_zsec *z, void *dst);
 /* Section by index. */
 int elfv_section_at(struct elfv *v, size_t idx, struct elfv_sec *out);
+/* Its header only (data NULL): nothing of its contents is read. */
+int elfv_section_info(struct elfv *v, size_t idx, struct elfv_sec *out);
 /* Name of a section index ("" if none). */
 const char *elfv_section_name(struct elfv *v, size_t idx);
+
+/* What a file is: device, inode, size and times when it was opened. No two files have the
+ * same while they exist, and a file written since has another (its change time). */
+struct elfv_ident {
+	uint64_t dev, ino, size;
+	int64_t mtime_ns, ctime_ns;
+};
+/* @return false for a view over memory (no file). */
+bool elfv_ident(const struct elfv *v, struct elfv_ident *out);
+
+/* Reads n bytes of the file at off into dst (a memory view's are copied). @return 0,
+ * -UW_EFORMAT past the size the file had when opened, -UW_ETRUNC when it is shorter now,
+ * another negative error. */
+int elfv_read(struct elfv *v, uint64_t off, void *dst, size_t n);
+/* The first read of the file that failed (0: none): -UW_ETRUNC when it had shrunk since it was
+ * opened. What the view could not read is missing from what was made of it. */
+static inline int elfv_read_error(const struct elfv *v)
+{
+	return v->read_err;
+}
 
 /* Maps a file offset to an ELF virtual address through the PT_LOAD segments.
  * @return true and *vaddr on success. */

@@ -48,8 +48,8 @@ enum {
 #define PERF_EVENT_IOC_ID 0x80082407
 
 struct ring {
-	int fd;
-	uint8_t *base;       /* control page, then data */
+	int fd;              /* -1 once closed */
+	uint8_t *base;       /* control page, then data; NULL once closed */
 	size_t data_size;
 	uint64_t id;
 };
@@ -100,6 +100,9 @@ int live_open_task(struct live *lv, const struct evconf *ec, pid_t tid, int ncpu
 int live_open_ring(struct live *lv, struct kattr *a, pid_t pid, int cpu, size_t pages);
 /* perf_event_open (close-on-exec, no group): the fd, or -errno. */
 int live_event_open(struct kattr *a, pid_t pid, int cpu);
+/* One ring unmapped and its event closed (an exited task's: it reports POLLHUP for ever); the
+ * entry stays, with fd -1 and base NULL, so indices and ids keep their places. */
+void live_close_ring(struct live *lv, size_t i);
 void live_close_rings(struct live *lv);
 /* Every ring's records into the reader, then the end of a round. */
 int live_drain_all(struct live *lv);

@@ -119,7 +119,8 @@ void live_attr_init(struct kattr *a, const struct evconf *ec, bool sideband, boo
 		a->flags |= BIT(A_INHERIT);
 	if (ec->user_only)
 		a->flags |= BIT(5) | BIT(6); /* exclude_kernel, exclude_hv */
-	if (o->argv)
+	/* a command's events begin at its exec; with -a the system's begin at once */
+	if (o->argv && !o->system_wide)
 		a->flags |= BIT(A_ENABLE_ON_EXEC);
 	if (sideband)
 		a->flags |= BIT(A_MMAP) | BIT(A_MMAP2) | BIT(A_COMM) | BIT(A_COMM_EXEC) | BIT(A_TASK) | BIT(A_BUILD_ID);

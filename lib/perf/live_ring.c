@@ -69,7 +69,8 @@ int live_drain_all(struct live *lv)
 {
 	int err = 0;
 	for (size_t i = 0; i < lv->nrings && !err; i++)
-		err = drain(lv, &lv->rings[i]);
+		if (lv->rings[i].base)
+			err = drain(lv, &lv->rings[i]);
 	if (!err)
 		err = uw_reader_round(lv->r);
 	return err;
@@ -104,13 +105,21 @@ int live_open_ring(struct live *lv, struct kattr *a, pid_t pid, int cpu, size_t 
 	return 0;
 }
 
+void live_close_ring(struct live *lv, size_t i)
+{
+	struct ring *rg = &lv->rings[i];
+	if (!rg->base)
+		return;
+	munmap(rg->base, rg->data_size + (size_t)sysconf(_SC_PAGESIZE));
+	close(rg->fd);
+	rg->base = NULL;
+	rg->fd = -1; /* (poll skips it) */
+}
+
 void live_close_rings(struct live *lv)
 {
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	for (size_t i = 0; i < lv->nrings; i++) {
-		munmap(lv->rings[i].base, lv->rings[i].data_size + pg);
-		close(lv->rings[i].fd);
-	}
+	for (size_t i = 0; i < lv->nrings; i++)
+		live_close_ring(lv, i);
 	free(lv->rings);
 	lv->rings = NULL;
 	lv->nrings = 0;

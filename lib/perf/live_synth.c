@@ -194,12 +194,30 @@ static int synthesize(struct live *lv, int32_t pid)
 	return err;
 }
 
+/* The process a thread belongs to (its Tgid): -p given a thread's id records its whole process,
+ * whose samples carry the process's id. */
+static int32_t tgid_of(int32_t tid)
+{
+	char p[64], line[256];
+	snprintf(p, sizeof(p), "/proc/%d/status", tid);
+	FILE *f = fopen(p, "re");
+	int32_t pid = tid;
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Tgid:", 5)) {
+			pid = (int32_t)strtol(line + 5, NULL, 10);
+			break;
+		}
+	if (f)
+		fclose(f);
+	return pid > 0 ? pid : tid;
+}
+
 int live_synthesize_all(struct live *lv, const int *pids, size_t npids, bool all)
 {
 	int err = 0;
 	if (!all) {
 		for (size_t i = 0; i < npids && !err; i++)
-			err = synthesize(lv, pids[i]);
+			err = synthesize(lv, tgid_of(pids[i]));
 		return err;
 	}
 	DIR *d = opendir("/proc");

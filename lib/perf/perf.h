@@ -97,8 +97,13 @@ struct perf_writer_buildid {
 	bool kernel;
 };
 /* Creates path (mode 0600; an existing file is kept as path.old; a symbolic link is not
- * followed), or writes a pipe-mode stream to standard output for "-". */
+ * followed), or writes a pipe-mode stream to standard output for "-". The file is written
+ * without a name and put at its path by perf_writer_finish, or earlier by perf_writer_publish;
+ * one closed before either is gone. */
 int perf_writer_open(const char *path, struct perf_writer **out);
+/* The file at its path now, as far as written (a recording readable if its writer dies; call
+ * perf_writer_sync first). No-op for a pipe. @return 0 or the writer's error. */
+int perf_writer_publish(struct perf_writer *w);
 bool perf_writer_is_pipe(const struct perf_writer *w);
 /* Attributes come before any record. raw: a perf_event_attr of size bytes. */
 int perf_writer_add_attr(struct perf_writer *w, const uint8_t *raw, uint32_t size, const char *name,
@@ -154,7 +159,10 @@ int cc_sink_record(struct cc_sink *k, const uint8_t *rec, uint32_t len);
 struct perf_writer *cc_sink_writer(struct cc_sink *k);
 /* File mode: data size brought up to date (see perf_writer_sync). */
 int cc_sink_sync(struct cc_sink *k);
-/* The build-ids of the modules hit, then the features and the header. */
+/* The header and attributes written and the file put at its path (see perf_writer_publish):
+ * from here a recorder that dies leaves a file that reads to its last sync. */
+int cc_sink_publish(struct cc_sink *k);
+/* The build-ids of the modules hit, then the features and the header; the file at its path. */
 int cc_sink_finish(struct cc_sink *k);
 /* The first error of writing (said in the session's message), or 0. */
 int cc_sink_error(const struct cc_sink *k);

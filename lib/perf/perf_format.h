@@ -32,6 +32,7 @@ enum { PF_TOTAL_TIME_ENABLED = 1, PF_TOTAL_TIME_RUNNING = 2, PF_ID = 4, PF_GROUP
 /* perf_event_attr flag bits (the bitfield word at offset 40) */
 #define PA_SAMPLE_ID_ALL (1ull << 18)
 #define PA_USE_CLOCKID (1ull << 25)
+#define PA_BUILD_ID (1ull << 34)      /* MMAP2 records carry build-ids (PERF_RECORD_MISC_MMAP_BUILD_ID) */
 #define PA_BRANCH_HW_INDEX_SAMPLE (1ull << 17) /* in branch_sample_type: PERF_SAMPLE_BRANCH_HW_INDEX */
 
 /* record types */
@@ -59,6 +60,7 @@ enum {
 #define PM_MMAP_DATA (1 << 13)
 #define PM_COMM_EXEC (1 << 13)
 #define PM_MMAP_BUILD_ID (1 << 14)
+#define PM_LOST_SAMPLES_BPF (1 << 15) /* LOST_SAMPLES: dropped by a BPF filter */
 #define PM_BUILD_ID_SIZE (1 << 15)
 
 /* callchain context markers */

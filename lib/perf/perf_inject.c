@@ -299,6 +299,17 @@ int cc_sink_sync(struct cc_sink *k)
 	return sink_failed(in, perf_writer_sync(in->w));
 }
 
+int cc_sink_publish(struct cc_sink *k)
+{
+	struct inject *in = (struct inject *)k;
+	int err = add_attrs(in);
+	if (!err)
+		err = perf_writer_sync(in->w);
+	if (!err)
+		err = perf_writer_publish(in->w);
+	return sink_failed(in, err);
+}
+
 int cc_sink_error(const struct cc_sink *k)
 {
 	return k ? ((const struct inject *)k)->err : 0;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -96,9 +97,10 @@ static int check_opts(struct rec *rc)
 		if (e)
 			return e;
 	}
-	int targets = !!o->system_wide + !!o->npids + !!o->ntids + !!o->argv;
+	/* -a with a command: the whole system while the command runs (perf's -a -- CMD) */
+	int targets = !!(o->system_wide || o->argv) + !!o->npids + !!o->ntids;
 	if (targets != 1)
-		return base_err(&s->log, -EINVAL, "give exactly one of: a command, -p PIDS, -t TIDS, -a");
+		return base_err(&s->log, -EINVAL, "give exactly one of: a command, -p PIDS, -t TIDS, -a (-a also with a command)");
 	for (size_t i = 0; i < o->ncpus; i++)
 		if (o->cpus[i] < 0 || o->cpus[i] >= rc->ncpu)
 			return base_err(&s->log, -EINVAL, "CPU %d does not exist (this machine has 0-%d)", o->cpus[i],
@@ -117,11 +119,18 @@ static int fork_command(struct rec *rc)
 {
 	if (pipe2(rc->go, O_CLOEXEC) || pipe2(rc->execerr, O_CLOEXEC))
 		return base_err(&rc->s->log, -errno, "pipe: %s", strerror(errno));
+	pid_t recorder = getpid();
 	rc->child = fork();
 	if (rc->child < 0)
 		return base_err(&rc->s->log, -errno, "fork: %s", strerror(errno));
 	if (rc->child == 0) {
 		char c;
+		/* a recorder that dies (SIGKILL, a crash: every other end stops the command itself)
+		 * takes the command with it, as the user would expect of one run; the thread that
+		 * forked it waits for it in uw_record, so the signal is not sent early. (Not kept
+		 * across a set-user-ID exec.) */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != recorder)
+			_exit(127);
 		close(rc->go[1]);
 		close(rc->execerr[0]);
 		if (read(rc->go[0], &c, 1) != 1)
@@ -191,9 +200,13 @@ static int open_events(struct rec *rc)
 			for (size_t i = 0; i < o->ntids && !err; i++)
 				err = live_open_task(lv, &rc->ec, o->tids[i], rc->ncpu, pages);
 		}
-		/* no hardware counters (a VM): the default falls back to cpu-clock */
-		if ((err == -ENOENT || err == -EOPNOTSUPP) && rc->ev_default && rc->ec.ev.type == 0) {
+		/* no hardware counters (a VM): cycles falls back to cpu-clock, as perf's does; said
+		 * when it was asked for */
+		if ((err == -ENOENT || err == -EOPNOTSUPP) && rc->ec.ev.type == 0 && rc->ec.ev.config == 0) {
 			live_close_rings(lv);
+			base_log(&s->log, rc->ev_default ? UW_LOG_INFO : UW_LOG_WARN,
+				 "the cycles event is not supported here (no hardware counters: %s): recording cpu-clock instead",
+				 strerror(-err));
 			live_parse_event("cpu-clock", &rc->ec.ev);
 			err = 0;
 			continue;
@@ -212,6 +225,9 @@ static int open_events(struct rec *rc)
 	}
 	if (err == -EACCES || err == -EPERM)
 		return live_permission_error(s, err);
+	if ((err == -ENOENT || err == -EOPNOTSUPP) && rc->ec.ev.type == 0)
+		return base_err(&s->log, err, "the %s event is not supported here (no hardware counters: %s); "
+				"cpu-clock, task-clock and page-faults are software events", rc->ec.ev.name, strerror(-err));
 	if (err)
 		return base_err(&s->log, err, "perf_event_open (%s): %s", rc->ec.ev.name, strerror(-err));
 	if (!lv->nrings)
@@ -339,8 +355,8 @@ static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct
 	st->workload_stopped = rc->stopped_child;
 }
 
-/* Reads the rings until the command exits, *stop is set or the duration has passed; the file's
- * data size is brought up to date once a second. */
+/* Reads the rings until the command exits (or, for -p and -t, every task followed has), *stop
+ * is set or the duration has passed; the file's data size is brought up to date once a second. */
 static int record_loop(struct rec *rc)
 {
 	struct live *lv = &rc->lv;
@@ -352,6 +368,9 @@ static int record_loop(struct rec *rc)
 		pfd[i] = (struct pollfd){ lv->rings[i].fd, POLLIN, 0 };
 	double last_status = rc->t0;
 	int err = 0;
+	size_t open_rings = lv->nrings;
+	/* -p, -t: the recording ends when every task it follows has gone (perf record -p) */
+	bool follow_tasks = !o->system_wide && !o->argv;
 	while (!err) {
 		int pr = poll(pfd, lv->nrings, 100);
 		if (pr < 0 && errno != EINTR) {
@@ -359,11 +378,21 @@ static int record_loop(struct rec *rc)
 			break;
 		}
 		err = live_drain_all(lv);
+		/* A task's event whose task has exited, and every task that inherited it too, reports
+		 * POLLHUP from then on and gets nothing more: drained above, it is closed, else
+		 * every poll would return at once and the loop spin a CPU. */
+		for (size_t i = 0; !err && pr > 0 && i < lv->nrings; i++) {
+			if (pfd[i].fd >= 0 && (pfd[i].revents & (POLLHUP | POLLERR | POLLNVAL))) {
+				live_close_ring(lv, i);
+				pfd[i].fd = -1;
+				open_rings--;
+			}
+		}
 		double now = now_s(CLOCK_MONOTONIC);
 		if (rc->child > 0 && waitpid(rc->child, &rc->wstatus, WNOHANG) == rc->child)
 			rc->child = -1; /* reaped */
 		bool stop = (o->argv && rc->child < 0) || (o->stop && *o->stop) ||
-			    (o->duration > 0 && now - rc->t0 >= o->duration);
+			    (o->duration > 0 && now - rc->t0 >= o->duration) || (follow_tasks && !open_rings);
 		if (now - last_status >= 1.0 || stop) {
 			last_status = now;
 			/* what processes and modules that came and went freed goes back to the system:
@@ -399,6 +428,13 @@ static void end_command(struct rec *rc, bool failed)
 	rc->child = -1;
 }
 
+static void enable_rings(struct live *lv, unsigned long req)
+{
+	for (size_t i = 0; i < lv->nrings; i++)
+		if (lv->rings[i].fd >= 0)
+			ioctl(lv->rings[i].fd, req, 0);
+}
+
 UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final)
 {
 	struct rec rc = { .s = s, .child = -1, .go = { -1, -1 }, .execerr = { -1, -1 }, .wstatus = -1 };
@@ -410,23 +446,30 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	int err = check_opts(&rc);
 	if (err)
 		return err;
+	/* The output is written without a name until the recording has begun: a run that
+	 * cannot record (events refused, a command that cannot run) leaves the path alone, and
+	 * one killed at any time leaves either that or a file that reads (cc_sink_publish). */
 	if (rc.o.argv)
 		err = fork_command(&rc);
 	if (!err)
 		err = open_events(&rc);
-	if (!err && rc.o.argv)
-		err = start_command(&rc);
 	if (!err)
 		err = create_output(&rc);
 	if (!err)
 		err = synthesize_existing(&rc);
+	/* -a with a command: the system from before the command starts (its exec seen); a
+	 * command's own events begin at its exec (enable_on_exec) */
+	if (!err && rc.o.system_wide)
+		enable_rings(&rc.lv, PERF_EVENT_IOC_ENABLE);
+	if (!err && rc.o.argv)
+		err = start_command(&rc);
+	if (!err)
+		err = cc_sink_publish(rc.lv.sink);
 	if (!err) {
-		for (size_t i = 0; i < rc.lv.nrings; i++)
-			ioctl(rc.lv.rings[i].fd, PERF_EVENT_IOC_ENABLE, 0);
+		enable_rings(&rc.lv, PERF_EVENT_IOC_ENABLE);
 		rc.t0 = now_s(CLOCK_MONOTONIC);
 		err = record_loop(&rc);
-		for (size_t i = 0; i < rc.lv.nrings; i++)
-			ioctl(rc.lv.rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+		enable_rings(&rc.lv, PERF_EVENT_IOC_DISABLE);
 	}
 	if (err == -UW_ECANCELED && cc_sink_error(rc.lv.sink))
 		err = cc_sink_error(rc.lv.sink); /* the writing failed (said): disk full, ... */

@@ -170,7 +170,8 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	}
 	if (r->map && !r->o.full_stacks) {
 		r->sparse = true;
-		atomic_init(&r->prefix, PREFIX_START);
+		pthread_mutex_init(&r->psteps_mu, NULL);
+		atomic_init(&r->done_off, 0);
 		r->cbuf = malloc(1u << 16);
 		r->fullbuf = malloc(1u << 16);
 		if (!r->cbuf || !r->fullbuf) {
@@ -214,8 +215,11 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	free(r->win);
 	free(r->cbuf);
 	free(r->fullbuf);
+	if (r->sparse)
+		reader_prefix_free(r);
 	reader_deferred_free(r);
 	free(r->defbuf);
+	free(r->fixbuf);
 	reader_stitch_free(r);
 	free(r->frames);
 	free(r->regbuf);
@@ -269,6 +273,23 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		r->since_sweep = 0;
 		proc_sweep(r->t, time);
 	}
+	/* PERF_RECORD_MISC_MMAP_BUILD_ID means a build-id in place of device and inode only when
+	 * the event asked for build-ids: the kernel (seen on 6.18) sets it on the MMAP2 records of
+	 * every event once one session's event has build_id, over device and inode (perf's
+	 * perf_event_mmap_output() ORs it into the shared record). Such a record is read as perf's
+	 * format says, and writers get it without the flag (perf 6.1 aborts on the file else). */
+	bool bid_flag = type == PR_MMAP2 && (misc & PM_MMAP_BUILD_ID);
+	if (bid_flag && !(a && (a->flags & PA_BUILD_ID))) {
+		bid_flag = false;
+		if (r->record_fn) {
+			if (!r->fixbuf && !(r->fixbuf = malloc(1u << 16)))
+				return -ENOMEM;
+			uint16_t m = misc & (uint16_t)~PM_MMAP_BUILD_ID;
+			memcpy(r->fixbuf, rec, len);
+			memcpy(r->fixbuf + 4, &m, 2);
+			rec = r->fixbuf;
+		}
+	}
 	/* (deferred callchains go into the samples they complete: writers see those) */
 	if (r->record_fn && type != PR_SAMPLE && type != PR_CALLCHAIN_DEFERRED && type < PR_HEADER_ATTR) {
 		int e = r->record_fn(r->record_ctx, rec, len);
@@ -290,7 +311,7 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		const uint8_t *bid = NULL;
 		size_t blen = 0;
 		if (type == PR_MMAP2) {
-			if (misc & PM_MMAP_BUILD_ID) {
+			if (bid_flag) {
 				blen = base_cur_u8(&c);
 				base_cur_skip(&c, 3);
 				bid = c.p;
@@ -347,14 +368,24 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		proc_exit(r->t, pid, tid, time ? time : t);
 		return reader_stitch_forget(r, (uint32_t)pid, (uint32_t)tid);
 	}
+	/* One loss is reported twice: the kernel writes LOST when a ring overflows, and perf
+	 * record (6.0+) writes LOST_SAMPLES at the end from each event's lost count (read with
+	 * PERF_FORMAT_LOST). perf report's "Total Lost Samples" is the sum of LOST_SAMPLES; the
+	 * LOST records count as the loss only in a recording without LOST_SAMPLES. Samples a BPF
+	 * filter dropped (PERF_RECORD_MISC_LOST_SAMPLES_BPF, perf 6.3+) were not lost: perf since
+	 * then counts them apart. */
 	case PR_LOST:
 		base_cur_u64(&c);
-		r->st.lost_events += base_cur_u64(&c);
+		r->lost_in_lost += base_cur_u64(&c);
 		r->st.lost_records++;
+		r->st.lost_events = r->any_lost_samples ? r->lost_in_samples : r->lost_in_lost;
 		return 0;
 	case PR_LOST_SAMPLES:
-		r->st.lost_events += base_cur_u64(&c);
-		r->st.lost_records++;
+		if (misc & PM_LOST_SAMPLES_BPF)
+			return 0;
+		r->lost_in_samples += base_cur_u64(&c);
+		r->any_lost_samples = true;
+		r->st.lost_events = r->lost_in_samples;
 		return 0;
 	case PR_CALLCHAIN_DEFERRED:
 		return reader_deferred_record(r, rec, len, time);

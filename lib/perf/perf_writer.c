@@ -50,6 +50,7 @@ struct stop_run_w {
 
 struct perf_writer {
 	int fd;
+	struct uw_output *out; /* the file, given its path when published (output.c) */
 	bool pipe;
 	bool begun;
 	uint64_t data_off, data_size, synced_size;
@@ -205,17 +206,27 @@ int perf_writer_open(const char *path, struct perf_writer **out)
 	w->spill_fd = -1;
 	const char *sl = strrchr(path, '/');
 	w->dir = sl ? strndup(path, (size_t)(sl - path + (sl == path))) : strdup(".");
-	w->fd = base_create_output(path, 0600);
-	if (w->fd < 0) {
-		int err = w->fd;
+	/* written without a name until published: a recording that fails or is killed before
+	 * leaves the path as it was */
+	int err = base_output_open(path, 0600, &w->out);
+	if (err) {
+		w->fd = -1;
 		perf_writer_close(w);
 		return err;
 	}
+	w->fd = base_output_fd(w->out);
 	/* and to a FIFO or device (/dev/stdout, /dev/null): nothing can be written back there */
 	struct stat st;
 	w->pipe = strcmp(path, "-") == 0 || (fstat(w->fd, &st) == 0 && !S_ISREG(st.st_mode));
 	*out = w;
 	return 0;
+}
+
+int perf_writer_publish(struct perf_writer *w)
+{
+	if (!w->err && w->out)
+		w->err = base_output_publish(w->out);
+	return w->err;
 }
 
 bool perf_writer_is_pipe(const struct perf_writer *w)
@@ -636,15 +647,15 @@ int perf_writer_finish(struct perf_writer *w)
 		w->err = errno ? -errno : -EIO;
 	if (!w->err && pwrite(w->fd, feat, sizeof(feat), 72) != (ssize_t)sizeof(feat))
 		w->err = errno ? -errno : -EIO;
-	return w->err;
+	/* complete: at its path now */
+	return perf_writer_publish(w);
 }
 
 void perf_writer_close(struct perf_writer *w)
 {
 	if (!w)
 		return;
-	if (w->fd >= 0)
-		close(w->fd);
+	base_output_discard(w->out); /* (a file published stays) */
 	if (w->spill_fd >= 0)
 		close(w->spill_fd);
 	free(w->dir);

@@ -10,6 +10,7 @@
 #ifndef UW_PERF_READER_H
 #define UW_PERF_READER_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "perf/perf.h"
@@ -22,6 +23,12 @@ struct cut {
 };
 
 struct ra_chunk;
+
+/* The prefix chosen at an adaptation, and where the reading was then (reader_input.c). */
+struct prefix_step {
+	uint64_t at;             /* the records before this offset had been processed */
+	uint32_t prefix;
+};
 
 /* A run of samples (in file order) with one stop reason, from FEAT_UW_STOPS. */
 struct stop_run {
@@ -66,7 +73,14 @@ struct uw_reader {
 	uint8_t *cbuf;           /* the record being returned, cut or whole (64 KiB) */
 	uint8_t *fullbuf;        /* a cut sample read back whole (64 KiB) */
 	struct cut cur_cut;      /* of the record next_record returned last */
-	atomic_uint_least32_t prefix; /* bytes of user stack kept per sample */
+	/* Bytes of user stack kept per sample (sparse reading): the prefix of a record at offset o
+	 * is the one chosen last before the records up to o - PREFIX_LAG were processed, so that
+	 * which record is cut how never depends on how far the read-ahead thread had got. */
+	pthread_mutex_t psteps_mu;
+	struct prefix_step *psteps; /* adaptations in order; the first still needed at psteps_first */
+	size_t npsteps, capsteps, psteps_first;
+	atomic_uint_least64_t done_off; /* the records before it have been processed */
+	uint32_t keep_cur;       /* the prefix of the record being read (by its reading thread) */
 	struct ra *ra;           /* read-ahead thread (file mode) */
 	struct ra_chunk *cur_chunk; /* holding the record next_record returned last */
 	uint32_t reach_hist[17]; /* log2 buckets of the stack bytes unwinding used */
@@ -98,6 +112,8 @@ struct uw_reader {
 	bool unfinished;         /* the writer stopped before its end: a record cut short ends the data */
 	bool wall_exact;         /* the recording's clock data gave wall-clock time */
 	uint64_t last_sample_time; /* from SAMPLE_TIME */
+	uint64_t lost_in_lost, lost_in_samples; /* events lost by LOST and by LOST_SAMPLES records */
+	bool any_lost_samples;
 	uint64_t decomp_off;     /* offset of the compressed record being expanded */
 	const char *info[UW_INFO__COUNT]; /* interned */
 	struct uw_event_stats *evst; /* per attribute */
@@ -119,10 +135,14 @@ struct uw_reader {
 	uint64_t newest_delivered; /* the newest time of a record delivered so far */
 	uint32_t cur_len;
 	/* deferred user callchains (reader_deferred.c) */
-	struct base_vec held;     /* samples waiting for theirs, in time order */
+	struct base_vec held;     /* samples waiting for theirs, in time order, from held_head */
+	size_t held_head;
 	uint8_t *defbuf;          /* a held sample rewritten (64 KiB) */
+	uint8_t *fixbuf;          /* a record corrected for writers (64 KiB) */
 	bool deferred_missing;    /* the sample being delivered: its deferred chain never came */
 	bool deferred_stitching;  /* ... is a held one, its chain rewritten */
+	struct base_map deflast;  /* tid -> the user part of its last CALLCHAIN_DEFERRED */
+	bool deflast_init;
 	/* truncated stacks completed (reader_stitch.c): tid -> its last complete stack */
 	struct base_map stitch;
 	bool stitch_init;
@@ -132,6 +152,7 @@ struct uw_reader {
 #define KERNEL_FRAMES_DEFAULT 512u
 #define KERNEL_FRAMES_MAX 65536u
 #define PREFIX_START 4096u       /* bytes of each stack read at first (sparse reading) */
+#define PREFIX_LAG ((uint64_t)2 << 20) /* a prefix applies this far past where it was chosen */
 #define QUEUE_BYTES_DEFAULT ((size_t)512 << 20)
 
 /* An error at a byte offset of the input, said in the session's message. */
@@ -155,6 +176,7 @@ void reader_chunk_release(struct uw_reader *r, struct ra_chunk *c);
 const uint8_t *reader_read_whole(struct uw_reader *r, const struct cut *cut);
 /* The prefix, chosen from the stacks' reach of the last 256 samples. */
 void reader_adapt_prefix(struct uw_reader *r);
+void reader_prefix_free(struct uw_reader *r);
 /* How much of its stack a sample's unwinding used (the prefix follows it). */
 static inline void reader_note_reach(struct uw_reader *r, uint64_t reach, uint64_t stack_size)
 {

@@ -10,6 +10,12 @@
  * the kernel part, PERF_CONTEXT_USER and the user ips (writers see that record). Samples whose
  * record never comes are delivered at the end (or when too many wait) with their kernel part
  * only, stopped "deferred user callchain missing".
+ *
+ * The kernel writes one record per stay in the kernel, when the task returns to user space
+ * (task work), and keeps the cookie until the return itself: a sample taken after the record was
+ * written (in the rest of the return path, or scheduled out there) carries the same cookie and
+ * gets no record of its own. So the last record of each thread is kept, and a sample that comes
+ * with its cookie is delivered at once with its user part.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,6 +26,67 @@
 
 #define PC_USER_DEFERRED ((uint64_t)-640)
 #define DEFERRED_MAX_HELD 65536u  /* samples waiting at once: past it, the oldest go without */
+#define DEFERRED_MAX_KEPT 65536u  /* threads whose last record is kept: past it, all are dropped */
+
+/* A thread's last record (reader.h: deflast), keyed by tid, or by cookie | 1 << 63 when the
+ * record does not say its thread. */
+struct last_chain {
+	uint64_t cookie, nr;
+	uint64_t ips[];
+};
+
+static uint64_t last_key(bool has_tid, uint32_t tid, uint64_t cookie)
+{
+	return has_tid ? tid : (cookie | 1ull << 63);
+}
+
+static void forget_last(struct uw_reader *r)
+{
+	uint64_t k;
+	void *v;
+	for (size_t it = 0; base_map_next(&r->deflast, &it, &k, &v);)
+		free(v);
+	base_map_free(&r->deflast);
+	base_map_init(&r->deflast);
+}
+
+/* Keeps the record's user part as its thread's last (a failure to keep it loses nothing but the
+ * samples that would have come after it with its cookie). */
+static void keep_last(struct uw_reader *r, uint64_t key, uint64_t cookie, const uint8_t *ips, uint64_t nr)
+{
+	if (!r->deflast_init) {
+		base_map_init(&r->deflast);
+		r->deflast_init = true;
+	}
+	struct last_chain *old = base_map_get(&r->deflast, key);
+	if (!old && r->deflast.len >= DEFERRED_MAX_KEPT)
+		forget_last(r);
+	struct last_chain *l = realloc(old, sizeof(*l) + nr * 8);
+	if (!l) {
+		free(base_map_del(&r->deflast, key));
+		return;
+	}
+	l->cookie = cookie;
+	l->nr = nr;
+	memcpy(l->ips, ips, nr * 8);
+	if (base_map_put(&r->deflast, key, l)) {
+		if (old)
+			base_map_del(&r->deflast, key);
+		free(l);
+	}
+}
+
+/* The user part of the thread's last record when it has this cookie. */
+static const struct last_chain *last_of(const struct uw_reader *r, uint32_t tid, uint64_t cookie)
+{
+	if (!r->deflast_init)
+		return NULL;
+	const struct last_chain *l = base_map_get(&r->deflast, last_key(true, tid, cookie));
+	if (l && l->cookie == cookie)
+		return l;
+	l = base_map_get(&r->deflast, last_key(false, tid, cookie));
+	return l && l->cookie == cookie ? l : NULL;
+}
 
 struct held {
 	uint64_t cookie, time, ord;
@@ -47,22 +114,36 @@ static void release(struct held *h)
 	h->rec = NULL;
 }
 
-/* The oldest held sample delivered without its user part. */
+/* The oldest held sample delivered without its user part (the vector's live part starts at
+ * held_head: taking the oldest costs no move of the others). */
 static int give_up_oldest(struct uw_reader *r)
 {
-	struct held *h = r->held.data;
+	struct held *h = (struct held *)r->held.data + r->held_head;
 	r->st.deferred_missing++;
 	int err = reader_sample_deferred(r, h->rec, h->len, h->ord, NULL, 0);
 	release(h);
-	memmove(h, h + 1, (r->held.len - 1) * sizeof(*h));
-	r->held.len--;
+	if (++r->held_head == r->held.len) {
+		r->held_head = r->held.len = 0;
+	} else if (r->held_head >= 4096 && r->held_head * 2 >= r->held.len) {
+		struct held *all = r->held.data;
+		memmove(all, all + r->held_head, (r->held.len - r->held_head) * sizeof(*all));
+		r->held.len -= r->held_head;
+		r->held_head = 0;
+	}
 	return err;
 }
 
 int reader_deferred_hold(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint32_t tid, uint64_t time,
                          uint64_t cookie, uint64_t ord)
 {
-	if (r->held.len >= DEFERRED_MAX_HELD) {
+	r->st.deferred_samples++;
+	/* its thread's record already came (the sample was taken on the way back to user space) */
+	const struct last_chain *l = last_of(r, tid, cookie);
+	if (l) {
+		r->st.deferred_stitched++;
+		return reader_sample_deferred(r, rec, len, ord, (const uint8_t *)l->ips, l->nr);
+	}
+	if (r->held.len - r->held_head >= DEFERRED_MAX_HELD) {
 		int err = give_up_oldest(r);
 		if (err)
 			return err;
@@ -77,7 +158,6 @@ int reader_deferred_hold(struct uw_reader *r, const uint8_t *rec, uint32_t len, 
 	}
 	memcpy(copy, rec, len);
 	*h = (struct held){ cookie, time, ord, tid, len, copy };
-	r->st.deferred_samples++;
 	return 0;
 }
 
@@ -118,23 +198,28 @@ int reader_deferred_record(struct uw_reader *r, const uint8_t *rec, uint32_t len
 			nr--;
 		}
 	}
+	keep_last(r, last_key(has_tid, tid, cookie), cookie, ips, nr);
+	/* every sample of the thread waiting on this cookie gets the chain. (perf's session.c also
+	 * delivers the thread's samples waiting on an older cookie then, without: not here, a
+	 * record delivered late, after its ordering window, may come after a newer one) */
 	struct held *h = r->held.data;
-	size_t keep = 0, matched = 0;
+	size_t keep = r->held_head, matched = 0;
 	int err = 0;
-	for (size_t i = 0; i < r->held.len; i++) {
+	for (size_t i = r->held_head; i < r->held.len; i++) {
 		bool match = h[i].cookie == cookie && (!has_tid || h[i].tid == tid) && h[i].time <= time;
-		if (match && !err) {
-			err = reader_sample_deferred(r, h[i].rec, h[i].len, h[i].ord, ips, nr);
-			r->st.deferred_stitched++;
-			matched++;
-		}
-		if (match) {
-			release(&h[i]);
+		if (!match) {
+			h[keep++] = h[i];
 			continue;
 		}
-		h[keep++] = h[i];
+		if (!err)
+			err = reader_sample_deferred(r, h[i].rec, h[i].len, h[i].ord, ips, nr);
+		r->st.deferred_stitched++;
+		matched++;
+		release(&h[i]);
 	}
 	r->held.len = keep;
+	if (keep == r->held_head)
+		r->held_head = r->held.len = 0;
 	if (!matched)
 		r->st.deferred_unmatched++;
 	return err;
@@ -143,13 +228,13 @@ int reader_deferred_record(struct uw_reader *r, const uint8_t *rec, uint32_t len
 uint64_t reader_deferred_oldest(const struct uw_reader *r)
 {
 	/* (held in time order) */
-	return r->held.len ? ((const struct held *)r->held.data)->time : UINT64_MAX;
+	return r->held.len > r->held_head ? ((const struct held *)r->held.data)[r->held_head].time : UINT64_MAX;
 }
 
 int reader_deferred_flush(struct uw_reader *r)
 {
 	int err = 0;
-	while (r->held.len && !err)
+	while (r->held.len > r->held_head && !err)
 		err = give_up_oldest(r);
 	return err;
 }
@@ -157,9 +242,12 @@ int reader_deferred_flush(struct uw_reader *r)
 void reader_deferred_free(struct uw_reader *r)
 {
 	struct held *h = r->held.data;
-	for (size_t i = 0; i < r->held.len; i++)
+	for (size_t i = r->held_head; i < r->held.len; i++)
 		release(&h[i]);
 	base_vec_free(&r->held);
+	if (r->deflast_init)
+		forget_last(r);
+	base_map_free(&r->deflast);
 }
 
 /* A held sample as the sample it stands for: the callchain's deferred marker and cookie

@@ -56,6 +56,11 @@ int reader_fill(struct uw_reader *r, size_t need)
  * with smaller sizes); when unwinding it wants bytes past the cut, the whole record is read back
  * and unwound again, so results never depend on the cut. The prefix follows what recent samples
  * used (adapt_prefix). Measured in docs/design.md.
+ *
+ * Which record is cut how must not depend on thread timing (a report's figures of bytes read
+ * changed from run to run): a prefix chosen when the records before offset A had been processed
+ * applies to records from A + PREFIX_LAG on, and the read-ahead thread waits rather than read a
+ * record whose prefix is not decided yet (it can run PREFIX_LAG ahead of the processing).
  */
 #define WIN_EXTRA 1024u       /* read past the needed bytes: headers and small records */
 #define PREFIX_MIN 512u
@@ -93,7 +98,7 @@ static const uint8_t *win_get(struct uw_reader *r, uint64_t off, size_t need, in
 {
 	if (off >= r->win_off && off - r->win_off <= r->win_len && r->win_len - (off - r->win_off) >= need)
 		return r->win + (off - r->win_off);
-	size_t want = need + atomic_load_explicit(&r->prefix, memory_order_relaxed) + WIN_EXTRA;
+	size_t want = need + r->keep_cur + WIN_EXTRA;
 	if (want > r->end - off)
 		want = (size_t)(r->end - off);
 	*err = win_read(r, off, want);
@@ -124,12 +129,64 @@ void reader_adapt_prefix(struct uw_reader *r)
 			best_p = p;
 		}
 	}
-	atomic_store_explicit(&r->prefix, (uint32_t)best_p, memory_order_relaxed);
+	/* (the offset: where the processing is; records from PREFIX_LAG past it take the prefix) */
+	pthread_mutex_lock(&r->psteps_mu);
+	if (r->npsteps == r->capsteps) {
+		if (r->psteps_first) { /* steps no longer needed: dropped */
+			memmove(r->psteps, r->psteps + r->psteps_first, (r->npsteps - r->psteps_first) * sizeof(*r->psteps));
+			r->npsteps -= r->psteps_first;
+			r->psteps_first = 0;
+		}
+		size_t cap = r->capsteps ? 2 * r->capsteps : 16;
+		struct prefix_step *ns = r->npsteps < r->capsteps ? NULL : realloc(r->psteps, cap * sizeof(*ns));
+		if (ns) {
+			r->psteps = ns;
+			r->capsteps = cap;
+		}
+	}
+	/* (without memory for it the prefix stays as it was) */
+	if (r->npsteps < r->capsteps)
+		r->psteps[r->npsteps++] =
+			(struct prefix_step){ atomic_load_explicit(&r->done_off, memory_order_relaxed), (uint32_t)best_p };
+	pthread_mutex_unlock(&r->psteps_mu);
 	memset(r->reach_hist, 0, sizeof(r->reach_hist));
 	r->reach_n = 0;
 	r->reach_stack_sum = 0;
 }
 
+
+void reader_prefix_free(struct uw_reader *r)
+{
+	free(r->psteps);
+	r->psteps = NULL;
+	pthread_mutex_destroy(&r->psteps_mu);
+}
+
+/* Is the prefix of a record at pos decided (the records up to pos - PREFIX_LAG processed)? */
+static bool prefix_decided(struct uw_reader *r, uint64_t pos)
+{
+	return pos < PREFIX_LAG || atomic_load(&r->done_off) > pos - PREFIX_LAG;
+}
+
+/* The prefix of a record at pos, once decided: the last chosen when the records before an
+ * offset up to pos - PREFIX_LAG had been processed. */
+static uint32_t prefix_at(struct uw_reader *r, uint64_t pos)
+{
+	if (pos < PREFIX_LAG)
+		return PREFIX_START;
+	uint64_t t = pos - PREFIX_LAG;
+	uint32_t p = PREFIX_START;
+	pthread_mutex_lock(&r->psteps_mu);
+	size_t i = r->psteps_first;
+	while (i < r->npsteps && r->psteps[i].at <= t)
+		i++;
+	if (i > r->psteps_first) {
+		p = r->psteps[i - 1].prefix;
+		r->psteps_first = i - 1; /* (later records have later offsets: the earlier ones are done) */
+	}
+	pthread_mutex_unlock(&r->psteps_mu);
+	return p;
+}
 
 /* The next record of the data section, its sample stack cut to the prefix. Logs nothing (it
  * also runs on the read-ahead thread). @return 1; 0 at the end; an error with *off and *what. */
@@ -142,6 +199,7 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 	if (pos >= r->end)
 		return 0;
 	*off = pos;
+	uint32_t keep = r->keep_cur = prefix_at(r, pos);
 	*what = "truncated record header (8 bytes expected)";
 	if (r->end - pos < 8)
 		return -UW_ETRUNC;
@@ -160,7 +218,6 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 		return -UW_ETRUNC;
 	r->pos = pos + size;
 	*len = size;
-	uint32_t keep = atomic_load_explicit(&r->prefix, memory_order_relaxed);
 	/* a sample whose stack is worth cutting */
 	if (type == PR_SAMPLE && r->nattrs && size > keep + 1024) {
 		size_t avail = r->win_len - (size_t)(pos - r->win_off);
@@ -240,7 +297,7 @@ struct ra_chunk {
 
 struct ra_ent {
 	struct cut cut;
-	uint64_t off;
+	uint64_t off, end;       /* the record's offset; where the next starts */
 	uint32_t len;
 };
 
@@ -256,8 +313,36 @@ struct ra {
 	struct ra_chunk *full_head, *full_tail, *free, *all;
 	unsigned inflight;
 	bool stop;
+	atomic_bool waiting;     /* the thread waits for the processing (prefix_decided) */
 	struct ra_chunk *cur;    /* consumer's */
+	uint64_t cur_end;        /* consumer's: where the record after its last one starts */
 };
+
+/* The thread: waits until the prefix at r->pos is decided. @return false when stopped. */
+static bool ra_wait_decided(struct uw_reader *r)
+{
+	struct ra *ra = r->ra;
+	pthread_mutex_lock(&ra->mu);
+	atomic_store(&ra->waiting, true);
+	while (!ra->stop && !prefix_decided(r, r->pos))
+		pthread_cond_wait(&ra->cv, &ra->mu);
+	atomic_store(&ra->waiting, false);
+	bool go = !ra->stop;
+	pthread_mutex_unlock(&ra->mu);
+	return go;
+}
+
+/* The consumer: the records before `end` are processed (a waiting thread is woken). */
+static void processed_to(struct uw_reader *r, uint64_t end)
+{
+	atomic_store(&r->done_off, end);
+	struct ra *ra = r->ra;
+	if (ra && atomic_load(&ra->waiting)) {
+		pthread_mutex_lock(&ra->mu);
+		pthread_cond_broadcast(&ra->cv);
+		pthread_mutex_unlock(&ra->mu);
+	}
+}
 
 static struct ra_chunk *ra_take_free(struct ra *ra)
 {
@@ -324,6 +409,13 @@ static void *ra_main(void *arg)
 			const uint8_t *rec;
 			uint32_t len;
 			struct ra_ent e;
+			if (r->pos < r->end && !prefix_decided(r, r->pos)) {
+				/* the records read so far go first: the processing waited for needs them */
+				if (c->len)
+					break;
+				if (!ra_wait_decided(r))
+					return NULL;
+			}
 			int got = sparse_read(r, &rec, &len, &e.off, &e.cut, &c->err_what);
 			if (got <= 0) {
 				c->err = got ? got : 1;
@@ -331,6 +423,7 @@ static void *ra_main(void *arg)
 				break;
 			}
 			e.len = len;
+			e.end = r->pos;
 			memcpy(c->data + c->len, &e, sizeof(e));
 			memcpy(c->data + c->len + sizeof(e), rec, len);
 			c->len += sizeof(e) + ((len + 7u) & ~7u);
@@ -371,6 +464,8 @@ static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint
 {
 	struct ra *ra = r->ra;
 	struct ra_chunk *c = ra->cur;
+	if (ra->cur_end)
+		processed_to(r, ra->cur_end);
 	memset(&r->cur_cut, 0, sizeof(r->cur_cut));
 	r->cur_chunk = NULL;
 	while (!c || c->pos == c->len) {
@@ -408,6 +503,7 @@ static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint
 	*off = e.off;
 	r->cur_cut = e.cut;
 	r->cur_chunk = c;
+	ra->cur_end = e.end;
 	c->pos += sizeof(e) + ((e.len + 7u) & ~7u);
 	return 1;
 }
@@ -449,6 +545,8 @@ int reader_ra_start(struct uw_reader *r)
 		return -ENOMEM;
 	pthread_mutex_init(&ra->mu, NULL);
 	pthread_cond_init(&ra->cv, NULL);
+	atomic_init(&ra->waiting, false);
+	atomic_store(&r->done_off, r->pos); /* (nothing before the records is to wait for) */
 	r->ra = ra;
 	if (pthread_create(&ra->thread, NULL, ra_main, r)) {
 		pthread_mutex_destroy(&ra->mu);
@@ -463,6 +561,7 @@ static int next_record_sparse(struct uw_reader *r, const uint8_t **rec, uint32_t
 {
 	if (r->ra)
 		return ra_next(r, rec, len, off);
+	processed_to(r, r->pos);
 	const char *what = NULL;
 	int got = sparse_read(r, rec, len, off, &r->cur_cut, &what);
 	if (got < 0 && (got == -UW_ETRUNC || got == -UW_EFORMAT))

@@ -21,9 +21,9 @@ static int cmp_qent(const void *x, const void *y)
 /* Delivers queued records with time <= limit (all of them when all is set), oldest first. */
 int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least)
 {
-	if (!r->qlen)
-		return 0;
-	qsort(r->q, r->qlen, sizeof(*r->q), cmp_qent);
+	/* (an empty queue at the end still has the held samples to deliver) */
+	if (r->qlen)
+		qsort(r->q, r->qlen, sizeof(*r->q), cmp_qent);
 	size_t i = 0;
 	int err = 0;
 	for (; i < r->qlen; i++) {

@@ -123,8 +123,12 @@ int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const s
 	}
 	if (r->o.event && strcmp(a->name, r->o.event) != 0)
 		return 0;
-	struct proc *p = proc_get(r->t, (int32_t)ps.pid, false);
+	/* (live: a process no event told of is made, its mappings asked of the kernel) */
+	struct proc *p = tracker_sample_proc(r->t, (int32_t)ps.pid, (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX);
 	const char *comm = tracker_comm(r->t, ps.pid, ps.tid);
+	/* the idle task, which no COMM names: perf calls it swapper (machine__idle_thread) */
+	if (!ps.pid && !ps.tid && comm && comm[0] == ':')
+		comm = "swapper";
 	if (!sample_wanted(r, ps.pid, ps.tid, comm))
 		return 0;
 	/* a user part to come in a deferred callchain record (fp recordings: no stack copy): the

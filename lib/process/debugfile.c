@@ -30,16 +30,20 @@ uint64_t mod_view_cap(const struct uw_session *s)
 	return s && s->opts.max_inflate_bytes ? s->opts.max_inflate_bytes : ELFV_MAX_INFLATE;
 }
 
-bool mod_try_open(struct uw_session *s, const char *path, unsigned flags, const char *want_bid, struct elfv **out,
-                  bool *mismatch, int *why)
+bool mod_try_open_at(struct uw_session *s, int dirfd, const char *path, unsigned flags, const char *want_bid,
+                     struct elfv **out, bool *mismatch, int *why)
 {
 	struct elfv *v;
-	int err = elfv_open(path, flags, &v);
+	uint64_t size;
+	int fd = base_open_file_at(dirfd, path, flags, 0, &size);
+	int err = fd < 0 ? fd : elfv_open_fd(fd, &v);
 	if (why)
 		*why = err;
 	if (err) {
 		if (err == -ELOOP)
 			base_log(&s->log, UW_LOG_WARN, "%s: a symbolic link where a recorded file was: not followed", path);
+		if (base_resource_error(err))
+			proc_resource_fail(s, err, path);
 		return false;
 	}
 	v->max_inflate = mod_view_cap(s);
@@ -55,6 +59,12 @@ bool mod_try_open(struct uw_session *s, const char *path, unsigned flags, const 
 	}
 	*out = v;
 	return true;
+}
+
+bool mod_try_open(struct uw_session *s, const char *path, unsigned flags, const char *want_bid, struct elfv **out,
+                  bool *mismatch, int *why)
+{
+	return mod_try_open_at(s, AT_FDCWD, path, flags & ~BASE_OPEN_IN_ROOT, want_bid, out, mismatch, why);
 }
 
 bool mod_try_open_flags(struct uw_session *s, const char *path, unsigned flags, const char *want_bid,
@@ -238,6 +248,37 @@ static bool try_package(struct uw_session *s, struct uw_module *m, const char *p
 	m->dwp = p;
 	base_log(&s->log, UW_LOG_INFO, "%s: DWARF package %s", m->path, path);
 	return true;
+}
+
+/* A split unit's .dwo, where libdw looked: the name as it is when absolute (under --symfs),
+ * else beside the file the skeleton is in (where it was opened, and its debug file), then in
+ * the unit's compilation directory. Opened as any file a file names: never waiting on a FIFO
+ * or opening a device, not through a link at the name. */
+struct elfv *proc_module_dwo(void *ctx, const char *name, const char *comp_dir)
+{
+	struct uw_module *m = ctx;
+	struct uw_session *s = m->session;
+	const char *root = s && s->sysroot ? s->sysroot : "";
+	char p[PATH_MAX];
+	struct elfv *v;
+	if (!s || !name || !*name)
+		return NULL;
+	if (name[0] == '/') {
+		snprintf(p, sizeof(p), "%s%s", root, name);
+		return mod_try_open_flags(s, p, MOD_UNTRUSTED, NULL, &v, NULL) ? v : NULL;
+	}
+	const char *beside[] = { m->opened_path, m->dbg_path };
+	for (size_t i = 0; i < UW_ARRAY_SIZE(beside); i++) {
+		const char *f = beside[i], *sl = f ? strrchr(f, '/') : NULL;
+		if (sl && snprintf(p, sizeof(p), "%.*s/%s", (int)(sl - f), f, name) < (int)sizeof(p) &&
+		    mod_try_open_flags(s, p, MOD_UNTRUSTED, NULL, &v, NULL))
+			return v;
+	}
+	if (comp_dir && comp_dir[0] == '/' &&
+	    snprintf(p, sizeof(p), "%s%s/%s", root, comp_dir, name) < (int)sizeof(p) &&
+	    mod_try_open_flags(s, p, MOD_UNTRUSTED, NULL, &v, NULL))
+		return v;
+	return NULL;
 }
 
 struct dwp *proc_module_package(void *ctx)

@@ -68,27 +68,44 @@ static struct dbgd_api *dbgd_load(void)
 	return a;
 }
 
+/* One fetch's bounds: a deadline and a size cap, and which of them stopped it. */
 struct fetch_deadline {
 	struct timespec end;
+	uint64_t max_bytes;
+	bool timed_out, too_big;
+	long got;             /* bytes received when stopped */
 };
 
 /* The progress callback's only context is the client's user data (the deadline), read through
- * the library, which is loaded already. */
+ * the library, which is loaded already. libdebuginfod calls it at least once a second with the
+ * bytes received (a once the server is chosen) and the size announced (b, -1 when none: a
+ * server may send no length, or an endless body): the cap is checked on both, so a hostile or
+ * broken server fills at most that much of the cache (the partial file is removed). */
 static int fetch_progress(debuginfod_client *c, long a, long b)
 {
-	(void)a;
-	(void)b;
 	void *lib = dlopen("libdebuginfod.so.1", RTLD_LAZY | RTLD_NOLOAD);
 	void *(*get)(debuginfod_client *) = NULL;
 	if (lib) {
 		*(void **)&get = dlsym(lib, "debuginfod_get_user_data");
 		dlclose(lib);
 	}
-	const struct fetch_deadline *d = get ? get(c) : NULL;
+	struct fetch_deadline *d = get ? get(c) : NULL;
+	if (!d)
+		return 0;
+	if ((a > 0 && (uint64_t)a > d->max_bytes) || (b > 0 && (uint64_t)b > d->max_bytes)) {
+		d->too_big = true;
+		d->got = a;
+		return 1;
+	}
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	/* non-zero stops the transfer */
-	return d && (now.tv_sec > d->end.tv_sec || (now.tv_sec == d->end.tv_sec && now.tv_nsec >= d->end.tv_nsec));
+	if (now.tv_sec > d->end.tv_sec || (now.tv_sec == d->end.tv_sec && now.tv_nsec >= d->end.tv_nsec)) {
+		d->timed_out = true;
+		d->got = a;
+		return 1;
+	}
+	return 0;
 }
 
 /* Fetches the executable or the debug file of build-id `bid` (hex). @return the cached file's
@@ -113,7 +130,8 @@ char *mod_fetch(struct uw_session *s, const struct uw_module *m, bool debuginfo)
 	if (!s->dbgd)
 		return NULL;
 	unsigned ms = s->opts.debuginfod_timeout_ms ? s->opts.debuginfod_timeout_ms : 30000;
-	struct fetch_deadline d;
+	struct fetch_deadline d = { .max_bytes = s->opts.max_debuginfod_bytes ? s->opts.max_debuginfod_bytes
+									      : DEBUGINFOD_MAX_BYTES };
 	clock_gettime(CLOCK_MONOTONIC, &d.end);
 	d.end.tv_sec += ms / 1000;
 	d.end.tv_nsec += (long)(ms % 1000) * 1000000L;
@@ -129,9 +147,19 @@ char *mod_fetch(struct uw_session *s, const struct uw_module *m, bool debuginfo)
 	int fd = debuginfo ? api->find_debuginfo(s->dbgd, id, 0, &path) : api->find_executable(s->dbgd, id, 0, &path);
 	api->set_user_data(s->dbgd, NULL);
 	if (fd < 0) {
-		const char *why = fd == -ENOENT ? "not on the servers"
-				  : fd == -ECANCELED ? "timed out"
-						      : strerror(-fd);
+		/* (a fetch this callback stopped comes back as "not found") */
+		char why[160];
+		if (d.too_big || fd == -EFBIG) {
+			__atomic_add_fetch(&s->res.dbgd_capped, 1, __ATOMIC_RELAXED);
+			snprintf(why, sizeof(why), "larger than the cap (--max-debuginfod, %" PRIu64 " MiB): not kept",
+				 d.max_bytes >> 20);
+		} else if (d.timed_out || fd == -ETIME || fd == -ECANCELED) {
+			__atomic_add_fetch(&s->res.dbgd_timeout, 1, __ATOMIC_RELAXED);
+			snprintf(why, sizeof(why), "timed out after %u.%03u s (--debuginfod-timeout)%s", ms / 1000, ms % 1000,
+				 d.got > 0 ? ", what came is not kept" : "");
+		} else {
+			snprintf(why, sizeof(why), "%s", fd == -ENOENT ? "not on the servers" : strerror(-fd));
+		}
 		base_log(&s->log, UW_LOG_WARN, "%s (build-id %s): debuginfod: no %s: %s", m->path, m->build_id,
 			 debuginfo ? "debug file" : "executable", why);
 		free(path);

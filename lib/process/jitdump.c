@@ -190,19 +190,25 @@ int proc_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_
 	uint64_t size = 0;
 	int fd = base_open_file(full, BASE_OPEN_NOFOLLOW, proc_side_cap(s), &size);
 	int err = fd < 0 ? (fd == -EFBIG ? -UW_ELIMIT : fd) : 0;
-	void *map = MAP_FAILED;
-	if (!err && size > 0 && (map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
-		err = -errno;
+	/* read, not mapped: the process that writes it may cut it short meanwhile (SIGBUS) */
+	char *buf = NULL;
+	size_t got = 0;
+	if (!err)
+		err = base_read_fd(fd, size, &buf, &got);
 	if (fd >= 0)
 		close(fd);
-	if (!err && size == 0)
+	if (!err && got == 0)
 		err = -UW_ETRUNC;
 	if (err) {
-		base_log(&s->log, UW_LOG_WARN, "%s: %s: JIT code in this process stays unnamed", full, uw_strerror(err));
+		if (base_resource_error(err))
+			proc_resource_fail(s, err, full);
+		else
+			base_log(&s->log, UW_LOG_WARN, "%s: %s: JIT code in this process stays unnamed", full, uw_strerror(err));
+		free(buf);
 		return 0;
 	}
-	err = jitdump_parse(s, map, (size_t)size, &p->jd);
-	munmap(map, (size_t)size);
+	err = jitdump_parse(s, (const uint8_t *)buf, got, &p->jd);
+	free(buf);
 	if (!err) {
 		const char *sl = memrchr(path, '/', len);
 		p->jd->dir = strndup(path, sl ? (size_t)(sl - path) : 0);

@@ -36,30 +36,15 @@ static int cmp_ksym(const void *a, const void *b)
 	return x->name < y->name ? -1 : x->name > y->name;
 }
 
-/* A regular file is mapped (nothing copied, only the lines read are touched); /proc/kallsyms
- * must be read. *mapped tells which. */
+/* The file read whole into memory (never mapped: a snapshot file cut short while mapped would
+ * kill the process with SIGBUS; /proc/kallsyms cannot be mapped anyway). *mapped: false. */
 static int read_all(const char *path, uint64_t max, char **out, size_t *len, bool *mapped)
 {
 	uint64_t fsize;
 	int fd = base_open_file(path, 0, max, &fsize); /* never a FIFO or device */
 	if (fd < 0)
 		return fd == -EFBIG ? -UW_ELIMIT : fd;
-	struct stat rst;
 	*mapped = false;
-	if (fstat(fd, &rst) == 0 && S_ISREG(rst.st_mode) && rst.st_size > 0) {
-		if ((uint64_t)rst.st_size > max) {
-			close(fd);
-			return -UW_ELIMIT;
-		}
-		void *m = mmap(NULL, (size_t)rst.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (m != MAP_FAILED) {
-			close(fd);
-			*out = m;
-			*len = (size_t)rst.st_size;
-			*mapped = true;
-			return 0;
-		}
-	}
 	/* a snapshot file has a size; /proc/kallsyms says 0 and is a few MiB */
 	struct stat st;
 	size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < max ? (size_t)st.st_size + 1 : 8u << 20;
@@ -682,6 +667,10 @@ static void kernel_decide(struct uw_session *s, struct uw_kernel *k)
 		return;
 	}
 	int err = ktab_ready(s, t);
+	if (err && base_resource_error(err)) {
+		proc_resource_fail(s, err, t->path);
+		return;
+	}
 	if (err) {
 		base_log(&s->log, UW_LOG_WARN, "%s: kernel symbols not loaded: %s", t->path,
 			 err == -EPERM     ? "addresses are hidden (kernel.kptr_restrict)"

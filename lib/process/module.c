@@ -137,16 +137,9 @@ uint64_t proc_side_cap(const struct uw_session *s)
 /* Live: the file a process maps, opened through the process, safe from paths it controls.
  * /proc/PID/map_files/START-END is the mapped file itself (even deleted or replaced since);
  * else the path inside the process's root (a container's), resolved with openat2's
- * RESOLVE_IN_ROOT so that its symbolic links cannot lead out of that root. */
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
-struct open_how_k {
-	uint64_t flags, mode, resolve;
-};
-#define RESOLVE_NO_MAGICLINKS 0x02
-#define RESOLVE_IN_ROOT 0x10
-
+ * RESOLVE_IN_ROOT so that its symbolic links cannot lead out of that root. Either is opened as
+ * every file a process names is (base_open_file): the process may have put a FIFO or a device
+ * at the path since it unmapped the file (dlclose), and a FIFO must not stop the recording. */
 static bool open_live(struct uw_session *s, struct uw_module *m, const char *bid, char *p, size_t cap)
 {
 	if (!m->live_pid)
@@ -160,20 +153,19 @@ static bool open_live(struct uw_session *s, struct uw_module *m, const char *bid
 	char root[64];
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->live_pid);
 	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0)
+	if (rfd < 0) {
+		if (base_resource_error(-errno))
+			proc_resource_fail(s, -errno, root);
 		return false;
-	struct open_how_k how = { O_RDONLY | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-	long fd = syscall(SYS_openat2, rfd, m->path[0] == '/' ? m->path + 1 : m->path, &how, sizeof(how));
+	}
+	int why = 0;
+	bool ok = mod_try_open_at(s, rfd, m->path, BASE_OPEN_IN_ROOT, bid, &m->elf, NULL, &why);
 	close(rfd);
-	if (fd < 0)
-		return false;
-	/* the opened file through its descriptor: nothing is resolved again */
-	snprintf(p, cap, "/proc/self/fd/%ld", fd);
-	bool ok = mod_try_open_trusted(s, p, bid, &m->elf, NULL);
-	close((int)fd);
 	if (ok)
 		snprintf(p, cap, "/proc/%d/root%s", (int)m->live_pid, m->path);
-	(void)s;
+	else if (why == -UW_ENOTREG)
+		base_log(&s->log, UW_LOG_INFO, "%s (pid %d): not a regular file now (a FIFO, device or directory): not opened",
+			 m->path, (int)m->live_pid);
 	return ok;
 }
 
@@ -202,6 +194,8 @@ static bool module_open(struct uw_session *s, struct uw_module *m)
 	char p[PATH_MAX];
 	bool mismatch = false;
 	const char *bid = m->build_id[0] ? m->build_id : NULL;
+	/* a try that failed for want of a descriptor or memory is no proof that the file is not there */
+	uint64_t res0 = __atomic_load_n(&s->res.no_fd, __ATOMIC_RELAXED) + __atomic_load_n(&s->res.nomem, __ATOMIC_RELAXED);
 	/* recording: the file the process maps, through the process */
 	if (m->live_pid && open_live(s, m, bid, p, sizeof(p)))
 		goto opened;
@@ -258,6 +252,11 @@ static bool module_open(struct uw_session *s, struct uw_module *m)
 		free(fetched);
 		if (ok)
 			goto opened;
+	}
+	if (__atomic_load_n(&s->res.no_fd, __ATOMIC_RELAXED) + __atomic_load_n(&s->res.nomem, __ATOMIC_RELAXED) != res0) {
+		m->state = UW_MODULE_NO_RESOURCE;
+		base_log(&s->log, UW_LOG_INFO, "%s: not opened: a resource ran out (see above)", m->path);
+		return false;
 	}
 	if (mismatch) {
 		set_state(m, UW_MODULE_MISMATCH);
@@ -351,6 +350,18 @@ static void module_sframe(struct uw_session *s, struct uw_module *m)
 	m->code.sframe = m->sframe.n ? &m->sframe : NULL;
 }
 
+/* Says (once per file) that a file of the module could not be read whole: it shrank since it
+ * was opened (rebuilt or copied over in place), or memory ran out. What was made of it is
+ * what could be read. */
+void proc_module_said_reads(struct uw_session *s, struct uw_module *m)
+{
+	proc_file_shrunk(s, m->elf, m->opened_path ? m->opened_path : m->path);
+	proc_file_shrunk(s, m->dbg, m->dbg_path ? m->dbg_path : m->path);
+	proc_file_shrunk(s, m->alt, m->path);
+	proc_file_shrunk(s, m->mini, m->path);
+	proc_file_shrunk(s, m->dwp_elf, m->path);
+}
+
 /* Builds a module's unwind table: under the session's lock, once. */
 static void module_code(struct uw_session *s, struct uw_module *m)
 {
@@ -385,6 +396,7 @@ static void module_code(struct uw_session *s, struct uw_module *m)
 	 * another's) */
 	m->cfi.serial = ++s->cfi_serial;
 	m->sframe.serial = ++s->cfi_serial;
+	proc_module_said_reads(s, m);
 }
 
 const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *m)
@@ -422,8 +434,11 @@ const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, 
 			if (!m->dbg)
 				m->mini = mod_open_minidebug(s, m);
 			int err = symtab_build(&m->syms, m->elf, m->dbg ? m->dbg : m->mini, !s->opts.no_demangle);
-			if (err)
+			if (err == -ENOMEM)
+				proc_resource_fail(s, err, m->path);
+			else if (err)
 				base_log(&s->log, UW_LOG_WARN, "%s: symbols not read: %s", m->path, uw_strerror(err));
+			proc_module_said_reads(s, m);
 		}
 	}
 	hit = symtab_find(&m->syms, rel);

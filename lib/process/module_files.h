@@ -23,6 +23,9 @@ uint64_t mod_view_cap(const struct uw_session *s);
  * (when given; *mismatch is set when not). *why: the error when it could not be opened. */
 bool mod_try_open(struct uw_session *s, const char *path, unsigned flags, const char *want_bid, struct elfv **out,
                   bool *mismatch, int *why);
+/* The same, path relative to dirfd (with BASE_OPEN_IN_ROOT: inside it as a root). */
+bool mod_try_open_at(struct uw_session *s, int dirfd, const char *path, unsigned flags, const char *want_bid,
+                     struct elfv **out, bool *mismatch, int *why);
 bool mod_try_open_flags(struct uw_session *s, const char *path, unsigned flags, const char *want_bid,
                         struct elfv **out, bool *mismatch);
 /* ... a path of the session's own (debug roots, the build-id cache): links followed */

@@ -169,7 +169,7 @@ struct inl_worker {
 	size_t njobs, cap, taken, done;
 	struct base_intern strings;
 	struct base_arena arena;
-	const struct uw_session *s;
+	struct uw_session *s;    /* (its counters of what ran out only) */
 };
 
 struct uw_session {
@@ -201,6 +201,10 @@ struct uw_session {
 	uint64_t run_text;         /* the running kernel's _text (0: hidden), read once */
 	bool run_text_tried;
 	uint64_t cfi_serial;       /* the last unwind table's identity in lookup caches */
+	/* what ran out or changed under the session (uw_session_stats; atomics, any thread) */
+	struct {
+		uint64_t no_fd, nomem, shrunk, dbgd_capped, dbgd_timeout;
+	} res;
 };
 
 /* One recording's (or live session's) processes and threads, and what the recording says about
@@ -245,6 +249,12 @@ static inline void proc_module_hit(struct uw_module *m)
 }
 /* ---- the session's shared state (session.c): its lock, its strings */
 void proc_lock(struct uw_session *s);
+/* A file not opened or work given up because a resource ran out (err: -EMFILE, -ENFILE,
+ * -ENOMEM...; what: the file or the work): counted for uw_session_stats and said (the first of
+ * each kind as a warning). */
+void proc_resource_fail(struct uw_session *s, int err, const char *what);
+/* A file that was shorter when read than when it was opened: counted and said, once per view. */
+void proc_file_shrunk(struct uw_session *s, struct elfv *v, const char *path);
 void proc_unlock(struct uw_session *s);
 /* Interned in the session's strings (alive with the session); NULL without memory. */
 const char *proc_intern(struct uw_session *s, const char *str, size_t len);
@@ -252,6 +262,8 @@ const char *proc_intern(struct uw_session *s, const char *str, size_t len);
 void proc_session_live(struct uw_session *s);
 /* Opens the module's files if that was not tried yet (any thread: once). @return true when usable. */
 bool proc_module_open(struct uw_session *s, struct uw_module *m);
+/* Says a file of the module that could not be read whole (proc_file_shrunk), once per file. */
+void proc_module_said_reads(struct uw_session *s, struct uw_module *m);
 /* A module whose state is set without opening files (JIT code): published. Under the lock. */
 void proc_module_set_opened(struct uw_module *m, enum uw_module_state state);
 /* Has the module been opened (or tried)? */
@@ -266,11 +278,16 @@ struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, stru
 /* The DWARF package of a module's split units (dwi's package finder; ctx is the module): next
  * to the module or its debug file as NAME.dwp, or under the debug roots; NULL when none. */
 struct dwp *proc_module_package(void *ctx);
+/* A split unit's .dwo (dwi's opener; ctx is the module): by its name, beside the module's
+ * files, in its compilation directory; a view the caller owns, or NULL. */
+struct elfv *proc_module_dwo(void *ctx, const char *name, const char *comp_dir);
 /* perf-PID.map text into a symbol table (fuzzed), sorted by start (stable: of entries at one
  * address the last written wins); at most max_entries lines (-UW_ELIMIT). */
 int jitmap_parse(const char *text, size_t len, struct symtab *t, size_t max_entries);
 /* The side-file cap (uw_session_opts.max_side_file_bytes, default SIDE_FILE_MAX). */
 #define SIDE_FILE_MAX ((uint64_t)2 << 30)
+/* The cap on one debuginfod download (uw_session_opts.max_debuginfod_bytes). */
+#define DEBUGINFOD_MAX_BYTES ((uint64_t)1 << 30)
 uint64_t proc_side_cap(const struct uw_session *s);
 /* jitdump (jitdump.c) */
 struct jitdump;
@@ -345,6 +362,11 @@ typedef void (*tracker_map_fn)(void *ctx, int32_t pid, uint64_t start, uint64_t 
                                uint64_t time);
 void tracker_on_new_map(struct uw_tracker *t, tracker_map_fn fn, void *ctx);
 struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create);
+/* The process a sample names. A live tracker that has not heard of it (it ran before the
+ * events began, or their records were lost) makes it on first sight, so that its mappings are
+ * asked of the kernel as pcs need them; one already gone from /proc is made as exited at time
+ * (forgotten after the grace period). NULL for a process unknown to a tracker not live. */
+struct proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t time);
 /* A process forgotten: its mappings let go of their modules. */
 void proc_free(struct uw_tracker *t, struct proc *p);
 /* Live: the mapping holding pc, asked of the kernel (procmaps.c) and added to p; the

@@ -108,6 +108,53 @@ UW_API void uw_session_free(struct uw_session *s)
 	free(s);
 }
 
+void proc_resource_fail(struct uw_session *s, int err, const char *what)
+{
+	bool fd = err == -EMFILE || err == -ENFILE;
+	uint64_t n = __atomic_add_fetch(fd ? &s->res.no_fd : &s->res.nomem, 1, __ATOMIC_RELAXED);
+	base_log(&s->log, n == 1 ? UW_LOG_WARN : UW_LOG_INFO, "%s: %s%s", what, uw_strerror(err),
+		 !fd ? ": the results are incomplete"
+		 : err == -EMFILE ? ": out of file descriptors (raise ulimit -n); the results are incomplete"
+				  : ": the system is out of file descriptors; the results are incomplete");
+}
+
+void proc_file_shrunk(struct uw_session *s, struct elfv *v, const char *path)
+{
+	int err = v ? elfv_read_error(v) : 0;
+	if (!err || v->read_err_said)
+		return;
+	v->read_err_said = true;
+	if (err == -ENOMEM) {
+		proc_resource_fail(s, err, path);
+		return;
+	}
+	__atomic_add_fetch(&s->res.shrunk, 1, __ATOMIC_RELAXED);
+	struct stat st;
+	if (err == -UW_ETRUNC && fstat(v->fd, &st) == 0)
+		base_log(&s->log, UW_LOG_ERROR,
+			 "%s: the file shrank while it was read (%zu bytes when opened, %lld now: rebuilt or copied over "
+			 "in place?); what could not be read from it is missing",
+			 path, v->size, (long long)st.st_size);
+	else
+		base_log(&s->log, UW_LOG_ERROR, "%s: could not be read: %s; what could not be read from it is missing", path,
+			 uw_strerror(err));
+}
+
+UW_API int uw_session_stats(const struct uw_session *s, struct uw_session_stats *st)
+{
+	if (!s || !st || st->sz < sizeof(size_t))
+		return -EINVAL;
+	struct uw_session_stats k = { .sz = sizeof(k) };
+	k.files_no_descriptor = __atomic_load_n(&s->res.no_fd, __ATOMIC_RELAXED);
+	k.out_of_memory = __atomic_load_n(&s->res.nomem, __ATOMIC_RELAXED);
+	k.files_shrunk = __atomic_load_n(&s->res.shrunk, __ATOMIC_RELAXED);
+	k.debuginfod_too_big = __atomic_load_n(&s->res.dbgd_capped, __ATOMIC_RELAXED);
+	k.debuginfod_timeouts = __atomic_load_n(&s->res.dbgd_timeout, __ATOMIC_RELAXED);
+	size_t n = UW_MIN(st->sz, sizeof(k));
+	memcpy((char *)st + sizeof(size_t), (const char *)&k + sizeof(size_t), n - sizeof(size_t));
+	return 0;
+}
+
 void proc_lock(struct uw_session *s)
 {
 	pthread_mutex_lock(&s->mu);

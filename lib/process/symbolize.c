@@ -103,29 +103,39 @@ static bool module_dwi(struct uw_session *s, struct uw_module *m)
 	if (m->dwi) {
 		m->session = s;
 		dwi_set_package_finder(m->dwi, proc_module_package, m);
+		dwi_set_dwo_opener(m->dwi, proc_module_dwo, m);
 	}
-	if (!m->dwi && (why || why2))
+	proc_module_said_reads(s, m);
+	if (why == -ENOMEM || why2 == -ENOMEM)
+		proc_resource_fail(s, -ENOMEM, m->path);
+	else if (!m->dwi && (why == -UW_ELIMIT || why2 == -UW_ELIMIT))
 		base_log(&s->log, UW_LOG_WARN,
 			 "%s: a compressed debug section claims more than the cap (--max-inflate, %" PRIu64
 			 " MiB) or more than %u times its compressed bytes (no DWARF compresses so well): "
 			 "no inline frames or source lines from %s",
-			 m->path, (why ? m->dbg : m->elf)->max_inflate >> 20, ELFV_MAX_RATIO,
-			 why ? (m->dbg_path ? m->dbg_path : "its debug file") : "it");
+			 m->path, (why == -UW_ELIMIT ? m->dbg : m->elf)->max_inflate >> 20, ELFV_MAX_RATIO,
+			 why == -UW_ELIMIT ? (m->dbg_path ? m->dbg_path : "its debug file") : "it");
 	return m->dwi != NULL;
 }
 
 /* The chain at pc from the module's DWARF, names (demangled) and files interned in strings.
  * NULL: out of memory. */
-static const struct inline_ent *inline_make(struct dwi *dwi, uint64_t pc, bool demangle, struct base_intern *strings,
-                                            struct base_arena *arena)
+static const struct inline_ent *inline_make(struct uw_session *s, struct uw_module *m, uint64_t pc, bool demangle,
+                                            struct base_intern *strings, struct base_arena *arena)
 {
+	struct dwi *dwi = m ? m->dwi : NULL;
 	struct dwi_frame tmp[DWI_MAX_DEPTH];
+	bool oom = dwi_out_of_memory(dwi);
 	unsigned k = dwi ? dwi_lookup(dwi, strings, pc, tmp, DWI_MAX_DEPTH) : 0;
+	if (!oom && dwi_out_of_memory(dwi)) /* said once: no more lookups in it */
+		proc_resource_fail(s, -ENOMEM, m->path);
 	if (!k)
 		return &no_inline;
 	struct inline_ent *ne = base_arena_alloc(arena, sizeof(*ne) + k * sizeof(ne->f[0]));
-	if (!ne)
+	if (!ne) {
+		proc_resource_fail(s, -ENOMEM, "inline frames");
 		return NULL;
+	}
 	ne->n = k;
 	for (unsigned i = 0; i < k; i++) {
 		const char *fn = tmp[i].name;
@@ -167,7 +177,7 @@ static void *inl_main(void *arg)
 		struct uw_module *m = w->jobs[i].m;
 		uint64_t pc = w->jobs[i].pc;
 		pthread_mutex_unlock(&w->mu);
-		const struct inline_ent *e = inline_make(m->dwi, pc, demangle, &w->strings, &w->arena);
+		const struct inline_ent *e = inline_make(w->s, m, pc, demangle, &w->strings, &w->arena);
 		pthread_mutex_lock(&w->mu);
 		w->jobs[i].res = e;
 		w->done++;
@@ -308,7 +318,7 @@ static int inline_chain(struct uw_session *s, struct uw_module *m, uint64_t rel_
 			return -ENOMEM;
 	} else if (!e) {
 		proc_inline_idle(s); /* the helper may be reading this module's DWARF */
-		e = inline_make(module_dwi(s, m) ? m->dwi : NULL, rel_pc, !s->opts.no_demangle, &s->strings, &s->inl_arena);
+		e = inline_make(s, module_dwi(s, m) ? m : NULL, rel_pc, !s->opts.no_demangle, &s->strings, &s->inl_arena);
 		if (!e || base_map_put(&m->inlcache, rel_pc, (void *)e))
 			return -ENOMEM;
 	}

@@ -68,6 +68,26 @@ struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create)
 	return p;
 }
 
+struct proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t time)
+{
+	struct proc *p = proc_get(t, pid, false);
+	if (p || !t->o.live || pid <= 0)
+		return p;
+	/* the header's promise for a live tracker: a pc in no known mapping is asked of the kernel,
+	 * for a process no event told of too */
+	char path[32];
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	bool gone = access(path, F_OK) != 0;
+	p = proc_get(t, pid, true);
+	if (p && gone) {
+		/* (kept marked, so that its further samples do not look again) */
+		p->exited = true;
+		p->exit_time = time == UINT64_MAX ? 0 : time;
+		p->maps_fd = -1;
+	}
+	return p;
+}
+
 struct thread *proc_thread(struct uw_tracker *t, int32_t pid, int32_t tid, bool create)
 {
 	struct thread *th = base_map_get(&t->threads, (uint64_t)(uint32_t)tid);

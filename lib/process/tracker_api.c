@@ -152,7 +152,7 @@ UW_API int uw_tracker_lookup(struct uw_tracker *t, uint32_t pid, uint64_t addr, 
 {
 	if (!t)
 		return -EINVAL;
-	struct proc_find_ctx fc = { t, proc_get(t, (int32_t)pid, false), UINT64_MAX };
+	struct proc_find_ctx fc = { t, tracker_sample_proc(t, (int32_t)pid, UINT64_MAX), UINT64_MAX };
 	struct unw_pc_info info = { 0 };
 	if (!fc.p || !proc_find_pc(&fc, addr, &info))
 		return -ENOENT;

@@ -48,7 +48,7 @@ static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct 
 	struct unw_opts uo = { max, t->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64, in_syscall, t->cfi_cache };
 	uint64_t reach = 0;
 	struct unw_stack stk = { regs.r[UNW_X86_RSP], in->stack, in->stack ? in->stack_size : 0, &reach };
-	struct proc_find_ctx fc = { t, proc_get(t, (int32_t)in->pid, false), in->time };
+	struct proc_find_ctx fc = { t, tracker_sample_proc(t, (int32_t)in->pid, in->time), in->time };
 	struct unw_result r;
 	unw_run(&uo, &regs, &stk, proc_find_pc, &fc, frames, &r);
 	res->nr_frames = r.n;

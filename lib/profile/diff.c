@@ -2,8 +2,8 @@
 /*
  * Differential profiles: two profiles of one session side by side, per function (perf diff's
  * table) or per folded stack, as shares of each profile's total; or FlameGraph's
- * two-column folded input. Names are interned in the session, so a function or a stack of
- * the baseline is found in the other profile by its name pointers.
+ * two-column folded input. Names are interned in the session here, so a function or a stack
+ * of the baseline is found in the other profile by its name pointers.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -99,6 +99,14 @@ static void add_profile(struct dx *x, struct uw_profile *p, int side)
 			key.comm = st->comm;
 			key.names = x->names;
 			key.n = prof_stack_names(p, st, x->names, &key.hash);
+			/* a module's symbol names are its own: the same function in the other recording
+			 * may come from another copy of the module (a stack of both was two rows) */
+			key.comm = st->comm ? proc_intern(p->s, st->comm, strlen(st->comm)) : NULL;
+			key.hash = base_hash64((uintptr_t)key.comm);
+			for (uint32_t k = 0; k < key.n; k++) {
+				x->names[k] = proc_intern(p->s, x->names[k], strlen(x->names[k]));
+				key.hash = base_hash64(key.hash ^ (uintptr_t)x->names[k]) + k;
+			}
 		}
 		struct drow *r = find(x, &key);
 		if (r)
@@ -140,10 +148,10 @@ static int cmp_delta(const void *a, const void *b)
 
 static void print_stack(FILE *out, const struct drow *r)
 {
-	fputs(r->comm ? r->comm : "[unknown]", out);
+	prof_put_name(out, r->comm ? r->comm : "[unknown]", true);
 	for (uint32_t k = 0; k < r->n; k++) {
 		fputc(';', out);
-		fputs(r->names[k], out);
+		prof_put_name(out, r->names[k], true);
 	}
 }
 
@@ -206,7 +214,13 @@ UW_API int uw_profile_write_diff(struct uw_profile *baseline, struct uw_profile 
 			if (o.format == UW_DIFF_FUNCTIONS ? !r->w[1] : (!strcmp(delta, "+0.00%") || !strcmp(delta, "-0.00%")))
 				delta[0] = 0;
 			if (o.format == UW_DIFF_FUNCTIONS) {
-				fprintf(out, "  %8s  %9s  %-*s  [%c] %s\n", base, delta, dw, r->dso, r->kernel ? 'k' : '.', r->name);
+				fprintf(out, "  %8s  %9s  ", base, delta);
+				prof_put_name(out, r->dso, false);
+				for (size_t w = strlen(r->dso); w < (size_t)dw; w++)
+					fputc(' ', out);
+				fprintf(out, "  [%c] ", r->kernel ? 'k' : '.');
+				prof_put_name(out, r->name, false);
+				fputc('\n', out);
 			} else {
 				char now[16] = "";
 				if (r->w[1])

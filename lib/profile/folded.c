@@ -75,10 +75,12 @@ UW_API int uw_profile_write_folded(struct uw_profile *p, FILE *out)
 	}
 	struct fline **lv = order.data;
 	for (size_t i = 0; i < order.len && !err; i++) {
-		fputs(lv[i]->comm ? lv[i]->comm : "[unknown]", out);
+		/* (';' in a name as ':', control characters as '?': no fake frame, no line without
+		 * its count) */
+		prof_put_name(out, lv[i]->comm ? lv[i]->comm : "[unknown]", true);
 		for (uint32_t k = 0; k < lv[i]->n; k++) {
 			fputc(';', out);
-			fputs(lv[i]->names[k], out);
+			prof_put_name(out, lv[i]->names[k], true);
 		}
 		fprintf(out, " %" PRIu64 "\n", lv[i]->weight);
 	}

@@ -83,7 +83,7 @@ unsigned frametab_levels(struct frametab *t, const struct pframe *f, const uint3
 	}
 	struct dframe d[MAX_LEVELS];
 	unsigned n = 0;
-	const char *module = f->kernel ? intern(p, "[kernel.kallsyms]") : f->mod ? f->mod->name : NULL;
+	const char *module = intern(p, f->kernel ? "[kernel.kallsyms]" : f->mod ? f->mod->name : NULL);
 	const char *base = prof_frame_name(p, f);
 	uint8_t kind = f->kernel ? DF_KERNEL : !f->mod ? DF_UNKNOWN : (f->mod->jit || f->mod->jitdump) ? DF_JIT : DF_USER;
 	if (f->kernel) {
@@ -128,34 +128,42 @@ void prof_json_str(FILE *out, const char *s)
 	const unsigned char *u = (const unsigned char *)(s ? s : "");
 	fputc('"', out);
 	while (*u) {
-		unsigned c = *u;
+		unsigned c = *u, len = prof_utf8_len(u);
 		if (c == '"' || c == '\\') {
 			fputc('\\', out);
 			fputc((int)c, out);
-			u++;
-		} else if (c < 0x20) {
+		} else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
 			fprintf(out, "\\u%04x", c);
-			u++;
-		} else if (c < 0x80) {
-			/* "</" would end an HTML script element the JSON sits in */
-			if (c == '/' && u != (const unsigned char *)s && u[-1] == '<')
-				fputc('\\', out);
-			fputc((int)c, out);
-			u++;
+		} else if (len == 3 && c == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9)) {
+			fprintf(out, "\\u%04x", 0x2028u + (u[2] - 0xa8u));
+		} else if (len) {
+			fwrite(u, 1, len, out);
 		} else {
-			/* a well-formed UTF-8 sequence is copied; anything else is U+FFFD */
-			unsigned len = c >= 0xf5 ? 0 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-			bool ok = len > 0;
-			for (unsigned k = 1; ok && k < len; k++)
-				ok = (u[k] & 0xc0) == 0x80;
-			if (ok) {
-				fwrite(u, 1, len, out);
-				u += len;
-			} else {
-				fputs("\\ufffd", out);
-				u++;
-			}
+			fputs("\\ufffd", out);
+			len = 1;
 		}
+		u += len;
 	}
 	fputc('"', out);
+}
+
+void prof_put_name(FILE *out, const char *s, bool folded)
+{
+	const char *run = s;
+	for (const char *q = s; *q; q++) {
+		unsigned char c = (unsigned char)*q;
+		if (prof_name_byte_ok(c, folded))
+			continue;
+		fwrite(run, 1, (size_t)(q - run), out);
+		fputc(c == ';' ? ':' : '?', out);
+		run = q + 1;
+	}
+	fputs(run, out);
+}
+
+void prof_clean_name(char *s, bool folded)
+{
+	for (; *s; s++)
+		if (!prof_name_byte_ok((unsigned char)*s, folded))
+			*s = *s == ';' ? ':' : '?';
 }

@@ -8,8 +8,9 @@
  * wall/nanoseconds for wall-clock, the event's name/count otherwise). One Sample per distinct stack and thread, with labels pid,
  * tid and thread (its comm). A Location per distinct frame (module, address), its Lines the
  * inline chain innermost first (the containing function last, by its symbol); a Function per
- * distinct (name, system name, file); a Mapping per module with its path and build-id, kernel
- * frames in "[kernel.kallsyms]".
+ * distinct (name, system name, file), code without a symbol a function per address
+ * ("module+0xoffset", the address the tables show); a Mapping per module with its path and
+ * build-id, kernel frames in "[kernel.kallsyms]".
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -117,10 +118,46 @@ struct pp {
 	struct pb strtab, functab, loctab, maptab;
 };
 
+/* s with every byte that is not well-formed UTF-8 as U+FFFD, in the arena (protobuf's string
+ * fields must be UTF-8: Go's and C++'s decoders reject the profile else); s when it is. */
+static const char *utf8_clean(struct pp *x, const char *s)
+{
+	size_t bad = 0;
+	for (const unsigned char *u = (const unsigned char *)s; *u;) {
+		unsigned l = prof_utf8_len(u);
+		bad += !l;
+		u += l ? l : 1;
+	}
+	if (!bad)
+		return s;
+	size_t len = strlen(s);
+	char *c = base_arena_alloc(&x->ar, len + 2 * bad + 1), *q = c;
+	if (!c)
+		return NULL;
+	for (const unsigned char *u = (const unsigned char *)s; *u;) {
+		unsigned l = prof_utf8_len(u);
+		if (l) {
+			memcpy(q, u, l);
+			q += l;
+			u += l;
+		} else {
+			memcpy(q, "\xef\xbf\xbd", 3);
+			q += 3;
+			u++;
+		}
+	}
+	*q = 0;
+	return c;
+}
+
 static uint64_t str(struct pp *x, const char *s)
 {
 	if (!s || !*s)
 		return 0;
+	if (!(s = utf8_clean(x, s))) {
+		x->out.oom = true;
+		return 0;
+	}
 	size_t n = strlen(s);
 	uint64_t h = base_hash_bytes(s, n);
 	struct sent *head = base_map_get(&x->strs, h);
@@ -221,23 +258,22 @@ static uint64_t location(struct pp *x, const struct pframe *f)
 		uw_symbolize_inline(s, f->mod, f->addr, &inl, &n);
 		if (n && mp)
 			mp->lines = true;
+		/* code without a symbol: a function per address, named as --addresses names it (the
+		 * address as perf's table and unwound's show it), not one "[module]" for all of a
+		 * module's unnamed code (go tool pprof -top showed [cc1] at 36.7% flat) */
+		char unnamed[512];
+		snprintf(unnamed, sizeof(unnamed), "%s+0x%" PRIx64, f->mod->name, f->map_addr);
 		for (unsigned i = 0; i < n; i++) {
 			bool outer = i + 1 == n;
 			/* the containing function by its symbol (as the other outputs name it) */
 			const char *nm = outer && shown ? shown : inl[i].function;
 			const char *sy = outer && sys ? sys : inl[i].function;
 			if (!nm)
-				nm = "[unknown]";
+				nm = sy = unnamed;
 			line(x, &loc, nm, sy, inl[i].file, inl[i].line);
 		}
-		if (!n) {
-			char buf[512];
-			if (!shown) {
-				snprintf(buf, sizeof(buf), "[%s]", f->mod->name);
-				shown = sys = buf;
-			}
-			line(x, &loc, shown, sys, NULL, 0);
-		}
+		if (!n)
+			line(x, &loc, shown ? shown : unnamed, sys ? sys : unnamed, NULL, 0);
 	}
 	pb_msg(&x->loctab, 4, &loc);
 	free(loc.p);

@@ -152,8 +152,48 @@ static inline void prof_json_num(FILE *out, uint64_t v, bool first)
 	fwrite_unlocked(q, 1, (size_t)(e - q), out);
 }
 
-/* JSON string (quoted, escaped; invalid UTF-8 bytes as U+FFFD). */
+/* Bytes of the well-formed UTF-8 sequence at u (RFC 3629 §4: no overlong form, no surrogate,
+ * nothing past U+10FFFF), 1 for ASCII; 0 when the bytes there are not one. Reads no further
+ * than the first byte that breaks it (a NUL ends a string). */
+static inline unsigned prof_utf8_len(const unsigned char *u)
+{
+	unsigned c = u[0], lo = 0x80, hi = 0xbf;
+	if (c < 0x80)
+		return 1;
+	if (c < 0xc2 || c > 0xf4)
+		return 0;
+	if (c < 0xe0)
+		return (u[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c == 0xe0)
+		lo = 0xa0; /* (overlong) */
+	else if (c == 0xed)
+		hi = 0x9f; /* (surrogates) */
+	else if (c == 0xf0)
+		lo = 0x90; /* (overlong) */
+	else if (c == 0xf4)
+		hi = 0x8f; /* (past U+10FFFF) */
+	if (u[1] < lo || u[1] > hi || (u[2] & 0xc0) != 0x80)
+		return 0;
+	if (c < 0xf0)
+		return 3;
+	return (u[3] & 0xc0) == 0x80 ? 4 : 0;
+}
+
+/* JSON string (quoted, escaped): well-formed UTF-8 copied, any other byte as U+FFFD; '<', '>'
+ * and '&' escaped (the JSON sits in an HTML script element, where "<!--" or "</script" in a
+ * name would change what the page parses), and U+2028/U+2029 (line ends to JavaScript). */
 void prof_json_str(FILE *out, const char *s);
+
+/* A name (function, thread, module, file) written into a text output: control characters (a
+ * line break in a name would start a line of its own) as '?'; with folded also ';' (the frame
+ * separator) as ':', as FlameGraph's stackcollapse-perf.pl does. Other bytes are copied. */
+void prof_put_name(FILE *out, const char *s, bool folded);
+/* The same in place, in a string the caller owns. */
+void prof_clean_name(char *s, bool folded);
+static inline bool prof_name_byte_ok(unsigned char c, bool folded)
+{
+	return c >= 0x20 && c != 0x7f && !(folded && c == ';');
+}
 
 /* A sample given by a caller, as this library's struct: read as far as its sz says (a caller
  * built against an older header has a shorter one), the rest zero. NULL when sz is too small

@@ -73,6 +73,20 @@ static void wb_char(struct wbuf *w, char c)
 		w->b[w->n++] = c;
 }
 
+/* A name (function, thread, module, file): control characters as '?' (prof_put_name) */
+static void wb_name(struct wbuf *w, const char *s)
+{
+	const char *run = s;
+	for (const char *q = s; *q; q++) {
+		if (prof_name_byte_ok((unsigned char)*q, false))
+			continue;
+		wb_mem(w, run, (size_t)(q - run));
+		wb_char(w, '?');
+		run = q + 1;
+	}
+	wb_str(w, run);
+}
+
 /* v in decimal, right-aligned in width with pad */
 static void wb_dec(struct wbuf *w, uint64_t v, unsigned width, char pad)
 {
@@ -103,15 +117,15 @@ static void wb_hex(struct wbuf *w, uint64_t v, unsigned width)
 		wb_char(w, t[--n]);
 }
 
-/* "\t<addr> <name>+0x<off> (<dso>)\n", or "[unknown]" without a name; no dso: the line is left
- * open after the offset */
-static void wb_frame(struct wbuf *w, uint64_t addr, const char *name, uint64_t off, const char *dso)
+/* "<sep><addr> <name>+0x<off> (<dso>)\n", or "[unknown]" without a name; no dso: the line is
+ * left open after the offset */
+static void wb_frame_sep(struct wbuf *w, char sep, uint64_t addr, const char *name, uint64_t off, const char *dso)
 {
-	wb_char(w, '\t');
+	wb_char(w, sep);
 	wb_hex(w, addr, 16);
 	wb_char(w, ' ');
 	if (name) {
-		wb_str(w, name);
+		wb_name(w, name);
 		wb_str(w, "+0x");
 		wb_hex(w, off, 0);
 	} else {
@@ -119,7 +133,7 @@ static void wb_frame(struct wbuf *w, uint64_t addr, const char *name, uint64_t o
 	}
 	if (dso) {
 		wb_str(w, " (");
-		wb_str(w, dso);
+		wb_name(w, dso);
 		wb_str(w, ")\n");
 	}
 }
@@ -131,6 +145,12 @@ static void kernel_symbol(struct uw_session *s, struct uw_kernel *kern, uint64_t
 		uw_kernel_symbolize(kern, pc, sym);
 	else
 		uw_symbolize_kernel(s, pc, sym);
+}
+
+/* A frame's line of a callchain: "\t<addr> ..." */
+static void wb_frame(struct wbuf *w, uint64_t addr, const char *name, uint64_t off, const char *dso)
+{
+	wb_frame_sep(w, '\t', addr, name, off, dso);
 }
 
 /* The lines of one kernel frame. */
@@ -189,7 +209,7 @@ static void script_user_frame(struct wbuf *w, struct uw_session *s, const struct
 			const char *file = lv && lv->file ? lv->file : "";
 			const char *base = strrchr(file, '/');
 			wb_str(w, "  ");
-			wb_str(w, base ? base + 1 : file);
+			wb_name(w, base ? base + 1 : file);
 			wb_char(w, ':');
 			wb_dec(w, lv ? lv->line : 0, 0, ' ');
 			if (!real)
@@ -370,41 +390,64 @@ static void script_frame(struct wbuf *w, struct ftext *c, struct uw_session *s, 
 /* perf script's one-line form of a sample without a callchain */
 static void script_line(struct uw_session *s, FILE *out, const struct uw_sample *smp, const struct uw_script_opts *o)
 {
-	int width = (int)UW_MIN(o->event_width, 256u);
+	unsigned width = UW_MIN(o->event_width, 256u);
+	char buf[4096];
+	struct wbuf w = { .out = out, .b = buf, .cap = sizeof(buf) };
 	struct uw_symbol sym;
 	/* the comm right-aligned, the ip after the event */
-	fprintf(out, "%16s %5u ", smp->comm ? smp->comm : ":-1", smp->tid);
-	if (smp->has_cpu)
-		fprintf(out, "[%03u] ", smp->cpu);
-	fprintf(out, "%5" PRIu64 ".%06" PRIu64 ": %10" PRIu64 " %*s: ", smp->time / UINT64_C(1000000000),
-		(smp->time % UINT64_C(1000000000)) / UINT64_C(1000), smp->period, width,
-		smp->event_name ? smp->event_name : "");
+	const char *comm = smp->comm ? smp->comm : ":-1";
+	for (size_t cl = strlen(comm); cl < 16; cl++)
+		wb_char(&w, ' ');
+	wb_name(&w, comm);
+	wb_char(&w, ' ');
+	wb_dec(&w, smp->tid, 5, ' ');
+	wb_char(&w, ' ');
+	if (smp->has_cpu) {
+		wb_char(&w, '[');
+		wb_dec(&w, smp->cpu, 3, '0');
+		wb_str(&w, "] ");
+	}
+	wb_dec(&w, smp->time / UINT64_C(1000000000), 5, ' ');
+	wb_char(&w, '.');
+	wb_dec(&w, (smp->time % UINT64_C(1000000000)) / UINT64_C(1000), 6, '0');
+	wb_str(&w, ": ");
+	wb_dec(&w, smp->period, 10, ' ');
+	wb_char(&w, ' ');
+	const char *ev = smp->event_name ? smp->event_name : "";
+	for (size_t el = strlen(ev); el < width; el++)
+		wb_char(&w, ' ');
+	wb_str(&w, ev);
+	wb_str(&w, ": ");
+	/* the frame's line with a blank for its tab */
 	if (smp->nr_kernel) {
 		kernel_symbol(s, smp->recorded_kernel, smp->kernel[0], &sym);
-		if (sym.name)
-			fprintf(out, " %16" PRIx64 " %s+0x%" PRIx64 " ([kernel.kallsyms])\n", smp->kernel[0], sym.name,
-				sym.offset);
-		else
-			fprintf(out, " %16" PRIx64 " [unknown] ([kernel.kallsyms])\n", smp->kernel[0]);
+		wb_frame_sep(&w, ' ', smp->kernel[0], sym.name, sym.offset, "[kernel.kallsyms]");
 	} else if (smp->nr_user && smp->user[0].module) {
 		const struct uw_frame *f = &smp->user[0];
 		uw_symbolize(s, f->module, f->rel_pc, &sym);
 		/* with no callchain perf shows the absolute address */
-		if (sym.name)
-			fprintf(out, " %16" PRIx64 " %s+0x%" PRIx64 " (%s)\n", f->pc, sym.name, sym.offset,
-				uw_module_path(f->module));
-		else
-			fprintf(out, " %16" PRIx64 " [unknown] (%s)\n", f->pc, uw_module_path(f->module));
+		wb_frame_sep(&w, ' ', f->pc, sym.name, sym.offset, uw_module_path(f->module));
 	} else {
-		fprintf(out, " %16" PRIx64 " [unknown] ([unknown])\n", smp->ip);
+		wb_frame_sep(&w, ' ', smp->ip, NULL, 0, "[unknown]");
 	}
+	wb_flush(&w);
+}
+
+/* perf ends a stack its unwinding cut short, reading past the stack copy, with a frame at
+ * address -1 (its unwinder's failed read): so does unwound, for a stack unwound from a copy
+ * (a callchain read from a file has no such frame in perf either). */
+static void script_cut_marker(struct wbuf *w, const struct uw_sample *smp)
+{
+	if (smp->nr_user && smp->stack_size &&
+	    (smp->stop_reason == UW_STOP_STACK_EXHAUSTED || smp->stop_reason == UW_STOP_BAD_MEMORY))
+		wb_str(w, "\tffffffffffffffff [unknown] ([unknown])\n");
 }
 
 /* The header line of a sample with a callchain. */
 static void script_header(struct wbuf *w, const struct uw_sample *smp, const struct uw_script_opts *o)
 {
 	unsigned width = UW_MIN(o->event_width, 256u);
-	wb_str(w, smp->comm ? smp->comm : ":-1");
+	wb_name(w, smp->comm ? smp->comm : ":-1");
 	wb_char(w, ' ');
 	wb_dec(w, smp->tid, 5, ' ');
 	wb_char(w, ' ');
@@ -443,6 +486,7 @@ static int script_write(struct uw_session *s, FILE *out, const struct uw_sample 
 		script_frame(&w, cache, s, NULL, smp->kernel[i], smp->recorded_kernel, o);
 	for (uint32_t i = 0; i < smp->nr_user; i++)
 		script_frame(&w, cache, s, &smp->user[i], 0, NULL, o);
+	script_cut_marker(&w, smp);
 	wb_char(&w, '\n');
 	wb_flush(&w);
 	return prof_out_error(out);
@@ -566,6 +610,7 @@ static void sw_write_oldest(struct uw_script_writer *w)
 		const uint32_t *ids = (const uint32_t *)(win->buf + h->ids);
 		for (uint32_t k = 0; k < c.nr_kernel + c.nr_user; k++)
 			ftext_write(&out, &w->text, w->s, ids[k], &w->o);
+		script_cut_marker(&out, &c);
 		wb_char(&out, '\n');
 	}
 	wb_flush(&out);
@@ -627,8 +672,7 @@ UW_API int uw_script_writer_add(struct uw_script_writer *w, const struct uw_samp
 	}
 	struct sw_sample *h = &win->smp[win->n];
 	h->smp = *smp;
-	h->smp.stack = NULL;
-	h->smp.stack_size = 0;
+	h->smp.stack = NULL; /* (not kept; its size says it was unwound from one) */
 	h->ids = h->kernel = h->user = NONE;
 	if (smp->has_callchain) {
 		if (sw_frames(w, win, h, smp))

@@ -23,7 +23,8 @@ struct trow {
 	const char *comm, *dso, *sym, *srcline;
 	int32_t pid, tid;
 	bool kernel;
-	uint64_t addr;           /* code without a symbol: its address */
+	uint64_t addr;           /* code without a symbol: its address (perf's table's: file offset) */
+	uint64_t vaddr;          /* ... and its address in the ELF file (objdump's, gdb's) */
 	uint64_t self, total;
 	size_t mark;             /* the last stack that counted it in total, + 1 */
 	char *cells[MAX_KEYS];   /* formatted when printed */
@@ -106,8 +107,10 @@ static struct trow *row_of(struct table *t, const struct pstack *st, const struc
 			key.dso = !f ? "[unknown]" : f->kernel ? "[kernel.kallsyms]" : f->mod ? f->mod->name : "[unknown]";
 		if (has_key(t, K_SYM)) {
 			key.sym = level;
-			if (!level && f) /* no symbol: one row per address, as perf shows it */
+			if (!level && f) { /* no symbol: one row per address, as perf shows it */
 				key.addr = f->kernel || !f->mod ? f->addr : f->map_addr;
+				key.vaddr = f->addr;
+			}
 		}
 		if (has_key(t, K_SRCLINE))
 			key.srcline = f ? prof_frame_srcline(t->p, f) : "??:0";
@@ -176,7 +179,9 @@ static const char *graph_name(const struct trow *r, char *buf, size_t len)
 {
 	if (r->sym)
 		return r->sym;
-	snprintf(buf, len, "0x%016" PRIx64, r->addr);
+	/* as perf's call graph: the address unpadded, the one in the file (perf prints the
+	 * sample's, which is that in an executable that is not PIE, and relocated elsewhere) */
+	snprintf(buf, len, "0x%" PRIx64, r->vaddr);
 	return buf;
 }
 
@@ -214,7 +219,9 @@ static void graph_print(FILE *out, struct gnode *n, char *prefix, size_t plen, u
 		if (k != 1 || kv[0]->w != n->w)
 			break;
 		/* a single way on: one line each, no share */
-		fprintf(out, "%.*s%s\n", (int)plen, prefix, graph_name(kv[0]->row, buf, sizeof(buf)));
+		fprintf(out, "%.*s", (int)plen, prefix);
+		prof_put_name(out, graph_name(kv[0]->row, buf, sizeof(buf)), false);
+		fputc('\n', out);
 		n = kv[0];
 	}
 	if (k > 1)
@@ -224,8 +231,9 @@ static void graph_print(FILE *out, struct gnode *n, char *prefix, size_t plen, u
 	for (size_t i = 0; i < k; i++) {
 		bool last = i + 1 == k;
 		fprintf(out, "%.*s|          \n", (int)plen, prefix);
-		fprintf(out, "%.*s%s--%.2f%%--%s\n", (int)plen, prefix, last ? " " : "|",
-			100.0 * (double)kv[i]->w / (double)total, graph_name(kv[i]->row, buf, sizeof(buf)));
+		fprintf(out, "%.*s%s--%.2f%%--", (int)plen, prefix, last ? " " : "|", 100.0 * (double)kv[i]->w / (double)total);
+		prof_put_name(out, graph_name(kv[i]->row, buf, sizeof(buf)), false);
+		fputc('\n', out);
 		memcpy(prefix + plen, last ? "           " : "|          ", 11);
 		graph_print(out, kv[i], prefix, plen + 11, total, limit);
 	}
@@ -291,7 +299,9 @@ static int write_graph(struct table *t, FILE *out, struct trow *r, uint32_t even
 	if (root != &top && root->kids && !root->kids->next && 100.0 * (double)root->kids->w / (double)(total ? total : 1) >= limit) {
 		/* one way only (samples without callers aside): "---" and the chain */
 		char buf[32];
-		fprintf(out, "            |\n            ---%s\n", graph_name(root->kids->row, buf, sizeof(buf)));
+		fputs("            |\n            ---", out);
+		prof_put_name(out, graph_name(root->kids->row, buf, sizeof(buf)), false);
+		fputc('\n', out);
 		graph_print(out, root->kids, prefix, 15, total, limit);
 	} else if (root->kids) {
 		graph_print(out, root, prefix, 12, total, limit);
@@ -345,7 +355,10 @@ static char *cell(const struct trow *r, enum key k)
 		break;
 	default: break;
 	}
-	return n < 0 ? NULL : s;
+	if (n < 0)
+		return NULL;
+	prof_clean_name(s, false); /* (a line break in a name would break the table) */
+	return s;
 }
 
 static size_t width_of(const char *s)

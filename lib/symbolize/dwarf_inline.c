@@ -27,6 +27,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -101,6 +102,36 @@ static void find_sections(struct dwi *d)
 		d->sec = sec;
 }
 
+/* ---- libdw out of memory
+ *
+ * libdw's handler for a failed allocation of its own (libdw_alloc) prints and exits the process
+ * (__libdw_oom), and it may not return: libdw goes on with the NULL. So every Dwarf handle of
+ * ours gets this handler instead, and every call into libdw the library makes after
+ * dwarf_begin_elf runs under dwi_lookup's guard, to which it jumps back. The handle is then
+ * given up (libdw's state may be half made: it is not used again, and not freed); the lookup
+ * returns nothing and dwi_out_of_memory says why. */
+struct oom_guard {
+	jmp_buf jb;
+	struct oom_guard *prev;
+};
+static __thread struct oom_guard *oom_top;
+static Dwarf_OOM libdw_oom; /* libdw's own: only for a call outside any guard (none is made) */
+
+static _Noreturn void dwi_oom(void)
+{
+	struct oom_guard *g = oom_top;
+	if (g)
+		longjmp(g->jb, 1);
+	__atomic_load_n(&libdw_oom, __ATOMIC_RELAXED)();
+}
+
+static void oom_handler(Dwarf *dw)
+{
+	Dwarf_OOM old = dwarf_new_oom_handler(dw, dwi_oom);
+	if (old != dwi_oom)
+		__atomic_store_n(&libdw_oom, old, __ATOMIC_RELAXED);
+}
+
 struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64_t cache_cap, int *why)
 {
 	if (why)
@@ -110,24 +141,34 @@ struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64
 	if (!elfv_has_section(v, ".debug_info"))
 		return NULL;
 	struct dwi *d = calloc(1, sizeof(*d));
-	if (!d)
+	if (!d) {
+		if (why)
+			*why = -ENOMEM;
 		return NULL;
+	}
 	Dwarf *dw = dwi_image_begin(v, cache, cache_cap, &d->main, why);
 	if (!dw) {
 		free(d);
 		return NULL;
 	}
 	d->dw = dw;
+	oom_handler(dw);
 	/* names and abstract origins that dwz moved into a supplementary file */
-	if (alt && (d->alt = dwi_image_begin(alt, cache, cache_cap, &d->alt_file, NULL)))
+	int alt_why = 0;
+	if (alt && (d->alt = dwi_image_begin(alt, cache, cache_cap, &d->alt_file, &alt_why))) {
+		oom_handler(d->alt);
 		dwarf_setalt(dw, d->alt);
+	} else if (alt_why == -ENOMEM && why) {
+		*why = -ENOMEM; /* (the handle is made: the names dwz moved are missing) */
+	}
 	base_map_init(&d->cus);
 	base_map_init(&d->attr_units);
 	find_sections(d);
-	char bid[2 * ELFV_MAX_BUILD_ID + 1], *lpath;
-	if (cache && *cache && d->lsec.line && elfv_build_id_hex(v, bid) >= 8 &&
-	    asprintf(&lpath, "%s/%s.lines1", cache, bid) >= 0) {
-		d->lstore = dwl_store_open(lpath, cache_cap);
+	char key[2 * ELFV_MAX_BUILD_ID + 20], *lpath;
+	struct elfv_ident ident;
+	if (cache && *cache && d->lsec.line && dwi_file_key(v, key, sizeof(key)) && elfv_ident(v, &ident) &&
+	    asprintf(&lpath, "%s/%s.lines2", cache, key) >= 0) {
+		d->lstore = dwl_store_open(lpath, &ident, cache_cap);
 		free(lpath);
 	}
 	return d;
@@ -144,6 +185,8 @@ void dwi_cu_free(struct dwi_cu *c)
 	free(c->segs);
 	dwl_free(c->lines);
 	dwl_free(c->call_lines);
+	dwp_close(c->dwo);
+	elfv_close(c->dwo_view);
 	free(c);
 }
 
@@ -151,6 +194,12 @@ void dwi_close(struct dwi *d)
 {
 	if (!d)
 		return;
+	if (d->oom) {
+		/* libdw's state may be half made: left as it is (a leak, once, out of memory) */
+		dwi_image_end(&d->main);
+		dwi_image_end(&d->alt_file);
+		return;
+	}
 	dwl_store_save(d->lstore); /* a cache: a failure to write it only costs the next run */
 	size_t it = 0;
 	void *val;
@@ -462,16 +511,11 @@ static int sweep(struct base_vec *ranges, int32_t base, struct base_vec *segs)
 	return 0;
 }
 
-/* The split unit of a skeleton from the module's package (.dwp): its sections and line table
- * names in c, its walk in c->unit. @return false when there is none. */
-static bool package_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, uint64_t dwo_id)
+/* The split unit dwo_id of a skeleton from pkg (a package, or one .dwo file): its sections and
+ * line table names in c, its walk in c->unit. @return false when pkg does not have it (a .dwo
+ * of another build: its unit has another id). */
+static bool split_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, const struct dwp *pkg, uint64_t dwo_id)
 {
-	if (!d->package_tried) {
-		d->package_tried = true;
-		d->package = d->find_package ? d->find_package(d->find_package_ctx) : NULL;
-	}
-	if (!d->package)
-		return false;
 	Dwarf_Attribute a;
 	Dwarf_Word w = 0;
 	Dwarf_Addr low = 0;
@@ -488,13 +532,71 @@ static bool package_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, uint
 		c->psec.skel_ranges_base = w;
 	if (dwarf_lowpc(cudie, &low) == 0)
 		c->psec.skel_low_pc = low;
-	if (dwp_unit(d->package, dwo_id, &c->psec, &c->plsec))
+	if (dwp_unit(pkg, dwo_id, &c->psec, &c->plsec))
 		return false;
-	if (c->plsec.line)
+	if (dwp_is_dwo(pkg)) {
+		/* the file's split compile unit of that id (type units may come first) */
+		for (uint64_t off = 0, id; off < c->psec.ninfo && !c->unit; off = dww_next_unit(&c->psec, off)) {
+			struct dww_unit *u = dww_unit_open(&c->psec, off);
+			if (u && dww_dwo_id(u, &id) && id == dwo_id)
+				c->unit = u;
+			else
+				dww_unit_free(u);
+			if (!dww_next_unit(&c->psec, off))
+				break;
+		}
+	} else {
+		c->unit = dww_unit_open(&c->psec, 0);
+	}
+	if (c->unit && c->plsec.line)
 		c->call_lines = dwl_build(&c->plsec, 0, dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a)));
-	c->unit = dww_unit_open(&c->psec, 0);
 	c->own = c->unit != NULL;
 	return c->own;
+}
+
+/* The split unit of a skeleton from its .dwo file, which the opener opens as every file a file
+ * names is opened (base_open_file): libdw's own search (dwarf_cu_info's subdie) would open the
+ * name the skeleton gives with a plain open(2), waiting forever on a FIFO put there, and map
+ * the file. @return false when there is no such file or it has not this unit. */
+static bool dwo_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, uint64_t dwo_id)
+{
+	Dwarf_Attribute a;
+	const char *name = dwarf_formstring(dwarf_attr(cudie, DW_AT_dwo_name, &a));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr(cudie, DW_AT_GNU_dwo_name, &a));
+	const char *dir = dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a));
+	struct elfv *v = name && d->open_dwo ? d->open_dwo(d->open_dwo_ctx, name, dir) : NULL;
+	struct dwp *p = v ? dwp_open_dwo(v) : NULL;
+	if (!p) {
+		elfv_close(v);
+		return false;
+	}
+	/* what is needed is read: no descriptor kept per unit */
+	elfv_detach(v);
+	c->dwo_view = v;
+	c->dwo = p;
+	if (split_unit(d, c, cudie, p, dwo_id))
+		return true;
+	dwp_close(p);
+	elfv_close(v);
+	c->dwo = NULL;
+	c->dwo_view = NULL;
+	dww_unit_free(c->unit);
+	c->unit = NULL;
+	dwl_free(c->call_lines);
+	c->call_lines = NULL;
+	return false;
+}
+
+/* The split unit of a skeleton from the module's package (.dwp). @return false when there is
+ * none. */
+static bool package_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, uint64_t dwo_id)
+{
+	if (!d->package_tried) {
+		d->package_tried = true;
+		d->package = d->find_package ? d->find_package(d->find_package_ctx) : NULL;
+	}
+	return d->package && split_unit(d, c, cudie, d->package, dwo_id);
 }
 
 /* Indexes a unit: lazy (functions now, their inlined subroutines when asked for) or, for the
@@ -512,21 +614,15 @@ struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 		c->files = NULL;
 	struct base_vec ranges = BASE_VEC_INIT(struct range), segs = BASE_VEC_INIT(struct dwi_seg);
 	bool fail;
-	/* split DWARF: the skeleton unit here has no DIEs below it; its split unit (libdw opens
-	 * the .dwo named by DW_AT_dwo_name; else the package's, read here) has them, with the call
-	 * sites' file table. Addresses and lines stay the skeleton's. */
-	Dwarf_Die sub;
+	/* split DWARF: the skeleton unit here has no DIEs below it; its split unit (in the .dwo
+	 * DW_AT_dwo_name names, else in the package; both read here, never by libdw: no subdie is
+	 * asked of dwarf_cu_info) has them, with the call sites' file table. Addresses and lines
+	 * stay the skeleton's. */
 	uint8_t ut = 0;
 	uint64_t dwo_id = 0;
-	if (dwarf_cu_info(cudie->cu, NULL, &ut, NULL, &sub, &dwo_id, NULL, NULL) == 0 && ut == DW_UT_skeleton &&
-	    dwarf_tag(&sub) != DW_TAG_invalid && sub.addr) {
-		c->ndw = dwarf_cu_getdwarf(sub.cu);
-		if (dwarf_getsrcfiles(&sub, &c->files, &c->nfiles) != 0)
-			c->files = NULL;
-		fail = dwi_collect_libdw(&sub, -1, &c->nodes, &ranges) != 0;
-	} else if (ut == DW_UT_skeleton) {
-		/* no .dwo: the package's unit, or no inline frames (names from the symbol table) */
-		fail = package_unit(d, c, cudie, dwo_id) &&
+	if (dwarf_cu_info(cudie->cu, NULL, &ut, NULL, NULL, &dwo_id, NULL, NULL) == 0 && ut == DW_UT_skeleton) {
+		/* no unit found: no inline frames (names from the symbol table) */
+		fail = (dwo_unit(d, c, cudie, dwo_id) || package_unit(d, c, cudie, dwo_id)) &&
 		       dww_walk_unit(c->unit, true, dwi_on_die, &(struct fast_ctx){ d->dw, &c->nodes, &ranges, true, c->unit });
 	} else {
 		fail = collect(d, cudie, lazy, &c->unit, &c->nodes, &ranges) != 0;
@@ -737,6 +833,15 @@ static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, st
 		dwi_libdw_resolve(d, c, n, strings);
 }
 
+void dwi_set_dwo_opener(struct dwi *d, struct elfv *(*open)(void *ctx, const char *name, const char *comp_dir),
+                        void *ctx)
+{
+	if (!d)
+		return;
+	d->open_dwo = open;
+	d->open_dwo_ctx = ctx;
+}
+
 void dwi_set_package_finder(struct dwi *d, struct dwp *(*find)(void *ctx), void *ctx)
 {
 	if (!d)
@@ -853,19 +958,46 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 	if (dwarf_nextcu(d->dw, unit, &next, &hsize, NULL, NULL, NULL) != 0 ||
 	    !dwarf_offdie(d->dw, unit + hsize, &cudie))
 		return NULL;
+	errno = 0;
 	c = dwi_cu_index(d, &cudie, true);
 	if (!c || base_map_put(&d->cus, unit, c)) {
+		/* (an allocation of ours that failed: said as libdw's are) */
+		if (errno == ENOMEM || c)
+			d->oom = true;
 		dwi_cu_free(c);
 		return NULL;
 	}
 	return c;
 }
 
+static unsigned lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
+                       unsigned cap);
+
 unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
                     unsigned cap)
 {
-	if (!d || !cap)
+	if (!d || !cap || d->oom)
 		return 0;
+	struct oom_guard g = { .prev = oom_top };
+	oom_top = &g;
+	if (setjmp(g.jb)) {
+		oom_top = g.prev;
+		d->oom = true;
+		return 0;
+	}
+	unsigned n = lookup(d, strings, addr, out, cap);
+	oom_top = g.prev;
+	return n;
+}
+
+bool dwi_out_of_memory(const struct dwi *d)
+{
+	return d && d->oom;
+}
+
+static unsigned lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
+                       unsigned cap)
+{
 	struct dwi_cu *c = unit_at(d, addr);
 	if (!c)
 		return 0;

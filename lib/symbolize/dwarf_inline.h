@@ -19,16 +19,22 @@ struct dwi;
 /* Opens the DWARF of an ELF view (the module's debug file, or the module itself), with its dwz
  * supplementary file (.gnu_debugaltlink) when alt is not NULL. NULL when the file has no usable
  * .debug_info; then *why (may be NULL) is -UW_ELIMIT when a needed section decompresses past
- * the view's cap, else 0. The views must outlive the handle. cache (may be NULL): a directory
- * where the DWARF of a file with compressed sections is kept decompressed, by build-id: read
- * from there when present, else written there (by a thread, done by dwi_close). */
+ * the view's cap, -UW_ETRUNC when the file shrank while it was read, -ENOMEM, else 0 (-ENOMEM
+ * also with a handle when alt's could not be made). The views must outlive the handle. The
+ * DWARF is read into memory (dwarf_image.c). cache (may be NULL): a directory where the DWARF
+ * of a file with compressed sections is kept decompressed, for that file: read from there when
+ * present, else written there (by a thread, done by dwi_close). */
 struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64_t cache_cap, int *why);
 void dwi_close(struct dwi *d);
 
-/* Split units whose .dwo libdw does not find are looked up in a DWARF package (.dwp): find is
- * called once, on the first such unit, and returns the package (kept by the caller, alive as
- * long as the handle) or NULL. */
+/* Split units: their .dwo file is opened by open (called once per skeleton unit met, with its
+ * DW_AT_dwo_name and DW_AT_comp_dir; it returns a view the handle then owns, or NULL), and
+ * looked up in a DWARF package (.dwp) when it is not there: find is called once, on the first
+ * such unit, and returns the package (kept by the caller, alive as long as the handle) or NULL.
+ * libdw is never let open a file itself. */
 struct dwp;
+void dwi_set_dwo_opener(struct dwi *d, struct elfv *(*open)(void *ctx, const char *name, const char *comp_dir),
+                        void *ctx);
 void dwi_set_package_finder(struct dwi *d, struct dwp *(*find)(void *ctx), void *ctx);
 
 /* The chain at module address addr, innermost first: inlined functions, then the function that
@@ -37,5 +43,8 @@ void dwi_set_package_finder(struct dwi *d, struct dwp *(*find)(void *ctx), void 
  * @return the number of frames (0 when addr is in no unit with DWARF). */
 unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
                     unsigned cap);
+/* Whether memory ran out in a lookup (libdw's handler never exits the process: the handle is
+ * given up, and every later lookup returns 0). */
+bool dwi_out_of_memory(const struct dwi *d);
 
 #endif

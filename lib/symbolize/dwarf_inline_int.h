@@ -48,6 +48,8 @@ struct dwi_cu {
 	struct dww_sections psec;
 	struct dwl_sections plsec;
 	struct dwl_table *call_lines;
+	struct dwp *dwo;      /* the unit's .dwo file, read here (owned), or NULL */
+	struct elfv *dwo_view;
 };
 
 struct dwi {
@@ -72,6 +74,9 @@ struct dwi {
 	bool ar_from_units;   /* built from the units' own ranges: complete, no libdw fallback */
 	struct dwp *(*find_package)(void *ctx);
 	void *find_package_ctx;
+	struct elfv *(*open_dwo)(void *ctx, const char *name, const char *comp_dir);
+	void *open_dwo_ctx;
+	bool oom;             /* memory ran out in a lookup (libdw's or ours): no more lookups */
 	struct dwp *package; /* the finder's, not owned */
 	bool package_tried;
 };

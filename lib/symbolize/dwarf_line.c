@@ -480,19 +480,24 @@ const char *dwl_file(const struct dwl_table *t, uint32_t idx, char *buf, size_t 
  * Decoding the line programs is most of the work of source lines once the DWARF is mapped
  * (CPython's units touched by the bench recording: 2.1 MB of programs, about a quarter of the
  * helper thread's time). So with a cache directory the decoded rows are kept in
- * DIR/BUILD-ID.lines1: a header, one record per unit sorted by the program's offset, then the
- * rows of every unit. A unit's rows are taken (mapped, not copied) only when its program's
- * offset, length and hash are those of the bytes read now (the same build-id can come with
- * other DWARF: another debug file, or one dwz rewrote), and when the rows' own hash, checked on
- * first use, says they are as written.
+ * DIR/BUILD-ID-KEY.lines2: a header, one record per unit sorted by the program's offset, then the
+ * rows of every unit. The file is made from one file and used for that one only: its header
+ * holds the identity of the file the rows were decoded from (device, inode, size, times; KEY is
+ * a hash of it), and rows are not taken for any other file (a unit's hash below is no
+ * cryptographic hash: a file forged to claim a genuine build-id could otherwise bring rows of its
+ * own to the genuine file's reports). A unit's rows are taken (mapped, not copied) only when its
+ * program's offset, length and hash are those of the bytes read now, and when the rows' own
+ * hash, checked on first use, says they are as written. The file is mapped: it is the cache's
+ * own (see elfv_open_mapped), never a file a recording names.
  */
-#define STORE_MAGIC "UWLINES1"
+#define STORE_MAGIC "UWLINES2"
 #define STORE_MAX_ROWS ((size_t)1 << 26) /* 1 GiB of rows: more are not kept */
 
 struct store_hdr {
 	char magic[8];
 	uint32_t row_size, unit_size;
 	uint64_t nunits, nrows;
+	struct elfv_ident ident; /* the file the rows were decoded from */
 };
 
 struct store_unit {
@@ -507,6 +512,7 @@ struct fresh {
 
 struct dwl_store {
 	char *path;
+	struct elfv_ident ident;
 	uint64_t cap;            /* the cache directory's size cap (0: none) */
 	void *map;
 	size_t map_size;
@@ -519,14 +525,14 @@ struct dwl_store {
 	size_t fresh_rows, taken;
 };
 
-static bool store_valid(const uint8_t *p, size_t size)
+static bool store_valid(const uint8_t *p, size_t size, const struct elfv_ident *ident)
 {
 	struct store_hdr h;
 	if (size < sizeof(h))
 		return false;
 	memcpy(&h, p, sizeof(h));
 	if (memcmp(h.magic, STORE_MAGIC, 8) || h.row_size != sizeof(struct dwl_row) ||
-	    h.unit_size != sizeof(struct store_unit))
+	    h.unit_size != sizeof(struct store_unit) || memcmp(&h.ident, ident, sizeof(*ident)))
 		return false;
 	size_t rest = size - sizeof(h);
 	if (h.nunits > rest / sizeof(struct store_unit))
@@ -544,7 +550,7 @@ static bool store_valid(const uint8_t *p, size_t size)
 	return true;
 }
 
-struct dwl_store *dwl_store_open(const char *path, uint64_t cap)
+struct dwl_store *dwl_store_open(const char *path, const struct elfv_ident *ident, uint64_t cap)
 {
 	struct dwl_store *st = calloc(1, sizeof(*st));
 	if (!st || !(st->path = strdup(path))) {
@@ -553,16 +559,19 @@ struct dwl_store *dwl_store_open(const char *path, uint64_t cap)
 	}
 	st->fresh = BASE_VEC_INIT(struct fresh);
 	st->cap = cap;
+	st->ident = *ident;
 	uint64_t fsize;
 	int fd = base_open_file(path, BASE_OPEN_NOFOLLOW, 0, &fsize);
 	if (fd < 0)
 		return st;
 	base_cache_touch(fd); /* used: the last to go when the cache is full */
 	struct stat sb;
-	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= (off_t)sizeof(struct store_hdr) &&
+	/* only a file of this user's that no one else may write (never written in place: mapped) */
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() && !(sb.st_mode & (S_IWGRP | S_IWOTH)) &&
+	    sb.st_size >= (off_t)sizeof(struct store_hdr) &&
 	    (uint64_t)sb.st_size <= (uint64_t)STORE_MAX_ROWS * 2 * sizeof(struct dwl_row)) {
 		void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (m != MAP_FAILED && store_valid(m, (size_t)sb.st_size)) {
+		if (m != MAP_FAILED && store_valid(m, (size_t)sb.st_size, &st->ident)) {
 			struct store_hdr h;
 			memcpy(&h, m, sizeof(h));
 			st->map = m;
@@ -690,10 +699,10 @@ int dwl_store_save(struct dwl_store *st)
 		pieces[2 + np++] = (struct base_piece){ o[i].rows, (size_t)u[i].nrows * sizeof(struct dwl_row) };
 	}
 	struct store_hdr h = { .row_size = sizeof(struct dwl_row), .unit_size = sizeof(struct store_unit),
-			       .nunits = n, .nrows = rows };
+			       .nunits = n, .nrows = rows, .ident = st->ident };
 	memcpy(h.magic, STORE_MAGIC, 8);
 	if (!err) {
-		static const char *const cache_suffixes[] = { ".dwarf1", ".lines1", NULL };
+		static const char *const cache_suffixes[] = { ".dwarf1", ".lines1", ".dwarf2", ".lines2", NULL };
 		pieces[0] = (struct base_piece){ &h, sizeof(h) };
 		pieces[1] = (struct base_piece){ u, n * sizeof(*u) };
 		uint64_t total = sizeof(h) + n * sizeof(*u) + rows * sizeof(struct dwl_row);

@@ -4,6 +4,7 @@
 #define UW_DWARF_LINE_H
 
 #include "base/base.h"
+#include "elf/elfview.h"
 
 struct dwl_sections {
 	const uint8_t *line, *line_str, *str;
@@ -18,13 +19,14 @@ struct dwl_table;
 struct dwl_table *dwl_build(const struct dwl_sections *sec, uint64_t off, const char *comp_dir);
 void dwl_free(struct dwl_table *t);
 
-/* Rows decoded by earlier runs, kept in a file (DIR/BUILD-ID.lines1, see dwarf_line.c). open
- * never fails but for memory: a missing or damaged file gives an empty store. A table built
+/* Rows decoded by earlier runs from the file ident names, kept in a file (DIR/BUILD-ID-KEY.lines2,
+ * see dwarf_line.c). open never fails but for memory: a missing or damaged file, or one made
+ * from another file, gives an empty store. A table built
  * through a store takes its rows from there when the unit's bytes are the same, else decodes
  * them and adds them; save writes the file again when rows were added (through a temporary
  * file and a rename). The store must outlive its tables; one thread at a time uses it. */
 struct dwl_store;
-struct dwl_store *dwl_store_open(const char *path, uint64_t cap);
+struct dwl_store *dwl_store_open(const char *path, const struct elfv_ident *ident, uint64_t cap);
 struct dwl_table *dwl_build_stored(const struct dwl_sections *sec, uint64_t off, const char *comp_dir,
                                    struct dwl_store *st);
 /* @return 1 written, 0 nothing to write, negative errno */

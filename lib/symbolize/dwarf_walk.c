@@ -173,6 +173,8 @@ struct unit {
 	uint64_t base_pc;            /* the unit's DW_AT_low_pc: base of its range lists */
 	uint64_t rnglists_base, str_offsets_base, ranges_base;
 	bool have_rnglists_base, have_str_offsets_base;
+	uint64_t dwo_id;             /* a split unit's id (its header's, or DW_AT_GNU_dwo_id) */
+	bool have_dwo_id;
 	const struct dww_sections *sec;
 };
 
@@ -373,7 +375,12 @@ struct dww_unit *dww_unit_open(const struct dww_sections *sec, uint64_t cu_off)
 		if (u->end - p < (ptrdiff_t)u->offsz + (sec->split ? 8 : 0))
 			goto bad;
 		abbrev_off = rd(p, u->offsz);
-		p += u->offsz + (sec->split ? 8 : 0); /* a split unit's id */
+		p += u->offsz;
+		if (sec->split) { /* a split unit's id */
+			u->dwo_id = rd(p, 8);
+			u->have_dwo_id = true;
+			p += 8;
+		}
 	} else {
 		goto bad;
 	}
@@ -428,6 +435,12 @@ struct dww_unit *dww_unit_open(const struct dww_sections *sec, uint64_t cu_off)
 		case DW_AT_low_pc:
 			low = v;
 			low_form = sp->form;
+			break;
+		case DW_AT_GNU_dwo_id:
+			if (u->split && !u->have_dwo_id) {
+				u->dwo_id = v;
+				u->have_dwo_id = true;
+			}
 			break;
 		default:
 			break;
@@ -846,6 +859,12 @@ uint64_t dww_next_unit(const struct dww_sections *sec, uint64_t off)
 	if (c.bad || len > base_cur_left(&c))
 		return 0;
 	return off + (uint64_t)(c.p - (sec->info + off)) + len;
+}
+
+bool dww_dwo_id(const struct dww_unit *w, uint64_t *id)
+{
+	*id = w->u.dwo_id;
+	return w->u.have_dwo_id;
 }
 
 bool dww_is_split(const struct dww_unit *w)

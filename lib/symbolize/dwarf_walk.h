@@ -64,6 +64,8 @@ struct dww_attrs {
 };
 int dww_attrs(const struct dww_unit *w, uint64_t die_off, struct dww_attrs *out);
 bool dww_is_split(const struct dww_unit *w);
+/* A split unit's id (DWARF 5: its header's; GNU DWARF 4: DW_AT_GNU_dwo_id). false: none. */
+bool dww_dwo_id(const struct dww_unit *w, uint64_t *id);
 /* Whether the DIE at die_off is inside the unit. */
 bool dww_unit_has(const struct dww_unit *w, uint64_t die_off);
 /* The offset of the unit header after the one at off in .debug_info (0 at the end or when

@@ -14,6 +14,7 @@ enum { DWP_MAX_COLS = 16 };
 
 struct dwp {
 	struct elfv *v;
+	bool single;          /* one .dwo file: its sections are its unit's (no index) */
 	const uint8_t *index;
 	size_t nindex;
 	uint32_t version, ncols, nunits, nslots;
@@ -94,6 +95,31 @@ bad:
 	return NULL;
 }
 
+struct dwp *dwp_open_dwo(struct elfv *v)
+{
+	struct dwp *p = v ? calloc(1, sizeof(*p)) : NULL;
+	if (!p)
+		return NULL;
+	p->v = v;
+	p->single = true;
+	sec_or_empty(v, ".debug_info.dwo", &p->info);
+	sec_or_empty(v, ".debug_abbrev.dwo", &p->abbrev);
+	sec_or_empty(v, ".debug_line.dwo", &p->line);
+	sec_or_empty(v, ".debug_str.dwo", &p->str);
+	sec_or_empty(v, ".debug_str_offsets.dwo", &p->str_offsets);
+	sec_or_empty(v, ".debug_rnglists.dwo", &p->rnglists);
+	if (!p->info.data || !p->abbrev.data) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+bool dwp_is_dwo(const struct dwp *p)
+{
+	return p->single;
+}
+
 void dwp_close(struct dwp *p)
 {
 	free(p);
@@ -136,6 +162,18 @@ static bool slice(const struct dwp *p, uint32_t row, int sect, const struct elfv
 
 int dwp_unit(const struct dwp *p, uint64_t dwo_id, struct dww_sections *sec, struct dwl_sections *lsec)
 {
+	if (p->single) {
+		/* the file's sections whole (the caller checks the unit's id) */
+		sec->info = p->info.data, sec->ninfo = (size_t)p->info.size;
+		sec->abbrev = p->abbrev.data, sec->nabbrev = (size_t)p->abbrev.size;
+		sec->str_offsets = p->str_offsets.data, sec->nstr_offsets = (size_t)p->str_offsets.size;
+		sec->rnglists = p->rnglists.data, sec->nrnglists = (size_t)p->rnglists.size;
+		sec->str = p->str.data, sec->nstr = (size_t)p->str.size;
+		lsec->line = p->line.data, lsec->nline = (size_t)p->line.size;
+		lsec->str = p->str.data, lsec->nstr = (size_t)p->str.size;
+		lsec->line_str = NULL, lsec->nline_str = 0;
+		return 0;
+	}
 	uint32_t row = find_row(p, dwo_id);
 	if (!row)
 		return -1;

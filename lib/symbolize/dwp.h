@@ -11,6 +11,11 @@ struct dwp;
 
 /* The package in v (which must outlive it); NULL without a readable .debug_cu_index. */
 struct dwp *dwp_open(struct elfv *v);
+/* One .dwo file as a package of its one split unit (v must outlive it); NULL without
+ * .debug_info.dwo and .debug_abbrev.dwo. */
+struct dwp *dwp_open_dwo(struct elfv *v);
+/* Whether p is such a file (dwp_unit then gives its sections whole: the caller checks the id). */
+bool dwp_is_dwo(const struct dwp *p);
 void dwp_close(struct dwp *p);
 
 /* The sections of split unit dwo_id: sec's info, abbrev, str_offsets and rnglists are its

@@ -195,6 +195,25 @@ static int add_plt(struct symtab *t, struct elfv *v, struct base_vec *out)
 	return 0;
 }
 
+/* A symbol's name without its version: a .symtab (a debug file's, an unstripped library's)
+ * names the versions a symbol is exported under, "__libc_start_main@@GLIBC_2.34" (the default)
+ * or "memcpy@GLIBC_2.2.5"; stacks show the function, not the version (and a mangled name with a
+ * version does not demangle). The alias is chosen first, by perf's rules on the names as they
+ * are; "name@plt" entries (add_plt) are kept. NULL without memory. */
+static const char *unversioned(struct symtab *t, const char *name, uint8_t type)
+{
+	const char *at = strchr(name, '@');
+	if (!at || at == name || (type == STT_FUNC && !strcmp(at, "@plt")))
+		return name;
+	size_t l = (size_t)(at - name);
+	char *s = base_arena_alloc(&t->arena, l + 1);
+	if (s) {
+		memcpy(s, name, l);
+		s[l] = 0;
+	}
+	return s;
+}
+
 int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg, bool demangled)
 {
 	memset(t, 0, sizeof(*t));
@@ -244,7 +263,11 @@ int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg, bool dema
 			continue;
 		t->syms[n].start = cs[best].start;
 		t->syms[n].end = cs[best].start + cs[best].size;
-		t->syms[n].name = cs[best].name;
+		t->syms[n].name = unversioned(t, cs[best].name, cs[best].type);
+		if (!t->syms[n].name) {
+			base_vec_free(&c);
+			return -ENOMEM;
+		}
 		n++;
 	}
 	/* zero-sized symbols extend to the next symbol (perf's symbols__fixup_end) */

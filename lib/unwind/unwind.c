@@ -296,10 +296,21 @@ static enum uw_stop_reason stop_of(enum step_status s)
 void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct unw_stack *stack,
              unw_find_fn find, void *find_ctx, struct uw_frame *frames, struct unw_result *res)
 {
+	unw_run_from(opts, NULL, regs, stack, find, find_ctx, frames, res);
+}
+
+void unw_run_from(const struct unw_opts *opts, const struct unw_resume *from, struct unw_regs *regs,
+                  const struct unw_stack *stack, unw_find_fn find, void *find_ctx, struct uw_frame *frames,
+                  struct unw_result *res)
+{
 	const struct cfi_arch *a = opts->arch;
 	struct step_ctx c = { .stack = stack, .regs = regs, .memfail = STEP_MEM_BAD };
-	bool is_call = false; /* frame 0 and frames interrupted by a signal have an exact pc */
-	uint8_t found_by = UW_METHOD_REGS;
+	/* frame 0 and frames interrupted by a signal have an exact pc */
+	bool is_call = from && from->depth && from->is_call;
+	uint8_t found_by = from && from->depth ? from->method : UW_METHOD_REGS;
+	/* the stack's own frame 0 (not the first frame of a resumed walk) */
+	const bool resumed = from && from->depth;
+#define FRAME0() (res->n == 1 && !resumed)
 	bool sp_stayed = false;
 	res->n = 0;
 	res->ncomplex = res->nfp = res->nsframe = 0;
@@ -341,7 +352,7 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 		/* A sample taken in a syscall has the user pc just after the `syscall` instruction,
 		 * which may be the end of its FDE (rt_sigreturn in __restore_rt): the instruction
 		 * before it has the same rules. */
-		if (!found && res->n == 1 && opts->in_syscall && info.code && info.code->cfi &&
+		if (!found && FRAME0() && opts->in_syscall && info.code && info.code->cfi &&
 		    cfi_table_find_cached(info.code->cfi, opts->cache, lookup - 1, &rule)) {
 			found = true;
 			lookup--;
@@ -351,7 +362,7 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 		bool via_sframe = false;
 		if (!found && info.code && info.code->sframe) {
 			found = cfi_table_find_cached(info.code->sframe, opts->cache, lookup, &rule);
-			if (!found && res->n == 1 && opts->in_syscall &&
+			if (!found && FRAME0() && opts->in_syscall &&
 			    cfi_table_find_cached(info.code->sframe, opts->cache, lookup - 1, &rule)) {
 				found = true;
 				lookup--;
@@ -399,7 +410,7 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 			 * caller's data) and the value looks like a return address: its module's CFI
 			 * covers the call before it. */
 			bool fp_usable = s == STEP_END || (s == STEP_OK && fp_target_mapped(a, regs, find, find_ctx));
-			if (!fp_usable && res->n == 1 && return_address_at_sp(&c, a, &saved, find, find_ctx, opts->cache)) {
+			if (!fp_usable && FRAME0() && return_address_at_sp(&c, a, &saved, find, find_ctx, opts->cache)) {
 				*regs = saved;
 				method = UW_METHOD_PLT;
 				s = step_plt(&c, a, regs);
@@ -426,6 +437,7 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 		is_call = !signal;
 		found_by = method;
 	}
+#undef FRAME0
 }
 
 /* perf_regs x86_64 order (PERF_REG_X86_*): AX BX CX DX SI DI BP SP IP FLAGS CS SS DS ES FS GS

@@ -72,6 +72,18 @@ struct unw_result {
 void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct unw_stack *stack,
              unw_find_fn find, void *find_ctx, struct uw_frame *frames, struct unw_result *res);
 
+/* A walk begun elsewhere (in the kernel, lib/kernel): regs are those of frame `depth` of the
+ * stack, found by `method`, its pc a return address when `is_call`. */
+struct unw_resume {
+	unsigned depth;  /* > 0 */
+	uint8_t method;  /* enum uw_frame_method */
+	bool is_call;
+};
+/* Like unw_run, from frame from->depth (NULL: from frame 0); frames[0] is that frame. */
+void unw_run_from(const struct unw_opts *opts, const struct unw_resume *from, struct unw_regs *regs,
+                  const struct unw_stack *stack, unw_find_fn find, void *find_ctx, struct uw_frame *frames,
+                  struct unw_result *res);
+
 /* x86_64: fills regs from a perf REGS_USER block (regs in mask bit order). */
 /* perf's x86_64 register numbers (arch/x86/include/uapi/asm/perf_regs.h) */
 enum { UNW_PERF_X86_CX = 2, UNW_PERF_X86_BP = 6, UNW_PERF_X86_SP = 7, UNW_PERF_X86_IP = 8, UNW_PERF_X86_R8 = 16 };

@@ -16,11 +16,11 @@ names="-i --input -o --output --kallsyms -k --vmlinux --debug-dir --symfs --sear
 good() {
     case $1 in
     --rows) echo 5 ;; --percent-limit) echo 1.5 ;; --debuginfod-timeout) echo 2 ;;
-    --max-frames|--max-kernel-frames|--max-inflate|--max-side-file|--max-queue|--max-dwarf-cache) echo 64 ;;
+    --max-frames|--max-kernel-frames|--max-inflate|--max-side-file|--max-queue|--max-dwarf-cache|--max-debuginfod) echo 64 ;;
     --sort) echo sym ;; --group) echo line ;; --weight) echo samples ;; --format) echo folded ;;
     -F|--freq) echo 99 ;; -c|--count) echo 100000 ;; -m|--mmap-pages) echo 16 ;; --stack-size|--stack-limit) echo 4096 ;;
     --duration) echo 0.2 ;; -C|--cpu) echo 0 ;; --call-graph) echo dwarf,4096 ;;
-    --pid|--tid) echo 1 ;; --time) echo 0, ;;
+    --pid|--tid) echo 1 ;; --time) echo 0, ;; --fields) echo overhead,sym ;; --percentage) echo relative ;;
     *) echo "" ;;
     esac
 }

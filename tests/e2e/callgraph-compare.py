@@ -5,10 +5,15 @@ import re
 import sys
 
 
+# a symbol's version, as perf prints it (__libc_start_main@@GLIBC_2.34): unwound shows the
+# name without it (README)
+VERSION = re.compile(r"@@?(?!plt\b)[A-Za-z_][\w.]*(?=\s|$)")
+
+
 def blocks(path):
     out, cur, seen = {}, None, set()
     for line in open(path):
-        line = line.rstrip()
+        line = VERSION.sub("", line.rstrip())
         m = re.match(r"\s+[\d.]+%(\s+[\d.]+%)?\s+(\[.\] .*)$", line)
         if m:
             cur = m.group(2)

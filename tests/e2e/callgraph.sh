@@ -1,8 +1,9 @@
 #!/bin/sh
 # report -g caller|callee: the call graph under each function, compared block by block with
 # perf report --stdio -g (perf --no-inline: the table's functions are symbols) on the same
-# recordings: a program with known call trees and a C++ program with deep recursion. Also
-# --time START,END against perf script --time.
+# recordings: a program with known call trees, a C++ program with deep recursion, and a stripped
+# executable that is not PIE (code without symbols: perf's graph shows its addresses, which are
+# the file's, objdump's and gdb's). Also --time START,END against perf script --time.
 set -eu
 B=${UW_BUILD:?}
 S=${UW_SRC:?}
@@ -24,6 +25,17 @@ compare() { # recording, modes...
 }
 compare calltree "--no-children -g callee" "--no-children -g caller" "--children -g callee" "--children -g caller"
 compare cxx "--no-children -g callee" "--no-children -g caller"
+cat >"$W/nopie.c" <<'C'
+static volatile unsigned long sink;
+__attribute__((noinline)) static void callgraph_nopie_leaf(unsigned long n) { for (unsigned long i = 0; i < n; i++) sink += i; }
+__attribute__((noinline)) static void callgraph_nopie_mid(unsigned long n) { callgraph_nopie_leaf(n); sink++; }
+int main(void) { for (int k = 0; k < 40; k++) callgraph_nopie_mid(5000000); return 0; }
+C
+cc -O1 -no-pie -fno-pie -o "$W/nopie" "$W/nopie.c" && strip "$W/nopie"
+perf record -q -e cpu-clock -F 999 --call-graph dwarf --no-buildid-cache -o "$W/nopie.data" -- "$W/nopie" >/dev/null 2>&1
+compare nopie "--no-children -g caller" "--no-children -g callee"
+grep -q "^ *0x40[0-9a-f]\{4\}$" "$W/uw.txt" ||
+    { echo "FAIL: the stripped executable's code is not shown at its addresses (0x40....) in the graph"; exit 1; }
 # --percent-limit prunes branches as perf's graph threshold does
 "$B/unwound" report -i "$W/cxx.data" --no-children -g callee --sort sym --percent-limit 5 >"$W/limit.txt"
 ! grep -q -- "--[0-4]\.[0-9][0-9]%--" "$W/limit.txt" || { echo "FAIL: --percent-limit 5 left a smaller branch"; exit 1; }

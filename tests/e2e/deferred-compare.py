@@ -10,6 +10,8 @@ kernel frames alone.
 import re
 import sys
 
+# a symbol's version as perf prints it (__libc_start_main@@GLIBC_2.34); unwound drops it (README)
+VERSION = re.compile(r"@@?[A-Z][\w.]*(?=\+0x)")
 HEAD = re.compile(r"^\s*(\S.*?)\s+(\d+)(?:/(\d+))?\s+(?:\[\d+\]\s+)?(\d+\.\d+):")
 
 
@@ -23,7 +25,7 @@ def parse(path):
             continue
         if line[0] in " \t":
             if cur is not None:
-                out[cur].append(line.strip())
+                out[cur].append(VERSION.sub("", line.strip()))
             continue
         m = HEAD.match(line)
         if not m:

@@ -1,9 +1,10 @@
 #!/bin/sh
 # The cache of decompressed DWARF: a program whose debug sections are compressed (zlib, and
-# zstd) is reported three times: the first run writes BUILD-ID.dwarf1 (and the decoded line
-# rows, BUILD-ID.lines1) into the cache, the second maps them, inflates and decodes nothing, and
-# writes nothing; --no-dwarf-cache neither reads nor writes them; damaged or foreign copies are
-# ignored. The output is the same every time.
+# zstd) is reported three times: the first run writes BUILD-ID-KEY.dwarf2 (and the decoded line
+# rows, BUILD-ID-KEY.lines2) into the cache, the second maps them, inflates and decodes nothing,
+# and writes nothing; --no-dwarf-cache neither reads nor writes them; damaged or foreign copies
+# are ignored. The output is the same every time.
+# (cache-poison.sh: entries made from a file that forged the build-id are not used.)
 set -eu
 B=${UW_BUILD:?}
 S=${UW_SRC:?}
@@ -23,35 +24,36 @@ for z in zlib zstd; do
         { echo "FAIL: perf record could not run"; cat "$W/perf.err"; exit 1; }
     run() { "$B/unwound" report -i "$W/$z.data" --comm "prog-$z" --script --srcline "$@"; }
     run --no-dwarf-cache -o "$W/$z.ref"
-    [ ! -e "$C/$bid.dwarf1" ] && [ ! -e "$C/$bid.lines1" ] || { echo "FAIL: $z: --no-dwarf-cache wrote the cache"; exit 1; }
+    [ -z "$(ls "$C" 2>/dev/null)" ] || { echo "FAIL: $z: --no-dwarf-cache wrote the cache"; exit 1; }
     grep -q "dwz_common.h:11 (inlined)" "$W/$z.ref" || { echo "FAIL: $z: no inline frames"; exit 1; }
     # (LeakSanitizer cannot run under ptrace: off for the traced runs of the ASan build; one
     # file per thread, -ff, so calls two threads make at once are not split across lines)
     trace() { rm -f "$W/$1.trace".*; ASAN_OPTIONS=detect_leaks=0 strace -ff -qq -e trace=openat,rename -o "$W/$1.trace" "$B/unwound" report -i "$W/$z.data" --comm "prog-$z" --script --srcline -o "$W/$1"; cat "$W/$1.trace".* >"$W/$1.trace"; }
     trace "$z.cold"
-    [ -s "$C/$bid.dwarf1" ] || { echo "FAIL: $z: no $bid.dwarf1 in the cache"; ls -la "$C"; exit 1; }
-    grep -q "rename(.*$bid.dwarf1.*\.tmp\", \"$C/$bid.dwarf1\")" "$W/$z.cold.trace" || { echo "FAIL: $z: not written through a rename"; exit 1; }
-    grep -q "rename(.*$bid.lines1.*\.tmp\", \"$C/$bid.lines1\")" "$W/$z.cold.trace" || { echo "FAIL: $z: no line rows written through a rename"; exit 1; }
-    readelf -SW "$C/$bid.dwarf1" | grep -q ' \.debug_info .* C ' && { echo "FAIL: $z: the copy is compressed"; exit 1; }
+    ent=$(cd "$C" && ls "$bid"-*.dwarf2 2>/dev/null | sed 's/\.dwarf2$//')
+    [ -n "$ent" ] && [ -s "$C/$ent.dwarf2" ] || { echo "FAIL: $z: no $bid-KEY.dwarf2 in the cache"; ls -la "$C"; exit 1; }
+    grep -q "rename(.*$ent.dwarf2.*\.tmp\", \"$C/$ent.dwarf2\")" "$W/$z.cold.trace" || { echo "FAIL: $z: not written through a rename"; exit 1; }
+    grep -q "rename(.*$ent.lines2.*\.tmp\", \"$C/$ent.lines2\")" "$W/$z.cold.trace" || { echo "FAIL: $z: no line rows written through a rename"; exit 1; }
+    readelf -SW "$C/$ent.dwarf2" | grep -q ' \.debug_info .* C ' && { echo "FAIL: $z: the copy is compressed"; exit 1; }
     trace "$z.warm"
-    grep -q "openat(.*$bid.dwarf1\", O_RDONLY" "$W/$z.warm.trace" || { echo "FAIL: $z: the copy was not read"; exit 1; }
-    grep -q "openat(.*$bid.lines1\", O_RDONLY" "$W/$z.warm.trace" || { echo "FAIL: $z: the line rows were not read"; exit 1; }
+    grep -q "openat(.*$ent.dwarf2\", O_RDONLY" "$W/$z.warm.trace" || { echo "FAIL: $z: the copy was not read"; exit 1; }
+    grep -q "openat(.*$ent.lines2\", O_RDONLY" "$W/$z.warm.trace" || { echo "FAIL: $z: the line rows were not read"; exit 1; }
     if grep -q "rename(.*\"$C/" "$W/$z.warm.trace"; then echo "FAIL: $z: written again"; exit 1; fi
     for o in cold warm; do cmp "$W/$z.ref" "$W/$z.$o" || { echo "FAIL: $z: $o output differs"; exit 1; }; done
     # damaged copies: cut short, another file's under this name, rows changed: ignored, rewritten
-    good=$W/$z.good; cp "$C/$bid.dwarf1" "$good"; cp "$C/$bid.lines1" "$good.lines"
-    head -c 3000 "$good" >"$C/$bid.dwarf1"
-    head -c 100 "$good.lines" >"$C/$bid.lines1"
+    good=$W/$z.good; cp "$C/$ent.dwarf2" "$good"; cp "$C/$ent.lines2" "$good.lines"
+    head -c 3000 "$good" >"$C/$ent.dwarf2"
+    head -c 100 "$good.lines" >"$C/$ent.lines2"
     run -o "$W/$z.cut"
-    cp /usr/bin/true "$C/$bid.dwarf1"
-    cp /usr/bin/true "$C/$bid.lines1"
+    cp /usr/bin/true "$C/$ent.dwarf2"
+    cp /usr/bin/true "$C/$ent.lines2"
     run -o "$W/$z.foreign"
     # every row's line number 1 higher: caught by the rows' hash
-    python3 - "$good.lines" "$C/$bid.lines1" <<'PY'
+    python3 - "$good.lines" "$C/$ent.lines2" <<'PY'
 import struct, sys
 b = bytearray(open(sys.argv[1], 'rb').read())
 nunits, nrows = struct.unpack_from('<QQ', b, 16)
-at = 32 + 48 * nunits
+at = 72 + 48 * nunits  # the header: 32 bytes, then the identity of the file (40)
 for i in range(nrows):
     struct.pack_into('<I', b, at + 16 * i + 12, struct.unpack_from('<I', b, at + 16 * i + 12)[0] + 1)
 open(sys.argv[2], 'wb').write(b)

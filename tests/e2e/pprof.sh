@@ -2,7 +2,8 @@
 # pprof output (--format pprof) read by its real consumer, go tool pprof: a C++ program with
 # inline chains through the standard library, recorded with perf; the profile's samples, stacks
 # (inline levels included) and counts equal unwound's folded stacks, its lines addr2line's, its
-# labels the threads', and two runs give the same bytes.
+# labels the threads', and two runs give the same bytes. Code of a stripped library, which no
+# symbol names, is a function per address, with the share unwound's table gives that address.
 set -eu
 B=${UW_BUILD:?}
 S=${UW_SRC:?}
@@ -28,4 +29,27 @@ grep -q "Type: cpu" "$W/traces.txt" && grep -q "(inline)" "$W/traces.txt" && gre
     { head -40 "$W/traces.txt"; echo "FAIL: go tool pprof -traces (cpu type, inline frames, thread label)"; exit 1; }
 go tool pprof -tags "$W/profile.pb.gz" >"$W/tags.txt" 2>&1
 grep -q "pid:" "$W/tags.txt" && grep -q "tid:" "$W/tags.txt" || { cat "$W/tags.txt"; echo "FAIL: labels"; exit 1; }
+# a stripped library: each unnamed address its own function, not one [libpprofstrip.so]
+cat >"$W/strip.c" <<'C'
+static volatile unsigned long sink;
+__attribute__((noinline)) static void pprof_strip_a(unsigned long n) { for (unsigned long i = 0; i < n; i++) sink += i; }
+__attribute__((noinline)) static void pprof_strip_b(unsigned long n) { for (unsigned long i = 0; i < n; i++) sink ^= i; }
+void pprof_strip_entry(int k) { for (int j = 0; j < k; j++) { pprof_strip_a(3000000); pprof_strip_b(2000000); } }
+C
+printf 'void pprof_strip_entry(int);\nint main(void) { pprof_strip_entry(60); return 0; }\n' >"$W/strip-main.c"
+cc -O1 -shared -fPIC -o "$W/libpprofstrip.so" "$W/strip.c" && strip "$W/libpprofstrip.so"
+cc -O1 -o "$W/strip-main" "$W/strip-main.c" -L"$W" -lpprofstrip -Wl,-rpath,"$W"
+perf record -q -e cpu-clock -F 999 --call-graph dwarf --no-buildid-cache -o "$W/strip.data" -- "$W/strip-main" >/dev/null 2>"$W/perf.err" ||
+    { echo "FAIL: perf record could not run"; cat "$W/perf.err"; exit 1; }
+"$B/unwound" report -i "$W/strip.data" --format pprof -o "$W/strip.pb.gz"
+go tool pprof -top -nodefraction=0 -nodecount=100000 -sample_index=samples "$W/strip.pb.gz" >"$W/strip-top.txt" 2>&1
+"$B/unwound" report -i "$W/strip.data" --weight samples --stdio --no-children --sort dso,sym --rows 100000 >"$W/strip-table.txt"
+# (address and share: pprof's flat%, the table's self%)
+sed -n 's/^ *[0-9]* *\([0-9.]*%\) .* libpprofstrip\.so+0x\([0-9a-f]*\)$/\2 \1/p' "$W/strip-top.txt" | sort >"$W/strip-pprof.rows"
+sed -n 's/^ *\([0-9.]*%\) *libpprofstrip\.so *\[\.\] 0x0*\([0-9a-f]*\)$/\2 \1/p' "$W/strip-table.txt" | sort >"$W/strip-table.rows"
+n=$(wc -l <"$W/strip-table.rows")
+[ "$n" -ge 2 ] || { cat "$W/strip-table.txt"; echo "FAIL: the table has $n rows of the stripped library's code"; exit 1; }
+diff "$W/strip-table.rows" "$W/strip-pprof.rows" ||
+    { grep -i pprofstrip "$W/strip-top.txt" | head; echo "FAIL: go tool pprof's functions of the stripped library are not the table's addresses"; exit 1; }
+echo "stripped library: $n functions, one per address, with the table's shares"
 echo "pprof: ok"

@@ -12,7 +12,7 @@ S=$(cd "$(dirname "$0")/../.." && pwd)
 SECS=${SOAK_SECS:-300}
 W=$B/soak
 rm -rf "$W"; mkdir -p "$W"
-"$B/unwound" record -q -a --duration "$SECS" -o "$W/soak.data" 2>"$W/record.err" &
+"$B/unwound" record -a --duration "$SECS" -o "$W/soak.data" 2>"$W/record.err" &
 rec=$!
 # the load: build and run the programs, two loops in parallel, until the recording ends
 load() {

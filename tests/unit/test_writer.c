@@ -3,11 +3,13 @@
  * The perf.data writer, read back by the reader: each sample's stop reason in feature 250
  * (spilled to an unnamed file past the runs kept in memory, so alternating reasons over 150,000
  * samples exercise it); a writer stopped after a sync (as a killed recorder leaves its file)
- * gives a file every synced record of which is read, and which says it was not finished.
+ * gives a file every synced record of which is read, and which says it was not finished; a
+ * writer closed before it finished or published leaves the path as it was.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -105,6 +107,7 @@ static void killed_after_sync(void **state)
 	for (uint64_t i = 0; i < 1000; i++)
 		assert_int_equal(perf_writer_record(w, rec, sample(rec, 1000 + i)), 0);
 	assert_int_equal(perf_writer_sync(w), 0);
+	assert_int_equal(perf_writer_publish(w), 0); /* (a recorder's file is at its path early) */
 	/* records after the last sync, then the writer dies: no finish */
 	for (uint64_t i = 1000; i < 1500; i++)
 		assert_int_equal(perf_writer_record(w, rec, sample(rec, 1000 + i)), 0);
@@ -124,6 +127,70 @@ static void killed_after_sync(void **state)
 	assert_int_equal(st.records_cut, 1);
 	assert_int_equal(st.stops_judged, 1500); /* no section: judged */
 	unlink(path);
+}
+
+static void read_text(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	size_t n = fread(buf, 1, cap - 1, f);
+	buf[n] = 0;
+	fclose(f);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Files in dir, but for "." and "..". */
+static int nfiles(void)
+{
+	int n = 0;
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "ls -A %s | wc -l", dir);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_int_equal(fscanf(p, "%d", &n), 1);
+	pclose(p);
+	return n;
+}
+
+/* A writer that fails or dies before finishing leaves the path as it was and nothing beside it;
+ * one that finishes puts its file there, the previous one kept as PATH.old. */
+static void unfinished_leaves_nothing(void **state)
+{
+	(void)state;
+	char path[128], old[160], text[64];
+	snprintf(path, sizeof(path), "%s/out.data", dir);
+	snprintf(old, sizeof(old), "%s.old", path);
+	write_text(path, "previous");
+	struct perf_writer *w = writer(path);
+	uint8_t rec[128];
+	for (uint64_t i = 0; i < 1000; i++)
+		assert_int_equal(perf_writer_record(w, rec, sample(rec, 1000 + i)), 0);
+	assert_int_equal(perf_writer_sync(w), 0);
+	perf_writer_close(w); /* no finish, no publish */
+	read_text(path, text, sizeof(text));
+	assert_string_equal(text, "previous");
+	assert_int_equal(access(old, F_OK), -1);
+	assert_int_equal(nfiles(), 1);
+	w = writer(path);
+	assert_int_equal(perf_writer_record(w, rec, sample(rec, 1000)), 0);
+	assert_int_equal(perf_writer_finish(w), 0);
+	perf_writer_close(w);
+	read_text(old, text, sizeof(text));
+	assert_string_equal(text, "previous");
+	struct counts c = { 0 };
+	struct uw_reader_stats st;
+	read_back(path, &c, &st);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(nfiles(), 2);
+	unlink(path);
+	unlink(old);
 }
 
 /* Round markers wait for samples still to come that are older than what perf would deliver at
@@ -184,6 +251,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(stop_reasons_spilled),
 		cmocka_unit_test(killed_after_sync),
+		cmocka_unit_test(unfinished_leaves_nothing),
 		cmocka_unit_test(rounds_wait_for_held),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

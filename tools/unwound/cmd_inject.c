@@ -41,7 +41,8 @@ int cmd_inject(int argc, char **argv)
 	int offline = 0, nofp = 0, stitch = 0, c, ret = CLI_EXIT_USAGE;
 	struct cli_limits lim = { 0 };
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:o:vh", lo, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":i:o:vh", lo, NULL)) != -1) {
 		int l = cli_limit_option("inject", c, optarg, &lim);
 		if (l < 0)
 			goto out;
@@ -58,17 +59,24 @@ int cmd_inject(int argc, char **argv)
 		case O_OFFLINE: offline = 1; break;
 		case O_NOFP: nofp = 1; break;
 		case O_STITCH: stitch = 1; break;
-		default: inject_usage(stderr); goto out;
+		default: cli_option_error("inject", c, argv, lo); goto out;
 		}
 	}
-	if (!in || !out || optind < argc) {
-		inject_usage(stderr);
+	if (optind < argc) {
+		fprintf(stderr, "unwound inject: unexpected argument '%s' (the files are given with -i and -o)\n", argv[optind]);
+		cli_see_help("inject");
+		goto out;
+	}
+	if (!in || !out) {
+		fprintf(stderr, "unwound inject: give the recording with -i FILE and the file to write with -o FILE\n");
+		cli_see_help("inject");
 		goto out;
 	}
 	ret = CLI_EXIT_ERROR;
 	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
 		.max_frames = lim.max_frames, .debug_dirs = debugdirs, .sysroot = symfs, .no_fp_fallback = nofp,
 		.offline = offline, .max_inflate_bytes = lim.max_inflate, .max_side_file_bytes = lim.max_side_file, .max_dwarf_cache_bytes = lim.max_dwarf_cache,
+		.max_debuginfod_bytes = lim.max_debuginfod,
 		.search_path = search);
 	struct uw_session *s = uw_session_new(&so);
 	if (!s) {
@@ -85,8 +93,9 @@ int cmd_inject(int argc, char **argv)
 		fprintf(stderr, "unwound inject: %" PRIu64 " samples with callchains, %" PRIu64 " other records; %.1f MiB -> %.1f MiB\n",
 			st.samples_written, st.records_written, (double)st.bytes_in / 1048576.0,
 			(double)st.bytes_out / 1048576.0);
+	bool incomplete = !err && cli_incomplete("inject", s);
 	uw_session_free(s);
-	ret = err ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+	ret = err ? CLI_EXIT_ERROR : incomplete ? CLI_EXIT_INCOMPLETE : CLI_EXIT_OK;
 out:
 	free(debugdirs);
 	free(search);

@@ -24,23 +24,26 @@ static void on_signal(int sig)
 
 static void record_usage(FILE *f)
 {
-	fprintf(f, "usage: unwound record [-F HZ | -c PERIOD] [-e EVENT] [-a | -p PID,... | -t TID,... | -- CMD ARGS...] [-o FILE]\n\n"
+	fprintf(f, "usage: unwound record [-F HZ | -c PERIOD] [-e EVENT] [-a] [-p PID,... | -t TID,... | -- CMD ARGS...] [-o FILE]\n\n"
 		   "Samples with perf_event_open, unwinds each sample's user stack as it comes and writes a\n"
 		   "perf.data file whose samples carry complete callchains: perf report, perf script, hotspot\n"
 		   "and unwound report read it. Stack copies never reach the disk. With a command, its exit\n"
-		   "status is unwound's (a command that cannot be run: 255, as perf).\n\n"
+		   "status is unwound's (a command that cannot be run: 255, as perf); a recorder that is\n"
+		   "killed takes its command with it.\n\n"
 		   "  -F, --freq HZ       samples per second and CPU (default 999; 'max': the kernel's limit)\n"
 		   "  -c, --count N       one sample every N events instead\n"
-		   "  -e, --event EVENT   cycles (default when the CPU has it), instructions, cpu-clock,\n"
-		   "                      task-clock, page-faults\n"
+		   "  -e, --event EVENT   cycles (default; cpu-clock, said, where the machine has no\n"
+		   "                      hardware counters), instructions, cpu-clock, task-clock,\n"
+		   "                      page-faults\n"
 		   "  -g                  record call graphs (unwound always does: --call-graph's method)\n"
 		   "  --call-graph MODE   dwarf[,SIZE] (default: user stacks copied, SIZE bytes, and unwound\n"
 		   "                      here), fp (the kernel's frame-pointer callchains, for programs\n"
 		   "                      built with frame pointers) or fp,defer (the same, the user part\n"
 		   "                      walked once when the task returns to user space: Linux 6.19+)\n"
-		   "  -a, --all-cpus      every process on every CPU\n"
-		   "  -p, --pid PIDS      processes that already run (comma-separated)\n"
-		   "  -t, --tid TIDS      threads\n"
+		   "  -a, --all-cpus      every process on every CPU (with a command: while it runs)\n"
+		   "  -p, --pid PIDS      processes that already run (comma-separated); ends when they\n"
+		   "                      have all exited\n"
+		   "  -t, --tid TIDS      threads (the same)\n"
 		   "  -C, --cpu CPUS      only these CPUs (comma-separated, ranges A-B)\n"
 		   "  -o, --output FILE   default perf.data (an existing one is kept as FILE.old); '-': a\n"
 		   "                      pipe-mode stream on standard output\n"
@@ -48,7 +51,7 @@ static void record_usage(FILE *f)
 		   "  --duration SECS     stop after this long (also: Ctrl-C, SIGTERM, SIGHUP, the command's exit)\n"
 		   "  -m, --mmap-pages N  data pages per ring buffer (power of two, default 1024)\n"
 		   "  --debug-dir DIR, --offline, --no-fp, --stitch   as for report\n"
-		   "  -q, --quiet         no status line\n"
+		   "  -q, --quiet         nothing printed but errors\n"
 		   "  -v                  more messages\n");
 }
 
@@ -137,6 +140,22 @@ static int workload_exit(const struct uw_record_status *st)
 	return CLI_EXIT_ERROR;
 }
 
+/* The last lines: what was recorded, and how. */
+static void summary(const struct uw_record_opts *ro, const struct uw_record_status *st)
+{
+	const char *outname = ro->output ? ro->output : "perf.data";
+	uint64_t with_user = st->samples - st->samples_no_user;
+	fprintf(stderr, "unwound record: %" PRIu64 " samples, %" PRIu64 " with a user stack (%.2f%% unwound to a root), %" PRIu64 " lost, %.1f KiB written to %s; own CPU %.2f s in %.1f s\n",
+		st->samples, with_user, with_user ? 100.0 * (double)st->samples_root / (double)with_user : 0.0, st->lost,
+		(double)st->bytes_out / 1024.0, strcmp(outname, "-") ? outname : "standard output", st->cpu_self, st->elapsed);
+	if (ro->stitch)
+		fprintf(stderr, "unwound record: stacks cut short by their copy: %" PRIu64 " completed from their thread's "
+			   "stacks before and after, %" PRIu64 " not\n", st->stitched, st->stitch_failed);
+	if (st->procmap_query || st->maps_scan)
+		fprintf(stderr, "unwound record: mappings found on demand: %" PRIu64 " with PROCMAP_QUERY, %" PRIu64 " from /proc/PID/maps\n",
+			st->procmap_query, st->maps_scan);
+}
+
 int cmd_record(int argc, char **argv)
 {
 	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH, O_STITCH };
@@ -159,8 +178,9 @@ int cmd_record(int argc, char **argv)
 	bool freq_set = false, count_set = false;
 	struct uw_session *s = NULL;
 	optind = 1;
-	/* '+': options end at the command */
-	while ((c = getopt_long(argc, argv, "+F:c:e:gap:t:C:o:m:qvh", lo, NULL)) != -1) {
+	opterr = 0;
+	/* '+': options end at the command; ':' and opterr 0: errors are said by cli_option_error */
+	while ((c = getopt_long(argc, argv, "+:F:c:e:gap:t:C:o:m:qvh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'F':
 			freq_set = true;
@@ -220,7 +240,7 @@ int cmd_record(int argc, char **argv)
 		case O_NOFP: nofp = 1; break;
 		case O_STITCH: ro.stitch = 1; break;
 		case 'h': record_usage(stdout); ret = CLI_EXIT_OK; goto out;
-		default: record_usage(stderr); goto out;
+		default: cli_option_error("record", c, argv, lo); goto out;
 		}
 	}
 	if (freq_set && count_set) {
@@ -229,8 +249,9 @@ int cmd_record(int argc, char **argv)
 	}
 	if (optind < argc)
 		ro.argv = argv + optind;
-	if (!!ro.argv + !!npids + !!ntids + ro.system_wide != 1) {
-		fprintf(stderr, "unwound record: give exactly one of: a command, -p PIDS, -t TIDS, -a\n");
+	/* -a with a command: the whole system while the command runs, as perf */
+	if (!!(ro.argv || ro.system_wide) + !!npids + !!ntids != 1) {
+		fprintf(stderr, "unwound record: give exactly one of: a command, -p PIDS, -t TIDS, -a (-a also with a command)\n");
 		goto out;
 	}
 	ro.pids = pids;
@@ -251,7 +272,9 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	ret = CLI_EXIT_ERROR;
-	UW_OPTS(uw_session_opts, so, .log = cli_log, .log_level = (enum uw_log_level)(cli_verbose + 1),
+	/* -q: nothing but errors */
+	UW_OPTS(uw_session_opts, so, .log = cli_log,
+		.log_level = quiet ? UW_LOG_ERROR : (enum uw_log_level)(cli_verbose + 1),
 		.debug_dirs = debugdirs, .no_fp_fallback = nofp, .offline = offline);
 	s = uw_session_new(&so);
 	if (!s) {
@@ -267,20 +290,15 @@ int cmd_record(int argc, char **argv)
 		ret = st.workload_errno ? 255 : CLI_EXIT_ERROR;
 		goto out;
 	}
-	const char *outname = ro.output ? ro.output : "perf.data";
-	uint64_t with_user = st.samples - st.samples_no_user;
-	fprintf(stderr, "unwound record: %" PRIu64 " samples, %" PRIu64 " with a user stack (%.2f%% unwound to a root), %" PRIu64 " lost, %.1f KiB written to %s; own CPU %.2f s in %.1f s\n",
-		st.samples, with_user, with_user ? 100.0 * (double)st.samples_root / (double)with_user : 0.0, st.lost,
-		(double)st.bytes_out / 1024.0, strcmp(outname, "-") ? outname : "standard output", st.cpu_self, st.elapsed);
-	if (ro.stitch)
-		fprintf(stderr, "unwound record: stacks cut short by their copy: %" PRIu64 " completed from their thread's "
-			   "stacks before and after, %" PRIu64 " not\n", st.stitched, st.stitch_failed);
-	if (st.procmap_query || st.maps_scan)
-		fprintf(stderr, "unwound record: mappings found on demand: %" PRIu64 " with PROCMAP_QUERY, %" PRIu64 " from /proc/PID/maps\n",
-			st.procmap_query, st.maps_scan);
+	if (!quiet)
+		summary(&ro, &st);
+	bool incomplete = cli_incomplete("record", s);
 	uw_session_free(s);
 	s = NULL;
 	ret = workload_exit(&st);
+	/* a command's own status comes first (its caller expects it) */
+	if (incomplete && !ro.argv)
+		ret = CLI_EXIT_INCOMPLETE;
 out:
 	uw_session_free(s);
 	free(pids);

@@ -172,6 +172,11 @@ int cli_limit_option(const char *cmd, int c, const char *arg, struct cli_limits 
 			return -1;
 		l->max_dwarf_cache = v << 20;
 		return 1;
+	case CLI_O_MAXDBGD:
+		if (cli_u64(cmd, "--max-debuginfod", arg, 1, 1 << 24, &v))
+			return -1;
+		l->max_debuginfod = v << 20;
+		return 1;
 	case CLI_O_MAXQUEUE:
 		if (cli_u64(cmd, "--max-queue", arg, 1, 1 << 20, &v))
 			return -1;
@@ -205,36 +210,51 @@ static ssize_t out_write(void *cookie, const char *buf, size_t n)
 
 static int out_close(void *cookie)
 {
-	struct cli_out *o = cookie;
-	int rc = o->close ? close(o->fd) : 0;
-	if (rc && !o->err)
-		o->err = errno;
-	return rc;
+	(void)cookie; /* (the descriptor is the output's: cli_close_output) */
+	return 0;
 }
 
-/* Text outputs: 0644 less the umask, created the way every output is (uw_output_create);
- * standard output without one. */
+/* Text outputs: 0644 less the umask, created the way every output is (uw_output_open): written
+ * without a name and put at the path by cli_close_output only when complete; standard output
+ * without one. */
 FILE *cli_open_output(const char *cmd, const char *path, struct cli_out *o)
 {
 	o->fd = 1;
-	o->close = false;
+	o->out = NULL;
 	if (path) {
-		o->fd = uw_output_create(path, 0644);
-		if (o->fd < 0) {
-			fprintf(stderr, "unwound %s: %s: %s\n", cmd, path, uw_strerror(o->fd));
+		o->out = uw_output_open(path, 0644);
+		if (!o->out) {
+			fprintf(stderr, "unwound %s: %s: %s\n", cmd, path, uw_strerror(-errno));
 			return NULL;
 		}
-		o->close = true;
+		o->fd = uw_output_fd(o->out);
 	}
 	FILE *f = fopencookie(o, "w", (cookie_io_functions_t){ .write = out_write, .close = out_close });
 	if (f)
 		setvbuf(f, NULL, _IOFBF, 1 << 16);
 	if (!f) {
 		fprintf(stderr, "unwound %s: %s: %s\n", cmd, path ? path : "standard output", strerror(errno));
-		if (o->close)
-			close(o->fd);
+		uw_output_discard(o->out);
+		o->out = NULL;
 	}
 	return f;
+}
+
+int cli_close_output(FILE *f, struct cli_out *o, bool complete)
+{
+	int err = 0;
+	if (fclose(f))
+		err = o->err ? o->err : EIO;
+	else if (o->err)
+		err = o->err;
+	if (o->out) {
+		if (complete && !err)
+			err = -uw_output_commit(o->out);
+		else
+			uw_output_discard(o->out);
+		o->out = NULL;
+	}
+	return err;
 }
 
 void cli_log(void *ctx, enum uw_log_level lvl, const char *msg)
@@ -251,6 +271,112 @@ void cli_kernel_symbols(const char *cmd, struct uw_session *s, struct uw_tracker
 		fprintf(stderr, "unwound %s: kernel symbols not loaded: %s\n", cmd, uw_session_errmsg(s));
 	if ((kallsyms || !vmlinux) && uw_tracker_load_kallsyms(t, kallsyms))
 		fprintf(stderr, "unwound %s: kernel symbols not loaded: %s\n", cmd, uw_session_errmsg(s));
+}
+
+void cli_summary_resources(struct uw_session *s, FILE *f)
+{
+	struct uw_session_stats st = { .sz = sizeof(st) };
+	if (!s || uw_session_stats(s, &st))
+		return;
+	if (st.files_no_descriptor || st.out_of_memory)
+		fprintf(f, "# resources ran out: %" PRIu64 " files not opened for want of a file descriptor (ulimit -n), "
+			   "%" PRIu64 " times out of memory: the results are incomplete\n",
+			st.files_no_descriptor, st.out_of_memory);
+	if (st.files_shrunk)
+		fprintf(f, "# files that shrank while they were read (rebuilt or copied over in place): %" PRIu64 "\n",
+			st.files_shrunk);
+	if (st.debuginfod_too_big || st.debuginfod_timeouts)
+		fprintf(f, "# debuginfod: %" PRIu64 " downloads stopped at the size cap, %" PRIu64 " timed out\n",
+			st.debuginfod_too_big, st.debuginfod_timeouts);
+}
+
+bool cli_incomplete(const char *cmd, struct uw_session *s)
+{
+	struct uw_session_stats st = { .sz = sizeof(st) };
+	if (!s || uw_session_stats(s, &st))
+		return false;
+	if (!st.files_no_descriptor && !st.out_of_memory && !st.files_shrunk)
+		return false;
+	fprintf(stderr, "unwound %s: the output is incomplete:", cmd);
+	const char *sep = "";
+	if (st.files_no_descriptor)
+		fprintf(stderr, " %" PRIu64 " files not opened for want of a file descriptor (ulimit -n)", st.files_no_descriptor), sep = ";";
+	if (st.out_of_memory)
+		fprintf(stderr, "%s %" PRIu64 " times out of memory", sep, st.out_of_memory), sep = ";";
+	if (st.files_shrunk)
+		fprintf(stderr, "%s %" PRIu64 " files shrank while they were read", sep, st.files_shrunk);
+	fprintf(stderr, " (exit status %d)\n", CLI_EXIT_INCOMPLETE);
+	return true;
+}
+
+void cli_see_help(const char *cmd)
+{
+	fprintf(stderr, "unwound %s: see 'unwound %s --help' for the options\n", cmd, cmd);
+}
+
+/* The option getopt_long stopped at (the long one, when that is what argv[optind - 1] holds
+ * and what went wrong is about it), by its name. */
+static const struct option *long_named(const char *arg, const struct option *lo, size_t *nmatch)
+{
+	const char *name = arg + 2;
+	size_t len = strcspn(name, "=");
+	const struct option *found = NULL;
+	*nmatch = 0;
+	for (const struct option *o = lo; o->name; o++) {
+		if (strncmp(o->name, name, len))
+			continue;
+		if (strlen(o->name) == len) { /* exact: no other counts */
+			*nmatch = 1;
+			return o;
+		}
+		if (!found || found->has_arg != o->has_arg || found->flag != o->flag || found->val != o->val)
+			(*nmatch)++;
+		if (!found)
+			found = o;
+	}
+	return found;
+}
+
+void cli_option_error(const char *cmd, int c, char *const *argv, const struct option *lo)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+	if (arg && !strncmp(arg, "--", 2) && arg[2]) {
+		size_t n;
+		const struct option *o = long_named(arg, lo, &n);
+		int len = (int)strcspn(arg, "=");
+		/* (a short option's error leaves optopt at its letter; a long one's at 0 or its value) */
+		if (!optopt || (o && n == 1 && o->val == optopt)) {
+			if (!o) {
+				fprintf(stderr, "unwound %s: unknown option '%.*s'\n", cmd, len, arg);
+			} else if (n > 1) {
+				fprintf(stderr, "unwound %s: '%.*s' is ambiguous:", cmd, len, arg);
+				const char *sep = "";
+				for (const struct option *p = lo; p->name; p++)
+					if (!strncmp(p->name, arg + 2, (size_t)len - 2)) {
+						fprintf(stderr, "%s --%s", sep, p->name);
+						sep = ",";
+					}
+				fprintf(stderr, "\n");
+			} else if (c == ':') {
+				fprintf(stderr, "unwound %s: --%s needs a value\n", cmd, o->name);
+			} else {
+				fprintf(stderr, "unwound %s: --%s takes no value, not '%s'\n", cmd, o->name, arg + len + 1);
+			}
+			cli_see_help(cmd);
+			return;
+		}
+	}
+	const char *lname = NULL;
+	for (const struct option *o = lo; o->name && !lname; o++)
+		if (o->val == optopt)
+			lname = o->name;
+	if (c == ':')
+		fprintf(stderr, "unwound %s: -%c%s%s needs a value\n", cmd, optopt, lname ? "/--" : "", lname ? lname : "");
+	else if (optopt > ' ' && optopt < 127)
+		fprintf(stderr, "unwound %s: unknown option '-%c'\n", cmd, optopt);
+	else
+		fprintf(stderr, "unwound %s: unknown option '%s'\n", cmd, arg);
+	cli_see_help(cmd);
 }
 
 static void usage(FILE *f)
@@ -286,7 +412,7 @@ int main(int argc, char **argv)
 		printf("unwound %d.%d.%d\n", UW_VERSION_MAJOR, UW_VERSION_MINOR, UW_VERSION_PATCH);
 		return CLI_EXIT_OK;
 	}
-	fprintf(stderr, "unwound: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	fprintf(stderr, "unwound: unknown command '%s' (commands: report, record, inject, diff); see 'unwound --help'\n",
+		argv[1]);
 	return CLI_EXIT_USAGE;
 }

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Output files, created one way for every writer (recordings, text, pages, profiles).
+ *
+ * A file is written without a name (O_TMPFILE in the path's directory) and given the path only
+ * when it is complete (uw_output_commit) or, for a recording that must be readable if its
+ * writer dies, as soon as its header is (base_output_publish). Until then nothing at the path
+ * changes, and a writer that fails, or is killed by any signal, leaves nothing behind: the
+ * kernel frees a file that never had a name. Giving it the path is two steps: the file already
+ * there is renamed PATH.old, then the new one is linked at PATH (linkat, which never replaces
+ * a name); a kill between the two leaves PATH.old and no PATH, never a stray temporary.
+ *
+ * On a file system without O_TMPFILE the file is written as PATH.PID.new and renamed; a
+ * writer killed there leaves that name (said in the man pages).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+struct uw_output {
+	int fd;
+	char *path;       /* NULL: written where it is (standard output, a device, a FIFO) */
+	char *tmp;        /* the temporary's name when O_TMPFILE could not be used */
+	bool published;   /* the path names it */
+};
+
+/* The directory a path is in ("." for a bare name). */
+static char *dir_of(const char *path)
+{
+	const char *sl = strrchr(path, '/');
+	if (!sl)
+		return strdup(".");
+	return strndup(path, sl == path ? 1 : (size_t)(sl - path));
+}
+
+static struct uw_output *in_place(int fd)
+{
+	if (fd < 0)
+		return NULL;
+	struct uw_output *o = calloc(1, sizeof(*o));
+	if (!o) {
+		close(fd);
+		return NULL;
+	}
+	o->fd = fd;
+	o->published = true;
+	return o;
+}
+
+int base_output_open(const char *path, unsigned mode, struct uw_output **out)
+{
+	*out = NULL;
+	if (strcmp(path, "-") == 0) {
+		int fd = dup(1);
+		if (fd < 0)
+			return -errno;
+		return (*out = in_place(fd)) ? 0 : -ENOMEM;
+	}
+	struct stat lst, st;
+	bool exists = lstat(path, &lst) == 0;
+	if (exists && S_ISDIR(lst.st_mode))
+		return -EISDIR;
+	/* a device, a FIFO, or a link to one (/dev/stdout): written as it is, nothing truncated */
+	if (exists && (S_ISCHR(lst.st_mode) || S_ISFIFO(lst.st_mode) ||
+		       (S_ISLNK(lst.st_mode) && stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))))) {
+		int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0)
+			return -errno;
+		return (*out = in_place(fd)) ? 0 : -ENOMEM;
+	}
+	if (exists && !S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode))
+		return -UW_ENOTREG;
+	struct uw_output *o = calloc(1, sizeof(*o));
+	char *dir = dir_of(path);
+	if (!o || !dir || !(o->path = strdup(path))) {
+		free(dir);
+		if (o)
+			free(o->path);
+		free(o);
+		return -ENOMEM;
+	}
+	/* a file without a name, in the directory it will be named in (a link needs the same file
+	 * system): a directory that cannot be written fails here, with nothing changed */
+	o->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+	int err = o->fd < 0 ? -errno : 0;
+	free(dir);
+	if (err == -EOPNOTSUPP || err == -EISDIR || err == -EINVAL) {
+		/* no O_TMPFILE there: a name of its own beside the path */
+		if (asprintf(&o->tmp, "%s.%d.new", path, (int)getpid()) < 0) {
+			o->tmp = NULL;
+			err = -ENOMEM;
+		} else {
+			o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+			err = o->fd < 0 ? -errno : 0;
+		}
+	}
+	if (err) {
+		free(o->tmp);
+		free(o->path);
+		free(o);
+		return err;
+	}
+	*out = o;
+	return 0;
+}
+
+int base_output_fd(const struct uw_output *o)
+{
+	return o->fd;
+}
+
+/* The unnamed file linked at dst (which must not exist). */
+static int link_unnamed(int fd, const char *dst)
+{
+	if (linkat(fd, "", AT_FDCWD, dst, AT_EMPTY_PATH) == 0)
+		return 0;
+	if (errno == EEXIST)
+		return -EEXIST;
+	/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH before Linux 6.10: the same through /proc */
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, p, AT_FDCWD, dst, AT_SYMLINK_FOLLOW) ? -errno : 0;
+}
+
+/* What is at the path (a regular file, or a link: moved, never followed) becomes PATH.old.
+ * @return 0, 1 when something was moved, or -errno. */
+static int move_aside(const char *path, const char *old)
+{
+	struct stat lst;
+	if (lstat(path, &lst))
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode))
+		return S_ISDIR(lst.st_mode) ? -EISDIR : -UW_ENOTREG;
+	return rename(path, old) ? -errno : 1;
+}
+
+int base_output_publish(struct uw_output *o)
+{
+	if (o->published)
+		return 0;
+	char *old = NULL;
+	if (asprintf(&old, "%s.old", o->path) < 0)
+		return -ENOMEM;
+	int err = move_aside(o->path, old), moved = err > 0;
+	/* rename does not follow a link at the destination, linkat never replaces a name (a file
+	 * put at the path meanwhile, by another writer, fails it with EEXIST) */
+	if (err >= 0)
+		err = o->tmp ? (rename(o->tmp, o->path) ? -errno : 0) : link_unnamed(o->fd, o->path);
+	if (err && err != -EEXIST && moved)
+		(void)rename(old, o->path); /* the previous file back where it was */
+	free(old);
+	if (err)
+		return err;
+	free(o->tmp);
+	o->tmp = NULL;
+	o->published = true;
+	return 0;
+}
+
+void base_output_discard(struct uw_output *o)
+{
+	if (!o)
+		return;
+	if (o->fd >= 0)
+		close(o->fd);
+	if (o->tmp)
+		unlink(o->tmp);
+	free(o->tmp);
+	free(o->path);
+	free(o);
+}
+
+int base_output_commit(struct uw_output *o)
+{
+	int err = base_output_publish(o);
+	/* (a file system that reports write errors at close: NFS) */
+	if (!err && close(o->fd))
+		err = -errno;
+	else if (err)
+		close(o->fd);
+	o->fd = -1;
+	if (o->tmp)
+		unlink(o->tmp);
+	free(o->tmp);
+	free(o->path);
+	free(o);
+	return err;
+}
+
+int base_create_output(const char *path, unsigned mode)
+{
+	struct uw_output *o;
+	int err = base_output_open(path, mode, &o);
+	if (err)
+		return err;
+	err = base_output_publish(o);
+	if (err) {
+		base_output_discard(o);
+		return err;
+	}
+	int fd = o->fd;
+	o->fd = -1;
+	base_output_discard(o);
+	return fd;
+}
+
+UW_API int uw_output_create(const char *path, unsigned mode)
+{
+	return path ? base_create_output(path, mode) : -EINVAL;
+}
+
+UW_API struct uw_output *uw_output_open(const char *path, unsigned mode)
+{
+	struct uw_output *o = NULL;
+	int err = path ? base_output_open(path, mode, &o) : -EINVAL;
+	if (err)
+		errno = -err;
+	return o;
+}
+
+UW_API int uw_output_fd(const struct uw_output *o)
+{
+	return o ? o->fd : -EINVAL;
+}
+
+UW_API int uw_output_commit(struct uw_output *o)
+{
+	return o ? base_output_commit(o) : -EINVAL;
+}
+
+UW_API void uw_output_discard(struct uw_output *o)
+{
+	base_output_discard(o);
+}

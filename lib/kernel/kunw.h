@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * In-kernel unwinding (docs/kernel-unwind.md): an eBPF program attached to perf sampling events
+ * walks each sampled thread's user stack with the unwind rows of lib/cfi, loaded into BPF maps,
+ * and hands user space the frames; where it cannot go on (a module whose table is not loaded, a
+ * DWARF expression), it hands the registers at that frame and a bounded stack copy, and user
+ * space finishes the stack with lib/unwind exactly as it unwinds a perf stack copy.
+ *
+ * Three parts, prefix kunw_:
+ *  - module tables (kunw_table.c): a module's CFI and SFrame rows converted into the program's
+ *    table; plain C, built with or without libbpf;
+ *  - the program (kunw_load.c): loading, attaching to perf event fds, feeding the maps (process
+ *    mappings, module tables) and reading the ring buffer; only with UW_HAVE_KERNEL_UNWIND
+ *    (libbpf, clang's BPF target, bpftool and the kernel's BTF at build time);
+ *  - records (kunw_record.c): decoding ring-buffer records and finishing stacks in user space.
+ *
+ * Not thread-safe: one thread feeds and polls a struct kunw. Errors are negative errno values
+ * (or UW_E* codes); nothing here prints (libbpf's own messages go through libbpf_set_print,
+ * which is process-wide and left to the program).
+ */
+#ifndef UW_KUNW_H
+#define UW_KUNW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfi/cfi.h"
+#include "elf/elfview.h"
+#include "unwind/unwind.h"
+#include "kernel/kunw_abi.h"
+
+/* ---------------------------------------------------------------- module tables */
+
+/* A module's unwind data compiled whole (the session's tables may be lazy): the source of its
+ * kernel table, and what user space finishes stacks with. */
+struct kunw_code {
+	struct cfi_table cfi, sframe;
+	struct unw_code code;    /* points into cfi and sframe: do not copy the struct */
+};
+/* Builds c from elf's .eh_frame, .sframe and PLT sections and dbg's (or elf's) .debug_frame
+ * (dbg may be NULL). The views must outlive c. @return 0, -ENOMEM, -UW_ELIMIT. */
+int kunw_code_build(struct kunw_code *c, struct elfv *elf, struct elfv *dbg);
+void kunw_code_free(struct kunw_code *c);
+
+/* A module's table in the program's layout (kunw_abi.h): 64-bit words. */
+struct kunw_table {
+	uint64_t *words;
+	uint32_t nwords;
+	uint32_t nrows, nrules, nblocks;
+	/* rows by kind: handed to user space (DWARF expressions, CFA from another register, SFrame
+	 * flexible rows), PLT stubs, signal frames, from SFrame */
+	uint32_t nfallback, nplt, nsignal, nsframe;
+};
+/* Converts the rows of code (whole tables, as kunw_code_build makes; a lazy table is
+ * -EINVAL) into t: for each pc the rule unw_run would take there (CFI, else SFrame, else the
+ * PLT rule, else frame pointers). @return 0, -EINVAL, -ENOMEM, -UW_ELIMIT (a module spanning
+ * more than 4 GiB, or more than 2^31 rows). */
+int kunw_table_build(struct kunw_table *t, const struct unw_code *code);
+void kunw_table_free(struct kunw_table *t);
+/* The rule the program finds at module address rel (KUNW_K_NONE when none), by the same
+ * search (for tests). @return false when the table does not hold together. */
+bool kunw_table_find(const struct kunw_table *t, uint64_t rel, struct kunw_rule *out);
+/* Bytes the table takes in its BPF map. */
+static inline uint64_t kunw_table_bytes(const struct kunw_table *t)
+{
+	return (uint64_t)t->nwords * 8;
+}
+
+/* ---------------------------------------------------------------- records */
+
+/* A record of the ring buffer, decoded in place (valid as long as the record's bytes). */
+struct kunw_sample {
+	const struct kunw_rec *rec;
+	const uint64_t *kernel;  /* rec->nkernel kernel pcs, innermost first */
+	const uint64_t *user;    /* rec->nuser user frames: pc | method << KUNW_METHOD_SHIFT */
+	const uint8_t *stack;    /* rec->copy_len bytes from rec->regs[KUNW_R_RSP] */
+};
+/* @return 0, or -UW_EFORMAT when the bytes are not a whole record. */
+int kunw_sample_decode(const void *data, size_t size, struct kunw_sample *out);
+
+struct kunw_result {
+	unsigned n;              /* frames */
+	unsigned nkernel;        /* frames[0..nkernel) walked by the program */
+	enum uw_stop_reason stop;
+	bool finished;           /* user space unwound frames[nkernel..n) from the copy */
+};
+/* The user stack of s as frames: the program's, then (a handed-over walk) user space's from the
+ * registers and copy with unw_run_from. find resolves pcs as for unw_run (module, rel_pc).
+ * Methods are enum uw_frame_method's; a frame's sp is 0 where the program walked it. */
+void kunw_finish(const struct kunw_sample *s, const struct unw_opts *opts, unw_find_fn find, void *find_ctx,
+                 struct uw_frame *frames, unsigned cap, struct kunw_result *res);
+/* A verify-mode record (KUNW_F_VERIFY): the stack as user space unwinds it from frame 0's
+ * registers and the copy alone, for comparing with the program's frames. */
+void kunw_unwind_copy(const struct kunw_sample *s, const struct unw_opts *opts, unw_find_fn find, void *find_ctx,
+                      struct uw_frame *frames, unsigned cap, struct unw_result *res);
+enum uw_stop_reason kunw_stop_reason(unsigned kunw_stop);
+
+/* ---------------------------------------------------------------- the program */
+
+#ifdef UW_HAVE_KERNEL_UNWIND
+struct kunw;
+
+struct kunw_opts {
+	unsigned max_frames;     /* user frames per sample (0: 1024; at most KUNW_MAX_FRAMES) */
+	unsigned copy_bytes;     /* stack bytes handed over with a walk (0: 16384; at most
+	                          * KUNW_COPY_MAX) */
+	uint64_t max_bytes;      /* cap on the bytes of tables and mappings in BPF maps (0: 64 MiB) */
+	unsigned max_procs;      /* processes with mappings loaded (0: 4096) */
+	unsigned max_modules;    /* module tables loaded (0: 4096) */
+	unsigned ring_bytes;     /* ring buffer (0: 8 MiB; a power of 2, >= 4096) */
+	bool verify;             /* every record also carries frame 0's registers and a copy */
+};
+
+/* Opens and loads the program (the verifier runs here). On failure, a message (the end of the
+ * verifier's log, or what failed) is in err. @return 0 or a negative error: -EPERM (no
+ * CAP_BPF/CAP_PERFMON), -ENOSYS (kernel without BPF), -EINVAL (bad options), ... */
+int kunw_open(const struct kunw_opts *o, struct kunw **out, char *err, size_t errlen);
+void kunw_close(struct kunw *k);
+
+/* Attaches the program to a perf event fd (a sampling event: its samples are then delivered as
+ * records instead of in the event's own buffer). The fd stays the caller's. */
+int kunw_attach(struct kunw *k, int perf_fd);
+
+/* Sets the executable mappings of process pid (any order; copied), replacing what it had:
+ * at once, for every CPU. Mappings whose module has no table loaded yet are handed to user
+ * space when a walk reaches them. @return 0, -E2BIG (more than KUNW_PROC_MAPS), -EINVAL
+ * (overlapping), -ENOSPC (the byte cap or max_procs reached: the process's stacks are then
+ * handed over from frame 0), or the kernel's error. */
+int kunw_proc_set(struct kunw *k, uint32_t pid, const struct kunw_map *maps, unsigned n);
+int kunw_proc_drop(struct kunw *k, uint32_t pid);
+
+/* Loads a module's table under id (>= 1, never reused while k lives: records name modules by
+ * id only through mappings, and the program's cache trusts an id to keep its rules).
+ * @return 0, -EEXIST, -ENOSPC (the byte cap or max_modules reached: walks reaching the module
+ * are handed to user space), or the kernel's error. */
+int kunw_module_add(struct kunw *k, uint32_t id, const struct kunw_table *t);
+int kunw_module_drop(struct kunw *k, uint32_t id);
+
+/* Bytes held in BPF maps for tables and mappings (what max_bytes caps). */
+uint64_t kunw_bytes(const struct kunw *k);
+
+/* Called for each record; a non-zero return stops the poll and is returned by it. */
+typedef int (*kunw_sample_fn)(void *ctx, const struct kunw_sample *s);
+/* Waits up to timeout_ms for records and passes each to fn. The program wakes a waiting reader
+ * only once the ring is an eighth full (a wakeup per record costs more than the walk): records
+ * arrive in batches, at the latest after timeout_ms. @return the records consumed, fn's non-zero
+ * return, or a negative error. */
+int kunw_poll(struct kunw *k, int timeout_ms, kunw_sample_fn fn, void *ctx);
+
+/* The program's counters, summed over CPUs. */
+int kunw_counters(struct kunw *k, struct kunw_counters *out);
+/* The program's run count and time (kernel.bpf_stats_enabled or bpf_enable_stats) and the
+ * instructions the verifier processed. */
+struct kunw_prog_info {
+	uint64_t run_cnt, run_time_ns;
+	uint32_t verified_insns;
+	uint32_t xlated_bytes, jited_bytes;
+};
+int kunw_prog_info(struct kunw *k, struct kunw_prog_info *out);
+#endif
+
+#endif

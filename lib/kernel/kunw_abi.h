@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the eBPF program (kunw.bpf.c) and user space (kunw_*.c) share: the layout of the maps
+ * user space fills and of the ring-buffer records the program writes. Included by both sides:
+ * the program after vmlinux.h, user space after <linux/types.h>. Fixed-width types only, every
+ * struct padded by hand (no implicit padding), so both compilers agree; see
+ * docs/kernel-unwind.md for the design.
+ *
+ * x86_64 only, as the user-space unwinder is: registers are numbered as in DWARF (System V
+ * psABI, figure 3.36; 16 is the return address, the pc).
+ */
+#ifndef UW_KUNW_ABI_H
+#define UW_KUNW_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* ---- compile-time bounds (the program's arrays; runtime limits are at most these) */
+#define KUNW_MAX_FRAMES 2048   /* user frames one record can hold */
+#define KUNW_MAX_KFRAMES 128   /* kernel callchain entries (perf's default is 127) */
+#define KUNW_COPY_MAX 32768    /* stack bytes handed over for user space to finish a stack */
+#define KUNW_PROC_MAPS 8191    /* executable mappings per process */
+#define KUNW_CACHE_SLOTS 512   /* per-CPU cache of rules by (module, pc) */
+#define KUNW_NREGS 17          /* DWARF 0..16 */
+#define KUNW_BLOCK_SHIFT 10    /* rows' block index: one entry per 1 KiB of code */
+#define KUNW_SEARCH_STEPS 11   /* rows in one block's search span <= 1025 (distinct pcs) */
+#define KUNW_MAP_STEPS 13      /* log2(KUNW_PROC_MAPS + 1) */
+
+/* DWARF register numbers the walk uses */
+#define KUNW_R_RBX 3
+#define KUNW_R_RBP 6
+#define KUNW_R_RSP 7
+#define KUNW_R_R12 12
+#define KUNW_R_RIP 16
+
+/* ---- per-process mapping intervals: hash of maps, pid -> an array of struct kunw_map:
+ * entry 0 is a header (start: the number of intervals n, end: a generation that changes with
+ * every update, written into records), entries 1..n the process's executable mappings sorted
+ * by start, not overlapping. The module-relative address of pc in a mapping is
+ * pc - start + rel_start (rel_start: the module address the mapping's first byte holds). */
+#define KUNW_MODULE_ANON 0u  /* executable memory without a module (JIT): frame pointers only */
+struct kunw_map {
+	__u64 start, end;
+	__u32 module;        /* id of the module's table (kunw_modules), or KUNW_MODULE_ANON */
+	__u32 rel_start;
+};
+
+/* ---- per-module tables: hash of maps, module id -> an array of 64-bit words:
+ *   word 0          span << 32 | base      rows cover module addresses [base, base + span)
+ *   word 1          rows_at << 32 | rules_at   (word indexes)
+ *   word 2...       nblocks + 1 u32, two per word (low half first): block[b] is the first row
+ *                   whose pc >= base + (b << KUNW_BLOCK_SHIFT)
+ *   rules_at...     the module's distinct rules, struct kunw_rule, two words each
+ *   rows_at...      rule index << 32 | (pc - base), ascending pc; a row holds until the next
+ */
+
+/* Rule kinds. A rule says how to find the caller's registers from a frame's. */
+enum {
+	KUNW_K_NONE = 0,     /* no unwind info: the frame-pointer rule */
+	KUNW_K_CFA_SP,       /* CFA = rsp + cfa_off; ra at CFA + ra_off; rbp and saved as flagged */
+	KUNW_K_CFA_FP,       /* CFA = rbp + cfa_off; the rest as above */
+	KUNW_K_END,          /* return address undefined: the outermost frame */
+	KUNW_K_PLT,          /* a PLT stub with no CFI: the return address is at rsp */
+	KUNW_K_PLT_EXPR,     /* the toolchains' PLT expression: CFA = rsp + 8, + 8 when
+	                      * (rip & 15) >= cfa_off; ra at CFA - 8 */
+	KUNW_K_SIGNAL,       /* the kernel's x86_64 rt_sigframe: every register from its
+	                      * ucontext at rsp + 40 (glibc's __restore_rt) */
+	KUNW_K_FALLBACK,     /* a rule the program does not follow (DWARF expression, CFA from
+	                      * another register, SFrame flexible or unsupported row): user space
+	                      * finishes */
+};
+/* Rule flags */
+#define KUNW_RF_BP_SAVED 0x01  /* rbp saved at CFA + bp_off */
+#define KUNW_RF_BP_UNDEF 0x02  /* rbp undefined in the caller */
+#define KUNW_RF_SIGNAL 0x04    /* the caller was interrupted: its pc is exact */
+#define KUNW_RF_SFRAME 0x08    /* from .sframe (the frame's method says so) */
+#define KUNW_RF_WINDOW 0x10    /* every slot read lies in the KUNW_WINDOW bytes below the CFA,
+                                * 8-aligned: one read fetches them all */
+#define KUNW_WINDOW 64
+#define KUNW_NSAVED 5          /* rbx, r12..r15 */
+struct kunw_rule {
+	__s32 cfa_off;
+	__u8 kind;
+	__u8 flags;
+	__s16 ra_off;
+	__s16 bp_off;
+	__s8 saved[KUNW_NSAVED]; /* reg (rbx, r12..r15) saved at CFA + 8 * saved[i]; 0: unchanged */
+	__u8 slots;              /* (CFA rules) the slots read, a bit each: return address, rbp,
+	                          * rbx, r12..r15 */
+};
+
+/* ---- records in the ring buffer (one per sample) */
+/* Methods, as enum uw_frame_method numbers them (checked in kunw_table.c) */
+#define KUNW_M_REGS 0
+#define KUNW_M_CFI 1
+#define KUNW_M_FP 2
+#define KUNW_M_PLT 3
+#define KUNW_M_SIGNAL 4
+#define KUNW_M_SFRAME 6
+/* a user frame is pc | method << KUNW_METHOD_SHIFT: user addresses stay below 2^57 (5-level
+ * paging) and a frame is written only for a pc inside a known mapping */
+#define KUNW_METHOD_SHIFT 60
+#define KUNW_PC_MASK ((1ull << KUNW_METHOD_SHIFT) - 1)
+
+/* Why the walk ended */
+enum {
+	KUNW_STOP_END = 0,       /* the outermost frame */
+	KUNW_STOP_MAX_FRAMES,
+	KUNW_STOP_NO_PROGRESS,   /* the stack pointer did not move up */
+	KUNW_STOP_NO_INFO,       /* frame-pointer rule: no frame pointer (beyond frame 0) */
+	KUNW_STOP_BAD_MEMORY,    /* a read of the stack failed */
+	KUNW_STOP_BAD_CFI,       /* a rule that cannot apply (CFA from an undefined rbp) */
+	KUNW_STOP_NO_USER,       /* no user registers: a kernel thread, or a 32-bit task */
+	KUNW_STOP_FALLBACK,      /* handed to user space: registers and a stack copy follow */
+	KUNW_STOP__COUNT
+};
+/* Why a walk was handed to user space */
+enum {
+	KUNW_FB_NONE = 0,
+	KUNW_FB_NO_PROC,         /* the process has no mappings loaded */
+	KUNW_FB_NO_MAP,          /* pc in none of its mappings */
+	KUNW_FB_NO_TABLE,        /* the module's table is not loaded */
+	KUNW_FB_RULE,            /* a rule the program does not follow */
+	KUNW_FB_FP,              /* frame 0 without CFI and no usable frame pointer: user space
+	                          * has a heuristic for it */
+	KUNW_FB_TABLE,           /* a table that does not hold together */
+	KUNW_FB__COUNT
+};
+
+/* Record flags */
+#define KUNW_F_KERNEL_MODE 0x01  /* the sample interrupted the kernel */
+#define KUNW_F_IN_SYSCALL 0x02   /* ...in a syscall: frame 0's pc follows the instruction */
+#define KUNW_F_REGS 0x04         /* regs and a stack copy follow the frames */
+#define KUNW_F_VERIFY 0x08       /* (verify mode) regs and copy are frame 0's, for checking */
+#define KUNW_F_IS_CALL 0x10      /* the regs' pc is a return address */
+
+struct kunw_rec {
+	__u32 size;          /* of the whole record */
+	__u16 nkernel;       /* kernel callchain entries */
+	__u16 nuser;         /* user frames walked */
+	__u8 stop;           /* KUNW_STOP_* */
+	__u8 flags;          /* KUNW_F_* */
+	__u8 method;         /* (KUNW_F_REGS) the method that found the frame of regs */
+	__u8 fb_reason;      /* (KUNW_STOP_FALLBACK) KUNW_FB_* */
+	__u32 pid, tid;
+	__u32 cpu;
+	__u32 copy_len;      /* stack bytes after the frames, from regs[KUNW_R_RSP] up */
+	__u32 gen;           /* the process's mapping generation the walk used */
+	__u32 valid;         /* (KUNW_F_REGS) valid registers, bit per DWARF number */
+	__u32 pad;
+	__u64 time;          /* CLOCK_MONOTONIC, ns (bpf_ktime_get_ns) */
+	__u64 period;
+	__u64 regs[KUNW_NREGS]; /* (KUNW_F_REGS) DWARF order */
+	/* followed by __u64 kernel[nkernel], __u64 user[nuser], __u8 stack[copy_len] */
+};
+
+/* ---- counters (per-CPU array, one element): what the program did */
+struct kunw_counters {
+	__u64 samples;
+	__u64 records;
+	__u64 lost;              /* the ring was full */
+	__u64 frames;            /* user frames walked */
+	__u64 cache_hits, cache_misses;
+	__u64 stops[KUNW_STOP__COUNT];
+	__u64 fallbacks[KUNW_FB__COUNT];
+};
+
+#endif

@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The program's user-space side (libbpf): loading it with the options baked into its read-only
+ * data, attaching it to perf events, feeding its maps and reading its ring buffer.
+ *
+ * Each process's mappings and each module's table is a BPF array map of its own, inserted into
+ * a hash of maps (BPF_F_INNER_MAP lets each be sized to its content): an update builds the new
+ * array whole and swaps it in with one map update, so a walk on another CPU sees the old array
+ * or the new one, never half of each, and the kernel frees the old one after the walks that
+ * hold it (RCU). Memory is counted per map from the kernel's own figure (fdinfo's memlock).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "kernel/kunw.h"
+#include "kunw.skel.h"
+
+#define DEFAULT_MAX_FRAMES 1024u
+#define DEFAULT_COPY 16384u
+#define DEFAULT_MAX_BYTES (64ull << 20)
+#define DEFAULT_MAX_ENTRIES 4096u
+#define DEFAULT_RING (8u << 20)
+
+struct kunw {
+	struct kunw_bpf *skel;
+	struct ring_buffer *rb;
+	struct base_vec links;     /* struct bpf_link * */
+	struct base_map procs;     /* pid -> bytes held */
+	struct base_map modules;   /* id -> bytes held */
+	uint64_t bytes, max_bytes;
+	unsigned max_procs, max_modules;
+	uint32_t gen;
+	int ncpus;
+	kunw_sample_fn fn;
+	void *fn_ctx;
+	int fn_ret;
+	uint64_t bad_records;
+};
+
+static int on_record(void *ctx, void *data, size_t size);
+
+static int set_err(char *err, size_t len, int e, const char *what)
+{
+	if (err && len)
+		snprintf(err, len, "%s: %s", what, strerror(-e));
+	return e;
+}
+
+/* The end of the verifier's log for a program that did not load: loaded again, logging. */
+static void verifier_tail(const struct kunw_opts *o, int ncpus, char *err, size_t len)
+{
+	struct kunw_bpf *skel = kunw_bpf__open();
+	size_t size = 1u << 20;
+	char *log = calloc(1, size);
+	if (!skel || !log)
+		goto out;
+	bpf_map__set_max_entries(skel->maps.kunw_scratch, (uint32_t)ncpus);
+	skel->rodata->kunw_max_frames = o->max_frames;
+	bpf_program__set_log_buf(skel->progs.kunw_sample, log, size);
+	bpf_program__set_log_level(skel->progs.kunw_sample, 1);
+	if (kunw_bpf__load(skel) == 0)
+		goto out;
+	/* the last lines say why */
+	size_t n = strlen(log), keep = len > 1 ? len - 1 : 0, at = n > keep ? n - keep : 0;
+	while (n > keep && at < n && log[at] != '\n')
+		at++;
+	if (at < n && log[at] == '\n')
+		at++;
+	snprintf(err, len, "%s", log + at);
+out:
+	free(log);
+	kunw_bpf__destroy(skel);
+}
+
+int kunw_open(const struct kunw_opts *opts, struct kunw **out, char *err, size_t errlen)
+{
+	struct kunw_opts o = opts ? *opts : (struct kunw_opts){ 0 };
+	*out = NULL;
+	if (err && errlen)
+		err[0] = 0;
+	o.max_frames = o.max_frames ? o.max_frames : DEFAULT_MAX_FRAMES;
+	o.copy_bytes = o.copy_bytes ? o.copy_bytes : DEFAULT_COPY;
+	o.max_bytes = o.max_bytes ? o.max_bytes : DEFAULT_MAX_BYTES;
+	o.max_procs = o.max_procs ? o.max_procs : DEFAULT_MAX_ENTRIES;
+	o.max_modules = o.max_modules ? o.max_modules : DEFAULT_MAX_ENTRIES;
+	o.ring_bytes = o.ring_bytes ? o.ring_bytes : DEFAULT_RING;
+	if (o.max_frames > KUNW_MAX_FRAMES || o.copy_bytes > KUNW_COPY_MAX || o.ring_bytes < 4096 ||
+	    (o.ring_bytes & (o.ring_bytes - 1)))
+		return set_err(err, errlen, -EINVAL, "kernel unwinding options");
+	int ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0)
+		return set_err(err, errlen, ncpus ? ncpus : -EINVAL, "possible CPUs");
+	struct kunw *k = calloc(1, sizeof(*k));
+	if (!k)
+		return set_err(err, errlen, -ENOMEM, "kernel unwinding");
+	k->links = BASE_VEC_INIT(struct bpf_link *);
+	base_map_init(&k->procs);
+	base_map_init(&k->modules);
+	k->max_bytes = o.max_bytes;
+	k->max_procs = o.max_procs;
+	k->max_modules = o.max_modules;
+	k->ncpus = ncpus;
+	int e = 0;
+	k->skel = kunw_bpf__open();
+	if (!k->skel) {
+		e = set_err(err, errlen, -errno, "opening the BPF object");
+		goto fail;
+	}
+	struct kunw_bpf *s = k->skel;
+	s->rodata->kunw_max_frames = o.max_frames;
+	s->rodata->kunw_copy_bytes = o.copy_bytes;
+	s->rodata->kunw_verify = o.verify;
+	s->rodata->kunw_wakeup_bytes = o.ring_bytes / 8;
+	if ((e = bpf_map__set_max_entries(s->maps.kunw_scratch, (uint32_t)ncpus)) ||
+	    (e = bpf_map__set_max_entries(s->maps.kunw_ring, o.ring_bytes)) ||
+	    (e = bpf_map__set_max_entries(s->maps.kunw_procs, o.max_procs)) ||
+	    (e = bpf_map__set_max_entries(s->maps.kunw_modules, o.max_modules))) {
+		set_err(err, errlen, e, "sizing the BPF maps");
+		goto fail;
+	}
+	e = kunw_bpf__load(s);
+	if (e) {
+		e = e < 0 ? e : -EINVAL;
+		set_err(err, errlen, e, "loading the BPF program");
+		if (e != -EPERM && err && errlen)
+			verifier_tail(&o, ncpus, err, errlen);
+		goto fail;
+	}
+	k->rb = ring_buffer__new(bpf_map__fd(s->maps.kunw_ring), on_record, k, NULL);
+	if (!k->rb) {
+		e = set_err(err, errlen, -errno, "the ring buffer");
+		goto fail;
+	}
+	*out = k;
+	return 0;
+fail:
+	kunw_close(k);
+	return e ? e : -EINVAL;
+}
+
+void kunw_close(struct kunw *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->links.len; i++)
+		bpf_link__destroy(*(struct bpf_link **)base_vec_at(&k->links, i));
+	base_vec_free(&k->links);
+	ring_buffer__free(k->rb);
+	kunw_bpf__destroy(k->skel);
+	base_map_free(&k->procs);
+	base_map_free(&k->modules);
+	free(k);
+}
+
+int kunw_attach(struct kunw *k, int perf_fd)
+{
+	struct bpf_link **slot = base_vec_push(&k->links);
+	if (!slot)
+		return -ENOMEM;
+	/* (the link owns the fd it is given and closes it: it gets a copy) */
+	int fd = fcntl(perf_fd, F_DUPFD_CLOEXEC, 0);
+	struct bpf_link *l = fd >= 0 ? bpf_program__attach_perf_event(k->skel->progs.kunw_sample, fd) : NULL;
+	if (!l) {
+		int e = -errno;
+		if (fd >= 0)
+			close(fd);
+		k->links.len--;
+		return e ? e : -EINVAL;
+	}
+	*slot = l;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- maps */
+
+/* The kernel's count of a map's memory (/proc/self/fdinfo: "memlock:"); else its values'. */
+static uint64_t map_bytes(int fd, uint64_t fallback)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	int f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return fallback;
+	ssize_t n = read(f, buf, sizeof(buf) - 1);
+	close(f);
+	if (n <= 0)
+		return fallback;
+	buf[n] = 0;
+	const char *m = strstr(buf, "memlock:");
+	uint64_t v;
+	return m && sscanf(m, "memlock: %" SCNu64, &v) == 1 && v ? v : fallback;
+}
+
+/* A frozen array map holding n values of size vsize, as the inner maps' template wants. */
+static int inner_map(const char *name, uint32_t vsize, uint32_t n, const void *values, int *out)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_INNER_MAP);
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, name, sizeof(uint32_t), vsize, n, &mo);
+	if (fd < 0)
+		return -errno;
+	uint32_t *keys = malloc((size_t)n * sizeof(*keys));
+	int e = keys ? 0 : -ENOMEM;
+	for (uint32_t i = 0; !e && i < n; i++)
+		keys[i] = i;
+	/* (batches of at most 64 Ki values: the kernel copies each batch in one piece) */
+	for (uint32_t at = 0; !e && at < n;) {
+		uint32_t count = UW_MIN(n - at, 65536u);
+		if (bpf_map_update_batch(fd, keys + at, (const uint8_t *)values + (size_t)at * vsize, &count, NULL))
+			e = -errno;
+		at += count;
+	}
+	free(keys);
+	if (!e && bpf_map_freeze(fd))
+		e = -errno;
+	if (e) {
+		close(fd);
+		return e;
+	}
+	*out = fd;
+	return 0;
+}
+
+static int cmp_map(const void *x, const void *y)
+{
+	const struct kunw_map *a = x, *b = y;
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+int kunw_proc_set(struct kunw *k, uint32_t pid, const struct kunw_map *maps, unsigned n)
+{
+	if (n > KUNW_PROC_MAPS)
+		return -E2BIG;
+	struct kunw_map *v = malloc(((size_t)n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	memcpy(v + 1, maps, (size_t)n * sizeof(*v));
+	qsort(v + 1, n, sizeof(*v), cmp_map);
+	int e = 0;
+	for (unsigned i = 1; i <= n && !e; i++)
+		if (v[i].start >= v[i].end || (i > 1 && v[i].start < v[i - 1].end))
+			e = -EINVAL;
+	v[0] = (struct kunw_map){ .start = n, .end = ++k->gen };
+	bool known = base_map_has(&k->procs, pid);
+	uint64_t old = (uintptr_t)base_map_get(&k->procs, pid);
+	uint64_t est = ((uint64_t)n + 1) * sizeof(*v);
+	if (!e && (k->bytes - old + est > k->max_bytes || (!known && k->procs.len >= k->max_procs)))
+		e = -ENOSPC;
+	int fd = -1;
+	if (!e)
+		e = inner_map("kunw_proc", sizeof(*v), n + 1, v, &fd);
+	free(v);
+	if (e)
+		return e;
+	uint64_t bytes = map_bytes(fd, est);
+	if (bpf_map_update_elem(bpf_map__fd(k->skel->maps.kunw_procs), &pid, &fd, BPF_ANY))
+		e = -errno;
+	close(fd);
+	if (e)
+		return e == -E2BIG ? -ENOSPC : e;
+	if (base_map_put(&k->procs, pid, (void *)(uintptr_t)bytes))
+		return -ENOMEM; /* (loaded; only its count is lost) */
+	k->bytes = k->bytes - old + bytes;
+	return 0;
+}
+
+int kunw_proc_drop(struct kunw *k, uint32_t pid)
+{
+	if (!base_map_has(&k->procs, pid))
+		return -ENOENT;
+	uint64_t old = (uintptr_t)base_map_del(&k->procs, pid);
+	k->bytes -= old;
+	return bpf_map_delete_elem(bpf_map__fd(k->skel->maps.kunw_procs), &pid) ? -errno : 0;
+}
+
+int kunw_module_add(struct kunw *k, uint32_t id, const struct kunw_table *t)
+{
+	if (!id || !t->nwords)
+		return -EINVAL;
+	if (base_map_has(&k->modules, id))
+		return -EEXIST;
+	uint64_t est = kunw_table_bytes(t);
+	if (k->bytes + est > k->max_bytes || k->modules.len >= k->max_modules)
+		return -ENOSPC;
+	int fd, e = inner_map("kunw_table", sizeof(uint64_t), t->nwords, t->words, &fd);
+	if (e)
+		return e;
+	uint64_t bytes = map_bytes(fd, est);
+	if (bpf_map_update_elem(bpf_map__fd(k->skel->maps.kunw_modules), &id, &fd, BPF_NOEXIST))
+		e = -errno;
+	close(fd);
+	if (e)
+		return e == -E2BIG ? -ENOSPC : e;
+	if (base_map_put(&k->modules, id, (void *)(uintptr_t)bytes))
+		return -ENOMEM;
+	k->bytes += bytes;
+	return 0;
+}
+
+int kunw_module_drop(struct kunw *k, uint32_t id)
+{
+	if (!base_map_has(&k->modules, id))
+		return -ENOENT;
+	k->bytes -= (uintptr_t)base_map_del(&k->modules, id);
+	return bpf_map_delete_elem(bpf_map__fd(k->skel->maps.kunw_modules), &id) ? -errno : 0;
+}
+
+uint64_t kunw_bytes(const struct kunw *k)
+{
+	return k->bytes;
+}
+
+/* ---------------------------------------------------------------- records */
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct kunw *k = ctx;
+	struct kunw_sample s;
+	if (kunw_sample_decode(data, size, &s)) {
+		k->bad_records++;
+		return 0;
+	}
+	int r = k->fn(k->fn_ctx, &s);
+	if (r) {
+		k->fn_ret = r;
+		return -ECANCELED; /* (ring_buffer__poll stops on a negative return) */
+	}
+	return 0;
+}
+
+int kunw_poll(struct kunw *k, int timeout_ms, kunw_sample_fn fn, void *ctx)
+{
+	k->fn = fn;
+	k->fn_ctx = ctx;
+	k->fn_ret = 0;
+	/* (the program wakes the reader only when the ring fills up: what a wait did not bring is
+	 * read without one) */
+	int n = ring_buffer__poll(k->rb, timeout_ms);
+	if (n == 0 && !k->fn_ret)
+		n = ring_buffer__consume(k->rb);
+	if (k->fn_ret)
+		return k->fn_ret;
+	return n == -EINTR ? 0 : n;
+}
+
+int kunw_counters(struct kunw *k, struct kunw_counters *out)
+{
+	struct kunw_counters *v = calloc((size_t)k->ncpus, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	uint32_t zero = 0;
+	int e = bpf_map_lookup_elem(bpf_map__fd(k->skel->maps.kunw_stats), &zero, v) ? -errno : 0;
+	memset(out, 0, sizeof(*out));
+	for (int c = 0; !e && c < k->ncpus; c++) {
+		const uint64_t *src = (const uint64_t *)&v[c];
+		uint64_t *dst = (uint64_t *)out;
+		for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+			dst[i] += src[i];
+	}
+	free(v);
+	return e;
+}
+
+int kunw_prog_info(struct kunw *k, struct kunw_prog_info *out)
+{
+	struct bpf_prog_info info;
+	uint32_t len = sizeof(info);
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(k->skel->progs.kunw_sample), &info, &len))
+		return -errno;
+	*out = (struct kunw_prog_info){ info.run_cnt, info.run_time_ns, info.verified_insns, info.xlated_prog_len,
+		                        info.jited_prog_len };
+	return 0;
+}

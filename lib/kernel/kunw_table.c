@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A module's rows in the kernel program's layout (kunw_abi.h). The program must take, at every
+ * pc, the step lib/unwind takes there, so the table is built from the same tables unw_run
+ * searches, merged in its order: the CFI row where CFI covers the pc, else the SFrame row, else
+ * the PLT rule inside a PLT section, else nothing (frame pointers). Rules are deduplicated per
+ * module (libc: 28,490 rows, 379 distinct rules), so a row is 8 bytes: its pc's offset and its
+ * rule's index.
+ *
+ * What converts: every compact rule (CFA from rsp or rbp plus an offset, return address, rbp
+ * and rbx/r12-r15 saved at CFA offsets, or undefined), the outermost-frame rule, the PLT stub
+ * rule; of the rules lib/cfi marks COMPLEX (re-interpreted from the FDE), two shapes every
+ * x86_64 program has are recognised and converted: the toolchains' PLT expression and the
+ * kernel's signal frame as glibc's __restore_rt describes it. Any other COMPLEX rule (a DWARF
+ * expression, a CFA from another register) and SFrame's flexible and unsupported rows become
+ * KUNW_K_FALLBACK: the program hands the walk to user space there.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "cfi/sframe.h"
+#include "kernel/kunw.h"
+
+/* the program's methods are the public ones */
+_Static_assert(KUNW_M_REGS == UW_METHOD_REGS && KUNW_M_CFI == UW_METHOD_CFI && KUNW_M_FP == UW_METHOD_FP &&
+               KUNW_M_PLT == UW_METHOD_PLT && KUNW_M_SIGNAL == UW_METHOD_SIGNAL && KUNW_M_SFRAME == UW_METHOD_SFRAME,
+               "kernel methods number as enum uw_frame_method");
+_Static_assert(sizeof(struct kunw_rule) == 16, "a rule is two words");
+_Static_assert(sizeof(struct kunw_map) == 24 && sizeof(struct kunw_rec) % 8 == 0, "shared layouts");
+_Static_assert(KUNW_NSAVED == CFI_NSAVED, "the callee-saved registers of cfi_arch");
+
+/* ---------------------------------------------------------------- whole tables from ELF */
+
+static void add_plt(struct kunw_code *c, struct elfv *elf, const char *name)
+{
+	struct elfv_sec sec;
+	if (c->code.nplt < UW_ARRAY_SIZE(c->code.plt) && elfv_section(elf, name, &sec) == 0 && sec.size) {
+		c->code.plt[c->code.nplt].lo = sec.addr;
+		c->code.plt[c->code.nplt].hi = sec.addr + sec.size;
+		c->code.nplt++;
+	}
+}
+
+int kunw_code_build(struct kunw_code *c, struct elfv *elf, struct elfv *dbg)
+{
+	memset(c, 0, sizeof(*c));
+	struct elfv_sec eh, df;
+	struct cfi_section ehs = { 0 }, dfs = { 0 };
+	if (elfv_section(elf, ".eh_frame", &eh) == 0 && eh.data)
+		ehs = (struct cfi_section){ eh.data, eh.size, eh.addr, true };
+	if ((dbg && elfv_section(dbg, ".debug_frame", &df) == 0 && df.data) ||
+	    (elfv_section(elf, ".debug_frame", &df) == 0 && df.data))
+		dfs = (struct cfi_section){ df.data, df.size, df.addr, false };
+	int err = cfi_table_build(&c->cfi, &cfi_arch_x86_64, &ehs, &dfs);
+	if (err)
+		return err;
+	c->code.cfi = c->cfi.n ? &c->cfi : NULL;
+	const uint8_t *data;
+	uint64_t size, addr;
+	struct sframe_sec sf;
+	/* (a malformed SFrame section is not used, as lib/process does) */
+	if (elfv_sframe(elf, &data, &size, &addr) && sframe_open(&sf, data, (size_t)size, addr) == 0) {
+		err = cfi_table_build_sframe(&c->sframe, &cfi_arch_x86_64, &sf);
+		if (err == -ENOMEM) {
+			kunw_code_free(c);
+			return err;
+		}
+		c->code.sframe = !err && c->sframe.n ? &c->sframe : NULL;
+	}
+	add_plt(c, elf, ".plt");
+	add_plt(c, elf, ".plt.sec");
+	add_plt(c, elf, ".plt.got");
+	return 0;
+}
+
+void kunw_code_free(struct kunw_code *c)
+{
+	cfi_table_free(&c->cfi);
+	cfi_table_free(&c->sframe);
+	memset(c, 0, sizeof(*c));
+}
+
+/* ---------------------------------------------------------------- COMPLEX rules */
+
+/* DWARF 5 §7.7.1 opcodes */
+enum {
+	OP_deref = 0x06, OP_and = 0x1a, OP_plus = 0x22, OP_shl = 0x24, OP_ge = 0x2a, OP_lit0 = 0x30,
+	OP_breg0 = 0x70,
+};
+
+/* An expression that is exactly DW_OP_breg<reg> <off>, optionally followed by DW_OP_deref. */
+static bool breg_expr(const uint8_t *e, uint32_t len, unsigned reg, int64_t *off, bool *deref)
+{
+	if (!e || len < 2 || e[0] != OP_breg0 + reg)
+		return false;
+	struct base_cursor c = base_cursor(e + 1, len - 1);
+	*off = base_cur_sleb(&c);
+	if (c.bad)
+		return false;
+	*deref = false;
+	if (base_cur_left(&c) == 1 && *c.p == OP_deref) {
+		*deref = true;
+		return true;
+	}
+	return base_cur_left(&c) == 0;
+}
+
+/* The PLT expression binutils and lld write for .plt (System V x86_64 psABI §4.4.3's lazy
+ * stubs): CFA = rsp + 8 + ((rip & 15) >= K) << 3, the return address at CFA - 8, nothing else
+ * saved. @return K, or -1. */
+static int plt_expr(const struct cfi_arch *a, const struct cfi_state *st)
+{
+	static const uint8_t head[] = { OP_breg0 + 7, 8, 0x80, 0, OP_lit0 + 15, OP_and };
+	static const uint8_t tail[] = { OP_ge, OP_lit0 + 3, OP_shl, OP_plus };
+	const uint8_t *e = st->cfa_expr;
+	if (!st->cfa_is_expr || st->cfa_expr_len != sizeof(head) + 1 + sizeof(tail) || memcmp(e, head, sizeof(head)) ||
+	    memcmp(e + sizeof(head) + 1, tail, sizeof(tail)))
+		return -1;
+	uint8_t k = e[sizeof(head)];
+	if (k < OP_lit0 || k > OP_lit0 + 15)
+		return -1;
+	for (unsigned i = 0; i < a->nregs; i++) {
+		const struct cfi_reg_rule *r = &st->regs[i];
+		if (i == a->ra ? r->kind != CFI_R_OFFSET || r->off != -8 : r->kind != CFI_R_SAME)
+			return -1;
+	}
+	return k - OP_lit0;
+}
+
+/* The kernel's x86_64 rt_sigframe (arch/x86/include/uapi/asm/sigcontext.h): once the handler
+ * returned into the restorer, rsp points at the ucontext, whose mcontext starts 40 bytes in
+ * with r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip. True when every register's rule
+ * and the CFA's say exactly that (glibc's __restore_rt), which the program then reads itself. */
+static bool sigframe(const struct cfi_state *st)
+{
+	/* mcontext slot of each DWARF register 0..16 */
+	static const uint8_t slot[KUNW_NREGS] = { 13, 12, 14, 11, 9, 8, 10, 15, 0, 1, 2, 3, 4, 5, 6, 7, 16 };
+	int64_t off;
+	bool deref;
+	if (!st->signal || !st->cfa_is_expr || !breg_expr(st->cfa_expr, st->cfa_expr_len, 7, &off, &deref) || !deref ||
+	    off != 40 + 8 * 15)
+		return false;
+	for (unsigned i = 0; i < KUNW_NREGS; i++) {
+		const struct cfi_reg_rule *r = &st->regs[i];
+		if (r->kind != CFI_R_EXPR || !breg_expr(r->expr, r->expr_len, 7, &off, &deref) || deref ||
+		    off != 40 + 8 * slot[i])
+			return false;
+	}
+	return true;
+}
+
+/* ---------------------------------------------------------------- conversion */
+
+static struct kunw_rule convert(const struct cfi_table *t, const struct cfi_rule *r, bool sframe, uint64_t pc)
+{
+	const struct cfi_arch *a = t->arch;
+	struct kunw_rule k = { 0 };
+	if (r->flags & CFI_F_SIGNAL)
+		k.flags |= KUNW_RF_SIGNAL;
+	if (sframe)
+		k.flags |= KUNW_RF_SFRAME;
+	if (r->flags & CFI_F_END) {
+		k.kind = KUNW_K_END;
+		return k;
+	}
+	if ((r->flags & CFI_F_UNSUPP) || (sframe && (r->flags & CFI_F_FLEX))) {
+		k.kind = KUNW_K_FALLBACK;
+		return k;
+	}
+	if (r->flags & CFI_F_COMPLEX) {
+		struct cfi_state st;
+		int thr;
+		k.kind = KUNW_K_FALLBACK;
+		if (cfi_state_at(t, r->cfa_reg, (uint32_t)r->cfa_off, pc, &st) != 0)
+			return k;
+		if ((thr = plt_expr(a, &st)) >= 0) {
+			k.kind = KUNW_K_PLT_EXPR;
+			k.cfa_off = thr;
+		} else if (sigframe(&st)) {
+			k.kind = KUNW_K_SIGNAL;
+		}
+		return k;
+	}
+	if (r->cfa_reg == a->sp)
+		k.kind = KUNW_K_CFA_SP;
+	else if (r->cfa_reg == a->fp)
+		k.kind = KUNW_K_CFA_FP;
+	else {
+		k.kind = KUNW_K_FALLBACK;
+		return k;
+	}
+	k.cfa_off = r->cfa_off;
+	k.ra_off = r->ra_off;
+	if (r->flags & CFI_F_BP_SAVED) {
+		k.flags |= KUNW_RF_BP_SAVED;
+		k.bp_off = r->bp_off;
+	} else if (r->flags & CFI_F_BP_UNDEF) {
+		k.flags |= KUNW_RF_BP_UNDEF;
+	}
+	memcpy(k.saved, r->saved, sizeof(k.saved));
+	/* which slots the step reads, and whether one read of the bytes below the CFA has them */
+	int64_t offs[2 + KUNW_NSAVED] = { k.ra_off, k.bp_off };
+	k.slots = 1 | ((k.flags & KUNW_RF_BP_SAVED) ? 2 : 0);
+	for (unsigned i = 0; i < KUNW_NSAVED; i++) {
+		offs[2 + i] = 8 * (int64_t)k.saved[i];
+		if (k.saved[i])
+			k.slots |= (uint8_t)(4u << i);
+	}
+	bool window = true;
+	for (unsigned i = 0; i < 2 + KUNW_NSAVED; i++)
+		if ((k.slots & (1u << i)) && (offs[i] < -KUNW_WINDOW || offs[i] > -8 || (offs[i] & 7)))
+			window = false;
+	if (window)
+		k.flags |= KUNW_RF_WINDOW;
+	return k;
+}
+
+static bool in_plt(const struct unw_code *code, uint64_t pc)
+{
+	for (unsigned i = 0; i < code->nplt; i++)
+		if (pc >= code->plt[i].lo && pc < code->plt[i].hi)
+			return true;
+	return false;
+}
+
+/* The rule unw_run takes at pc (lib/unwind/unwind.c: CFI, SFrame, PLT, frame pointer). */
+static struct kunw_rule rule_at(const struct unw_code *code, uint64_t pc)
+{
+	const struct cfi_rule *r;
+	if (code->cfi && cfi_table_search(code->cfi, pc, &r))
+		return convert(code->cfi, r, false, pc);
+	if (code->sframe && cfi_table_search(code->sframe, pc, &r))
+		return convert(code->sframe, r, true, pc);
+	struct kunw_rule k = { 0 };
+	if (in_plt(code, pc))
+		k.kind = KUNW_K_PLT;
+	return k;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* Every pc where the rule may change: the rows of both tables, their ends, the PLT bounds. */
+static int boundaries(const struct unw_code *code, struct base_vec *out)
+{
+	const struct cfi_table *tabs[2] = { code->cfi, code->sframe };
+	for (unsigned k = 0; k < 2; k++) {
+		const struct cfi_table *t = tabs[k];
+		if (!t)
+			continue;
+		if (t->lazy)
+			return -EINVAL;
+		if (base_vec_reserve(out, out->len + t->n + 1))
+			return -ENOMEM;
+		for (uint32_t i = 0; i < t->n; i++)
+			*(uint64_t *)base_vec_push(out) = t->base + t->pcs[i];
+		*(uint64_t *)base_vec_push(out) = t->end;
+	}
+	for (unsigned i = 0; i < code->nplt; i++) {
+		uint64_t *lo = base_vec_push(out), *hi = base_vec_push(out);
+		if (!lo || !hi)
+			return -ENOMEM;
+		*lo = code->plt[i].lo;
+		*hi = code->plt[i].hi;
+	}
+	qsort(out->data, out->len, sizeof(uint64_t), cmp_u64);
+	return 0;
+}
+
+struct rules {
+	struct base_vec v;     /* struct kunw_rule */
+	struct base_map index; /* hash of a rule -> index + 1 */
+};
+
+/* The index of rule r in the module's distinct rules, added when new. @return -1 without memory. */
+static int64_t rule_index(struct rules *rs, const struct kunw_rule *r)
+{
+	uint64_t h = base_hash_bytes(r, sizeof(*r));
+	uintptr_t got = (uintptr_t)base_map_get(&rs->index, h);
+	if (got && memcmp(base_vec_at(&rs->v, got - 1), r, sizeof(*r)) == 0)
+		return (int64_t)got - 1;
+	if (got) {
+		/* two rules with one hash: look through all */
+		for (size_t i = 0; i < rs->v.len; i++)
+			if (memcmp(base_vec_at(&rs->v, i), r, sizeof(*r)) == 0)
+				return (int64_t)i;
+	}
+	struct kunw_rule *slot = base_vec_push(&rs->v);
+	if (!slot)
+		return -1;
+	*slot = *r;
+	if (!got && base_map_put(&rs->index, h, (void *)(uintptr_t)rs->v.len))
+		return -1;
+	return (int64_t)rs->v.len - 1;
+}
+
+struct row {
+	uint64_t pc;
+	uint32_t rule;
+};
+
+/* Lays out the table's words (kunw_abi.h) from its rows and rules. */
+static int lay_out(struct kunw_table *t, const struct row *rows, size_t n, const struct rules *rs)
+{
+	uint64_t base = n ? rows[0].pc : 0, span = n ? rows[n - 1].pc - base + 1 : 0;
+	if (base + span > UINT32_MAX || n > INT32_MAX)
+		return -UW_ELIMIT;
+	uint64_t nblocks = span ? ((span - 1) >> KUNW_BLOCK_SHIFT) + 1 : 0;
+	uint64_t blocks_words = (nblocks + 2) / 2, rules_at = 2 + blocks_words, rows_at = rules_at + 2 * rs->v.len;
+	uint64_t nwords = rows_at + n;
+	if (nwords > INT32_MAX)
+		return -UW_ELIMIT;
+	uint64_t *w = calloc(nwords, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w[0] = span << 32 | base;
+	w[1] = rows_at << 32 | rules_at;
+	/* block[b]: the first row at or after base + (b << shift), for b in 0..nblocks */
+	size_t row = 0;
+	for (uint64_t b = 0; b <= nblocks; b++) {
+		uint64_t start = base + (b << KUNW_BLOCK_SHIFT);
+		while (row < n && rows[row].pc < start)
+			row++;
+		w[2 + b / 2] |= (uint64_t)row << (32 * (b & 1));
+	}
+	memcpy(&w[rules_at], rs->v.data, rs->v.len * sizeof(struct kunw_rule));
+	for (size_t i = 0; i < n; i++)
+		w[rows_at + i] = (uint64_t)rows[i].rule << 32 | (rows[i].pc - base);
+	t->words = w;
+	t->nwords = (uint32_t)nwords;
+	t->nrows = (uint32_t)n;
+	t->nrules = (uint32_t)rs->v.len;
+	t->nblocks = (uint32_t)nblocks;
+	return 0;
+}
+
+int kunw_table_build(struct kunw_table *t, const struct unw_code *code)
+{
+	memset(t, 0, sizeof(*t));
+	struct base_vec pcs = BASE_VEC_INIT(uint64_t), rows = BASE_VEC_INIT(struct row);
+	struct rules rs = { BASE_VEC_INIT(struct kunw_rule), { 0 } };
+	base_map_init(&rs.index);
+	int err = boundaries(code, &pcs);
+	if (err)
+		goto out;
+	const uint64_t *p = pcs.data;
+	struct kunw_rule last = { 0 }; /* KUNW_K_NONE: leading pcs without a rule say nothing */
+	for (size_t i = 0; i < pcs.len; i++) {
+		if (i && p[i] == p[i - 1])
+			continue;
+		struct kunw_rule k = rule_at(code, p[i]);
+		if (memcmp(&k, &last, sizeof(k)) == 0)
+			continue;
+		last = k;
+		int64_t idx = rule_index(&rs, &k);
+		struct row *r = base_vec_push(&rows);
+		if (idx < 0 || !r) {
+			err = -ENOMEM;
+			goto out;
+		}
+		*r = (struct row){ p[i], (uint32_t)idx };
+		switch (k.kind) {
+		case KUNW_K_FALLBACK: t->nfallback++; break;
+		case KUNW_K_PLT:
+		case KUNW_K_PLT_EXPR: t->nplt++; break;
+		case KUNW_K_SIGNAL: t->nsignal++; break;
+		default: break;
+		}
+		if (k.flags & KUNW_RF_SFRAME)
+			t->nsframe++;
+	}
+	struct kunw_table counts = *t;
+	err = lay_out(t, rows.data, rows.len, &rs);
+	if (!err) {
+		t->nfallback = counts.nfallback;
+		t->nplt = counts.nplt;
+		t->nsignal = counts.nsignal;
+		t->nsframe = counts.nsframe;
+	}
+out:
+	base_vec_free(&pcs);
+	base_vec_free(&rows);
+	base_vec_free(&rs.v);
+	base_map_free(&rs.index);
+	if (err)
+		memset(t, 0, sizeof(*t));
+	return err;
+}
+
+void kunw_table_free(struct kunw_table *t)
+{
+	free(t->words);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---------------------------------------------------------------- the program's search */
+
+static bool word(const struct kunw_table *t, uint64_t i, uint64_t *v)
+{
+	if (i >= t->nwords)
+		return false;
+	*v = t->words[i];
+	return true;
+}
+
+static bool block_at(const struct kunw_table *t, uint32_t b, uint32_t *v)
+{
+	uint64_t x;
+	if (!word(t, 2 + (b >> 1), &x))
+		return false;
+	*v = (b & 1) ? (uint32_t)(x >> 32) : (uint32_t)x;
+	return true;
+}
+
+/* kunw.bpf.c's kunw_search_rule, step for step (the same bounds) */
+bool kunw_table_find(const struct kunw_table *t, uint64_t rel, struct kunw_rule *out)
+{
+	uint64_t h0, h1, row, r[2];
+	memset(out, 0, sizeof(*out));
+	if (!word(t, 0, &h0) || !word(t, 1, &h1))
+		return false;
+	uint32_t base = (uint32_t)h0, span = (uint32_t)(h0 >> 32);
+	uint32_t rules_at = (uint32_t)h1, rows_at = (uint32_t)(h1 >> 32);
+	if (rel >> 32 || rel < base || rel - base >= span)
+		return true;
+	uint32_t off = (uint32_t)(rel - base), b = off >> KUNW_BLOCK_SHIFT, lo, hi;
+	if (!block_at(t, b, &lo) || !block_at(t, b + 1, &hi))
+		return false;
+	lo = lo ? lo - 1 : 0;
+	if (hi <= lo)
+		hi = lo + 1;
+	for (int i = 0; i < KUNW_SEARCH_STEPS && hi - lo > 1; i++) {
+		uint32_t mid = lo + ((hi - lo) >> 1);
+		if (!word(t, (uint64_t)rows_at + mid, &row))
+			return false;
+		if ((uint32_t)row <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (hi - lo > 1 || !word(t, (uint64_t)rows_at + lo, &row))
+		return false;
+	if ((uint32_t)row > off)
+		return true;
+	uint64_t ri = row >> 32;
+	if (!word(t, rules_at + 2 * ri, &r[0]) || !word(t, rules_at + 2 * ri + 1, &r[1]))
+		return false;
+	memcpy(out, r, sizeof(*out));
+	return true;
+}

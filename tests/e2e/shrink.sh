@@ -1,0 +1,86 @@
+#!/bin/sh
+# Files that shrink while they are read: a binary rebuilt or copied over in place during a
+# report (or a recording). A mapped file that shrinks kills its reader with SIGBUS at the first
+# page past its new end (77 of 100 reports were killed): files are read, never mapped, and a
+# short read is an error about that file.
+#   report  100 reports of a recording of a program of a few MB (tests/programs/bigc.py) while
+#           a loop cuts the program to 64 KiB and writes it back, in place: no run is killed;
+#           each exits 0 (read before or after a cut: a whole file, or one too short to use) or
+#           3 with a message naming the file that shrank
+#   record  `record -p` of a process running in a library of its own that the loop cuts and
+#           writes back meanwhile (the process itself may die of it): the recorder exits 0 or 3
+set -eu
+case=$1
+B=${UW_BUILD:?}
+S=${UW_SRC:?}
+W=$B/tests/work/shrink-$case
+rm -rf "$W"; mkdir -p "$W/home"
+cd "$W"
+U=$B/unwound
+fail() { echo "FAIL: $*"; exit 1; }
+loop=
+trap '[ -z "$loop" ] || kill $loop 2>/dev/null || true' EXIT
+rewrite() { # file: cut to 64 KiB and written back, in place, until killed
+    cp "$1" "$1.orig"
+    ( while :; do truncate -s 65536 "$1"; cat "$1.orig" >"$1"; done ) &
+    loop=$!
+}
+
+case $case in
+report)
+    python3 "$S/tests/programs/bigc.py" 2000 >big.c
+    gcc -O2 -g -o big big.c
+    HOME=$W/home perf record -q --no-buildid-cache -e cpu-clock -F 999 --call-graph dwarf -o perf.data -- ./big 0.5 >/dev/null 2>perf.err
+    run() { HOME=$W/home "$U" report -i perf.data --no-kernel --offline --no-dwarf-cache --script --srcline "$@"; }
+    run -o ref.txt
+    grep -q "big.c:[0-9]* (inlined)" ref.txt || fail "no inline frames in the reference"
+    rewrite big
+    n0=0 n3=0 i=1
+    while [ $i -le 100 ]; do
+        rc=0; run -o out-$i.txt 2>err-$i.txt || rc=$?
+        case $rc in
+        0) ;;
+        3) grep -q "unwound: error: $W/big: the file shrank while it was read ([0-9]* bytes when opened, [0-9]* now" err-$i.txt &&
+               grep -q "the output is incomplete: 1 files shrank while they were read (exit status 3)" err-$i.txt ||
+               { cat err-$i.txt; fail "run $i: exit 3 without naming the file that shrank"; } ;;
+        *) cat err-$i.txt; fail "run $i: exit status $rc$( [ $rc -gt 128 ] && echo " (signal $((rc - 128)))")" ;;
+        esac
+        eval "n$rc=\$((n$rc + 1))"
+        i=$((i + 1))
+    done
+    kill $loop; wait $loop 2>/dev/null || true; loop=
+    echo "100 reports while the program was cut and written back: $n0 exit 0, $n3 exit 3 (the file shrank, said), none killed"
+    ;;
+record)
+    python3 "$S/tests/programs/bigc.py" 6000 lib >libbig.c
+    gcc -O2 -g -shared -fPIC -o libbig.so libbig.c
+    printf 'void big_run(double);\n#include <stdlib.h>\nint main(int c, char **v) { big_run(atof(v[1])); return 0; }\n' >main.c
+    gcc -O2 -g -o prog main.c -L. -lbig -Wl,-rpath,"$W"
+    n0=0 n3=0 r=1
+    while [ $r -le 10 ]; do
+        ./prog 4 2>/dev/null &
+        pid=$!
+        sleep 0.2
+        timeout -s KILL 60 "$U" record -q -p $pid --duration 2 -o rec-$r.data 2>rec-$r.err &
+        rec=$!
+        sleep 0.5
+        rewrite libbig.so
+        rc=0; wait $rec || rc=$?
+        kill $loop; wait $loop 2>/dev/null || true; loop=
+        cp libbig.so.orig libbig.so
+        kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
+        case $rc in
+        0) ;;
+        3) grep -q "the file shrank while it was read" rec-$r.err || { cat rec-$r.err; fail "round $r: exit 3 not said"; } ;;
+        *) cat rec-$r.err; fail "round $r: record exit status $rc$( [ $rc -gt 128 ] && echo " (signal $((rc - 128)))")" ;;
+        esac
+        eval "n$rc=\$((n$rc + 1))"
+        r=$((r + 1))
+    done
+    echo "10 recordings of a process whose library was cut and written back: $n0 exit 0, $n3 exit 3, none killed"
+    ;;
+*)
+    fail "unknown case $case"
+    ;;
+esac
+echo "shrink $case ok"

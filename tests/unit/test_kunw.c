@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/kernel without the kernel: the tables the BPF program searches, checked pc by pc against
+ * the rows lib/unwind takes (libc, ld.so, the deep-recursion test program, the CFI test cases),
+ * and records decoded and finished in user space. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernel/kunw.h"
+
+struct kinds {
+	unsigned n[16];
+	unsigned plt_thresh11;
+};
+
+/* The rule lib/unwind takes at pc, as the program's table must say it. */
+static void expect_rule(const struct unw_code *code, uint64_t pc, const struct kunw_rule *k, struct kinds *kinds)
+{
+	const struct cfi_rule *r;
+	kinds->n[k->kind]++;
+	if (code->cfi && cfi_table_search(code->cfi, pc, &r)) {
+		assert_int_equal(!!(k->flags & KUNW_RF_SIGNAL), !!(r->flags & CFI_F_SIGNAL));
+		assert_false(k->flags & KUNW_RF_SFRAME);
+		if (r->flags & CFI_F_END) {
+			assert_int_equal(k->kind, KUNW_K_END);
+		} else if (r->flags & CFI_F_COMPLEX) {
+			assert_true(k->kind == KUNW_K_PLT_EXPR || k->kind == KUNW_K_SIGNAL || k->kind == KUNW_K_FALLBACK);
+			if (k->kind == KUNW_K_PLT_EXPR && k->cfa_off == 11)
+				kinds->plt_thresh11++;
+		} else {
+			assert_int_equal(k->kind, r->cfa_reg == 7 ? KUNW_K_CFA_SP : KUNW_K_CFA_FP);
+			assert_int_equal(k->cfa_off, r->cfa_off);
+			assert_int_equal(k->ra_off, r->ra_off);
+			assert_int_equal(!!(k->flags & KUNW_RF_BP_SAVED), !!(r->flags & CFI_F_BP_SAVED));
+			assert_int_equal(!!(k->flags & KUNW_RF_BP_UNDEF), !!(r->flags & CFI_F_BP_UNDEF));
+			if (r->flags & CFI_F_BP_SAVED)
+				assert_int_equal(k->bp_off, r->bp_off);
+			assert_memory_equal(k->saved, r->saved, sizeof(k->saved));
+		}
+		return;
+	}
+	if (code->sframe && cfi_table_search(code->sframe, pc, &r)) {
+		assert_true(k->flags & KUNW_RF_SFRAME);
+		return;
+	}
+	bool plt = false;
+	for (unsigned i = 0; i < code->nplt; i++)
+		plt |= pc >= code->plt[i].lo && pc < code->plt[i].hi;
+	assert_int_equal(k->kind, plt ? KUNW_K_PLT : KUNW_K_NONE);
+}
+
+/* Every pc of the file's code and 4 KiB around it. */
+static void check_file(const char *path, struct kinds *kinds)
+{
+	struct elfv *v;
+	int e = elfv_open(path, 0, &v);
+	if (e) {
+		fprintf(stderr, "%s: %s\n", path, uw_strerror(e));
+		fail();
+	}
+	struct kunw_code c;
+	struct kunw_table t;
+	assert_int_equal(kunw_code_build(&c, v, NULL), 0);
+	assert_int_equal(kunw_table_build(&t, &c.code), 0);
+	memset(kinds, 0, sizeof(*kinds));
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < v->nloads; i++)
+		if (v->loads[i].flags & 1 /* PF_X */) {
+			lo = UW_MIN(lo, v->loads[i].vaddr);
+			hi = UW_MAX(hi, v->loads[i].vaddr + v->loads[i].memsz);
+		}
+	assert_true(lo < hi);
+	lo = lo > 4096 ? lo - 4096 : 0;
+	for (uint64_t pc = lo; pc < hi + 4096; pc++) {
+		struct kunw_rule k;
+		assert_true(kunw_table_find(&t, pc, &k));
+		expect_rule(&c.code, pc, &k, kinds);
+	}
+	/* 8 bytes a row, the rules deduplicated */
+	assert_true(t.nrules < t.nrows || t.nrows < 4);
+	assert_true(kunw_table_bytes(&t) < (uint64_t)t.nrows * 8 + (uint64_t)t.nrules * 16 + t.nblocks * 4 + 64);
+	kunw_table_free(&t);
+	kunw_code_free(&c);
+	elfv_close(v);
+}
+
+static void test_libc(void **state)
+{
+	(void)state;
+	struct kinds k;
+	check_file("/lib/x86_64-linux-gnu/libc.so.6", &k);
+	/* __restore_rt's row is the kernel's signal frame; the rest is plain rows */
+	assert_true(k.n[KUNW_K_SIGNAL] > 0);
+	assert_true(k.n[KUNW_K_CFA_SP] > 100000);
+}
+
+static void test_ld_so(void **state)
+{
+	(void)state;
+	struct kinds k;
+	check_file("/lib64/ld-linux-x86-64.so.2", &k);
+	assert_true(k.n[KUNW_K_CFA_SP] > 10000);
+}
+
+static void test_program(void **state)
+{
+	(void)state;
+	struct kinds k;
+	check_file(DEEPREC_PATH, &k);
+	/* its .plt: the toolchains' expression, 11 bytes into each 16-byte stub */
+	assert_true(k.plt_thresh11 > 0);
+	assert_int_equal(k.n[KUNW_K_FALLBACK], 0);
+}
+
+static void test_cfi_cases(void **state)
+{
+	(void)state;
+	struct kinds k;
+	check_file(CFI_CASES_PATH, &k);
+	/* expressions the program does not follow are handed over */
+	assert_true(k.n[KUNW_K_FALLBACK] > 0);
+}
+
+/* ---- records */
+
+static uint64_t REC[512];
+
+static bool find_fp(void *ctx, uint64_t pc, struct unw_pc_info *out)
+{
+	(void)ctx;
+	if (pc < 0x1000 || pc >= 0x2000)
+		return false;
+	out->module = REC;
+	out->map_addr = pc;
+	out->bias = 0;
+	out->code = NULL; /* frame pointers only */
+	return true;
+}
+
+static void test_decode(void **state)
+{
+	(void)state;
+	struct kunw_sample s;
+	struct kunw_rec *r = (struct kunw_rec *)REC;
+	memset(REC, 0, sizeof(REC));
+	r->nkernel = 2;
+	r->nuser = 3;
+	r->copy_len = 16;
+	r->size = sizeof(*r) + 5 * 8 + 16;
+	assert_int_equal(kunw_sample_decode(REC, r->size, &s), 0);
+	assert_ptr_equal(s.kernel, (uint64_t *)(r + 1));
+	assert_ptr_equal(s.user, s.kernel + 2);
+	assert_ptr_equal(s.stack, (uint8_t *)(s.user + 3));
+	assert_int_equal(kunw_sample_decode(REC, r->size - 1, &s), -UW_EFORMAT);
+	r->copy_len = 24;
+	assert_int_equal(kunw_sample_decode(REC, sizeof(REC), &s), -UW_EFORMAT);
+	r->copy_len = 16;
+	r->nuser = KUNW_MAX_FRAMES + 1;
+	assert_int_equal(kunw_sample_decode(REC, sizeof(REC), &s), -UW_EFORMAT);
+}
+
+/* A walk handed over at its third frame: the registers there and the stack from its sp; user
+ * space goes on by the frame-pointer rule to the root. */
+static void test_finish(void **state)
+{
+	(void)state;
+	struct kunw_rec *r = (struct kunw_rec *)REC;
+	memset(REC, 0, sizeof(REC));
+	const uint64_t sp = 0x7000;
+	r->nkernel = 1;
+	r->nuser = 2;
+	r->stop = KUNW_STOP_FALLBACK;
+	r->fb_reason = KUNW_FB_NO_TABLE;
+	r->flags = KUNW_F_REGS | KUNW_F_IS_CALL;
+	r->method = KUNW_M_CFI;
+	r->regs[KUNW_R_RIP] = 0x1020;
+	r->regs[KUNW_R_RSP] = sp;
+	r->regs[KUNW_R_RBP] = sp + 16;
+	r->valid = (1u << KUNW_NREGS) - 1;
+	uint64_t *p = (uint64_t *)(r + 1);
+	p[0] = 0xffffffff81000000ull;                        /* kernel */
+	p[1] = 0x1000;                                       /* frame 0 */
+	p[2] = 0x1010 | (uint64_t)KUNW_M_CFI << KUNW_METHOD_SHIFT;
+	uint64_t stack[4] = { 0, 0, 0 /* caller's rbp: the root */, 0x1030 };
+	memcpy(p + 3, stack, sizeof(stack));
+	r->copy_len = sizeof(stack);
+	r->size = sizeof(*r) + 3 * 8 + sizeof(stack);
+	struct kunw_sample s;
+	assert_int_equal(kunw_sample_decode(REC, r->size, &s), 0);
+	struct uw_frame f[8];
+	struct kunw_result res;
+	struct unw_opts o = { .max_frames = 8, .arch = &cfi_arch_x86_64 };
+	kunw_finish(&s, &o, find_fp, NULL, f, 8, &res);
+	assert_int_equal(res.nkernel, 2);
+	assert_true(res.finished);
+	assert_int_equal(res.n, 4);
+	assert_int_equal(res.stop, UW_STOP_END_OF_STACK);
+	const uint64_t pcs[4] = { 0x1000, 0x1010, 0x1020, 0x1030 };
+	const uint8_t methods[4] = { UW_METHOD_REGS, UW_METHOD_CFI, UW_METHOD_CFI, UW_METHOD_FP };
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(f[i].pc, pcs[i]);
+		assert_int_equal(f[i].method, methods[i]);
+		assert_int_equal(f[i].is_call, i > 0);
+	}
+	/* capped: the program's frames only, said so */
+	kunw_finish(&s, &o, find_fp, NULL, f, 2, &res);
+	assert_int_equal(res.n, 2);
+	assert_int_equal(res.stop, UW_STOP_MAX_FRAMES);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_libc),
+		cmocka_unit_test(test_ld_so),
+		cmocka_unit_test(test_program),
+		cmocka_unit_test(test_cfi_cases),
+		cmocka_unit_test(test_decode),
+		cmocka_unit_test(test_finish),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

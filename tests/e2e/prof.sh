@@ -108,6 +108,10 @@ preload)
         { head "$W/calltree.folded"; fail "folded: no main;tree_a;tree_a2;spin stack"; }
     bad=$(grep -Ev "^e2e_$v;_start;__libc_start_main[^;]*;__libc_start_call_main;main(;tree_a(;tree_a2(;spin)?)?|;tree_b(;spin)?|;running;.*|;thread_cpu;.*)? [0-9]+$" "$W/calltree.folded" || true)
     ! strict || [ -z "$bad" ] || { echo "$bad"; fail "folded: unexpected stacks"; }
+    # wall-clock time (UNWOUND_PROF_CLOCK=wall): the main thread waiting in pthread_join is sampled
+    UNWOUND_PROF="$W/wall.pb.gz" UNWOUND_PROF_CLOCK=wall LD_PRELOAD="$PRE" "$E" threads 0.5 >/dev/null
+    $CHECK "$W/wall.pb.gz" --type wall --root-share 100 --expect "$MAIN;*pthread*join*;*" \
+        --expect 'clone3;start_thread;thread_main;thread_work;spin'
     ;;
 exec)
     # a child exec'd with the environment profiles itself into FILE with its pid (the parent:

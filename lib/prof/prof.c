@@ -5,6 +5,9 @@
  *
  * Fork: POSIX timers are not inherited, nor the collector thread. The child stops: the
  * registry's lock is held across fork (pthread_atfork) so that the child's copy is consistent,
+ * and so is the collector's (a fork waits for the end of its pass: the collector never holds an
+ * allocator's lock at the fork, which the child would wait for forever where the allocator does
+ * not take its locks across fork, as GCC 12's AddressSanitizer does not),
  * and the child marks everything inert (no thread registers, dlclose waits for nobody, the
  * handler finds no live slot). Its copy of the parent's profiler is left as it is (uw_prof_stop
  * and uw_prof_free do nothing there: the collector's locks may have been held at the fork). A
@@ -33,12 +36,14 @@ uint64_t iprof_now_ns(clockid_t clk)
 
 static void fork_prepare(void)
 {
+	pthread_mutex_lock(&iprof_g.work_lock);
 	pthread_mutex_lock(&iprof_g.lock);
 }
 
 static void fork_parent(void)
 {
 	pthread_mutex_unlock(&iprof_g.lock);
+	pthread_mutex_unlock(&iprof_g.work_lock);
 }
 
 static void fork_child(void)
@@ -48,6 +53,7 @@ static void fork_child(void)
 	if (fd >= 0)
 		close(fd);
 	pthread_mutex_unlock(&iprof_g.lock);
+	pthread_mutex_unlock(&iprof_g.work_lock);
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;

@@ -118,6 +118,9 @@ struct iprof_global {
 	_Atomic int pid;
 	int signo;
 	pthread_mutex_t lock;          /* the registry: slots' states, the running profiler */
+	pthread_mutex_t work_lock;     /* held by the collector through a pass, and across fork (taken
+	                                * before lock): a child is never forked while the collector
+	                                * allocates or holds a lock of its own or of the library's */
 	/* dlclose's wait for a collector's pass (iprof_collect.c) */
 	pthread_mutex_t sync_lock;
 	pthread_cond_t sync_cond;

@@ -202,6 +202,8 @@ static void *collector_main(void *arg)
 				}
 			}
 		}
+		/* (no fork in the middle of a pass: prof.c) */
+		pthread_mutex_lock(&iprof_g.work_lock);
 		pthread_mutex_lock(&iprof_g.sync_lock);
 		uint64_t req = iprof_g.sync_req;
 		pthread_mutex_unlock(&iprof_g.sync_lock);
@@ -219,6 +221,7 @@ static void *collector_main(void *arg)
 		drain_all(p, now);
 		sync_answer(req);
 		atomic_store(&p->collector_cpu_ns, iprof_now_ns(CLOCK_THREAD_CPUTIME_ID));
+		pthread_mutex_unlock(&iprof_g.work_lock);
 		if (stopping)
 			break;
 	}

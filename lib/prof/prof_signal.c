@@ -2,7 +2,7 @@
 /*
  * The signal handler and the per-thread rings: the only code of the library that runs in
  * signal context. Everything the handler calls is async-signal-safe (POSIX.1-2008 §2.4.3:
- * clock_gettime, write, pthread_sigmask; and process_vm_readv and prctl, plain system calls);
+ * clock_gettime, pthread_sigmask; and write, process_vm_readv and prctl, plain system calls);
  * it allocates nothing,
  * takes no lock, and reads memory only within a stack it knows to be mapped:
  *  - the thread's own stack, [lo, hi) from pthread_getattr_np when the thread registered
@@ -47,6 +47,7 @@
 struct iprof_global iprof_g = {
 	.wake_fd = -1,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.work_lock = PTHREAD_MUTEX_INITIALIZER,
 	.sync_lock = PTHREAD_MUTEX_INITIALIZER,
 	.sync_cond = PTHREAD_COND_INITIALIZER,
 };
@@ -255,9 +256,12 @@ IPROF_NO_TSAN static void take_sample(struct iprof_slot *sl, const siginfo_t *si
 	atomic_store_explicit(&r->head, h, memory_order_release);
 	/* half full: wake the collector (once until it drains) */
 	if ((h - t) * 2 > r->size && !atomic_exchange_explicit(&r->wake, 1, memory_order_relaxed)) {
-		int fd = atomic_load_explicit(&iprof_g.wake_fd, memory_order_relaxed);
+		int fd = atomic_load_explicit(&iprof_g.wake_fd, memory_order_acquire);
 		uint64_t one = 1;
-		if (fd >= 0 && write(fd, &one, sizeof(one)) < 0) {
+		/* (the system call itself, as for process_vm_readv: a sanitizer's interceptor of write
+		 * would see the eventfd's creation on another thread, and not the atomics ordering it,
+		 * this function being outside ThreadSanitizer) */
+		if (fd >= 0 && syscall(SYS_write, fd, &one, sizeof(one)) < 0) {
 			/* (the collector wakes on its own within its period) */
 		}
 	}

@@ -9,6 +9,7 @@
  *   UNWOUND_PROF_CLOCK=cpu|wall
  *   UNWOUND_PROF_SIGNAL=NAME   PROF (default), USR1, USR2, VTALRM, RTMIN+N, or a number
  *   UNWOUND_PROF_STACK=BYTES   stack copied per sample (default 16384)
+ *   UNWOUND_PROF_RING=BYTES    each thread's ring (default 4 samples of the stack copy)
  *   UNWOUND_PROF_FORMAT=pprof|folded (default: by the name)
  *   UNWOUND_PROF_BY_THREAD=1   labels pid and tid
  *   UNWOUND_PROF_STATS=FILE    the counts at exit ("-": standard error)
@@ -107,7 +108,8 @@ __attribute__((constructor)) static void iprof_env_start(void)
 	if (!env_out)
 		return;
 	UW_OPTS(uw_prof_opts, o, .output = env_out);
-	bool ok = env_uint("UNWOUND_PROF_HZ", &o.hz) && env_uint("UNWOUND_PROF_STACK", &o.stack_bytes);
+	bool ok = env_uint("UNWOUND_PROF_HZ", &o.hz) && env_uint("UNWOUND_PROF_STACK", &o.stack_bytes) &&
+	          env_uint("UNWOUND_PROF_RING", &o.ring_bytes);
 	const char *v = getenv("UNWOUND_PROF_CLOCK");
 	if (v && *v) {
 		if (!strcmp(v, "wall"))

@@ -49,6 +49,7 @@
 #include <unwound/unwound.h>
 
 #define NOINLINE __attribute__((noipa))
+#define RING_BYTES (8u << 20)
 
 /* (one per thread: the workers do not share it) */
 static _Thread_local volatile unsigned long sink;
@@ -81,9 +82,12 @@ static uint64_t samples(void)
 
 static void start(unsigned hz)
 {
-	/* PROFWORK_STACK: the stack copy's size */
+	/* PROFWORK_STACK: the stack copy's size. The rings hold 512 samples of 16 KiB (half a
+	 * second at 999 Hz): no sample is lost where the collector gets no CPU for a while on a
+	 * busy machine (the tests expect none lost) */
 	const char *sb = getenv("PROFWORK_STACK");
-	UW_OPTS(uw_prof_opts, o, .output = out, .hz = hz, .stack_bytes = sb ? (unsigned)atoi(sb) : 0);
+	UW_OPTS(uw_prof_opts, o, .output = out, .hz = hz, .stack_bytes = sb ? (unsigned)atoi(sb) : 0,
+	        .ring_bytes = RING_BYTES);
 	prof = uw_prof_start(&o);
 	if (!prof)
 		die("uw_prof_start");
@@ -251,7 +255,7 @@ NOINLINE void run_fork(void)
 				/* a profiler of its own, to OUT.child */
 				char path[4096];
 				snprintf(path, sizeof(path), "%s.child", out);
-				UW_OPTS(uw_prof_opts, o, .output = path, .hz = 999);
+				UW_OPTS(uw_prof_opts, o, .output = path, .hz = 999, .ring_bytes = RING_BYTES);
 				struct uw_prof *c = uw_prof_start(&o);
 				if (!c)
 					_exit(5);
@@ -705,7 +709,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(mode, "wall")) {
-		UW_OPTS(uw_prof_opts, o, .output = out, .hz = 199, .clock = UW_PROF_WALL);
+		UW_OPTS(uw_prof_opts, o, .output = out, .hz = 199, .clock = UW_PROF_WALL, .ring_bytes = RING_BYTES);
 		prof = uw_prof_start(&o);
 		if (!prof)
 			die("uw_prof_start");

@@ -49,7 +49,7 @@ abi-update: all
 check-tsan:
 	./scripts/install-deps check
 	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUW_WERROR=ON -DUW_TESTS=ON -DUW_TSAN=ON $(CMAKE_FLAGS)
-	cmake --build $(BUILD)-tsan -j$(JOBS) --target threads hammer unwound_cli e2e_nofp tw_nofp e2e_fp tw_fp \
+	cmake --build $(BUILD)-tsan -j$(JOBS) --target threads hammer sharedtracker unwound_cli e2e_nofp tw_nofp e2e_fp tw_fp \
 		unwound_prof profwork_nofp profwork_fp profhot_a profhot_b
 	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L threads
 

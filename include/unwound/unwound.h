@@ -916,6 +916,11 @@ struct uw_record_status {
 	                            * (samples_root counts among the others, as report's summary) */
 	uint64_t stitched;         /* (opts.stitch) stacks cut short by their copy, completed */
 	uint64_t stitch_failed;    /* ... not completed */
+	/* (opts.off_cpu; the final status only) */
+	uint64_t offcpu_switches;  /* switch-out samples of the threads followed */
+	uint64_t offcpu_samples;   /* offcpu-time samples written */
+	uint64_t offcpu_ns;        /* off-CPU time in all, ns */
+	uint64_t offcpu_open_at_end; /* threads still off the CPU when the recording ended */
 };
 
 struct uw_record_opts {
@@ -948,8 +953,22 @@ struct uw_record_opts {
 	const int *cpus;           /* -C: only these CPUs (NULL: all) */
 	size_t ncpus;
 	int stitch;                /* as uw_reader_opts */
-	uint32_t reserved;       /* zero (where the next field goes: a library that does not know
-	                          * it refuses it, -E2BIG) */
+	/* 1: off-CPU time too. Every switch-out of a followed thread is sampled with its stack
+	 * (the context-switches event; taken as the CPU samples' are) and, when the thread runs
+	 * again, written as one sample of the event "offcpu-time" (PERF_TYPE_SOFTWARE,
+	 * PERF_COUNT_SW_BPF_OUTPUT, as perf record --off-cpu) whose period is the time off the CPU
+	 * in ns; threads of -p/-t blocked when the recording starts are counted from its start
+	 * (their stack read at the sp of /proc/TID/syscall), threads off the CPU at its end up to
+	 * it. Needs the kernel sampled (perf_event_paranoid 1 or less). */
+	int off_cpu;
+	unsigned off_cpu_every;    /* the stack taken at one switch-out in N (0: every one); every
+	                            * wait is still timed (switch records), one without a stack of
+	                            * its own given its thread's last; written as the offcpu-time
+	                            * event's sample_period */
+	uint32_t reserved;         /* zero (no padding inside the struct) */
+	uint64_t off_cpu_min_ns;   /* waits shorter are added up per thread and stack and written
+	                            * when their total reaches it, or at the end (0: 500 us;
+	                            * UINT64_MAX: every wait aggregated, written at the end) */
 };
 #define UW_CALL_GRAPH_DWARF 0
 #define UW_CALL_GRAPH_FP 1
@@ -1053,12 +1072,13 @@ struct uw_pprof_opts {
 	uint64_t duration_nanos; /* how long it covers; 0: unknown */
 };
 /* Writes the profile as pprof's gzipped profile.proto (go tool pprof, Pyroscope, Parca, ...):
- * sample types samples/count and the period (cpu/nanoseconds for cpu-clock and task-clock,
- * wall/nanoseconds for wall-clock (libunwound-prof), else the event/count), labels pid and
- * tid (with opts.by_thread) and thread (comm), locations with their inline chains as several
- * lines (innermost first), functions with their shown and system
- * names and source files, mappings with path and build-id. Events are not told apart: give a
- * profile of one event. opts may be NULL. @return 0 or -errno. */
+ * sample types samples/count, then a period column per event of the profile (cpu/nanoseconds
+ * for cpu-clock and task-clock, off-cpu/nanoseconds for offcpu-time, wall/nanoseconds for an
+ * event named "wall" or wall-clock (libunwound-prof), else the event/count; a stack's value
+ * is 0 in the other events' columns: pprof's -sample_index chooses), labels pid and tid (with opts.by_thread) and thread (comm),
+ * locations with their inline chains as several lines (innermost first), functions with their
+ * shown and system names and source files, mappings with path and build-id. The period type is
+ * the first event's. opts may be NULL. @return 0 or -errno. */
 UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct uw_pprof_opts *opts);
 
 struct uw_speedscope_opts {

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "perf/reader.h"
+#include "perf/read/reader.h"
 
 #define MAXF 16
 

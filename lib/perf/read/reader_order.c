@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "perf/reader.h"
+#include "perf/read/reader.h"
 
 static int cmp_qent(const void *x, const void *y)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "perf/reader.h"
+#include "perf/read/reader.h"
 
 int reader_fill(struct uw_reader *r, size_t need)
 {

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "perf/reader.h"
+#include "perf/read/reader.h"
 
 void perf_reader_set_record_fn(struct uw_reader *r, perf_record_fn fn, void *ctx)
 {

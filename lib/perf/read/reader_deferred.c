@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf/reader.h"
+#include "perf/read/reader.h"
 
 #define PC_USER_DEFERRED ((uint64_t)-640)
 #define DEFERRED_MAX_HELD 65536u  /* samples waiting at once: past it, the oldest go without */

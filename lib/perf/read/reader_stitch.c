@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf/reader.h"
+#include "perf/read/reader.h"
 
 #define NREF 16                        /* complete stacks kept per thread (the earlier side) */
 #define WINDOW 64u                     /* later samples of the thread a held one waits for */

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "perf/reader.h"
+#include "perf/read/reader.h"
 
 /* ---- attributes */
 

@@ -9,7 +9,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
-#include <sys/mman.h>
+#include <sys/mman.h> /* (PROT_* of MMAP records) */
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -107,27 +107,25 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		}
 		r->close_fd = true;
 	}
+	/* A regular file is read with pread, never mapped: a recording cut short while it is read
+	 * (its writer restarted, a disk full, a user's truncate) ends in a clear error where a
+	 * mapping would take SIGBUS on the pages past the new end. */
 	struct stat st;
-	int map_err = 0;
 	bool regular = fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode);
 	if (regular && st.st_size > 0) {
-		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, r->fd, 0);
-		if (m != MAP_FAILED) {
-			r->map = m;
-			r->map_size = (size_t)st.st_size;
-			madvise(m, r->map_size, MADV_WILLNEED);
-		} else {
-			map_err = errno;
-		}
+		r->seekable = true;
+		r->file_size = (uint64_t)st.st_size;
 	}
 	uint64_t magic = 0, hsize = 0;
-	if (r->map) {
-		if (r->map_size < 16) {
-			err = reader_err(r, -UW_ETRUNC, 0, "file too short for a perf.data header");
+	if (r->seekable) {
+		uint8_t h[16];
+		err = reader_pread(r, h, 16, 0);
+		if (err) {
+			err = err == -UW_ETRUNC ? reader_err(r, err, 0, "file too short for a perf.data header") : err;
 			goto fail;
 		}
-		memcpy(&magic, r->map, 8);
-		memcpy(&hsize, r->map + 8, 8);
+		memcpy(&magic, h, 8);
+		memcpy(&hsize, h + 8, 8);
 	} else {
 		err = reader_fill(r, 16);
 		if (err) {
@@ -145,22 +143,18 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		err = reader_err(r, -UW_EMAGIC, 0, "not a perf.data file (magic PERFILE2 or PERFFILE expected)");
 		goto fail;
 	}
-	r->st.bytes = r->map ? r->map_size : 0;
+	r->st.bytes = r->file_size;
 	if (hsize == 16) { /* pipe mode */
-		if (r->map) {
+		if (r->seekable) {
 			r->pos = 16;
-			r->end = r->map_size;
+			r->end = r->file_size;
 		} else {
 			r->bufpos = 16;
 			r->stream_off = 16;
 		}
 	} else {
-		if (!r->map) {
-			/* the real reason: a file the system would not map, or a stream */
-			if (map_err)
-				err = base_err(&s->log, -map_err, "%s: the file cannot be mapped: %s", r->path, strerror(map_err));
-			else
-				err = reader_err(r, -UW_EUNSUPP, 0, "file-mode perf.data needs a seekable file, not a pipe");
+		if (!r->seekable) {
+			err = reader_err(r, -UW_EUNSUPP, 0, "file-mode perf.data needs a seekable file, not a pipe");
 			goto fail;
 		}
 		r->file_mode = true;
@@ -168,8 +162,11 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		if (err)
 			goto fail;
 	}
-	if (r->map && !r->o.full_stacks) {
+	if (r->seekable) {
+		/* records read in windows with pread; a sample's stack cut to a prefix unless
+		 * full_stacks */
 		r->sparse = true;
+		r->cut_stacks = !r->o.full_stacks;
 		pthread_mutex_init(&r->psteps_mu, NULL);
 		atomic_init(&r->done_off, 0);
 		r->cbuf = malloc(1u << 16);
@@ -197,8 +194,6 @@ UW_API void uw_reader_free(struct uw_reader *r)
 			free((void *)r->q[i].rec);
 	reader_ra_free(r);
 	free(r->q);
-	if (r->map)
-		munmap((void *)r->map, r->map_size);
 	if (r->close_fd)
 		close(r->fd);
 	base_map_free(&r->ids);
@@ -398,7 +393,7 @@ static void progress(struct uw_reader *r, uint64_t off)
 {
 	if (r->o.on_progress && off - r->last_progress >= (1u << 20)) {
 		r->last_progress = off;
-		r->o.on_progress(r->o.ctx, off, r->map ? r->end : 0);
+		r->o.on_progress(r->o.ctx, off, r->seekable ? r->end : 0);
 	}
 }
 
@@ -714,7 +709,7 @@ UW_API int uw_reader_run(struct uw_reader *r)
 	int ferr = (err == -UW_ECANCELED || err == -ENOMEM) ? 0 : reader_flush(r, 0, true, 0);
 	if (!err)
 		err = ferr;
-	if (r->o.on_progress && r->map)
+	if (r->o.on_progress && r->seekable)
 		r->o.on_progress(r->o.ctx, r->end, r->end);
 	r->fatal = err ? err : 0;
 	return err;

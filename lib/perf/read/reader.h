@@ -62,11 +62,12 @@ struct uw_reader {
 	int fd;
 	bool close_fd;
 	bool file_mode;          /* PERFILE2 header with sections */
-	const uint8_t *map;      /* whole input when it could be mapped */
-	size_t map_size;
-	uint64_t pos, end;       /* mapped: record cursor */
-	/* Sparse reading of a mapped file's records (see next_record_sparse) */
+	bool seekable;           /* a regular file: read with pread (never mapped) */
+	uint64_t file_size;      /* when opened */
+	uint64_t pos, end;       /* seekable: record cursor */
+	/* Reading a seekable file's records in windows (see next_record_sparse) */
 	bool sparse;
+	bool cut_stacks;         /* samples' stacks cut to a prefix (not full_stacks) */
 	uint8_t *win;            /* file bytes [win_off, win_off + win_len) */
 	size_t wincap, win_len;
 	uint64_t win_off;
@@ -159,6 +160,8 @@ struct uw_reader {
 int reader_err(struct uw_reader *r, int err, uint64_t off, const char *what);
 
 /* ---- input (reader_input.c) */
+/* n bytes at off of a seekable input into buf (-UW_ETRUNC when the file ends before). */
+int reader_pread(struct uw_reader *r, void *buf, size_t n, uint64_t off);
 /* Stream input: at least need bytes buffered from bufpos (-UW_ETRUNC at the end). */
 int reader_fill(struct uw_reader *r, size_t need);
 /* Next record: *rec points to header + body (valid until the next call). @return 1, 0 at end. */
@@ -198,6 +201,7 @@ const struct perf_attr *reader_attr_of(const struct uw_reader *r, const uint8_t 
 void reader_build_ids(struct uw_reader *r, const uint8_t *p, uint64_t size);
 /* The stop reason the file states for the sample of ordinal ord; -1 when it states none. */
 int reader_stated_stop(const struct uw_reader *r, uint64_t ord);
+/* A feature section kept for perf_reader_feature: copied (copy), else taken (owned, malloc'd). */
 void reader_keep_feature(struct uw_reader *r, unsigned bit, const uint8_t *p, size_t n, bool copy);
 void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64_t size);
 int reader_file_header(struct uw_reader *r);

@@ -225,7 +225,7 @@ void reader_keep_feature(struct uw_reader *r, unsigned bit, const uint8_t *p, si
 		memcpy(c, p, n);
 		p = c;
 	}
-	*f = (struct feat_sec){ p, n, copy };
+	*f = (struct feat_sec){ p, n, true };
 }
 
 void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64_t size)
@@ -300,9 +300,28 @@ UW_API const char *uw_reader_info(const struct uw_reader *r, enum uw_info key)
 	return (unsigned)key < UW_INFO__COUNT ? r->info[key] : NULL;
 }
 
+/* A section of the file read whole into a new buffer (bounded by the file's size). */
+static int read_section(struct uw_reader *r, uint64_t off, uint64_t size, uint8_t **out)
+{
+	*out = malloc(size ? (size_t)size : 1);
+	if (!*out)
+		return -ENOMEM;
+	int err = reader_pread(r, *out, (size_t)size, off);
+	if (err) {
+		free(*out);
+		*out = NULL;
+	}
+	return err;
+}
+
 int reader_file_header(struct uw_reader *r)
 {
-	struct base_cursor c = base_cursor(r->map, r->map_size);
+	uint64_t fsize = r->file_size;
+	uint8_t hdr[104] = { 0 };
+	int err = reader_pread(r, hdr, (size_t)UW_MIN(fsize, (uint64_t)sizeof(hdr)), 0);
+	if (err)
+		return err == -UW_ETRUNC ? reader_err(r, err, 0, "the file ends in its header") : err;
+	struct base_cursor c = base_cursor(hdr, (size_t)UW_MIN(fsize, (uint64_t)sizeof(hdr)));
 	base_cur_u64(&c); /* magic */
 	uint64_t hsize = base_cur_u64(&c), attr_size = base_cur_u64(&c);
 	uint64_t attrs_off = base_cur_u64(&c), attrs_size = base_cur_u64(&c);
@@ -312,46 +331,59 @@ int reader_file_header(struct uw_reader *r)
 	uint64_t feat[4];
 	for (int i = 0; i < 4; i++)
 		feat[i] = base_cur_u64(&c);
-	if (c.bad)
-		return reader_err(r, -UW_ETRUNC, 0, "file header truncated (104 bytes expected)");
 	/* the first format ended the header before the feature bitmap (72 bytes) */
-	if (hsize == 72)
+	if (hsize == 72 && fsize >= 72)
 		memset(feat, 0, sizeof(feat));
-	else if (hsize < 104 || hsize > r->map_size)
+	else if (c.bad)
+		return reader_err(r, -UW_ETRUNC, 0, "file header truncated (104 bytes expected)");
+	else if (hsize < 104 || hsize > fsize)
 		return reader_err(r, -UW_EFORMAT, 8, "bad header size");
 	if (attr_size < PERF_ATTR_SIZE_VER0 + 16 || attr_size > 4096)
 		return reader_err(r, -UW_EFORMAT, 16, "bad attribute entry size");
-	if (attrs_off > r->map_size || attrs_size > r->map_size - attrs_off)
+	if (attrs_off > fsize || attrs_size > fsize - attrs_off)
 		return reader_err(r, -UW_ETRUNC, 24, "attribute section lies past the end of the file");
-	if (data_off > r->map_size)
+	if (data_off > fsize)
 		return reader_err(r, -UW_ETRUNC, 40, "data section lies past the end of the file");
 	uint64_t nattr = attrs_size / attr_size;
 	if (nattr == 0)
 		return reader_err(r, -UW_EFORMAT, 24, "no event attributes");
-	for (uint64_t i = 0; i < nattr; i++) {
-		const uint8_t *e = r->map + attrs_off + i * attr_size;
+	uint8_t *attrs;
+	if ((err = read_section(r, attrs_off, nattr * attr_size, &attrs)))
+		return err == -UW_ETRUNC ? reader_err(r, err, attrs_off, "the file ends in its attribute section") : err;
+	for (uint64_t i = 0; i < nattr && !err; i++) {
+		const uint8_t *e = attrs + i * attr_size;
 		uint64_t ids_off, ids_size;
 		memcpy(&ids_off, e + attr_size - 16, 8);
 		memcpy(&ids_size, e + attr_size - 8, 8);
-		if (ids_off > r->map_size || ids_size > r->map_size - ids_off)
-			return reader_err(r, -UW_ETRUNC, attrs_off + i * attr_size, "event id list lies past the end of the file");
-		int err = reader_add_attr(r, e, attr_size - 16, r->map + ids_off, ids_size / 8, attrs_off + i * attr_size);
-		if (err)
-			return err;
+		if (ids_off > fsize || ids_size > fsize - ids_off) {
+			err = reader_err(r, -UW_ETRUNC, attrs_off + i * attr_size, "event id list lies past the end of the file");
+			break;
+		}
+		uint8_t *ids;
+		if ((err = read_section(r, ids_off, ids_size / 8 * 8, &ids))) {
+			if (err == -UW_ETRUNC)
+				err = reader_err(r, err, ids_off, "the file ends in an event id list");
+			break;
+		}
+		err = reader_add_attr(r, e, attr_size - 16, ids, ids_size / 8, attrs_off + i * attr_size);
+		free(ids);
 	}
+	free(attrs);
+	if (err)
+		return err;
 	bool truncated = false;
 	/* Every finished file has features (perf writes its host at least); none, and the writer
 	 * stopped before its end: a perf killed before it wrote its header (data size 0), or an
 	 * unwound record killed between the data size it keeps up to date and its end. Everything
 	 * there is read, and a record cut short at the end ends the data. */
 	bool no_features = hsize >= 104 && !(feat[0] | feat[1] | feat[2] | feat[3]);
-	if (data_size == 0 || data_size > r->map_size - data_off || no_features) {
-		if (data_size > r->map_size - data_off)
+	if (data_size == 0 || data_size > fsize - data_off || no_features) {
+		if (data_size > fsize - data_off)
 			truncated = true; /* damaged, not unfinished: a record cut short is an error */
 		r->unfinished = no_features || data_size == 0;
 		r->st.unfinished = r->unfinished;
 		uint64_t counted = data_size;
-		data_size = r->map_size - data_off;
+		data_size = fsize - data_off;
 		base_log(&r->s->log, UW_LOG_WARN,
 			 "%s: the recording was not finished (%s): reading all %" PRIu64 " bytes of its data%s",
 			 r->path, truncated ? "its data section runs past the end of the file"
@@ -363,19 +395,35 @@ int reader_file_header(struct uw_reader *r)
 	r->end = data_off + data_size;
 	/* features follow the data section, one {offset, size} per set bit */
 	uint64_t fpos = data_off + data_size;
-	for (unsigned bit = 0; bit < FEAT_LAST && !truncated; bit++) {
-		if (!(feat[bit / 64] & (1ull << (bit % 64))))
-			continue;
-		if (fpos + 16 > r->map_size || fpos + 16 < fpos)
-			break;
-		uint64_t off, size;
-		memcpy(&off, r->map + fpos, 8);
-		memcpy(&size, r->map + fpos + 8, 8);
-		fpos += 16;
-		if (off > r->map_size || size > r->map_size - off)
-			continue;
-		reader_keep_feature(r, bit, r->map + off, (size_t)size, false);
-		reader_feature(r, bit, r->map + off, size);
+	unsigned nfeat = 0;
+	for (unsigned bit = 0; bit < FEAT_LAST; bit++)
+		nfeat += !!(feat[bit / 64] & (1ull << (bit % 64)));
+	uint8_t *table = NULL;
+	if (!truncated && nfeat && fpos <= fsize) {
+		uint64_t tsize = UW_MIN((uint64_t)nfeat * 16, fsize - fpos);
+		if ((err = read_section(r, fpos, tsize, &table)))
+			return err == -UW_ETRUNC ? reader_err(r, err, fpos, "the file ends in its feature table") : err;
+		unsigned k = 0;
+		for (unsigned bit = 0; bit < FEAT_LAST; bit++) {
+			if (!(feat[bit / 64] & (1ull << (bit % 64))))
+				continue;
+			if ((uint64_t)k * 16 + 16 > tsize)
+				break;
+			uint64_t off, size;
+			memcpy(&off, table + k * 16, 8);
+			memcpy(&size, table + k * 16 + 8, 8);
+			k++;
+			if (off > fsize || size > fsize - off)
+				continue;
+			uint8_t *sec;
+			if ((err = read_section(r, off, size, &sec))) {
+				free(table);
+				return err == -UW_ETRUNC ? reader_err(r, err, off, "the file ends in a feature section") : err;
+			}
+			reader_feature(r, bit, sec, size);
+			reader_keep_feature(r, bit, sec, (size_t)size, false);
+		}
+		free(table);
 	}
 	/* without clock data, wall-clock time from the file: perf writes it last, just after the
 	 * last sample (approximate: used only to tell files older than a process) */

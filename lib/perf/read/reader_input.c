@@ -10,6 +10,22 @@
 
 #include "perf/read/reader.h"
 
+int reader_pread(struct uw_reader *r, void *buf, size_t n, uint64_t off)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k = pread(r->fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			return -UW_ETRUNC;
+		got += (size_t)k;
+	}
+	return 0;
+}
+
 int reader_fill(struct uw_reader *r, size_t need)
 {
 	if (r->buflen - r->bufpos >= need)
@@ -165,13 +181,15 @@ void reader_prefix_free(struct uw_reader *r)
 /* Is the prefix of a record at pos decided (the records up to pos - PREFIX_LAG processed)? */
 static bool prefix_decided(struct uw_reader *r, uint64_t pos)
 {
-	return pos < PREFIX_LAG || atomic_load(&r->done_off) > pos - PREFIX_LAG;
+	return !r->cut_stacks || pos < PREFIX_LAG || atomic_load(&r->done_off) > pos - PREFIX_LAG;
 }
 
 /* The prefix of a record at pos, once decided: the last chosen when the records before an
  * offset up to pos - PREFIX_LAG had been processed. */
 static uint32_t prefix_at(struct uw_reader *r, uint64_t pos)
 {
+	if (!r->cut_stacks)
+		return 1u << 16; /* more than a record holds: nothing cut */
 	if (pos < PREFIX_LAG)
 		return PREFIX_START;
 	uint64_t t = pos - PREFIX_LAG;
@@ -187,6 +205,8 @@ static uint32_t prefix_at(struct uw_reader *r, uint64_t pos)
 	pthread_mutex_unlock(&r->psteps_mu);
 	return p;
 }
+
+#define SHORT_FILE "the file ends before its data section does (cut short while being read?)"
 
 /* The next record of the data section, its sample stack cut to the prefix. Logs nothing (it
  * also runs on the read-ahead thread). @return 1; 0 at the end; an error with *off and *what. */
@@ -205,7 +225,7 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 		return -UW_ETRUNC;
 	const uint8_t *h = win_get(r, pos, 8, &err);
 	if (!h)
-		return err;
+		goto short_read;
 	uint32_t type;
 	uint16_t size;
 	memcpy(&type, h, 4);
@@ -232,12 +252,12 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 			if (ssize <= size - data_off && size - data_off - ssize >= 8 && ssize > keep + 512u) {
 				size_t tail_off = data_off + (size_t)ssize, tail_len = size - tail_off;
 				if (!(h = win_get(r, pos, data_off + keep, &err)))
-					return err;
+					goto short_read;
 				memcpy(r->cbuf, h, data_off + keep);
 				/* the tail, and with it the records that follow */
 				const uint8_t *t = win_get(r, pos + tail_off, tail_len, &err);
 				if (!t)
-					return err;
+					goto short_read;
 				memcpy(r->cbuf + data_off + keep, t, tail_len);
 				uint16_t nsize = (uint16_t)(data_off + keep + tail_len);
 				uint64_t k64 = keep, dyn;
@@ -255,7 +275,7 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 		}
 	}
 	if (!(h = win_get(r, pos, size, &err)))
-		return err;
+		goto short_read;
 	/* payload bytes that follow the record */
 	uint64_t payload = 0;
 	if (type == PR_AUXTRACE && size >= 16)
@@ -273,6 +293,10 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 	}
 	*rec = h;
 	return 1;
+short_read:
+	if (err == -UW_ETRUNC)
+		*what = SHORT_FILE;
+	return err;
 }
 
 /*
@@ -571,27 +595,9 @@ static int next_record_sparse(struct uw_reader *r, const uint8_t **rec, uint32_t
 
 int reader_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
 {
-	uint8_t hdr[8];
 	uint16_t size;
 	if (r->sparse)
 		return next_record_sparse(r, rec, len, off);
-	if (r->map) {
-		if (r->pos >= r->end)
-			return 0;
-		*off = r->pos;
-		if (r->end - r->pos < 8)
-			return reader_err(r, -UW_ETRUNC, r->pos, "truncated record header (8 bytes expected)");
-		memcpy(hdr, r->map + r->pos, 8);
-		memcpy(&size, hdr + 6, 2);
-		if (size < 8)
-			return reader_err(r, -UW_EFORMAT, r->pos, "record size smaller than its header");
-		if (r->end - r->pos < size)
-			return reader_err(r, -UW_ETRUNC, r->pos, "record runs past the end of the data");
-		*rec = r->map + r->pos;
-		*len = size;
-		r->pos += size;
-		return 1;
-	}
 	*off = r->stream_off;
 	int e = reader_fill(r, 8);
 	if (e == -UW_ETRUNC && r->buflen == r->bufpos)
@@ -616,12 +622,6 @@ int reader_skip_payload(struct uw_reader *r, uint64_t n, uint64_t off)
 {
 	if (r->sparse)
 		return 0; /* sparse_read skipped it */
-	if (r->map) {
-		if (r->end - r->pos < n)
-			return reader_err(r, -UW_ETRUNC, off, "record payload runs past the end of the data");
-		r->pos += n;
-		return 0;
-	}
 	while (n) {
 		size_t chunk = (size_t)UW_MIN(n, (uint64_t)1 << 16);
 		int e = reader_fill(r, chunk);

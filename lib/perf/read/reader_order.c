@@ -72,8 +72,8 @@ int reader_enqueue(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 	e->len = len;
 	e->cut = r->inner ? (struct cut){ 0 } : r->cur_cut;
 	e->chunk = r->inner ? NULL : r->cur_chunk;
-	/* records from a compressed piece live in the decompressor's buffer: copied */
-	e->owned = !e->chunk && (!r->map || r->sparse || r->inner);
+	/* records not in a read-ahead chunk live in a buffer the next read reuses: copied */
+	e->owned = !e->chunk;
 	if (e->chunk)
 		reader_chunk_hold(e->chunk);
 	if (e->owned) {

@@ -94,7 +94,7 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 			r->st.stack_bytes_read += ws.stack_size;
 		}
 	}
-	if (r->sparse && ps->stack_size)
+	if (r->cut_stacks && ps->stack_size)
 		reader_note_reach(r, reach, cut && cut->cut ? cut->len : ps->stack_size);
 	smp->nr_user = res.nr_frames;
 	smp->stop_reason = (uint8_t)res.stop;

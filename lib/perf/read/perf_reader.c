@@ -298,56 +298,33 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		return reader_sample(r, rec, len, cut, ord);
 	case PR_MMAP:
 	case PR_MMAP2: {
-		int32_t pid = base_cur_s32(&c);
-		base_cur_u32(&c);
-		uint64_t addr = base_cur_u64(&c), mlen = base_cur_u64(&c), pgoff = base_cur_u64(&c);
-		uint32_t maj = 0, min = 0, prot = (misc & PM_MMAP_DATA) ? PROT_READ : PROT_READ | PROT_EXEC;
-		uint64_t ino = 0;
-		const uint8_t *bid = NULL;
-		size_t blen = 0;
-		if (type == PR_MMAP2) {
-			if (bid_flag) {
-				blen = base_cur_u8(&c);
-				base_cur_skip(&c, 3);
-				bid = c.p;
-				base_cur_skip(&c, 20);
-				if (blen > 20)
-					blen = 20;
-			} else {
-				maj = base_cur_u32(&c);
-				min = base_cur_u32(&c);
-				ino = base_cur_u64(&c);
-				base_cur_u64(&c);
-			}
-			prot = base_cur_u32(&c);
-			base_cur_u32(&c); /* flags */
-		}
-		if (c.bad) {
+		struct perf_sideband sb;
+		const char *what;
+		if (perf_sideband_decode(a, rec, len, bid_flag, &sb, &what)) {
 			r->t->st.malformed_mmap++;
 			return 0;
 		}
-		size_t fl = strnlen((const char *)c.p, base_cur_left(&c));
-		int e = tracker_map_event(r->t, pid, misc & PM_CPUMODE_MASK, addr, mlen, pgoff, prot, maj, min, ino, bid,
-					  blen, (const char *)c.p, fl);
+		int e = tracker_map_event(r->t, sb.pid, misc & PM_CPUMODE_MASK, sb.addr, sb.len, sb.pgoff, sb.prot, sb.maj,
+					  sb.min, sb.ino, sb.bid, sb.blen, sb.str, sb.str_len);
 		return e == -ENOMEM ? e : 0;
 	}
 	case PR_COMM: {
-		int32_t pid = base_cur_s32(&c), tid = base_cur_s32(&c);
-		if (c.bad) {
+		struct perf_sideband sb;
+		const char *what;
+		if (perf_sideband_decode(a, rec, len, false, &sb, &what)) {
 			r->t->st.malformed_comm++;
 			return 0;
 		}
-		size_t l = strnlen((const char *)c.p, base_cur_left(&c));
-		if (proc_comm(r->t, pid, tid, (const char *)c.p, l, (misc & PM_COMM_EXEC) != 0, time) == -ENOMEM)
+		if (proc_comm(r->t, sb.pid, sb.tid, sb.str, sb.str_len, sb.exec, time) == -ENOMEM)
 			return -ENOMEM;
 		/* (an exec: another program, whose stacks the earlier ones say nothing of) */
-		return (misc & PM_COMM_EXEC) ? reader_stitch_forget(r, (uint32_t)pid, (uint32_t)tid) : 0;
+		return sb.exec ? reader_stitch_forget(r, (uint32_t)sb.pid, (uint32_t)sb.tid) : 0;
 	}
 	case PR_FORK:
 	case PR_EXIT: {
-		int32_t pid = base_cur_s32(&c), ppid = base_cur_s32(&c), tid = base_cur_s32(&c), ptid = base_cur_s32(&c);
-		uint64_t t = base_cur_u64(&c);
-		if (c.bad) {
+		struct perf_sideband sb;
+		const char *what;
+		if (perf_sideband_decode(a, rec, len, false, &sb, &what)) {
 			if (type == PR_FORK)
 				r->t->st.malformed_fork++;
 			else
@@ -355,13 +332,13 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 			return 0;
 		}
 		if (type == PR_FORK) {
-			if (proc_fork(r->t, pid, ppid, tid, ptid, time ? time : t) == -ENOMEM)
+			if (proc_fork(r->t, sb.pid, sb.ppid, sb.tid, sb.ptid, time ? time : sb.time) == -ENOMEM)
 				return -ENOMEM;
 			/* (a thread number reused, its old thread's EXIT lost) */
-			return reader_stitch_forget(r, (uint32_t)pid, (uint32_t)tid);
+			return reader_stitch_forget(r, (uint32_t)sb.pid, (uint32_t)sb.tid);
 		}
-		proc_exit(r->t, pid, tid, time ? time : t);
-		return reader_stitch_forget(r, (uint32_t)pid, (uint32_t)tid);
+		proc_exit(r->t, sb.pid, sb.tid, time ? time : sb.time);
+		return reader_stitch_forget(r, (uint32_t)sb.pid, (uint32_t)sb.tid);
 	}
 	/* One loss is reported twice: the kernel writes LOST when a ring overflows, and perf
 	 * record (6.0+) writes LOST_SAMPLES at the end from each event's lost count (read with

@@ -57,6 +57,7 @@ static int reader_init(struct uw_reader *r, struct uw_session *s, const struct u
 		r->o.max_queue_bytes = QUEUE_BYTES_DEFAULT;
 	r->s = s;
 	r->fd = -1;
+	r->cur_aidx = -1;
 	r->path = strdup(path);
 	base_map_init(&r->ids);
 	r->st.sz = sizeof(r->st);
@@ -248,8 +249,8 @@ UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st
 	return 0;
 }
 
-int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time, const struct cut *cut,
-                   uint64_t ord)
+int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time,
+                   const struct cut *cut, uint64_t ord)
 {
 	uint32_t type;
 	uint16_t misc;
@@ -260,7 +261,7 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 	if (time > r->newest_delivered)
 		r->newest_delivered = time;
 	struct base_cursor c = base_cursor(b, n);
-	const struct perf_attr *a = r->nattrs ? reader_attr_of(r, rec, len, NULL) : NULL;
+	const struct perf_attr *a = &r->attrs[aidx];
 	size_t trailer = (a && type != PR_SAMPLE) ? a->id_trailer_size : 0;
 	if (trailer <= n)
 		c.end -= trailer;
@@ -295,7 +296,7 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 	case PR_SAMPLE:
 		r->cur_rec = rec;
 		r->cur_len = len;
-		return reader_sample(r, rec, len, cut, ord);
+		return reader_sample(r, aidx, rec, len, cut, ord);
 	case PR_MMAP:
 	case PR_MMAP2: {
 		struct perf_sideband sb;
@@ -360,7 +361,7 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		r->st.lost_events = r->lost_in_samples;
 		return 0;
 	case PR_CALLCHAIN_DEFERRED:
-		return reader_deferred_record(r, rec, len, time);
+		return reader_deferred_record(r, aidx, rec, len, time);
 	default:
 		return 0;
 	}
@@ -540,11 +541,17 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 			}
 			break;
 		}
+		/* its attribute, found once (by the input when it looked already) and carried */
+		unsigned aidx;
+		if (!r->inner && r->cur_aidx >= 0 && (size_t)r->cur_aidx < r->nattrs)
+			aidx = (unsigned)r->cur_aidx;
+		else
+			reader_attr_of(r, rec, len, &aidx);
 		bool has;
-		uint64_t t = reader_record_time(r, rec, len, &has);
+		uint64_t t = reader_record_time(&r->attrs[aidx], rec, len, &has);
 		if (!has)
 			t = r->max_time; /* no timestamp: keep it in file order */
-		err = reader_enqueue(r, rec, len, t);
+		err = reader_enqueue(r, aidx, rec, len, t);
 	}
 	return err;
 }

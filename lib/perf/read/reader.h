@@ -51,6 +51,7 @@ struct qent {
 	bool owned;              /* rec was malloc'd for the queue */
 	struct cut cut;
 	struct ra_chunk *chunk;  /* else rec lies in this read-ahead chunk, kept until delivered */
+	uint32_t aidx;           /* its attribute (found once, when it was read) */
 };
 
 struct uw_reader {
@@ -74,6 +75,7 @@ struct uw_reader {
 	uint8_t *cbuf;           /* the record being returned, cut or whole (64 KiB) */
 	uint8_t *fullbuf;        /* a cut sample read back whole (64 KiB) */
 	struct cut cur_cut;      /* of the record next_record returned last */
+	int32_t cur_aidx;        /* ... its attribute when the input found it (-1: not looked up) */
 	/* Bytes of user stack kept per sample (sparse reading): the prefix of a record at offset o
 	 * is the one chosen last before the records up to o - PREFIX_LAG were processed, so that
 	 * which record is cut how never depends on how far the read-ahead thread had got. */
@@ -209,13 +211,14 @@ int reader_file_header(struct uw_reader *r);
 /* ---- time order (reader_order.c) */
 /* Delivers queued records with time <= limit (all of them when all is set), oldest first. */
 int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least);
-int reader_enqueue(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time);
-uint64_t reader_record_time(struct uw_reader *r, const uint8_t *rec, uint32_t len, bool *has);
+int reader_enqueue(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time);
+uint64_t reader_record_time(const struct perf_attr *a, const uint8_t *rec, uint32_t len, bool *has);
 
-/* ---- dispatch (perf_reader.c) and samples (reader_sample.c) */
-int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time, const struct cut *cut,
-                   uint64_t ord);
-int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const struct cut *cut, uint64_t ord);
+/* ---- dispatch (perf_reader.c) and samples (reader_sample.c); aidx: the record's attribute */
+int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time,
+                   const struct cut *cut, uint64_t ord);
+int reader_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, const struct cut *cut,
+                  uint64_t ord);
 
 /* A sample to its consumer: counted, then given to opts.on_sample. */
 int reader_deliver_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp);
@@ -239,16 +242,16 @@ struct perf_sample;
  * the marker's index. */
 bool reader_deferred_cookie(const struct perf_sample *ps, uint64_t *cookie, uint64_t *at);
 /* A sample held until its thread's deferred callchain comes (copied). */
-int reader_deferred_hold(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint32_t tid, uint64_t time,
+int reader_deferred_hold(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint32_t tid, uint64_t time,
                          uint64_t cookie, uint64_t ord);
 /* A PERF_RECORD_CALLCHAIN_DEFERRED: the samples waiting for it delivered. */
-int reader_deferred_record(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time);
+int reader_deferred_record(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time);
 /* At the end: the samples still waiting delivered without their user part. */
 int reader_deferred_flush(struct uw_reader *r);
 /* The time of the oldest sample waiting; UINT64_MAX when none. */
 uint64_t reader_deferred_oldest(const struct uw_reader *r);
 void reader_deferred_free(struct uw_reader *r);
-int reader_sample_deferred(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t ord, const uint8_t *ips,
+int reader_sample_deferred(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t ord, const uint8_t *ips,
                            uint64_t nr);
 
 #endif

@@ -92,6 +92,7 @@ struct held {
 	uint64_t cookie, time, ord;
 	uint32_t tid, len;
 	uint8_t *rec;
+	unsigned aidx;
 };
 
 bool reader_deferred_cookie(const struct perf_sample *ps, uint64_t *cookie, uint64_t *at)
@@ -120,7 +121,7 @@ static int give_up_oldest(struct uw_reader *r)
 {
 	struct held *h = (struct held *)r->held.data + r->held_head;
 	r->st.deferred_missing++;
-	int err = reader_sample_deferred(r, h->rec, h->len, h->ord, NULL, 0);
+	int err = reader_sample_deferred(r, h->aidx, h->rec, h->len, h->ord, NULL, 0);
 	release(h);
 	if (++r->held_head == r->held.len) {
 		r->held_head = r->held.len = 0;
@@ -133,7 +134,7 @@ static int give_up_oldest(struct uw_reader *r)
 	return err;
 }
 
-int reader_deferred_hold(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint32_t tid, uint64_t time,
+int reader_deferred_hold(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint32_t tid, uint64_t time,
                          uint64_t cookie, uint64_t ord)
 {
 	r->st.deferred_samples++;
@@ -141,7 +142,7 @@ int reader_deferred_hold(struct uw_reader *r, const uint8_t *rec, uint32_t len, 
 	const struct last_chain *l = last_of(r, tid, cookie);
 	if (l) {
 		r->st.deferred_stitched++;
-		return reader_sample_deferred(r, rec, len, ord, (const uint8_t *)l->ips, l->nr);
+		return reader_sample_deferred(r, aidx, rec, len, ord, (const uint8_t *)l->ips, l->nr);
 	}
 	if (r->held.len - r->held_head >= DEFERRED_MAX_HELD) {
 		int err = give_up_oldest(r);
@@ -157,14 +158,14 @@ int reader_deferred_hold(struct uw_reader *r, const uint8_t *rec, uint32_t len, 
 		return -ENOMEM;
 	}
 	memcpy(copy, rec, len);
-	*h = (struct held){ cookie, time, ord, tid, len, copy };
+	*h = (struct held){ cookie, time, ord, tid, len, copy, aidx };
 	return 0;
 }
 
-int reader_deferred_record(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time)
+int reader_deferred_record(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time)
 {
 	r->st.deferred_records++;
-	const struct perf_attr *a = reader_attr_of(r, rec, len, NULL);
+	const struct perf_attr *a = &r->attrs[aidx];
 	size_t n = len - 8;
 	if (n < 16) {
 		r->st.deferred_malformed++;
@@ -212,7 +213,7 @@ int reader_deferred_record(struct uw_reader *r, const uint8_t *rec, uint32_t len
 			continue;
 		}
 		if (!err)
-			err = reader_sample_deferred(r, h[i].rec, h[i].len, h[i].ord, ips, nr);
+			err = reader_sample_deferred(r, h[i].aidx, h[i].rec, h[i].len, h[i].ord, ips, nr);
 		r->st.deferred_stitched++;
 		matched++;
 		release(&h[i]);
@@ -252,10 +253,10 @@ void reader_deferred_free(struct uw_reader *r)
 
 /* A held sample as the sample it stands for: the callchain's deferred marker and cookie
  * replaced by PERF_CONTEXT_USER and ips (none: the kernel part alone). */
-int reader_sample_deferred(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t ord, const uint8_t *ips,
-                           uint64_t nr)
+int reader_sample_deferred(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t ord,
+                           const uint8_t *ips, uint64_t nr)
 {
-	const struct perf_attr *a = reader_attr_of(r, rec, len, NULL);
+	const struct perf_attr *a = &r->attrs[aidx];
 	struct perf_sample ps;
 	uint64_t cookie, at;
 	if (!a || perf_sample_decode(a, rec + 8, len - 8, &ps) || !reader_deferred_cookie(&ps, &cookie, &at))
@@ -290,7 +291,7 @@ int reader_sample_deferred(struct uw_reader *r, const uint8_t *rec, uint32_t len
 	r->deferred_stitching = true;
 	r->cur_rec = out; /* (what writers see) */
 	r->cur_len = (uint32_t)new_len;
-	int err = reader_sample(r, out, (uint32_t)new_len, NULL, ord);
+	int err = reader_sample(r, aidx, out, (uint32_t)new_len, NULL, ord);
 	r->deferred_missing = r->deferred_stitching = false;
 	return err;
 }

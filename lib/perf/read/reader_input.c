@@ -211,11 +211,12 @@ static uint32_t prefix_at(struct uw_reader *r, uint64_t pos)
 /* The next record of the data section, its sample stack cut to the prefix. Logs nothing (it
  * also runs on the read-ahead thread). @return 1; 0 at the end; an error with *off and *what. */
 static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off, struct cut *cut,
-                       const char **what)
+                       int32_t *aidx, const char **what)
 {
 	int err = 0;
 	uint64_t pos = r->pos;
 	memset(cut, 0, sizeof(*cut));
+	*aidx = -1;
 	if (pos >= r->end)
 		return 0;
 	*off = pos;
@@ -243,7 +244,11 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 		size_t avail = r->win_len - (size_t)(pos - r->win_off);
 		if (avail > size)
 			avail = size;
-		const struct perf_attr *a = reader_attr_of(r, h, (uint32_t)avail, NULL);
+		unsigned ai;
+		const struct perf_attr *a = reader_attr_of(r, h, (uint32_t)avail, &ai);
+		/* (carried to the processing when the bytes seen reach the id: found once) */
+		if (avail == size || avail >= 8 + 48)
+			*aidx = (int32_t)ai;
 		size_t sf;
 		if (perf_sample_stack_field(a, h + 8, avail - 8, &sf) == 0) {
 			uint64_t ssize;
@@ -323,6 +328,7 @@ struct ra_ent {
 	struct cut cut;
 	uint64_t off, end;       /* the record's offset; where the next starts */
 	uint32_t len;
+	int32_t aidx;            /* its attribute, when the reading found it; -1 */
 };
 
 /* A chunk is produced, handed to the consumer (which reads its records and queues them in
@@ -440,7 +446,7 @@ static void *ra_main(void *arg)
 				if (!ra_wait_decided(r))
 					return NULL;
 			}
-			int got = sparse_read(r, &rec, &len, &e.off, &e.cut, &c->err_what);
+			int got = sparse_read(r, &rec, &len, &e.off, &e.cut, &e.aidx, &c->err_what);
 			if (got <= 0) {
 				c->err = got ? got : 1;
 				c->err_off = e.off;
@@ -491,6 +497,7 @@ static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint
 	if (ra->cur_end)
 		processed_to(r, ra->cur_end);
 	memset(&r->cur_cut, 0, sizeof(r->cur_cut));
+	r->cur_aidx = -1;
 	r->cur_chunk = NULL;
 	while (!c || c->pos == c->len) {
 		if (c) {
@@ -526,6 +533,7 @@ static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint
 	*len = e.len;
 	*off = e.off;
 	r->cur_cut = e.cut;
+	r->cur_aidx = e.aidx;
 	r->cur_chunk = c;
 	ra->cur_end = e.end;
 	c->pos += sizeof(e) + ((e.len + 7u) & ~7u);
@@ -587,7 +595,7 @@ static int next_record_sparse(struct uw_reader *r, const uint8_t **rec, uint32_t
 		return ra_next(r, rec, len, off);
 	processed_to(r, r->pos);
 	const char *what = NULL;
-	int got = sparse_read(r, rec, len, off, &r->cur_cut, &what);
+	int got = sparse_read(r, rec, len, off, &r->cur_cut, &r->cur_aidx, &what);
 	if (got < 0 && (got == -UW_ETRUNC || got == -UW_EFORMAT))
 		return reader_err(r, got, *off, what);
 	return got;
@@ -598,6 +606,7 @@ int reader_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_
 	uint16_t size;
 	if (r->sparse)
 		return next_record_sparse(r, rec, len, off);
+	r->cur_aidx = -1;
 	*off = r->stream_off;
 	int e = reader_fill(r, 8);
 	if (e == -UW_ETRUNC && r->buflen == r->bufpos)

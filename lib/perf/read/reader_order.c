@@ -31,7 +31,7 @@ int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least)
 		if (!all && e->time > limit && i >= at_least)
 			break;
 		if (!err)
-			err = reader_deliver(r, e->rec, e->len, e->time, &e->cut, e->ord);
+			err = reader_deliver(r, e->aidx, e->rec, e->len, e->time, &e->cut, e->ord);
 		r->last_flushed = e->time;
 		r->any_flushed = true;
 		r->qbytes -= e->len;
@@ -51,11 +51,11 @@ int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least)
 	return err;
 }
 
-int reader_enqueue(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time)
+int reader_enqueue(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time)
 {
 	if (r->any_flushed && time < r->last_flushed) {
 		r->st.late_records++;
-		return reader_deliver(r, rec, len, time, r->inner ? &(struct cut){ 0 } : &r->cur_cut, r->cur_ord);
+		return reader_deliver(r, aidx, rec, len, time, r->inner ? &(struct cut){ 0 } : &r->cur_cut, r->cur_ord);
 	}
 	if (r->qlen == r->qcap) {
 		size_t cap = r->qcap ? r->qcap * 2 : 4096;
@@ -69,6 +69,7 @@ int reader_enqueue(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 	e->time = time;
 	e->seq = r->seq++;
 	e->ord = r->cur_ord;
+	e->aidx = aidx;
 	e->len = len;
 	e->cut = r->inner ? (struct cut){ 0 } : r->cur_cut;
 	e->chunk = r->inner ? NULL : r->cur_chunk;
@@ -96,11 +97,10 @@ int reader_enqueue(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 	return 0;
 }
 
-uint64_t reader_record_time(struct uw_reader *r, const uint8_t *rec, uint32_t len, bool *has)
+uint64_t reader_record_time(const struct perf_attr *a, const uint8_t *rec, uint32_t len, bool *has)
 {
 	uint32_t type;
 	memcpy(&type, rec, 4);
-	const struct perf_attr *a = reader_attr_of(r, rec, len, NULL);
 	*has = false;
 	if (type == PR_SAMPLE) {
 		uint64_t st = a->sample_type;

@@ -100,10 +100,10 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 	smp->stop_reason = (uint8_t)res.stop;
 }
 
-int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const struct cut *cut, uint64_t ord)
+int reader_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, const struct cut *cut,
+                  uint64_t ord)
 {
-	unsigned aidx;
-	const struct perf_attr *a = reader_attr_of(r, rec, len, &aidx);
+	const struct perf_attr *a = &r->attrs[aidx];
 	struct uw_event_stats *es = &r->evst[aidx];
 	struct perf_sample ps;
 	uint16_t misc;
@@ -136,7 +136,7 @@ int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const s
 	uint64_t cookie, at;
 	if (!r->deferred_stitching && (a->sample_type & PS_CALLCHAIN) && !(ps.regs_abi && ps.stack_dyn) &&
 	    reader_deferred_cookie(&ps, &cookie, &at))
-		return reader_deferred_hold(r, rec, len, ps.tid, ps.time, cookie, ord);
+		return reader_deferred_hold(r, aidx, rec, len, ps.tid, ps.time, cookie, ord);
 	if (p && p->exited)
 		r->st.exit_before_sample++;
 

@@ -21,8 +21,8 @@ UW_API uint64_t uw_perf_regs_user_mask(void)
 /* perf_event.h: PERF_SAMPLE_REGS_ABI_64 */
 #define REGS_ABI_64 2u
 
-static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct uw_frame *frames, unsigned cap,
-                  struct uw_unwind_result *res)
+static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct unw_stack_more *more,
+                  struct uw_frame *frames, unsigned cap, struct uw_unwind_result *res)
 {
 	res->nr_frames = 0;
 	res->stack_used = 0;
@@ -47,7 +47,7 @@ static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct 
 	unsigned max = UW_MIN(cap, t->s->opts.max_frames);
 	struct unw_opts uo = { max, t->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64, in_syscall, t->cfi_cache };
 	uint64_t reach = 0;
-	struct unw_stack stk = { regs.r[UNW_X86_RSP], in->stack, in->stack ? in->stack_size : 0, &reach };
+	struct unw_stack stk = { regs.r[UNW_X86_RSP], in->stack, in->stack ? in->stack_size : 0, &reach, more };
 	struct proc_find_ctx fc = { t, tracker_sample_proc(t, (int32_t)in->pid, in->time), in->time };
 	struct unw_result r;
 	unw_run(&uo, &regs, &stk, proc_find_pc, &fc, frames, &r);
@@ -98,9 +98,9 @@ UW_API int uw_unwind_sample(struct uw_tracker *t, const struct uw_sample_regs *i
 	if (!t || (cap && !frames) || !x)
 		return -EINVAL;
 	if (res->sz == sizeof(*res))
-		return unwind(t, x, frames, cap, res);
+		return unwind(t, x, NULL, frames, cap, res);
 	struct uw_unwind_result r = { .sz = sizeof(r) };
-	int err = unwind(t, x, frames, cap, &r);
+	int err = unwind(t, x, NULL, frames, cap, &r);
 	give(res, &r);
 	return err;
 }
@@ -113,7 +113,7 @@ UW_API int uw_unwind_sample_each(struct uw_tracker *t, const struct uw_sample_re
 	if (!t || !fn || !x)
 		return -EINVAL;
 	struct uw_unwind_result r = { .sz = sizeof(r) };
-	int err = unwind(t, x, t->frames, t->s->opts.max_frames, &r);
+	int err = unwind(t, x, NULL, t->frames, t->s->opts.max_frames, &r);
 	for (unsigned i = 0; !err && i < r.nr_frames; i++) {
 		if (fn(ctx, &t->frames[i])) {
 			r.nr_frames = i + 1;
@@ -123,4 +123,10 @@ UW_API int uw_unwind_sample_each(struct uw_tracker *t, const struct uw_sample_re
 	}
 	give(res, &r);
 	return err;
+}
+
+int tracker_unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct unw_stack_more *more,
+                   struct uw_frame *frames, unsigned cap, struct uw_unwind_result *res)
+{
+	return unwind(t, in, more, frames, cap, res);
 }

@@ -57,8 +57,33 @@ static enum uw_stop_reason judge_chain(struct proc_find_ctx *fc, const struct uw
 	return (rule->flags & CFI_F_END) ? UW_STOP_END_OF_STACK : UW_STOP_CHAIN_CUT;
 }
 
-/* The user part of a sample with a register and stack copy: unwound by the tracker (again from
- * the whole record when the copy was cut and unwinding wanted more). */
+/* A cut sample's whole stack, read back from the file when unwinding first wants bytes past
+ * the cut (the unwinder's memory-read hook: the unwind goes on in the same pass). */
+struct whole_ctx {
+	struct uw_reader *r;
+	const struct perf_attr *a;
+	const struct cut *cut;
+	struct uw_sample *smp;
+};
+
+static const uint8_t *fetch_whole(void *ctx, uint64_t *size)
+{
+	struct whole_ctx *w = ctx;
+	struct uw_reader *r = w->r;
+	const uint8_t *whole = reader_read_whole(r, w->cut);
+	struct perf_sample ws;
+	if (!whole || perf_sample_decode(w->a, whole + 8, w->cut->len - 8, &ws) || !ws.regs_abi || !ws.stack_dyn)
+		return NULL;
+	*size = r->o.stack_limit ? UW_MIN(ws.stack_dyn, r->o.stack_limit & ~7ull) : ws.stack_dyn;
+	w->smp->stack = ws.stack;
+	w->smp->stack_size = ws.stack_dyn;
+	r->st.stack_rereads++;
+	r->st.stack_bytes_read += ws.stack_size;
+	return ws.stack;
+}
+
+/* The user part of a sample with a register and stack copy: unwound by the tracker, the bytes
+ * past a cut copy pulled from the file when the unwinding wants them. */
 static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const struct perf_sample *ps, uint16_t misc,
                         const struct cut *cut, uint64_t time, struct uw_sample *smp)
 {
@@ -72,28 +97,15 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 	struct uw_sample_regs in = { sizeof(in), ps->pid, ps->tid, time, (uint32_t)ps->regs_abi, r->regbuf,
 				     a->sample_regs_user, ps->stack, dyn, misc & PM_CPUMODE_MASK };
 	struct uw_unwind_result res = { .sz = sizeof(res) };
-	uw_unwind_sample(r->t, &in, r->frames, r->s->opts.max_frames, &res);
+	struct whole_ctx wc = { r, a, cut, smp };
+	struct unw_stack_more more = { fetch_whole, &wc, NULL, 0, false };
+	bool cut_short = cut && cut->cut && !(r->o.stack_limit && ps->stack_dyn >= r->o.stack_limit);
+	tracker_unwind(r->t, &in, cut_short ? &more : NULL, r->frames, r->s->opts.max_frames, &res);
 	smp->user_ip = res.ip;
 	smp->user_sp = res.sp;
 	smp->user_fp = res.fp;
 	uint64_t reach = res.stack_used;
 	r->st.stack_bytes_read += ps->stack_size;
-	if (cut && cut->cut && reach > ps->stack_dyn && !(r->o.stack_limit && ps->stack_dyn >= r->o.stack_limit)) {
-		/* unwinding wanted bytes past the cut: unwind again from the whole record */
-		const uint8_t *whole = reader_read_whole(r, cut);
-		struct perf_sample ws;
-		if (whole && perf_sample_decode(a, whole + 8, cut->len - 8, &ws) == 0 && ws.regs_abi && ws.stack_dyn) {
-			in.stack = ws.stack;
-			in.stack_size = r->o.stack_limit ? UW_MIN(ws.stack_dyn, r->o.stack_limit & ~7ull) : ws.stack_dyn;
-			smp->stack = ws.stack;
-			smp->stack_size = ws.stack_dyn;
-			uw_unwind_sample(r->t, &in, r->frames, r->s->opts.max_frames, &res);
-			if (res.stack_used > reach)
-				reach = res.stack_used; /* how far a whole stack takes it: the prefix follows */
-			r->st.stack_rereads++;
-			r->st.stack_bytes_read += ws.stack_size;
-		}
-	}
 	if (r->cut_stacks && ps->stack_size)
 		reader_note_reach(r, reach, cut && cut->cut ? cut->len : ps->stack_size);
 	smp->nr_user = res.nr_frames;

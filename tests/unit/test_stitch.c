@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Truncated stacks completed (reader_stitch.c), with stacks made by hand: a stack cut short is
+ * Truncated stacks completed (lib/unwind/stitch.c, through the reader), with stacks made by hand: a stack cut short is
  * completed only when a complete stack before it and the first one after it that have its
  * outermost frame agree on the callers; it is delivered when decided (before the sample that
  * decided it); held ones complete each other; at EXIT, at the end, after the wait, and past
@@ -227,7 +227,7 @@ static void exit_and_end(void **state)
 	assert_int_equal(x->k.n, 5);
 	assert_int_equal(x->k.v[4].tid, 2);
 	/* what is left: thread 2's reference */
-	assert_int_equal(x->r->stitch_bytes, 7 * sizeof(struct uw_frame));
+	assert_int_equal(x->r->stitch.bytes, 7 * sizeof(struct uw_frame));
 }
 
 static void another_process(void **state)
@@ -273,7 +273,7 @@ static void memory_cap(void **state)
 		smp.stack = stack;
 		smp.stack_size = big;
 		assert_int_equal(reader_stitch_sample(x->r, 0, &smp), 0);
-		assert_true(x->r->stitch_bytes <= ((size_t)64 << 20) + big);
+		assert_true(x->r->stitch.bytes <= ((size_t)64 << 20) + big);
 	}
 	free(stack);
 	assert_true(x->r->st.stitch_given_up >= 1);

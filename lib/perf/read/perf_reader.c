@@ -58,6 +58,7 @@ static int reader_init(struct uw_reader *r, struct uw_session *s, const struct u
 	r->s = s;
 	r->fd = -1;
 	r->cur_aidx = -1;
+	unw_stitch_init(&r->stitch, s->opts.max_frames, reader_stitched, r);
 	r->path = strdup(path);
 	base_map_init(&r->ids);
 	r->st.sz = sizeof(r->st);

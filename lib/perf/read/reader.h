@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 
 #include "perf/perf.h"
+#include "unwind/stitch.h"
 
 /* A sample whose user stack was cut to a prefix when read: where the whole record is. */
 struct cut {
@@ -146,10 +147,8 @@ struct uw_reader {
 	bool deferred_stitching;  /* ... is a held one, its chain rewritten */
 	struct base_map deflast;  /* tid -> the user part of its last CALLCHAIN_DEFERRED */
 	bool deflast_init;
-	/* truncated stacks completed (reader_stitch.c): tid -> its last complete stack */
-	struct base_map stitch;
-	bool stitch_init;
-	size_t stitch_bytes;      /* held samples' copies */
+	/* truncated stacks completed: the unwinding stage lib/unwind/stitch.c, its own state */
+	struct unw_stitch stitch;
 };
 
 #define KERNEL_FRAMES_DEFAULT 512u
@@ -223,7 +222,7 @@ int reader_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32
 /* A sample to its consumer: counted, then given to opts.on_sample. */
 int reader_deliver_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp);
 
-/* ---- truncated stacks completed (reader_stitch.c) */
+/* ---- truncated stacks completed (lib/unwind/stitch.c, through reader_sample.c) */
 /* A sample with stitching on: delivered now, or (a stack its copy cut short) held until its
  * thread's later samples decide whether it is completed. */
 int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp);
@@ -235,6 +234,8 @@ int reader_stitch_flush(struct uw_reader *r);
 /* The time of the oldest held sample; UINT64_MAX when none. */
 uint64_t reader_stitch_oldest(const struct uw_reader *r);
 void reader_stitch_free(struct uw_reader *r);
+/* The stage's delivery: a sample (held or not) to the consumer with its record. */
+int reader_stitched(void *ctx, unsigned aidx, struct uw_sample *smp, const uint8_t *rec, uint32_t len);
 
 /* ---- deferred user callchains (reader_deferred.c) */
 struct perf_sample;

@@ -257,3 +257,58 @@ int reader_deliver_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *
 	return 0;
 }
 
+/* ---- the stitching stage (lib/unwind/stitch.c): samples through it, its counts into the stats */
+
+static void stitch_counts(struct uw_reader *r)
+{
+	r->st.stitched_samples = r->stitch.stitched_samples;
+	r->st.stitched_frames = r->stitch.stitched_frames;
+	r->st.stitch_failed = r->stitch.failed;
+	r->st.stitch_given_up = r->stitch.given_up;
+}
+
+/* A sample the stage hands on, with the record writers see. */
+int reader_stitched(void *ctx, unsigned aidx, struct uw_sample *smp, const uint8_t *rec, uint32_t len)
+{
+	struct uw_reader *r = ctx;
+	const uint8_t *cur = r->cur_rec;
+	uint32_t cur_len = r->cur_len;
+	r->cur_rec = rec;
+	r->cur_len = len;
+	stitch_counts(r);
+	int err = reader_deliver_sample(r, aidx, smp);
+	r->cur_rec = cur;
+	r->cur_len = cur_len;
+	return err;
+}
+
+int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp)
+{
+	int err = unw_stitch_sample(&r->stitch, aidx, smp, r->cur_rec, r->cur_len);
+	stitch_counts(r);
+	return err;
+}
+
+int reader_stitch_forget(struct uw_reader *r, uint32_t pid, uint32_t tid)
+{
+	int err = unw_stitch_forget(&r->stitch, pid, tid);
+	stitch_counts(r);
+	return err;
+}
+
+int reader_stitch_flush(struct uw_reader *r)
+{
+	int err = unw_stitch_flush(&r->stitch);
+	stitch_counts(r);
+	return err;
+}
+
+uint64_t reader_stitch_oldest(const struct uw_reader *r)
+{
+	return unw_stitch_oldest(&r->stitch);
+}
+
+void reader_stitch_free(struct uw_reader *r)
+{
+	unw_stitch_free(&r->stitch);
+}

@@ -61,7 +61,6 @@ struct sheld {
 	uint64_t *kernel;
 	uint8_t *rec, *stack;   /* the record (what writers see) and the stack copy */
 	uint32_t rec_len;
-	char *comm;
 	size_t bytes;
 };
 
@@ -80,7 +79,6 @@ static void held_free(struct sheld *h)
 	free(h->kernel);
 	free(h->rec);
 	free(h->stack);
-	free(h->comm);
 }
 
 static void thread_free(struct unw_stitch *r, struct sthread *t)
@@ -290,9 +288,7 @@ static int hold(struct unw_stitch *r, struct sthread *t, unsigned aidx, const st
 	h->kernel = smp->nr_kernel ? malloc(smp->nr_kernel * sizeof(*h->kernel)) : NULL;
 	h->rec = rec ? malloc(rec_len) : NULL;
 	h->stack = smp->stack_size ? malloc(smp->stack_size) : NULL;
-	h->comm = smp->comm ? strdup(smp->comm) : NULL;
-	if (!h->f || (smp->nr_kernel && !h->kernel) || (rec && !h->rec) || (smp->stack_size && !h->stack) ||
-	    (smp->comm && !h->comm)) {
+	if (!h->f || (smp->nr_kernel && !h->kernel) || (rec && !h->rec) || (smp->stack_size && !h->stack)) {
 		held_free(h);
 		return -ENOMEM;
 	}
@@ -307,7 +303,9 @@ static int hold(struct unw_stitch *r, struct sthread *t, unsigned aidx, const st
 	h->smp.user = h->f;
 	h->smp.kernel = h->kernel;
 	h->smp.stack = h->stack;
-	h->smp.comm = h->comm;
+	/* (the comm stays as it is: interned, it lives as long as the session, and consumers such
+	 * as profiles compare and keep the pointer; a copy freed after delivery left them a
+	 * dangling name) */
 	h->bytes = sizeof(*h) + h->nown * sizeof(*h->f) + smp->nr_kernel * 8 + h->rec_len + smp->stack_size;
 	r->bytes += h->bytes;
 	t->nh++;

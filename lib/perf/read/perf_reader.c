@@ -23,8 +23,8 @@ void perf_reader_set_record_fn(struct uw_reader *r, perf_record_fn fn, void *ctx
 
 const struct perf_attr *perf_reader_attrs(const struct uw_reader *r, size_t *n)
 {
-	*n = r->nattrs;
-	return r->attrs;
+	*n = r->at.nattrs;
+	return r->at.attrs;
 }
 
 uint64_t perf_reader_held_oldest(const struct uw_reader *r, uint64_t *newest)
@@ -56,11 +56,11 @@ static int reader_init(struct uw_reader *r, struct uw_session *s, const struct u
 	if (!r->o.max_queue_bytes)
 		r->o.max_queue_bytes = QUEUE_BYTES_DEFAULT;
 	r->s = s;
-	r->fd = -1;
-	r->cur_aidx = -1;
+	r->in.fd = -1;
+	r->in.cur_aidx = -1;
 	unw_stitch_init(&r->stitch, s->opts.max_frames, reader_stitched, r);
 	r->path = strdup(path);
-	base_map_init(&r->ids);
+	base_map_init(&r->at.ids);
 	r->st.sz = sizeof(r->st);
 	r->frames = calloc(s->opts.max_frames, sizeof(*r->frames));
 	r->regbuf = calloc(64, sizeof(*r->regbuf));
@@ -100,26 +100,26 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	if (err)
 		goto fail;
 	if (strcmp(path, "-") == 0) {
-		r->fd = 0;
+		r->in.fd = 0;
 	} else {
-		r->fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (r->fd < 0) {
+		r->in.fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (r->in.fd < 0) {
 			err = base_err(&s->log, -errno, "%s: %s", path, strerror(errno));
 			goto fail;
 		}
-		r->close_fd = true;
+		r->in.close_fd = true;
 	}
 	/* A regular file is read with pread, never mapped: a recording cut short while it is read
 	 * (its writer restarted, a disk full, a user's truncate) ends in a clear error where a
 	 * mapping would take SIGBUS on the pages past the new end. */
 	struct stat st;
-	bool regular = fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode);
+	bool regular = fstat(r->in.fd, &st) == 0 && S_ISREG(st.st_mode);
 	if (regular && st.st_size > 0) {
-		r->seekable = true;
-		r->file_size = (uint64_t)st.st_size;
+		r->in.seekable = true;
+		r->in.file_size = (uint64_t)st.st_size;
 	}
 	uint64_t magic = 0, hsize = 0;
-	if (r->seekable) {
+	if (r->in.seekable) {
 		uint8_t h[16];
 		err = reader_pread(r, h, 16, 0);
 		if (err) {
@@ -134,8 +134,8 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 			err = reader_err(r, err == -UW_ETRUNC ? err : err, 0, "input too short for a perf.data header");
 			goto fail;
 		}
-		memcpy(&magic, r->buf, 8);
-		memcpy(&hsize, r->buf + 8, 8);
+		memcpy(&magic, r->in.buf, 8);
+		memcpy(&hsize, r->in.buf + 8, 8);
 	}
 	if (magic == PERF_MAGIC2_SWAPPED) {
 		err = reader_err(r, -UW_EUNSUPP, 0, "big-endian perf.data files are not supported");
@@ -145,17 +145,17 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		err = reader_err(r, -UW_EMAGIC, 0, "not a perf.data file (magic PERFILE2 or PERFFILE expected)");
 		goto fail;
 	}
-	r->st.bytes = r->file_size;
+	r->st.bytes = r->in.file_size;
 	if (hsize == 16) { /* pipe mode */
-		if (r->seekable) {
-			r->pos = 16;
-			r->end = r->file_size;
+		if (r->in.seekable) {
+			r->in.pos = 16;
+			r->in.end = r->in.file_size;
 		} else {
-			r->bufpos = 16;
-			r->stream_off = 16;
+			r->in.bufpos = 16;
+			r->in.stream_off = 16;
 		}
 	} else {
-		if (!r->seekable) {
+		if (!r->in.seekable) {
 			err = reader_err(r, -UW_EUNSUPP, 0, "file-mode perf.data needs a seekable file, not a pipe");
 			goto fail;
 		}
@@ -164,16 +164,16 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		if (err)
 			goto fail;
 	}
-	if (r->seekable) {
+	if (r->in.seekable) {
 		/* records read in windows with pread; a sample's stack cut to a prefix unless
 		 * full_stacks */
-		r->sparse = true;
-		r->cut_stacks = !r->o.full_stacks;
-		pthread_mutex_init(&r->psteps_mu, NULL);
-		atomic_init(&r->done_off, 0);
-		r->cbuf = malloc(1u << 16);
-		r->fullbuf = malloc(1u << 16);
-		if (!r->cbuf || !r->fullbuf) {
+		r->in.sparse = true;
+		r->in.cut_stacks = !r->o.full_stacks;
+		pthread_mutex_init(&r->in.psteps_mu, NULL);
+		atomic_init(&r->in.done_off, 0);
+		r->in.cbuf = malloc(1u << 16);
+		r->in.fullbuf = malloc(1u << 16);
+		if (!r->in.cbuf || !r->in.fullbuf) {
 			err = -ENOMEM;
 			goto fail;
 		}
@@ -191,31 +191,31 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	if (!r)
 		return;
 	reader_ra_stop(r);
-	for (size_t i = 0; i < r->qlen; i++)
-		if (r->q[i].owned)
-			free((void *)r->q[i].rec);
+	for (size_t i = 0; i < r->q.qlen; i++)
+		if (r->q.q[i].owned)
+			free((void *)r->q.q[i].rec);
 	reader_ra_free(r);
-	free(r->q);
-	if (r->close_fd)
-		close(r->fd);
-	base_map_free(&r->ids);
-	for (size_t i = 0; i < r->nattrs; i++)
-		free(r->attrs[i].ids);
-	free(r->attrs);
+	free(r->q.q);
+	if (r->in.close_fd)
+		close(r->in.fd);
+	base_map_free(&r->at.ids);
+	for (size_t i = 0; i < r->at.nattrs; i++)
+		free(r->at.attrs[i].ids);
+	free(r->at.attrs);
 	free(r->evst);
 	free(r->stops);
 	perf_decomp_free(r->decomp);
 	for (unsigned i = 0; i < FEAT_LAST; i++)
 		if (r->feats[i].owned)
 			free((void *)r->feats[i].p);
-	free(r->buf);
-	free(r->win);
-	free(r->cbuf);
-	free(r->fullbuf);
-	if (r->sparse)
+	free(r->in.buf);
+	free(r->in.win);
+	free(r->in.cbuf);
+	free(r->in.fullbuf);
+	if (r->in.sparse)
 		reader_prefix_free(r);
 	reader_deferred_free(r);
-	free(r->defbuf);
+	free(r->def.defbuf);
 	free(r->fixbuf);
 	reader_stitch_free(r);
 	free(r->frames);
@@ -229,12 +229,12 @@ UW_API void uw_reader_free(struct uw_reader *r)
 
 UW_API unsigned uw_reader_nr_events(const struct uw_reader *r)
 {
-	return (unsigned)r->nattrs;
+	return (unsigned)r->at.nattrs;
 }
 
 UW_API const char *uw_reader_event_name(const struct uw_reader *r, unsigned idx)
 {
-	return idx < r->nattrs ? r->attrs[idx].name : NULL;
+	return idx < r->at.nattrs ? r->at.attrs[idx].name : NULL;
 }
 
 UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st)
@@ -262,7 +262,7 @@ int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint3
 	if (time > r->newest_delivered)
 		r->newest_delivered = time;
 	struct base_cursor c = base_cursor(b, n);
-	const struct perf_attr *a = &r->attrs[aidx];
+	const struct perf_attr *a = &r->at.attrs[aidx];
 	size_t trailer = (a && type != PR_SAMPLE) ? a->id_trailer_size : 0;
 	if (trailer <= n)
 		c.end -= trailer;
@@ -372,7 +372,7 @@ static void progress(struct uw_reader *r, uint64_t off)
 {
 	if (r->o.on_progress && off - r->last_progress >= (1u << 20)) {
 		r->last_progress = off;
-		r->o.on_progress(r->o.ctx, off, r->seekable ? r->end : 0);
+		r->o.on_progress(r->o.ctx, off, r->in.seekable ? r->in.end : 0);
 	}
 }
 
@@ -435,13 +435,13 @@ static void event_update(struct uw_reader *r, const uint8_t *rec, uint32_t len)
 		return;
 	memcpy(&type, rec + 8, 8);
 	memcpy(&id, rec + 16, 8);
-	if (type != 2 || !base_map_has(&r->ids, id))
+	if (type != 2 || !base_map_has(&r->at.ids, id))
 		return;
 	unsigned idx;
 	reader_attr_by_id(r, id, &idx);
 	size_t l = strnlen((const char *)rec + 24, len - 24);
 	if (l)
-		r->attrs[idx].name = proc_intern(r->s, (const char *)rec + 24, l);
+		r->at.attrs[idx].name = proc_intern(r->s, (const char *)rec + 24, l);
 }
 
 /* One record of the input: header records act at once, event records are queued for time order. */
@@ -457,8 +457,8 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 	if (type >= 64) {
 		switch (type) {
 		case PR_FINISHED_ROUND:
-			err = reader_flush(r, r->round_limit, false, 0);
-			r->round_limit = r->max_time;
+			err = reader_flush(r, r->q.round_limit, false, 0);
+			r->q.round_limit = r->q.max_time;
 			break;
 		case PR_HEADER_ATTR: {
 			if (len < 8 + PERF_ATTR_SIZE_VER0) {
@@ -523,7 +523,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 			}
 			break;
 		}
-	} else if (!r->nattrs) {
+	} else if (!r->at.nattrs) {
 		err = reader_err(r, -UW_ENOATTR, off, "event record before any event attribute");
 	} else {
 		switch (type) {
@@ -544,14 +544,14 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 		}
 		/* its attribute, found once (by the input when it looked already) and carried */
 		unsigned aidx;
-		if (!r->inner && r->cur_aidx >= 0 && (size_t)r->cur_aidx < r->nattrs)
-			aidx = (unsigned)r->cur_aidx;
+		if (!r->inner && r->in.cur_aidx >= 0 && (size_t)r->in.cur_aidx < r->at.nattrs)
+			aidx = (unsigned)r->in.cur_aidx;
 		else
 			reader_attr_of(r, rec, len, &aidx);
 		bool has;
-		uint64_t t = reader_record_time(&r->attrs[aidx], rec, len, &has);
+		uint64_t t = reader_record_time(&r->at.attrs[aidx], rec, len, &has);
 		if (!has)
-			t = r->max_time; /* no timestamp: keep it in file order */
+			t = r->q.max_time; /* no timestamp: keep it in file order */
 		err = reader_enqueue(r, aidx, rec, len, t);
 	}
 	return err;
@@ -574,7 +574,7 @@ UW_API const char *uw_record_type_name(uint32_t type)
 
 UW_API int uw_reader_event_stats(const struct uw_reader *r, unsigned idx, struct uw_event_stats *st)
 {
-	if (!r || !st || st->sz < sizeof(size_t) || idx >= r->nattrs)
+	if (!r || !st || st->sz < sizeof(size_t) || idx >= r->at.nattrs)
 		return -EINVAL;
 	size_t want = st->sz;
 	memcpy(st, &r->evst[idx], UW_MIN(want, sizeof(*st)));
@@ -613,7 +613,7 @@ UW_API int uw_reader_add_event(struct uw_reader *r, const void *attr, size_t siz
 		return -EINVAL;
 	int err = reader_add_attr(r, attr, size, (const uint8_t *)ids, nids, 0);
 	if (!err && name)
-		r->attrs[r->nattrs - 1].name = proc_intern(r->s, name, strlen(name));
+		r->at.attrs[r->at.nattrs - 1].name = proc_intern(r->s, name, strlen(name));
 	return err;
 }
 
@@ -673,9 +673,9 @@ UW_API int uw_reader_run(struct uw_reader *r)
 	uint64_t off = 0;
 	int err = 0, got;
 	/* read ahead on another thread when there is enough to read */
-	if (r->fd < 0)
+	if (r->in.fd < 0)
 		return -EINVAL; /* records are pushed to it */
-	if (r->sparse && r->file_mode && !r->ra && r->end - r->pos >= (4u << 20) && (err = reader_ra_start(r)))
+	if (r->in.sparse && r->file_mode && !r->in.ra && r->in.end - r->in.pos >= (4u << 20) && (err = reader_ra_start(r)))
 		return err;
 	while ((got = reader_next(r, &rec, &len, &off)) == 1) {
 		if ((err = process_record(r, rec, len, off)))
@@ -694,8 +694,8 @@ UW_API int uw_reader_run(struct uw_reader *r)
 	int ferr = (err == -UW_ECANCELED || err == -ENOMEM) ? 0 : reader_flush(r, 0, true, 0);
 	if (!err)
 		err = ferr;
-	if (r->o.on_progress && r->seekable)
-		r->o.on_progress(r->o.ctx, r->end, r->end);
+	if (r->o.on_progress && r->in.seekable)
+		r->o.on_progress(r->o.ctx, r->in.end, r->in.end);
 	r->fatal = err ? err : 0;
 	return err;
 }

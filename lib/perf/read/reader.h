@@ -55,15 +55,10 @@ struct qent {
 	uint32_t aidx;           /* its attribute (found once, when it was read) */
 };
 
-struct uw_reader {
-	struct uw_session *s;
-	struct uw_reader_opts o;
-	struct uw_tracker *t;    /* the tracker fed (o.tracker, or the reader's own) */
-	bool own_tracker;
-	char *path;
+/* Reading records (reader_input.c): a file in pread windows or a stream, the read-ahead thread. */
+struct reader_input {
 	int fd;
 	bool close_fd;
-	bool file_mode;          /* PERFILE2 header with sections */
 	bool seekable;           /* a regular file: read with pread (never mapped) */
 	uint64_t file_size;      /* when opened */
 	uint64_t pos, end;       /* seekable: record cursor */
@@ -95,15 +90,46 @@ struct uw_reader {
 	size_t bufcap, buflen, bufpos;
 	uint64_t stream_off;
 	bool eof;
-	/* attributes */
+};
+
+/* The recording's event attributes and the ids that name them (reader_header.c). */
+struct reader_attrs {
 	struct perf_attr *attrs;
 	size_t nattrs;
 	struct base_map ids;     /* id -> attr index + 1 */
-	/* ordering */
+};
+
+/* The time-order queue (reader_order.c). */
+struct reader_order {
 	struct qent *q;
 	size_t qlen, qcap, qbytes;
 	uint64_t seq, max_time, round_limit, last_flushed;
 	bool any_flushed;
+};
+
+/* Samples waiting for their deferred user callchains (reader_deferred.c). */
+struct reader_deferred {
+	struct base_vec held;     /* samples waiting for theirs, in time order, from held_head */
+	size_t held_head;
+	uint8_t *defbuf;          /* a held sample rewritten (64 KiB) */
+	struct base_map deflast;  /* tid -> the user part of its last CALLCHAIN_DEFERRED */
+	bool deflast_init;
+};
+
+/* The reader: the stages' states, and what the dispatch and the delivery of samples share. */
+struct uw_reader {
+	struct uw_session *s;
+	struct uw_reader_opts o;
+	struct uw_tracker *t;    /* the tracker fed (o.tracker, or the reader's own) */
+	bool own_tracker;
+	char *path;
+	bool file_mode;          /* PERFILE2 header with sections */
+	struct reader_input in;
+	struct reader_attrs at;
+	struct reader_order q;
+	struct reader_deferred def;
+	/* truncated stacks completed: the unwinding stage lib/unwind/stitch.c, its own state */
+	struct unw_stitch stitch;
 	/* per-sample buffers */
 	struct uw_frame *frames;
 	uint64_t *kbuf;
@@ -135,20 +161,13 @@ struct uw_reader {
 	struct feat_sec feats[FEAT_LAST];
 	perf_record_fn record_fn; /* writers: every non-sample record delivered */
 	void *record_ctx;
-	const uint8_t *cur_rec;   /* the sample being delivered */
-	uint64_t newest_delivered; /* the newest time of a record delivered so far */
+	/* the sample being delivered */
+	const uint8_t *cur_rec;
 	uint32_t cur_len;
-	/* deferred user callchains (reader_deferred.c) */
-	struct base_vec held;     /* samples waiting for theirs, in time order, from held_head */
-	size_t held_head;
-	uint8_t *defbuf;          /* a held sample rewritten (64 KiB) */
+	bool deferred_missing;    /* its deferred chain never came */
+	bool deferred_stitching;  /* it is a held one, its chain rewritten */
+	uint64_t newest_delivered; /* the newest time of a record delivered so far */
 	uint8_t *fixbuf;          /* a record corrected for writers (64 KiB) */
-	bool deferred_missing;    /* the sample being delivered: its deferred chain never came */
-	bool deferred_stitching;  /* ... is a held one, its chain rewritten */
-	struct base_map deflast;  /* tid -> the user part of its last CALLCHAIN_DEFERRED */
-	bool deflast_init;
-	/* truncated stacks completed: the unwinding stage lib/unwind/stitch.c, its own state */
-	struct unw_stitch stitch;
 };
 
 #define KERNEL_FRAMES_DEFAULT 512u
@@ -187,9 +206,9 @@ static inline void reader_note_reach(struct uw_reader *r, uint64_t reach, uint64
 	unsigned k = 0;
 	while (k < 16 && (1ull << k) < reach)
 		k++;
-	r->reach_hist[k]++;
-	r->reach_stack_sum += stack_size;
-	if (++r->reach_n == 256)
+	r->in.reach_hist[k]++;
+	r->in.reach_stack_sum += stack_size;
+	if (++r->in.reach_n == 256)
 		reader_adapt_prefix(r);
 }
 

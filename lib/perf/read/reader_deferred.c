@@ -44,34 +44,34 @@ static void forget_last(struct uw_reader *r)
 {
 	uint64_t k;
 	void *v;
-	for (size_t it = 0; base_map_next(&r->deflast, &it, &k, &v);)
+	for (size_t it = 0; base_map_next(&r->def.deflast, &it, &k, &v);)
 		free(v);
-	base_map_free(&r->deflast);
-	base_map_init(&r->deflast);
+	base_map_free(&r->def.deflast);
+	base_map_init(&r->def.deflast);
 }
 
 /* Keeps the record's user part as its thread's last (a failure to keep it loses nothing but the
  * samples that would have come after it with its cookie). */
 static void keep_last(struct uw_reader *r, uint64_t key, uint64_t cookie, const uint8_t *ips, uint64_t nr)
 {
-	if (!r->deflast_init) {
-		base_map_init(&r->deflast);
-		r->deflast_init = true;
+	if (!r->def.deflast_init) {
+		base_map_init(&r->def.deflast);
+		r->def.deflast_init = true;
 	}
-	struct last_chain *old = base_map_get(&r->deflast, key);
-	if (!old && r->deflast.len >= DEFERRED_MAX_KEPT)
+	struct last_chain *old = base_map_get(&r->def.deflast, key);
+	if (!old && r->def.deflast.len >= DEFERRED_MAX_KEPT)
 		forget_last(r);
 	struct last_chain *l = realloc(old, sizeof(*l) + nr * 8);
 	if (!l) {
-		free(base_map_del(&r->deflast, key));
+		free(base_map_del(&r->def.deflast, key));
 		return;
 	}
 	l->cookie = cookie;
 	l->nr = nr;
 	memcpy(l->ips, ips, nr * 8);
-	if (base_map_put(&r->deflast, key, l)) {
+	if (base_map_put(&r->def.deflast, key, l)) {
 		if (old)
-			base_map_del(&r->deflast, key);
+			base_map_del(&r->def.deflast, key);
 		free(l);
 	}
 }
@@ -79,12 +79,12 @@ static void keep_last(struct uw_reader *r, uint64_t key, uint64_t cookie, const 
 /* The user part of the thread's last record when it has this cookie. */
 static const struct last_chain *last_of(const struct uw_reader *r, uint32_t tid, uint64_t cookie)
 {
-	if (!r->deflast_init)
+	if (!r->def.deflast_init)
 		return NULL;
-	const struct last_chain *l = base_map_get(&r->deflast, last_key(true, tid, cookie));
+	const struct last_chain *l = base_map_get(&r->def.deflast, last_key(true, tid, cookie));
 	if (l && l->cookie == cookie)
 		return l;
-	l = base_map_get(&r->deflast, last_key(false, tid, cookie));
+	l = base_map_get(&r->def.deflast, last_key(false, tid, cookie));
 	return l && l->cookie == cookie ? l : NULL;
 }
 
@@ -119,17 +119,17 @@ static void release(struct held *h)
  * held_head: taking the oldest costs no move of the others). */
 static int give_up_oldest(struct uw_reader *r)
 {
-	struct held *h = (struct held *)r->held.data + r->held_head;
+	struct held *h = (struct held *)r->def.held.data + r->def.held_head;
 	r->st.deferred_missing++;
 	int err = reader_sample_deferred(r, h->aidx, h->rec, h->len, h->ord, NULL, 0);
 	release(h);
-	if (++r->held_head == r->held.len) {
-		r->held_head = r->held.len = 0;
-	} else if (r->held_head >= 4096 && r->held_head * 2 >= r->held.len) {
-		struct held *all = r->held.data;
-		memmove(all, all + r->held_head, (r->held.len - r->held_head) * sizeof(*all));
-		r->held.len -= r->held_head;
-		r->held_head = 0;
+	if (++r->def.held_head == r->def.held.len) {
+		r->def.held_head = r->def.held.len = 0;
+	} else if (r->def.held_head >= 4096 && r->def.held_head * 2 >= r->def.held.len) {
+		struct held *all = r->def.held.data;
+		memmove(all, all + r->def.held_head, (r->def.held.len - r->def.held_head) * sizeof(*all));
+		r->def.held.len -= r->def.held_head;
+		r->def.held_head = 0;
 	}
 	return err;
 }
@@ -144,15 +144,15 @@ int reader_deferred_hold(struct uw_reader *r, unsigned aidx, const uint8_t *rec,
 		r->st.deferred_stitched++;
 		return reader_sample_deferred(r, aidx, rec, len, ord, (const uint8_t *)l->ips, l->nr);
 	}
-	if (r->held.len - r->held_head >= DEFERRED_MAX_HELD) {
+	if (r->def.held.len - r->def.held_head >= DEFERRED_MAX_HELD) {
 		int err = give_up_oldest(r);
 		if (err)
 			return err;
 	}
-	if (!r->held.elem)
-		r->held = BASE_VEC_INIT(struct held);
+	if (!r->def.held.elem)
+		r->def.held = BASE_VEC_INIT(struct held);
 	uint8_t *copy = malloc(len);
-	struct held *h = copy ? base_vec_push(&r->held) : NULL;
+	struct held *h = copy ? base_vec_push(&r->def.held) : NULL;
 	if (!h) {
 		free(copy);
 		return -ENOMEM;
@@ -165,7 +165,7 @@ int reader_deferred_hold(struct uw_reader *r, unsigned aidx, const uint8_t *rec,
 int reader_deferred_record(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time)
 {
 	r->st.deferred_records++;
-	const struct perf_attr *a = &r->attrs[aidx];
+	const struct perf_attr *a = &r->at.attrs[aidx];
 	size_t n = len - 8;
 	if (n < 16) {
 		r->st.deferred_malformed++;
@@ -203,10 +203,10 @@ int reader_deferred_record(struct uw_reader *r, unsigned aidx, const uint8_t *re
 	/* every sample of the thread waiting on this cookie gets the chain. (perf's session.c also
 	 * delivers the thread's samples waiting on an older cookie then, without: not here, a
 	 * record delivered late, after its ordering window, may come after a newer one) */
-	struct held *h = r->held.data;
-	size_t keep = r->held_head, matched = 0;
+	struct held *h = r->def.held.data;
+	size_t keep = r->def.held_head, matched = 0;
 	int err = 0;
-	for (size_t i = r->held_head; i < r->held.len; i++) {
+	for (size_t i = r->def.held_head; i < r->def.held.len; i++) {
 		bool match = h[i].cookie == cookie && (!has_tid || h[i].tid == tid) && h[i].time <= time;
 		if (!match) {
 			h[keep++] = h[i];
@@ -218,9 +218,9 @@ int reader_deferred_record(struct uw_reader *r, unsigned aidx, const uint8_t *re
 		matched++;
 		release(&h[i]);
 	}
-	r->held.len = keep;
-	if (keep == r->held_head)
-		r->held_head = r->held.len = 0;
+	r->def.held.len = keep;
+	if (keep == r->def.held_head)
+		r->def.held_head = r->def.held.len = 0;
 	if (!matched)
 		r->st.deferred_unmatched++;
 	return err;
@@ -229,26 +229,26 @@ int reader_deferred_record(struct uw_reader *r, unsigned aidx, const uint8_t *re
 uint64_t reader_deferred_oldest(const struct uw_reader *r)
 {
 	/* (held in time order) */
-	return r->held.len > r->held_head ? ((const struct held *)r->held.data)[r->held_head].time : UINT64_MAX;
+	return r->def.held.len > r->def.held_head ? ((const struct held *)r->def.held.data)[r->def.held_head].time : UINT64_MAX;
 }
 
 int reader_deferred_flush(struct uw_reader *r)
 {
 	int err = 0;
-	while (r->held.len > r->held_head && !err)
+	while (r->def.held.len > r->def.held_head && !err)
 		err = give_up_oldest(r);
 	return err;
 }
 
 void reader_deferred_free(struct uw_reader *r)
 {
-	struct held *h = r->held.data;
-	for (size_t i = r->held_head; i < r->held.len; i++)
+	struct held *h = r->def.held.data;
+	for (size_t i = r->def.held_head; i < r->def.held.len; i++)
 		release(&h[i]);
-	base_vec_free(&r->held);
-	if (r->deflast_init)
+	base_vec_free(&r->def.held);
+	if (r->def.deflast_init)
 		forget_last(r);
-	base_map_free(&r->deflast);
+	base_map_free(&r->def.deflast);
 }
 
 /* A held sample as the sample it stands for: the callchain's deferred marker and cookie
@@ -256,7 +256,7 @@ void reader_deferred_free(struct uw_reader *r)
 int reader_sample_deferred(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t ord,
                            const uint8_t *ips, uint64_t nr)
 {
-	const struct perf_attr *a = &r->attrs[aidx];
+	const struct perf_attr *a = &r->at.attrs[aidx];
 	struct perf_sample ps;
 	uint64_t cookie, at;
 	if (!a || perf_sample_decode(a, rec + 8, len - 8, &ps) || !reader_deferred_cookie(&ps, &cookie, &at))
@@ -271,9 +271,9 @@ int reader_sample_deferred(struct uw_reader *r, unsigned aidx, const uint8_t *re
 		new_nr = at + (nr ? 1 + nr : 0);
 		new_len = len - old_bytes + new_nr * 8;
 	}
-	if (!r->defbuf && !(r->defbuf = malloc(1u << 16)))
+	if (!r->def.defbuf && !(r->def.defbuf = malloc(1u << 16)))
 		return -ENOMEM;
-	uint8_t *out = r->defbuf;
+	uint8_t *out = r->def.defbuf;
 	memcpy(out, rec, chain_off);
 	memcpy(out + chain_off, ps.callchain, at * 8);
 	size_t w = chain_off + at * 8;

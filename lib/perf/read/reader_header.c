@@ -17,21 +17,21 @@
 int reader_add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,
                     uint64_t off)
 {
-	if (r->nattrs >= 4096)
+	if (r->at.nattrs >= 4096)
 		return reader_err(r, -UW_ELIMIT, off, "more than 4096 event attributes");
 	struct perf_attr a;
 	if (perf_attr_decode(p, size, &a))
 		return reader_err(r, -UW_EFORMAT, off, "perf_event_attr smaller than the first ABI version");
-	struct perf_attr *na = realloc(r->attrs, (r->nattrs + 1) * sizeof(*na));
+	struct perf_attr *na = realloc(r->at.attrs, (r->at.nattrs + 1) * sizeof(*na));
 	if (!na)
 		return -ENOMEM;
-	r->attrs = na;
-	struct uw_event_stats *ne = realloc(r->evst, (r->nattrs + 1) * sizeof(*ne));
+	r->at.attrs = na;
+	struct uw_event_stats *ne = realloc(r->evst, (r->at.nattrs + 1) * sizeof(*ne));
 	if (!ne)
 		return -ENOMEM;
 	r->evst = ne;
-	memset(&ne[r->nattrs], 0, sizeof(*ne));
-	ne[r->nattrs].sz = sizeof(*ne);
+	memset(&ne[r->at.nattrs], 0, sizeof(*ne));
+	ne[r->at.nattrs].sz = sizeof(*ne);
 	a.name = perf_attr_default_name(&a);
 	a.raw_size = (uint32_t)UW_MIN(size, (size_t)PERF_ATTR_MAX);
 	memcpy(a.raw, p, a.raw_size);
@@ -39,27 +39,27 @@ int reader_add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const ui
 	a.nids = a.ids ? nids : 0;
 	if (a.ids)
 		memcpy(a.ids, ids, nids * 8);
-	r->attrs[r->nattrs] = a;
+	r->at.attrs[r->at.nattrs] = a;
 	/* perf record -k 1 (CLOCK_MONOTONIC): sample times compare with a jitdump's */
-	if (r->nattrs == 0)
+	if (r->at.nattrs == 0)
 		r->t->clock_monotonic = (a.flags & PA_USE_CLOCKID) && a.clockid == CLOCK_MONOTONIC;
 	for (size_t i = 0; i < nids; i++) {
 		uint64_t id;
 		memcpy(&id, ids + 8 * i, 8);
-		if (base_map_put(&r->ids, id, (void *)(uintptr_t)(r->nattrs + 1)))
+		if (base_map_put(&r->at.ids, id, (void *)(uintptr_t)(r->at.nattrs + 1)))
 			return -ENOMEM;
 	}
-	r->nattrs++;
+	r->at.nattrs++;
 	return 0;
 }
 
 const struct perf_attr *reader_attr_by_id(const struct uw_reader *r, uint64_t id, unsigned *idx)
 {
-	uintptr_t v = (uintptr_t)base_map_get(&r->ids, id);
+	uintptr_t v = (uintptr_t)base_map_get(&r->at.ids, id);
 	unsigned i = v ? (unsigned)(v - 1) : 0;
 	if (idx)
 		*idx = i;
-	return &r->attrs[i];
+	return &r->at.attrs[i];
 }
 
 /* Which attribute a record belongs to. Samples carry the id first (IDENTIFIER) or at a fixed
@@ -67,10 +67,10 @@ const struct perf_attr *reader_attr_by_id(const struct uw_reader *r, uint64_t id
 const struct perf_attr *reader_attr_of(const struct uw_reader *r, const uint8_t *rec, uint32_t len,
                                            unsigned *idx)
 {
-	const struct perf_attr *a0 = &r->attrs[0];
+	const struct perf_attr *a0 = &r->at.attrs[0];
 	if (idx)
 		*idx = 0;
-	if (r->nattrs == 1)
+	if (r->at.nattrs == 1)
 		return a0;
 	uint32_t type;
 	memcpy(&type, rec, 4);
@@ -122,7 +122,7 @@ static void parse_event_desc(struct uw_reader *r, const uint8_t *p, uint64_t siz
 	uint32_t nr = base_cur_u32(&c), asz = base_cur_u32(&c);
 	if (c.bad || asz < PERF_ATTR_SIZE_VER0)
 		return;
-	for (uint32_t i = 0; i < nr && i < r->nattrs; i++) {
+	for (uint32_t i = 0; i < nr && i < r->at.nattrs; i++) {
 		base_cur_skip(&c, asz);
 		uint32_t nids = base_cur_u32(&c);
 		uint32_t slen = base_cur_u32(&c);
@@ -132,7 +132,7 @@ static void parse_event_desc(struct uw_reader *r, const uint8_t *p, uint64_t siz
 		size_t l = strnlen(nm, slen);
 		c.p += slen;
 		if (l)
-			r->attrs[i].name = proc_intern(r->s, nm, l);
+			r->at.attrs[i].name = proc_intern(r->s, nm, l);
 		if (nids > base_cur_left(&c) / 8)
 			return;
 		base_cur_skip(&c, (size_t)nids * 8);
@@ -239,8 +239,8 @@ void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64
 	case FEAT_CLOCK_DATA: { /* u32 version, u32 clockid, u64 wall ns, u64 clockid ns */
 		uint32_t version = base_cur_u32(&c), clockid = base_cur_u32(&c);
 		uint64_t tod = base_cur_u64(&c), cl = base_cur_u64(&c);
-		if (!c.bad && version >= 1 && r->nattrs && (r->attrs[0].flags & PA_USE_CLOCKID) &&
-		    (uint32_t)r->attrs[0].clockid == clockid) {
+		if (!c.bad && version >= 1 && r->at.nattrs && (r->at.attrs[0].flags & PA_USE_CLOCKID) &&
+		    (uint32_t)r->at.attrs[0].clockid == clockid) {
 			r->t->wall_offset = (int64_t)(tod - cl);
 			r->t->wall_known = true;
 			r->wall_exact = true;
@@ -316,7 +316,7 @@ static int read_section(struct uw_reader *r, uint64_t off, uint64_t size, uint8_
 
 int reader_file_header(struct uw_reader *r)
 {
-	uint64_t fsize = r->file_size;
+	uint64_t fsize = r->in.file_size;
 	uint8_t hdr[104] = { 0 };
 	int err = reader_pread(r, hdr, (size_t)UW_MIN(fsize, (uint64_t)sizeof(hdr)), 0);
 	if (err)
@@ -391,8 +391,8 @@ int reader_file_header(struct uw_reader *r)
 							     : "its header has no data size",
 			 data_size, no_features && counted && counted < data_size ? ", past the size its header counts" : "");
 	}
-	r->pos = data_off;
-	r->end = data_off + data_size;
+	r->in.pos = data_off;
+	r->in.end = data_off + data_size;
 	/* features follow the data section, one {offset, size} per set bit */
 	uint64_t fpos = data_off + data_size;
 	unsigned nfeat = 0;
@@ -428,7 +428,7 @@ int reader_file_header(struct uw_reader *r)
 	/* without clock data, wall-clock time from the file: perf writes it last, just after the
 	 * last sample (approximate: used only to tell files older than a process) */
 	struct stat st;
-	if (!r->wall_exact && r->last_sample_time && fstat(r->fd, &st) == 0) {
+	if (!r->wall_exact && r->last_sample_time && fstat(r->in.fd, &st) == 0) {
 		int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, off;
 		/* (a sample time no clock gives: no offset) */
 		if (!__builtin_sub_overflow(mtime, (int64_t)r->last_sample_time, &off)) {

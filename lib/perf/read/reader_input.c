@@ -14,7 +14,7 @@ int reader_pread(struct uw_reader *r, void *buf, size_t n, uint64_t off)
 {
 	size_t got = 0;
 	while (got < n) {
-		ssize_t k = pread(r->fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
+		ssize_t k = pread(r->in.fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)
@@ -28,35 +28,35 @@ int reader_pread(struct uw_reader *r, void *buf, size_t n, uint64_t off)
 
 int reader_fill(struct uw_reader *r, size_t need)
 {
-	if (r->buflen - r->bufpos >= need)
+	if (r->in.buflen - r->in.bufpos >= need)
 		return 0;
-	if (r->bufpos) {
-		memmove(r->buf, r->buf + r->bufpos, r->buflen - r->bufpos);
-		r->buflen -= r->bufpos;
-		r->bufpos = 0;
+	if (r->in.bufpos) {
+		memmove(r->in.buf, r->in.buf + r->in.bufpos, r->in.buflen - r->in.bufpos);
+		r->in.buflen -= r->in.bufpos;
+		r->in.bufpos = 0;
 	}
-	if (need > r->bufcap) {
-		size_t cap = r->bufcap ? r->bufcap : 1 << 16;
+	if (need > r->in.bufcap) {
+		size_t cap = r->in.bufcap ? r->in.bufcap : 1 << 16;
 		while (cap < need)
 			cap *= 2;
-		uint8_t *nb = realloc(r->buf, cap);
+		uint8_t *nb = realloc(r->in.buf, cap);
 		if (!nb)
 			return -ENOMEM;
-		r->buf = nb;
-		r->bufcap = cap;
+		r->in.buf = nb;
+		r->in.bufcap = cap;
 	}
-	while (r->buflen < need) {
-		ssize_t n = read(r->fd, r->buf + r->buflen, r->bufcap - r->buflen);
+	while (r->in.buflen < need) {
+		ssize_t n = read(r->in.fd, r->in.buf + r->in.buflen, r->in.bufcap - r->in.buflen);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
 		if (n == 0) {
-			r->eof = true;
+			r->in.eof = true;
 			return -UW_ETRUNC;
 		}
-		r->buflen += (size_t)n;
+		r->in.buflen += (size_t)n;
 	}
 	return 0;
 }
@@ -83,28 +83,28 @@ int reader_fill(struct uw_reader *r, size_t need)
 
 static int win_read(struct uw_reader *r, uint64_t off, size_t want)
 {
-	if (want > r->wincap) {
-		uint8_t *nw = realloc(r->win, want);
+	if (want > r->in.wincap) {
+		uint8_t *nw = realloc(r->in.win, want);
 		if (!nw)
 			return -ENOMEM;
-		r->win = nw;
-		r->wincap = want;
+		r->in.win = nw;
+		r->in.wincap = want;
 	}
 	size_t got = 0;
 	while (got < want) {
-		ssize_t n = pread(r->fd, r->win + got, want - got, (off_t)(off + got));
+		ssize_t n = pread(r->in.fd, r->in.win + got, want - got, (off_t)(off + got));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			r->win_len = 0;
+			r->in.win_len = 0;
 			return -errno;
 		}
 		if (n == 0)
 			break;
 		got += (size_t)n;
 	}
-	r->win_off = off;
-	r->win_len = got;
+	r->in.win_off = off;
+	r->in.win_len = got;
 	return 0;
 }
 
@@ -112,97 +112,97 @@ static int win_read(struct uw_reader *r, uint64_t off, size_t want)
  * they cannot be read. */
 static const uint8_t *win_get(struct uw_reader *r, uint64_t off, size_t need, int *err)
 {
-	if (off >= r->win_off && off - r->win_off <= r->win_len && r->win_len - (off - r->win_off) >= need)
-		return r->win + (off - r->win_off);
-	size_t want = need + r->keep_cur + WIN_EXTRA;
-	if (want > r->end - off)
-		want = (size_t)(r->end - off);
+	if (off >= r->in.win_off && off - r->in.win_off <= r->in.win_len && r->in.win_len - (off - r->in.win_off) >= need)
+		return r->in.win + (off - r->in.win_off);
+	size_t want = need + r->in.keep_cur + WIN_EXTRA;
+	if (want > r->in.end - off)
+		want = (size_t)(r->in.end - off);
 	*err = win_read(r, off, want);
 	if (*err)
 		return NULL;
-	if (r->win_len < need) {
+	if (r->in.win_len < need) {
 		*err = -UW_ETRUNC;
 		return NULL;
 	}
-	return r->win;
+	return r->in.win;
 }
 
 /* Chooses the prefix that minimizes bytes read: the prefix on every sample plus, for the share of
  * samples that needed more, a whole stack read back and a second unwind (costed as 12 KiB more). */
 void reader_adapt_prefix(struct uw_reader *r)
 {
-	uint64_t avg = r->reach_stack_sum / r->reach_n, best = UINT64_MAX, best_p = PREFIX_START;
+	uint64_t avg = r->in.reach_stack_sum / r->in.reach_n, best = UINT64_MAX, best_p = PREFIX_START;
 	uint32_t below = 0;
 	for (unsigned k = 9; k <= 16; k++) {
-		below += r->reach_hist[k];
+		below += r->in.reach_hist[k];
 		if (k == 9)
 			for (unsigned j = 0; j < 9; j++)
-				below += r->reach_hist[j];
-		uint64_t p = 1ull << k, miss = r->reach_n - below;
-		uint64_t cost = p * r->reach_n + miss * (avg + 12288);
+				below += r->in.reach_hist[j];
+		uint64_t p = 1ull << k, miss = r->in.reach_n - below;
+		uint64_t cost = p * r->in.reach_n + miss * (avg + 12288);
 		if (cost < best) {
 			best = cost;
 			best_p = p;
 		}
 	}
 	/* (the offset: where the processing is; records from PREFIX_LAG past it take the prefix) */
-	pthread_mutex_lock(&r->psteps_mu);
-	if (r->npsteps == r->capsteps) {
-		if (r->psteps_first) { /* steps no longer needed: dropped */
-			memmove(r->psteps, r->psteps + r->psteps_first, (r->npsteps - r->psteps_first) * sizeof(*r->psteps));
-			r->npsteps -= r->psteps_first;
-			r->psteps_first = 0;
+	pthread_mutex_lock(&r->in.psteps_mu);
+	if (r->in.npsteps == r->in.capsteps) {
+		if (r->in.psteps_first) { /* steps no longer needed: dropped */
+			memmove(r->in.psteps, r->in.psteps + r->in.psteps_first, (r->in.npsteps - r->in.psteps_first) * sizeof(*r->in.psteps));
+			r->in.npsteps -= r->in.psteps_first;
+			r->in.psteps_first = 0;
 		}
-		size_t cap = r->capsteps ? 2 * r->capsteps : 16;
-		struct prefix_step *ns = r->npsteps < r->capsteps ? NULL : realloc(r->psteps, cap * sizeof(*ns));
+		size_t cap = r->in.capsteps ? 2 * r->in.capsteps : 16;
+		struct prefix_step *ns = r->in.npsteps < r->in.capsteps ? NULL : realloc(r->in.psteps, cap * sizeof(*ns));
 		if (ns) {
-			r->psteps = ns;
-			r->capsteps = cap;
+			r->in.psteps = ns;
+			r->in.capsteps = cap;
 		}
 	}
 	/* (without memory for it the prefix stays as it was) */
-	if (r->npsteps < r->capsteps)
-		r->psteps[r->npsteps++] =
-			(struct prefix_step){ atomic_load_explicit(&r->done_off, memory_order_relaxed), (uint32_t)best_p };
-	pthread_mutex_unlock(&r->psteps_mu);
-	memset(r->reach_hist, 0, sizeof(r->reach_hist));
-	r->reach_n = 0;
-	r->reach_stack_sum = 0;
+	if (r->in.npsteps < r->in.capsteps)
+		r->in.psteps[r->in.npsteps++] =
+			(struct prefix_step){ atomic_load_explicit(&r->in.done_off, memory_order_relaxed), (uint32_t)best_p };
+	pthread_mutex_unlock(&r->in.psteps_mu);
+	memset(r->in.reach_hist, 0, sizeof(r->in.reach_hist));
+	r->in.reach_n = 0;
+	r->in.reach_stack_sum = 0;
 }
 
 
 void reader_prefix_free(struct uw_reader *r)
 {
-	free(r->psteps);
-	r->psteps = NULL;
-	pthread_mutex_destroy(&r->psteps_mu);
+	free(r->in.psteps);
+	r->in.psteps = NULL;
+	pthread_mutex_destroy(&r->in.psteps_mu);
 }
 
 /* Is the prefix of a record at pos decided (the records up to pos - PREFIX_LAG processed)? */
 static bool prefix_decided(struct uw_reader *r, uint64_t pos)
 {
-	return !r->cut_stacks || pos < PREFIX_LAG || atomic_load(&r->done_off) > pos - PREFIX_LAG;
+	return !r->in.cut_stacks || pos < PREFIX_LAG || atomic_load(&r->in.done_off) > pos - PREFIX_LAG;
 }
 
 /* The prefix of a record at pos, once decided: the last chosen when the records before an
  * offset up to pos - PREFIX_LAG had been processed. */
 static uint32_t prefix_at(struct uw_reader *r, uint64_t pos)
 {
-	if (!r->cut_stacks)
+	if (!r->in.cut_stacks)
 		return 1u << 16; /* more than a record holds: nothing cut */
 	if (pos < PREFIX_LAG)
 		return PREFIX_START;
 	uint64_t t = pos - PREFIX_LAG;
 	uint32_t p = PREFIX_START;
-	pthread_mutex_lock(&r->psteps_mu);
-	size_t i = r->psteps_first;
-	while (i < r->npsteps && r->psteps[i].at <= t)
+	pthread_mutex_lock(&r->in.psteps_mu);
+	size_t i = r->in.psteps_first;
+	while (i < r->in.npsteps && r->in.psteps[i].at <= t)
 		i++;
-	if (i > r->psteps_first) {
-		p = r->psteps[i - 1].prefix;
-		r->psteps_first = i - 1; /* (later records have later offsets: the earlier ones are done) */
+	if (i > r->in.psteps_first) {
+		p = r->in.psteps[i - 1].prefix;
+		r->in.psteps_first = i - 1; /* (later records have later offsets: the earlier ones are done) */
 	}
-	pthread_mutex_unlock(&r->psteps_mu);
+	pthread_mutex_unlock(&r->in.psteps_mu);
 	return p;
 }
 
@@ -214,15 +214,15 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
                        int32_t *aidx, const char **what)
 {
 	int err = 0;
-	uint64_t pos = r->pos;
+	uint64_t pos = r->in.pos;
 	memset(cut, 0, sizeof(*cut));
 	*aidx = -1;
-	if (pos >= r->end)
+	if (pos >= r->in.end)
 		return 0;
 	*off = pos;
-	uint32_t keep = r->keep_cur = prefix_at(r, pos);
+	uint32_t keep = r->in.keep_cur = prefix_at(r, pos);
 	*what = "truncated record header (8 bytes expected)";
-	if (r->end - pos < 8)
+	if (r->in.end - pos < 8)
 		return -UW_ETRUNC;
 	const uint8_t *h = win_get(r, pos, 8, &err);
 	if (!h)
@@ -235,13 +235,13 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 	if (size < 8)
 		return -UW_EFORMAT;
 	*what = "record runs past the end of the data";
-	if (r->end - pos < size)
+	if (r->in.end - pos < size)
 		return -UW_ETRUNC;
-	r->pos = pos + size;
+	r->in.pos = pos + size;
 	*len = size;
 	/* a sample whose stack is worth cutting */
-	if (type == PR_SAMPLE && r->nattrs && size > keep + 1024) {
-		size_t avail = r->win_len - (size_t)(pos - r->win_off);
+	if (type == PR_SAMPLE && r->at.nattrs && size > keep + 1024) {
+		size_t avail = r->in.win_len - (size_t)(pos - r->in.win_off);
 		if (avail > size)
 			avail = size;
 		unsigned ai;
@@ -258,22 +258,22 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 				size_t tail_off = data_off + (size_t)ssize, tail_len = size - tail_off;
 				if (!(h = win_get(r, pos, data_off + keep, &err)))
 					goto short_read;
-				memcpy(r->cbuf, h, data_off + keep);
+				memcpy(r->in.cbuf, h, data_off + keep);
 				/* the tail, and with it the records that follow */
 				const uint8_t *t = win_get(r, pos + tail_off, tail_len, &err);
 				if (!t)
 					goto short_read;
-				memcpy(r->cbuf + data_off + keep, t, tail_len);
+				memcpy(r->in.cbuf + data_off + keep, t, tail_len);
 				uint16_t nsize = (uint16_t)(data_off + keep + tail_len);
 				uint64_t k64 = keep, dyn;
-				memcpy(r->cbuf + 6, &nsize, 2);
-				memcpy(r->cbuf + 8 + sf, &k64, 8);
+				memcpy(r->in.cbuf + 6, &nsize, 2);
+				memcpy(r->in.cbuf + 8 + sf, &k64, 8);
 				memcpy(&dyn, t, 8);
 				if (dyn > keep) {
 					*cut = (struct cut){ pos, size, true };
-					memcpy(r->cbuf + data_off + keep, &k64, 8);
+					memcpy(r->in.cbuf + data_off + keep, &k64, 8);
 				}
-				*rec = r->cbuf;
+				*rec = r->in.cbuf;
 				*len = nsize;
 				return 1;
 			}
@@ -292,9 +292,9 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 	}
 	if (payload) {
 		*what = "record payload runs past the end of the data";
-		if (r->end - r->pos < payload)
+		if (r->in.end - r->in.pos < payload)
 			return -UW_ETRUNC;
-		r->pos += payload;
+		r->in.pos += payload;
 	}
 	*rec = h;
 	return 1;
@@ -348,13 +348,13 @@ struct ra {
 	uint64_t cur_end;        /* consumer's: where the record after its last one starts */
 };
 
-/* The thread: waits until the prefix at r->pos is decided. @return false when stopped. */
+/* The thread: waits until the prefix at r->in.pos is decided. @return false when stopped. */
 static bool ra_wait_decided(struct uw_reader *r)
 {
-	struct ra *ra = r->ra;
+	struct ra *ra = r->in.ra;
 	pthread_mutex_lock(&ra->mu);
 	atomic_store(&ra->waiting, true);
-	while (!ra->stop && !prefix_decided(r, r->pos))
+	while (!ra->stop && !prefix_decided(r, r->in.pos))
 		pthread_cond_wait(&ra->cv, &ra->mu);
 	atomic_store(&ra->waiting, false);
 	bool go = !ra->stop;
@@ -365,8 +365,8 @@ static bool ra_wait_decided(struct uw_reader *r)
 /* The consumer: the records before `end` are processed (a waiting thread is woken). */
 static void processed_to(struct uw_reader *r, uint64_t end)
 {
-	atomic_store(&r->done_off, end);
-	struct ra *ra = r->ra;
+	atomic_store(&r->in.done_off, end);
+	struct ra *ra = r->in.ra;
 	if (ra && atomic_load(&ra->waiting)) {
 		pthread_mutex_lock(&ra->mu);
 		pthread_cond_broadcast(&ra->cv);
@@ -417,7 +417,7 @@ static void ra_push(struct ra *ra, struct ra_chunk *c)
 static void *ra_main(void *arg)
 {
 	struct uw_reader *r = arg;
-	struct ra *ra = r->ra;
+	struct ra *ra = r->in.ra;
 	pthread_setname_np(pthread_self(), "uw-readahead");
 	for (;;) {
 		struct ra_chunk *c = ra_take_free(ra);
@@ -439,7 +439,7 @@ static void *ra_main(void *arg)
 			const uint8_t *rec;
 			uint32_t len;
 			struct ra_ent e;
-			if (r->pos < r->end && !prefix_decided(r, r->pos)) {
+			if (r->in.pos < r->in.end && !prefix_decided(r, r->in.pos)) {
 				/* the records read so far go first: the processing waited for needs them */
 				if (c->len)
 					break;
@@ -453,7 +453,7 @@ static void *ra_main(void *arg)
 				break;
 			}
 			e.len = len;
-			e.end = r->pos;
+			e.end = r->in.pos;
 			memcpy(c->data + c->len, &e, sizeof(e));
 			memcpy(c->data + c->len + sizeof(e), rec, len);
 			c->len += sizeof(e) + ((len + 7u) & ~7u);
@@ -487,18 +487,18 @@ void reader_chunk_hold(struct ra_chunk *c)
 void reader_chunk_release(struct uw_reader *r, struct ra_chunk *c)
 {
 	c->live--;
-	ra_recycle(r->ra, c);
+	ra_recycle(r->in.ra, c);
 }
 
 static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
 {
-	struct ra *ra = r->ra;
+	struct ra *ra = r->in.ra;
 	struct ra_chunk *c = ra->cur;
 	if (ra->cur_end)
 		processed_to(r, ra->cur_end);
-	memset(&r->cur_cut, 0, sizeof(r->cur_cut));
-	r->cur_aidx = -1;
-	r->cur_chunk = NULL;
+	memset(&r->in.cur_cut, 0, sizeof(r->in.cur_cut));
+	r->in.cur_aidx = -1;
+	r->in.cur_chunk = NULL;
 	while (!c || c->pos == c->len) {
 		if (c) {
 			if (c->err == 1)
@@ -532,9 +532,9 @@ static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint
 	*rec = c->data + c->pos + sizeof(e);
 	*len = e.len;
 	*off = e.off;
-	r->cur_cut = e.cut;
-	r->cur_aidx = e.aidx;
-	r->cur_chunk = c;
+	r->in.cur_cut = e.cut;
+	r->in.cur_aidx = e.aidx;
+	r->in.cur_chunk = c;
 	ra->cur_end = e.end;
 	c->pos += sizeof(e) + ((e.len + 7u) & ~7u);
 	return 1;
@@ -543,7 +543,7 @@ static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint
 /* Stops the thread; the chunks stay (queued records may point into them) until ra_free. */
 void reader_ra_stop(struct uw_reader *r)
 {
-	struct ra *ra = r->ra;
+	struct ra *ra = r->in.ra;
 	if (!ra || ra->joined)
 		return;
 	pthread_mutex_lock(&ra->mu);
@@ -556,7 +556,7 @@ void reader_ra_stop(struct uw_reader *r)
 
 void reader_ra_free(struct uw_reader *r)
 {
-	struct ra *ra = r->ra;
+	struct ra *ra = r->in.ra;
 	if (!ra)
 		return;
 	reader_ra_stop(r);
@@ -567,7 +567,7 @@ void reader_ra_free(struct uw_reader *r)
 	pthread_mutex_destroy(&ra->mu);
 	pthread_cond_destroy(&ra->cv);
 	free(ra);
-	r->ra = NULL;
+	r->in.ra = NULL;
 }
 
 int reader_ra_start(struct uw_reader *r)
@@ -578,24 +578,24 @@ int reader_ra_start(struct uw_reader *r)
 	pthread_mutex_init(&ra->mu, NULL);
 	pthread_cond_init(&ra->cv, NULL);
 	atomic_init(&ra->waiting, false);
-	atomic_store(&r->done_off, r->pos); /* (nothing before the records is to wait for) */
-	r->ra = ra;
+	atomic_store(&r->in.done_off, r->in.pos); /* (nothing before the records is to wait for) */
+	r->in.ra = ra;
 	if (pthread_create(&ra->thread, NULL, ra_main, r)) {
 		pthread_mutex_destroy(&ra->mu);
 		pthread_cond_destroy(&ra->cv);
 		free(ra);
-		r->ra = NULL;
+		r->in.ra = NULL;
 	}
 	return 0;
 }
 
 static int next_record_sparse(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
 {
-	if (r->ra)
+	if (r->in.ra)
 		return ra_next(r, rec, len, off);
-	processed_to(r, r->pos);
+	processed_to(r, r->in.pos);
 	const char *what = NULL;
-	int got = sparse_read(r, rec, len, off, &r->cur_cut, &r->cur_aidx, &what);
+	int got = sparse_read(r, rec, len, off, &r->in.cur_cut, &r->in.cur_aidx, &what);
 	if (got < 0 && (got == -UW_ETRUNC || got == -UW_EFORMAT))
 		return reader_err(r, got, *off, what);
 	return got;
@@ -604,57 +604,57 @@ static int next_record_sparse(struct uw_reader *r, const uint8_t **rec, uint32_t
 int reader_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
 {
 	uint16_t size;
-	if (r->sparse)
+	if (r->in.sparse)
 		return next_record_sparse(r, rec, len, off);
-	r->cur_aidx = -1;
-	*off = r->stream_off;
+	r->in.cur_aidx = -1;
+	*off = r->in.stream_off;
 	int e = reader_fill(r, 8);
-	if (e == -UW_ETRUNC && r->buflen == r->bufpos)
+	if (e == -UW_ETRUNC && r->in.buflen == r->in.bufpos)
 		return 0;
 	if (e)
 		return e == -UW_ETRUNC ? reader_err(r, e, *off, "truncated record header (8 bytes expected)") : e;
-	memcpy(&size, r->buf + r->bufpos + 6, 2);
+	memcpy(&size, r->in.buf + r->in.bufpos + 6, 2);
 	if (size < 8)
 		return reader_err(r, -UW_EFORMAT, *off, "record size smaller than its header");
 	e = reader_fill(r, size);
 	if (e)
 		return e == -UW_ETRUNC ? reader_err(r, e, *off, "record runs past the end of the input") : e;
-	*rec = r->buf + r->bufpos;
+	*rec = r->in.buf + r->in.bufpos;
 	*len = size;
-	r->bufpos += size;
-	r->stream_off += size;
+	r->in.bufpos += size;
+	r->in.stream_off += size;
 	return 1;
 }
 
 /* Skips payload bytes that follow some records (AUXTRACE, TRACING_DATA). */
 int reader_skip_payload(struct uw_reader *r, uint64_t n, uint64_t off)
 {
-	if (r->sparse)
+	if (r->in.sparse)
 		return 0; /* sparse_read skipped it */
 	while (n) {
 		size_t chunk = (size_t)UW_MIN(n, (uint64_t)1 << 16);
 		int e = reader_fill(r, chunk);
 		if (e)
 			return e == -UW_ETRUNC ? reader_err(r, e, off, "record payload runs past the end of the input") : e;
-		r->bufpos += chunk;
-		r->stream_off += chunk;
+		r->in.bufpos += chunk;
+		r->in.stream_off += chunk;
 		n -= chunk;
 	}
 	return 0;
 }
 
 
-/* (read back into r->fullbuf) */
+/* (read back into r->in.fullbuf) */
 const uint8_t *reader_read_whole(struct uw_reader *r, const struct cut *cut)
 {
 	size_t got = 0;
 	while (got < cut->len) {
-		ssize_t n = pread(r->fd, r->fullbuf + got, cut->len - got, (off_t)(cut->off + got));
+		ssize_t n = pread(r->in.fd, r->in.fullbuf + got, cut->len - got, (off_t)(cut->off + got));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return NULL;
 		got += (size_t)n;
 	}
-	return r->fullbuf;
+	return r->in.fullbuf;
 }

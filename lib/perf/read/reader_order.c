@@ -22,26 +22,26 @@ static int cmp_qent(const void *x, const void *y)
 int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least)
 {
 	/* (an empty queue at the end still has the held samples to deliver) */
-	if (r->qlen)
-		qsort(r->q, r->qlen, sizeof(*r->q), cmp_qent);
+	if (r->q.qlen)
+		qsort(r->q.q, r->q.qlen, sizeof(*r->q.q), cmp_qent);
 	size_t i = 0;
 	int err = 0;
-	for (; i < r->qlen; i++) {
-		struct qent *e = &r->q[i];
+	for (; i < r->q.qlen; i++) {
+		struct qent *e = &r->q.q[i];
 		if (!all && e->time > limit && i >= at_least)
 			break;
 		if (!err)
 			err = reader_deliver(r, e->aidx, e->rec, e->len, e->time, &e->cut, e->ord);
-		r->last_flushed = e->time;
-		r->any_flushed = true;
-		r->qbytes -= e->len;
+		r->q.last_flushed = e->time;
+		r->q.any_flushed = true;
+		r->q.qbytes -= e->len;
 		if (e->owned)
 			free((void *)e->rec);
 		else if (e->chunk)
 			reader_chunk_release(r, e->chunk);
 	}
-	memmove(r->q, r->q + i, (r->qlen - i) * sizeof(*r->q));
-	r->qlen -= i;
+	memmove(r->q.q, r->q.q + i, (r->q.qlen - i) * sizeof(*r->q.q));
+	r->q.qlen -= i;
 	/* the end: samples still waiting for a deferred callchain go without it */
 	if (all && !err)
 		err = reader_deferred_flush(r);
@@ -53,26 +53,26 @@ int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least)
 
 int reader_enqueue(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time)
 {
-	if (r->any_flushed && time < r->last_flushed) {
+	if (r->q.any_flushed && time < r->q.last_flushed) {
 		r->st.late_records++;
-		return reader_deliver(r, aidx, rec, len, time, r->inner ? &(struct cut){ 0 } : &r->cur_cut, r->cur_ord);
+		return reader_deliver(r, aidx, rec, len, time, r->inner ? &(struct cut){ 0 } : &r->in.cur_cut, r->cur_ord);
 	}
-	if (r->qlen == r->qcap) {
-		size_t cap = r->qcap ? r->qcap * 2 : 4096;
-		struct qent *nq = realloc(r->q, cap * sizeof(*nq));
+	if (r->q.qlen == r->q.qcap) {
+		size_t cap = r->q.qcap ? r->q.qcap * 2 : 4096;
+		struct qent *nq = realloc(r->q.q, cap * sizeof(*nq));
 		if (!nq)
 			return -ENOMEM;
-		r->q = nq;
-		r->qcap = cap;
+		r->q.q = nq;
+		r->q.qcap = cap;
 	}
-	struct qent *e = &r->q[r->qlen++];
+	struct qent *e = &r->q.q[r->q.qlen++];
 	e->time = time;
-	e->seq = r->seq++;
+	e->seq = r->q.seq++;
 	e->ord = r->cur_ord;
 	e->aidx = aidx;
 	e->len = len;
-	e->cut = r->inner ? (struct cut){ 0 } : r->cur_cut;
-	e->chunk = r->inner ? NULL : r->cur_chunk;
+	e->cut = r->inner ? (struct cut){ 0 } : r->in.cur_cut;
+	e->chunk = r->inner ? NULL : r->in.cur_chunk;
 	/* records not in a read-ahead chunk live in a buffer the next read reuses: copied */
 	e->owned = !e->chunk;
 	if (e->chunk)
@@ -80,7 +80,7 @@ int reader_enqueue(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint3
 	if (e->owned) {
 		uint8_t *copy = malloc(len);
 		if (!copy) {
-			r->qlen--;
+			r->q.qlen--;
 			return -ENOMEM;
 		}
 		memcpy(copy, rec, len);
@@ -88,12 +88,12 @@ int reader_enqueue(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint3
 	} else {
 		e->rec = rec;
 	}
-	r->qbytes += len;
-	if (time > r->max_time)
-		r->max_time = time;
+	r->q.qbytes += len;
+	if (time > r->q.max_time)
+		r->q.max_time = time;
 	/* over the memory cap: deliver the older half, as perf does */
-	if (r->qbytes + r->qlen * sizeof(struct qent) > r->o.max_queue_bytes)
-		return reader_flush(r, 0, false, r->qlen / 2);
+	if (r->q.qbytes + r->q.qlen * sizeof(struct qent) > r->o.max_queue_bytes)
+		return reader_flush(r, 0, false, r->q.qlen / 2);
 	return 0;
 }
 

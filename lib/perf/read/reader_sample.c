@@ -106,7 +106,7 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 	smp->user_fp = res.fp;
 	uint64_t reach = res.stack_used;
 	r->st.stack_bytes_read += ps->stack_size;
-	if (r->cut_stacks && ps->stack_size)
+	if (r->in.cut_stacks && ps->stack_size)
 		reader_note_reach(r, reach, cut && cut->cut ? cut->len : ps->stack_size);
 	smp->nr_user = res.nr_frames;
 	smp->stop_reason = (uint8_t)res.stop;
@@ -115,7 +115,7 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 int reader_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, const struct cut *cut,
                   uint64_t ord)
 {
-	const struct perf_attr *a = &r->attrs[aidx];
+	const struct perf_attr *a = &r->at.attrs[aidx];
 	struct uw_event_stats *es = &r->evst[aidx];
 	struct perf_sample ps;
 	uint16_t misc;

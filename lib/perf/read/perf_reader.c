@@ -191,17 +191,11 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	if (!r)
 		return;
 	reader_ra_stop(r);
-	for (size_t i = 0; i < r->q.qlen; i++)
-		if (r->q.q[i].owned)
-			free((void *)r->q.q[i].rec);
+	reader_order_free(&r->q);
 	reader_ra_free(r);
-	free(r->q.q);
 	if (r->in.close_fd)
 		close(r->in.fd);
-	base_map_free(&r->at.ids);
-	for (size_t i = 0; i < r->at.nattrs; i++)
-		free(r->at.attrs[i].ids);
-	free(r->at.attrs);
+	reader_attrs_free(&r->at);
 	free(r->evst);
 	free(r->stops);
 	perf_decomp_free(r->decomp);
@@ -376,6 +370,48 @@ static void progress(struct uw_reader *r, uint64_t off)
 	}
 }
 
+/* Delivers queued records with time <= limit (all of them when all is set; at least the first
+ * at_least), oldest first; at the end (all), the samples the deferred and stitching stages hold. */
+static int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least)
+{
+	size_t n = reader_order_ready(&r->q, limit, all, at_least);
+	int err = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct qent *e = &r->q.q[i];
+		if (!err)
+			err = reader_deliver(r, e->aidx, e->rec, e->len, e->time, &e->cut, e->ord);
+		if (e->chunk)
+			reader_chunk_release(r, e->chunk);
+	}
+	reader_order_drop(&r->q, n);
+	/* the end: samples still waiting for a deferred callchain go without it */
+	if (all && !err)
+		err = reader_deferred_flush(r);
+	/* and those held for a stitching decision as they are */
+	if (all && !err)
+		err = reader_stitch_flush(r);
+	return err;
+}
+
+/* A record into the time-order queue, or delivered at once when late. */
+static int reader_enqueue(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time)
+{
+	const struct cut *cut = r->inner ? &(struct cut){ 0 } : &r->in.cur_cut;
+	if (reader_order_late(&r->q, time)) {
+		r->st.late_records++;
+		return reader_deliver(r, aidx, rec, len, time, cut, r->cur_ord);
+	}
+	struct qent e = { .time = time, .ord = r->cur_ord, .rec = rec, .len = len, .cut = *cut,
+			  .chunk = r->inner ? NULL : r->in.cur_chunk, .aidx = aidx };
+	int over = reader_order_push(&r->q, &e, r->o.max_queue_bytes);
+	if (over < 0)
+		return over;
+	if (e.chunk)
+		reader_chunk_hold(e.chunk);
+	/* over the memory cap: deliver the older half, as perf does */
+	return over ? reader_flush(r, 0, false, r->q.qlen / 2) : 0;
+}
+
 static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t off);
 
 /* A record that came out of a compressed piece. */
@@ -438,7 +474,7 @@ static void event_update(struct uw_reader *r, const uint8_t *rec, uint32_t len)
 	if (type != 2 || !base_map_has(&r->at.ids, id))
 		return;
 	unsigned idx;
-	reader_attr_by_id(r, id, &idx);
+	reader_attr_by_id(&r->at, id, &idx);
 	size_t l = strnlen((const char *)rec + 24, len - 24);
 	if (l)
 		r->at.attrs[idx].name = proc_intern(r->s, (const char *)rec + 24, l);
@@ -547,7 +583,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 		if (!r->inner && r->in.cur_aidx >= 0 && (size_t)r->in.cur_aidx < r->at.nattrs)
 			aidx = (unsigned)r->in.cur_aidx;
 		else
-			reader_attr_of(r, rec, len, &aidx);
+			reader_attr_of(&r->at, rec, len, &aidx);
 		bool has;
 		uint64_t t = reader_record_time(&r->at.attrs[aidx], rec, len, &has);
 		if (!has)

@@ -4,7 +4,7 @@
  *   perf_reader.c    opening, the record dispatch, side-band records into the tracker, pushed records
  *   reader_input.c   reading records: a mapping, a stream, sparse windows, the read-ahead thread
  *   reader_header.c  the file header, event attributes and feature sections
- *   reader_order.c   putting records in time order (FINISHED_ROUND)
+ *   reader_order.c   the time-order queue (FINISHED_ROUND): what goes when; the dispatch delivers it
  *   reader_sample.c  samples: filters, the tracker's unwinding, callchains judged
  */
 #ifndef UW_PERF_READER_H
@@ -213,11 +213,19 @@ static inline void reader_note_reach(struct uw_reader *r, uint64_t reach, uint64
 }
 
 /* ---- header, attributes, features (reader_header.c) */
+#define READER_ATTRS_MAX 4096
+/* An attribute (a raw perf_event_attr of size bytes) and its nids ids added. @return 0; -ENOMEM;
+ * -UW_ELIMIT or -UW_EFORMAT with *what saying why. */
+int reader_attrs_add(struct reader_attrs *at, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,
+                     const char **what);
+void reader_attrs_free(struct reader_attrs *at);
+/* The reader's: an attribute added with its statistics (an error said at offset off). */
 int reader_add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,
                     uint64_t off);
-const struct perf_attr *reader_attr_by_id(const struct uw_reader *r, uint64_t id, unsigned *idx);
+/* The attribute of an id (the first when none has it). */
+const struct perf_attr *reader_attr_by_id(const struct reader_attrs *at, uint64_t id, unsigned *idx);
 /* Which attribute a record belongs to (the first when it cannot tell). */
-const struct perf_attr *reader_attr_of(const struct uw_reader *r, const uint8_t *rec, uint32_t len, unsigned *idx);
+const struct perf_attr *reader_attr_of(const struct reader_attrs *at, const uint8_t *rec, uint32_t len, unsigned *idx);
 void reader_build_ids(struct uw_reader *r, const uint8_t *p, uint64_t size);
 /* The stop reason the file states for the sample of ordinal ord; -1 when it states none. */
 int reader_stated_stop(const struct uw_reader *r, uint64_t ord);
@@ -226,10 +234,22 @@ void reader_keep_feature(struct uw_reader *r, unsigned bit, const uint8_t *p, si
 void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64_t size);
 int reader_file_header(struct uw_reader *r);
 
-/* ---- time order (reader_order.c) */
-/* Delivers queued records with time <= limit (all of them when all is set), oldest first. */
-int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least);
-int reader_enqueue(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time);
+/* ---- time order (reader_order.c): the queue alone */
+/* Is a record of this time late (older than one the queue let go)? */
+static inline bool reader_order_late(const struct reader_order *q, uint64_t time)
+{
+	return q->any_flushed && time < q->last_flushed;
+}
+/* Queues the entry e (its seq given here; its record copied unless it lies in a read-ahead
+ * chunk, which the caller holds). @return 0; 1 when the queue is over max_bytes (the caller
+ * lets the older half go); -ENOMEM. */
+int reader_order_push(struct reader_order *q, const struct qent *e, size_t max_bytes);
+/* Sorts the queue. @return how many entries at its head go now, oldest first: those with
+ * time <= limit and at least the first at_least, or all of them when all is set. */
+size_t reader_order_ready(struct reader_order *q, uint64_t limit, bool all, size_t at_least);
+/* The first n entries taken off (once delivered; their chunks released by the caller). */
+void reader_order_drop(struct reader_order *q, size_t n);
+void reader_order_free(struct reader_order *q);
 uint64_t reader_record_time(const struct perf_attr *a, const uint8_t *rec, uint32_t len, bool *has);
 
 /* ---- dispatch (perf_reader.c) and samples (reader_sample.c); aidx: the record's attribute */

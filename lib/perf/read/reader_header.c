@@ -14,24 +14,22 @@
 
 /* ---- attributes */
 
-int reader_add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,
-                    uint64_t off)
+int reader_attrs_add(struct reader_attrs *at, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,
+                     const char **what)
 {
-	if (r->at.nattrs >= 4096)
-		return reader_err(r, -UW_ELIMIT, off, "more than 4096 event attributes");
+	if (at->nattrs >= READER_ATTRS_MAX) {
+		*what = "more than 4096 event attributes";
+		return -UW_ELIMIT;
+	}
 	struct perf_attr a;
-	if (perf_attr_decode(p, size, &a))
-		return reader_err(r, -UW_EFORMAT, off, "perf_event_attr smaller than the first ABI version");
-	struct perf_attr *na = realloc(r->at.attrs, (r->at.nattrs + 1) * sizeof(*na));
+	if (perf_attr_decode(p, size, &a)) {
+		*what = "perf_event_attr smaller than the first ABI version";
+		return -UW_EFORMAT;
+	}
+	struct perf_attr *na = realloc(at->attrs, (at->nattrs + 1) * sizeof(*na));
 	if (!na)
 		return -ENOMEM;
-	r->at.attrs = na;
-	struct uw_event_stats *ne = realloc(r->evst, (r->at.nattrs + 1) * sizeof(*ne));
-	if (!ne)
-		return -ENOMEM;
-	r->evst = ne;
-	memset(&ne[r->at.nattrs], 0, sizeof(*ne));
-	ne[r->at.nattrs].sz = sizeof(*ne);
+	at->attrs = na;
 	a.name = perf_attr_default_name(&a);
 	a.raw_size = (uint32_t)UW_MIN(size, (size_t)PERF_ATTR_MAX);
 	memcpy(a.raw, p, a.raw_size);
@@ -39,38 +37,68 @@ int reader_add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const ui
 	a.nids = a.ids ? nids : 0;
 	if (a.ids)
 		memcpy(a.ids, ids, nids * 8);
-	r->at.attrs[r->at.nattrs] = a;
-	/* perf record -k 1 (CLOCK_MONOTONIC): sample times compare with a jitdump's */
-	if (r->at.nattrs == 0)
-		r->t->clock_monotonic = (a.flags & PA_USE_CLOCKID) && a.clockid == CLOCK_MONOTONIC;
+	at->attrs[at->nattrs] = a;
 	for (size_t i = 0; i < nids; i++) {
 		uint64_t id;
 		memcpy(&id, ids + 8 * i, 8);
-		if (base_map_put(&r->at.ids, id, (void *)(uintptr_t)(r->at.nattrs + 1)))
+		if (base_map_put(&at->ids, id, (void *)(uintptr_t)(at->nattrs + 1))) {
+			free(a.ids);
 			return -ENOMEM;
+		}
 	}
-	r->at.nattrs++;
+	at->nattrs++;
 	return 0;
 }
 
-const struct perf_attr *reader_attr_by_id(const struct uw_reader *r, uint64_t id, unsigned *idx)
+void reader_attrs_free(struct reader_attrs *at)
 {
-	uintptr_t v = (uintptr_t)base_map_get(&r->at.ids, id);
+	base_map_free(&at->ids);
+	for (size_t i = 0; i < at->nattrs; i++)
+		free(at->attrs[i].ids);
+	free(at->attrs);
+	at->attrs = NULL;
+	at->nattrs = 0;
+}
+
+int reader_add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,
+                    uint64_t off)
+{
+	/* its statistics first: an attribute added has them */
+	struct uw_event_stats *ne = realloc(r->evst, (r->at.nattrs + 1) * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	r->evst = ne;
+	memset(&ne[r->at.nattrs], 0, sizeof(*ne));
+	ne[r->at.nattrs].sz = sizeof(*ne);
+	const char *what = NULL;
+	int err = reader_attrs_add(&r->at, p, size, ids, nids, &what);
+	if (err)
+		return what ? reader_err(r, err, off, what) : err;
+	/* perf record -k 1 (CLOCK_MONOTONIC): sample times compare with a jitdump's */
+	const struct perf_attr *a = &r->at.attrs[r->at.nattrs - 1];
+	if (r->at.nattrs == 1)
+		r->t->clock_monotonic = (a->flags & PA_USE_CLOCKID) && a->clockid == CLOCK_MONOTONIC;
+	return 0;
+}
+
+const struct perf_attr *reader_attr_by_id(const struct reader_attrs *at, uint64_t id, unsigned *idx)
+{
+	uintptr_t v = (uintptr_t)base_map_get(&at->ids, id);
 	unsigned i = v ? (unsigned)(v - 1) : 0;
 	if (idx)
 		*idx = i;
-	return &r->at.attrs[i];
+	return &at->attrs[i];
 }
 
 /* Which attribute a record belongs to. Samples carry the id first (IDENTIFIER) or at a fixed
  * position (ID); other records at the end of their sample_id trailer. */
-const struct perf_attr *reader_attr_of(const struct uw_reader *r, const uint8_t *rec, uint32_t len,
-                                           unsigned *idx)
+const struct perf_attr *reader_attr_of(const struct reader_attrs *at, const uint8_t *rec, uint32_t len,
+                                       unsigned *idx)
 {
-	const struct perf_attr *a0 = &r->at.attrs[0];
+	const struct perf_attr *a0 = &at->attrs[0];
 	if (idx)
 		*idx = 0;
-	if (r->at.nattrs == 1)
+	if (at->nattrs == 1)
 		return a0;
 	uint32_t type;
 	memcpy(&type, rec, 4);
@@ -89,7 +117,7 @@ const struct perf_attr *reader_attr_of(const struct uw_reader *r, const uint8_t 
 		if (pos + 8 > n)
 			return a0;
 		memcpy(&id, body + pos, 8);
-		return reader_attr_by_id(r, id, idx);
+		return reader_attr_by_id(at, id, idx);
 	}
 	if (!(a0->flags & PA_SAMPLE_ID_ALL))
 		return a0;
@@ -103,7 +131,7 @@ const struct perf_attr *reader_attr_of(const struct uw_reader *r, const uint8_t 
 	if (back > n)
 		return a0;
 	memcpy(&id, body + n - back, 8);
-	return reader_attr_by_id(r, id, idx);
+	return reader_attr_by_id(at, id, idx);
 }
 
 /* ---- feature sections (file mode) */

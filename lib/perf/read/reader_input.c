@@ -245,7 +245,7 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 		if (avail > size)
 			avail = size;
 		unsigned ai;
-		const struct perf_attr *a = reader_attr_of(r, h, (uint32_t)avail, &ai);
+		const struct perf_attr *a = reader_attr_of(&r->at, h, (uint32_t)avail, &ai);
 		/* (carried to the processing when the bytes seen reach the id: found once) */
 		if (avail == size || avail >= 8 + 48)
 			*aidx = (int32_t)ai;

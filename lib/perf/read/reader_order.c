@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Records in time order: queued, sorted, and delivered once every record written before the
- * previous round marker (PERF_RECORD_FINISHED_ROUND) has been; a record older than what was
- * delivered goes at once (counted as late). The queue's memory is capped: over it, the older
- * half goes, as perf does.
+ * Records in time order: a queue (struct reader_order, this file's only state), sorted, whose
+ * head goes once every record written before the previous round marker
+ * (PERF_RECORD_FINISHED_ROUND) has been; a record older than what went is late (the dispatch
+ * delivers it at once and counts it). The queue's memory is capped: over it, the older half
+ * goes, as perf does. The dispatch (perf_reader.c) delivers what this file says is ready.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,83 +19,72 @@ static int cmp_qent(const void *x, const void *y)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-/* Delivers queued records with time <= limit (all of them when all is set), oldest first. */
-int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least)
+size_t reader_order_ready(struct reader_order *q, uint64_t limit, bool all, size_t at_least)
 {
-	/* (an empty queue at the end still has the held samples to deliver) */
-	if (r->q.qlen)
-		qsort(r->q.q, r->q.qlen, sizeof(*r->q.q), cmp_qent);
+	if (!q->qlen)
+		return 0;
+	qsort(q->q, q->qlen, sizeof(*q->q), cmp_qent);
+	if (all)
+		return q->qlen;
 	size_t i = 0;
-	int err = 0;
-	for (; i < r->q.qlen; i++) {
-		struct qent *e = &r->q.q[i];
-		if (!all && e->time > limit && i >= at_least)
-			break;
-		if (!err)
-			err = reader_deliver(r, e->aidx, e->rec, e->len, e->time, &e->cut, e->ord);
-		r->q.last_flushed = e->time;
-		r->q.any_flushed = true;
-		r->q.qbytes -= e->len;
-		if (e->owned)
-			free((void *)e->rec);
-		else if (e->chunk)
-			reader_chunk_release(r, e->chunk);
-	}
-	memmove(r->q.q, r->q.q + i, (r->q.qlen - i) * sizeof(*r->q.q));
-	r->q.qlen -= i;
-	/* the end: samples still waiting for a deferred callchain go without it */
-	if (all && !err)
-		err = reader_deferred_flush(r);
-	/* and those held for a stitching decision as they are */
-	if (all && !err)
-		err = reader_stitch_flush(r);
-	return err;
+	while (i < q->qlen && (q->q[i].time <= limit || i < at_least))
+		i++;
+	return i;
 }
 
-int reader_enqueue(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time)
+void reader_order_drop(struct reader_order *q, size_t n)
 {
-	if (r->q.any_flushed && time < r->q.last_flushed) {
-		r->st.late_records++;
-		return reader_deliver(r, aidx, rec, len, time, r->inner ? &(struct cut){ 0 } : &r->in.cur_cut, r->cur_ord);
+	for (size_t i = 0; i < n; i++) {
+		const struct qent *e = &q->q[i];
+		q->qbytes -= e->len;
+		if (e->owned)
+			free((void *)e->rec);
 	}
-	if (r->q.qlen == r->q.qcap) {
-		size_t cap = r->q.qcap ? r->q.qcap * 2 : 4096;
-		struct qent *nq = realloc(r->q.q, cap * sizeof(*nq));
+	if (n) {
+		q->last_flushed = q->q[n - 1].time;
+		q->any_flushed = true;
+	}
+	memmove(q->q, q->q + n, (q->qlen - n) * sizeof(*q->q));
+	q->qlen -= n;
+}
+
+int reader_order_push(struct reader_order *q, const struct qent *ent, size_t max_bytes)
+{
+	if (q->qlen == q->qcap) {
+		size_t cap = q->qcap ? q->qcap * 2 : 4096;
+		struct qent *nq = realloc(q->q, cap * sizeof(*nq));
 		if (!nq)
 			return -ENOMEM;
-		r->q.q = nq;
-		r->q.qcap = cap;
+		q->q = nq;
+		q->qcap = cap;
 	}
-	struct qent *e = &r->q.q[r->q.qlen++];
-	e->time = time;
-	e->seq = r->q.seq++;
-	e->ord = r->cur_ord;
-	e->aidx = aidx;
-	e->len = len;
-	e->cut = r->inner ? (struct cut){ 0 } : r->in.cur_cut;
-	e->chunk = r->inner ? NULL : r->in.cur_chunk;
+	struct qent *e = &q->q[q->qlen];
+	*e = *ent;
+	e->seq = q->seq++;
 	/* records not in a read-ahead chunk live in a buffer the next read reuses: copied */
 	e->owned = !e->chunk;
-	if (e->chunk)
-		reader_chunk_hold(e->chunk);
 	if (e->owned) {
-		uint8_t *copy = malloc(len);
-		if (!copy) {
-			r->q.qlen--;
+		uint8_t *copy = malloc(e->len);
+		if (!copy)
 			return -ENOMEM;
-		}
-		memcpy(copy, rec, len);
+		memcpy(copy, ent->rec, e->len);
 		e->rec = copy;
-	} else {
-		e->rec = rec;
 	}
-	r->q.qbytes += len;
-	if (time > r->q.max_time)
-		r->q.max_time = time;
-	/* over the memory cap: deliver the older half, as perf does */
-	if (r->q.qbytes + r->q.qlen * sizeof(struct qent) > r->o.max_queue_bytes)
-		return reader_flush(r, 0, false, r->q.qlen / 2);
-	return 0;
+	q->qlen++;
+	q->qbytes += e->len;
+	if (e->time > q->max_time)
+		q->max_time = e->time;
+	return q->qbytes + q->qlen * sizeof(struct qent) > max_bytes;
+}
+
+void reader_order_free(struct reader_order *q)
+{
+	for (size_t i = 0; i < q->qlen; i++)
+		if (q->q[i].owned)
+			free((void *)q->q[i].rec);
+	free(q->q);
+	q->q = NULL;
+	q->qlen = q->qcap = 0;
 }
 
 uint64_t reader_record_time(const struct perf_attr *a, const uint8_t *rec, uint32_t len, bool *has)
@@ -120,4 +110,3 @@ uint64_t reader_record_time(const struct perf_attr *a, const uint8_t *rec, uint3
 	*has = true;
 	return sid.time;
 }
-

@@ -31,7 +31,7 @@ uint64_t perf_reader_held_oldest(const struct uw_reader *r, uint64_t *newest)
 {
 	*newest = r->newest_delivered;
 	/* (samples waiting for a deferred callchain come late too) */
-	return UW_MIN(reader_stitch_oldest(r), reader_deferred_oldest(r));
+	return UW_MIN(reader_stitch_oldest(r), reader_deferred_oldest(&r->def));
 }
 
 const uint8_t *perf_reader_current_sample(const struct uw_reader *r, uint32_t *len)
@@ -59,6 +59,7 @@ static int reader_init(struct uw_reader *r, struct uw_session *s, const struct u
 	r->in.fd = -1;
 	r->in.cur_aidx = -1;
 	unw_stitch_init(&r->stitch, s->opts.max_frames, reader_stitched, r);
+	reader_deferred_init(&r->def, &r->at, reader_deferred_deliver, r);
 	r->path = strdup(path);
 	base_map_init(&r->at.ids);
 	r->st.sz = sizeof(r->st);
@@ -208,7 +209,7 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	free(r->in.fullbuf);
 	if (r->in.sparse)
 		reader_prefix_free(r);
-	reader_deferred_free(r);
+	reader_deferred_free(&r->def);
 	free(r->def.defbuf);
 	free(r->fixbuf);
 	reader_stitch_free(r);
@@ -355,8 +356,11 @@ int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint3
 		r->any_lost_samples = true;
 		r->st.lost_events = r->lost_in_samples;
 		return 0;
-	case PR_CALLCHAIN_DEFERRED:
-		return reader_deferred_record(r, aidx, rec, len, time);
+	case PR_CALLCHAIN_DEFERRED: {
+		int err = reader_deferred_record(&r->def, aidx, rec, len, time);
+		reader_deferred_counts(r);
+		return err;
+	}
 	default:
 		return 0;
 	}
@@ -385,8 +389,10 @@ static int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at
 	}
 	reader_order_drop(&r->q, n);
 	/* the end: samples still waiting for a deferred callchain go without it */
-	if (all && !err)
-		err = reader_deferred_flush(r);
+	if (all && !err) {
+		err = reader_deferred_flush(&r->def);
+		reader_deferred_counts(r);
+	}
 	/* and those held for a stitching decision as they are */
 	if (all && !err)
 		err = reader_stitch_flush(r);

@@ -107,8 +107,17 @@ struct reader_order {
 	bool any_flushed;
 };
 
-/* Samples waiting for their deferred user callchains (reader_deferred.c). */
+/* Samples waiting for their deferred user callchains (reader_deferred.c). A sample the stage lets
+ * go (rec: rewritten, valid during the call; missing: its user part never came) goes to deliver. */
+typedef int (*reader_deferred_fn)(void *ctx, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t ord,
+                                  bool missing);
 struct reader_deferred {
+	const struct reader_attrs *at; /* the recording's (read only) */
+	reader_deferred_fn deliver;
+	void *ctx;
+	struct {                  /* as uw_reader_stats names them, deferred_... */
+		uint64_t samples, stitched, missing, records, unmatched, malformed;
+	} n;
 	struct base_vec held;     /* samples waiting for theirs, in time order, from held_head */
 	size_t held_head;
 	uint8_t *defbuf;          /* a held sample rewritten (64 KiB) */
@@ -276,22 +285,35 @@ void reader_stitch_free(struct uw_reader *r);
 /* The stage's delivery: a sample (held or not) to the consumer with its record. */
 int reader_stitched(void *ctx, unsigned aidx, struct uw_sample *smp, const uint8_t *rec, uint32_t len);
 
-/* ---- deferred user callchains (reader_deferred.c) */
+/* ---- deferred user callchains (reader_deferred.c): the stage passed only its own state */
 struct perf_sample;
+void reader_deferred_init(struct reader_deferred *d, const struct reader_attrs *at, reader_deferred_fn deliver,
+                          void *ctx);
 /* Does the sample's callchain end with PERF_CONTEXT_USER_DEFERRED and a cookie? The cookie and
  * the marker's index. */
 bool reader_deferred_cookie(const struct perf_sample *ps, uint64_t *cookie, uint64_t *at);
-/* A sample held until its thread's deferred callchain comes (copied). */
-int reader_deferred_hold(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint32_t tid, uint64_t time,
-                         uint64_t cookie, uint64_t ord);
+/* A sample held until its thread's deferred callchain comes (copied), or delivered at once when
+ * that came already. */
+int reader_deferred_hold(struct reader_deferred *d, unsigned aidx, const uint8_t *rec, uint32_t len, uint32_t tid,
+                         uint64_t time, uint64_t cookie, uint64_t ord);
 /* A PERF_RECORD_CALLCHAIN_DEFERRED: the samples waiting for it delivered. */
-int reader_deferred_record(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time);
+int reader_deferred_record(struct reader_deferred *d, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time);
 /* At the end: the samples still waiting delivered without their user part. */
-int reader_deferred_flush(struct uw_reader *r);
+int reader_deferred_flush(struct reader_deferred *d);
 /* The time of the oldest sample waiting; UINT64_MAX when none. */
-uint64_t reader_deferred_oldest(const struct uw_reader *r);
-void reader_deferred_free(struct uw_reader *r);
-int reader_sample_deferred(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t ord, const uint8_t *ips,
-                           uint64_t nr);
+uint64_t reader_deferred_oldest(const struct reader_deferred *d);
+void reader_deferred_free(struct reader_deferred *d);
+/* The reader's: the stage's delivery (the sample to reader_sample, the record what writers see). */
+int reader_deferred_deliver(void *ctx, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t ord, bool missing);
+/* The stage's counts into the reader's stats. */
+static inline void reader_deferred_counts(struct uw_reader *r)
+{
+	r->st.deferred_samples = r->def.n.samples;
+	r->st.deferred_stitched = r->def.n.stitched;
+	r->st.deferred_missing = r->def.n.missing;
+	r->st.deferred_records = r->def.n.records;
+	r->st.deferred_unmatched = r->def.n.unmatched;
+	r->st.deferred_malformed = r->def.n.malformed;
+}
 
 #endif

@@ -147,8 +147,11 @@ int reader_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32
 	 * sample waits for it (reader_deferred.c) */
 	uint64_t cookie, at;
 	if (!r->deferred_stitching && (a->sample_type & PS_CALLCHAIN) && !(ps.regs_abi && ps.stack_dyn) &&
-	    reader_deferred_cookie(&ps, &cookie, &at))
-		return reader_deferred_hold(r, aidx, rec, len, ps.tid, ps.time, cookie, ord);
+	    reader_deferred_cookie(&ps, &cookie, &at)) {
+		int err = reader_deferred_hold(&r->def, aidx, rec, len, ps.tid, ps.time, cookie, ord);
+		reader_deferred_counts(r);
+		return err;
+	}
 	if (p && p->exited)
 		r->st.exit_before_sample++;
 
@@ -255,6 +258,20 @@ int reader_deliver_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *
 	if (r->o.on_sample && r->o.on_sample(r->o.ctx, smp))
 		return -UW_ECANCELED;
 	return 0;
+}
+
+/* ---- the deferred callchains' stage (reader_deferred.c): its samples delivered */
+
+int reader_deferred_deliver(void *ctx, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t ord, bool missing)
+{
+	struct uw_reader *r = ctx;
+	r->deferred_missing = missing;
+	r->deferred_stitching = true;
+	r->cur_rec = rec; /* (what writers see) */
+	r->cur_len = len;
+	int err = reader_sample(r, aidx, rec, len, NULL, ord);
+	r->deferred_missing = r->deferred_stitching = false;
+	return err;
 }
 
 /* ---- the stitching stage (lib/unwind/stitch.c): samples through it, its counts into the stats */

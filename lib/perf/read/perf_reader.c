@@ -45,6 +45,15 @@ int reader_err(struct uw_reader *r, int err, uint64_t off, const char *what)
 	return base_err(&r->s->log, err, "%s: at byte offset %llu: %s", r->path, (unsigned long long)off, what);
 }
 
+int reader_input_err(struct uw_reader *r, int err)
+{
+	const char *what = r->in.err_what;
+	if (err >= 0 || !what)
+		return err;
+	r->in.err_what = NULL;
+	return reader_err(r, err, r->in.err_off, what);
+}
+
 /* ---- opening */
 
 /* What every reader has: options, buffers, its tracker. */
@@ -59,6 +68,7 @@ static int reader_init(struct uw_reader *r, struct uw_session *s, const struct u
 	r->in.fd = -1;
 	r->in.cur_aidx = -1;
 	unw_stitch_init(&r->stitch, s->opts.max_frames, reader_stitched, r);
+	r->in.at = &r->at;
 	reader_deferred_init(&r->def, &r->at, reader_deferred_deliver, r);
 	r->path = strdup(path);
 	base_map_init(&r->at.ids);
@@ -122,7 +132,7 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	uint64_t magic = 0, hsize = 0;
 	if (r->in.seekable) {
 		uint8_t h[16];
-		err = reader_pread(r, h, 16, 0);
+		err = reader_pread(&r->in, h, 16, 0);
 		if (err) {
 			err = err == -UW_ETRUNC ? reader_err(r, err, 0, "file too short for a perf.data header") : err;
 			goto fail;
@@ -130,7 +140,7 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		memcpy(&magic, h, 8);
 		memcpy(&hsize, h + 8, 8);
 	} else {
-		err = reader_fill(r, 16);
+		err = reader_fill(&r->in, 16);
 		if (err) {
 			err = reader_err(r, err == -UW_ETRUNC ? err : err, 0, "input too short for a perf.data header");
 			goto fail;
@@ -191,9 +201,9 @@ UW_API void uw_reader_free(struct uw_reader *r)
 {
 	if (!r)
 		return;
-	reader_ra_stop(r);
+	reader_ra_stop(&r->in);
 	reader_order_free(&r->q);
-	reader_ra_free(r);
+	reader_ra_free(&r->in);
 	if (r->in.close_fd)
 		close(r->in.fd);
 	reader_attrs_free(&r->at);
@@ -208,7 +218,7 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	free(r->in.cbuf);
 	free(r->in.fullbuf);
 	if (r->in.sparse)
-		reader_prefix_free(r);
+		reader_prefix_free(&r->in);
 	reader_deferred_free(&r->def);
 	free(r->def.defbuf);
 	free(r->fixbuf);
@@ -385,7 +395,7 @@ static int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at
 		if (!err)
 			err = reader_deliver(r, e->aidx, e->rec, e->len, e->time, &e->cut, e->ord);
 		if (e->chunk)
-			reader_chunk_release(r, e->chunk);
+			reader_chunk_release(&r->in, e->chunk);
 	}
 	reader_order_drop(&r->q, n);
 	/* the end: samples still waiting for a deferred callchain go without it */
@@ -538,7 +548,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 				memcpy(&sz, rec + 8, 4);
 			r->st.skipped_records++;
 			r->skipped_by_type[type]++;
-			err = reader_skip_payload(r, ((uint64_t)sz + 7) & ~7ull, off);
+			err = reader_input_err(r, reader_skip_payload(&r->in, ((uint64_t)sz + 7) & ~7ull, off));
 			break;
 		}
 		case PR_AUXTRACE: {
@@ -547,7 +557,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 				memcpy(&sz, rec + 8, 8);
 			r->st.skipped_records++;
 			r->skipped_by_type[type]++;
-			err = reader_skip_payload(r, sz, off);
+			err = reader_input_err(r, reader_skip_payload(&r->in, sz, off));
 			break;
 		}
 		case PR_COMPRESSED:
@@ -717,9 +727,9 @@ UW_API int uw_reader_run(struct uw_reader *r)
 	/* read ahead on another thread when there is enough to read */
 	if (r->in.fd < 0)
 		return -EINVAL; /* records are pushed to it */
-	if (r->in.sparse && r->file_mode && !r->in.ra && r->in.end - r->in.pos >= (4u << 20) && (err = reader_ra_start(r)))
+	if (r->in.sparse && r->file_mode && !r->in.ra && r->in.end - r->in.pos >= (4u << 20) && (err = reader_ra_start(&r->in)))
 		return err;
-	while ((got = reader_next(r, &rec, &len, &off)) == 1) {
+	while ((got = reader_input_err(r, reader_next(&r->in, &rec, &len, &off))) == 1) {
 		if ((err = process_record(r, rec, len, off)))
 			break;
 	}
@@ -731,7 +741,7 @@ UW_API int uw_reader_run(struct uw_reader *r)
 	}
 	if (got < 0 && !err)
 		err = got;
-	reader_ra_stop(r);
+	reader_ra_stop(&r->in);
 	/* deliver what was read, even when the input ended badly */
 	int ferr = (err == -UW_ECANCELED || err == -ENOMEM) ? 0 : reader_flush(r, 0, true, 0);
 	if (!err)

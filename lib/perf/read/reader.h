@@ -57,6 +57,9 @@ struct qent {
 
 /* Reading records (reader_input.c): a file in pread windows or a stream, the read-ahead thread. */
 struct reader_input {
+	const struct reader_attrs *at; /* the recording's (read only: a sample's stack is cut by its attribute) */
+	uint64_t err_off;        /* the last error: where, and what (a static string; NULL: none to say) */
+	const char *err_what;
 	int fd;
 	bool close_fd;
 	bool seekable;           /* a regular file: read with pread (never mapped) */
@@ -187,38 +190,41 @@ struct uw_reader {
 
 /* An error at a byte offset of the input, said in the session's message. */
 int reader_err(struct uw_reader *r, int err, uint64_t off, const char *what);
+/* An input error (-UW_ETRUNC, -UW_EFORMAT) said with what the input kept of it; err returned. */
+int reader_input_err(struct uw_reader *r, int err);
 
-/* ---- input (reader_input.c) */
+/* ---- input (reader_input.c): the stage passed only its own state. Errors at an offset of the
+ * input: err_off and err_what set (reader_input_err says them in the session's message). */
 /* n bytes at off of a seekable input into buf (-UW_ETRUNC when the file ends before). */
-int reader_pread(struct uw_reader *r, void *buf, size_t n, uint64_t off);
+int reader_pread(struct reader_input *in, void *buf, size_t n, uint64_t off);
 /* Stream input: at least need bytes buffered from bufpos (-UW_ETRUNC at the end). */
-int reader_fill(struct uw_reader *r, size_t need);
+int reader_fill(struct reader_input *in, size_t need);
 /* Next record: *rec points to header + body (valid until the next call). @return 1, 0 at end. */
-int reader_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off);
+int reader_next(struct reader_input *in, const uint8_t **rec, uint32_t *len, uint64_t *off);
 /* Skips payload bytes that follow some records (AUXTRACE, TRACING_DATA). */
-int reader_skip_payload(struct uw_reader *r, uint64_t n, uint64_t off);
+int reader_skip_payload(struct reader_input *in, uint64_t n, uint64_t off);
 /* The read-ahead thread of a file-mode recording. */
-int reader_ra_start(struct uw_reader *r);
-void reader_ra_stop(struct uw_reader *r);
-void reader_ra_free(struct uw_reader *r);
+int reader_ra_start(struct reader_input *in);
+void reader_ra_stop(struct reader_input *in);
+void reader_ra_free(struct reader_input *in);
 /* A queued record held in a read-ahead chunk, and its release once delivered. */
 void reader_chunk_hold(struct ra_chunk *c);
-void reader_chunk_release(struct uw_reader *r, struct ra_chunk *c);
+void reader_chunk_release(struct reader_input *in, struct ra_chunk *c);
 /* The whole record of a cut sample, read back (valid until the next call); NULL when it cannot. */
-const uint8_t *reader_read_whole(struct uw_reader *r, const struct cut *cut);
+const uint8_t *reader_read_whole(struct reader_input *in, const struct cut *cut);
 /* The prefix, chosen from the stacks' reach of the last 256 samples. */
-void reader_adapt_prefix(struct uw_reader *r);
-void reader_prefix_free(struct uw_reader *r);
+void reader_adapt_prefix(struct reader_input *in);
+void reader_prefix_free(struct reader_input *in);
 /* How much of its stack a sample's unwinding used (the prefix follows it). */
-static inline void reader_note_reach(struct uw_reader *r, uint64_t reach, uint64_t stack_size)
+static inline void reader_note_reach(struct reader_input *in, uint64_t reach, uint64_t stack_size)
 {
 	unsigned k = 0;
 	while (k < 16 && (1ull << k) < reach)
 		k++;
-	r->in.reach_hist[k]++;
-	r->in.reach_stack_sum += stack_size;
-	if (++r->in.reach_n == 256)
-		reader_adapt_prefix(r);
+	in->reach_hist[k]++;
+	in->reach_stack_sum += stack_size;
+	if (++in->reach_n == 256)
+		reader_adapt_prefix(in);
 }
 
 /* ---- header, attributes, features (reader_header.c) */

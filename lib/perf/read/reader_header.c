@@ -334,7 +334,7 @@ static int read_section(struct uw_reader *r, uint64_t off, uint64_t size, uint8_
 	*out = malloc(size ? (size_t)size : 1);
 	if (!*out)
 		return -ENOMEM;
-	int err = reader_pread(r, *out, (size_t)size, off);
+	int err = reader_pread(&r->in, *out, (size_t)size, off);
 	if (err) {
 		free(*out);
 		*out = NULL;
@@ -346,7 +346,7 @@ int reader_file_header(struct uw_reader *r)
 {
 	uint64_t fsize = r->in.file_size;
 	uint8_t hdr[104] = { 0 };
-	int err = reader_pread(r, hdr, (size_t)UW_MIN(fsize, (uint64_t)sizeof(hdr)), 0);
+	int err = reader_pread(&r->in, hdr, (size_t)UW_MIN(fsize, (uint64_t)sizeof(hdr)), 0);
 	if (err)
 		return err == -UW_ETRUNC ? reader_err(r, err, 0, "the file ends in its header") : err;
 	struct base_cursor c = base_cursor(hdr, (size_t)UW_MIN(fsize, (uint64_t)sizeof(hdr)));

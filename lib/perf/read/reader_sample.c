@@ -70,7 +70,7 @@ static const uint8_t *fetch_whole(void *ctx, uint64_t *size)
 {
 	struct whole_ctx *w = ctx;
 	struct uw_reader *r = w->r;
-	const uint8_t *whole = reader_read_whole(r, w->cut);
+	const uint8_t *whole = reader_read_whole(&r->in, w->cut);
 	struct perf_sample ws;
 	if (!whole || perf_sample_decode(w->a, whole + 8, w->cut->len - 8, &ws) || !ws.regs_abi || !ws.stack_dyn)
 		return NULL;
@@ -107,7 +107,7 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 	uint64_t reach = res.stack_used;
 	r->st.stack_bytes_read += ps->stack_size;
 	if (r->in.cut_stacks && ps->stack_size)
-		reader_note_reach(r, reach, cut && cut->cut ? cut->len : ps->stack_size);
+		reader_note_reach(&r->in, reach, cut && cut->cut ? cut->len : ps->stack_size);
 	smp->nr_user = res.nr_frames;
 	smp->stop_reason = (uint8_t)res.stop;
 }

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The perf.data reader's parts (one concern per file):
- *   perf_reader.c    opening, the record dispatch, side-band records into the tracker, pushed records
- *   reader_input.c   reading records: a mapping, a stream, sparse windows, the read-ahead thread
- *   reader_header.c  the file header, event attributes and feature sections
- *   reader_order.c   the time-order queue (FINISHED_ROUND): what goes when; the dispatch delivers it
- *   reader_sample.c  samples: filters, the tracker's unwinding, callchains judged
+ * The perf.data reader's parts (one concern per file). The stages have a state of their own
+ * (struct reader_input, reader_attrs, reader_order, reader_deferred; stitching's struct
+ * unw_stitch in lib/unwind) and are passed only that; the dispatch and the delivery of samples
+ * work on the reader, which holds the stages' states and what they share:
+ *   perf_reader.c    opening, the record dispatch, side-band records into the tracker, pushed
+ *                    records, the delivery of what the order queue lets go
+ *   reader_input.c   reading records: pread windows, a stream, the read-ahead thread (input)
+ *   reader_header.c  the file header, event attributes (attrs) and feature sections
+ *   reader_order.c   the time-order queue (FINISHED_ROUND): what goes when (order)
+ *   reader_deferred.c samples held for their deferred user callchains (deferred)
+ *   reader_sample.c  samples: filters, the tracker's unwinding, callchains judged, delivery
  */
 #ifndef UW_PERF_READER_H
 #define UW_PERF_READER_H

@@ -208,11 +208,8 @@ UW_API void uw_reader_free(struct uw_reader *r)
 		close(r->in.fd);
 	reader_attrs_free(&r->at);
 	free(r->evst);
-	free(r->stops);
+	reader_features_free(&r->ft);
 	perf_decomp_free(r->decomp);
-	for (unsigned i = 0; i < FEAT_LAST; i++)
-		if (r->feats[i].owned)
-			free((void *)r->feats[i].p);
 	free(r->in.buf);
 	free(r->in.win);
 	free(r->in.cbuf);
@@ -534,7 +531,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 				memcpy(&feat, rec + 8, 8);
 				/* (an empty one is the end marker) */
 				if (feat < FEAT_LAST && feat != FEAT_BUILD_ID && len > 16) {
-					reader_keep_feature(r, (unsigned)feat, rec + 16, len - 16, true);
+					reader_keep_feature(&r->ft, (unsigned)feat, rec + 16, len - 16, true);
 					reader_feature(r, (unsigned)feat, rec + 16, len - 16);
 				}
 			}

@@ -133,6 +133,14 @@ struct reader_deferred {
 	bool deflast_init;
 };
 
+/* The feature sections kept (reader_header.c). */
+struct reader_features {
+	struct feat_sec sec[FEAT_LAST]; /* as read (copies, or buffers the reader owns) */
+	/* FEAT_UW_STOPS: the stop reason of each sample, in runs (file order) */
+	struct stop_run *stops;
+	size_t nstops;
+};
+
 /* The reader: the stages' states, and what the dispatch and the delivery of samples share. */
 struct uw_reader {
 	struct uw_session *s;
@@ -171,11 +179,7 @@ struct uw_reader {
 	/* perf record -z: the stream of COMPRESSED records' pieces */
 	struct perf_decomp *decomp;
 	bool inner;              /* processing records that came out of it (copied when queued) */
-	/* FEAT_UW_STOPS: the stop reason of each sample, in runs (file order) */
-	struct stop_run *stops;
-	size_t nstops;
-	/* feature sections as read (file mode: into the mapping; pipe mode: copies) */
-	struct feat_sec feats[FEAT_LAST];
+	struct reader_features ft;
 	perf_record_fn record_fn; /* writers: every non-sample record delivered */
 	void *record_ctx;
 	/* the sample being delivered */
@@ -248,9 +252,10 @@ const struct perf_attr *reader_attr_by_id(const struct reader_attrs *at, uint64_
 const struct perf_attr *reader_attr_of(const struct reader_attrs *at, const uint8_t *rec, uint32_t len, unsigned *idx);
 void reader_build_ids(struct uw_reader *r, const uint8_t *p, uint64_t size);
 /* The stop reason the file states for the sample of ordinal ord; -1 when it states none. */
-int reader_stated_stop(const struct uw_reader *r, uint64_t ord);
+int reader_stated_stop(const struct reader_features *ft, uint64_t ord);
 /* A feature section kept for perf_reader_feature: copied (copy), else taken (owned, malloc'd). */
-void reader_keep_feature(struct uw_reader *r, unsigned bit, const uint8_t *p, size_t n, bool copy);
+void reader_keep_feature(struct reader_features *ft, unsigned bit, const uint8_t *p, size_t n, bool copy);
+void reader_features_free(struct reader_features *ft);
 void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64_t size);
 int reader_file_header(struct uw_reader *r);
 

@@ -182,19 +182,19 @@ static const char *feat_string(struct uw_reader *r, struct base_cursor *c)
 
 /* FEAT_UW_STOPS (perf_writer.c): u32 version (1), u32 0, u64 samples, u64 runs, then the runs
  * as {u32 count, u8 reason, 3 bytes 0}, in the order the samples lie in the data section. */
-static void parse_stops(struct uw_reader *r, const uint8_t *p, uint64_t size)
+/* FEAT_UW_STOPS into ft's runs. @return false when malformed (nothing kept). */
+static bool parse_stops(struct reader_features *ft, const uint8_t *p, uint64_t size)
 {
 	struct base_cursor c = base_cursor(p, size);
 	uint32_t version = base_cur_u32(&c);
 	base_cur_u32(&c);
 	uint64_t nsamples = base_cur_u64(&c), nruns = base_cur_u64(&c);
-	if (c.bad || version != 1 || nruns > base_cur_left(&c) / 8 || r->stops) {
-		base_log(&r->s->log, UW_LOG_WARN, "%s: the section of stop reasons is malformed: ignored", r->path);
-		return;
+	if (c.bad || version != 1 || nruns > base_cur_left(&c) / 8 || ft->stops) {
+		return false;
 	}
 	struct stop_run *v = nruns ? malloc(nruns * sizeof(*v)) : NULL;
 	if (nruns && !v)
-		return;
+		return true; /* (no memory: the reasons are found again) */
 	uint64_t first = 0;
 	for (uint64_t i = 0; i < nruns; i++) {
 		uint32_t count = base_cur_u32(&c);
@@ -202,45 +202,44 @@ static void parse_stops(struct uw_reader *r, const uint8_t *p, uint64_t size)
 		base_cur_skip(&c, 3);
 		if (!count || reason >= UW_STOP__COUNT) {
 			free(v);
-			base_log(&r->s->log, UW_LOG_WARN, "%s: the section of stop reasons is malformed: ignored", r->path);
-			return;
+			return false;
 		}
 		v[i] = (struct stop_run){ first, count, reason };
 		first += count;
 	}
 	if (first != nsamples) {
 		free(v);
-		base_log(&r->s->log, UW_LOG_WARN, "%s: the section of stop reasons is malformed: ignored", r->path);
-		return;
+		return false;
 	}
-	r->stops = v;
-	r->nstops = (size_t)nruns;
+	ft->stops = v;
+	ft->nstops = (size_t)nruns;
+	return true;
 }
 
 /* The stop reason the file states for the sample of ordinal ord; -1 when it states none. */
-int reader_stated_stop(const struct uw_reader *r, uint64_t ord)
+int reader_stated_stop(const struct reader_features *ft, uint64_t ord)
 {
-	size_t k = base_upper_bound(r->stops, r->nstops, sizeof(*r->stops), offsetof(struct stop_run, first), ord);
+	size_t k = base_upper_bound(ft->stops, ft->nstops, sizeof(*ft->stops), offsetof(struct stop_run, first), ord);
 	if (!k)
 		return -1;
-	const struct stop_run *run = &r->stops[k - 1];
+	const struct stop_run *run = &ft->stops[k - 1];
 	return ord - run->first < run->count ? run->reason : -1;
 }
 
 const uint8_t *perf_reader_feature(const struct uw_reader *r, unsigned bit, size_t *n)
 {
-	if (bit >= FEAT_LAST || !r->feats[bit].p) {
+	if (bit >= FEAT_LAST || !r->ft.sec[bit].p) {
 		*n = 0;
 		return NULL;
 	}
-	*n = r->feats[bit].n;
-	return r->feats[bit].p;
+	*n = r->ft.sec[bit].n;
+	return r->ft.sec[bit].p;
 }
 
 /* Keeps a feature section's bytes for writers (a copy unless they lie in the mapping). */
-void reader_keep_feature(struct uw_reader *r, unsigned bit, const uint8_t *p, size_t n, bool copy)
+void reader_keep_feature(struct reader_features *ft, unsigned bit, const uint8_t *p, size_t n, bool copy)
 {
-	struct feat_sec *f = &r->feats[bit];
+	struct feat_sec *f = &ft->sec[bit];
 	if (f->owned)
 		free((void *)f->p);
 	f->p = NULL;
@@ -256,13 +255,23 @@ void reader_keep_feature(struct uw_reader *r, unsigned bit, const uint8_t *p, si
 	*f = (struct feat_sec){ p, n, true };
 }
 
+void reader_features_free(struct reader_features *ft)
+{
+	for (unsigned i = 0; i < FEAT_LAST; i++)
+		if (ft->sec[i].owned)
+			free((void *)ft->sec[i].p);
+	free(ft->stops);
+	memset(ft, 0, sizeof(*ft));
+}
+
 void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64_t size)
 {
 	struct base_cursor c = base_cursor(p, size);
 	char buf[4096];
 	switch (feat) {
 	case FEAT_UW_STOPS:
-		parse_stops(r, p, size);
+		if (!parse_stops(&r->ft, p, size))
+			base_log(&r->s->log, UW_LOG_WARN, "%s: the section of stop reasons is malformed: ignored", r->path);
 		break;
 	case FEAT_CLOCK_DATA: { /* u32 version, u32 clockid, u64 wall ns, u64 clockid ns */
 		uint32_t version = base_cur_u32(&c), clockid = base_cur_u32(&c);
@@ -449,7 +458,7 @@ int reader_file_header(struct uw_reader *r)
 				return err == -UW_ETRUNC ? reader_err(r, err, off, "the file ends in a feature section") : err;
 			}
 			reader_feature(r, bit, sec, size);
-			reader_keep_feature(r, bit, sec, (size_t)size, false);
+			reader_keep_feature(&r->ft, bit, sec, (size_t)size, false);
 		}
 		free(table);
 	}

@@ -200,7 +200,7 @@ int reader_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32
 		unwind_user(r, a, &ps, misc, cut, fc.time, &smp);
 	} else if (nu_chain) {
 		smp.nr_user = nu_chain;
-		int stated = r->stops ? reader_stated_stop(r, ord) : -1;
+		int stated = r->ft.stops ? reader_stated_stop(&r->ft, ord) : -1;
 		if (stated >= 0) {
 			smp.stop_reason = (uint8_t)stated;
 			r->st.stops_stated++;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "commands.h"
 
 static volatile int stop_flag;
 

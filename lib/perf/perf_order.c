@@ -35,8 +35,9 @@ struct uw_order {
 UW_API struct uw_order *uw_order_new(const struct uw_order_opts *opts)
 {
 	struct uw_order_opts o;
-	if (base_opts_copy(&o, sizeof(o), opts)) {
-		errno = EINVAL;
+	int oe = BASE_OPTS_COPY(&o, uw_order_opts, max_bytes, opts);
+	if (oe) {
+		errno = -oe;
 		return NULL;
 	}
 	struct uw_order *q = calloc(1, sizeof(*q));

@@ -32,10 +32,58 @@ static void mod_ref(struct uw_tracker *t, struct uw_module *m)
 		proc_module_ref(t->s, m);
 }
 
+/* ---- locks (see struct uw_tracker) */
+
+void tracker_wrlock(struct uw_tracker *t)
+{
+	pthread_rwlock_wrlock(&t->rw);
+}
+
+void tracker_rdlock(struct uw_tracker *t)
+{
+	pthread_rwlock_rdlock(&t->rw);
+}
+
+void tracker_unlock(struct uw_tracker *t)
+{
+	pthread_rwlock_unlock(&t->rw);
+}
+
+struct cfi_cache *tracker_cache_take(struct uw_tracker *t)
+{
+	/* one thread at a time finds the slot full: no lock, no allocation */
+	struct cfi_cache *c = __atomic_exchange_n(&t->cfi_cache, NULL, __ATOMIC_ACQUIRE);
+	if (c)
+		return c;
+	pthread_mutex_lock(&t->cache_mu);
+	if (t->spare_caches.len)
+		c = *(struct cfi_cache **)base_vec_at(&t->spare_caches, --t->spare_caches.len);
+	pthread_mutex_unlock(&t->cache_mu);
+	return c ? c : cfi_cache_new(); /* (one per thread unwinding at once, kept) */
+}
+
+void tracker_cache_give(struct uw_tracker *t, struct cfi_cache *c)
+{
+	if (!c)
+		return;
+	struct cfi_cache *none = NULL;
+	if (__atomic_compare_exchange_n(&t->cfi_cache, &none, c, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&t->cache_mu);
+	struct cfi_cache **slot = base_vec_push(&t->spare_caches);
+	if (slot)
+		*slot = c;
+	pthread_mutex_unlock(&t->cache_mu);
+	if (!slot)
+		cfi_cache_free(c);
+}
+
+/* ---- processes and threads (changed under the write lock) */
+
 void proc_free(struct uw_tracker *t, struct proc *p)
 {
-	if (t->last_proc == p)
-		t->last_proc = NULL;
+	if (__atomic_load_n(&t->last_proc, __ATOMIC_RELAXED) == p)
+		__atomic_store_n(&t->last_proc, NULL, __ATOMIC_RELAXED);
 	struct map *maps = p->maps.data;
 	for (size_t i = 0; i < p->maps.len; i++)
 		mod_unref(t, maps[i].mod);
@@ -49,11 +97,12 @@ void proc_free(struct uw_tracker *t, struct proc *p)
 struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create)
 {
 	/* (samples come in runs of one process: the last one found is asked for again) */
-	if (t->last_proc && t->last_proc->pid == pid)
-		return t->last_proc;
+	struct proc *last = __atomic_load_n(&t->last_proc, __ATOMIC_RELAXED);
+	if (last && last->pid == pid)
+		return last;
 	struct proc *p = base_map_get(&t->procs, (uint64_t)(uint32_t)pid);
-	if (p)
-		t->last_proc = p;
+	if (p && p != last)
+		__atomic_store_n(&t->last_proc, p, __ATOMIC_RELAXED);
 	if (p || !create)
 		return p;
 	p = calloc(1, sizeof(*p));
@@ -68,11 +117,11 @@ struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create)
 	return p;
 }
 
-struct proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t time)
+static struct proc *sample_proc_make(struct uw_tracker *t, int32_t pid, uint64_t time)
 {
 	struct proc *p = proc_get(t, pid, false);
-	if (p || !t->o.live || pid <= 0)
-		return p;
+	if (p)
+		return p; /* (made by another thread meanwhile) */
 	/* the header's promise for a live tracker: a pc in no known mapping is asked of the kernel,
 	 * for a process no event told of too */
 	char path[32];
@@ -86,6 +135,45 @@ struct proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t tim
 		p->maps_fd = -1;
 	}
 	return p;
+}
+
+struct proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t time)
+{
+	struct proc *p = proc_get(t, pid, false);
+	if (p || !t->o.live || pid <= 0)
+		return p;
+	tracker_wrlock(t);
+	p = sample_proc_make(t, pid, time);
+	tracker_unlock(t);
+	return p;
+}
+
+struct proc *tracker_sample_proc_rd(struct uw_tracker *t, int32_t pid, uint64_t time)
+{
+	struct proc *p = proc_get(t, pid, false);
+	if (p || !t->o.live || pid <= 0)
+		return p;
+	tracker_unlock(t);
+	tracker_wrlock(t);
+	sample_proc_make(t, pid, time);
+	tracker_unlock(t);
+	tracker_rdlock(t);
+	return proc_get(t, pid, false); /* (an EXIT swept meanwhile: NULL) */
+}
+
+bool tracker_resolve_miss(struct proc_find_ctx *fc, int32_t pid)
+{
+	struct uw_tracker *t = fc->t;
+	uint64_t pc = fc->miss_pc;
+	fc->miss_pc = 0;
+	tracker_unlock(t);
+	tracker_wrlock(t);
+	struct proc *p = proc_get(t, pid, false);
+	bool found = p && proc_ask_kernel(t, p, pc, fc->time);
+	tracker_unlock(t);
+	tracker_rdlock(t);
+	fc->p = proc_get(t, pid, false);
+	return found && fc->p;
 }
 
 struct thread *proc_thread(struct uw_tracker *t, int32_t pid, int32_t tid, bool create)
@@ -121,11 +209,12 @@ static inline const struct map *find_map(struct proc *p, uint64_t addr)
 {
 	const struct map *m = p->maps.data;
 	/* consecutive frames mostly fall in the mapping of the one before */
-	if (p->last_map < p->maps.len && addr >= m[p->last_map].start && addr < m[p->last_map].end)
-		return &m[p->last_map];
+	uint32_t last = __atomic_load_n(&p->last_map, __ATOMIC_RELAXED);
+	if (last < p->maps.len && addr >= m[last].start && addr < m[last].end)
+		return &m[last];
 	size_t lo = base_upper_bound(m, p->maps.len, sizeof(*m), offsetof(struct map, start), addr);
 	if (lo && addr < m[lo - 1].end) {
-		p->last_map = (uint32_t)(lo - 1);
+		__atomic_store_n(&p->last_map, (uint32_t)(lo - 1), __ATOMIC_RELAXED);
 		return &m[lo - 1];
 	}
 	return NULL;
@@ -215,7 +304,7 @@ int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, ui
 	return 0;
 }
 
-int proc_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time)
+static int fork_locked(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time)
 {
 	struct thread *pt = proc_thread(t, ppid, ptid, false);
 	const char *comm = pt ? pt->comm : NULL;
@@ -265,7 +354,16 @@ int proc_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int3
 	return 0;
 }
 
-int proc_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec, uint64_t time)
+int proc_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time)
+{
+	tracker_wrlock(t);
+	int e = fork_locked(t, pid, ppid, tid, ptid, time);
+	tracker_unlock(t);
+	return e;
+}
+
+static int comm_locked(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec,
+                       uint64_t time)
 {
 	const char *c = proc_intern(t->s, comm, len);
 	if (!c)
@@ -299,8 +397,17 @@ int proc_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, 
 	return 0;
 }
 
+int proc_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec, uint64_t time)
+{
+	tracker_wrlock(t);
+	int e = comm_locked(t, pid, tid, comm, len, exec, time);
+	tracker_unlock(t);
+	return e;
+}
+
 void proc_exit(struct uw_tracker *t, int32_t pid, int32_t tid, uint64_t time)
 {
+	tracker_wrlock(t);
 	struct thread *th = proc_thread(t, pid, tid, false);
 	if (th) {
 		th->exited = true;
@@ -313,9 +420,10 @@ void proc_exit(struct uw_tracker *t, int32_t pid, int32_t tid, uint64_t time)
 			p->exit_time = time;
 		}
 	}
+	tracker_unlock(t);
 }
 
-void proc_sweep(struct uw_tracker *t, uint64_t now)
+static void sweep_locked(struct uw_tracker *t, uint64_t now)
 {
 	if (now < t->o.exit_grace_ns)
 		return;
@@ -356,9 +464,16 @@ void proc_sweep(struct uw_tracker *t, uint64_t now)
 	base_vec_free(&dead);
 }
 
+void proc_sweep(struct uw_tracker *t, uint64_t now)
+{
+	tracker_wrlock(t);
+	sweep_locked(t, now);
+	tracker_unlock(t);
+}
+
 /* ---- what the recording says: build-ids by path, the kernel */
 
-void proc_note_build_id_hex(struct uw_tracker *t, const char *path, const char *hex)
+static void note_build_id_hex(struct uw_tracker *t, const char *path, const char *hex)
 {
 	size_t n = strlen(hex);
 	if (!n || n > 2 * ELFV_MAX_BUILD_ID)
@@ -370,13 +485,27 @@ void proc_note_build_id_hex(struct uw_tracker *t, const char *path, const char *
 		proc_kernel_note_build_id(t, hex);
 }
 
-void proc_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len)
+static void note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len)
 {
 	if (!len || len > ELFV_MAX_BUILD_ID)
 		return;
 	char hex[2 * ELFV_MAX_BUILD_ID + 1];
 	base_hex(bid, len, hex);
-	proc_note_build_id_hex(t, path, hex);
+	note_build_id_hex(t, path, hex);
+}
+
+void proc_note_build_id_hex(struct uw_tracker *t, const char *path, const char *hex)
+{
+	tracker_wrlock(t);
+	note_build_id_hex(t, path, hex);
+	tracker_unlock(t);
+}
+
+void proc_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len)
+{
+	tracker_wrlock(t);
+	note_build_id(t, path, bid, len);
+	tracker_unlock(t);
 }
 
 const char *tracker_build_id(const struct uw_tracker *t, const char *path, size_t len)
@@ -384,9 +513,9 @@ const char *tracker_build_id(const struct uw_tracker *t, const char *path, size_
 	return base_map_get(&t->buildids, base_hash_bytes(path, len));
 }
 
-int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint64_t addr, uint64_t len,
-                      uint64_t pgoff, uint32_t prot, uint32_t maj, uint32_t min, uint64_t ino, const uint8_t *bid,
-                      size_t blen, const char *path, size_t fl)
+static int map_event_locked(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint64_t addr, uint64_t len,
+                            uint64_t pgoff, uint32_t prot, uint32_t maj, uint32_t min, uint64_t ino,
+                            const uint8_t *bid, size_t blen, const char *path, size_t fl)
 {
 	if (blen > ELFV_MAX_BUILD_ID)
 		blen = ELFV_MAX_BUILD_ID;
@@ -397,7 +526,7 @@ int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint6
 			if (pgoff >= addr)
 				proc_kernel_note_text(t, pgoff);
 			if (bid && blen)
-				proc_note_build_id(t, "[kernel.kallsyms]", bid, blen);
+				note_build_id(t, "[kernel.kallsyms]", bid, blen);
 		}
 		return 0;
 	}
@@ -421,6 +550,16 @@ int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint6
 	return e == -ENOMEM ? e : 0;
 }
 
+int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint64_t addr, uint64_t len,
+                      uint64_t pgoff, uint32_t prot, uint32_t maj, uint32_t min, uint64_t ino, const uint8_t *bid,
+                      size_t blen, const char *path, size_t fl)
+{
+	tracker_wrlock(t);
+	int e = map_event_locked(t, pid, cpumode, addr, len, pgoff, prot, maj, min, ino, bid, blen, path, fl);
+	tracker_unlock(t);
+	return e;
+}
+
 const char *tracker_comm(struct uw_tracker *t, uint32_t pid, uint32_t tid)
 {
 	struct thread *th = proc_thread(t, (int32_t)pid, (int32_t)tid, false);
@@ -439,16 +578,35 @@ bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 	struct proc_find_ctx *c = ctx;
 	struct uw_tracker *t = c->t;
 	const struct map *cm = c->p ? find_map(c->p, pc) : NULL;
-	if (!cm && c->p && t->o.live && pc >= 4096 && pc < (1ull << 47) && proc_ask_kernel(t, c->p, pc, c->time))
-		cm = find_map(c->p, pc);
+	if (!cm && c->p && t->o.live && pc >= 4096 && pc < (1ull << 47)) {
+		if (c->locked) {
+			/* readers do not change mappings: the caller asks, then walks again (pages
+			 * asked about in vain are not asked again) */
+			uint64_t page = pc >> 12;
+			bool vain = false;
+			for (unsigned i = 0; i < c->p->nmissed && i < UW_ARRAY_SIZE(c->p->missed); i++)
+				vain |= c->p->missed[i] == page;
+			if (!vain && !c->miss_pc)
+				c->miss_pc = pc;
+		} else {
+			tracker_wrlock(t);
+			bool found = proc_ask_kernel(t, c->p, pc, c->time);
+			tracker_unlock(t);
+			if (found)
+				cm = find_map(c->p, pc);
+		}
+	}
 	/* JIT code: in an anonymous mapping (or one the recording missed), named by the process's
 	 * jitdump as it was at the sample's time, else by its perf-PID.map; the address is
 	 * absolute, as perf shows it (not live: the output keeps addresses, and reading a file a
 	 * process controls has no place on the thread that drains the rings) */
 	if (c->p && !t->o.live && (!cm || !cm->mod || (cm->mod->special && !cm->mod->jit && cm->mod->path[0] != '['))) {
+		/* (read when first needed, by whichever thread unwinding needs it first) */
+		pthread_mutex_lock(&t->jit_mu);
 		struct uw_module *jm = c->p->jd ? proc_jitdump_find(t, c->p, pc, c->time) : NULL;
 		if (!jm)
 			jm = proc_jit_module(t, c->p);
+		pthread_mutex_unlock(&t->jit_mu);
 		const struct sym *js = jm ? symtab_find(&jm->syms, pc) : NULL;
 		if (js) {
 			out->module = jm;
@@ -464,16 +622,18 @@ bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 	struct map *m = (struct map *)cm;
 	out->module = m->mod;
 	out->map_addr = pc - m->start + m->pgoff;
-	if (!m->bias_known) {
-		m->bias = m->start - m->pgoff; /* rel = file offset unless the ELF says otherwise */
+	if (!__atomic_load_n(&m->bias_known, __ATOMIC_ACQUIRE)) {
+		/* (threads unwinding at once may both compute it: the same value) */
+		uint64_t bias = m->start - m->pgoff; /* rel = file offset unless the ELF says otherwise */
 		if (m->mod && proc_module_open(t->s, m->mod)) {
 			uint64_t vaddr;
 			if (elfv_offset_to_vaddr(m->mod->elf, out->map_addr, &vaddr))
-				m->bias = pc - vaddr;
+				bias = pc - vaddr;
 		}
-		m->bias_known = true;
+		__atomic_store_n(&m->bias, bias, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->bias_known, true, __ATOMIC_RELEASE);
 	}
-	out->bias = m->bias;
+	out->bias = __atomic_load_n(&m->bias, __ATOMIC_RELAXED);
 	out->code = m->mod ? proc_module_code(t->s, m->mod) : NULL;
 	if (m->mod)
 		proc_module_hit(m->mod);

@@ -304,7 +304,10 @@ static void label(struct pp *x, struct pb *smp, const char *key, const char *s, 
 UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct uw_pprof_opts *opts)
 {
 	struct uw_pprof_opts o = { 0 };
-	if (!p || !out || base_opts_copy(&o, sizeof(o), opts))
+	int oe = BASE_OPTS_COPY(&o, uw_pprof_opts, duration_nanos, opts);
+	if (oe)
+		return oe;
+	if (!p || !out)
 		return -EINVAL;
 	struct pp x = { .p = p };
 	base_map_init(&x.strs);

@@ -198,9 +198,13 @@ static inline bool prof_name_byte_ok(unsigned char c, bool folded)
 /* A sample given by a caller, as this library's struct: read as far as its sz says (a caller
  * built against an older header has a shorter one), the rest zero. NULL when sz is too small
  * for the first version's fields. */
-static inline const struct uw_sample *prof_sample_in(const struct uw_sample *smp, struct uw_sample *tmp)
+static inline const struct uw_sample *prof_sample_in(const struct uw_sample *smp, struct uw_sample *tmp, int *err)
 {
+	*err = -EINVAL;
 	if (!smp || smp->sz < offsetof(struct uw_sample, stack_size) + sizeof(smp->stack_size))
+		return NULL;
+	/* (a newer caller's larger one: what this library does not know must be zero) */
+	if ((*err = BASE_OPTS_CHECK(smp, uw_sample, recorded_kernel)))
 		return NULL;
 	if (smp->sz >= sizeof(*tmp))
 		return smp;

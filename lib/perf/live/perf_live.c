@@ -438,7 +438,10 @@ static void enable_rings(struct live *lv, unsigned long req)
 UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final)
 {
 	struct rec rc = { .s = s, .child = -1, .go = { -1, -1 }, .execerr = { -1, -1 }, .wstatus = -1 };
-	if (!s || base_opts_copy(&rc.o, sizeof(rc.o), opts))
+	int oe = BASE_OPTS_COPY(&rc.o, uw_record_opts, stitch, opts);
+	if (oe)
+		return oe;
+	if (!s)
 		return -EINVAL;
 	rc.ncpu = live_ncpus();
 	rc.lv.s = s;

@@ -350,7 +350,10 @@ UW_API int uw_inject(struct uw_session *s, const char *in_path, const char *out_
                      const struct uw_inject_opts *opts, struct uw_inject_stats *stats)
 {
 	struct uw_inject_opts o;
-	if (!s || !in_path || !out_path || base_opts_copy(&o, sizeof(o), opts))
+	int oe = BASE_OPTS_COPY(&o, uw_inject_opts, stitch, opts);
+	if (oe)
+		return oe;
+	if (!s || !in_path || !out_path)
 		return -EINVAL;
 	struct cc_sink *k;
 	int err = cc_sink_new(s, out_path, &k);

@@ -488,6 +488,21 @@ static void test_order(void **state)
 	assert_int_equal(uw_order_push(NULL, 0, 0, buf, 16), -EINVAL);
 	struct uw_order_opts bad = { .sz = 3 };
 	assert_null(uw_order_new(&bad));
+	/* a newer caller's larger options: taken while what follows max_bytes is zero, refused
+	 * (E2BIG) when a field this library does not know is set */
+	union {
+		struct uw_order_opts o;
+		uint8_t b[sizeof(struct uw_order_opts) + 16];
+	} big;
+	memset(&big, 0, sizeof(big));
+	big.o.sz = sizeof(big);
+	o = uw_order_new(&big.o);
+	assert_non_null(o);
+	uw_order_free(o);
+	big.b[sizeof(struct uw_order_opts) + 3] = 1;
+	errno = 0;
+	assert_null(uw_order_new(&big.o));
+	assert_int_equal(errno, E2BIG);
 }
 
 int main(void)

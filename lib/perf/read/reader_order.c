@@ -34,16 +34,16 @@ size_t reader_order_ready(struct reader_order *q, uint64_t limit, bool all, size
 
 void reader_order_drop(struct reader_order *q, size_t n)
 {
+	if (!n)
+		return; /* (q->q may be NULL yet) */
 	for (size_t i = 0; i < n; i++) {
 		const struct qent *e = &q->q[i];
 		q->qbytes -= e->len;
 		if (e->owned)
 			free((void *)e->rec);
 	}
-	if (n) {
-		q->last_flushed = q->q[n - 1].time;
-		q->any_flushed = true;
-	}
+	q->last_flushed = q->q[n - 1].time;
+	q->any_flushed = true;
 	memmove(q->q, q->q + n, (q->qlen - n) * sizeof(*q->q));
 	q->qlen -= n;
 }

@@ -131,12 +131,28 @@ static inline const struct dframe *frametab_get(const struct frametab *t, uint32
 	return base_vec_at(&t->frames, id);
 }
 
-/* Is the profile's (first) event a clock, whose periods are nanoseconds (cpu-clock,
- * task-clock, with or without a modifier)? */
+/* The kind of time an event's periods are, in nanoseconds: "cpu" (cpu-clock, task-clock, with
+ * or without a modifier), "off-cpu" (offcpu-time: record --off-cpu's, perf record --off-cpu's),
+ * "wall" (report --wall's sum of both; wall-clock, libunwound-prof's wall time); NULL for an
+ * event whose periods are counts. */
+static inline const char *prof_time_kind(const char *ev)
+{
+	if (!ev)
+		return NULL;
+	if (!strncmp(ev, "cpu-clock", 9) || !strncmp(ev, "task-clock", 10))
+		return "cpu";
+	if (!strcmp(ev, "offcpu-time"))
+		return "off-cpu";
+	if (!strcmp(ev, "wall") || !strncmp(ev, "wall-clock", 10))
+		return "wall";
+	return NULL;
+}
+
+/* Are the profile's (first) event's periods nanoseconds? */
 static inline bool prof_clock_event(const struct uw_profile *p)
 {
 	const char *ev = p->events.len ? ((const struct pevent *)p->events.data)[0].name : NULL;
-	return ev && (!strncmp(ev, "cpu-clock", 9) || !strncmp(ev, "task-clock", 10));
+	return prof_time_kind(ev) != NULL;
 }
 
 /* A number in a JSON list: ",N", or "N" when first (the lists are long: no printf). */

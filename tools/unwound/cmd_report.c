@@ -30,6 +30,9 @@ struct report {
 	uint64_t time_start, time_end;  /* --time: samples kept (ns; end 0: no end) */
 	uint64_t progress_from;         /* monotonic ns after which progress is shown */
 	bool progress_shown;
+	bool wall;                      /* --wall: clock and offcpu-time samples as one event */
+	uint64_t wall_dropped;          /* ... samples of other events left out */
+	uint64_t wall_kept;
 };
 
 static uint64_t now_ns(void)
@@ -49,6 +52,25 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 		r->first_time = smp->time;
 	if (smp->time > r->last_time)
 		r->last_time = smp->time;
+	struct uw_sample wall;
+	if (r->wall) {
+		/* one profile of time: CPU samples of a clock event (periods in ns) and off-CPU time */
+		const char *ev = smp->event_name ? smp->event_name : "";
+		if (strncmp(ev, "cpu-clock", 9) && strncmp(ev, "task-clock", 10) && strcmp(ev, "offcpu-time")) {
+			r->wall_dropped++;
+			return 0;
+		}
+		if (r->mode != MODE_SCRIPT) {
+			size_t n = smp->sz < sizeof(wall) ? smp->sz : sizeof(wall);
+			memset(&wall, 0, sizeof(wall));
+			memcpy(&wall, smp, n);
+			wall.sz = n;
+			wall.event_name = "wall";
+			r->wall_kept++;
+			wall.attr_index = UINT32_MAX;
+			smp = &wall;
+		}
+	}
 	if (r->mode == MODE_SCRIPT)
 		e = uw_script_writer_add(r->sw, smp);
 	else
@@ -112,7 +134,7 @@ int cmd_report(int argc, char **argv)
 		report_opts_free(&o);
 		return pr > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 	}
-	struct report rep = { .mode = o.mode, .time_start = o.time_start, .time_end = o.time_end,
+	struct report rep = { .mode = o.mode, .time_start = o.time_start, .time_end = o.time_end, .wall = o.wall,
 			      .progress_from = now_ns() + 1000000000u };
 	struct cli_out outfd = { .fd = -1 };
 	/* as perf: standard input when it is a pipe, else ./perf.data (a terminal, /dev/null, a
@@ -218,7 +240,8 @@ int cmd_report(int argc, char **argv)
 	struct uw_reader_stats st = { .sz = sizeof(st) };
 	uw_reader_stats(rd, &st);
 	if (rep.mode == MODE_FOLDED || rep.mode == MODE_PPROF || rep.mode == MODE_SPEEDSCOPE || rep.mode == MODE_HTML) {
-		if (!o.event && check_one_event(&rep, rd)) {
+		/* (pprof: a value column per event) */
+		if (!o.event && rep.mode != MODE_PPROF && check_one_event(&rep, rd)) {
 			ret = CLI_EXIT_USAGE;
 			goto out;
 		}
@@ -288,6 +311,15 @@ int cmd_report(int argc, char **argv)
 	}
 	if (err) {
 		fprintf(stderr, "unwound report: %s\n", uw_session_errmsg(rep.s));
+		goto out;
+	}
+	if (o.wall && rep.wall_dropped && !o.quiet)
+		fprintf(stderr, "unwound report: --wall: %" PRIu64 " samples of events whose periods are not time left out "
+				"(--wall adds cpu-clock and task-clock samples, ns, to offcpu-time)\n", rep.wall_dropped);
+	if (o.wall && !rep.wall_kept && rep.mode != MODE_SCRIPT && st.samples_delivered) {
+		fprintf(stderr, "unwound report: --wall: no samples of cpu-clock, task-clock or offcpu-time (record with "
+				"-e cpu-clock --off-cpu)\n");
+		ret = CLI_EXIT_USAGE;
 		goto out;
 	}
 	if (o.event && !st.samples_delivered) {

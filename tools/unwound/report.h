@@ -25,7 +25,7 @@ struct ropts {
 	uint64_t stack_limit;
 	uint64_t time_start, time_end;
 	int nofp, nokernel, addrs, noinline, srcline, nodemangle, inl, byline, nocache, syncsym, offline;
-	int weight, order, columns, stdio, quiet, header, header_only;
+	int weight, order, columns, stdio, quiet, header, header_only, wall;
 	bool graph_set;
 	unsigned rows, dbgd_ms;
 	double percent_limit;

@@ -26,7 +26,8 @@ void report_usage(FILE *f)
 		"  --no-demangle       C++ and Rust names as in the symbol table\n"
 		"  --folded            folded stacks: comm;outer;...;inner weight (one event: see --event)\n"
 		"  --format FORMAT     top (the default), script, folded; pprof: gzipped profile.proto for\n"
-		"                      go tool pprof and pprof-based tools (labels pid, tid, thread);\n"
+		"                      go tool pprof and pprof-based tools (labels pid, tid, thread; a\n"
+		"                      value per event: cpu/nanoseconds, off-cpu/nanoseconds, ...);\n"
 		"                      speedscope: speedscope's JSON, a profile per thread in time order;\n"
 		"                      html: a self-contained interactive flame graph (one event each)\n"
 		"  -g, --call-graph[=caller|callee|none]  with the table: each row's call graph below it,\n"
@@ -55,7 +56,12 @@ void report_usage(FILE *f)
 		"  --no-kernel         leave kernel frames out\n"
 		"  --addresses         name unknown frames module+0xoffset (--folded)\n"
 		"filters:\n"
-		"  --event NAME        samples of this event only (any output)\n"
+		"  --event NAME        samples of this event only (any output); offcpu-time: the off-CPU\n"
+		"                      time of record --off-cpu (or perf record --off-cpu), weighed by\n"
+		"                      its period (ns)\n"
+		"  --wall              on-CPU and off-CPU time as one event, 'wall', weighed by time:\n"
+		"                      cpu-clock and task-clock samples by their period (ns), offcpu-time\n"
+		"                      by theirs (any output; other events are left out)\n"
 		"  --pid PIDS, --tid TIDS, --comm NAMES   comma-separated lists, as perf report; shares are\n"
 		"                      of the samples kept (perf's --percentage relative, accepted)\n"
 		"  --time START,END    samples between these times (seconds, as perf script shows them;\n"
@@ -332,7 +338,7 @@ int report_parse_args(int argc, char **argv, struct ropts *o)
 	       O_NOFP, O_STITCH, O_STACKLIMIT, O_SORT, O_ROWS, O_NOKERNEL, O_ADDRS, O_NOINLINE, O_SRCLINE, O_NODEMANGLE, O_INLINE,
 	       O_GROUP, O_OFFLINE, O_DBGDTIMEOUT, O_NOCACHE, O_SYNCSYM, O_STDIO, O_EVENT, O_WEIGHT,
 	       O_PCTLIMIT, O_CHILDREN, O_NOCHILDREN, O_SEARCH, O_TIME, O_HEADER, O_HEADERONLY, O_PERCENTAGE, O_DEMANGLE,
-	       O_FORCE, O_FIELDS, O_QUIET };
+	       O_FORCE, O_FIELDS, O_QUIET, O_WALL };
 	static const struct option own[] = {
 		{ "input", required_argument, 0, 'i' }, { "output", required_argument, 0, 'o' },
 		{ "script", no_argument, 0, O_SCRIPT }, { "folded", no_argument, 0, O_FOLDED },
@@ -360,6 +366,7 @@ int report_parse_args(int argc, char **argv, struct ropts *o)
 		{ "fields", required_argument, 0, 'F' }, { "header", no_argument, 0, O_HEADER },
 		{ "header-only", no_argument, 0, O_HEADERONLY }, { "percentage", required_argument, 0, O_PERCENTAGE },
 		{ "demangle", no_argument, 0, O_DEMANGLE }, { "force", no_argument, 0, 'f' },
+		{ "wall", no_argument, 0, O_WALL },
 		CLI_LIMIT_OPTIONS,
 		{ "help", no_argument, 0, 'h' },
 	};
@@ -471,6 +478,7 @@ int report_parse_args(int argc, char **argv, struct ropts *o)
 				return -1;
 			break;
 		case O_EVENT: o->event = optarg; break;
+		case O_WALL: o->wall = 1; break;
 		case O_CHILDREN: o->columns = UW_TABLE_CHILDREN; o->order = UW_TOP_TOTAL; break;
 		case O_NOCHILDREN: o->columns = UW_TABLE_SELF; o->order = UW_TOP_SELF; break;
 		case O_DBGDTIMEOUT:
@@ -520,6 +528,13 @@ int report_parse_args(int argc, char **argv, struct ropts *o)
 		fprintf(stderr, "unwound report: -g draws the call graph of functions: --sort needs the sym key\n");
 		return -1;
 	}
+	if (o->wall && o->event) {
+		fprintf(stderr, "unwound report: --wall is the CPU and off-CPU events as one: it takes no --event\n");
+		return -1;
+	}
+	/* off-CPU samples weigh their time (a sample may be many short waits added up) */
+	if (!o->weight && (o->wall || (o->event && !strcmp(o->event, "offcpu-time"))) && o->mode != MODE_SCRIPT)
+		o->weight = UW_WEIGHT_PERIOD;
 	if (o->mode == MODE_SCRIPT && o->weight) {
 		fprintf(stderr, "unwound report: --weight applies to the table and --folded; --script shows each sample\n");
 		return -1;

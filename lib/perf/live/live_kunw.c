@@ -32,8 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "perf/live.h"
-#include "perf/reader.h"
+#include "perf/live/live.h"
+#include "perf/read/reader.h"
 #include "kernel/kunw.h"
 
 UW_API int uw_kernel_unwind_built(void)
@@ -684,10 +684,10 @@ void live_kunw_close(struct live *lv)
 	struct live_kunw *lk = lv->kunw;
 	if (!lk)
 		return;
-	if (lv->r && lv->r->kunw_compared)
+	if (lv->r && lv->r->kunw.compared)
 		base_log(&lv->s->log, UW_LOG_WARN,
 			 "kernel unwinding verify: %llu samples compared where the copy reached a root, %llu differ",
-			 (unsigned long long)lv->r->kunw_compared, (unsigned long long)lv->r->kunw_differ);
+			 (unsigned long long)lv->r->kunw.compared, (unsigned long long)lv->r->kunw.differ);
 	struct kunw_prog_info pi;
 	struct kunw_counters c;
 	if (!kunw_prog_info(lk->k, &pi) && !kunw_counters(lk->k, &c))

@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf/reader.h"
+#include "perf/read/reader.h"
 #include "kernel/kunw.h"
 
 void reader_set_kunw_hook(struct uw_reader *r, reader_kunw_fn fn, void *ctx)
 {
-	r->kunw_fn = fn;
-	r->kunw_ctx = ctx;
+	r->kunw.fn = fn;
+	r->kunw.ctx = ctx;
 }
 
 /* The sample record writers decode: the event's layout with the record's id, pc, ids, time,
@@ -83,31 +83,31 @@ static int verify(struct uw_reader *r, const struct kunw_sample *ks, const struc
                   struct proc_find_ctx *fc, struct kunw_result *res)
 {
 	unsigned max = r->s->opts.max_frames;
-	if (!r->kunw_vframes && !(r->kunw_vframes = calloc(max, sizeof(*r->kunw_vframes))))
+	if (!r->kunw.vframes && !(r->kunw.vframes = calloc(max, sizeof(*r->kunw.vframes))))
 		return -ENOMEM;
 	struct unw_result ur;
-	kunw_unwind_copy(ks, uo, proc_find_pc, fc, r->kunw_vframes, max, &ur);
+	kunw_unwind_copy(ks, uo, proc_find_pc, fc, r->kunw.vframes, max, &ur);
 	bool handed = ks->rec->stop == KUNW_STOP_FALLBACK;
 	if (ur.stop == UW_STOP_END_OF_STACK) {
 		unsigned n = handed ? res->nkernel : res->n;
 		bool same = handed ? n <= ur.n : n == ur.n;
 		for (unsigned i = 0; same && i < n; i++)
-			same = r->frames[i].pc == r->kunw_vframes[i].pc;
-		r->kunw_compared++;
-		if (!same && r->kunw_differ++ < 5) {
+			same = r->frames[i].pc == r->kunw.vframes[i].pc;
+		r->kunw.compared++;
+		if (!same && r->kunw.differ++ < 5) {
 			unsigned i = 0;
-			while (i < n && i < ur.n && r->frames[i].pc == r->kunw_vframes[i].pc)
+			while (i < n && i < ur.n && r->frames[i].pc == r->kunw.vframes[i].pc)
 				i++;
 			base_log(&r->s->log, UW_LOG_WARN,
 				 "kernel unwinding verify: pid %u time %llu: %u frames in the kernel (%u walked, stop %u), %u from "
 				 "the copy; first difference at frame %u: %#llx vs %#llx",
 				 ks->rec->pid, (unsigned long long)ks->rec->time, res->n, res->nkernel, ks->rec->stop, ur.n, i,
 				 (unsigned long long)(i < n ? r->frames[i].pc : 0),
-				 (unsigned long long)(i < ur.n ? r->kunw_vframes[i].pc : 0));
+				 (unsigned long long)(i < ur.n ? r->kunw.vframes[i].pc : 0));
 		}
 	}
 	if (handed) {
-		memcpy(r->frames, r->kunw_vframes, ur.n * sizeof(*r->frames));
+		memcpy(r->frames, r->kunw.vframes, ur.n * sizeof(*r->frames));
 		res->n = ur.n;
 		res->nkernel = 0;
 		res->stop = ur.stop;
@@ -116,11 +116,10 @@ static int verify(struct uw_reader *r, const struct kunw_sample *ks, const struc
 	return 0;
 }
 
-int reader_kunw_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t ord)
+int reader_kunw_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t ord)
 {
 	(void)ord;
-	unsigned aidx;
-	const struct perf_attr *a = reader_attr_of(r, rec, len, &aidx);
+	const struct perf_attr *a = &r->at.attrs[aidx];
 	struct uw_event_stats *es = &r->evst[aidx];
 	r->st.samples++;
 	es->samples++;
@@ -143,12 +142,12 @@ int reader_kunw_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, ui
 	bool kmode = kr->flags & KUNW_F_KERNEL_MODE;
 	uint16_t misc = kmode ? PM_KERNEL : PM_USER;
 	uint64_t ip = kmode ? (kr->nkernel ? ks.kernel[0] : 0) : (kr->nuser ? ks.user[0] & KUNW_PC_MASK : kr->regs[KUNW_R_RIP]);
-	uint32_t rlen = raw_sample(r->kunw_raw, a->sample_type, id, misc, ip, kr);
+	uint32_t rlen = raw_sample(r->kunw.raw, a->sample_type, id, misc, ip, kr);
 	if (!rlen) {
 		r->st.malformed_samples++;
 		return 0;
 	}
-	r->cur_rec = r->kunw_raw;
+	r->cur_rec = r->kunw.raw;
 	r->cur_len = rlen;
 	if (!reader_sample_wanted(r, kr->pid, kr->tid, comm))
 		return 0;
@@ -200,8 +199,8 @@ int reader_kunw_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, ui
 		}
 		smp.nr_user = res.n;
 		smp.stop_reason = (uint8_t)res.stop;
-		if (r->kunw_fn)
-			r->kunw_fn(r->kunw_ctx, &ks, p, &smp, res.nkernel, res.finished);
+		if (r->kunw.fn)
+			r->kunw.fn(r->kunw.ctx, &ks, p, &smp, res.nkernel, res.finished);
 		smp.user_ip = smp.nr_user ? r->frames[0].pc : 0;
 	}
 	return r->o.stitch ? reader_stitch_sample(r, aidx, &smp) : reader_deliver_sample(r, aidx, &smp);

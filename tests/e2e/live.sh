@@ -10,6 +10,9 @@
 #             that put the file at its path; inject and diff failing; record killed in its first
 #             milliseconds (a 0-byte perf.data), and the command it recorded left running
 #   habits    perf habits: record -a -- CMD, -e cycles without hardware counters, -q
+#   neighbour perf record beside unwound record -a: the recorder asked the kernel for build-ids
+#             in MMAP2 records, the kernel then marked perf's records too and perf 6.1 aborted
+#             ("assertion failed at util/build-id.c"); no event of the recording asks now
 set -eu
 case=$1
 B=${UW_BUILD:?}
@@ -224,6 +227,29 @@ habits)
     rc=0; "$U" record -q -o q.data -- ./no-such-program 2>q.err || rc=$?
     [ $rc = 255 ] && grep -q "no-such-program" q.err || fail "record -q hid an error: exit $rc, $(cat q.err)"
     echo "record -q: silent, but for errors"
+    ;;
+neighbour)
+    "$U" record -q -a -F 99 -o rec.data -- sh -c 'while [ ! -e stop ]; do sleep 0.05; done' >/dev/null 2>rec.err &
+    rec=$!
+    i=0
+    while [ ! -s rec.data ]; do
+        kill -0 $rec 2>/dev/null || { cat rec.err; fail "unwound record -a ended"; }
+        i=$((i + 1)); [ $i -lt 1200 ] || fail "unwound record -a wrote nothing in 60 s"
+        sleep 0.05
+    done
+    ok=0
+    for n in 1 2 3 4 5 6; do # each run maps a library while unwound records
+        perf record -q -e cpu-clock -F 999 -o "p$n.data" -- "$E" shlib 0.2 >/dev/null 2>"p$n.err" ||
+            { cat "p$n.err"; fail "perf record beside unwound record -a (run $n)"; }
+        perf script -i "p$n.data" >"p$n.txt" 2>"p$n.serr" || { cat "p$n.serr"; fail "perf script beside unwound record -a (run $n)"; }
+        grep -q spin_lib "p$n.txt" || fail "perf script (run $n) has no sample in spin_lib"
+        ok=$((ok + 1))
+    done
+    touch stop
+    wait $rec || { cat rec.err; fail "unwound record -a"; }
+    bids=$(perf evlist -v -i rec.data 2>/dev/null | grep -c "build_id: 1" || true)
+    [ "$bids" = 0 ] || fail "$bids events of unwound record ask for build-ids in MMAP2 records"
+    echo "neighbour: $ok perf recordings beside unwound record -a read by perf script; no event asks for MMAP2 build-ids"
     ;;
 *)
     fail "unknown case $case"

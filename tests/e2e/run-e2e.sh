@@ -29,8 +29,12 @@ esac
 
 if ! perf record -q -e cpu-clock -F 999 --call-graph dwarf,$stack -o "$W/perf.data" -- $exe $args \
     >"$W/program.out" 2>"$W/perf.err"; then
-    echo "FAIL: perf record could not run (needs perf_event_open: run as root or lower kernel.perf_event_paranoid)"
     cat "$W/perf.err"
+    if grep -q "assertion failed at util/build-id.c" "$W/perf.err"; then
+        echo "FAIL: perf record aborted on MMAP2 records the kernel marked with build-ids: a session recording with build-ids ran beside it (unwound record or perf record --buildid-mmap; see tests/machine-lock.sh)"
+    else
+        echo "FAIL: perf record could not run (needs perf_event_open: run as root or lower kernel.perf_event_paranoid)"
+    fi
     exit 1
 fi
 

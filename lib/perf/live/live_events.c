@@ -122,8 +122,13 @@ void live_attr_init(struct kattr *a, const struct evconf *ec, bool sideband, boo
 	/* a command's events begin at its exec; with -a the system's begin at once */
 	if (o->argv && !o->system_wide)
 		a->flags |= BIT(A_ENABLE_ON_EXEC);
+	/* No build-ids in MMAP2 (attr.build_id): while one event asks for them, kernels up to at
+	 * least 6.18 mark every other session's MMAP2 records PERF_RECORD_MISC_MMAP_BUILD_ID over
+	 * their maj/min/ino (the flag is set on the record shared by all events and not cleared),
+	 * and perf 6.1 aborts on those. The tracker reads a module's build-id from the mapped file
+	 * itself (/proc/PID/map_files), as perf record does. */
 	if (sideband)
-		a->flags |= BIT(A_MMAP) | BIT(A_MMAP2) | BIT(A_COMM) | BIT(A_COMM_EXEC) | BIT(A_TASK) | BIT(A_BUILD_ID);
+		a->flags |= BIT(A_MMAP) | BIT(A_MMAP2) | BIT(A_COMM) | BIT(A_COMM_EXEC) | BIT(A_TASK);
 	a->clockid = CLOCK_MONOTONIC;
 	a->wakeup = 0; /* with watermark: bytes; 0 means half the buffer */
 }

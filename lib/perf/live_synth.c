@@ -122,7 +122,7 @@ int live_push_kernel_map(struct live *lv)
 	fclose(f);
 	unsigned long long etext = text ? ~0ull : 0;
 	char hex[2 * ELFV_MAX_BUILD_ID + 1];
-	if (running_kernel_build_id(hex))
+	if (ksym_running_build_id(hex))
 		proc_note_build_id_hex(lv->t, "[kernel.kallsyms]", hex);
 	if (!text || etext <= text)
 		return 0; /* addresses hidden (kptr_restrict): kernel frames stay unnamed */

@@ -467,7 +467,7 @@ static void event_update(struct uw_reader *r, const uint8_t *rec, uint32_t len)
 	reader_attr_by_id(r, id, &idx);
 	size_t l = strnlen((const char *)rec + 24, len - 24);
 	if (l)
-		r->attrs[idx].name = proc_intern(r->s, (const char *)rec + 24, l);
+		r->attrs[idx].name = session_intern(r->s, (const char *)rec + 24, l);
 }
 
 /* One record of the input: header records act at once, event records are queued for time order. */
@@ -633,7 +633,7 @@ UW_API int uw_reader_add_event(struct uw_reader *r, const void *attr, size_t siz
 		return -EINVAL;
 	int err = reader_add_attr(r, attr, size, (const uint8_t *)ids, nids, 0);
 	if (!err && name)
-		r->attrs[r->nattrs - 1].name = proc_intern(r->s, name, strlen(name));
+		r->attrs[r->nattrs - 1].name = session_intern(r->s, name, strlen(name));
 	return err;
 }
 

@@ -25,10 +25,6 @@
 #include "symbolize/dwp.h"
 #include "process/module_files.h"
 
-uint64_t mod_view_cap(const struct uw_session *s)
-{
-	return s && s->opts.max_inflate_bytes ? s->opts.max_inflate_bytes : ELFV_MAX_INFLATE;
-}
 
 bool mod_try_open_at(struct uw_session *s, int dirfd, const char *path, unsigned flags, const char *want_bid,
                      struct elfv **out, bool *mismatch, int *why)
@@ -43,10 +39,10 @@ bool mod_try_open_at(struct uw_session *s, int dirfd, const char *path, unsigned
 		if (err == -ELOOP)
 			base_log(&s->log, UW_LOG_WARN, "%s: a symbolic link where a recorded file was: not followed", path);
 		if (base_resource_error(err))
-			proc_resource_fail(s, err, path);
+			session_resource_fail(s, err, path);
 		return false;
 	}
-	v->max_inflate = mod_view_cap(s);
+	v->max_inflate = session_view_cap(s);
 	if (want_bid && want_bid[0]) {
 		char hex[2 * ELFV_MAX_BUILD_ID + 1];
 		elfv_build_id_hex(v, hex);
@@ -156,7 +152,7 @@ void mod_find_debug(struct uw_session *s, struct uw_module *m)
 	}
 	return;
 found:
-	m->dbg_path = proc_intern(s, p, strlen(p));
+	m->dbg_path = session_intern(s, p, strlen(p));
 }
 
 struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, struct elfv *v, const char *vpath)
@@ -228,7 +224,7 @@ void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m)
 	if (!path)
 		return;
 	if (mod_try_open_trusted(s, path, m->build_id, &m->dbg, NULL))
-		m->dbg_path = proc_intern(s, path, strlen(path));
+		m->dbg_path = session_intern(s, path, strlen(path));
 	else
 		base_log(&s->log, UW_LOG_WARN, "%s: debuginfod's debug file %s is not usable", m->path, path);
 	free(path);

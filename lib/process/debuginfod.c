@@ -117,21 +117,21 @@ char *mod_fetch(struct uw_session *s, const struct uw_module *m, bool debuginfo)
 	size_t hl = strlen(m->build_id);
 	if (hl < 2 || hl % 2)
 		return NULL;
-	if (!s->dbgd_tried) {
-		s->dbgd_tried = true;
-		s->dbgd_api = dbgd_load();
-		s->dbgd = s->dbgd_api ? s->dbgd_api->begin() : NULL;
-		if (!s->dbgd)
+	if (!module_cache(s)->dbgd_tried) {
+		module_cache(s)->dbgd_tried = true;
+		module_cache(s)->dbgd_api = dbgd_load();
+		module_cache(s)->dbgd = module_cache(s)->dbgd_api ? module_cache(s)->dbgd_api->begin() : NULL;
+		if (!module_cache(s)->dbgd)
 			base_log(&s->log, UW_LOG_WARN, "debuginfod: %s",
-				 s->dbgd_api ? "client not started" : "libdebuginfod.so.1 cannot be loaded");
+				 module_cache(s)->dbgd_api ? "client not started" : "libdebuginfod.so.1 cannot be loaded");
 		else
-			s->dbgd_api->set_progressfn(s->dbgd, fetch_progress);
+			module_cache(s)->dbgd_api->set_progressfn(module_cache(s)->dbgd, fetch_progress);
 	}
-	if (!s->dbgd)
+	if (!module_cache(s)->dbgd)
 		return NULL;
 	unsigned ms = s->opts.debuginfod_timeout_ms ? s->opts.debuginfod_timeout_ms : 30000;
 	struct fetch_deadline d = { .max_bytes = s->opts.max_debuginfod_bytes ? s->opts.max_debuginfod_bytes
-									      : DEBUGINFOD_MAX_BYTES };
+									      : SESSION_DEBUGINFOD_MAX_BYTES };
 	clock_gettime(CLOCK_MONOTONIC, &d.end);
 	d.end.tv_sec += ms / 1000;
 	d.end.tv_nsec += (long)(ms % 1000) * 1000000L;
@@ -139,13 +139,13 @@ char *mod_fetch(struct uw_session *s, const struct uw_module *m, bool debuginfo)
 		d.end.tv_sec++;
 		d.end.tv_nsec -= 1000000000L;
 	}
-	const struct dbgd_api *api = s->dbgd_api;
-	api->set_user_data(s->dbgd, &d);
+	const struct dbgd_api *api = module_cache(s)->dbgd_api;
+	api->set_user_data(module_cache(s)->dbgd, &d);
 	char *path = NULL;
 	/* a build-id length of 0: the id is given as a hex string */
 	const unsigned char *id = (const unsigned char *)m->build_id;
-	int fd = debuginfo ? api->find_debuginfo(s->dbgd, id, 0, &path) : api->find_executable(s->dbgd, id, 0, &path);
-	api->set_user_data(s->dbgd, NULL);
+	int fd = debuginfo ? api->find_debuginfo(module_cache(s)->dbgd, id, 0, &path) : api->find_executable(module_cache(s)->dbgd, id, 0, &path);
+	api->set_user_data(module_cache(s)->dbgd, NULL);
 	if (fd < 0) {
 		/* (a fetch this callback stopped comes back as "not found") */
 		char why[160];
@@ -171,15 +171,15 @@ char *mod_fetch(struct uw_session *s, const struct uw_module *m, bool debuginfo)
 	return path;
 }
 
-void proc_debuginfod_end(struct uw_session *s)
+void proc_debuginfod_end(struct module_cache *c)
 {
-	if (s->dbgd)
-		s->dbgd_api->end(s->dbgd);
-	s->dbgd = NULL;
-	if (s->dbgd_api) {
-		dlclose(s->dbgd_api->lib);
-		free(s->dbgd_api);
-		s->dbgd_api = NULL;
+	if (c->dbgd)
+		c->dbgd_api->end(c->dbgd);
+	c->dbgd = NULL;
+	if (c->dbgd_api) {
+		dlclose(c->dbgd_api->lib);
+		free(c->dbgd_api);
+		c->dbgd_api = NULL;
 	}
 }
 

@@ -104,12 +104,12 @@ int jitdump_parse(struct uw_session *s, const uint8_t *p, size_t size, struct ji
 				}
 			}
 			if (!r.bad && name && csize && addr + csize > addr) {
-				if (v.len >= proc_side_cap(s) / 512) {
+				if (v.len >= session_side_cap(s) / 512) {
 					err = -UW_ELIMIT;
 					break;
 				}
 				struct jd_entry *e = base_vec_push(&v);
-				const char *nm = id == JD_CODE_LOAD ? proc_intern(s, name, strlen(name)) : name;
+				const char *nm = id == JD_CODE_LOAD ? session_intern(s, name, strlen(name)) : name;
 				if (!e || !nm) {
 					err = -ENOMEM;
 					break;
@@ -188,7 +188,7 @@ int proc_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_
 	/* the process's file (in its directory, any it likes): not through a link, never a FIFO or
 	 * device, under the side-file cap */
 	uint64_t size = 0;
-	int fd = base_open_file(full, BASE_OPEN_NOFOLLOW, proc_side_cap(s), &size);
+	int fd = base_open_file(full, BASE_OPEN_NOFOLLOW, session_side_cap(s), &size);
 	int err = fd < 0 ? (fd == -EFBIG ? -UW_ELIMIT : fd) : 0;
 	/* read, not mapped: the process that writes it may cut it short meanwhile (SIGBUS) */
 	char *buf = NULL;
@@ -201,7 +201,7 @@ int proc_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_
 		err = -UW_ETRUNC;
 	if (err) {
 		if (base_resource_error(err))
-			proc_resource_fail(s, err, full);
+			session_resource_fail(s, err, full);
 		else
 			base_log(&s->log, UW_LOG_WARN, "%s: %s: JIT code in this process stays unnamed", full, uw_strerror(err));
 		free(buf);

@@ -150,7 +150,7 @@ static int jit_load(struct uw_tracker *t, struct uw_module *m, struct proc *p, c
 {
 	struct uw_session *s = t->s;
 	uint64_t size;
-	int fd = base_open_file(m->path, BASE_OPEN_NOFOLLOW, proc_side_cap(s), &size);
+	int fd = base_open_file(m->path, BASE_OPEN_NOFOLLOW, session_side_cap(s), &size);
 	if (fd < 0)
 		return fd;
 	struct stat st;
@@ -175,7 +175,7 @@ static int jit_load(struct uw_tracker *t, struct uw_module *m, struct proc *p, c
 	close(fd);
 	if (err)
 		return err;
-	err = jitmap_parse(text, len, &m->syms, (size_t)(proc_side_cap(s) / 128));
+	err = jitmap_parse(text, len, &m->syms, (size_t)(session_side_cap(s) / 128));
 	free(text);
 	/* a process that ran before the recording (its start unknown, the map's age proves
 	 * nothing): its mappings as the recording found them at its start hold its JIT code */

@@ -27,7 +27,7 @@ struct elfv *mod_open_minidebug(struct uw_session *s, struct uw_module *m)
 	if (!m->elf || elfv_section(m->elf, ".gnu_debugdata", &sec) || !sec.data || !sec.size)
 		return NULL;
 	/* the uncompressed size is in the xz index; decode with a growing buffer and a cap */
-	const uint64_t max = UW_MAX(mod_view_cap(s) / 4, (uint64_t)1 << 16);
+	const uint64_t max = UW_MAX(session_view_cap(s) / 4, (uint64_t)1 << 16);
 	size_t cap = (size_t)UW_MIN(UW_MAX(sec.size * 4, (uint64_t)1 << 16), max);
 	for (;;) {
 		uint8_t *out = malloc(cap);

@@ -27,6 +27,64 @@
 #include "cfi/sframe.h"
 
 
+/* ---- the cache on the session */
+
+static void module_cache_free(void *p)
+{
+	struct module_cache *c = p;
+	size_t it = 0;
+	void *val;
+	while (base_map_next(&c->modules, &it, NULL, &val)) {
+		for (struct uw_module *m = val, *next; m; m = next) {
+			next = m->next_same_key;
+			proc_module_free(m);
+		}
+	}
+	base_map_free(&c->modules);
+	base_vec_free(&c->idle_mods);
+	proc_debuginfod_end(c);
+	proc_search_free(c);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+struct module_cache *module_cache(struct uw_session *s)
+{
+	struct module_cache *c = session_part(s, SESSION_MODULES);
+	if (UW_LIKELY(c))
+		return c;
+	if (!(c = calloc(1, sizeof(*c))))
+		return NULL;
+	c->s = s;
+	base_map_init(&c->modules);
+	c->idle_mods = BASE_VEC_INIT(struct uw_module *);
+	/* one lock for the shared state: modules, lazily built tables (it is taken again by the
+	 * functions it calls, hence recursive) */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&c->mu, &ma);
+	pthread_mutexattr_destroy(&ma);
+	return session_part_attach(s, SESSION_MODULES, c, module_cache_free);
+}
+
+void proc_lock(struct uw_session *s)
+{
+	pthread_mutex_lock(&module_cache(s)->mu);
+}
+
+void proc_unlock(struct uw_session *s)
+{
+	pthread_mutex_unlock(&module_cache(s)->mu);
+}
+
+void proc_session_live(struct uw_session *s)
+{
+	struct module_cache *c = module_cache(s);
+	if (c)
+		__atomic_store_n(&c->evict_idle, true, __ATOMIC_RELEASE);
+}
+
 static bool is_special_path(const char *p, size_t n)
 {
 	if (n == 0 || p[0] == '[')
@@ -56,9 +114,9 @@ static bool same_module(const struct uw_module *m, const char *path, size_t path
 struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t pathlen, const char *hex,
                                   uint32_t maj, uint32_t min, uint64_t ino)
 {
-	if (strlen(hex) > 2 * ELFV_MAX_BUILD_ID)
+	if (strlen(hex) > 2 * ELFV_MAX_BUILD_ID || !module_cache(s))
 		return NULL;
-	const char *ipath = proc_intern(s, path, pathlen);
+	const char *ipath = session_intern(s, path, pathlen);
 	if (!ipath)
 		return NULL;
 	uint64_t key;
@@ -67,7 +125,7 @@ struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t
 	else
 		key = base_hash_bytes(ipath, pathlen) ^ base_hash64(((uint64_t)maj << 32 | min) ^ base_hash64(ino));
 	proc_lock(s);
-	struct uw_module *head = base_map_get(&s->modules, key), *m;
+	struct uw_module *head = base_map_get(&module_cache(s)->modules, key), *m;
 	for (m = head; m; m = m->next_same_key)
 		if (same_module(m, ipath, pathlen, hex, maj, min, ino))
 			break;
@@ -88,7 +146,7 @@ struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t
 	base_map_init(&m->symcache);
 	base_map_init(&m->inlcache);
 	m->next_same_key = head;
-	if (base_map_put(&s->modules, key, m)) {
+	if (base_map_put(&module_cache(s)->modules, key, m)) {
 		proc_unlock(s);
 		free(m);
 		return NULL;
@@ -102,7 +160,7 @@ struct uw_module *proc_module_get(struct uw_session *s, const char *path, size_t
  * recording of many short processes would take the lock for each. */
 void proc_module_ref(struct uw_session *s, struct uw_module *m)
 {
-	if (!__atomic_load_n(&s->evict_idle, __ATOMIC_ACQUIRE)) {
+	if (!__atomic_load_n(&module_cache(s)->evict_idle, __ATOMIC_ACQUIRE)) {
 		__atomic_fetch_add(&m->refs, 1, __ATOMIC_RELAXED);
 		return;
 	}
@@ -114,7 +172,7 @@ void proc_module_ref(struct uw_session *s, struct uw_module *m)
 
 void proc_module_unref(struct uw_session *s, struct uw_module *m)
 {
-	if (!__atomic_load_n(&s->evict_idle, __ATOMIC_ACQUIRE)) {
+	if (!__atomic_load_n(&module_cache(s)->evict_idle, __ATOMIC_ACQUIRE)) {
 		uint32_t r = __atomic_load_n(&m->refs, __ATOMIC_RELAXED);
 		while (r && !__atomic_compare_exchange_n(&m->refs, &r, r - 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			;
@@ -127,11 +185,6 @@ void proc_module_unref(struct uw_session *s, struct uw_module *m)
 	proc_unlock(s);
 }
 
-/* The session whose limits views get (set by the functions that open files) */
-uint64_t proc_side_cap(const struct uw_session *s)
-{
-	return s && s->opts.max_side_file_bytes ? s->opts.max_side_file_bytes : SIDE_FILE_MAX;
-}
 
 
 /* Live: the file a process maps, opened through the process, safe from paths it controls.
@@ -155,7 +208,7 @@ static bool open_live(struct uw_session *s, struct uw_module *m, const char *bid
 	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0) {
 		if (base_resource_error(-errno))
-			proc_resource_fail(s, -errno, root);
+			session_resource_fail(s, -errno, root);
 		return false;
 	}
 	int why = 0;
@@ -274,7 +327,7 @@ static bool module_open(struct uw_session *s, struct uw_module *m)
 						    : uw_strerror(why));
 	return false;
 opened:
-	m->opened_path = proc_intern(s, p, strlen(p));
+	m->opened_path = session_intern(s, p, strlen(p));
 	/* (before the state is published: uw_module_build_id reads it after the state) */
 	if (first && !m->build_id[0] && m->elf->build_id_len)
 		elfv_build_id_hex(m->elf, m->build_id);
@@ -296,7 +349,7 @@ bool proc_module_open(struct uw_session *s, struct uw_module *m)
 			__atomic_store_n(&m->opened, true, __ATOMIC_RELEASE);
 			/* opened again to name frames of processes gone (a live session): it goes back
 			 * on the idle list, so the modules held open stay as many as IDLE_MODULES_MAX */
-			if (__atomic_load_n(&s->evict_idle, __ATOMIC_RELAXED) && !__atomic_load_n(&m->refs, __ATOMIC_RELAXED) && m->state == UW_MODULE_OK)
+			if (__atomic_load_n(&module_cache(s)->evict_idle, __ATOMIC_RELAXED) && !__atomic_load_n(&m->refs, __ATOMIC_RELAXED) && m->state == UW_MODULE_OK)
 				proc_module_idle(s, m);
 		}
 		proc_unlock(s);
@@ -355,11 +408,11 @@ static void module_sframe(struct uw_session *s, struct uw_module *m)
  * what could be read. */
 void proc_module_said_reads(struct uw_session *s, struct uw_module *m)
 {
-	proc_file_shrunk(s, m->elf, m->opened_path ? m->opened_path : m->path);
-	proc_file_shrunk(s, m->dbg, m->dbg_path ? m->dbg_path : m->path);
-	proc_file_shrunk(s, m->alt, m->path);
-	proc_file_shrunk(s, m->mini, m->path);
-	proc_file_shrunk(s, m->dwp_elf, m->path);
+	session_file_shrunk(s, m->elf, m->opened_path ? m->opened_path : m->path);
+	session_file_shrunk(s, m->dbg, m->dbg_path ? m->dbg_path : m->path);
+	session_file_shrunk(s, m->alt, m->path);
+	session_file_shrunk(s, m->mini, m->path);
+	session_file_shrunk(s, m->dwp_elf, m->path);
 }
 
 /* Builds a module's unwind table: under the session's lock, once. */
@@ -394,8 +447,8 @@ static void module_code(struct uw_session *s, struct uw_module *m)
 	add_plt_range(m, ".plt.got");
 	/* their identity in the lookup caches of every thread (a freed table's memory may hold
 	 * another's) */
-	m->cfi.serial = ++s->cfi_serial;
-	m->sframe.serial = ++s->cfi_serial;
+	m->cfi.serial = ++module_cache(s)->cfi_serial;
+	m->sframe.serial = ++module_cache(s)->cfi_serial;
 	proc_module_said_reads(s, m);
 }
 
@@ -435,7 +488,7 @@ const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, 
 				m->mini = mod_open_minidebug(s, m);
 			int err = symtab_build(&m->syms, m->elf, m->dbg ? m->dbg : m->mini, !s->opts.no_demangle);
 			if (err == -ENOMEM)
-				proc_resource_fail(s, err, m->path);
+				session_resource_fail(s, err, m->path);
 			else if (err)
 				base_log(&s->log, UW_LOG_WARN, "%s: symbols not read: %s", m->path, uw_strerror(err));
 			proc_module_said_reads(s, m);
@@ -508,16 +561,16 @@ void proc_module_idle(struct uw_session *s, struct uw_module *m)
 {
 	if (m->special || m->jit || m->idle)
 		return;
-	struct uw_module **slot = base_vec_push(&s->idle_mods);
+	struct uw_module **slot = base_vec_push(&module_cache(s)->idle_mods);
 	if (!slot)
 		return; /* stays loaded */
 	*slot = m;
 	m->idle = true;
-	while (s->idle_mods.len > IDLE_MODULES_MAX) {
-		struct uw_module *old = ((struct uw_module **)s->idle_mods.data)[0];
-		memmove(s->idle_mods.data, (struct uw_module **)s->idle_mods.data + 1,
-			(s->idle_mods.len - 1) * sizeof(old));
-		s->idle_mods.len--;
+	while (module_cache(s)->idle_mods.len > IDLE_MODULES_MAX) {
+		struct uw_module *old = ((struct uw_module **)module_cache(s)->idle_mods.data)[0];
+		memmove(module_cache(s)->idle_mods.data, (struct uw_module **)module_cache(s)->idle_mods.data + 1,
+			(module_cache(s)->idle_mods.len - 1) * sizeof(old));
+		module_cache(s)->idle_mods.len--;
 		old->idle = false;
 		module_unload(s, old);
 	}
@@ -525,14 +578,70 @@ void proc_module_idle(struct uw_session *s, struct uw_module *m)
 
 void proc_module_busy(struct uw_session *s, struct uw_module *m)
 {
-	struct uw_module **v = s->idle_mods.data;
-	for (size_t i = 0; i < s->idle_mods.len; i++) {
+	struct uw_module **v = module_cache(s)->idle_mods.data;
+	for (size_t i = 0; i < module_cache(s)->idle_mods.len; i++) {
 		if (v[i] == m) {
-			memmove(v + i, v + i + 1, (s->idle_mods.len - i - 1) * sizeof(*v));
-			s->idle_mods.len--;
+			memmove(v + i, v + i + 1, (module_cache(s)->idle_mods.len - i - 1) * sizeof(*v));
+			module_cache(s)->idle_mods.len--;
 			break;
 		}
 	}
 	m->idle = false;
+}
+
+
+UW_API const char *uw_module_path(const struct uw_module *m)
+{
+	return m->path;
+}
+
+UW_API const char *uw_module_name(const struct uw_module *m)
+{
+	return m->name;
+}
+
+UW_API const char *uw_module_build_id(const struct uw_module *m)
+{
+	/* a module known by path gets its file's build-id when first opened, before its state
+	 * is published (and never again) */
+	if (m->key_by_path && __atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == UW_MODULE_UNOPENED)
+		return "";
+	return m->build_id;
+}
+
+UW_API enum uw_module_state uw_module_state(const struct uw_module *m)
+{
+	/* the last opening's outcome: it stays when the files are let go while idle */
+	return (enum uw_module_state)__atomic_load_n(&m->state, __ATOMIC_ACQUIRE);
+}
+
+UW_API int uw_module_stats(const struct uw_module *m, struct uw_module_stats *st)
+{
+	if (!m || !st || st->sz < sizeof(size_t))
+		return -EINVAL;
+	struct uw_module_stats v = { .sz = st->sz };
+	struct uw_module *mm = (struct uw_module *)m;
+	v.steps_cfi = __atomic_load_n(&mm->steps[UW_METHOD_CFI], __ATOMIC_RELAXED);
+	v.steps_sframe = __atomic_load_n(&mm->steps[UW_METHOD_SFRAME], __ATOMIC_RELAXED);
+	v.steps_fp = __atomic_load_n(&mm->steps[UW_METHOD_FP], __ATOMIC_RELAXED);
+	v.steps_plt = __atomic_load_n(&mm->steps[UW_METHOD_PLT], __ATOMIC_RELAXED);
+	memcpy(st, &v, UW_MIN(st->sz, sizeof(v)));
+	return 0;
+}
+
+UW_API void uw_session_foreach_module(struct uw_session *s, uw_module_fn fn, void *ctx)
+{
+	size_t it = 0;
+	void *val;
+	struct module_cache *c = s ? module_cache(s) : NULL;
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	while (base_map_next(&c->modules, &it, NULL, &val))
+		for (struct uw_module *m = val; m; m = m->next_same_key)
+			if (fn(ctx, m))
+				goto out;
+out:
+	pthread_mutex_unlock(&c->mu);
 }
 

@@ -17,8 +17,6 @@
  * debug roots, perf's build-id cache (links by design) and /proc's magic links are followed. */
 #define MOD_UNTRUSTED BASE_OPEN_NOFOLLOW
 
-/* The decompression cap of views (uw_session_opts.max_inflate_bytes). */
-uint64_t mod_view_cap(const struct uw_session *s);
 /* Opens path (base_open_file flags) as ELF, and keeps it only when its build-id is want_bid
  * (when given; *mismatch is set when not). *why: the error when it could not be opened. */
 bool mod_try_open(struct uw_session *s, const char *path, unsigned flags, const char *want_bid, struct elfv **out,

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "base/base.h"
+#include "session/session.h"
 #include "elf/elfview.h"
 #include "cfi/cfi.h"
 #include "symbolize/dwarf_inline.h"
@@ -129,7 +130,7 @@ struct ktab {
  * when handed out (samples carry it), else freed with it. Fields under the session's lock. */
 struct uw_kernel {
 	struct uw_kernel *next;
-	struct uw_session *s;
+	struct ksym_state *ks;
 	char build_id[2 * ELFV_MAX_BUILD_ID + 1]; /* "" unknown */
 	char release[65];          /* uname -r of the recording's machine (HEADER_OSRELEASE), "" unknown */
 	uint64_t text;             /* _text of the recorded kernel (its MMAP's pgoff), 0 unknown */
@@ -167,32 +168,44 @@ struct inl_worker {
 	bool stop;
 	struct inl_job *jobs;
 	size_t njobs, cap, taken, done;
-	struct base_intern strings;
+	struct base_strings strings;
 	struct base_arena arena;
 	struct uw_session *s;    /* (its counters of what ran out only) */
 };
 
-struct uw_session {
+/* The module cache's state on the session (part SESSION_MODULES; module.c). */
+struct module_cache {
+	struct uw_session *s;
 	pthread_mutex_t mu;        /* shared state: see proc_lock */
-	struct base_log log;
-	struct uw_session_opts opts;
-	char *debug_dirs, *buildid_dir, *sysroot;
-	char *search_path;         /* ':'-separated search directories, or NULL */
-	struct search_index *search; /* their files by name, made when first needed (search.c) */
-	bool search_failed;
-	char *dwarf_cache;       /* NULL: none */
-	struct base_intern strings;
 	struct base_map modules;   /* key -> struct uw_module * */
+	struct search_index *search; /* the search directories' files by name, made when first needed (search.c) */
+	bool search_failed;
 	struct debuginfod_client *dbgd; /* created on the first fetch */
-	struct dbgd_api *dbgd_api; /* libdebuginfod, loaded then (module.c) */
+	struct dbgd_api *dbgd_api; /* libdebuginfod, loaded then (debuginfod.c) */
+	bool dbgd_tried;
 	bool evict_idle;           /* a live tracker: modules no mapping refers to are unloaded in time */
 	struct base_vec idle_mods; /* then: modules no mapping refers to, still loaded, oldest first */
-	bool dbgd_tried;
+	uint64_t cfi_serial;       /* the last unwind table's identity in lookup caches */
+};
+/* The session's module cache (made on first use); NULL without memory. */
+struct module_cache *module_cache(struct uw_session *s);
+
+/* The symbolizer's state on the session (part SESSION_SYMBOLS; symbolize.c). */
+struct sym_state {
+	struct uw_session *s;
 	struct base_arena inl_arena; /* inline chains of every module */
 	struct inl_worker *inlw;   /* started by the first lookup ahead */
 	bool inlw_failed;          /* could not start one: lookups stay on the calling thread */
-	/* kernel symbols (kallsyms.c): tables read from files, shared by every recording's kernel
-	 * and kept until the session ends; each tracker's kernel (struct uw_kernel) */
+};
+/* The session's (made on first use); NULL without memory. */
+struct sym_state *sym_state(struct uw_session *s);
+
+/* Kernel symbols on the session (part SESSION_KERNEL_SYMBOLS; kallsyms.c): tables read from
+ * files, shared by every recording's kernel and kept until the session ends; each tracker's
+ * kernel (struct uw_kernel). */
+struct ksym_state {
+	struct uw_session *s;
+	pthread_mutex_t mu;        /* all of it, and the kernels' fields */
 	struct ktab *ktabs;
 	struct uw_kernel *kernels;
 	struct uw_kernel *first_kernel; /* uw_symbolize_kernel's: the first tracker's */
@@ -200,11 +213,6 @@ struct uw_session {
 	unsigned kallsyms_gen;     /* changes of it (kernels without a file of their own choose again) */
 	uint64_t run_text;         /* the running kernel's _text (0: hidden), read once */
 	bool run_text_tried;
-	uint64_t cfi_serial;       /* the last unwind table's identity in lookup caches */
-	/* what ran out or changed under the session (uw_session_stats; atomics, any thread) */
-	struct {
-		uint64_t no_fd, nomem, shrunk, dbgd_capped, dbgd_timeout;
-	} res;
 };
 
 /* One recording's (or live session's) processes and threads, and what the recording says about
@@ -247,22 +255,14 @@ static inline void proc_module_hit(struct uw_module *m)
 	if (!__atomic_load_n(&m->hit, __ATOMIC_RELAXED))
 		__atomic_store_n(&m->hit, true, __ATOMIC_RELAXED);
 }
-/* ---- the session's shared state (session.c): its lock, its strings */
+/* ---- the module cache's lock (module.c) */
 void proc_lock(struct uw_session *s);
-/* A file not opened or work given up because a resource ran out (err: -EMFILE, -ENFILE,
- * -ENOMEM...; what: the file or the work): counted for uw_session_stats and said (the first of
- * each kind as a warning). */
-void proc_resource_fail(struct uw_session *s, int err, const char *what);
-/* A file that was shorter when read than when it was opened: counted and said, once per view. */
-void proc_file_shrunk(struct uw_session *s, struct elfv *v, const char *path);
 void proc_unlock(struct uw_session *s);
-/* Interned in the session's strings (alive with the session); NULL without memory. */
-const char *proc_intern(struct uw_session *s, const char *str, size_t len);
 /* A live tracker exists: modules no mapping refers to are freed in time. */
 void proc_session_live(struct uw_session *s);
 /* Opens the module's files if that was not tried yet (any thread: once). @return true when usable. */
 bool proc_module_open(struct uw_session *s, struct uw_module *m);
-/* Says a file of the module that could not be read whole (proc_file_shrunk), once per file. */
+/* Says a file of the module that could not be read whole (session_file_shrunk), once per file. */
 void proc_module_said_reads(struct uw_session *s, struct uw_module *m);
 /* A module whose state is set without opening files (JIT code): published. Under the lock. */
 void proc_module_set_opened(struct uw_module *m, enum uw_module_state state);
@@ -284,11 +284,6 @@ struct elfv *proc_module_dwo(void *ctx, const char *name, const char *comp_dir);
 /* perf-PID.map text into a symbol table (fuzzed), sorted by start (stable: of entries at one
  * address the last written wins); at most max_entries lines (-UW_ELIMIT). */
 int jitmap_parse(const char *text, size_t len, struct symtab *t, size_t max_entries);
-/* The side-file cap (uw_session_opts.max_side_file_bytes, default SIDE_FILE_MAX). */
-#define SIDE_FILE_MAX ((uint64_t)2 << 30)
-/* The cap on one debuginfod download (uw_session_opts.max_debuginfod_bytes). */
-#define DEBUGINFOD_MAX_BYTES ((uint64_t)1 << 30)
-uint64_t proc_side_cap(const struct uw_session *s);
 /* jitdump (jitdump.c) */
 struct jitdump;
 /* Is this the path of a jitdump file ("jit-PID.dump")? */
@@ -304,16 +299,21 @@ int proc_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_
 /* The module of the JIT code load naming pc at time in p, or NULL. */
 struct uw_module *proc_jitdump_find(struct uw_tracker *t, struct proc *p, uint64_t pc, uint64_t time);
 /* The running kernel's build-id (hex), from /sys/kernel/notes. */
-bool running_kernel_build_id(char *hex);
+bool ksym_running_build_id(char *hex);
 /* A tracker's kernel (kallsyms.c): made with it (running: a live tracker's), dropped with it
- * unless handed out; kept (handed out) by uw_tracker_kernel. */
-struct uw_kernel *proc_kernel_new(struct uw_session *s, bool running);
-void proc_kernel_drop(struct uw_session *s, struct uw_kernel *k);
-struct uw_kernel *proc_kernel_keep(struct uw_kernel *k);
+ * unless handed out; kept (handed out) by uw_tracker_kernel. NULL without memory. */
+struct uw_kernel *ksym_kernel_new(struct uw_session *s, bool running);
+void ksym_kernel_drop(struct uw_kernel *k);
+struct uw_kernel *ksym_kernel_keep(struct uw_kernel *k);
 /* What the recording says of its kernel: its build-id, _text (the kernel MMAP's pgoff), and the
- * release it ran (HEADER_OSRELEASE; called by the reader). The first of each is kept. */
-void proc_kernel_note_build_id(struct uw_tracker *t, const char *hex);
-void proc_kernel_note_text(struct uw_tracker *t, uint64_t text);
+ * release it ran (HEADER_OSRELEASE). The first of each is kept. */
+void ksym_kernel_note_build_id(struct uw_kernel *k, const char *hex);
+void ksym_kernel_note_text(struct uw_kernel *k, uint64_t text);
+void ksym_kernel_note_release(struct uw_kernel *k, const char *release);
+/* A file given for the kernel's symbols (uw_tracker_load_kallsyms, uw_tracker_load_vmlinux;
+ * path NULL: none, the default choice). */
+int ksym_kernel_load(struct uw_kernel *k, const char *path, bool vmlinux);
+/* The release the recording's kernel ran (HEADER_OSRELEASE; called by the reader). */
 void tracker_note_kernel_release(struct uw_tracker *t, const char *release);
 /* Recording: a module no mapping refers to any more is kept on an idle list; beyond
  * IDLE_MODULES_MAX the oldest let go of their files, tables and symbols (module_unload), so a
@@ -325,7 +325,7 @@ void tracker_note_kernel_release(struct uw_tracker *t, const char *release);
 void proc_module_idle(struct uw_session *s, struct uw_module *m);
 void proc_module_busy(struct uw_session *s, struct uw_module *m);
 /* Ends the session's debuginfod client. */
-void proc_debuginfod_end(struct uw_session *s);
+void proc_debuginfod_end(struct module_cache *c);
 /* Unwind data, built on first use (NULL if none). */
 const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *m);
 const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, uint64_t rel);
@@ -334,10 +334,6 @@ const struct sym *proc_module_symbol(struct uw_session *s, struct uw_module *m, 
 void proc_symbol_names(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const char **sys,
                        const char **shown);
 void proc_module_free(struct uw_module *m);
-/* The helper thread of inline lookups, ended (symbolize.c); kernel symbols and kernels freed
- * (kallsyms.c). */
-void proc_inline_end(struct uw_session *s);
-void proc_kallsyms_end(struct uw_session *s);
 /* Waits for the inline lookups pending on the helper thread (before a module is freed). */
 void proc_inline_idle(struct uw_session *s);
 /* Lookups asked of the helper so far; whether the first n of them are done (no waiting). */
@@ -353,7 +349,7 @@ void proc_note_build_id_hex(struct uw_tracker *t, const char *path, const char *
 /* The paths in the search directories of files named like name's basename, one at a time:
  * the first with after NULL, the next after the one given; NULL at the end. */
 const char *proc_search_next(struct uw_session *s, const char *name, const char *after);
-void proc_search_free(struct uw_session *s);
+void proc_search_free(struct module_cache *c);
 
 /* ---- tracker (tracker.c) */
 /* Live: fn is told of each mapping the tracker finds on demand (a recorder writes it out). */

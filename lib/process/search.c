@@ -43,8 +43,8 @@ static void add_file(struct uw_session *s, struct search_index *ix, const char *
 	if (!e)
 		return;
 	uint64_t h = base_hash_bytes(name, strlen(name));
-	e->name = proc_intern(s, name, strlen(name));
-	e->path = proc_intern(s, p, strlen(p));
+	e->name = session_intern(s, name, strlen(name));
+	e->path = session_intern(s, p, strlen(p));
 	e->next = base_map_get(&ix->names, h);
 	if (!e->name || !e->path || base_map_put(&ix->names, h, e))
 		return;
@@ -86,14 +86,14 @@ static void walk(struct uw_session *s, struct search_index *ix, const char *dir,
 
 static struct search_index *index_of(struct uw_session *s)
 {
-	if (s->search || s->search_failed || !s->search_path)
-		return s->search;
+	if (module_cache(s)->search || module_cache(s)->search_failed || !s->search_path)
+		return module_cache(s)->search;
 	struct search_index *ix = calloc(1, sizeof(*ix));
 	char *dirs = strdup(s->search_path);
 	if (!ix || !dirs) {
 		free(ix);
 		free(dirs);
-		s->search_failed = true;
+		module_cache(s)->search_failed = true;
 		return NULL;
 	}
 	base_map_init(&ix->names);
@@ -105,7 +105,7 @@ static struct search_index *index_of(struct uw_session *s)
 		base_log(&s->log, UW_LOG_WARN, "search path: more than %d files; the rest are not searched",
 			 SEARCH_MAX_ENTRIES);
 	base_log(&s->log, UW_LOG_INFO, "search path: %zu files indexed", ix->entries);
-	s->search = ix;
+	module_cache(s)->search = ix;
 	return ix;
 }
 
@@ -128,12 +128,12 @@ const char *proc_search_next(struct uw_session *s, const char *name, const char 
 	return NULL;
 }
 
-void proc_search_free(struct uw_session *s)
+void proc_search_free(struct module_cache *c)
 {
-	if (!s->search)
+	if (!c->search)
 		return;
-	base_map_free(&s->search->names);
-	base_arena_free(&s->search->ar);
-	free(s->search);
-	s->search = NULL;
+	base_map_free(&c->search->names);
+	base_arena_free(&c->search->ar);
+	free(c->search);
+	c->search = NULL;
 }

@@ -26,7 +26,7 @@ static const char *shown_name(struct uw_session *s, struct sym *sym)
 	if (!sym->dname) {
 		const char *d = s->opts.no_demangle ? sym->name : sym_demangle(&s->strings, sym->name);
 		if (d == sym->name)
-			d = base_intern(&s->strings, d, strlen(d));
+			d = session_intern(s, d, strlen(d));
 		sym->dname = d;
 	}
 	return sym->dname ? sym->dname : sym->name;
@@ -62,7 +62,7 @@ void proc_symbol_names(struct uw_session *s, struct uw_module *m, uint64_t rel_p
 	struct sym *sym = (struct sym *)proc_module_symbol(s, m, rel_pc);
 	if (sym) {
 		*shown = shown_name(s, sym);
-		*sys = base_intern(&s->strings, sym->name, strlen(sym->name));
+		*sys = session_intern(s, sym->name, strlen(sym->name));
 		if (!*sys || !sym->dname)
 			*sys = *shown = NULL;
 	}
@@ -107,7 +107,7 @@ static bool module_dwi(struct uw_session *s, struct uw_module *m)
 	}
 	proc_module_said_reads(s, m);
 	if (why == -ENOMEM || why2 == -ENOMEM)
-		proc_resource_fail(s, -ENOMEM, m->path);
+		session_resource_fail(s, -ENOMEM, m->path);
 	else if (!m->dwi && (why == -UW_ELIMIT || why2 == -UW_ELIMIT))
 		base_log(&s->log, UW_LOG_WARN,
 			 "%s: a compressed debug section claims more than the cap (--max-inflate, %" PRIu64
@@ -121,19 +121,19 @@ static bool module_dwi(struct uw_session *s, struct uw_module *m)
 /* The chain at pc from the module's DWARF, names (demangled) and files interned in strings.
  * NULL: out of memory. */
 static const struct inline_ent *inline_make(struct uw_session *s, struct uw_module *m, uint64_t pc, bool demangle,
-                                            struct base_intern *strings, struct base_arena *arena)
+                                            struct base_strings *strings, struct base_arena *arena)
 {
 	struct dwi *dwi = m ? m->dwi : NULL;
 	struct dwi_frame tmp[DWI_MAX_DEPTH];
 	bool oom = dwi_out_of_memory(dwi);
 	unsigned k = dwi ? dwi_lookup(dwi, strings, pc, tmp, DWI_MAX_DEPTH) : 0;
 	if (!oom && dwi_out_of_memory(dwi)) /* said once: no more lookups in it */
-		proc_resource_fail(s, -ENOMEM, m->path);
+		session_resource_fail(s, -ENOMEM, m->path);
 	if (!k)
 		return &no_inline;
 	struct inline_ent *ne = base_arena_alloc(arena, sizeof(*ne) + k * sizeof(ne->f[0]));
 	if (!ne) {
-		proc_resource_fail(s, -ENOMEM, "inline frames");
+		session_resource_fail(s, -ENOMEM, "inline frames");
 		return NULL;
 	}
 	ne->n = k;
@@ -193,23 +193,23 @@ static void inl_worker_free(struct inl_worker *w)
 	pthread_cond_destroy(&w->work);
 	pthread_cond_destroy(&w->done_cv);
 	free(w->jobs);
-	base_intern_free(&w->strings);
+	base_strings_free(&w->strings);
 	base_arena_free(&w->arena);
 	free(w);
 }
 
 static struct inl_worker *inl_worker(struct uw_session *s)
 {
-	if (s->inlw || s->inlw_failed)
-		return s->inlw;
-	s->inlw_failed = true;
+	if (sym_state(s)->inlw || sym_state(s)->inlw_failed)
+		return sym_state(s)->inlw;
+	sym_state(s)->inlw_failed = true;
 	if (s->opts.sync_symbols || sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		return NULL;
 	struct inl_worker *w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
 	w->s = s;
-	base_intern_init(&w->strings);
+	base_strings_init(&w->strings);
 	base_arena_init(&w->arena, 64 * 1024);
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->work, NULL);
@@ -218,14 +218,14 @@ static struct inl_worker *inl_worker(struct uw_session *s)
 		inl_worker_free(w);
 		return NULL;
 	}
-	s->inlw_failed = false;
-	s->inlw = w;
+	sym_state(s)->inlw_failed = false;
+	sym_state(s)->inlw = w;
 	return w;
 }
 
-void proc_inline_end(struct uw_session *s)
+static void inline_end(struct sym_state *ss)
 {
-	struct inl_worker *w = s->inlw;
+	struct inl_worker *w = ss->inlw;
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->mu);
@@ -234,12 +234,33 @@ void proc_inline_end(struct uw_session *s)
 	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->th, NULL);
 	inl_worker_free(w);
-	s->inlw = NULL;
+	ss->inlw = NULL;
+}
+
+static void sym_state_free(void *p)
+{
+	struct sym_state *ss = p;
+	inline_end(ss);
+	base_arena_free(&ss->inl_arena);
+	free(ss);
+}
+
+struct sym_state *sym_state(struct uw_session *s)
+{
+	struct sym_state *ss = session_part(s, SESSION_SYMBOLS);
+	if (UW_LIKELY(ss))
+		return ss;
+	if (!(ss = calloc(1, sizeof(*ss))))
+		return NULL;
+	ss->s = s;
+	base_arena_init(&ss->inl_arena, 64 * 1024);
+	return session_part_attach(s, SESSION_SYMBOLS, ss, sym_state_free);
 }
 
 void proc_inline_idle(struct uw_session *s)
 {
-	struct inl_worker *w = s->inlw;
+	struct sym_state *ss = session_part(s, SESSION_SYMBOLS);
+	struct inl_worker *w = ss ? ss->inlw : NULL;
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->mu);
@@ -250,7 +271,8 @@ void proc_inline_idle(struct uw_session *s)
 
 size_t proc_inline_asked(struct uw_session *s)
 {
-	struct inl_worker *w = s->inlw;
+	struct sym_state *ss = session_part(s, SESSION_SYMBOLS);
+	struct inl_worker *w = ss ? ss->inlw : NULL;
 	if (!w)
 		return 0;
 	pthread_mutex_lock(&w->mu);
@@ -261,7 +283,8 @@ size_t proc_inline_asked(struct uw_session *s)
 
 bool proc_inline_done(struct uw_session *s, size_t n)
 {
-	struct inl_worker *w = s->inlw;
+	struct sym_state *ss = session_part(s, SESSION_SYMBOLS);
+	struct inl_worker *w = ss ? ss->inlw : NULL;
 	if (!w)
 		return true;
 	pthread_mutex_lock(&w->mu);
@@ -303,7 +326,7 @@ static int inline_chain(struct uw_session *s, struct uw_module *m, uint64_t rel_
 	const void *v = base_map_get(&m->inlcache, rel_pc);
 	const struct inline_ent *e = v;
 	if (v && IS_PENDING(v)) {
-		struct inl_worker *w = s->inlw;
+		struct inl_worker *w = sym_state(s)->inlw;
 		size_t i = PENDING_JOB(v);
 		pthread_mutex_lock(&w->mu);
 		while (w->done <= i)
@@ -318,7 +341,7 @@ static int inline_chain(struct uw_session *s, struct uw_module *m, uint64_t rel_
 			return -ENOMEM;
 	} else if (!e) {
 		proc_inline_idle(s); /* the helper may be reading this module's DWARF */
-		e = inline_make(s, module_dwi(s, m) ? m : NULL, rel_pc, !s->opts.no_demangle, &s->strings, &s->inl_arena);
+		e = inline_make(s, module_dwi(s, m) ? m : NULL, rel_pc, !s->opts.no_demangle, &s->strings, &sym_state(s)->inl_arena);
 		if (!e || base_map_put(&m->inlcache, rel_pc, (void *)e))
 			return -ENOMEM;
 	}
@@ -335,6 +358,8 @@ UW_API int uw_symbolize_inline_ahead(struct uw_session *s, struct uw_module *m, 
 {
 	if (!s || !m)
 		return 0;
+	if (!sym_state(s))
+		return -ENOMEM;
 	proc_lock(s);
 	int err = inline_ahead(s, m, rel_pc);
 	proc_unlock(s);
@@ -348,6 +373,8 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 	*n = 0;
 	if (!s || !m)
 		return 0;
+	if (!sym_state(s))
+		return -ENOMEM;
 	proc_lock(s);
 	int err = inline_chain(s, m, rel_pc, frames, n);
 	proc_unlock(s);

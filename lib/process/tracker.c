@@ -267,7 +267,7 @@ int proc_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int3
 
 int proc_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec, uint64_t time)
 {
-	const char *c = proc_intern(t->s, comm, len);
+	const char *c = session_intern(t->s, comm, len);
 	if (!c)
 		return -ENOMEM;
 	struct proc *p = proc_get(t, pid, true);
@@ -363,11 +363,11 @@ void proc_note_build_id_hex(struct uw_tracker *t, const char *path, const char *
 	size_t n = strlen(hex);
 	if (!n || n > 2 * ELFV_MAX_BUILD_ID)
 		return;
-	const char *h = proc_intern(t->s, hex, n);
+	const char *h = session_intern(t->s, hex, n);
 	if (h)
 		base_map_put(&t->buildids, base_hash_bytes(path, strlen(path)), (void *)h);
 	if (!strcmp(path, "[kernel.kallsyms]"))
-		proc_kernel_note_build_id(t, hex);
+		ksym_kernel_note_build_id(t->kernel, hex);
 }
 
 void proc_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len)
@@ -395,7 +395,7 @@ int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint6
 		 * with pgoff = the address of _text (its relocation reference) */
 		if (fl >= 17 && memcmp(path, "[kernel.kallsyms]", 17) == 0) {
 			if (pgoff >= addr)
-				proc_kernel_note_text(t, pgoff);
+				ksym_kernel_note_text(t->kernel, pgoff);
 			if (bid && blen)
 				proc_note_build_id(t, "[kernel.kallsyms]", bid, blen);
 		}
@@ -431,7 +431,7 @@ const char *tracker_comm(struct uw_tracker *t, uint32_t pid, uint32_t tid)
 		return p->comm;
 	char buf[24];
 	int n = snprintf(buf, sizeof(buf), ":%d", (int)tid);
-	return proc_intern(t->s, buf, (size_t)n);
+	return session_intern(t->s, buf, (size_t)n);
 }
 
 bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
@@ -493,6 +493,11 @@ void tracker_frame_at(struct proc_find_ctx *fc, uint64_t ip, uint8_t method, str
 	/* the kernel's frame-pointer callchain: addresses shown as given (perf script does not
 	 * adjust them either) */
 	f->is_call = 0;
+}
+
+void tracker_note_kernel_release(struct uw_tracker *t, const char *release)
+{
+	ksym_kernel_note_release(t->kernel, release);
 }
 
 void tracker_on_new_map(struct uw_tracker *t, tracker_map_fn fn, void *ctx)

@@ -38,7 +38,7 @@ UW_API struct uw_tracker *uw_tracker_new(struct uw_session *s, const struct uw_t
 	t->st.sz = sizeof(t->st);
 	t->frames = calloc(s->opts.max_frames, sizeof(*t->frames));
 	t->cfi_cache = cfi_cache_new();
-	t->kernel = proc_kernel_new(s, t->o.live != 0);
+	t->kernel = ksym_kernel_new(s, t->o.live != 0);
 	if (!t->frames || !t->cfi_cache || !t->kernel) {
 		uw_tracker_free(t);
 		errno = ENOMEM;
@@ -65,7 +65,7 @@ UW_API void uw_tracker_free(struct uw_tracker *t)
 	base_map_free(&t->buildids);
 	free(t->frames);
 	cfi_cache_free(t->cfi_cache);
-	proc_kernel_drop(t->s, t->kernel);
+	ksym_kernel_drop(t->kernel);
 	free(t);
 }
 
@@ -163,3 +163,18 @@ UW_API int uw_tracker_lookup(struct uw_tracker *t, uint32_t pid, uint64_t addr, 
 	return 0;
 }
 
+
+UW_API struct uw_kernel *uw_tracker_kernel(struct uw_tracker *t)
+{
+	return t ? ksym_kernel_keep(t->kernel) : NULL;
+}
+
+UW_API int uw_tracker_load_kallsyms(struct uw_tracker *t, const char *path)
+{
+	return t ? ksym_kernel_load(t->kernel, path, false) : -EINVAL;
+}
+
+UW_API int uw_tracker_load_vmlinux(struct uw_tracker *t, const char *path)
+{
+	return t ? ksym_kernel_load(t->kernel, path, true) : -EINVAL;
+}

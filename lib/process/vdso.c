@@ -54,7 +54,7 @@ bool mod_open_vdso(struct uw_session *s, struct uw_module *m)
 	if (bid[0] && s->buildid_dir && strlen(bid) > 2) {
 		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s/elf", s->buildid_dir, bid, bid + 2);
 		if (mod_try_open_trusted(s, p, bid, &m->elf, NULL)) {
-			m->opened_path = proc_intern(s, p, strlen(p));
+			m->opened_path = session_intern(s, p, strlen(p));
 			return true;
 		}
 	}
@@ -70,7 +70,7 @@ bool mod_open_vdso(struct uw_session *s, struct uw_module *m)
 	if (!bid[0])
 		memcpy(m->build_id, hex, sizeof(hex));
 	m->elf = v;
-	m->opened_path = proc_intern(s, "[vdso] (running kernel)", 23);
+	m->opened_path = session_intern(s, "[vdso] (running kernel)", 23);
 	return true;
 }
 

@@ -77,12 +77,12 @@ static void add_profile(struct dx *x, struct uw_profile *p, int side)
 				const struct pframe *f = &st->f[0];
 				const char *sym = prof_frame_symbol(p, f);
 				key.name = sym ? sym : prof_frame_name(p, f);
-				key.name = proc_intern(p->s, key.name, strlen(key.name));
+				key.name = session_intern(p->s, key.name, strlen(key.name));
 				const char *dso = f->kernel ? "[kernel.kallsyms]" : f->mod ? f->mod->name : "[unknown]";
-				key.dso = proc_intern(p->s, dso, strlen(dso));
+				key.dso = session_intern(p->s, dso, strlen(dso));
 				key.kernel = f->kernel;
 			} else {
-				key.name = key.dso = proc_intern(p->s, "[unknown]", 9);
+				key.name = key.dso = session_intern(p->s, "[unknown]", 9);
 			}
 			key.hash = base_hash64((uintptr_t)key.name ^ base_hash64((uintptr_t)key.dso + key.kernel));
 		} else {

@@ -700,9 +700,9 @@ unsigned dwi_chain(struct dwi *d, struct dwi_cu *c, uint64_t addr, Dwarf_Off *ou
 	return n;
 }
 
-static const char *intern0(struct base_intern *t, const char *s)
+static const char *intern0(struct base_strings *t, const char *s)
 {
-	return s ? base_intern(t, s, strlen(s)) : NULL;
+	return s ? base_strings_intern(t, s, strlen(s)) : NULL;
 }
 
 /* The linkage name when there is one (C++, Rust: demangled later, qualified as addr2line -C
@@ -763,7 +763,7 @@ static struct dww_unit *ref_unit(struct dwi *d, struct dwi_cu *c, uint64_t off)
  * name through abstract origins and specifications, else the name likewise; the call site of the
  * DIE itself). A package's split unit (own) is read only here, as far as it goes.
  * @return false when a form or a unit is not handled here: libdw then. */
-bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings)
+bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_strings *strings)
 {
 	bool own = c->own;
 	if (!own && (!d->sec.info || c->ndw || !c->lines))
@@ -803,7 +803,7 @@ bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, stru
 }
 
 /* The same through libdw. */
-void dwi_libdw_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings)
+void dwi_libdw_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_strings *strings)
 {
 	Dwarf_Die die;
 	if (!dwarf_offdie(c->ndw ? c->ndw : d->dw, n->off, &die))
@@ -824,7 +824,7 @@ void dwi_libdw_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, stru
 		n->call_line = (uint32_t)cl;
 }
 
-static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings)
+static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_strings *strings)
 {
 	if (n->resolved)
 		return;
@@ -970,10 +970,10 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 	return c;
 }
 
-static unsigned lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
+static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
                        unsigned cap);
 
-unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
+unsigned dwi_lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
                     unsigned cap)
 {
 	if (!d || !cap || d->oom)
@@ -995,7 +995,7 @@ bool dwi_out_of_memory(const struct dwi *d)
 	return d && d->oom;
 }
 
-static unsigned lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
+static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
                        unsigned cap)
 {
 	struct dwi_cu *c = unit_at(d, addr);

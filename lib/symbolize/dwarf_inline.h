@@ -41,7 +41,7 @@ void dwi_set_package_finder(struct dwi *d, struct dwp *(*find)(void *ctx), void 
  * contains them. file:line of frame i is where frame i's code is (for frame 0 the line table at
  * addr, for the others the call site of the frame inside them).
  * @return the number of frames (0 when addr is in no unit with DWARF). */
-unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
+unsigned dwi_lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
                     unsigned cap);
 /* Whether memory ran out in a lookup (libdw's handler never exits the process: the handle is
  * given up, and every later lookup returns 0). */

@@ -114,7 +114,7 @@ void dwi_cu_free(struct dwi_cu *c);
 /* The DIE offsets of the chain over addr, innermost first. */
 unsigned dwi_chain(struct dwi *d, struct dwi_cu *c, uint64_t addr, Dwarf_Off *out, unsigned cap);
 /* A node's name and call site: read by dww_attrs (false: not handled there), or by libdw. */
-bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings);
-void dwi_libdw_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings);
+bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_strings *strings);
+void dwi_libdw_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_strings *strings);
 
 #endif

@@ -182,8 +182,8 @@ int dwi_compare_lookups(struct dwi *d, size_t *units, size_t *addrs, size_t *dif
 int dwi_compare_names(struct dwi *d, size_t *nodes, size_t *fast, size_t *differ)
 {
 	*nodes = *fast = *differ = 0;
-	struct base_intern strings;
-	base_intern_init(&strings);
+	struct base_strings strings;
+	base_strings_init(&strings);
 	Dwarf_Off off = 0, next;
 	size_t hsize;
 	while (dwarf_nextcu(d->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
@@ -203,7 +203,7 @@ int dwi_compare_names(struct dwi *d, size_t *nodes, size_t *fast, size_t *differ
 		dwi_cu_free(c);
 		off = next;
 	}
-	base_intern_free(&strings);
+	base_strings_free(&strings);
 	return 0;
 }
 

@@ -174,8 +174,8 @@ static void test_idle_modules(void **state)
 		proc_sweep(t, now);
 	}
 	/* bounded: the idle list holds at most IDLE_MODULES_MAX loaded modules; the handles stay */
-	assert_true(s->idle_mods.len <= IDLE_MODULES_MAX);
-	assert_int_equal(s->modules.len, 3 * IDLE_MODULES_MAX + 1);
+	assert_true(module_cache(s)->idle_mods.len <= IDLE_MODULES_MAX);
+	assert_int_equal(module_cache(s)->modules.len, 3 * IDLE_MODULES_MAX + 1);
 	assert_false(first->idle);
 	assert_string_equal(uw_module_path(first), "/tmp/prog0");
 	assert_string_equal(first->build_id, "0000000000000000000000000000000000000001");
@@ -197,7 +197,7 @@ static void test_idle_modules(void **state)
 		now += 2000000000ull;
 		proc_sweep(t, now);
 	}
-	assert_ptr_equal(base_map_get(&s->modules, last->key), last);
+	assert_ptr_equal(base_map_get(&module_cache(s)->modules, last->key), last);
 	assert_int_equal(last->refs, 1);
 	uw_tracker_free(t);
 	uw_session_free(s);

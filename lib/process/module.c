@@ -24,7 +24,6 @@
 #include "process/process.h"
 #include "symbolize/dwp.h"
 #include "process/module_files.h"
-#include "cfi/sframe.h"
 
 
 /* ---- the cache on the session */
@@ -368,41 +367,6 @@ bool proc_module_is_opened(const struct uw_module *m)
 	return __atomic_load_n(&m->opened, __ATOMIC_ACQUIRE);
 }
 
-/* Below this .eh_frame size the whole table is compiled at once (cheap, and denser). */
-#define CFI_LAZY_MIN_BYTES (64u << 10)
-
-static void add_plt_range(struct uw_module *m, const char *name)
-{
-	struct elfv_sec sec;
-	if (m->code.nplt < UW_ARRAY_SIZE(m->code.plt) && elfv_section(m->elf, name, &sec) == 0 && sec.size) {
-		m->code.plt[m->code.nplt].lo = sec.addr;
-		m->code.plt[m->code.nplt].hi = sec.addr + sec.size;
-		m->code.nplt++;
-	}
-}
-
-/* The module's SFrame section (by name, or the PT_GNU_SFRAME segment of a file without section
- * headers), compiled into a second table: per frame, the unwinder takes CFI where it covers
- * the pc, else SFrame. */
-static void module_sframe(struct uw_session *s, struct uw_module *m)
-{
-	const uint8_t *data;
-	uint64_t size, addr;
-	if (!elfv_sframe(m->elf, &data, &size, &addr))
-		return;
-	struct sframe_sec sf;
-	int err = sframe_open(&sf, data, (size_t)size, addr);
-	if (!err)
-		err = cfi_table_build_sframe(&m->sframe, &cfi_arch_x86_64, &sf);
-	if (err) {
-		base_log(&s->log, UW_LOG_WARN, "%s: SFrame section not used: %s", m->path, uw_strerror(err));
-		return;
-	}
-	if (m->sframe.nbad_fde)
-		base_log(&s->log, UW_LOG_INFO, "%s: %u malformed SFrame functions skipped", m->path, m->sframe.nbad_fde);
-	m->code.sframe = m->sframe.n ? &m->sframe : NULL;
-}
-
 /* Says (once per file) that a file of the module could not be read whole: it shrank since it
  * was opened (rebuilt or copied over in place), or memory ran out. What was made of it is
  * what could be read. */
@@ -415,40 +379,23 @@ void proc_module_said_reads(struct uw_session *s, struct uw_module *m)
 	session_file_shrunk(s, m->dwp_elf, m->path);
 }
 
-/* Builds a module's unwind table: under the session's lock, once. */
+/* Builds a module's unwind tables: under the session's lock, once. */
 static void module_code(struct uw_session *s, struct uw_module *m)
 {
-	struct elfv_sec eh, df;
-	struct cfi_section ehs = { 0 }, dfs = { 0 };
-	if (elfv_section(m->elf, ".eh_frame", &eh) == 0 && eh.data)
-		ehs = (struct cfi_section){ eh.data, eh.size, eh.addr, true };
-	if ((elfv_section(m->elf, ".debug_frame", &df) == 0 && df.data) ||
-	    (m->dbg && elfv_section(m->dbg, ".debug_frame", &df) == 0 && df.data))
-		dfs = (struct cfi_section){ df.data, df.size, df.addr, false };
-	/* Large .eh_frame with a search table and no .debug_frame: compile FDEs as they are hit
-	 * (see cfi.h); otherwise compile the whole table now. */
-	int err = -UW_EUNSUPP;
-	struct elfv_sec hdr;
-	if (!dfs.data && ehs.data && ehs.size >= CFI_LAZY_MIN_BYTES && elfv_section(m->elf, ".eh_frame_hdr", &hdr) == 0 &&
-	    hdr.data) {
-		struct cfi_section hs = { hdr.data, hdr.size, hdr.addr, false };
-		err = cfi_table_build_lazy(&m->cfi, &cfi_arch_x86_64, &ehs, &hs);
-	}
-	if (err == -UW_EUNSUPP)
-		err = cfi_table_build(&m->cfi, &cfi_arch_x86_64, &ehs, &dfs);
+	int sframe_err;
+	int err = unw_tables_build(&m->tabs, m->elf, m->dbg, true, &sframe_err);
 	if (err)
 		base_log(&s->log, UW_LOG_WARN, "%s: unwind table not built: %s", m->path, uw_strerror(err));
-	else if (m->cfi.nbad_fde)
-		base_log(&s->log, UW_LOG_INFO, "%s: %u malformed FDEs skipped", m->path, m->cfi.nbad_fde);
-	m->code.cfi = (m->cfi.n || m->cfi.lazy) ? &m->cfi : NULL;
-	module_sframe(s, m);
-	add_plt_range(m, ".plt");
-	add_plt_range(m, ".plt.sec");
-	add_plt_range(m, ".plt.got");
+	else if (m->tabs.cfi.nbad_fde)
+		base_log(&s->log, UW_LOG_INFO, "%s: %u malformed FDEs skipped", m->path, m->tabs.cfi.nbad_fde);
+	if (sframe_err)
+		base_log(&s->log, UW_LOG_WARN, "%s: SFrame section not used: %s", m->path, uw_strerror(sframe_err));
+	else if (m->tabs.sframe.nbad_fde)
+		base_log(&s->log, UW_LOG_INFO, "%s: %u malformed SFrame functions skipped", m->path, m->tabs.sframe.nbad_fde);
 	/* their identity in the lookup caches of every thread (a freed table's memory may hold
 	 * another's) */
-	m->cfi.serial = ++module_cache(s)->cfi_serial;
-	m->sframe.serial = ++module_cache(s)->cfi_serial;
+	m->tabs.cfi.serial = ++module_cache(s)->cfi_serial;
+	m->tabs.sframe.serial = ++module_cache(s)->cfi_serial;
 	proc_module_said_reads(s, m);
 }
 
@@ -456,7 +403,7 @@ const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *
 {
 	/* every frame asks: built once, by the first thread to need it, and published last */
 	if (__atomic_load_n(&m->cfi_done, __ATOMIC_ACQUIRE))
-		return &m->code;
+		return &m->tabs.code;
 	if (!proc_module_open(s, m))
 		return NULL;
 	proc_lock(s);
@@ -465,7 +412,7 @@ const struct unw_code *proc_module_code(struct uw_session *s, struct uw_module *
 		__atomic_store_n(&m->cfi_done, true, __ATOMIC_RELEASE);
 	}
 	proc_unlock(s);
-	return &m->code;
+	return &m->tabs.code;
 }
 
 /* Stable merge sort of symbols by start, O(n log n) whatever the input's order (a map written
@@ -506,8 +453,7 @@ void proc_module_free(struct uw_module *m)
 	dwp_close(m->dwp);
 	elfv_close(m->dwp_elf);
 	base_map_free(&m->inlcache);
-	cfi_table_free(&m->cfi);
-	cfi_table_free(&m->sframe);
+	unw_tables_free(&m->tabs);
 	symtab_free(&m->syms);
 	base_map_free(&m->symcache);
 	elfv_close(m->dbg);
@@ -534,11 +480,7 @@ static void module_unload(struct uw_session *s, struct uw_module *m)
 	m->dwp_elf = NULL;
 	base_map_free(&m->inlcache);
 	base_map_init(&m->inlcache);
-	cfi_table_free(&m->cfi);
-	cfi_table_free(&m->sframe);
-	memset(&m->cfi, 0, sizeof(m->cfi));
-	memset(&m->sframe, 0, sizeof(m->sframe));
-	memset(&m->code, 0, sizeof(m->code));
+	unw_tables_free(&m->tabs);
 	symtab_free(&m->syms);
 	memset(&m->syms, 0, sizeof(m->syms));
 	base_map_free(&m->symcache);

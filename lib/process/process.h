@@ -43,9 +43,7 @@ struct uw_module {
 	struct elfv *alt;       /* dwz supplementary file of its DWARF (.gnu_debugaltlink), or NULL */
 	const char *opened_path;
 	const char *dbg_path;
-	struct cfi_table cfi;
-	struct cfi_table sframe; /* compiled from .sframe (or PT_GNU_SFRAME), when there is one */
-	struct unw_code code;
+	struct unw_tables tabs;  /* its unwind tables (built on first use: cfi_done) */
 	struct symtab syms;
 	struct base_map symcache; /* rel pc -> struct sym * (or a sentinel for none) */
 	struct dwi *dwi;        /* DWARF for inline chains and lines, opened on first use */

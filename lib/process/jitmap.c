@@ -22,7 +22,7 @@
 
 #include "process/process.h"
 #include "symbolize/dwp.h"
-#include "process/module_files.h"
+#include "module/files.h"
 
 static int sort_syms(struct sym *a, size_t n)
 {

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "process/process.h"
-#include "process/module_files.h"
+#include "module/files.h"
 
 /* ---- kernel symbols */
 static int cmp_ksym(const void *a, const void *b)

@@ -19,7 +19,7 @@
 
 #include "process/process.h"
 #include "symbolize/dwp.h"
-#include "process/module_files.h"
+#include "module/files.h"
 
 struct elfv *mod_open_minidebug(struct uw_session *s, struct uw_module *m)
 {

@@ -23,7 +23,7 @@
 
 #include "process/process.h"
 #include "symbolize/dwp.h"
-#include "process/module_files.h"
+#include "module/files.h"
 
 
 bool mod_try_open_at(struct uw_session *s, int dirfd, const char *path, unsigned flags, const char *want_bid,

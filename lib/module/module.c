@@ -23,7 +23,7 @@
 
 #include "process/process.h"
 #include "symbolize/dwp.h"
-#include "process/module_files.h"
+#include "module/files.h"
 
 
 /* ---- the cache on the session */

@@ -19,7 +19,7 @@
 
 #include "process/process.h"
 #include "symbolize/dwp.h"
-#include "process/module_files.h"
+#include "module/files.h"
 
 /* A copy of this process's own vdso image: the running kernel's vdso. */
 static int own_vdso(struct elfv **out)

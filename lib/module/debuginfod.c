@@ -1,27 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * debuginfod: libdebuginfod loaded (dlopen) on the first fetch, a client per session, every
- * fetch bounded in time.
+ * debuginfod: libdebuginfod loaded (dlopen) on the first fetch; a client per fetch under way (a
+ * client does one at a time: fetches of different modules go on at once), kept for the next;
+ * every fetch bounded in time and size.
  */
 #include <dlfcn.h>
-#include <elf.h>
 #include <elfutils/debuginfod.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <lzma.h>
-#include <sys/auxv.h>
 #include <time.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "process/process.h"
-#include "symbolize/dwp.h"
 #include "module/files.h"
 
 /* ---- debuginfod */
@@ -108,26 +99,54 @@ static int fetch_progress(debuginfod_client *c, long a, long b)
 	return 0;
 }
 
-/* Fetches the executable or the debug file of build-id `bid` (hex). @return the cached file's
- * path (malloc'd) or NULL, having said why. */
-char *mod_fetch(struct uw_session *s, const struct uw_module *m, bool debuginfo)
+/* A client not fetching (made when none is free); NULL when libdebuginfod cannot be used. */
+static debuginfod_client *client_take(struct uw_session *s, struct module_cache *c)
 {
-	if (s->opts.offline || !getenv("DEBUGINFOD_URLS") || !*getenv("DEBUGINFOD_URLS"))
+	debuginfod_client *cl = NULL;
+	pthread_mutex_lock(&c->dbgd_mu);
+	if (!c->dbgd_tried) {
+		c->dbgd_tried = true;
+		c->dbgd_api = dbgd_load();
+		if (!c->dbgd_api)
+			base_log(&s->log, UW_LOG_WARN, "debuginfod: libdebuginfod.so.1 cannot be loaded");
+	}
+	if (c->dbgd_free.len)
+		cl = ((debuginfod_client **)c->dbgd_free.data)[--c->dbgd_free.len];
+	const struct dbgd_api *api = c->dbgd_api;
+	pthread_mutex_unlock(&c->dbgd_mu);
+	if (cl || !api)
+		return cl;
+	cl = api->begin();
+	if (!cl)
+		base_log(&s->log, UW_LOG_WARN, "debuginfod: client not started");
+	else
+		api->set_progressfn(cl, fetch_progress);
+	return cl;
+}
+
+static void client_give(struct module_cache *c, debuginfod_client *cl)
+{
+	pthread_mutex_lock(&c->dbgd_mu);
+	debuginfod_client **slot = base_vec_push(&c->dbgd_free);
+	if (slot)
+		*slot = cl;
+	pthread_mutex_unlock(&c->dbgd_mu);
+	if (!slot)
+		c->dbgd_api->end(cl);
+}
+
+/* Fetches the executable or the debug file of build-id bid (hex). @return the cached file's
+ * path (malloc'd) or NULL, having said why. */
+char *module_fetch(struct uw_session *s, const char *mpath, const char *bid, bool debuginfo)
+{
+	struct module_cache *c = module_cache(s);
+	if (!c || s->opts.offline || !getenv("DEBUGINFOD_URLS") || !*getenv("DEBUGINFOD_URLS"))
 		return NULL;
-	size_t hl = strlen(m->build_id);
+	size_t hl = strlen(bid);
 	if (hl < 2 || hl % 2)
 		return NULL;
-	if (!module_cache(s)->dbgd_tried) {
-		module_cache(s)->dbgd_tried = true;
-		module_cache(s)->dbgd_api = dbgd_load();
-		module_cache(s)->dbgd = module_cache(s)->dbgd_api ? module_cache(s)->dbgd_api->begin() : NULL;
-		if (!module_cache(s)->dbgd)
-			base_log(&s->log, UW_LOG_WARN, "debuginfod: %s",
-				 module_cache(s)->dbgd_api ? "client not started" : "libdebuginfod.so.1 cannot be loaded");
-		else
-			module_cache(s)->dbgd_api->set_progressfn(module_cache(s)->dbgd, fetch_progress);
-	}
-	if (!module_cache(s)->dbgd)
+	debuginfod_client *cl = client_take(s, c);
+	if (!cl)
 		return NULL;
 	unsigned ms = s->opts.debuginfod_timeout_ms ? s->opts.debuginfod_timeout_ms : 30000;
 	struct fetch_deadline d = { .max_bytes = s->opts.max_debuginfod_bytes ? s->opts.max_debuginfod_bytes
@@ -139,13 +158,14 @@ char *mod_fetch(struct uw_session *s, const struct uw_module *m, bool debuginfo)
 		d.end.tv_sec++;
 		d.end.tv_nsec -= 1000000000L;
 	}
-	const struct dbgd_api *api = module_cache(s)->dbgd_api;
-	api->set_user_data(module_cache(s)->dbgd, &d);
+	const struct dbgd_api *api = c->dbgd_api;
+	api->set_user_data(cl, &d);
 	char *path = NULL;
 	/* a build-id length of 0: the id is given as a hex string */
-	const unsigned char *id = (const unsigned char *)m->build_id;
-	int fd = debuginfo ? api->find_debuginfo(module_cache(s)->dbgd, id, 0, &path) : api->find_executable(module_cache(s)->dbgd, id, 0, &path);
-	api->set_user_data(module_cache(s)->dbgd, NULL);
+	const unsigned char *id = (const unsigned char *)bid;
+	int fd = debuginfo ? api->find_debuginfo(cl, id, 0, &path) : api->find_executable(cl, id, 0, &path);
+	api->set_user_data(cl, NULL);
+	client_give(c, cl);
 	if (fd < 0) {
 		/* (a fetch this callback stopped comes back as "not found") */
 		char why[160];
@@ -160,26 +180,25 @@ char *mod_fetch(struct uw_session *s, const struct uw_module *m, bool debuginfo)
 		} else {
 			snprintf(why, sizeof(why), "%s", fd == -ENOENT ? "not on the servers" : strerror(-fd));
 		}
-		base_log(&s->log, UW_LOG_WARN, "%s (build-id %s): debuginfod: no %s: %s", m->path, m->build_id,
+		base_log(&s->log, UW_LOG_WARN, "%s (build-id %s): debuginfod: no %s: %s", mpath, bid,
 			 debuginfo ? "debug file" : "executable", why);
 		free(path);
 		return NULL;
 	}
 	close(fd);
-	base_log(&s->log, UW_LOG_INFO, "%s: %s from debuginfod: %s", m->path, debuginfo ? "debug file" : "executable",
+	base_log(&s->log, UW_LOG_INFO, "%s: %s from debuginfod: %s", mpath, debuginfo ? "debug file" : "executable",
 		 path);
 	return path;
 }
 
-void proc_debuginfod_end(struct module_cache *c)
+void module_debuginfod_end(struct module_cache *c)
 {
-	if (c->dbgd)
-		c->dbgd_api->end(c->dbgd);
-	c->dbgd = NULL;
+	for (size_t i = 0; i < c->dbgd_free.len; i++)
+		c->dbgd_api->end(((debuginfod_client **)c->dbgd_free.data)[i]);
+	base_vec_free(&c->dbgd_free);
 	if (c->dbgd_api) {
 		dlclose(c->dbgd_api->lib);
 		free(c->dbgd_api);
 		c->dbgd_api = NULL;
 	}
 }
-

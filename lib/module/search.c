@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "process/process.h"
+#include "module/files.h"
 
 #define SEARCH_MAX_DEPTH 16
 #define SEARCH_MAX_ENTRIES 200000
@@ -84,16 +84,29 @@ static void walk(struct uw_session *s, struct search_index *ix, const char *dir,
 	closedir(d);
 }
 
+static struct search_index *index_make(struct uw_session *s);
+
+/* The index, made once, by the first thread to need it (the others wait for it). */
 static struct search_index *index_of(struct uw_session *s)
 {
-	if (module_cache(s)->search || module_cache(s)->search_failed || !s->search_path)
-		return module_cache(s)->search;
+	struct module_cache *c = module_cache(s);
+	struct search_index *ix = c ? __atomic_load_n(&c->search, __ATOMIC_ACQUIRE) : NULL;
+	if (ix || !c || !s->search_path)
+		return ix;
+	pthread_mutex_lock(&c->search_mu);
+	if (!c->search && !c->search_failed)
+		c->search_failed = !(ix = index_make(s));
+	pthread_mutex_unlock(&c->search_mu);
+	return __atomic_load_n(&c->search, __ATOMIC_ACQUIRE);
+}
+
+static struct search_index *index_make(struct uw_session *s)
+{
 	struct search_index *ix = calloc(1, sizeof(*ix));
 	char *dirs = strdup(s->search_path);
 	if (!ix || !dirs) {
 		free(ix);
 		free(dirs);
-		module_cache(s)->search_failed = true;
 		return NULL;
 	}
 	base_map_init(&ix->names);
@@ -105,11 +118,11 @@ static struct search_index *index_of(struct uw_session *s)
 		base_log(&s->log, UW_LOG_WARN, "search path: more than %d files; the rest are not searched",
 			 SEARCH_MAX_ENTRIES);
 	base_log(&s->log, UW_LOG_INFO, "search path: %zu files indexed", ix->entries);
-	module_cache(s)->search = ix;
+	__atomic_store_n(&module_cache(s)->search, ix, __ATOMIC_RELEASE);
 	return ix;
 }
 
-const char *proc_search_next(struct uw_session *s, const char *name, const char *after)
+const char *module_search_next(struct uw_session *s, const char *name, const char *after)
 {
 	struct search_index *ix = index_of(s);
 	if (!ix)
@@ -128,7 +141,7 @@ const char *proc_search_next(struct uw_session *s, const char *name, const char 
 	return NULL;
 }
 
-void proc_search_free(struct module_cache *c)
+void module_search_free(struct module_cache *c)
 {
 	if (!c->search)
 		return;

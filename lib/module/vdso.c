@@ -1,24 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* [vdso]: the recorded image from perf's build-id cache, else the running kernel's own. */
-#include <dlfcn.h>
 #include <elf.h>
-#include <elfutils/debuginfod.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <lzma.h>
 #include <sys/auxv.h>
-#include <time.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
-#include <unistd.h>
 
-#include "process/process.h"
-#include "symbolize/dwp.h"
 #include "module/files.h"
 
 /* A copy of this process's own vdso image: the running kernel's vdso. */
@@ -47,13 +35,13 @@ static int own_vdso(struct elfv **out)
 }
 
 /* [vdso]: from perf's build-id cache, else the running kernel's when the build-ids agree. */
-bool mod_open_vdso(struct uw_session *s, struct uw_module *m)
+bool module_open_vdso(struct uw_session *s, struct uw_module *m)
 {
 	char p[PATH_MAX];
 	const char *bid = m->build_id;
 	if (bid[0] && s->buildid_dir && strlen(bid) > 2) {
 		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s/elf", s->buildid_dir, bid, bid + 2);
-		if (mod_try_open_trusted(s, p, bid, &m->elf, NULL)) {
+		if (module_try_open_trusted(s, p, bid, &m->elf, NULL)) {
 			m->opened_path = session_intern(s, p, strlen(p));
 			return true;
 		}

@@ -23,8 +23,74 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "process/process.h"
-#include "module/files.h"
+#include "symbolize/symbolize.h"
+
+/* A kernel symbol table read from one file: a kallsyms text, searched in place, or a vmlinux's
+ * ELF symbols (kallsyms.c). */
+struct ktab {
+	struct ktab *next;
+	const char *path;          /* interned */
+	bool vmlinux;
+	uint64_t dev, ino, size;   /* the file's identity (0 for /proc files) */
+	int64_t mtime_ns;
+	uint64_t side_cap;
+	/* under the kernel symbols' lock: read on a helper thread (running), joined once (ready) */
+	bool started, running, ready;
+	pthread_t th;
+	/* what was read: written by the reader, read by others once it is joined */
+	int err;
+	uint64_t text;             /* _text in the file (0: not found) */
+	struct ksym *ksyms;        /* kallsyms: what is not searched in place, sorted */
+	size_t nksyms;
+	char *buf;                 /* the file's text; ksym names point into it */
+	size_t kcore_len;          /* its first kcore_len bytes: the image's symbols, sorted, searched in place */
+	size_t map_len;            /* when non-zero, buf is a mapping of this size */
+	struct elfv *elf;          /* vmlinux: the file, its symbols, its build-id */
+	struct symtab syms;
+	char build_id[2 * ELFV_MAX_BUILD_ID + 1];
+};
+
+/* One recording's kernel (public: struct uw_kernel): what the recording says of it and the
+ * symbols chosen for it. Made with its tracker, on the session's list; kept after the tracker
+ * when handed out (samples carry it), else freed with it. Fields under the kernel symbols' lock. */
+struct uw_kernel {
+	struct uw_kernel *next;
+	struct ksym_state *ks;
+	char build_id[2 * ELFV_MAX_BUILD_ID + 1]; /* "" unknown */
+	char release[65];          /* uname -r of the recording's machine (HEADER_OSRELEASE), "" unknown */
+	uint64_t text;             /* _text of the recorded kernel (its MMAP's pgoff), 0 unknown */
+	bool running;              /* a live tracker's: the running kernel */
+	const char *kallsyms, *vmlinux; /* files given for it (interned), or NULL */
+	bool given_bad;            /* a file given could not be used: no symbols unless another is */
+	bool kept;                 /* handed out: outlives its tracker */
+	bool prefetch;             /* read its symbols ahead once it is known (uw_tracker_load_*) */
+	bool decided;              /* tab and delta chosen (gen: the session's kallsyms_gen then) */
+	unsigned gen;
+	struct ktab *tab;          /* NULL: no symbols ([unknown]) */
+	uint64_t delta;            /* recorded kernel's _text minus the file's */
+};
+
+struct ksym {
+	uint64_t addr;
+	const char *name;   /* into the kallsyms text (not terminated) until first used */
+	uint32_t len;
+	bool interned;      /* name is a NUL-terminated interned copy */
+};
+
+/* Kernel symbols on the session (part SESSION_KERNEL_SYMBOLS; kallsyms.c): tables read from
+ * files, shared by every recording's kernel and kept until the session ends; each tracker's
+ * kernel (struct uw_kernel). */
+struct ksym_state {
+	struct uw_session *s;
+	pthread_mutex_t mu;        /* all of it, and the kernels' fields */
+	struct ktab *ktabs;
+	struct uw_kernel *kernels;
+	struct uw_kernel *first_kernel; /* uw_symbolize_kernel's: the first tracker's */
+	const char *kallsyms_default; /* uw_session_load_kallsyms's file (interned), or NULL */
+	unsigned kallsyms_gen;     /* changes of it (kernels without a file of their own choose again) */
+	uint64_t run_text;         /* the running kernel's _text (0: hidden), read once */
+	bool run_text_tried;
+};
 
 /* ---- kernel symbols */
 static int cmp_ksym(const void *a, const void *b)

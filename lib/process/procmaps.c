@@ -107,7 +107,7 @@ bool proc_ask_kernel(struct uw_tracker *t, struct proc *p, uint64_t pc, uint64_t
 	char hex[2 * ELFV_MAX_BUILD_ID + 1] = "";
 	if (blen)
 		base_hex(bid, blen, hex);
-	struct uw_module *m = proc_module_get(t->s, name, strlen(name), hex, maj, min, ino);
+	struct uw_module *m = module_get(t->s, name, strlen(name), hex, maj, min, ino);
 	if (!m || proc_mmap(t, p->pid, start, end - start, off, PROT_READ | PROT_EXEC, m))
 		return false;
 	/* the recorder writes it out, so readers of its output know the mapping too */

@@ -2,149 +2,368 @@
 /*
  * Symbolization of module addresses: symbols (with their demangled names), and inline chains
  * and source lines from DWARF, looked up on the calling thread or ahead on a helper thread.
- * Serialized on the session's lock; results cached per (module, address).
+ * Any thread may call at once: what is made of a module (its symbol table, its DWARF handle) is
+ * made once under the module's lock, then read without it; each module's caches of addresses
+ * already named have locks of their own, held for one lookup; names are interned in the
+ * session's strings. The module is held in use (module_use) meanwhile: it is not unloaded under
+ * a lookup.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "process/process.h"
 #include "symbolize/demangle.h"
+#include "symbolize/dwp.h"
+#include "symbolize/symbolize.h"
+
+/* ---- a module's state */
+
+static void sym_module_unload(struct module_ext *e)
+{
+	struct sym_module *sm = (struct sym_module *)e;
+	/* no one uses the module (its use lock is held for writing): nothing to lock */
+	dwi_close(sm->dwi);
+	dwp_close(sm->dwp);
+	elfv_close(sm->dwp_elf);
+	sm->dwi = NULL;
+	sm->dwp = NULL;
+	sm->dwp_elf = NULL;
+	sm->dwi_done = false;
+	symtab_free(&sm->syms);
+	memset(&sm->syms, 0, sizeof(sm->syms));
+	sm->syms_done = false;
+	base_map_free(&sm->symcache);
+	base_map_init(&sm->symcache);
+	/* (the chains handed out stay in the arena: they live as long as the session) */
+	base_map_free(&sm->inlcache);
+	base_map_init(&sm->inlcache);
+}
+
+static void sym_module_free(struct module_ext *e)
+{
+	struct sym_module *sm = (struct sym_module *)e;
+	sym_module_unload(e);
+	base_map_free(&sm->symcache);
+	base_map_free(&sm->inlcache);
+	base_arena_free(&sm->inl_arena);
+	pthread_mutex_destroy(&sm->cache_mu);
+	pthread_mutex_destroy(&sm->dw_mu);
+	pthread_mutex_destroy(&sm->inl_mu);
+	pthread_cond_destroy(&sm->inl_cv);
+	free(sm);
+}
+
+static const struct module_ext_ops sym_module_ops = { sym_module_unload, sym_module_free };
+
+struct sym_module *sym_module(struct uw_session *s, struct uw_module *m)
+{
+	struct sym_module *sm = (struct sym_module *)module_ext(m);
+	if (UW_LIKELY(sm))
+		return sm;
+	pthread_mutex_lock(&m->mu);
+	sm = (struct sym_module *)m->ext;
+	if (!sm && (sm = calloc(1, sizeof(*sm)))) {
+		sm->ext.ops = &sym_module_ops;
+		sm->m = m;
+		sm->s = s;
+		pthread_mutex_init(&sm->cache_mu, NULL);
+		pthread_mutex_init(&sm->dw_mu, NULL);
+		pthread_mutex_init(&sm->inl_mu, NULL);
+		pthread_cond_init(&sm->inl_cv, NULL);
+		base_map_init(&sm->symcache);
+		base_map_init(&sm->inlcache);
+		base_arena_init(&sm->inl_arena, 16 * 1024);
+		module_ext_set(m, &sm->ext);
+	}
+	pthread_mutex_unlock(&m->mu);
+	return sm;
+}
+
+/* ---- symbols */
+
+/* The module's symbol table, built once: under the module's lock (it reads the module's files). */
+static void build_syms(struct uw_session *s, struct sym_module *sm)
+{
+	struct uw_module *m = sm->m;
+	bool usable = !m->jit && module_open(s, m);
+	pthread_mutex_lock(&m->mu);
+	if (!sm->syms_done) {
+		if (usable) {
+			/* a separate debug file has the full .symtab (debuginfod's when none is
+			 * here); without one, MiniDebugInfo */
+			module_fetch_debug(s, m);
+			if (!m->dbg && !m->mini)
+				m->mini = module_open_minidebug(s, m);
+			int err = symtab_build(&sm->syms, m->elf, m->dbg ? m->dbg : m->mini, !s->opts.no_demangle);
+			if (err == -ENOMEM)
+				session_resource_fail(s, err, m->path);
+			else if (err)
+				base_log(&s->log, UW_LOG_WARN, "%s: symbols not read: %s", m->path, uw_strerror(err));
+			module_said_reads(s, m);
+		}
+		__atomic_store_n(&sm->syms_done, true, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+static const struct sym no_sym;
+
+/* The symbol at rel (NULL: none), cached per address. */
+static struct sym *find_sym(struct uw_session *s, struct sym_module *sm, uint64_t rel)
+{
+	if (!__atomic_load_n(&sm->syms_done, __ATOMIC_ACQUIRE))
+		build_syms(s, sm);
+	pthread_mutex_lock(&sm->cache_mu);
+	const struct sym *hit = base_map_get(&sm->symcache, rel);
+	pthread_mutex_unlock(&sm->cache_mu);
+	if (!hit) {
+		hit = symtab_find(&sm->syms, rel);
+		pthread_mutex_lock(&sm->cache_mu);
+		base_map_put(&sm->symcache, rel, (void *)(hit ? hit : &no_sym)); /* (no memory: looked up again) */
+		pthread_mutex_unlock(&sm->cache_mu);
+	}
+	return hit == &no_sym ? NULL : (struct sym *)hit;
+}
 
 /* The name a symbol is shown by (demangled unless the session says not), interned once: names
  * handed out live as long as the session, while the symbol table (whose names point into the
- * file) goes when its module is unloaded. Under the lock. */
+ * file) goes when its module is unloaded. NULL without memory. (Two threads may both make it:
+ * the same interned string.) */
 static const char *shown_name(struct uw_session *s, struct sym *sym)
 {
-	if (!sym->dname) {
-		const char *d = s->opts.no_demangle ? sym->name : sym_demangle(&s->strings, sym->name);
-		if (d == sym->name)
-			d = session_intern(s, d, strlen(d));
-		sym->dname = d;
-	}
-	return sym->dname ? sym->dname : sym->name;
+	const char *d = __atomic_load_n(&sym->dname, __ATOMIC_ACQUIRE);
+	if (d)
+		return d;
+	d = s->opts.no_demangle ? sym->name : sym_demangle(&s->strings, sym->name);
+	if (d == sym->name)
+		d = session_intern(s, d, strlen(d));
+	if (d)
+		__atomic_store_n(&sym->dname, d, __ATOMIC_RELEASE);
+	return d;
 }
 
-UW_API int uw_symbolize(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struct uw_symbol *out)
+/* Why a frame of a module has no name (the module was opened). */
+static enum uw_sym_reason why_unnamed(const struct uw_module *m, const struct sym_module *sm)
+{
+	if (m->special && !m->jit)
+		return UW_SYM_ANONYMOUS;
+	switch (uw_module_state(m)) {
+	case UW_MODULE_MISSING: return m->special ? UW_SYM_ANONYMOUS : UW_SYM_MODULE_MISSING;
+	case UW_MODULE_MISMATCH: return UW_SYM_BUILD_ID_MISMATCH;
+	case UW_MODULE_BAD: return UW_SYM_MODULE_BAD;
+	default: return sm->syms.n ? UW_SYM_NO_SYMBOL : UW_SYM_NO_SYMBOLS;
+	}
+}
+
+int sym_lookup(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struct uw_symbol *out,
+               enum uw_sym_reason *why)
 {
 	memset(out, 0, sizeof(*out));
-	if (!s || !m)
-		return 0;
-	proc_lock(s);
-	struct sym *sym = (struct sym *)proc_module_symbol(s, m, rel_pc);
-	int err = 0;
+	module_use(m);
+	struct sym_module *sm = sym_module(s, m);
+	int err = sm ? 0 : -ENOMEM;
+	struct sym *sym = sm ? find_sym(s, sm, rel_pc) : NULL;
 	if (sym) {
 		out->name = shown_name(s, sym);
 		out->start = sym->start;
 		out->size = sym->end - sym->start;
 		out->offset = rel_pc - sym->start;
-		if (!sym->dname)
-			err = -ENOMEM; /* (a name only valid until the lock is let go) */
+		if (!out->name) {
+			err = -ENOMEM;
+			memset(out, 0, sizeof(*out));
+		}
 	}
-	proc_unlock(s);
-	if (err)
-		memset(out, 0, sizeof(*out));
+	if (!out->name && why)
+		*why = sm ? why_unnamed(m, sm) : UW_SYM_NO_SYMBOLS;
+	module_unuse(m);
 	return err;
 }
 
-void proc_symbol_names(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const char **sys,
-                       const char **shown)
+UW_API int uw_symbolize(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struct uw_symbol *out)
+{
+	if (!s || !m) {
+		memset(out, 0, sizeof(*out));
+		return 0;
+	}
+	return sym_lookup(s, m, rel_pc, out, NULL);
+}
+
+void sym_names(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const char **sys, const char **shown)
 {
 	*sys = *shown = NULL;
-	proc_lock(s);
-	struct sym *sym = (struct sym *)proc_module_symbol(s, m, rel_pc);
+	module_use(m);
+	struct sym_module *sm = sym_module(s, m);
+	struct sym *sym = sm ? find_sym(s, sm, rel_pc) : NULL;
 	if (sym) {
 		*shown = shown_name(s, sym);
 		*sys = session_intern(s, sym->name, strlen(sym->name));
-		if (!*sys || !sym->dname)
+		if (!*sys || !*shown)
 			*sys = *shown = NULL;
 	}
-	proc_unlock(s);
+	module_unuse(m);
 }
 
 /* ---- inline chains */
-struct inline_ent {
+
+struct sym_inline {
 	unsigned n;
 	struct uw_source_frame f[];
 };
 
-static const struct inline_ent no_inline;
+static const struct sym_inline no_inline;
 
-/* A lookup pending on the helper, in m->inlcache: its job's index, tagged odd (an entry's
- * address is even) */
-#define PENDING(i) ((void *)(((uintptr_t)(i) << 1) | 1))
-#define IS_PENDING(v) (((uintptr_t)(v)&1) != 0)
-#define PENDING_JOB(v) ((size_t)((uintptr_t)(v) >> 1))
+/* A lookup pending on the helper, in inlcache */
+static const char pending;
+#define PENDING ((void *)&pending)
 
-/* Opens the module's DWARF for inline chains, once (on the calling thread). */
-static bool module_dwi(struct uw_session *s, struct uw_module *m)
+/* The module's split DWARF package (dwi's finder, called once, under sm->dw_mu): the first of
+ * the places module_package_path names that holds one. */
+static struct dwp *find_package(void *ctx)
 {
-	if (m->dwi_tried)
-		return m->dwi != NULL;
-	m->dwi_tried = true;
-	/* the debug file first: a module with a debug file has no DWARF of its own */
-	if (!proc_module_open(s, m))
-		return false;
-	proc_module_fetch_debug(s, m);
-	int why = 0, why2 = 0;
-	if (m->dbg)
-		m->dwi = dwi_open(m->dbg, proc_module_altfile(s, m, m->dbg, m->dbg_path), s->dwarf_cache,
-				  s->opts.max_dwarf_cache_bytes, &why);
-	if (!m->dwi)
-		m->dwi = dwi_open(m->elf, proc_module_altfile(s, m, m->elf, m->opened_path), s->dwarf_cache,
-				  s->opts.max_dwarf_cache_bytes, &why2);
-	if (m->dwi) {
-		m->session = s;
-		dwi_set_package_finder(m->dwi, proc_module_package, m);
-		dwi_set_dwo_opener(m->dwi, proc_module_dwo, m);
+	struct sym_module *sm = ctx;
+	struct uw_session *s = sm->s;
+	struct uw_module *m = sm->m;
+	char p[4096];
+	for (unsigned i = 0; module_package_path(s, m, &i, p, sizeof(p));) {
+		struct elfv *v = module_open_named(s, p, NULL);
+		if (!v)
+			continue;
+		struct dwp *d = dwp_open(v);
+		if (!d) {
+			base_log(&s->log, UW_LOG_WARN, "%s: %s is not a DWARF package (no readable .debug_cu_index)", m->path, p);
+			elfv_close(v);
+			continue;
+		}
+		sm->dwp_elf = v;
+		sm->dwp = d;
+		base_log(&s->log, UW_LOG_INFO, "%s: DWARF package %s", m->path, p);
+		return d;
 	}
-	proc_module_said_reads(s, m);
-	if (why == -ENOMEM || why2 == -ENOMEM)
-		session_resource_fail(s, -ENOMEM, m->path);
-	else if (!m->dwi && (why == -UW_ELIMIT || why2 == -UW_ELIMIT))
-		base_log(&s->log, UW_LOG_WARN,
-			 "%s: a compressed debug section claims more than the cap (--max-inflate, %" PRIu64
-			 " MiB) or more than %u times its compressed bytes (no DWARF compresses so well): "
-			 "no inline frames or source lines from %s",
-			 m->path, (why == -UW_ELIMIT ? m->dbg : m->elf)->max_inflate >> 20, ELFV_MAX_RATIO,
-			 why == -UW_ELIMIT ? (m->dbg_path ? m->dbg_path : "its debug file") : "it");
-	return m->dwi != NULL;
+	base_log(&s->log, UW_LOG_WARN,
+		 "%s: split DWARF without its .dwo files and no package (%s.dwp): no inline frames or call sites from it",
+		 m->path, m->name);
+	return NULL;
 }
 
-/* The chain at pc from the module's DWARF, names (demangled) and files interned in strings.
- * NULL: out of memory. */
-static const struct inline_ent *inline_make(struct uw_session *s, struct uw_module *m, uint64_t pc, bool demangle,
-                                            struct base_strings *strings, struct base_arena *arena)
+/* A split unit's .dwo (dwi's opener). */
+static struct elfv *open_dwo(void *ctx, const char *name, const char *comp_dir)
 {
-	struct dwi *dwi = m ? m->dwi : NULL;
+	struct sym_module *sm = ctx;
+	return module_dwo_open(sm->s, sm->m, name, comp_dir);
+}
+
+/* Opens the module's DWARF for inline chains, once: under the module's lock (it reads the
+ * module's files). @return whether there is one. */
+static bool open_dwarf(struct uw_session *s, struct sym_module *sm)
+{
+	if (__atomic_load_n(&sm->dwi_done, __ATOMIC_ACQUIRE))
+		return sm->dwi != NULL;
+	struct uw_module *m = sm->m;
+	bool usable = module_open(s, m);
+	pthread_mutex_lock(&m->mu);
+	if (!sm->dwi_done && usable) {
+		/* the debug file first: a module with a debug file has no DWARF of its own */
+		module_fetch_debug(s, m);
+		int why = 0, why2 = 0;
+		if (m->dbg)
+			sm->dwi = dwi_open(m->dbg, module_altfile(s, m, m->dbg, m->dbg_path), s->dwarf_cache,
+					   s->opts.max_dwarf_cache_bytes, &why);
+		if (!sm->dwi)
+			sm->dwi = dwi_open(m->elf, module_altfile(s, m, m->elf, m->opened_path), s->dwarf_cache,
+					   s->opts.max_dwarf_cache_bytes, &why2);
+		if (sm->dwi) {
+			dwi_set_package_finder(sm->dwi, find_package, sm);
+			dwi_set_dwo_opener(sm->dwi, open_dwo, sm);
+		}
+		module_said_reads(s, m);
+		if (why == -ENOMEM || why2 == -ENOMEM)
+			session_resource_fail(s, -ENOMEM, m->path);
+		else if (!sm->dwi && (why == -UW_ELIMIT || why2 == -UW_ELIMIT))
+			base_log(&s->log, UW_LOG_WARN,
+				 "%s: a compressed debug section claims more than the cap (--max-inflate, %" PRIu64
+				 " MiB) or more than %u times its compressed bytes (no DWARF compresses so well): "
+				 "no inline frames or source lines from %s",
+				 m->path, (why == -UW_ELIMIT ? m->dbg : m->elf)->max_inflate >> 20, ELFV_MAX_RATIO,
+				 why == -UW_ELIMIT ? (m->dbg_path ? m->dbg_path : "its debug file") : "it");
+	}
+	__atomic_store_n(&sm->dwi_done, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&m->mu);
+	return sm->dwi != NULL;
+}
+
+/* The chain at pc from the module's DWARF, names demangled, in the module's arena. NULL: out of
+ * memory. */
+static const struct sym_inline *inline_make(struct uw_session *s, struct sym_module *sm, uint64_t pc)
+{
 	struct dwi_frame tmp[DWI_MAX_DEPTH];
-	bool oom = dwi_out_of_memory(dwi);
-	unsigned k = dwi ? dwi_lookup(dwi, strings, pc, tmp, DWI_MAX_DEPTH) : 0;
-	if (!oom && dwi_out_of_memory(dwi)) /* said once: no more lookups in it */
-		session_resource_fail(s, -ENOMEM, m->path);
+	unsigned k = 0;
+	if (open_dwarf(s, sm)) {
+		pthread_mutex_lock(&sm->dw_mu);
+		bool oom = dwi_out_of_memory(sm->dwi);
+		k = dwi_lookup(sm->dwi, &s->strings, pc, tmp, DWI_MAX_DEPTH);
+		bool now_oom = !oom && dwi_out_of_memory(sm->dwi);
+		/* (the package the finder opened is said once it is there) */
+		if (sm->dwp_elf)
+			session_file_shrunk(s, sm->dwp_elf, sm->m->path);
+		pthread_mutex_unlock(&sm->dw_mu);
+		if (now_oom) /* said once: no more lookups in it */
+			session_resource_fail(s, -ENOMEM, sm->m->path);
+	}
 	if (!k)
 		return &no_inline;
-	struct inline_ent *ne = base_arena_alloc(arena, sizeof(*ne) + k * sizeof(ne->f[0]));
+	for (unsigned i = 0; i < k; i++)
+		if (tmp[i].name && !s->opts.no_demangle)
+			tmp[i].name = sym_demangle(&s->strings, tmp[i].name);
+	pthread_mutex_lock(&sm->inl_mu);
+	struct sym_inline *ne = base_arena_alloc(&sm->inl_arena, sizeof(*ne) + k * sizeof(ne->f[0]));
+	pthread_mutex_unlock(&sm->inl_mu);
 	if (!ne) {
 		session_resource_fail(s, -ENOMEM, "inline frames");
 		return NULL;
 	}
 	ne->n = k;
-	for (unsigned i = 0; i < k; i++) {
-		const char *fn = tmp[i].name;
-		if (fn && demangle)
-			fn = sym_demangle(strings, fn);
-		ne->f[i] = (struct uw_source_frame){ .function = fn, .file = tmp[i].file, .line = tmp[i].line };
-	}
+	for (unsigned i = 0; i < k; i++)
+		ne->f[i] = (struct uw_source_frame){ .function = tmp[i].name, .file = tmp[i].file, .line = tmp[i].line };
 	return ne;
 }
+
+/* The chain made here kept for rel (one another thread made first wins). NULL: out of memory
+ * (the address is then not cached: looked up again when asked again). */
+static const struct sym_inline *inline_keep(struct sym_module *sm, uint64_t rel, const struct sym_inline *e)
+{
+	pthread_mutex_lock(&sm->inl_mu);
+	const struct sym_inline *cur = base_map_get(&sm->inlcache, rel);
+	if (cur && cur != PENDING) {
+		e = cur;
+	} else if (!e || base_map_put(&sm->inlcache, rel, (void *)e)) {
+		base_map_del(&sm->inlcache, rel);
+		e = NULL;
+	}
+	pthread_cond_broadcast(&sm->inl_cv);
+	pthread_mutex_unlock(&sm->inl_mu);
+	return e;
+}
+
+/* ---- the helper thread: inline chains looked up ahead of their use (uw_symbolize_inline_ahead).
+ * It looks them up as any thread does (the module in use meanwhile) and leaves them in the
+ * module's cache; a thread that asks for one still pending waits for it. */
+struct inl_job {
+	struct uw_module *m;
+	uint64_t pc;
+};
+
+struct sym_state {
+	struct uw_session *s;
+	pthread_mutex_t mu;       /* the queue, the counters, starting the helper */
+	pthread_cond_t work;
+	bool started, failed, stop;
+	pthread_t th;
+	struct inl_job *jobs;     /* [taken, njobs) to do */
+	size_t njobs, cap, taken;
+	size_t asked, done;       /* since the session began */
+};
 
 /* glibc gives a thread a malloc arena of its own and grows it a few pages at a time, with an
  * mprotect each: the helper made 928 of them on the CPython bench recording, 12 ms of CPU of
@@ -163,128 +382,86 @@ static void arena_reserve(void)
 
 static void *inl_main(void *arg)
 {
-	struct inl_worker *w = arg;
+	struct sym_state *w = arg;
 	pthread_setname_np(pthread_self(), "uw-inline");
 	arena_reserve();
-	bool demangle = !w->s->opts.no_demangle;
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
 		while (w->taken == w->njobs && !w->stop)
 			pthread_cond_wait(&w->work, &w->mu);
 		if (w->taken == w->njobs)
 			break;
-		size_t i = w->taken++;
-		struct uw_module *m = w->jobs[i].m;
-		uint64_t pc = w->jobs[i].pc;
+		struct inl_job j = w->jobs[w->taken++];
+		if (w->taken == w->njobs)
+			w->taken = w->njobs = 0;
 		pthread_mutex_unlock(&w->mu);
-		const struct inline_ent *e = inline_make(w->s, m, pc, demangle, &w->strings, &w->arena);
+		module_use(j.m);
+		struct sym_module *sm = sym_module(w->s, j.m);
+		if (sm)
+			inline_keep(sm, j.pc, inline_make(w->s, sm, j.pc));
+		module_unuse(j.m);
 		pthread_mutex_lock(&w->mu);
-		w->jobs[i].res = e;
 		w->done++;
-		pthread_cond_broadcast(&w->done_cv);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
 }
 
-static void inl_worker_free(struct inl_worker *w)
+static void sym_state_free(void *p)
 {
+	struct sym_state *w = p;
+	if (w->started) {
+		pthread_mutex_lock(&w->mu);
+		w->stop = true;
+		pthread_cond_signal(&w->work);
+		pthread_mutex_unlock(&w->mu);
+		pthread_join(w->th, NULL);
+	}
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->work);
-	pthread_cond_destroy(&w->done_cv);
 	free(w->jobs);
-	base_strings_free(&w->strings);
-	base_arena_free(&w->arena);
 	free(w);
 }
 
-static struct inl_worker *inl_worker(struct uw_session *s)
+/* The session's helper, started on first use; NULL when there is none (sync_symbols, one CPU,
+ * or it could not be started: lookups stay on the calling thread). */
+static struct sym_state *helper(struct uw_session *s)
 {
-	if (sym_state(s)->inlw || sym_state(s)->inlw_failed)
-		return sym_state(s)->inlw;
-	sym_state(s)->inlw_failed = true;
-	if (s->opts.sync_symbols || sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		return NULL;
-	struct inl_worker *w = calloc(1, sizeof(*w));
-	if (!w)
-		return NULL;
-	w->s = s;
-	base_strings_init(&w->strings);
-	base_arena_init(&w->arena, 64 * 1024);
-	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->work, NULL);
-	pthread_cond_init(&w->done_cv, NULL);
-	if (pthread_create(&w->th, NULL, inl_main, w)) {
-		inl_worker_free(w);
-		return NULL;
+	struct sym_state *w = session_part(s, SESSION_SYMBOLS);
+	if (!w) {
+		if (!(w = calloc(1, sizeof(*w))))
+			return NULL;
+		w->s = s;
+		pthread_mutex_init(&w->mu, NULL);
+		pthread_cond_init(&w->work, NULL);
+		w = session_part_attach(s, SESSION_SYMBOLS, w, sym_state_free);
 	}
-	sym_state(s)->inlw_failed = false;
-	sym_state(s)->inlw = w;
-	return w;
-}
-
-static void inline_end(struct sym_state *ss)
-{
-	struct inl_worker *w = ss->inlw;
-	if (!w)
-		return;
+	if (__atomic_load_n(&w->started, __ATOMIC_ACQUIRE))
+		return w;
 	pthread_mutex_lock(&w->mu);
-	w->stop = true;
-	pthread_cond_signal(&w->work);
+	if (!w->started && !w->failed) {
+		w->failed = s->opts.sync_symbols || sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
+			    pthread_create(&w->th, NULL, inl_main, w);
+		__atomic_store_n(&w->started, !w->failed, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_unlock(&w->mu);
-	pthread_join(w->th, NULL);
-	inl_worker_free(w);
-	ss->inlw = NULL;
+	return w->started ? w : NULL;
 }
 
-static void sym_state_free(void *p)
+size_t sym_inline_asked(struct uw_session *s)
 {
-	struct sym_state *ss = p;
-	inline_end(ss);
-	base_arena_free(&ss->inl_arena);
-	free(ss);
-}
-
-struct sym_state *sym_state(struct uw_session *s)
-{
-	struct sym_state *ss = session_part(s, SESSION_SYMBOLS);
-	if (UW_LIKELY(ss))
-		return ss;
-	if (!(ss = calloc(1, sizeof(*ss))))
-		return NULL;
-	ss->s = s;
-	base_arena_init(&ss->inl_arena, 64 * 1024);
-	return session_part_attach(s, SESSION_SYMBOLS, ss, sym_state_free);
-}
-
-void proc_inline_idle(struct uw_session *s)
-{
-	struct sym_state *ss = session_part(s, SESSION_SYMBOLS);
-	struct inl_worker *w = ss ? ss->inlw : NULL;
-	if (!w)
-		return;
-	pthread_mutex_lock(&w->mu);
-	while (w->done < w->njobs)
-		pthread_cond_wait(&w->done_cv, &w->mu);
-	pthread_mutex_unlock(&w->mu);
-}
-
-size_t proc_inline_asked(struct uw_session *s)
-{
-	struct sym_state *ss = session_part(s, SESSION_SYMBOLS);
-	struct inl_worker *w = ss ? ss->inlw : NULL;
+	struct sym_state *w = session_part(s, SESSION_SYMBOLS);
 	if (!w)
 		return 0;
 	pthread_mutex_lock(&w->mu);
-	size_t n = w->njobs;
+	size_t n = w->asked;
 	pthread_mutex_unlock(&w->mu);
 	return n;
 }
 
-bool proc_inline_done(struct uw_session *s, size_t n)
+bool sym_inline_done(struct uw_session *s, size_t n)
 {
-	struct sym_state *ss = session_part(s, SESSION_SYMBOLS);
-	struct inl_worker *w = ss ? ss->inlw : NULL;
+	struct sym_state *w = session_part(s, SESSION_SYMBOLS);
 	if (!w)
 		return true;
 	pthread_mutex_lock(&w->mu);
@@ -293,76 +470,51 @@ bool proc_inline_done(struct uw_session *s, size_t n)
 	return done;
 }
 
-static int inline_ahead(struct uw_session *s, struct uw_module *m, uint64_t rel_pc)
+static int inline_ahead(struct uw_session *s, struct sym_state *w, struct sym_module *sm, uint64_t rel_pc)
 {
-	if (base_map_has(&m->inlcache, rel_pc))
+	pthread_mutex_lock(&sm->inl_mu);
+	bool known = base_map_has(&sm->inlcache, rel_pc);
+	pthread_mutex_unlock(&sm->inl_mu);
+	if (known)
 		return 0;
-	struct inl_worker *w = inl_worker(s);
-	if (!w)
-		return 0;
-	if (!module_dwi(s, m))
-		return base_map_put(&m->inlcache, rel_pc, (void *)&no_inline);
+	/* (opened here, as the lookups the calling thread makes itself open it) */
+	if (!open_dwarf(s, sm))
+		return inline_keep(sm, rel_pc, &no_inline) ? 0 : -ENOMEM;
+	pthread_mutex_lock(&sm->inl_mu);
+	int err = base_map_has(&sm->inlcache, rel_pc) ? 1 : base_map_put(&sm->inlcache, rel_pc, PENDING);
+	pthread_mutex_unlock(&sm->inl_mu);
+	if (err)
+		return err < 0 ? err : 0;
 	pthread_mutex_lock(&w->mu);
 	if (w->njobs == w->cap) {
 		size_t cap = w->cap ? 2 * w->cap : 1024;
 		struct inl_job *nj = realloc(w->jobs, cap * sizeof(*nj));
 		if (!nj) {
 			pthread_mutex_unlock(&w->mu);
+			inline_keep(sm, rel_pc, NULL); /* (not pending: looked up when asked) */
 			return -ENOMEM;
 		}
 		w->jobs = nj;
 		w->cap = cap;
 	}
-	size_t i = w->njobs++;
-	w->jobs[i] = (struct inl_job){ m, rel_pc, NULL };
+	w->jobs[w->njobs++] = (struct inl_job){ sm->m, rel_pc };
+	w->asked++;
 	pthread_cond_signal(&w->work);
 	pthread_mutex_unlock(&w->mu);
-	return base_map_put(&m->inlcache, rel_pc, PENDING(i));
-}
-
-static int inline_chain(struct uw_session *s, struct uw_module *m, uint64_t rel_pc,
-                        const struct uw_source_frame **frames, unsigned *n)
-{
-	const void *v = base_map_get(&m->inlcache, rel_pc);
-	const struct inline_ent *e = v;
-	if (v && IS_PENDING(v)) {
-		struct inl_worker *w = sym_state(s)->inlw;
-		size_t i = PENDING_JOB(v);
-		pthread_mutex_lock(&w->mu);
-		while (w->done <= i)
-			pthread_cond_wait(&w->done_cv, &w->mu);
-		e = w->jobs[i].res;
-		pthread_mutex_unlock(&w->mu);
-		if (!e) {
-			base_map_del(&m->inlcache, rel_pc); /* asked again, it is looked up here */
-			return -ENOMEM;
-		}
-		if (base_map_put(&m->inlcache, rel_pc, (void *)e))
-			return -ENOMEM;
-	} else if (!e) {
-		proc_inline_idle(s); /* the helper may be reading this module's DWARF */
-		e = inline_make(s, module_dwi(s, m) ? m : NULL, rel_pc, !s->opts.no_demangle, &s->strings, &sym_state(s)->inl_arena);
-		if (!e || base_map_put(&m->inlcache, rel_pc, (void *)e))
-			return -ENOMEM;
-	}
-	if (e->n) {
-		*frames = e->f;
-		*n = e->n;
-	}
 	return 0;
 }
 
-/* Symbolization is serialized on the session (its caches are shared; what it finds is kept, so
- * repeated addresses cost a lookup): any thread may call, one at a time gets in. */
 UW_API int uw_symbolize_inline_ahead(struct uw_session *s, struct uw_module *m, uint64_t rel_pc)
 {
 	if (!s || !m)
 		return 0;
-	if (!sym_state(s))
-		return -ENOMEM;
-	proc_lock(s);
-	int err = inline_ahead(s, m, rel_pc);
-	proc_unlock(s);
+	struct sym_state *w = helper(s);
+	if (!w)
+		return 0;
+	module_use(m);
+	struct sym_module *sm = sym_module(s, m);
+	int err = sm ? inline_ahead(s, w, sm, rel_pc) : -ENOMEM;
+	module_unuse(m);
 	return err;
 }
 
@@ -373,11 +525,22 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 	*n = 0;
 	if (!s || !m)
 		return 0;
-	if (!sym_state(s))
-		return -ENOMEM;
-	proc_lock(s);
-	int err = inline_chain(s, m, rel_pc, frames, n);
-	proc_unlock(s);
-	return err;
+	module_use(m);
+	struct sym_module *sm = sym_module(s, m);
+	const struct sym_inline *e = NULL;
+	if (sm) {
+		/* asked ahead: the helper's, when it is done */
+		pthread_mutex_lock(&sm->inl_mu);
+		while ((e = base_map_get(&sm->inlcache, rel_pc)) == PENDING)
+			pthread_cond_wait(&sm->inl_cv, &sm->inl_mu);
+		pthread_mutex_unlock(&sm->inl_mu);
+		if (!e)
+			e = inline_keep(sm, rel_pc, inline_make(s, sm, rel_pc));
+	}
+	if (e && e->n) {
+		*frames = e->f;
+		*n = e->n;
+	}
+	module_unuse(m);
+	return e ? 0 : -ENOMEM;
 }
-

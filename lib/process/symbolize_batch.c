@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "process/process.h"
+#include "symbolize/symbolize.h"
 
 UW_API const char *uw_sym_reason_str(enum uw_sym_reason r)
 {
@@ -26,19 +26,6 @@ UW_API const char *uw_sym_reason_str(enum uw_sym_reason r)
 	return (unsigned)r < UW_SYM__COUNT ? names[r] : "unknown";
 }
 
-/* Why a frame of a module has no name. Under the session's lock (the module was opened). */
-static enum uw_sym_reason why_unnamed(const struct uw_module *m)
-{
-	if (m->special && !m->jit)
-		return UW_SYM_ANONYMOUS;
-	switch (m->state) {
-	case UW_MODULE_MISSING: return m->special ? UW_SYM_ANONYMOUS : UW_SYM_MODULE_MISSING;
-	case UW_MODULE_MISMATCH: return UW_SYM_BUILD_ID_MISMATCH;
-	case UW_MODULE_BAD: return UW_SYM_MODULE_BAD;
-	default: return m->syms.n ? UW_SYM_NO_SYMBOL : UW_SYM_NO_SYMBOLS;
-	}
-}
-
 static void symbolize_one(struct uw_session *s, const struct uw_frame *f, bool lines, struct uw_symbolized *o)
 {
 	struct uw_module *m = f->module;
@@ -50,12 +37,7 @@ static void symbolize_one(struct uw_session *s, const struct uw_frame *f, bool l
 		return;
 	}
 	struct uw_symbol sym;
-	/* (one hold of the lock: the reason is the lookup's, not a later state of the module) */
-	proc_lock(s);
-	uw_symbolize(s, m, o->rel_pc, &sym);
-	if (!sym.name)
-		o->reason = why_unnamed(m);
-	proc_unlock(s);
+	sym_lookup(s, m, o->rel_pc, &sym, &o->reason);
 	if (!sym.name)
 		return;
 	o->name = sym.name;

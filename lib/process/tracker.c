@@ -23,13 +23,13 @@
 static void mod_unref(struct uw_tracker *t, struct uw_module *m)
 {
 	if (m)
-		proc_module_unref(t->s, m);
+		module_unref(t->s, m);
 }
 
 static void mod_ref(struct uw_tracker *t, struct uw_module *m)
 {
 	if (m)
-		proc_module_ref(t->s, m);
+		module_ref(t->s, m);
 }
 
 void proc_free(struct uw_tracker *t, struct proc *p)
@@ -40,7 +40,7 @@ void proc_free(struct uw_tracker *t, struct proc *p)
 	for (size_t i = 0; i < p->maps.len; i++)
 		mod_unref(t, maps[i].mod);
 	base_vec_free(&p->maps);
-	jitdump_free(p->jd);
+	jit_dump_free(p->jd);
 	if (p->maps_fd > 0)
 		close(p->maps_fd);
 	free(p);
@@ -147,16 +147,8 @@ int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, ui
 	uint64_t end = addr + len;
 	/* referenced before the mappings it replaces let go of theirs (it may be one of them) */
 	mod_ref(t, mod);
-	if (t->o.live && mod && !mod->special && !proc_module_is_opened(mod)) {
-		/* (under the lock: another live tracker's thread may be opening it) */
-		proc_lock(t->s);
-		if (!mod->live_pid && !proc_module_is_opened(mod)) {
-			mod->live_pid = pid;
-			mod->live_start = addr;
-			mod->live_end = end;
-		}
-		proc_unlock(t->s);
-	}
+	if (t->o.live && mod)
+		module_note_live(mod, pid, addr, end);
 	struct base_vec out = BASE_VEC_INIT(struct map);
 	if (base_vec_reserve(&out, p->maps.len + 2)) {
 		mod_unref(t, mod);
@@ -280,7 +272,7 @@ int proc_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, 
 			mod_unref(t, m[i].mod);
 		p->maps.len = 0;
 		p->exited = false;
-		jitdump_free(p->jd); /* JIT code of the old image */
+		jit_dump_free(p->jd); /* JIT code of the old image */
 		p->jd = NULL;
 		p->jd_tried = false;
 		p->jit = NULL;
@@ -407,14 +399,14 @@ int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint6
 	}
 	/* a JIT's jitdump, mapped so that the recording shows it: its loads name JIT code (not
 	 * while recording: names are a report's business, and the file is the process's) */
-	if ((prot & PROT_EXEC) && !t->o.live && jitdump_is_path(path, fl) && proc_jitdump_mmap(t, pid, path, fl))
+	if ((prot & PROT_EXEC) && !t->o.live && jit_dump_is_path(path, fl) && proc_jitdump_mmap(t, pid, path, fl))
 		return -ENOMEM;
 	char hex[2 * ELFV_MAX_BUILD_ID + 1] = "";
 	if (blen)
 		base_hex(bid, blen, hex);
 	else if (tracker_build_id(t, path, fl))
 		snprintf(hex, sizeof(hex), "%s", tracker_build_id(t, path, fl));
-	struct uw_module *m = proc_module_get(t->s, path, fl, hex, maj, min, ino);
+	struct uw_module *m = module_get(t->s, path, fl, hex, maj, min, ino);
 	if (!m)
 		return -ENOMEM;
 	int e = proc_mmap(t, pid, addr, len, pgoff, prot, m);
@@ -446,16 +438,16 @@ bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 	 * absolute, as perf shows it (not live: the output keeps addresses, and reading a file a
 	 * process controls has no place on the thread that drains the rings) */
 	if (c->p && !t->o.live && (!cm || !cm->mod || (cm->mod->special && !cm->mod->jit && cm->mod->path[0] != '['))) {
-		struct uw_module *jm = c->p->jd ? proc_jitdump_find(t, c->p, pc, c->time) : NULL;
+		struct uw_module *jm = c->p->jd ? jit_dump_find(t->s, c->p->jd, c->p->pid, pc, c->time, t->clock_monotonic) : NULL;
 		if (!jm)
 			jm = proc_jit_module(t, c->p);
-		const struct sym *js = jm ? symtab_find(&jm->syms, pc) : NULL;
-		if (js) {
+		uint64_t js;
+		if (jm && jit_symbol_at(jm, pc, &js)) {
 			out->module = jm;
-			out->map_addr = jm->jitdump ? JITDUMP_TEXT_OFFSET + (pc - js->start) : pc;
+			out->map_addr = jm->jitdump ? JITDUMP_TEXT_OFFSET + (pc - js) : pc;
 			out->bias = 0;
 			out->code = NULL;
-			proc_module_hit(jm);
+			tracker_module_hit(t, jm);
 			return true;
 		}
 	}
@@ -466,7 +458,7 @@ bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 	out->map_addr = pc - m->start + m->pgoff;
 	if (!m->bias_known) {
 		m->bias = m->start - m->pgoff; /* rel = file offset unless the ELF says otherwise */
-		if (m->mod && proc_module_open(t->s, m->mod)) {
+		if (m->mod && module_open(t->s, m->mod)) {
 			uint64_t vaddr;
 			if (elfv_offset_to_vaddr(m->mod->elf, out->map_addr, &vaddr))
 				m->bias = pc - vaddr;
@@ -474,9 +466,9 @@ bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 		m->bias_known = true;
 	}
 	out->bias = m->bias;
-	out->code = m->mod ? proc_module_code(t->s, m->mod) : NULL;
+	out->code = m->mod ? module_code(t->s, m->mod) : NULL;
 	if (m->mod)
-		proc_module_hit(m->mod);
+		tracker_module_hit(t, m->mod);
 	return true;
 }
 
@@ -506,3 +498,61 @@ void tracker_on_new_map(struct uw_tracker *t, tracker_map_fn fn, void *ctx)
 	t->on_new_map_ctx = ctx;
 }
 
+
+/* ---- JIT code: the process's jitdump and perf map, read by lib/symbolize from what the tracker
+ * knows of the process */
+
+int proc_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_t len)
+{
+	struct proc *p = proc_get(t, pid, true);
+	if (!p)
+		return -ENOMEM;
+	if (!p->jd && !p->jd_tried) {
+		p->jd_tried = true;
+		p->jd = jit_dump_read(t->s, path, len);
+	}
+	return 0;
+}
+
+struct uw_module *proc_jit_module(struct uw_tracker *t, struct proc *p)
+{
+	if (p->jit_tried)
+		return p->jit;
+	p->jit_tried = true;
+	struct jit_proc jp = { .pid = p->pid, .start_known = p->start_known };
+	int64_t started; /* its start in wall-clock time (a recording's claims may overflow it) */
+	if (p->start_known && t->wall_known && !__builtin_add_overflow((int64_t)p->start_time, t->wall_offset, &started)) {
+		jp.start_wall_known = true;
+		jp.start_wall = started;
+	}
+	struct jit_span *spans = NULL;
+	if (!p->start_known && p->maps.len && (spans = malloc(p->maps.len * sizeof(*spans)))) {
+		const struct map *mv = p->maps.data;
+		for (size_t i = 0; i < p->maps.len; i++)
+			spans[i] = (struct jit_span){ mv[i].start, mv[i].end, jit_anonymous(mv[i].mod) };
+		jp.spans = spans;
+		jp.nspans = p->maps.len;
+	}
+	p->jit = jit_map_module(t->s, &jp);
+	free(spans);
+	return p->jit;
+}
+
+/* ---- modules this recording's frames landed in */
+
+void tracker_hit_grow(struct uw_tracker *t, uint32_t id)
+{
+	size_t n = UW_MAX((size_t)(id >> 6) + 1, 2 * t->nhit);
+	uint64_t *h = realloc(t->hit, n * sizeof(*h));
+	if (!h)
+		return; /* (its build-id is then not written: as a module no frame hit) */
+	memset(h + t->nhit, 0, (n - t->nhit) * sizeof(*h));
+	t->hit = h;
+	t->nhit = n;
+	h[id >> 6] |= 1ull << (id & 63);
+}
+
+bool tracker_module_was_hit(const struct uw_tracker *t, const struct uw_module *m)
+{
+	return (m->id >> 6) < t->nhit && (t->hit[m->id >> 6] >> (m->id & 63) & 1);
+}

@@ -45,7 +45,7 @@ UW_API struct uw_tracker *uw_tracker_new(struct uw_session *s, const struct uw_t
 		return NULL;
 	}
 	if (t->o.live)
-		proc_session_live(s);
+		module_live(s);
 	return t;
 }
 
@@ -64,6 +64,7 @@ UW_API void uw_tracker_free(struct uw_tracker *t)
 	base_map_free(&t->threads);
 	base_map_free(&t->buildids);
 	free(t->frames);
+	free(t->hit);
 	cfi_cache_free(t->cfi_cache);
 	ksym_kernel_drop(t->kernel);
 	free(t);

@@ -12,7 +12,7 @@
 
 static struct uw_module *mod(struct uw_session *s, const char *path)
 {
-	return proc_module_get(s, path, strlen(path), "", 8, 1, (uint64_t)strlen(path));
+	return module_get(s, path, strlen(path), "", 8, 1, (uint64_t)strlen(path));
 }
 
 static void expect_map(struct proc *p, size_t i, uint64_t start, uint64_t end, uint64_t pgoff, struct uw_module *m)
@@ -159,12 +159,11 @@ static void test_idle_modules(void **state)
 	struct uw_module *keep = mod(s, "/usr/bin/keeper");
 	assert_int_equal(proc_mmap(t, 1, 0x100000, 0x1000, 0, 5, keep), 0);
 	struct uw_module *first = NULL;
-	for (int i = 0; i < 3 * IDLE_MODULES_MAX; i++) {
+	for (int i = 0; i < 3 * MODULE_IDLE_MAX; i++) {
 		char path[64];
 		snprintf(path, sizeof(path), "/tmp/prog%d", i);
 		struct uw_module *m = mod(s, path);
 		snprintf(m->build_id, sizeof(m->build_id), "%040x", i + 1);
-		m->hit = true;
 		if (!first)
 			first = m;
 		int32_t pid = 1000 + i;
@@ -173,9 +172,9 @@ static void test_idle_modules(void **state)
 		now += 2000000000ull; /* past the grace period: the process is freed at the next sweep */
 		proc_sweep(t, now);
 	}
-	/* bounded: the idle list holds at most IDLE_MODULES_MAX loaded modules; the handles stay */
-	assert_true(module_cache(s)->idle_mods.len <= IDLE_MODULES_MAX);
-	assert_int_equal(module_cache(s)->modules.len, 3 * IDLE_MODULES_MAX + 1);
+	/* bounded: the idle list holds at most MODULE_IDLE_MAX loaded modules; the handles stay */
+	assert_true(module_cache(s)->idle_mods.len <= MODULE_IDLE_MAX);
+	assert_int_equal(module_cache(s)->modules.len, 3 * MODULE_IDLE_MAX + 1);
 	assert_false(first->idle);
 	assert_string_equal(uw_module_path(first), "/tmp/prog0");
 	assert_string_equal(first->build_id, "0000000000000000000000000000000000000001");
@@ -188,7 +187,7 @@ static void test_idle_modules(void **state)
 	assert_true(last->idle);
 	assert_int_equal(proc_mmap(t, 5001, 0x1000, 0x1000, 0, 5, last), 0);
 	assert_false(last->idle);
-	for (int i = 0; i < 2 * IDLE_MODULES_MAX; i++) {
+	for (int i = 0; i < 2 * MODULE_IDLE_MAX; i++) {
 		char path[64];
 		snprintf(path, sizeof(path), "/tmp/more%d", i);
 		struct uw_module *m = mod(s, path);
@@ -229,11 +228,14 @@ static size_t load(uint8_t *b, size_t at, uint64_t time, uint64_t addr, uint64_t
 	return start + total;
 }
 
-static const char *jit_name(struct uw_tracker *t, struct proc *p, uint64_t pc, uint64_t time)
+static const char *jit_name(struct uw_session *s, struct jitdump *jd, uint64_t pc, uint64_t time, bool timed)
 {
-	struct uw_module *m = proc_jitdump_find(t, p, pc, time);
-	const struct sym *sy = m ? symtab_find(&m->syms, pc) : NULL;
-	return sy ? sy->name : NULL;
+	struct uw_module *m = jit_dump_find(s, jd, 77, pc, time, timed);
+	struct uw_symbol sy;
+	uint64_t start;
+	if (!m || !jit_symbol_at(m, pc, &start) || uw_symbolize(s, m, pc, &sy) || sy.start != start)
+		return NULL;
+	return sy.name;
 }
 
 static void test_jitdump(void **state)
@@ -254,31 +256,28 @@ static void test_jitdump(void **state)
 	size_t whole = at;
 	at = load(b, at, 400, 0x20000, 0x100, 4, "cut"); /* the JIT was writing this one */
 	struct uw_session *s = uw_session_new(NULL);
-	struct uw_tracker *t = uw_tracker_new(s, NULL);
-	struct proc *p = proc_get(t, 77, true);
-	assert_int_equal(jitdump_parse(s, b, at - 10, &p->jd), 0); /* the cut record is ignored */
-	t->clock_monotonic = true;
-	assert_null(jit_name(t, p, 0x10010, 50));                    /* before any load */
-	assert_string_equal(jit_name(t, p, 0x10010, 150), "first");
-	assert_string_equal(jit_name(t, p, 0x10090, 250), "other");   /* inner, later load */
-	assert_string_equal(jit_name(t, p, 0x10010, 250), "first");
-	assert_string_equal(jit_name(t, p, 0x10010, 350), "reused");
-	assert_string_equal(jit_name(t, p, 0x10090, 350), "reused");
-	assert_null(jit_name(t, p, 0x20010, 450));                    /* the cut record */
+	struct jitdump *dump = NULL;
+	assert_int_equal(jit_dump_parse(s, b, at - 10, &dump), 0); /* the cut record is ignored */
+	assert_null(jit_name(s, dump, 0x10010, 50, true));                    /* before any load */
+	assert_string_equal(jit_name(s, dump, 0x10010, 150, true), "first");
+	assert_string_equal(jit_name(s, dump, 0x10090, 250, true), "other");   /* inner, later load */
+	assert_string_equal(jit_name(s, dump, 0x10010, 250, true), "first");
+	assert_string_equal(jit_name(s, dump, 0x10010, 350, true), "reused");
+	assert_string_equal(jit_name(s, dump, 0x10090, 350, true), "reused");
+	assert_null(jit_name(s, dump, 0x20010, 450, true));                    /* the cut record */
 	/* times of another clock: the latest load */
-	t->clock_monotonic = false;
-	assert_string_equal(jit_name(t, p, 0x10010, 150), "reused");
+	assert_string_equal(jit_name(s, dump, 0x10010, 150, false), "reused");
+	jit_dump_free(dump);
 	/* every truncation and a bad magic: an error or a partial table, never a crash */
 	for (size_t n = 0; n < whole; n++) {
 		struct jitdump *jd = NULL;
-		int err = jitdump_parse(s, b, n, &jd);
+		int err = jit_dump_parse(s, b, n, &jd);
 		assert_true(err != 0 || jd != NULL);
-		jitdump_free(jd);
+		jit_dump_free(jd);
 	}
 	b[0] ^= 0xff;
 	struct jitdump *jd = NULL;
-	assert_int_equal(jitdump_parse(s, b, whole, &jd), -UW_EMAGIC);
-	uw_tracker_free(t);
+	assert_int_equal(jit_dump_parse(s, b, whole, &jd), -UW_EMAGIC);
 	uw_session_free(s);
 }
 

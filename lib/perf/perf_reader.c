@@ -271,7 +271,7 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		c.end -= trailer;
 	if (++r->since_sweep >= 4096 && time) {
 		r->since_sweep = 0;
-		proc_sweep(r->t, time);
+		tracker_sweep(r->t, time);
 	}
 	/* PERF_RECORD_MISC_MMAP_BUILD_ID means a build-id in place of device and inode only when
 	 * the event asked for build-ids: the kernel (seen on 6.18) sets it on the MMAP2 records of
@@ -343,7 +343,7 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 			return 0;
 		}
 		size_t l = strnlen((const char *)c.p, base_cur_left(&c));
-		if (proc_comm(r->t, pid, tid, (const char *)c.p, l, (misc & PM_COMM_EXEC) != 0, time) == -ENOMEM)
+		if (tracker_set_comm(r->t, pid, tid, (const char *)c.p, l, (misc & PM_COMM_EXEC) != 0, time) == -ENOMEM)
 			return -ENOMEM;
 		/* (an exec: another program, whose stacks the earlier ones say nothing of) */
 		return (misc & PM_COMM_EXEC) ? reader_stitch_forget(r, (uint32_t)pid, (uint32_t)tid) : 0;
@@ -360,12 +360,12 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 			return 0;
 		}
 		if (type == PR_FORK) {
-			if (proc_fork(r->t, pid, ppid, tid, ptid, time ? time : t) == -ENOMEM)
+			if (tracker_fork(r->t, pid, ppid, tid, ptid, time ? time : t) == -ENOMEM)
 				return -ENOMEM;
 			/* (a thread number reused, its old thread's EXIT lost) */
 			return reader_stitch_forget(r, (uint32_t)pid, (uint32_t)tid);
 		}
-		proc_exit(r->t, pid, tid, time ? time : t);
+		tracker_exit(r->t, pid, tid, time ? time : t);
 		return reader_stitch_forget(r, (uint32_t)pid, (uint32_t)tid);
 	}
 	/* One loss is reported twice: the kernel writes LOST when a ring overflows, and perf

@@ -113,7 +113,7 @@ void reader_build_ids(struct uw_reader *r, const uint8_t *p, uint64_t size)
 	size_t off = 0;
 	struct perf_bid_entry e;
 	while (perf_bid_next(p, (size_t)size, &off, &e))
-		proc_note_build_id(r->t, e.path, e.id, e.len);
+		tracker_note_build_id(r->t, e.path, e.id, e.len);
 }
 
 static void parse_event_desc(struct uw_reader *r, const uint8_t *p, uint64_t size)

@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "process/process.h"
+#include "process/tracker.h"
 
 /* A mapping stops or starts referring to a module; with a live tracker, an unreferenced module
  * goes to the idle list (module.c), from which the oldest are freed. */
@@ -32,11 +32,11 @@ static void mod_ref(struct uw_tracker *t, struct uw_module *m)
 		module_ref(t->s, m);
 }
 
-void proc_free(struct uw_tracker *t, struct proc *p)
+void tracker_proc_free(struct uw_tracker *t, struct tracker_proc *p)
 {
 	if (t->last_proc == p)
 		t->last_proc = NULL;
-	struct map *maps = p->maps.data;
+	struct tracker_map *maps = p->maps.data;
 	for (size_t i = 0; i < p->maps.len; i++)
 		mod_unref(t, maps[i].mod);
 	base_vec_free(&p->maps);
@@ -46,12 +46,12 @@ void proc_free(struct uw_tracker *t, struct proc *p)
 	free(p);
 }
 
-struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create)
+struct tracker_proc *tracker_proc_get(struct uw_tracker *t, int32_t pid, bool create)
 {
 	/* (samples come in runs of one process: the last one found is asked for again) */
 	if (t->last_proc && t->last_proc->pid == pid)
 		return t->last_proc;
-	struct proc *p = base_map_get(&t->procs, (uint64_t)(uint32_t)pid);
+	struct tracker_proc *p = base_map_get(&t->procs, (uint64_t)(uint32_t)pid);
 	if (p)
 		t->last_proc = p;
 	if (p || !create)
@@ -60,7 +60,7 @@ struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create)
 	if (!p)
 		return NULL;
 	p->pid = pid;
-	p->maps = BASE_VEC_INIT(struct map);
+	p->maps = BASE_VEC_INIT(struct tracker_map);
 	if (base_map_put(&t->procs, (uint64_t)(uint32_t)pid, p)) {
 		free(p);
 		return NULL;
@@ -68,9 +68,9 @@ struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create)
 	return p;
 }
 
-struct proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t time)
+struct tracker_proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t time)
 {
-	struct proc *p = proc_get(t, pid, false);
+	struct tracker_proc *p = tracker_proc_get(t, pid, false);
 	if (p || !t->o.live || pid <= 0)
 		return p;
 	/* the header's promise for a live tracker: a pc in no known mapping is asked of the kernel,
@@ -78,7 +78,7 @@ struct proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t tim
 	char path[32];
 	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
 	bool gone = access(path, F_OK) != 0;
-	p = proc_get(t, pid, true);
+	p = tracker_proc_get(t, pid, true);
 	if (p && gone) {
 		/* (kept marked, so that its further samples do not look again) */
 		p->exited = true;
@@ -88,9 +88,9 @@ struct proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t tim
 	return p;
 }
 
-struct thread *proc_thread(struct uw_tracker *t, int32_t pid, int32_t tid, bool create)
+struct tracker_thread *tracker_thread_get(struct uw_tracker *t, int32_t pid, int32_t tid, bool create)
 {
-	struct thread *th = base_map_get(&t->threads, (uint64_t)(uint32_t)tid);
+	struct tracker_thread *th = base_map_get(&t->threads, (uint64_t)(uint32_t)tid);
 	if (th && (th->pid == pid || pid < 0 || !create))
 		return th;
 	if (!create)
@@ -106,7 +106,7 @@ struct thread *proc_thread(struct uw_tracker *t, int32_t pid, int32_t tid, bool 
 	}
 	/* a reused tid, or a new thread: start fresh */
 	const char *pcomm = NULL;
-	struct proc *p = proc_get(t, pid, false);
+	struct tracker_proc *p = tracker_proc_get(t, pid, false);
 	if (p)
 		pcomm = p->comm;
 	th->tid = tid;
@@ -116,14 +116,14 @@ struct thread *proc_thread(struct uw_tracker *t, int32_t pid, int32_t tid, bool 
 	return th;
 }
 
-/* (every frame's: inlined into proc_find_pc) */
-static inline const struct map *find_map(struct proc *p, uint64_t addr)
+/* (every frame's: inlined into tracker_find_pc) */
+static inline const struct tracker_map *find_map(struct tracker_proc *p, uint64_t addr)
 {
-	const struct map *m = p->maps.data;
+	const struct tracker_map *m = p->maps.data;
 	/* consecutive frames mostly fall in the mapping of the one before */
 	if (p->last_map < p->maps.len && addr >= m[p->last_map].start && addr < m[p->last_map].end)
 		return &m[p->last_map];
-	size_t lo = base_upper_bound(m, p->maps.len, sizeof(*m), offsetof(struct map, start), addr);
+	size_t lo = base_upper_bound(m, p->maps.len, sizeof(*m), offsetof(struct tracker_map, start), addr);
 	if (lo && addr < m[lo - 1].end) {
 		p->last_map = (uint32_t)(lo - 1);
 		return &m[lo - 1];
@@ -131,17 +131,17 @@ static inline const struct map *find_map(struct proc *p, uint64_t addr)
 	return NULL;
 }
 
-const struct map *proc_find_map(struct proc *p, uint64_t addr)
+const struct tracker_map *tracker_find_map(struct tracker_proc *p, uint64_t addr)
 {
 	return find_map(p, addr);
 }
 
-int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
+int tracker_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
               uint32_t prot, struct uw_module *mod)
 {
 	if (!len || addr + len < addr)
 		return -UW_EFORMAT;
-	struct proc *p = proc_get(t, pid, true);
+	struct tracker_proc *p = tracker_proc_get(t, pid, true);
 	if (!p)
 		return -ENOMEM;
 	uint64_t end = addr + len;
@@ -149,17 +149,17 @@ int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, ui
 	mod_ref(t, mod);
 	if (t->o.live && mod)
 		module_note_live(mod, pid, addr, end);
-	struct base_vec out = BASE_VEC_INIT(struct map);
+	struct base_vec out = BASE_VEC_INIT(struct tracker_map);
 	if (base_vec_reserve(&out, p->maps.len + 2)) {
 		mod_unref(t, mod);
 		return -ENOMEM;
 	}
-	struct map *old = p->maps.data, *o = out.data;
+	struct tracker_map *old = p->maps.data, *o = out.data;
 	size_t n = 0;
 	bool placed = false;
-	struct map nm = { .start = addr, .end = end, .pgoff = pgoff, .mod = mod, .exec = (prot & PROT_EXEC) != 0 };
+	struct tracker_map nm = { .start = addr, .end = end, .pgoff = pgoff, .mod = mod, .exec = (prot & PROT_EXEC) != 0 };
 	for (size_t i = 0; i < p->maps.len; i++) {
-		struct map m = old[i];
+		struct tracker_map m = old[i];
 		if (m.end <= addr || m.start >= end) {
 			if (!placed && m.start >= end) {
 				o[n++] = nm;
@@ -171,7 +171,7 @@ int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, ui
 		/* overlap: keep the parts of m outside [addr, end) */
 		bool kept = false;
 		if (m.start < addr) {
-			struct map left = m;
+			struct tracker_map left = m;
 			left.end = addr;
 			o[n++] = left;
 			kept = true;
@@ -181,7 +181,7 @@ int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, ui
 			placed = true;
 		}
 		if (m.end > end) {
-			struct map right = m;
+			struct tracker_map right = m;
 			right.pgoff += end - m.start;
 			right.start = end;
 			right.bias_known = m.bias_known; /* same segment, same bias */
@@ -207,42 +207,42 @@ int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, ui
 	return 0;
 }
 
-int proc_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time)
+int tracker_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time)
 {
-	struct thread *pt = proc_thread(t, ppid, ptid, false);
+	struct tracker_thread *pt = tracker_thread_get(t, ppid, ptid, false);
 	const char *comm = pt ? pt->comm : NULL;
 	if (pid == ppid) {
 		/* a new thread in the same process */
-		struct proc *p = proc_get(t, pid, true);
+		struct tracker_proc *p = tracker_proc_get(t, pid, true);
 		if (!p)
 			return -ENOMEM;
-		struct thread *th = proc_thread(t, pid, tid, true);
+		struct tracker_thread *th = tracker_thread_get(t, pid, tid, true);
 		if (!th)
 			return -ENOMEM;
 		if (comm)
 			th->comm = comm;
 		return 0;
 	}
-	struct proc *old = proc_get(t, pid, false);
+	struct tracker_proc *old = tracker_proc_get(t, pid, false);
 	if (old) {
 		/* pid reuse: the old process is gone for good */
 		base_map_del(&t->procs, (uint64_t)(uint32_t)pid);
-		proc_free(t, old);
+		tracker_proc_free(t, old);
 		t->st.processes_freed++;
 	}
-	struct proc *p = proc_get(t, pid, true);
+	struct tracker_proc *p = tracker_proc_get(t, pid, true);
 	if (!p)
 		return -ENOMEM;
 	/* born in the recording: a perf map older than this is another process's */
 	p->start_time = time;
 	p->start_known = true;
-	struct proc *parent = proc_get(t, ppid, false);
+	struct tracker_proc *parent = tracker_proc_get(t, ppid, false);
 	if (parent && parent->maps.len) {
 		if (base_vec_reserve(&p->maps, parent->maps.len))
 			return -ENOMEM;
-		memcpy(p->maps.data, parent->maps.data, parent->maps.len * sizeof(struct map));
+		memcpy(p->maps.data, parent->maps.data, parent->maps.len * sizeof(struct tracker_map));
 		p->maps.len = parent->maps.len;
-		struct map *m = p->maps.data;
+		struct tracker_map *m = p->maps.data;
 		for (size_t i = 0; i < p->maps.len; i++)
 			mod_ref(t, m[i].mod);
 	}
@@ -250,24 +250,24 @@ int proc_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int3
 		p->comm = parent->comm;
 	if (comm)
 		p->comm = comm;
-	struct thread *th = proc_thread(t, pid, tid, true);
+	struct tracker_thread *th = tracker_thread_get(t, pid, tid, true);
 	if (!th)
 		return -ENOMEM;
 	th->comm = p->comm;
 	return 0;
 }
 
-int proc_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec, uint64_t time)
+int tracker_set_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec, uint64_t time)
 {
 	const char *c = session_intern(t->s, comm, len);
 	if (!c)
 		return -ENOMEM;
-	struct proc *p = proc_get(t, pid, true);
+	struct tracker_proc *p = tracker_proc_get(t, pid, true);
 	if (!p)
 		return -ENOMEM;
 	if (exec) {
 		/* the old image is gone: mappings of the new one follow this record */
-		struct map *m = p->maps.data;
+		struct tracker_map *m = p->maps.data;
 		for (size_t i = 0; i < p->maps.len; i++)
 			mod_unref(t, m[i].mod);
 		p->maps.len = 0;
@@ -284,22 +284,22 @@ int proc_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, 
 	}
 	if (pid == tid || exec || !p->comm)
 		p->comm = c;
-	struct thread *th = proc_thread(t, pid, tid, true);
+	struct tracker_thread *th = tracker_thread_get(t, pid, tid, true);
 	if (!th)
 		return -ENOMEM;
 	th->comm = c;
 	return 0;
 }
 
-void proc_exit(struct uw_tracker *t, int32_t pid, int32_t tid, uint64_t time)
+void tracker_exit(struct uw_tracker *t, int32_t pid, int32_t tid, uint64_t time)
 {
-	struct thread *th = proc_thread(t, pid, tid, false);
+	struct tracker_thread *th = tracker_thread_get(t, pid, tid, false);
 	if (th) {
 		th->exited = true;
 		th->exit_time = time;
 	}
 	if (pid == tid) {
-		struct proc *p = proc_get(t, pid, false);
+		struct tracker_proc *p = tracker_proc_get(t, pid, false);
 		if (p) {
 			p->exited = true;
 			p->exit_time = time;
@@ -307,7 +307,7 @@ void proc_exit(struct uw_tracker *t, int32_t pid, int32_t tid, uint64_t time)
 	}
 }
 
-void proc_sweep(struct uw_tracker *t, uint64_t now)
+void tracker_sweep(struct uw_tracker *t, uint64_t now)
 {
 	if (now < t->o.exit_grace_ns)
 		return;
@@ -318,7 +318,7 @@ void proc_sweep(struct uw_tracker *t, uint64_t now)
 	/* collect first: deleting while iterating would skip entries moved by backward shift */
 	struct base_vec dead = BASE_VEC_INIT(uint64_t);
 	while (base_map_next(&t->procs, &it, &key, &val)) {
-		struct proc *p = val;
+		struct tracker_proc *p = val;
 		if (p->exited && p->exit_time < limit) {
 			uint64_t *k = base_vec_push(&dead);
 			if (k)
@@ -327,16 +327,16 @@ void proc_sweep(struct uw_tracker *t, uint64_t now)
 	}
 	for (size_t i = 0; i < dead.len; i++) {
 		uint64_t k = *(uint64_t *)base_vec_at(&dead, i);
-		struct proc *p = base_map_del(&t->procs, k);
+		struct tracker_proc *p = base_map_del(&t->procs, k);
 		if (p) {
-			proc_free(t, p);
+			tracker_proc_free(t, p);
 			t->st.processes_freed++;
 		}
 	}
 	dead.len = 0;
 	it = 0;
 	while (base_map_next(&t->threads, &it, &key, &val)) {
-		struct thread *th = val;
+		struct tracker_thread *th = val;
 		if (th->exited && th->exit_time < limit) {
 			uint64_t *k = base_vec_push(&dead);
 			if (k)
@@ -350,7 +350,7 @@ void proc_sweep(struct uw_tracker *t, uint64_t now)
 
 /* ---- what the recording says: build-ids by path, the kernel */
 
-void proc_note_build_id_hex(struct uw_tracker *t, const char *path, const char *hex)
+void tracker_note_build_id_hex(struct uw_tracker *t, const char *path, const char *hex)
 {
 	size_t n = strlen(hex);
 	if (!n || n > 2 * ELFV_MAX_BUILD_ID)
@@ -362,13 +362,13 @@ void proc_note_build_id_hex(struct uw_tracker *t, const char *path, const char *
 		ksym_kernel_note_build_id(t->kernel, hex);
 }
 
-void proc_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len)
+void tracker_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len)
 {
 	if (!len || len > ELFV_MAX_BUILD_ID)
 		return;
 	char hex[2 * ELFV_MAX_BUILD_ID + 1];
 	base_hex(bid, len, hex);
-	proc_note_build_id_hex(t, path, hex);
+	tracker_note_build_id_hex(t, path, hex);
 }
 
 const char *tracker_build_id(const struct uw_tracker *t, const char *path, size_t len)
@@ -382,14 +382,14 @@ int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint6
 {
 	if (blen > ELFV_MAX_BUILD_ID)
 		blen = ELFV_MAX_BUILD_ID;
-	if (pid == -1 || cpumode == PROC_CPUMODE_KERNEL) {
+	if (pid == -1 || cpumode == TRACKER_CPUMODE_KERNEL) {
 		/* kernel and module maps: symbols come from kallsyms; perf records the kernel map
 		 * with pgoff = the address of _text (its relocation reference) */
 		if (fl >= 17 && memcmp(path, "[kernel.kallsyms]", 17) == 0) {
 			if (pgoff >= addr)
 				ksym_kernel_note_text(t->kernel, pgoff);
 			if (bid && blen)
-				proc_note_build_id(t, "[kernel.kallsyms]", bid, blen);
+				tracker_note_build_id(t, "[kernel.kallsyms]", bid, blen);
 		}
 		return 0;
 	}
@@ -399,7 +399,7 @@ int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint6
 	}
 	/* a JIT's jitdump, mapped so that the recording shows it: its loads name JIT code (not
 	 * while recording: names are a report's business, and the file is the process's) */
-	if ((prot & PROT_EXEC) && !t->o.live && jit_dump_is_path(path, fl) && proc_jitdump_mmap(t, pid, path, fl))
+	if ((prot & PROT_EXEC) && !t->o.live && jit_dump_is_path(path, fl) && tracker_jitdump_mmap(t, pid, path, fl))
 		return -ENOMEM;
 	char hex[2 * ELFV_MAX_BUILD_ID + 1] = "";
 	if (blen)
@@ -409,16 +409,16 @@ int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint6
 	struct uw_module *m = module_get(t->s, path, fl, hex, maj, min, ino);
 	if (!m)
 		return -ENOMEM;
-	int e = proc_mmap(t, pid, addr, len, pgoff, prot, m);
+	int e = tracker_mmap(t, pid, addr, len, pgoff, prot, m);
 	return e == -ENOMEM ? e : 0;
 }
 
 const char *tracker_comm(struct uw_tracker *t, uint32_t pid, uint32_t tid)
 {
-	struct thread *th = proc_thread(t, (int32_t)pid, (int32_t)tid, false);
+	struct tracker_thread *th = tracker_thread_get(t, (int32_t)pid, (int32_t)tid, false);
 	if (th && th->comm)
 		return th->comm;
-	struct proc *p = proc_get(t, (int32_t)pid, false);
+	struct tracker_proc *p = tracker_proc_get(t, (int32_t)pid, false);
 	if (p && p->comm)
 		return p->comm;
 	char buf[24];
@@ -426,12 +426,12 @@ const char *tracker_comm(struct uw_tracker *t, uint32_t pid, uint32_t tid)
 	return session_intern(t->s, buf, (size_t)n);
 }
 
-bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
+bool tracker_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 {
-	struct proc_find_ctx *c = ctx;
+	struct tracker_find_ctx *c = ctx;
 	struct uw_tracker *t = c->t;
-	const struct map *cm = c->p ? find_map(c->p, pc) : NULL;
-	if (!cm && c->p && t->o.live && pc >= 4096 && pc < (1ull << 47) && proc_ask_kernel(t, c->p, pc, c->time))
+	const struct tracker_map *cm = c->p ? find_map(c->p, pc) : NULL;
+	if (!cm && c->p && t->o.live && pc >= 4096 && pc < (1ull << 47) && tracker_ask_kernel(t, c->p, pc, c->time))
 		cm = find_map(c->p, pc);
 	/* JIT code: in an anonymous mapping (or one the recording missed), named by the process's
 	 * jitdump as it was at the sample's time, else by its perf-PID.map; the address is
@@ -440,7 +440,7 @@ bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 	if (c->p && !t->o.live && (!cm || !cm->mod || (cm->mod->special && !cm->mod->jit && cm->mod->path[0] != '['))) {
 		struct uw_module *jm = c->p->jd ? jit_dump_find(t->s, c->p->jd, c->p->pid, pc, c->time, t->clock_monotonic) : NULL;
 		if (!jm)
-			jm = proc_jit_module(t, c->p);
+			jm = tracker_jit_module(t, c->p);
 		uint64_t js;
 		if (jm && jit_symbol_at(jm, pc, &js)) {
 			out->module = jm;
@@ -453,7 +453,7 @@ bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 	}
 	if (!cm)
 		return false;
-	struct map *m = (struct map *)cm;
+	struct tracker_map *m = (struct tracker_map *)cm;
 	out->module = m->mod;
 	out->map_addr = pc - m->start + m->pgoff;
 	if (!m->bias_known) {
@@ -472,11 +472,11 @@ bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 	return true;
 }
 
-void tracker_frame_at(struct proc_find_ctx *fc, uint64_t ip, uint8_t method, struct uw_frame *f)
+void tracker_frame_at(struct tracker_find_ctx *fc, uint64_t ip, uint8_t method, struct uw_frame *f)
 {
 	struct unw_pc_info info = { 0 };
 	memset(f, 0, sizeof(*f));
-	bool mapped = fc->p && proc_find_pc(fc, ip, &info);
+	bool mapped = fc->p && tracker_find_pc(fc, ip, &info);
 	f->pc = ip;
 	f->module = info.module;
 	f->map_addr = mapped ? info.map_addr : ip;
@@ -502,9 +502,9 @@ void tracker_on_new_map(struct uw_tracker *t, tracker_map_fn fn, void *ctx)
 /* ---- JIT code: the process's jitdump and perf map, read by lib/symbolize from what the tracker
  * knows of the process */
 
-int proc_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_t len)
+int tracker_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_t len)
 {
-	struct proc *p = proc_get(t, pid, true);
+	struct tracker_proc *p = tracker_proc_get(t, pid, true);
 	if (!p)
 		return -ENOMEM;
 	if (!p->jd && !p->jd_tried) {
@@ -514,7 +514,7 @@ int proc_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_
 	return 0;
 }
 
-struct uw_module *proc_jit_module(struct uw_tracker *t, struct proc *p)
+struct uw_module *tracker_jit_module(struct uw_tracker *t, struct tracker_proc *p)
 {
 	if (p->jit_tried)
 		return p->jit;
@@ -527,7 +527,7 @@ struct uw_module *proc_jit_module(struct uw_tracker *t, struct proc *p)
 	}
 	struct jit_span *spans = NULL;
 	if (!p->start_known && p->maps.len && (spans = malloc(p->maps.len * sizeof(*spans)))) {
-		const struct map *mv = p->maps.data;
+		const struct tracker_map *mv = p->maps.data;
 		for (size_t i = 0; i < p->maps.len; i++)
 			spans[i] = (struct jit_span){ mv[i].start, mv[i].end, jit_anonymous(mv[i].mod) };
 		jp.spans = spans;
@@ -555,4 +555,35 @@ void tracker_hit_grow(struct uw_tracker *t, uint32_t id)
 bool tracker_module_was_hit(const struct uw_tracker *t, const struct uw_module *m)
 {
 	return (m->id >> 6) < t->nhit && (t->hit[m->id >> 6] >> (m->id & 63) & 1);
+}
+
+/* ---- live: mappings asked of the kernel */
+
+bool tracker_ask_kernel(struct uw_tracker *t, struct tracker_proc *p, uint64_t pc, uint64_t time)
+{
+	uint64_t page = pc >> 12;
+	for (unsigned i = 0; i < p->nmissed && i < UW_ARRAY_SIZE(p->missed); i++)
+		if (p->missed[i] == page)
+			return false;
+	struct tracker_vma v;
+	int how = tracker_vma_query(&p->maps_fd, p->pid, pc, &v);
+	if (!how) {
+		p->missed[p->nmissed++ % UW_ARRAY_SIZE(p->missed)] = page;
+		return false;
+	}
+	if (how == TRACKER_VMA_QUERIED)
+		t->st.procmap_queries++;
+	else
+		t->st.maps_scans++;
+	char hex[2 * ELFV_MAX_BUILD_ID + 1] = "";
+	if (v.blen)
+		base_hex(v.bid, v.blen, hex);
+	struct uw_module *m = module_get(t->s, v.name, strlen(v.name), hex, v.maj, v.min, v.ino);
+	if (!m || tracker_mmap(t, p->pid, v.start, v.end - v.start, v.pgoff, PROT_READ | PROT_EXEC, m))
+		return false;
+	/* the recorder writes it out, so readers of its output know the mapping too */
+	if (t->on_new_map)
+		t->on_new_map(t->on_new_map_ctx, p->pid, v.start, v.end - v.start, v.pgoff, v.maj, v.min, v.ino, v.name,
+			      v.blen ? v.bid : NULL, v.blen, time);
+	return true;
 }

@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "process/process.h"
+#include "process/tracker.h"
 
 UW_API struct uw_tracker *uw_tracker_new(struct uw_session *s, const struct uw_tracker_opts *opts)
 {
@@ -56,7 +56,7 @@ UW_API void uw_tracker_free(struct uw_tracker *t)
 	size_t it = 0;
 	void *val;
 	while (base_map_next(&t->procs, &it, NULL, &val))
-		proc_free(t, val);
+		tracker_proc_free(t, val);
 	base_map_free(&t->procs);
 	it = 0;
 	while (base_map_next(&t->threads, &it, NULL, &val))
@@ -75,7 +75,7 @@ static void tick(struct uw_tracker *t, uint64_t time)
 {
 	if (time && ++t->since_sweep >= 4096) {
 		t->since_sweep = 0;
-		proc_sweep(t, time);
+		tracker_sweep(t, time);
 	}
 }
 
@@ -86,7 +86,7 @@ UW_API int uw_tracker_mmap(struct uw_tracker *t, const struct uw_mmap_event *ev)
 		return -EINVAL;
 	tick(t, e.time);
 	bool kernel = e.pid == (uint32_t)-1;
-	return tracker_map_event(t, (int32_t)e.pid, kernel ? PROC_CPUMODE_KERNEL : 0, e.addr, e.len, e.pgoff, e.prot,
+	return tracker_map_event(t, (int32_t)e.pid, kernel ? TRACKER_CPUMODE_KERNEL : 0, e.addr, e.len, e.pgoff, e.prot,
 				 e.maj, e.min, e.ino, e.build_id, e.build_id_size, e.path, strlen(e.path));
 }
 
@@ -99,7 +99,7 @@ UW_API int uw_tracker_comm(struct uw_tracker *t, uint32_t pid, uint32_t tid, con
 		return -EINVAL;
 	}
 	tick(t, time);
-	return proc_comm(t, (int32_t)pid, (int32_t)tid, comm, strnlen(comm, 4096), exec != 0, time);
+	return tracker_set_comm(t, (int32_t)pid, (int32_t)tid, comm, strnlen(comm, 4096), exec != 0, time);
 }
 
 UW_API int uw_tracker_fork(struct uw_tracker *t, uint32_t ppid, uint32_t ptid, uint32_t pid, uint32_t tid,
@@ -108,7 +108,7 @@ UW_API int uw_tracker_fork(struct uw_tracker *t, uint32_t ppid, uint32_t ptid, u
 	if (!t)
 		return -EINVAL;
 	tick(t, time);
-	return proc_fork(t, (int32_t)pid, (int32_t)ppid, (int32_t)tid, (int32_t)ptid, time);
+	return tracker_fork(t, (int32_t)pid, (int32_t)ppid, (int32_t)tid, (int32_t)ptid, time);
 }
 
 UW_API int uw_tracker_exit(struct uw_tracker *t, uint32_t pid, uint32_t tid, uint64_t time)
@@ -116,7 +116,7 @@ UW_API int uw_tracker_exit(struct uw_tracker *t, uint32_t pid, uint32_t tid, uin
 	if (!t)
 		return -EINVAL;
 	tick(t, time);
-	proc_exit(t, (int32_t)pid, (int32_t)tid, time);
+	tracker_exit(t, (int32_t)pid, (int32_t)tid, time);
 	return 0;
 }
 
@@ -124,14 +124,14 @@ UW_API int uw_tracker_note_build_id(struct uw_tracker *t, const char *path, cons
 {
 	if (!t || !path || !build_id || !size || size > ELFV_MAX_BUILD_ID)
 		return -EINVAL;
-	proc_note_build_id(t, path, build_id, size);
+	tracker_note_build_id(t, path, build_id, size);
 	return 0;
 }
 
 UW_API void uw_tracker_sweep(struct uw_tracker *t, uint64_t now)
 {
 	if (t)
-		proc_sweep(t, now);
+		tracker_sweep(t, now);
 }
 
 UW_API int uw_tracker_stats(const struct uw_tracker *t, struct uw_tracker_stats *st)
@@ -153,9 +153,9 @@ UW_API int uw_tracker_lookup(struct uw_tracker *t, uint32_t pid, uint64_t addr, 
 {
 	if (!t)
 		return -EINVAL;
-	struct proc_find_ctx fc = { t, tracker_sample_proc(t, (int32_t)pid, UINT64_MAX), UINT64_MAX };
+	struct tracker_find_ctx fc = { t, tracker_sample_proc(t, (int32_t)pid, UINT64_MAX), UINT64_MAX };
 	struct unw_pc_info info = { 0 };
-	if (!fc.p || !proc_find_pc(&fc, addr, &info))
+	if (!fc.p || !tracker_find_pc(&fc, addr, &info))
 		return -ENOENT;
 	if (m)
 		*m = info.module;

@@ -6,7 +6,7 @@
  */
 #include <errno.h>
 
-#include "process/process.h"
+#include "process/tracker.h"
 
 UW_API uint64_t uw_regs_mask(enum uw_arch arch)
 {
@@ -42,15 +42,15 @@ static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct 
 	/* In a syscall (not a fault or an interrupt, whose pc is exact), the user pc follows the
 	 * `syscall` instruction, which left that same pc in rcx: the kernel's saved rcx equals its
 	 * saved rip. */
-	bool in_syscall = in->cpumode == PROC_CPUMODE_KERNEL && (regs.valid & (1u << UNW_X86_RCX)) &&
+	bool in_syscall = in->cpumode == TRACKER_CPUMODE_KERNEL && (regs.valid & (1u << UNW_X86_RCX)) &&
 			  (regs.valid & (1u << UNW_X86_RIP)) && regs.r[UNW_X86_RCX] == regs.r[UNW_X86_RIP];
 	unsigned max = UW_MIN(cap, t->s->opts.max_frames);
 	struct unw_opts uo = { max, t->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64, in_syscall, t->cfi_cache };
 	uint64_t reach = 0;
 	struct unw_stack stk = { regs.r[UNW_X86_RSP], in->stack, in->stack ? in->stack_size : 0, &reach };
-	struct proc_find_ctx fc = { t, tracker_sample_proc(t, (int32_t)in->pid, in->time), in->time };
+	struct tracker_find_ctx fc = { t, tracker_sample_proc(t, (int32_t)in->pid, in->time), in->time };
 	struct unw_result r;
-	unw_run(&uo, &regs, &stk, proc_find_pc, &fc, frames, &r);
+	unw_run(&uo, &regs, &stk, tracker_find_pc, &fc, frames, &r);
 	res->nr_frames = r.n;
 	res->stop = r.stop;
 	res->stack_used = reach;

@@ -5,8 +5,8 @@
  * its clock), and uw_unwind_sample. Modules come from the session's cache (lib/module) and are
  * named by lib/symbolize; nothing here is shared between trackers.
  */
-#ifndef UW_PROCESS_H
-#define UW_PROCESS_H
+#ifndef UW_TRACKER_H
+#define UW_TRACKER_H
 
 #include "base/base.h"
 #include "module/module.h"
@@ -15,9 +15,9 @@
 #include "unwind/unwind.h"
 
 /* PERF_RECORD_MISC_CPUMODE of a record taken in the kernel */
-#define PROC_CPUMODE_KERNEL 1u
+#define TRACKER_CPUMODE_KERNEL 1u
 
-struct map {
+struct tracker_map {
 	uint64_t start, end, pgoff;
 	struct uw_module *mod;
 	uint64_t bias;          /* rel = pc - bias; valid when bias_known */
@@ -25,7 +25,7 @@ struct map {
 	bool exec;
 };
 
-struct proc {
+struct tracker_proc {
 	int32_t pid;
 	struct uw_module *jit;  /* /tmp/perf-PID.map, opened when a pc first needs it */
 	bool jit_tried;
@@ -39,11 +39,11 @@ struct proc {
 	uint64_t exit_time;
 	uint64_t start_time;    /* its FORK or exec in the recording (recording time) */
 	bool start_known;       /* else it ran before the recording's first event of it */
-	struct base_vec maps;   /* struct map, sorted by start, disjoint */
+	struct base_vec maps;   /* struct tracker_map, sorted by start, disjoint */
 	const char *comm;       /* interned */
 };
 
-struct thread {
+struct tracker_thread {
 	int32_t tid, pid;
 	const char *comm;       /* interned */
 	bool exited;
@@ -55,9 +55,9 @@ struct thread {
 struct uw_tracker {
 	struct uw_session *s;
 	struct uw_tracker_opts o;
-	struct base_map procs;     /* pid -> struct proc * */
-	struct proc *last_proc;    /* the one proc_get found last (freed: NULL) */
-	struct base_map threads;   /* tid -> struct thread * */
+	struct base_map procs;     /* pid -> struct tracker_proc * */
+	struct tracker_proc *last_proc; /* the one tracker_proc_get found last (freed: NULL) */
+	struct base_map threads;   /* tid -> struct tracker_thread * */
 	struct base_map buildids;  /* hash(path) -> interned build-id hex (from the recording) */
 	uint64_t since_sweep;
 	struct uw_kernel *kernel;  /* the recording's kernel (kallsyms.c) */
@@ -91,12 +91,12 @@ static inline void tracker_module_hit(struct uw_tracker *t, const struct uw_modu
 /* Did a frame of this recording land in m? */
 bool tracker_module_was_hit(const struct uw_tracker *t, const struct uw_module *m);
 /* The recording shows process pid mapping its jitdump: read it (once). @return 0 or -ENOMEM. */
-int proc_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_t len);
+int tracker_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_t len);
 /* The JIT symbol map of a process (/tmp/perf-PID.map), or NULL. */
-struct uw_module *proc_jit_module(struct uw_tracker *t, struct proc *p);
+struct uw_module *tracker_jit_module(struct uw_tracker *t, struct tracker_proc *p);
 /* Records a build-id the recording gives for a path (HEADER_BUILD_ID, PERF_RECORD_HEADER_BUILD_ID). */
-void proc_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len);
-void proc_note_build_id_hex(struct uw_tracker *t, const char *path, const char *hex);
+void tracker_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len);
+void tracker_note_build_id_hex(struct uw_tracker *t, const char *path, const char *hex);
 /* The release the recording's kernel ran (HEADER_OSRELEASE; called by the reader). */
 void tracker_note_kernel_release(struct uw_tracker *t, const char *release);
 
@@ -106,19 +106,19 @@ typedef void (*tracker_map_fn)(void *ctx, int32_t pid, uint64_t start, uint64_t 
                                uint32_t min, uint64_t ino, const char *path, const uint8_t *bid, size_t blen,
                                uint64_t time);
 void tracker_on_new_map(struct uw_tracker *t, tracker_map_fn fn, void *ctx);
-struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create);
+struct tracker_proc *tracker_proc_get(struct uw_tracker *t, int32_t pid, bool create);
 /* The process a sample names. A live tracker that has not heard of it (it ran before the
  * events began, or their records were lost) makes it on first sight, so that its mappings are
  * asked of the kernel as pcs need them; one already gone from /proc is made as exited at time
  * (forgotten after the grace period). NULL for a process unknown to a tracker not live. */
-struct proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t time);
+struct tracker_proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t time);
 /* A process forgotten: its mappings let go of their modules. */
-void proc_free(struct uw_tracker *t, struct proc *p);
+void tracker_proc_free(struct uw_tracker *t, struct tracker_proc *p);
 /* Live: the mapping holding pc, asked of the kernel (procmaps.c) and added to p; the
  * tracker's on_new_map is told. @return whether one was found. */
-bool proc_ask_kernel(struct uw_tracker *t, struct proc *p, uint64_t pc, uint64_t time);
-struct thread *proc_thread(struct uw_tracker *t, int32_t pid, int32_t tid, bool create);
-int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
+bool tracker_ask_kernel(struct uw_tracker *t, struct tracker_proc *p, uint64_t pc, uint64_t time);
+struct tracker_thread *tracker_thread_get(struct uw_tracker *t, int32_t pid, int32_t tid, bool create);
+int tracker_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
               uint32_t prot, struct uw_module *m);
 /* A mapping event as perf records it (MMAP and MMAP2): the kernel's map noted, a jitdump read,
  * a module found or made by path and build-id (the recording's table supplies a missing one),
@@ -126,33 +126,46 @@ int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, ui
 int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint64_t addr, uint64_t len,
                       uint64_t pgoff, uint32_t prot, uint32_t maj, uint32_t min, uint64_t ino, const uint8_t *bid,
                       size_t blen, const char *path, size_t pathlen);
-int proc_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time);
-int proc_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec, uint64_t time);
-void proc_exit(struct uw_tracker *t, int32_t pid, int32_t tid, uint64_t time);
+int tracker_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time);
+int tracker_set_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec, uint64_t time);
+void tracker_exit(struct uw_tracker *t, int32_t pid, int32_t tid, uint64_t time);
 /* Frees processes that exited more than the grace period before `now`. */
-void proc_sweep(struct uw_tracker *t, uint64_t now);
+void tracker_sweep(struct uw_tracker *t, uint64_t now);
 /* The name a sample's thread goes by (its COMM, its process's, else ":TID"); interned. */
 const char *tracker_comm(struct uw_tracker *t, uint32_t pid, uint32_t tid);
 /* The build-id the recording gives for a path (interned hex), or NULL. */
 const char *tracker_build_id(const struct uw_tracker *t, const char *path, size_t len);
-const struct map *proc_find_map(struct proc *p, uint64_t addr);
+const struct tracker_map *tracker_find_map(struct tracker_proc *p, uint64_t addr);
+/* ---- live VMA sources (procmaps.c) */
 /* One line of /proc/PID/maps, parsed in place (the path's newline is cut; "//anon" when the
  * mapping has no name, as perf names it). @return false when the line is malformed. */
-struct proc_maps_line {
+struct tracker_maps_line {
 	uint64_t start, end, pgoff, ino;
 	uint32_t maj, min;
 	bool read, write, exec;
 	const char *path;
 };
-bool proc_maps_parse(char *line, struct proc_maps_line *out);
-/* pc -> mapping, module and bias (unwinder callback; ctx is struct proc_find_ctx) */
-struct proc_find_ctx {
+bool tracker_maps_parse(char *line, struct tracker_maps_line *out);
+/* The executable mapping of process pid that holds pc, as the kernel says now: PROCMAP_QUERY
+ * on /proc/PID/maps (*maps_fd: opened on first use, 0 before, -1 when it cannot be), else a scan
+ * of its text. @return TRACKER_VMA_QUERIED or TRACKER_VMA_SCANNED with *v, or 0: none. */
+struct tracker_vma {
+	uint64_t start, end, pgoff, ino;
+	uint32_t maj, min;
+	size_t blen;
+	uint8_t bid[ELFV_MAX_BUILD_ID];
+	char name[4096];              /* its path ("//anon": none) */
+};
+enum { TRACKER_VMA_QUERIED = 1, TRACKER_VMA_SCANNED };
+int tracker_vma_query(int *maps_fd, int32_t pid, uint64_t pc, struct tracker_vma *v);
+/* pc -> mapping, module and bias (unwinder callback; ctx is struct tracker_find_ctx) */
+struct tracker_find_ctx {
 	struct uw_tracker *t;
-	struct proc *p;
+	struct tracker_proc *p;
 	uint64_t time;          /* the sample's (JIT code is named as it was then); UINT64_MAX: now */
 };
-bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out);
+bool tracker_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out);
 /* The frame at ip of a callchain (or a sample's only ip): its module and addresses. */
-void tracker_frame_at(struct proc_find_ctx *fc, uint64_t ip, uint8_t method, struct uw_frame *f);
+void tracker_frame_at(struct tracker_find_ctx *fc, uint64_t ip, uint8_t method, struct uw_frame *f);
 
 #endif

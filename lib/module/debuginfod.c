@@ -99,21 +99,55 @@ static int fetch_progress(debuginfod_client *c, long a, long b)
 	return 0;
 }
 
+/* The session's libdebuginfod and its clients (part SESSION_DEBUGINFOD). */
+struct dbgd_state {
+	pthread_mutex_t mu;
+	bool tried;               /* libdebuginfod loaded, or tried */
+	struct dbgd_api *api;
+	struct base_vec free;     /* debuginfod_client *: not fetching */
+};
+
+static void dbgd_state_free(void *p)
+{
+	struct dbgd_state *c = p;
+	for (size_t i = 0; i < c->free.len; i++)
+		c->api->end(((debuginfod_client **)c->free.data)[i]);
+	base_vec_free(&c->free);
+	if (c->api) {
+		dlclose(c->api->lib);
+		free(c->api);
+	}
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+static struct dbgd_state *dbgd_state(struct uw_session *s)
+{
+	struct dbgd_state *c = session_part(s, SESSION_DEBUGINFOD);
+	if (UW_LIKELY(c))
+		return c;
+	if (!(c = calloc(1, sizeof(*c))))
+		return NULL;
+	pthread_mutex_init(&c->mu, NULL);
+	c->free = BASE_VEC_INIT(debuginfod_client *);
+	return session_part_attach(s, SESSION_DEBUGINFOD, c, dbgd_state_free);
+}
+
 /* A client not fetching (made when none is free); NULL when libdebuginfod cannot be used. */
-static debuginfod_client *client_take(struct uw_session *s, struct module_cache *c)
+static debuginfod_client *client_take(struct uw_session *s, struct dbgd_state *c)
 {
 	debuginfod_client *cl = NULL;
-	pthread_mutex_lock(&c->dbgd_mu);
-	if (!c->dbgd_tried) {
-		c->dbgd_tried = true;
-		c->dbgd_api = dbgd_load();
-		if (!c->dbgd_api)
+	pthread_mutex_lock(&c->mu);
+	if (!c->tried) {
+		c->tried = true;
+		c->api = dbgd_load();
+		if (!c->api)
 			base_log(&s->log, UW_LOG_WARN, "debuginfod: libdebuginfod.so.1 cannot be loaded");
 	}
-	if (c->dbgd_free.len)
-		cl = ((debuginfod_client **)c->dbgd_free.data)[--c->dbgd_free.len];
-	const struct dbgd_api *api = c->dbgd_api;
-	pthread_mutex_unlock(&c->dbgd_mu);
+	if (c->free.len)
+		cl = ((debuginfod_client **)c->free.data)[--c->free.len];
+	const struct dbgd_api *api = c->api;
+	pthread_mutex_unlock(&c->mu);
 	if (cl || !api)
 		return cl;
 	cl = api->begin();
@@ -124,22 +158,22 @@ static debuginfod_client *client_take(struct uw_session *s, struct module_cache 
 	return cl;
 }
 
-static void client_give(struct module_cache *c, debuginfod_client *cl)
+static void client_give(struct dbgd_state *c, debuginfod_client *cl)
 {
-	pthread_mutex_lock(&c->dbgd_mu);
-	debuginfod_client **slot = base_vec_push(&c->dbgd_free);
+	pthread_mutex_lock(&c->mu);
+	debuginfod_client **slot = base_vec_push(&c->free);
 	if (slot)
 		*slot = cl;
-	pthread_mutex_unlock(&c->dbgd_mu);
+	pthread_mutex_unlock(&c->mu);
 	if (!slot)
-		c->dbgd_api->end(cl);
+		c->api->end(cl);
 }
 
 /* Fetches the executable or the debug file of build-id bid (hex). @return the cached file's
  * path (malloc'd) or NULL, having said why. */
 char *module_fetch(struct uw_session *s, const char *mpath, const char *bid, bool debuginfo)
 {
-	struct module_cache *c = module_cache(s);
+	struct dbgd_state *c = dbgd_state(s);
 	if (!c || s->opts.offline || !getenv("DEBUGINFOD_URLS") || !*getenv("DEBUGINFOD_URLS"))
 		return NULL;
 	size_t hl = strlen(bid);
@@ -158,7 +192,7 @@ char *module_fetch(struct uw_session *s, const char *mpath, const char *bid, boo
 		d.end.tv_sec++;
 		d.end.tv_nsec -= 1000000000L;
 	}
-	const struct dbgd_api *api = c->dbgd_api;
+	const struct dbgd_api *api = c->api;
 	api->set_user_data(cl, &d);
 	char *path = NULL;
 	/* a build-id length of 0: the id is given as a hex string */
@@ -189,16 +223,4 @@ char *module_fetch(struct uw_session *s, const char *mpath, const char *bid, boo
 	base_log(&s->log, UW_LOG_INFO, "%s: %s from debuginfod: %s", mpath, debuginfo ? "debug file" : "executable",
 		 path);
 	return path;
-}
-
-void module_debuginfod_end(struct module_cache *c)
-{
-	for (size_t i = 0; i < c->dbgd_free.len; i++)
-		c->dbgd_api->end(((debuginfod_client **)c->dbgd_free.data)[i]);
-	base_vec_free(&c->dbgd_free);
-	if (c->dbgd_api) {
-		dlclose(c->dbgd_api->lib);
-		free(c->dbgd_api);
-		c->dbgd_api = NULL;
-	}
 }

@@ -33,12 +33,10 @@ void module_find_debug(struct uw_session *s, struct uw_module *m);
 /* A file of build-id bid (hex) from debuginfod (its debug file, or the executable; path: the
  * module's, for what is said): a path to free, or NULL. Any thread. */
 char *module_fetch(struct uw_session *s, const char *path, const char *bid, bool debuginfo);
-void module_debuginfod_end(struct module_cache *c);
 /* [vdso]: opened into m->elf. */
 bool module_open_vdso(struct uw_session *s, struct uw_module *m);
 /* The paths in the search directories of files named like name's basename, one at a time:
  * the first with after NULL, the next after the one given; NULL at the end. Any thread. */
 const char *module_search_next(struct uw_session *s, const char *name, const char *after);
-void module_search_free(struct module_cache *c);
 
 #endif

@@ -41,11 +41,7 @@ static void module_cache_free(void *p)
 	}
 	base_map_free(&c->modules);
 	base_vec_free(&c->idle_mods);
-	module_debuginfod_end(c);
-	module_search_free(c);
 	pthread_mutex_destroy(&c->mu);
-	pthread_mutex_destroy(&c->search_mu);
-	pthread_mutex_destroy(&c->dbgd_mu);
 	free(c);
 }
 
@@ -59,10 +55,7 @@ struct module_cache *module_cache(struct uw_session *s)
 	c->s = s;
 	base_map_init(&c->modules);
 	c->idle_mods = BASE_VEC_INIT(struct uw_module *);
-	c->dbgd_free = BASE_VEC_INIT(void *);
 	pthread_mutex_init(&c->mu, NULL);
-	pthread_mutex_init(&c->search_mu, NULL);
-	pthread_mutex_init(&c->dbgd_mu, NULL);
 	return session_part_attach(s, SESSION_MODULES, c, module_cache_free);
 }
 

@@ -88,16 +88,6 @@ struct module_cache {
 	bool evict_idle;           /* a live tracker: modules no mapping refers to are unloaded in time */
 	struct base_vec idle_mods; /* then: modules no mapping refers to, still loaded, oldest first */
 	uint64_t cfi_serial;       /* the last unwind table's identity in lookup caches (atomic) */
-	/* the search directories' files by name, made once when first needed (search.c) */
-	pthread_mutex_t search_mu;
-	struct search_index *search; /* (published last) */
-	bool search_failed;
-	/* debuginfod (debuginfod.c): libdebuginfod loaded on the first fetch, a client per fetch
-	 * at once, kept for the next */
-	pthread_mutex_t dbgd_mu;
-	bool dbgd_tried;
-	struct dbgd_api *dbgd_api;
-	struct base_vec dbgd_free; /* debuginfod_client *: not fetching */
 };
 
 /* ---- the cache (module.c) */

@@ -86,18 +86,45 @@ static void walk(struct uw_session *s, struct search_index *ix, const char *dir,
 
 static struct search_index *index_make(struct uw_session *s);
 
-/* The index, made once, by the first thread to need it (the others wait for it). */
+/* The session's index (part SESSION_SEARCH), made once by the first thread to need it (the
+ * others wait for it). */
+struct search_state {
+	pthread_mutex_t mu;
+	bool tried;
+	struct search_index *ix; /* (published last) */
+};
+
+static void search_state_free(void *p)
+{
+	struct search_state *c = p;
+	if (c->ix) {
+		base_map_free(&c->ix->names);
+		base_arena_free(&c->ix->ar);
+		free(c->ix);
+	}
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
 static struct search_index *index_of(struct uw_session *s)
 {
-	struct module_cache *c = module_cache(s);
-	struct search_index *ix = c ? __atomic_load_n(&c->search, __ATOMIC_ACQUIRE) : NULL;
-	if (ix || !c || !s->search_path)
+	if (!s->search_path)
+		return NULL;
+	struct search_state *c = session_part(s, SESSION_SEARCH);
+	if (!c && (c = calloc(1, sizeof(*c)))) {
+		pthread_mutex_init(&c->mu, NULL);
+		c = session_part_attach(s, SESSION_SEARCH, c, search_state_free);
+	}
+	struct search_index *ix = c ? __atomic_load_n(&c->ix, __ATOMIC_ACQUIRE) : NULL;
+	if (ix || !c)
 		return ix;
-	pthread_mutex_lock(&c->search_mu);
-	if (!c->search && !c->search_failed)
-		c->search_failed = !(ix = index_make(s));
-	pthread_mutex_unlock(&c->search_mu);
-	return __atomic_load_n(&c->search, __ATOMIC_ACQUIRE);
+	pthread_mutex_lock(&c->mu);
+	if (!c->tried) {
+		c->tried = true;
+		__atomic_store_n(&c->ix, index_make(s), __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return __atomic_load_n(&c->ix, __ATOMIC_ACQUIRE);
 }
 
 static struct search_index *index_make(struct uw_session *s)
@@ -118,7 +145,6 @@ static struct search_index *index_make(struct uw_session *s)
 		base_log(&s->log, UW_LOG_WARN, "search path: more than %d files; the rest are not searched",
 			 SEARCH_MAX_ENTRIES);
 	base_log(&s->log, UW_LOG_INFO, "search path: %zu files indexed", ix->entries);
-	__atomic_store_n(&module_cache(s)->search, ix, __ATOMIC_RELEASE);
 	return ix;
 }
 
@@ -139,14 +165,4 @@ const char *module_search_next(struct uw_session *s, const char *name, const cha
 		past = e->path == after;
 	}
 	return NULL;
-}
-
-void module_search_free(struct module_cache *c)
-{
-	if (!c->search)
-		return;
-	base_map_free(&c->search->names);
-	base_arena_free(&c->search->ar);
-	free(c->search);
-	c->search = NULL;
 }

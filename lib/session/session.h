@@ -18,6 +18,8 @@
 
 /* The parts, bottom layer first (freed in the reverse order). */
 enum session_part {
+	SESSION_DEBUGINFOD, /* lib/module: libdebuginfod and its clients */
+	SESSION_SEARCH,   /* lib/module: the search directories' index */
 	SESSION_MODULES,  /* lib/module: the module cache */
 	SESSION_SYMBOLS,  /* lib/symbolize: the inline helper thread */
 	SESSION_KERNEL_SYMBOLS, /* lib/symbolize: kernel symbol tables and each recording's kernel */

@@ -101,6 +101,7 @@ struct share {
 	size_t n, stride;
 	uint64_t digest; /* of what was named */
 	int err;
+	double cpu;      /* the thread's CPU seconds */
 };
 
 static uint64_t str_hash(const char *p)
@@ -111,9 +112,17 @@ static uint64_t str_hash(const char *p)
 	return h;
 }
 
+static double thread_cpu(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static void *run_share(void *arg)
 {
 	struct share *sh = arg;
+	double c0 = thread_cpu();
 	struct uw_symbolize_opts o = { .sz = sizeof(o), .lines = 1 };
 	struct uw_frame batch[BATCH];
 	size_t k = 0;
@@ -135,6 +144,7 @@ static void *run_share(void *arg)
 		uw_symbols_free(r);
 		k = 0;
 	}
+	sh->cpu = thread_cpu() - c0;
 	return NULL;
 }
 
@@ -148,7 +158,7 @@ static double now(void)
 /* One cold session: read the file, then name its distinct frames on nthreads threads.
  * @return the seconds the naming took, or a negative value on error. */
 static double one_run(const char *path, unsigned nthreads, bool no_cache, bool interleave, size_t *npcs,
-                      uint64_t *digest)
+                      uint64_t *digest, double *cpu)
 {
 	struct uw_session_opts so = { .sz = sizeof(so), .no_dwarf_cache = no_cache, .offline = 1 };
 	struct uw_session *s = uw_session_new(&so);
@@ -169,10 +179,10 @@ static double one_run(const char *path, unsigned nthreads, bool no_cache, bool i
 	double t0 = now();
 	for (unsigned i = 0; i < nthreads; i++) {
 		if (interleave) {
-			sh[i] = (struct share){ s, f.v + i, f.n > i ? f.n - i : 0, nthreads, 0, 0 };
+			sh[i] = (struct share){ s, f.v + i, f.n > i ? f.n - i : 0, nthreads, 0, 0, 0 };
 		} else {
 			size_t lo = f.n * i / nthreads, hi = f.n * (i + 1) / nthreads;
-			sh[i] = (struct share){ s, f.v + lo, hi - lo, 1, 0, 0 };
+			sh[i] = (struct share){ s, f.v + lo, hi - lo, 1, 0, 0, 0 };
 		}
 		if (pthread_create(&th[i], NULL, run_share, &sh[i])) {
 			fprintf(stderr, "symscale: cannot start a thread\n");
@@ -180,10 +190,12 @@ static double one_run(const char *path, unsigned nthreads, bool no_cache, bool i
 		}
 	}
 	*digest = 0;
+	*cpu = 0;
 	int err = 0;
 	for (unsigned i = 0; i < nthreads; i++) {
 		pthread_join(th[i], NULL);
 		*digest += sh[i].digest;
+		*cpu += sh[i].cpu;
 		if (sh[i].err)
 			err = sh[i].err;
 	}
@@ -226,18 +238,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: symscale [-t THREADS (1-64)] [-r ROUNDS] [--no-dwarf-cache] [--interleave] FILE...\n");
 		return 2;
 	}
-	printf("| recording | distinct pcs | 1 thread (ms) | %u threads (ms) | speed-up |\n|---|---:|---:|---:|---:|\n",
-	       nthreads);
+	printf("| recording | distinct pcs | 1 thread (ms) | %u threads (ms) | speed-up | CPU ms, 1 thread | CPU ms, %u threads |\n"
+	       "|---|---:|---:|---:|---:|---:|---:|\n",
+	       nthreads, nthreads);
 	int status = 0;
 	for (; i < argc; i++) {
-		double t1[100], tn[100];
+		double t1[100], tn[100], c1[100], cn[100];
 		size_t n = 0;
 		uint64_t d1 = 0, dn = 0, want = 0;
 		bool same = true;
 		for (unsigned k = 0; k < rounds; k++) {
 			/* alternately, so that a drift of the machine's speed weighs on both */
-			t1[k] = one_run(argv[i], 1, no_cache, interleave, &n, &d1);
-			tn[k] = one_run(argv[i], nthreads, no_cache, interleave, &n, &dn);
+			t1[k] = one_run(argv[i], 1, no_cache, interleave, &n, &d1, &c1[k]);
+			tn[k] = one_run(argv[i], nthreads, no_cache, interleave, &n, &dn, &cn[k]);
 			if (t1[k] < 0 || tn[k] < 0)
 				return 1;
 			if (k == 0)
@@ -250,8 +263,10 @@ int main(int argc, char **argv)
 		qsort(t1, rounds, sizeof(double), cmp_double);
 		qsort(tn, rounds, sizeof(double), cmp_double);
 		qsort(r, rounds, sizeof(double), cmp_double);
-		printf("| %s | %zu | %.1f | %.1f | %.2fx (%.2f-%.2f) |\n", argv[i], n, t1[rounds / 2] * 1e3,
-		       tn[rounds / 2] * 1e3, r[rounds / 2], r[0], r[rounds - 1]);
+		qsort(c1, rounds, sizeof(double), cmp_double);
+		qsort(cn, rounds, sizeof(double), cmp_double);
+		printf("| %s | %zu | %.1f | %.1f | %.2fx (%.2f-%.2f) | %.1f | %.1f |\n", argv[i], n, t1[rounds / 2] * 1e3,
+		       tn[rounds / 2] * 1e3, r[rounds / 2], r[0], r[rounds - 1], c1[rounds / 2] * 1e3, cn[rounds / 2] * 1e3);
 		if (!same) {
 			fprintf(stderr, "symscale: %s: the runs did not name the frames alike\n", argv[i]);
 			status = 1;

@@ -16,6 +16,13 @@
  * segments of its own, when one of its addresses is first asked for. On a CPython recording 557
  * of the 4,542 functions of the units touched are ever asked for, and their subtrees hold 18% of
  * the units' code DIEs.
+ *
+ * Threads: lookups may run at once on one handle. What units share (the units by address, the map
+ * of units, the units opened for names, the package) and every call into libdw (its handles fill
+ * caches of their own as they are read) are under the handle's lock, d->mu; each unit's index
+ * (its nodes grow as functions are walked) is under the unit's own lock, held for a whole lookup
+ * in it. Our own walks and line tables, most of the work, need only the unit's lock, so threads
+ * looking up addresses of different units run in parallel. Lock order: a unit's, then d->mu.
  */
 #include "symbolize/dwarf_inline_int.h"
 #include "symbolize/dwarf_walk.h"
@@ -113,6 +120,8 @@ static void find_sections(struct dwi *d)
 struct oom_guard {
 	jmp_buf jb;
 	struct oom_guard *prev;
+	pthread_mutex_t *held[4]; /* the locks taken under it, let go when it jumps back */
+	unsigned nheld;
 };
 static __thread struct oom_guard *oom_top;
 static Dwarf_OOM libdw_oom; /* libdw's own: only for a call outside any guard (none is made) */
@@ -130,6 +139,44 @@ static void oom_handler(Dwarf *dw)
 	Dwarf_OOM old = dwarf_new_oom_handler(dw, dwi_oom);
 	if (old != dwi_oom)
 		__atomic_store_n(&libdw_oom, old, __ATOMIC_RELAXED);
+}
+
+/* ---- locks (see the top): taken and let go through these, so that the guard knows them */
+static void lock_hold(pthread_mutex_t *mu)
+{
+	pthread_mutex_lock(mu);
+	struct oom_guard *g = oom_top;
+	if (g && g->nheld < UW_ARRAY_SIZE(g->held))
+		g->held[g->nheld++] = mu;
+}
+
+static void lock_release(pthread_mutex_t *mu)
+{
+	struct oom_guard *g = oom_top;
+	for (unsigned i = g ? g->nheld : 0; i-- > 0;) {
+		if (g->held[i] == mu) {
+			memmove(&g->held[i], &g->held[i + 1], (g->nheld - i - 1) * sizeof(g->held[0]));
+			g->nheld--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(mu);
+}
+
+/* The handle's lock, for its shared state and calls into libdw. @return false (not held) once
+ * memory ran out in the handle: libdw's state may be half made, and is not read again. */
+static bool dw_lock(struct dwi *d)
+{
+	lock_hold(&d->mu);
+	if (!__atomic_load_n(&d->oom, __ATOMIC_RELAXED))
+		return true;
+	lock_release(&d->mu);
+	return false;
+}
+
+static void dw_unlock(struct dwi *d)
+{
+	lock_release(&d->mu);
 }
 
 struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64_t cache_cap, int *why)
@@ -152,6 +199,7 @@ struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64
 		return NULL;
 	}
 	d->dw = dw;
+	pthread_mutex_init(&d->mu, NULL);
 	oom_handler(dw);
 	/* names and abstract origins that dwz moved into a supplementary file */
 	int alt_why = 0;
@@ -187,6 +235,7 @@ void dwi_cu_free(struct dwi_cu *c)
 	dwl_free(c->call_lines);
 	dwp_close(c->dwo);
 	elfv_close(c->dwo_view);
+	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
 
@@ -200,6 +249,7 @@ void dwi_close(struct dwi *d)
 		dwi_image_end(&d->alt_file);
 		return;
 	}
+	pthread_mutex_destroy(&d->mu);
 	dwl_store_save(d->lstore); /* a cache: a failure to write it only costs the next run */
 	size_t it = 0;
 	void *val;
@@ -438,9 +488,13 @@ int32_t dwi_on_die(void *ctx, const struct dww_die *w)
 			fc->ranges->len = keep_ranges;
 			if (fc->unit && dww_is_split(fc->unit))
 				return -1;
-			if (!dwarf_offdie(fc->dw, w->off, &die))
+			/* (the tests' walks have no handle: one thread) */
+			if (fc->d && !dw_lock(fc->d))
 				return -2;
-			id = die_ranges(&die, sub, w->scope, w->depth, fc->nodes, fc->ranges);
+			id = dwarf_offdie(fc->dw, w->off, &die) ? die_ranges(&die, sub, w->scope, w->depth, fc->nodes, fc->ranges)
+							       : -2;
+			if (fc->d)
+				dw_unlock(fc->d);
 		}
 	}
 	/* a function the shallow walk jumps over: its subtree is walked when asked for */
@@ -457,7 +511,7 @@ static int collect(struct dwi *d, Dwarf_Die *cudie, bool lazy, struct dww_unit *
 {
 	*unit = d->sec.info ? dww_unit_open(&d->sec, dwarf_dieoffset(cudie) - dwarf_cuoffset(cudie)) : NULL;
 	if (*unit) {
-		struct fast_ctx fc = { d->dw, nodes, ranges, lazy, *unit };
+		struct fast_ctx fc = { d->dw, nodes, ranges, lazy, *unit, d };
 		int rc = dww_walk_unit(*unit, lazy, dwi_on_die, &fc);
 		if (rc || !lazy) {
 			dww_unit_free(*unit);
@@ -468,16 +522,24 @@ static int collect(struct dwi *d, Dwarf_Die *cudie, bool lazy, struct dww_unit *
 		nodes->len = 0;
 		ranges->len = 0;
 	}
-	return dwi_collect_libdw(cudie, -1, nodes, ranges);
+	if (!dw_lock(d))
+		return -1;
+	int rc = dwi_collect_libdw(cudie, -1, nodes, ranges);
+	dw_unlock(d);
+	return rc;
 }
 
 struct dwl_table *dwi_unit_lines(struct dwi *d, Dwarf_Die *cudie)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word off;
-	if (!d->lsec.line || dwarf_formudata(dwarf_attr(cudie, DW_AT_stmt_list, &a), &off) != 0)
+	if (!d->lsec.line || !dw_lock(d))
 		return NULL;
-	return dwl_build_stored(&d->lsec, off, dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a)), d->lstore);
+	bool has = dwarf_formudata(dwarf_attr(cudie, DW_AT_stmt_list, &a), &off) == 0;
+	const char *comp_dir = has ? dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a)) : NULL;
+	dw_unlock(d);
+	/* (the unit's table decoded or taken from the store without the handle's lock) */
+	return has ? dwl_build_stored(&d->lsec, off, comp_dir, d->lstore) : NULL;
 }
 
 /* Every unit's line table both ways (tests): at each row's address of libdw's table, and one
@@ -519,6 +581,8 @@ static bool split_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, const 
 	Dwarf_Attribute a;
 	Dwarf_Word w = 0;
 	Dwarf_Addr low = 0;
+	if (!dw_lock(d))
+		return false;
 	c->psec = (struct dww_sections){ 0 };
 	c->psec.addr = d->sec.addr;
 	c->psec.naddr = d->sec.naddr;
@@ -532,6 +596,8 @@ static bool split_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, const 
 		c->psec.skel_ranges_base = w;
 	if (dwarf_lowpc(cudie, &low) == 0)
 		c->psec.skel_low_pc = low;
+	const char *comp_dir = dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a));
+	dw_unlock(d);
 	if (dwp_unit(pkg, dwo_id, &c->psec, &c->plsec))
 		return false;
 	if (dwp_is_dwo(pkg)) {
@@ -549,7 +615,7 @@ static bool split_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, const 
 		c->unit = dww_unit_open(&c->psec, 0);
 	}
 	if (c->unit && c->plsec.line)
-		c->call_lines = dwl_build(&c->plsec, 0, dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a)));
+		c->call_lines = dwl_build(&c->plsec, 0, comp_dir);
 	c->own = c->unit != NULL;
 	return c->own;
 }
@@ -561,10 +627,13 @@ static bool split_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, const 
 static bool dwo_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, uint64_t dwo_id)
 {
 	Dwarf_Attribute a;
+	if (!dw_lock(d))
+		return false;
 	const char *name = dwarf_formstring(dwarf_attr(cudie, DW_AT_dwo_name, &a));
 	if (!name)
 		name = dwarf_formstring(dwarf_attr(cudie, DW_AT_GNU_dwo_name, &a));
 	const char *dir = dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a));
+	dw_unlock(d);
 	struct elfv *v = name && d->open_dwo ? d->open_dwo(d->open_dwo_ctx, name, dir) : NULL;
 	struct dwp *p = v ? dwp_open_dwo(v) : NULL;
 	if (!p) {
@@ -592,16 +661,19 @@ static bool dwo_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, uint64_t
  * none. */
 static bool package_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, uint64_t dwo_id)
 {
+	if (!dw_lock(d))
+		return false;
 	if (!d->package_tried) {
 		d->package_tried = true;
 		d->package = d->find_package ? d->find_package(d->find_package_ctx) : NULL;
 	}
-	return d->package && split_unit(d, c, cudie, d->package, dwo_id);
+	const struct dwp *pkg = d->package;
+	dw_unlock(d);
+	return pkg && split_unit(d, c, cudie, pkg, dwo_id);
 }
 
-/* Indexes a unit: lazy (functions now, their inlined subroutines when asked for) or, for the
- * tests' reference, whole. */
-struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
+/* A unit not indexed yet. NULL without memory. */
+static struct dwi_cu *cu_new(Dwarf_Die *cudie)
 {
 	struct dwi_cu *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -609,9 +681,21 @@ struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 	c->off = dwarf_dieoffset(cudie);
 	c->die = *cudie;
 	c->nodes = (struct base_vec)BASE_VEC_INIT(struct dwi_node);
+	pthread_mutex_init(&c->mu, NULL);
+	return c;
+}
+
+/* Indexes a unit: lazy (functions now, their inlined subroutines when asked for) or, for the
+ * tests' reference, whole. @return false on failure. */
+static bool cu_fill(struct dwi *d, struct dwi_cu *c, bool lazy)
+{
+	Dwarf_Die *cudie = &c->die;
 	c->lines = dwi_unit_lines(d, cudie);
-	if (!c->lines && dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
-		c->files = NULL;
+	if (!c->lines && dw_lock(d)) {
+		if (dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
+			c->files = NULL;
+		dw_unlock(d);
+	}
 	struct base_vec ranges = BASE_VEC_INIT(struct range), segs = BASE_VEC_INIT(struct dwi_seg);
 	bool fail;
 	/* split DWARF: the skeleton unit here has no DIEs below it; its split unit (in the .dwo
@@ -620,22 +704,36 @@ struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 	 * stay the skeleton's. */
 	uint8_t ut = 0;
 	uint64_t dwo_id = 0;
-	if (dwarf_cu_info(cudie->cu, NULL, &ut, NULL, NULL, &dwo_id, NULL, NULL) == 0 && ut == DW_UT_skeleton) {
+	bool info = false;
+	if (dw_lock(d)) {
+		info = dwarf_cu_info(cudie->cu, NULL, &ut, NULL, NULL, &dwo_id, NULL, NULL) == 0;
+		dw_unlock(d);
+	}
+	if (info && ut == DW_UT_skeleton) {
 		/* no unit found: no inline frames (names from the symbol table) */
 		fail = (dwo_unit(d, c, cudie, dwo_id) || package_unit(d, c, cudie, dwo_id)) &&
-		       dww_walk_unit(c->unit, true, dwi_on_die, &(struct fast_ctx){ d->dw, &c->nodes, &ranges, true, c->unit });
+		       dww_walk_unit(c->unit, true, dwi_on_die, &(struct fast_ctx){ d->dw, &c->nodes, &ranges, true, c->unit, d });
 	} else {
 		fail = collect(d, cudie, lazy, &c->unit, &c->nodes, &ranges) != 0;
 	}
 	if (fail || sweep(&ranges, -1, &segs)) {
 		base_vec_free(&ranges);
 		base_vec_free(&segs);
-		dwi_cu_free(c);
-		return NULL;
+		return false;
 	}
 	base_vec_free(&ranges);
 	c->segs = segs.data;
 	c->nsegs = (uint32_t)segs.len;
+	return true;
+}
+
+struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
+{
+	struct dwi_cu *c = cu_new(cudie);
+	if (c && !cu_fill(d, c, lazy)) {
+		dwi_cu_free(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -648,14 +746,15 @@ static void expand(struct dwi *d, struct dwi_cu *c, int32_t id)
 	Dwarf_Off off = n->off;
 	size_t keep = c->nodes.len;
 	struct base_vec ranges = BASE_VEC_INIT(struct range), segs = BASE_VEC_INIT(struct dwi_seg);
-	struct fast_ctx fc = { d->dw, &c->nodes, &ranges, false, c->unit };
+	struct fast_ctx fc = { d->dw, &c->nodes, &ranges, false, c->unit, d };
 	int rc = c->unit ? dww_walk_subtree(c->unit, off, id, dwi_on_die, &fc) : -1;
-	if (rc && !c->own) {
+	if (rc && !c->own && dw_lock(d)) {
 		/* a form the fast walk does not know, below the part the unit's walk jumped over */
 		c->nodes.len = keep;
 		ranges.len = 0;
 		Dwarf_Die die;
 		rc = dwarf_offdie(d->dw, off, &die) ? dwi_collect_libdw(&die, id, &c->nodes, &ranges) : -1;
+		dw_unlock(d);
 	}
 	if (rc || sweep(&ranges, id, &segs)) {
 		c->nodes.len = keep;
@@ -716,11 +815,23 @@ static const char *die_name(Dwarf_Die *die)
 	return n ? n : dwarf_diename(die);
 }
 
+static struct dww_unit *attr_unit_locked(struct dwi *d, uint64_t off);
+
 /* The unit holding the DIE at off, opened for dww_attrs (and kept); NULL when dww cannot read it. */
 static struct dww_unit *attr_unit(struct dwi *d, struct dwi_cu *c, uint64_t off)
 {
 	if (c->unit && dww_unit_has(c->unit, off))
 		return c->unit;
+	/* (the units opened for names are shared by the handle's units; each is read only) */
+	if (!dw_lock(d))
+		return NULL;
+	struct dww_unit *w = attr_unit_locked(d, off);
+	dw_unlock(d);
+	return w;
+}
+
+static struct dww_unit *attr_unit_locked(struct dwi *d, uint64_t off)
+{
 	if (!d->unit_offs_built) {
 		d->unit_offs_built = true;
 		struct base_vec v = BASE_VEC_INIT(uint64_t);
@@ -829,8 +940,10 @@ static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, st
 	if (n->resolved)
 		return;
 	n->resolved = true;
-	if (!dwi_attrs_resolve(d, c, n, strings))
+	if (!dwi_attrs_resolve(d, c, n, strings) && dw_lock(d)) {
 		dwi_libdw_resolve(d, c, n, strings);
+		dw_unlock(d);
+	}
 }
 
 void dwi_set_dwo_opener(struct dwi *d, struct elfv *(*open)(void *ctx, const char *name, const char *comp_dir),
@@ -928,9 +1041,11 @@ static void aranges_build(struct dwi *d)
 	d->nar = v.len;
 }
 
-/* The indexed unit over addr, indexing it on first use; NULL when none. */
+/* The unit over addr, indexed on first use, its lock held (cu_unlock); NULL when none. */
 static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 {
+	if (!dw_lock(d))
+		return NULL;
 	if (!d->ar_built)
 		aranges_build(d);
 	uint64_t unit = UINT64_MAX;
@@ -946,25 +1061,40 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 	Dwarf_Die cudie;
 	if (unit == UINT64_MAX) {
 		/* not in .debug_aranges (an incomplete table): libdw's search over the units */
-		if (d->ar_from_units || !dwarf_addrdie(d->dw, (Dwarf_Addr)addr, &cudie))
+		if (d->ar_from_units || !dwarf_addrdie(d->dw, (Dwarf_Addr)addr, &cudie)) {
+			dw_unlock(d);
 			return NULL;
+		}
 		unit = dwarf_dieoffset(&cudie) - dwarf_cuoffset(&cudie);
 	}
 	struct dwi_cu *c = base_map_get(&d->cus, unit);
-	if (c)
-		return c;
-	Dwarf_Off next;
-	size_t hsize;
-	if (dwarf_nextcu(d->dw, unit, &next, &hsize, NULL, NULL, NULL) != 0 ||
-	    !dwarf_offdie(d->dw, unit + hsize, &cudie))
-		return NULL;
-	errno = 0;
-	c = dwi_cu_index(d, &cudie, true);
-	if (!c || base_map_put(&d->cus, unit, c)) {
-		/* (an allocation of ours that failed: said as libdw's are) */
-		if (errno == ENOMEM || c)
-			d->oom = true;
-		dwi_cu_free(c);
+	if (!c) {
+		Dwarf_Off next;
+		size_t hsize;
+		if (dwarf_nextcu(d->dw, unit, &next, &hsize, NULL, NULL, NULL) != 0 ||
+		    !dwarf_offdie(d->dw, unit + hsize, &cudie)) {
+			dw_unlock(d);
+			return NULL;
+		}
+		/* indexed below, under its own lock: others meanwhile look up in other units */
+		if (!(c = cu_new(&cudie)) || base_map_put(&d->cus, unit, c)) {
+			__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED); /* (ours: said as libdw's are) */
+			if (c)
+				dwi_cu_free(c);
+			dw_unlock(d);
+			return NULL;
+		}
+	}
+	dw_unlock(d);
+	lock_hold(&c->mu);
+	if (c->state == CU_NEW) {
+		errno = 0;
+		c->state = cu_fill(d, c, true) ? CU_INDEXED : CU_FAILED;
+		if (c->state == CU_FAILED && errno == ENOMEM)
+			__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED);
+	}
+	if (c->state != CU_INDEXED) {
+		lock_release(&c->mu);
 		return NULL;
 	}
 	return c;
@@ -972,17 +1102,23 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 
 static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
                        unsigned cap);
+static unsigned chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
+                         struct dwi_frame *out, unsigned cap);
 
 unsigned dwi_lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
                     unsigned cap)
 {
-	if (!d || !cap || d->oom)
+	if (!d || !cap || __atomic_load_n(&d->oom, __ATOMIC_RELAXED))
 		return 0;
 	struct oom_guard g = { .prev = oom_top };
 	oom_top = &g;
 	if (setjmp(g.jb)) {
-		oom_top = g.prev;
-		d->oom = true;
+		/* (g is read back through a pointer the calls that filled it had) */
+		volatile struct oom_guard *vg = &g;
+		oom_top = vg->prev;
+		__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED);
+		for (unsigned i = vg->nheld; i-- > 0;)
+			pthread_mutex_unlock(vg->held[i]);
 		return 0;
 	}
 	unsigned n = lookup(d, strings, addr, out, cap);
@@ -992,7 +1128,7 @@ unsigned dwi_lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, 
 
 bool dwi_out_of_memory(const struct dwi *d)
 {
-	return d && d->oom;
+	return d && __atomic_load_n(&d->oom, __ATOMIC_RELAXED);
 }
 
 static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
@@ -1001,23 +1137,32 @@ static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t add
 	struct dwi_cu *c = unit_at(d, addr);
 	if (!c)
 		return 0;
+	unsigned n = chain_at(d, c, strings, addr, out, cap);
+	lock_release(&c->mu);
+	return n;
+}
+
+/* The lookup in the unit over addr (its lock held). */
+static unsigned chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
+                         struct dwi_frame *out, unsigned cap)
+{
 	int32_t id = innermost(d, c, addr);
 	/* the innermost position, from the line table */
 	const char *file = NULL;
 	uint32_t line = 0, fidx;
-	Dwarf_Line *l = NULL;
 	if (c->lines) {
 		char buf[4096];
 		if (dwl_find(c->lines, addr, &fidx, &line))
 			file = intern0(strings, dwl_file(c->lines, fidx, buf, sizeof(buf)));
-	} else {
-		l = dwarf_getsrc_die(&c->die, (Dwarf_Addr)addr);
-	}
-	if (l) {
-		int ln = 0;
-		dwarf_lineno(l, &ln);
-		file = intern0(strings, dwarf_linesrc(l, NULL, NULL));
-		line = ln > 0 ? (uint32_t)ln : 0;
+	} else if (dw_lock(d)) {
+		Dwarf_Line *l = dwarf_getsrc_die(&c->die, (Dwarf_Addr)addr);
+		if (l) {
+			int ln = 0;
+			dwarf_lineno(l, &ln);
+			file = intern0(strings, dwarf_linesrc(l, NULL, NULL));
+			line = ln > 0 ? (uint32_t)ln : 0;
+		}
+		dw_unlock(d);
 	}
 	if (id < 0) {
 		/* no function DIE covers addr (GCC's LTO units leave some out) but the line table
@@ -1043,4 +1188,3 @@ static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t add
 	}
 	return n;
 }
-

@@ -4,6 +4,7 @@
 #define UW_DWARF_INLINE_INT_H
 
 #include <elfutils/libdw.h>
+#include <pthread.h>
 
 #include "base/base.h"
 #include "symbolize/dwarf_image.h"
@@ -31,7 +32,11 @@ struct dwi_seg {
 	int32_t node;         /* innermost scope from start on; -1: none */
 };
 
+enum { CU_NEW, CU_INDEXED, CU_FAILED };
+
 struct dwi_cu {
+	pthread_mutex_t mu;   /* its lookups (unit_at: indexing it, walking its functions, names) */
+	uint8_t state;        /* CU_*: indexed on its first lookup */
 	Dwarf_Off off;        /* the unit DIE */
 	Dwarf_Die die;
 	struct base_vec nodes; /* struct dwi_node; grows as subprograms are walked */
@@ -53,6 +58,7 @@ struct dwi_cu {
 };
 
 struct dwi {
+	pthread_mutex_t mu;   /* what units share, and calls into libdw (dwarf_inline.c) */
 	Dwarf *dw;
 	struct dww_sections sec; /* plain sections for the fast walk (info NULL: libdw walk only) */
 	struct dwl_sections lsec; /* and for line tables (line NULL: libdw's) */
@@ -76,7 +82,7 @@ struct dwi {
 	void *find_package_ctx;
 	struct elfv *(*open_dwo)(void *ctx, const char *name, const char *comp_dir);
 	void *open_dwo_ctx;
-	bool oom;             /* memory ran out in a lookup (libdw's or ours): no more lookups */
+	bool oom;             /* memory ran out in a lookup (libdw's or ours): no more lookups (atomic) */
 	struct dwp *package; /* the finder's, not owned */
 	bool package_tried;
 };
@@ -99,6 +105,7 @@ struct fast_ctx {
 	struct base_vec *nodes, *ranges;
 	bool shallow;         /* subprograms are walked later */
 	struct dww_unit *unit; /* reads DW_AT_ranges; NULL: libdw does */
+	struct dwi *d;        /* whose lock calls into libdw take (NULL: one thread, the tests') */
 };
 
 /* (dwarf_inline.c) */

@@ -16,6 +16,7 @@
 #include <dwarf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -520,9 +521,11 @@ struct dwl_store {
 	size_t nunits;
 	const struct dwl_row *rows;
 	size_t nrows;
-	uint8_t *state;          /* per stored unit: 0 not checked, 1 good, 2 bad or decoded again */
+	uint8_t *state;          /* per stored unit: 0 not checked, 1 good, 2 bad or decoded again
+	                          * (each written only by the thread that builds that unit's table) */
+	pthread_mutex_t mu;      /* fresh, fresh_rows: tables of different units are built at once */
 	struct base_vec fresh;   /* struct fresh: decoded this run */
-	size_t fresh_rows, taken;
+	size_t fresh_rows, taken; /* (taken: atomic) */
 };
 
 static bool store_valid(const uint8_t *p, size_t size, const struct elfv_ident *ident)
@@ -558,6 +561,7 @@ struct dwl_store *dwl_store_open(const char *path, const struct elfv_ident *iden
 		return NULL;
 	}
 	st->fresh = BASE_VEC_INIT(struct fresh);
+	pthread_mutex_init(&st->mu, NULL);
 	st->cap = cap;
 	st->ident = *ident;
 	uint64_t fsize;
@@ -625,31 +629,34 @@ static bool store_rows(struct dwl_store *st, uint64_t off, const uint8_t *unit, 
 	t->rows = (struct dwl_row *)(st->rows + u->first); /* read only: borrowed */
 	t->nrows = (size_t)u->nrows;
 	t->borrowed = true;
-	st->taken++;
+	__atomic_add_fetch(&st->taken, 1, __ATOMIC_RELAXED);
 	return true;
 }
 
 static void store_add(struct dwl_store *st, uint64_t off, const uint8_t *unit, size_t len, struct dwl_table *t)
 {
-	if (st->fresh_rows + st->nrows + t->nrows > STORE_MAX_ROWS)
-		return;
-	struct fresh *f = base_vec_push(&st->fresh);
-	if (!f)
-		return;
-	*f = (struct fresh){ off, len, base_hash_block(unit, len), t };
-	size_t i;
-	if (store_find(st, off, &i)) /* its stored rows were for other bytes, or bad */
-		st->state[i] = 2;
-	t->store = st;
-	t->fresh_idx = st->fresh.len - 1;
-	st->fresh_rows += t->nrows;
+	uint64_t hash = base_hash_block(unit, len);
+	pthread_mutex_lock(&st->mu);
+	struct fresh *f = st->fresh_rows + st->nrows + t->nrows <= STORE_MAX_ROWS ? base_vec_push(&st->fresh) : NULL;
+	if (f) {
+		size_t i;
+		if (store_find(st, off, &i)) /* its stored rows were for other bytes, or bad */
+			st->state[i] = 2;
+		*f = (struct fresh){ off, len, hash, t };
+		t->store = st;
+		t->fresh_idx = st->fresh.len - 1;
+		st->fresh_rows += t->nrows;
+	}
+	pthread_mutex_unlock(&st->mu);
 }
 
 static void store_forget(struct dwl_store *st, size_t idx)
 {
+	pthread_mutex_lock(&st->mu);
 	struct fresh *f = base_vec_at(&st->fresh, idx);
 	st->fresh_rows -= f->t->nrows;
 	f->t = NULL;
+	pthread_mutex_unlock(&st->mu);
 }
 
 /* A unit of the file being written, and where its rows are now. */
@@ -743,6 +750,7 @@ void dwl_store_free(struct dwl_store *st)
 		munmap(st->map, st->map_size);
 	free(st->state);
 	base_vec_free(&st->fresh);
+	pthread_mutex_destroy(&st->mu);
 	free(st->path);
 	free(st);
 }

@@ -49,7 +49,6 @@ static void sym_module_free(struct module_ext *e)
 	base_map_free(&sm->inlcache);
 	base_arena_free(&sm->inl_arena);
 	pthread_mutex_destroy(&sm->cache_mu);
-	pthread_mutex_destroy(&sm->dw_mu);
 	pthread_mutex_destroy(&sm->inl_mu);
 	pthread_cond_destroy(&sm->inl_cv);
 	free(sm);
@@ -69,7 +68,6 @@ struct sym_module *sym_module(struct uw_session *s, struct uw_module *m)
 		sm->m = m;
 		sm->s = s;
 		pthread_mutex_init(&sm->cache_mu, NULL);
-		pthread_mutex_init(&sm->dw_mu, NULL);
 		pthread_mutex_init(&sm->inl_mu, NULL);
 		pthread_cond_init(&sm->inl_cv, NULL);
 		base_map_init(&sm->symcache);
@@ -218,7 +216,7 @@ static const struct sym_inline no_inline;
 static const char pending;
 #define PENDING ((void *)&pending)
 
-/* The module's split DWARF package (dwi's finder, called once, under sm->dw_mu): the first of
+/* The module's split DWARF package (dwi's finder, called once, under the handle's lock): the first of
  * the places module_package_path names that holds one. */
 static struct dwp *find_package(void *ctx)
 {
@@ -238,6 +236,7 @@ static struct dwp *find_package(void *ctx)
 		}
 		sm->dwp_elf = v;
 		sm->dwp = d;
+		session_file_shrunk(s, v, m->path); /* (what it holds is read now) */
 		base_log(&s->log, UW_LOG_INFO, "%s: DWARF package %s", m->path, p);
 		return d;
 	}
@@ -300,15 +299,10 @@ static const struct sym_inline *inline_make(struct uw_session *s, struct sym_mod
 	struct dwi_frame tmp[DWI_MAX_DEPTH];
 	unsigned k = 0;
 	if (open_dwarf(s, sm)) {
-		pthread_mutex_lock(&sm->dw_mu);
+		/* (lookups in one handle run at once: see dwarf_inline.c) */
 		bool oom = dwi_out_of_memory(sm->dwi);
 		k = dwi_lookup(sm->dwi, &s->strings, pc, tmp, DWI_MAX_DEPTH);
-		bool now_oom = !oom && dwi_out_of_memory(sm->dwi);
-		/* (the package the finder opened is said once it is there) */
-		if (sm->dwp_elf)
-			session_file_shrunk(s, sm->dwp_elf, sm->m->path);
-		pthread_mutex_unlock(&sm->dw_mu);
-		if (now_oom) /* said once: no more lookups in it */
+		if (!oom && dwi_out_of_memory(sm->dwi)) /* said once: no more lookups in it */
 			session_resource_fail(s, -ENOMEM, sm->m->path);
 	}
 	if (!k)

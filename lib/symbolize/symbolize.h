@@ -33,8 +33,7 @@ struct sym_module {
 	/* its DWARF: opened once under m->mu, published by dwi_done */
 	bool dwi_done;
 	struct dwi *dwi;
-	pthread_mutex_t dw_mu;      /* lookups in dwi; the package, found once by dwi's finder */
-	struct elfv *dwp_elf;       /* its split DWARF's package (.dwp), or NULL */
+	struct elfv *dwp_elf;       /* its split DWARF's package (.dwp), or NULL (dwi's finder's) */
 	struct dwp *dwp;
 	/* inline chains looked up: rel pc -> struct sym_inline *, or pending on the helper */
 	pthread_mutex_t inl_mu;

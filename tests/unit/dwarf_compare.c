@@ -22,7 +22,7 @@ int dwi_compare_walks(struct dwi *d, size_t *units, size_t *fast, size_t *differ
 			struct base_vec n1 = BASE_VEC_INIT(struct dwi_node), r1 = BASE_VEC_INIT(struct range);
 			struct base_vec n2 = BASE_VEC_INIT(struct dwi_node), r2 = BASE_VEC_INIT(struct range);
 			struct dww_unit *w = d->sec.info ? dww_unit_open(&d->sec, off) : NULL;
-			struct fast_ctx fc = { d->dw, &n1, &r1, false, w };
+			struct fast_ctx fc = { d->dw, &n1, &r1, false, w, NULL };
 			(*units)++;
 			if (w && dww_walk_unit(w, false, dwi_on_die, &fc) == 0) {
 				(*fast)++;

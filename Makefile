@@ -1,11 +1,12 @@
-# unwound — top-level driver. `make` only builds; `make check` and `make demo` install what they
-# need first (scripts/install-deps).
+# unwound — top-level driver. `make` only builds (the library and the CLI: no test, so none of
+# the test-only packages is needed); `make check` and `make demo` install what they need first
+# (scripts/install-deps).
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: all configure install check check-asan check-tsan abi-update demo bench bench-record soak fuzz clean
+.PHONY: all configure configure-tests install check check-asan check-tsan abi-update demo bench bench-record soak fuzz clean
 
 all: configure
 	cmake --build $(BUILD) -j$(JOBS)
@@ -19,6 +20,10 @@ install: configure
 	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
 	cmake --build $(BUILD) -j$(JOBS)
 	cmake --install $(BUILD)
+
+# The build with the tests and their programs (after `install-deps check`: cmocka and the rest).
+configure-tests:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUW_TESTS=ON $(CMAKE_FLAGS)
 
 # The test command: install, build with -Werror, run every test (unit, e2e with perf).
 check:
@@ -56,15 +61,18 @@ bench:
 	$(MAKE) all
 	./bench/run $(BUILD)
 
+# (bench-record and soak run the tests' programs)
 bench-record:
 	./scripts/install-deps check
-	$(MAKE) all
+	$(MAKE) configure-tests
+	cmake --build $(BUILD) -j$(JOBS)
 	./bench/record $(BUILD)
 
 # a 5-minute system-wide recording under load; the recorder's RSS must stay flat (needs root)
 soak:
 	./scripts/install-deps check
-	$(MAKE) all
+	$(MAKE) configure-tests
+	cmake --build $(BUILD) -j$(JOBS)
 	./tests/soak/soak.sh $(BUILD)
 
 # Each fuzz target for FUZZ_SECONDS (default 60) with clang's libFuzzer, ASan and UBSan.

@@ -2,8 +2,8 @@
 /*
  * Differential profiles: two profiles of one session side by side, per function (perf diff's
  * table) or per folded stack, as shares of each profile's total; or FlameGraph's
- * two-column folded input. Names are interned in the session, so a function or a stack of
- * the baseline is found in the other profile by its name pointers.
+ * two-column folded input. Names are interned in the session here, so a function or a stack
+ * of the baseline is found in the other profile by its name pointers.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -99,6 +99,14 @@ static void add_profile(struct dx *x, struct uw_profile *p, int side)
 			key.comm = st->comm;
 			key.names = x->names;
 			key.n = prof_stack_names(p, st, x->names, &key.hash);
+			/* a module's symbol names are its own: the same function in the other recording
+			 * may come from another copy of the module (a stack of both was two rows) */
+			key.comm = st->comm ? proc_intern(p->s, st->comm, strlen(st->comm)) : NULL;
+			key.hash = base_hash64((uintptr_t)key.comm);
+			for (uint32_t k = 0; k < key.n; k++) {
+				x->names[k] = proc_intern(p->s, x->names[k], strlen(x->names[k]));
+				key.hash = base_hash64(key.hash ^ (uintptr_t)x->names[k]) + k;
+			}
 		}
 		struct drow *r = find(x, &key);
 		if (r)

@@ -83,7 +83,7 @@ unsigned frametab_levels(struct frametab *t, const struct pframe *f, const uint3
 	}
 	struct dframe d[MAX_LEVELS];
 	unsigned n = 0;
-	const char *module = f->kernel ? intern(p, "[kernel.kallsyms]") : f->mod ? f->mod->name : NULL;
+	const char *module = intern(p, f->kernel ? "[kernel.kallsyms]" : f->mod ? f->mod->name : NULL);
 	const char *base = prof_frame_name(p, f);
 	uint8_t kind = f->kernel ? DF_KERNEL : !f->mod ? DF_UNKNOWN : (f->mod->jit || f->mod->jitdump) ? DF_JIT : DF_USER;
 	if (f->kernel) {

@@ -20,7 +20,7 @@ good() {
     --sort) echo sym ;; --group) echo line ;; --weight) echo samples ;; --format) echo folded ;;
     -F|--freq) echo 99 ;; -c|--count) echo 100000 ;; -m|--mmap-pages) echo 16 ;; --stack-size|--stack-limit) echo 4096 ;;
     --duration) echo 0.2 ;; -C|--cpu) echo 0 ;; --call-graph) echo dwarf,4096 ;;
-    --pid|--tid) echo 1 ;; --time) echo 0, ;;
+    --pid|--tid) echo 1 ;; --time) echo 0, ;; --fields) echo overhead,sym ;; --percentage) echo relative ;;
     *) echo "" ;;
     esac
 }

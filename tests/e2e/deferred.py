@@ -160,7 +160,10 @@ def main():
             cookie += 1
             g = open_group[tid] = [cookie, user, 0, f, 0, []]
         g[2] += 1
-        g[4] = f['time']
+        # the record follows every sample of its group, as the kernel's return to user space
+        # does: after the latest of them (a thread that moved to another CPU may have a sample
+        # stamped a little earlier than the one before it)
+        g[4] = max(g[4], f['time'])
         g[5].append((tid, f['time']))
         new = kernel + [PC_USER_DEFERRED, g[0]]
         nb = body[:co] + struct.pack('<Q', len(new)) + b''.join(struct.pack('<Q', x) for x in new) + \

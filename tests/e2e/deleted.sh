@@ -20,7 +20,10 @@ for mode in buildid plain; do
     cp other other.$mode
     # shellcheck disable=SC2086
     HOME=$W/home perf record -q $opt -e cpu-clock -F 999 --call-graph dwarf -o $mode.data -- \
-        sh -c './prog calltree 1.5 & sleep 0.3; rm -f prog; wait' >/dev/null 2>perf.err
+        sh -c './prog calltree 1.5 & p=$!
+               # (deleted once it runs, however long the machine takes to start it)
+               until case $(readlink /proc/$p/exe) in */prog) true ;; *) ! [ -e /proc/$p ] ;; esac; do sleep 0.01; done
+               sleep 0.3; rm -f prog; wait' >/dev/null 2>perf.err
     # another program at the path: no names from it
     mv other.$mode prog
     HOME=$W/home "$B/unwound" report -i $mode.data --comm prog --folded --no-kernel -o other-$mode.txt

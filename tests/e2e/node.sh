@@ -41,7 +41,13 @@ node --perf-basic-prof "$S/tests/programs/jitwork.js" 4000 >/dev/null &
 npid=$!
 nmap=/tmp/perf-$npid.map
 trap 'rm -f "$map" "$nmap"' EXIT
-sleep 0.5
+# recorded once V8 has compiled the hot functions (their map entries are written), however long
+# that takes on a busy machine
+i=0
+until grep -q hotLoop "$nmap" 2>/dev/null; do
+    i=$((i + 1)); [ $i -lt 600 ] || { echo "FAIL: node wrote no map entry for hotLoop in 60 s"; exit 1; }
+    sleep 0.1
+done
 perf record -q -e cpu-clock -F 999 --call-graph dwarf -p $npid -o "$W/attached.data" -- sleep 1 2>"$W/attached.err" ||
     { cat "$W/attached.err"; echo "FAIL: perf record -p could not attach to node"; exit 1; }
 wait $npid || { echo "FAIL: node exited with $?"; exit 1; }

@@ -40,10 +40,11 @@ perf script -i g.data --no-inline 2>/dev/null | grep -q "tree_a2" || fail "-g: p
 "$U" record -q --call-graph fp -o fp.data -- "$B/tests/e2e_fp" calltree 0.4 >/dev/null 2>&1
 perf report --header-only -i fp.data 2>/dev/null | grep "sample_type" | grep -q "STACK_USER" && fail "--call-graph fp copied stacks"
 perf script -i fp.data --no-inline 2>/dev/null | grep -q "tree_a" || fail "--call-graph fp: no user frames"
-# -C: samples on that CPU only
-"$U" record -q -C 0 -o c.data -- "$E" threads 0.4 >/dev/null 2>&1
+# -C: samples on that CPU only (one copy of the program pinned to it, so that it has samples
+# however busy the other CPUs are; the other free to run anywhere)
+"$U" record -q -C 0 -o c.data -- sh -c "taskset -c 0 $E calltree 0.3 & $E threads 0.3; wait" >/dev/null 2>&1
 cpus=$(perf script -i c.data -F cpu 2>/dev/null | sort -u | tr -d ' []' | tr '\n' ' ')
-[ "$cpus" = "000 " ] || fail "-C 0: samples on CPUs $cpus"
+[ "$cpus" = "000 " ] || fail "-C 0: samples on CPUs '$cpus'"
 echo "-g, --call-graph dwarf,SIZE and fp, -C: as perf"
 for bad in "--call-graph lbr" "--call-graph dwarf,abc" "--call-graph dwarf,70000" "-C 99999" "-C 1-0" "-F abc" "-F 10 -c 100"; do
     # shellcheck disable=SC2086

@@ -12,7 +12,9 @@ S=${UW_SRC:?UW_SRC must point at the source directory}
 W=$B/tests/work/stitch
 rm -rf "$W"
 mkdir -p "$W"
-python3 "$S/tests/programs/deepc.py" 60 300 >"$W/deep.c"
+# (600 functions: about 2,500 samples, enough that the share completed varies little: with 300,
+# 9-32% at 8 KiB over ten recordings on a busy machine, with 600 30-52%)
+python3 "$S/tests/programs/deepc.py" 60 600 >"$W/deep.c"
 perf record -q -e cpu-clock -F 1999 --call-graph dwarf,65528 -o "$W/cc.data" -- gcc -O2 -c -o "$W/deep.o" "$W/deep.c" \
     2>"$W/perf.err" || { cat "$W/perf.err"; exit 1; }
 # (the two-sided rule still takes a rare brief call from another call site, between two

@@ -40,19 +40,24 @@ done
 perf record -q -e cpu-clock -F 999 -g -o "$W/names.data" -- /usr/bin/python3 -c '
 import ctypes, time
 ctypes.CDLL(None).prctl(15, b"</script><b>\"\\", 0, 0, 0)
-t = time.time()
-while time.time() - t < 0.3: pass
+t = time.process_time()
+while time.process_time() - t < 0.3: pass
 ' >/dev/null 2>&1
 "$B/unwound" report -i "$W/names.data" --format html -o "$W/names.html"
 "$B/unwound" report -i "$W/names.data" --format speedscope -o "$W/names.json"
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert any("</script>" in p["name"] for p in d["profiles"]), [p["name"] for p in d["profiles"]]' "$W/names.json" ||
     { echo "FAIL: the speedscope file does not carry the thread's name"; exit 1; }
+# stacks deeper than the window (150 calls of recurse): the page opens on the flame's base
+perf record -q -e cpu-clock -F 999 --call-graph dwarf,65528 -o "$W/deep.data" -- "$B/tests/e2e_nofp" recursion 0.3 150 \
+    >/dev/null 2>"$W/perf.err" || { echo "FAIL: perf record"; cat "$W/perf.err"; exit 1; }
+"$B/unwound" report -i "$W/deep.data" --format html -o "$W/deep.html"
 python3 "$S/tests/e2e/viewers-expect.py" "$W" >"$W/expect.json"
 python3 - "$W" <<'PY'
 import json, sys
 W = sys.argv[1]
 e = json.load(open(f"{W}/expect.json"))
 e["pages"] = [{"name": "names", "file": f"{W}/names.html", "thread_text": '</script><b>"\\'}]
+e["deep"] = [{"name": "recursion", "file": f"{W}/deep.html", "min_depth": 100}]
 json.dump(e, open(f"{W}/expect.json", "w"))
 PY
 node "$S/tests/viewers/check.mjs" "$W"

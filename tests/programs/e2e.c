@@ -10,6 +10,8 @@
  *   signal:    main -> signal_loop -> spin, with SIGPROF -> on_signal -> sig_work -> spin
  *   tailcall:  main -> tail_entry -(tail call)-> tail_target -> spin
  *   recursion: main -> recurse (x depth) -> spin
+ *
+ * e2e MODE [SECS [DEPTH]]: each loop runs for SECS (default 1) of its thread's CPU time.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -23,14 +25,22 @@
 
 extern int lib_entry(int n, int (*cb)(int));
 
-static double deadline;
+/* Each loop runs until its thread has had SECS of CPU time, not SECS of the clock: the work
+ * done, and the samples a cpu-clock recording takes of it, are then the same on a busy machine
+ * (where the run takes longer) as on an idle one. */
+static double secs;
 volatile unsigned long sink;
 
-static double now(void)
+static double thread_cpu(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int running(void)
+{
+	return thread_cpu() < secs;
 }
 
 NOINLINE int spin(int n)
@@ -50,7 +60,7 @@ NOINLINE int exe_callback(int n) { return spin(n) + 3; }
 
 NOINLINE void *thread_work(int n)
 {
-	while (now() < deadline)
+	while (running())
 		spin(n);
 	return NULL;
 }
@@ -63,9 +73,15 @@ NOINLINE void *thread_main(void *arg)
 	return r;
 }
 
+/* At least 1.2 ms of CPU time, more than a sample period at 999 Hz: every run of the handler is
+ * sampled, whatever the phase of the samples to it. (A 30 us handler went unsampled for 3 s on
+ * a busy machine: it runs as the thread is scheduled in, the samples come a period later.) */
 NOINLINE void sig_work(void)
 {
-	spin(20000);
+	double t0 = thread_cpu();
+	do
+		spin(20000);
+	while (thread_cpu() - t0 < 0.0012);
 	sink++;
 }
 
@@ -78,7 +94,7 @@ NOINLINE void on_signal(int sig)
 
 NOINLINE void signal_loop(void)
 {
-	while (now() < deadline)
+	while (running())
 		spin(5000);
 }
 
@@ -108,15 +124,14 @@ NOINLINE int recurse(int depth, int n)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "calltree";
-	double secs = argc > 2 ? atof(argv[2]) : 1.0;
-	deadline = now() + secs;
+	secs = argc > 2 ? atof(argv[2]) : 1.0;
 	if (!strcmp(mode, "calltree")) {
-		while (now() < deadline) {
+		while (running()) {
 			tree_a(40000);
 			tree_b(20000);
 		}
 	} else if (!strcmp(mode, "shlib")) {
-		while (now() < deadline)
+		while (running())
 			lib_entry(30000, exe_callback);
 	} else if (!strcmp(mode, "threads")) {
 		pthread_t t[2];
@@ -129,17 +144,18 @@ int main(int argc, char **argv)
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_signal;
 		sigaction(SIGPROF, &sa, NULL);
-		struct itimerval it = { { 0, 2000 }, { 0, 2000 } };
+		/* (every 10 ms of CPU time: the handler holds about an eighth of the samples) */
+		struct itimerval it = { { 0, 10000 }, { 0, 10000 } };
 		setitimer(ITIMER_PROF, &it, NULL);
 		signal_loop();
 		struct itimerval off = { { 0, 0 }, { 0, 0 } };
 		setitimer(ITIMER_PROF, &off, NULL);
 	} else if (!strcmp(mode, "tailcall")) {
-		while (now() < deadline)
+		while (running())
 			tail_entry(30000);
 	} else if (!strcmp(mode, "recursion")) {
 		int depth = argc > 3 ? atoi(argv[3]) : 100;
-		while (now() < deadline)
+		while (running())
 			recurse(depth, 30000);
 	} else {
 		fprintf(stderr, "e2e: unknown mode %s\n", mode);

@@ -24,9 +24,10 @@ def parse_and_sort(n):
 
 def main():
     secs = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
-    end = time.monotonic() + secs
+    # SECS of CPU time, not of the clock: the same work (and samples) on a busy machine
+    end = time.process_time() + secs
     total = 0
-    while time.monotonic() < end:
+    while time.process_time() < end:
         total += fib(18) + churn(20000) + parse_and_sort(3000)
     print(total % 1000)
 

@@ -38,6 +38,45 @@ async function open(url) {
 }
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// ---- what a page shows when it opens: the flame's base (the root and the first levels) in the
+// window without scrolling, however deep the stacks (the boxes where the page drew them, in
+// window coordinates)
+async function opensOnBase(page, name, minDepth) {
+  const got = await page.evaluate(() => {
+    // the root, the way to the zoomed box, and the heaviest way on from it, 3 levels
+    const c = document.getElementById('graph').getBoundingClientRect();
+    const base = [];
+    for (let x = unwound.zoomed(); x; x = x.p) base.unshift(x);
+    for (let i = 0, n = base[base.length - 1]; i < 3 && n.kids && n.kids.length; i++) { n = n.kids[0]; base.push(n); }
+    const deepest = (x) => (x.kids || []).reduce((m, k) => Math.max(m, deepest(k)), x.d);
+    return { base: base.map((x) => { const r = unwound.rectOf(x); return { name: unwound.name(x), y: r ? c.top + r.y : null, h: r ? r.h : 0 }; }),
+             deepest: deepest(unwound.root()), scrollY: window.scrollY, innerHeight: window.innerHeight };
+  });
+  const out = got.base.filter((b) => b.y === null || b.y < 0 || b.y + b.h > got.innerHeight);
+  check(got.scrollY === 0 && got.base.length > 0 && out.length === 0,
+    `${name}: opens with the root and the first levels in view (window ${got.innerHeight} px, scrolled ${got.scrollY}; ` +
+    `${out.length} of ${got.base.length} base boxes out of view${out.length ? ', e.g. ' + out[0].name + ' at y ' + Math.round(out[0].y) : ''})`);
+  if (minDepth) check(got.deepest >= minDepth, `${name}: the flame is ${got.deepest} levels deep (at least ${minDepth}: deeper than the window)`);
+}
+// every label readable on its box: WCAG's contrast ratio of at least 4.5 (AA)
+function luminance(c) {
+  const lin = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+  return 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);
+}
+function contrast(a, b) { const x = luminance(a), y = luminance(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); }
+async function labelsReadable(page, name) {
+  const boxes = await page.evaluate(() => (window.unwound && unwound.boxes ? unwound.boxes() : []));
+  const labelled = boxes.filter((b) => b.fill && b.text);
+  const worst = labelled.reduce((w, b) => { const c = contrast(b.fill, b.text); return !w || c < w.c ? { c, b } : w; }, null);
+  check(labelled.length > 0 && worst.c >= 4.5, `${name}: ${labelled.length} labels readable (lowest contrast ` +
+    (worst ? `${worst.c.toFixed(2)}: '${worst.b.name}' in rgb(${worst.b.text}) on rgb(${worst.b.fill})` : 'none') + ', at least 4.5)');
+}
+// "1 thread", "2 threads"
+async function threadsSaid(page, name) {
+  const t = await page.evaluate(() => ({ all: document.querySelector('#thread option').textContent, n: unwound.data.threads.length }));
+  check(t.all === `all (${t.n} thread${t.n === 1 ? '' : 's'})`, `${name}: the thread selector says '${t.all}' of ${t.n}`);
+}
+
 // ---- speedscope: the sandwich view's table of functions (total and self time)
 function ms(text) {
   const m = /^([\d.]+)(ns|µs|us|ms|s)/.exec(text.trim());
@@ -95,6 +134,9 @@ for (const h of E.html || []) {
   check(errors.length === 0, `html ${h.name}: no console errors ${errors.join('; ')}`);
   check(s.total === h.total && s.n === h.samples, `html ${h.name}: total ${h.total} in ${h.samples} samples (shown ${s.total} in ${s.n})`);
   check(JSON.stringify(s.kids.slice(0, h.roots.length)) === JSON.stringify(h.roots), `html ${h.name}: outermost frames ${h.roots} (shown ${s.kids})`);
+  await opensOnBase(page, `html ${h.name}`, 0);
+  await threadsSaid(page, `html ${h.name}`);
+  await labelsReadable(page, `html ${h.name}`);
   // the canvas is as tall as the deepest box drawn: the flame's highest box is at its top
   const ext = await page.evaluate(() => unwound.extent());
   check(ext.top >= 0 && ext.top <= 4, `html ${h.name}: the highest box at the canvas's top (at ${ext.top} of ${ext.height} px)`);
@@ -164,6 +206,28 @@ for (const h of E.html || []) {
   check(errors.length === 0, `html ${h.name}: no errors after interaction ${errors.join('; ')}`);
   await page.close();
 }
+// ---- deep stacks: the page still opens on the flame's base; zooming into a box keeps it there
+for (const h of E.deep || []) {
+  const { page, errors } = await open('file://' + h.file);
+  await page.waitForFunction(() => window.unwound && window.unwound.root(), { timeout: 30000 });
+  check(errors.length === 0, `deep ${h.name}: no console errors ${errors.join('; ')}`);
+  await opensOnBase(page, `deep ${h.name}`, h.min_depth);
+  await page.screenshot({ path: path.join(work, `deep-${h.name}.png`) });
+  // a click on a box of the base zooms into it: the base again in view
+  if (!(await page.evaluate(() => !!unwound.boxes))) { await page.close(); continue; }
+  const b = await page.evaluate(() => unwound.boxes().find((x) => x.depth === 2));
+  if (b) {
+    await page.mouse.click(b.x + Math.min(b.w / 2, 20), b.y + b.h / 2);
+    await opensOnBase(page, `deep ${h.name} zoomed into ${b.name}`, 0);
+  }
+  // the icicle: its top in view
+  await page.click('#icicle');
+  const top = await page.evaluate(() => unwound.boxes().filter((x) => x.depth === 0).map((x) => x.y)[0]);
+  const ih = await page.evaluate(() => window.innerHeight);
+  check(top >= 0 && top < ih, `deep ${h.name}: the icicle's root in view (at ${top} px)`);
+  await page.close();
+}
+
 // ---- pages that must load whatever the names in them (hostile thread and function names)
 for (const h of E.pages || []) {
   const { page, errors } = await open('file://' + h.file);
@@ -190,13 +254,16 @@ for (const d of E.diffs || []) {
   }, d);
   check(errors.length === 0, `diff ${d.name}: no console errors ${errors.join('; ')}`);
   check(got.total === d.total && got.base === d.base, `diff ${d.name}: totals ${d.base} → ${d.total} (shown ${got.base} → ${got.total})`);
-  check(got.grew && got.grew[0] === 255 && got.grew[2] < 255, `diff ${d.name}: ${d.grew.join(' › ')} is red (grew): ${got.grew}`);
-  check(got.shrank && got.shrank[2] === 255 && got.shrank[0] < 255, `diff ${d.name}: ${d.shrank.join(' › ')} is blue (shrank): ${got.shrank}`);
+  check(got.grew && got.grew[0] > got.grew[1] + 40 && got.grew[1] === got.grew[2], `diff ${d.name}: ${d.grew.join(' › ')} is red (grew): ${got.grew}`);
+  check(got.shrank && got.shrank[2] > got.shrank[0] + 40 && got.shrank[0] === got.shrank[1], `diff ${d.name}: ${d.shrank.join(' › ')} is blue (shrank): ${got.shrank}`);
+  await opensOnBase(page, `diff ${d.name}`, 0);
+  await labelsReadable(page, `diff ${d.name}`);
   // what went away is seen with the baseline's widths
   const before = await page.evaluate((p) => !!unwound.rectOf(unwound.find(p)), d.shrank);
   await page.click('#negate');
   const after = await page.evaluate((p) => !!unwound.rectOf(unwound.find(p)), d.shrank);
   check(!before && after, `diff ${d.name}: ${d.shrank[d.shrank.length - 1]} (gone) is drawn only with the baseline's widths`);
+  await labelsReadable(page, `diff ${d.name} with the baseline's widths`);
   await page.click('#negate');
   check(errors.length === 0, `diff ${d.name}: no errors after interaction ${errors.join('; ')}`);
   await page.screenshot({ path: path.join(work, `diff-${d.name}.png`), fullPage: true });

@@ -69,6 +69,13 @@ void cli_summary_resources(struct uw_session *s, FILE *f);
 /* One line to standard error when the output is incomplete for that reason. @return true when
  * it is (the command then exits with CLI_EXIT_INCOMPLETE). */
 bool cli_incomplete(const char *cmd, struct uw_session *s);
+/* Option errors. Subcommands parse with opterr 0 and an optstring that begins with ':' (after
+ * '+'); when getopt_long returns '?' or ':', this says what was wrong in one line (the option,
+ * by its name) and where the options are listed. */
+struct option;
+void cli_option_error(const char *cmd, int c, char *const *argv, const struct option *lo);
+/* "unwound CMD: see 'unwound CMD --help' for the options" */
+void cli_see_help(const char *cmd);
 
 /* A text output's stream: writes go through here, so the reason a write failed (disk full) is
  * the one reported (stdio keeps only an error flag, and errno by the time it is looked at may

@@ -23,6 +23,7 @@ struct dopts {
 	unsigned rows;
 	double percent_limit;
 	enum dformat format;
+	const char *default_path[2]; /* the paths not named on the command line (perf diff's defaults) */
 };
 
 static void diff_usage(FILE *f)
@@ -70,7 +71,8 @@ static int parse(int argc, char **argv, struct dopts *o, const char **paths)
 	static const char *const weights[] = { "samples", "period", NULL };
 	int c, v;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:k:vh", lo, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:k:vh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o': o->outp = optarg; break;
 		case 'v': cli_verbose++; break;
@@ -103,19 +105,21 @@ static int parse(int argc, char **argv, struct dopts *o, const char **paths)
 		case O_DEBUGDIR: if (cli_append_path("diff", "--debug-dir", optarg, &o->debugdirs)) return -1; break;
 		case O_SEARCH: if (cli_append_path("diff", "--search-path", optarg, &o->search)) return -1; break;
 		case O_OFFLINE: o->offline = 1; break;
-		default: return -1;
+		default: cli_option_error("diff", c, argv, lo); return -1;
 		}
 	}
 	if (argc - optind > 2) {
 		fprintf(stderr, "unwound diff: two recordings at most, not '%s'\n", argv[optind + 2]);
+		cli_see_help("diff");
 		return -1;
 	}
-	paths[0] = argc - optind == 2 ? argv[optind] : "perf.data.old";
-	paths[1] = argc - optind == 2 ? argv[optind + 1] : argc - optind == 1 ? argv[optind] : "perf.data";
-	if (argc - optind == 1) { /* as perf diff: one file is compared with perf.data */
+	static const char old_data[] = "perf.data.old", new_data[] = "perf.data";
+	paths[0] = argc - optind == 2 ? argv[optind] : old_data;
+	paths[1] = argc - optind == 2 ? argv[optind + 1] : new_data;
+	if (argc - optind == 1) /* as perf diff: one file is compared with perf.data */
 		paths[0] = argv[optind];
-		paths[1] = "perf.data";
-	}
+	o->default_path[0] = paths[0] == old_data ? old_data : NULL;
+	o->default_path[1] = paths[1] == new_data ? new_data : NULL;
 	return 0;
 }
 
@@ -136,6 +140,22 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 	return 0;
 }
 
+/* A reader's error for path: the path once (the session's message names it already when it
+ * is about the file), and why that path when the command line did not name it. */
+static void read_error(struct uw_session *s, const char *path, const struct dopts *o)
+{
+	const char *m = uw_session_errmsg(s);
+	size_t l = strlen(path);
+	if (!strncmp(m, path, l) && m[l] == ':')
+		fprintf(stderr, "unwound diff: %s", m);
+	else
+		fprintf(stderr, "unwound diff: %s: %s", path, m);
+	if (path == o->default_path[0] || path == o->default_path[1])
+		fprintf(stderr, " (perf diff's default %s: unwound diff [BASELINE [NEW]])",
+			path == o->default_path[0] ? "baseline" : "new recording");
+	fprintf(stderr, "\n");
+}
+
 /* Reads one recording into a profile. @return CLI_EXIT_*. */
 static int read_one(struct uw_session *s, const char *path, const struct dopts *o, struct side *sd)
 {
@@ -143,7 +163,7 @@ static int read_one(struct uw_session *s, const char *path, const struct dopts *
 		.event = o->event);
 	struct uw_reader *rd = uw_reader_open(s, path, &ro);
 	if (!rd) {
-		fprintf(stderr, "unwound diff: %s: %s\n", path, uw_session_errmsg(s));
+		read_error(s, path, o);
 		return CLI_EXIT_ERROR;
 	}
 	/* each recording's kernel frames named with its own kernel's symbols */
@@ -154,7 +174,7 @@ static int read_one(struct uw_session *s, const char *path, const struct dopts *
 		fprintf(stderr, "unwound diff: %s: %s\n", path, uw_strerror(sd->err));
 		ret = CLI_EXIT_ERROR;
 	} else if (err) {
-		fprintf(stderr, "unwound diff: %s: %s\n", path, uw_session_errmsg(s));
+		read_error(s, path, o);
 		ret = CLI_EXIT_ERROR;
 	} else if (uw_profile_nr_events(sd->prof) > 1) {
 		fprintf(stderr, "unwound diff: %s has samples of %u events (", path, uw_profile_nr_events(sd->prof));

@@ -41,7 +41,8 @@ int cmd_inject(int argc, char **argv)
 	int offline = 0, nofp = 0, stitch = 0, c, ret = CLI_EXIT_USAGE;
 	struct cli_limits lim = { 0 };
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:o:vh", lo, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":i:o:vh", lo, NULL)) != -1) {
 		int l = cli_limit_option("inject", c, optarg, &lim);
 		if (l < 0)
 			goto out;
@@ -58,11 +59,17 @@ int cmd_inject(int argc, char **argv)
 		case O_OFFLINE: offline = 1; break;
 		case O_NOFP: nofp = 1; break;
 		case O_STITCH: stitch = 1; break;
-		default: inject_usage(stderr); goto out;
+		default: cli_option_error("inject", c, argv, lo); goto out;
 		}
 	}
-	if (!in || !out || optind < argc) {
-		inject_usage(stderr);
+	if (optind < argc) {
+		fprintf(stderr, "unwound inject: unexpected argument '%s' (the files are given with -i and -o)\n", argv[optind]);
+		cli_see_help("inject");
+		goto out;
+	}
+	if (!in || !out) {
+		fprintf(stderr, "unwound inject: give the recording with -i FILE and the file to write with -o FILE\n");
+		cli_see_help("inject");
 		goto out;
 	}
 	ret = CLI_EXIT_ERROR;

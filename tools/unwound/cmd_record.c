@@ -178,8 +178,9 @@ int cmd_record(int argc, char **argv)
 	bool freq_set = false, count_set = false;
 	struct uw_session *s = NULL;
 	optind = 1;
-	/* '+': options end at the command */
-	while ((c = getopt_long(argc, argv, "+F:c:e:gap:t:C:o:m:qvh", lo, NULL)) != -1) {
+	opterr = 0;
+	/* '+': options end at the command; ':' and opterr 0: errors are said by cli_option_error */
+	while ((c = getopt_long(argc, argv, "+:F:c:e:gap:t:C:o:m:qvh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'F':
 			freq_set = true;
@@ -239,7 +240,7 @@ int cmd_record(int argc, char **argv)
 		case O_NOFP: nofp = 1; break;
 		case O_STITCH: ro.stitch = 1; break;
 		case 'h': record_usage(stdout); ret = CLI_EXIT_OK; goto out;
-		default: record_usage(stderr); goto out;
+		default: cli_option_error("record", c, argv, lo); goto out;
 		}
 	}
 	if (freq_set && count_set) {

@@ -309,6 +309,76 @@ bool cli_incomplete(const char *cmd, struct uw_session *s)
 	return true;
 }
 
+void cli_see_help(const char *cmd)
+{
+	fprintf(stderr, "unwound %s: see 'unwound %s --help' for the options\n", cmd, cmd);
+}
+
+/* The option getopt_long stopped at (the long one, when that is what argv[optind - 1] holds
+ * and what went wrong is about it), by its name. */
+static const struct option *long_named(const char *arg, const struct option *lo, size_t *nmatch)
+{
+	const char *name = arg + 2;
+	size_t len = strcspn(name, "=");
+	const struct option *found = NULL;
+	*nmatch = 0;
+	for (const struct option *o = lo; o->name; o++) {
+		if (strncmp(o->name, name, len))
+			continue;
+		if (strlen(o->name) == len) { /* exact: no other counts */
+			*nmatch = 1;
+			return o;
+		}
+		if (!found || found->has_arg != o->has_arg || found->flag != o->flag || found->val != o->val)
+			(*nmatch)++;
+		if (!found)
+			found = o;
+	}
+	return found;
+}
+
+void cli_option_error(const char *cmd, int c, char *const *argv, const struct option *lo)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+	if (arg && !strncmp(arg, "--", 2) && arg[2]) {
+		size_t n;
+		const struct option *o = long_named(arg, lo, &n);
+		int len = (int)strcspn(arg, "=");
+		/* (a short option's error leaves optopt at its letter; a long one's at 0 or its value) */
+		if (!optopt || (o && n == 1 && o->val == optopt)) {
+			if (!o) {
+				fprintf(stderr, "unwound %s: unknown option '%.*s'\n", cmd, len, arg);
+			} else if (n > 1) {
+				fprintf(stderr, "unwound %s: '%.*s' is ambiguous:", cmd, len, arg);
+				const char *sep = "";
+				for (const struct option *p = lo; p->name; p++)
+					if (!strncmp(p->name, arg + 2, (size_t)len - 2)) {
+						fprintf(stderr, "%s --%s", sep, p->name);
+						sep = ",";
+					}
+				fprintf(stderr, "\n");
+			} else if (c == ':') {
+				fprintf(stderr, "unwound %s: --%s needs a value\n", cmd, o->name);
+			} else {
+				fprintf(stderr, "unwound %s: --%s takes no value, not '%s'\n", cmd, o->name, arg + len + 1);
+			}
+			cli_see_help(cmd);
+			return;
+		}
+	}
+	const char *lname = NULL;
+	for (const struct option *o = lo; o->name && !lname; o++)
+		if (o->val == optopt)
+			lname = o->name;
+	if (c == ':')
+		fprintf(stderr, "unwound %s: -%c%s%s needs a value\n", cmd, optopt, lname ? "/--" : "", lname ? lname : "");
+	else if (optopt > ' ' && optopt < 127)
+		fprintf(stderr, "unwound %s: unknown option '-%c'\n", cmd, optopt);
+	else
+		fprintf(stderr, "unwound %s: unknown option '%s'\n", cmd, arg);
+	cli_see_help(cmd);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: unwound <command> [options]\n\n"
@@ -342,7 +412,7 @@ int main(int argc, char **argv)
 		printf("unwound %d.%d.%d\n", UW_VERSION_MAJOR, UW_VERSION_MINOR, UW_VERSION_PATCH);
 		return CLI_EXIT_OK;
 	}
-	fprintf(stderr, "unwound: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	fprintf(stderr, "unwound: unknown command '%s' (commands: report, record, inject, diff); see 'unwound --help'\n",
+		argv[1]);
 	return CLI_EXIT_USAGE;
 }

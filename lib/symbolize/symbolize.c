@@ -34,23 +34,27 @@ static void sym_module_unload(struct module_ext *e)
 	symtab_free(&sm->syms);
 	memset(&sm->syms, 0, sizeof(sm->syms));
 	sm->syms_done = false;
-	base_map_free(&sm->symcache);
-	base_map_init(&sm->symcache);
 	/* (the chains handed out stay in the arena: they live as long as the session) */
-	base_map_free(&sm->inlcache);
-	base_map_init(&sm->inlcache);
+	for (unsigned i = 0; i < SYM_SHARDS; i++) {
+		base_map_free(&sm->shard[i].syms);
+		base_map_init(&sm->shard[i].syms);
+		base_map_free(&sm->shard[i].inl);
+		base_map_init(&sm->shard[i].inl);
+	}
 }
 
 static void sym_module_free(struct module_ext *e)
 {
 	struct sym_module *sm = (struct sym_module *)e;
 	sym_module_unload(e);
-	base_map_free(&sm->symcache);
-	base_map_free(&sm->inlcache);
+	for (unsigned i = 0; i < SYM_SHARDS; i++) {
+		base_map_free(&sm->shard[i].syms);
+		base_map_free(&sm->shard[i].inl);
+		pthread_mutex_destroy(&sm->shard[i].mu);
+		pthread_cond_destroy(&sm->shard[i].cv);
+	}
 	base_arena_free(&sm->inl_arena);
-	pthread_mutex_destroy(&sm->cache_mu);
-	pthread_mutex_destroy(&sm->inl_mu);
-	pthread_cond_destroy(&sm->inl_cv);
+	pthread_mutex_destroy(&sm->arena_mu);
 	free(sm);
 }
 
@@ -63,15 +67,18 @@ struct sym_module *sym_module(struct uw_session *s, struct uw_module *m)
 		return sm;
 	pthread_mutex_lock(&m->mu);
 	sm = (struct sym_module *)m->ext;
-	if (!sm && (sm = calloc(1, sizeof(*sm)))) {
+	if (!sm && (sm = aligned_alloc(_Alignof(struct sym_module), sizeof(*sm)))) {
+		memset(sm, 0, sizeof(*sm));
 		sm->ext.ops = &sym_module_ops;
 		sm->m = m;
 		sm->s = s;
-		pthread_mutex_init(&sm->cache_mu, NULL);
-		pthread_mutex_init(&sm->inl_mu, NULL);
-		pthread_cond_init(&sm->inl_cv, NULL);
-		base_map_init(&sm->symcache);
-		base_map_init(&sm->inlcache);
+		for (unsigned i = 0; i < SYM_SHARDS; i++) {
+			pthread_mutex_init(&sm->shard[i].mu, NULL);
+			pthread_cond_init(&sm->shard[i].cv, NULL);
+			base_map_init(&sm->shard[i].syms);
+			base_map_init(&sm->shard[i].inl);
+		}
+		pthread_mutex_init(&sm->arena_mu, NULL);
 		base_arena_init(&sm->inl_arena, 16 * 1024);
 		module_ext_set(m, &sm->ext);
 	}
@@ -108,19 +115,26 @@ static void build_syms(struct uw_session *s, struct sym_module *sm)
 
 static const struct sym no_sym;
 
+/* The shard of the caches holding rel. */
+static struct sym_shard *shard_of(struct sym_module *sm, uint64_t rel)
+{
+	return &sm->shard[base_hash64(rel) & (SYM_SHARDS - 1)];
+}
+
 /* The symbol at rel (NULL: none), cached per address. */
 static struct sym *find_sym(struct uw_session *s, struct sym_module *sm, uint64_t rel)
 {
 	if (!__atomic_load_n(&sm->syms_done, __ATOMIC_ACQUIRE))
 		build_syms(s, sm);
-	pthread_mutex_lock(&sm->cache_mu);
-	const struct sym *hit = base_map_get(&sm->symcache, rel);
-	pthread_mutex_unlock(&sm->cache_mu);
+	struct sym_shard *sh = shard_of(sm, rel);
+	pthread_mutex_lock(&sh->mu);
+	const struct sym *hit = base_map_get(&sh->syms, rel);
+	pthread_mutex_unlock(&sh->mu);
 	if (!hit) {
 		hit = symtab_find(&sm->syms, rel);
-		pthread_mutex_lock(&sm->cache_mu);
-		base_map_put(&sm->symcache, rel, (void *)(hit ? hit : &no_sym)); /* (no memory: looked up again) */
-		pthread_mutex_unlock(&sm->cache_mu);
+		pthread_mutex_lock(&sh->mu);
+		base_map_put(&sh->syms, rel, (void *)(hit ? hit : &no_sym)); /* (no memory: looked up again) */
+		pthread_mutex_unlock(&sh->mu);
 	}
 	return hit == &no_sym ? NULL : (struct sym *)hit;
 }
@@ -158,8 +172,16 @@ static enum uw_sym_reason why_unnamed(const struct uw_module *m, const struct sy
 int sym_lookup(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struct uw_symbol *out,
                enum uw_sym_reason *why)
 {
-	memset(out, 0, sizeof(*out));
 	module_use(m);
+	int err = sym_lookup_used(s, m, rel_pc, out, why);
+	module_unuse(m);
+	return err;
+}
+
+int sym_lookup_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struct uw_symbol *out,
+                    enum uw_sym_reason *why)
+{
+	memset(out, 0, sizeof(*out));
 	struct sym_module *sm = sym_module(s, m);
 	int err = sm ? 0 : -ENOMEM;
 	struct sym *sym = sm ? find_sym(s, sm, rel_pc) : NULL;
@@ -175,7 +197,6 @@ int sym_lookup(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struc
 	}
 	if (!out->name && why)
 		*why = sm ? why_unnamed(m, sm) : UW_SYM_NO_SYMBOLS;
-	module_unuse(m);
 	return err;
 }
 
@@ -212,7 +233,7 @@ struct sym_inline {
 
 static const struct sym_inline no_inline;
 
-/* A lookup pending on the helper, in inlcache */
+/* A lookup pending on the helper, in a shard's inl */
 static const char pending;
 #define PENDING ((void *)&pending)
 
@@ -310,9 +331,9 @@ static const struct sym_inline *inline_make(struct uw_session *s, struct sym_mod
 	for (unsigned i = 0; i < k; i++)
 		if (tmp[i].name && !s->opts.no_demangle)
 			tmp[i].name = sym_demangle(&s->strings, tmp[i].name);
-	pthread_mutex_lock(&sm->inl_mu);
+	pthread_mutex_lock(&sm->arena_mu);
 	struct sym_inline *ne = base_arena_alloc(&sm->inl_arena, sizeof(*ne) + k * sizeof(ne->f[0]));
-	pthread_mutex_unlock(&sm->inl_mu);
+	pthread_mutex_unlock(&sm->arena_mu);
 	if (!ne) {
 		session_resource_fail(s, -ENOMEM, "inline frames");
 		return NULL;
@@ -327,16 +348,17 @@ static const struct sym_inline *inline_make(struct uw_session *s, struct sym_mod
  * (the address is then not cached: looked up again when asked again). */
 static const struct sym_inline *inline_keep(struct sym_module *sm, uint64_t rel, const struct sym_inline *e)
 {
-	pthread_mutex_lock(&sm->inl_mu);
-	const struct sym_inline *cur = base_map_get(&sm->inlcache, rel);
+	struct sym_shard *sh = shard_of(sm, rel);
+	pthread_mutex_lock(&sh->mu);
+	const struct sym_inline *cur = base_map_get(&sh->inl, rel);
 	if (cur && cur != PENDING) {
 		e = cur;
-	} else if (!e || base_map_put(&sm->inlcache, rel, (void *)e)) {
-		base_map_del(&sm->inlcache, rel);
+	} else if (!e || base_map_put(&sh->inl, rel, (void *)e)) {
+		base_map_del(&sh->inl, rel);
 		e = NULL;
 	}
-	pthread_cond_broadcast(&sm->inl_cv);
-	pthread_mutex_unlock(&sm->inl_mu);
+	pthread_cond_broadcast(&sh->cv);
+	pthread_mutex_unlock(&sh->mu);
 	return e;
 }
 
@@ -466,17 +488,18 @@ bool sym_inline_done(struct uw_session *s, size_t n)
 
 static int inline_ahead(struct uw_session *s, struct sym_state *w, struct sym_module *sm, uint64_t rel_pc)
 {
-	pthread_mutex_lock(&sm->inl_mu);
-	bool known = base_map_has(&sm->inlcache, rel_pc);
-	pthread_mutex_unlock(&sm->inl_mu);
+	struct sym_shard *sh = shard_of(sm, rel_pc);
+	pthread_mutex_lock(&sh->mu);
+	bool known = base_map_has(&sh->inl, rel_pc);
+	pthread_mutex_unlock(&sh->mu);
 	if (known)
 		return 0;
 	/* (opened here, as the lookups the calling thread makes itself open it) */
 	if (!open_dwarf(s, sm))
 		return inline_keep(sm, rel_pc, &no_inline) ? 0 : -ENOMEM;
-	pthread_mutex_lock(&sm->inl_mu);
-	int err = base_map_has(&sm->inlcache, rel_pc) ? 1 : base_map_put(&sm->inlcache, rel_pc, PENDING);
-	pthread_mutex_unlock(&sm->inl_mu);
+	pthread_mutex_lock(&sh->mu);
+	int err = base_map_has(&sh->inl, rel_pc) ? 1 : base_map_put(&sh->inl, rel_pc, PENDING);
+	pthread_mutex_unlock(&sh->mu);
 	if (err)
 		return err < 0 ? err : 0;
 	pthread_mutex_lock(&w->mu);
@@ -520,14 +543,25 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 	if (!s || !m)
 		return 0;
 	module_use(m);
+	int err = sym_inline_used(s, m, rel_pc, frames, n);
+	module_unuse(m);
+	return err;
+}
+
+int sym_inline_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
+                    unsigned *n)
+{
+	*frames = NULL;
+	*n = 0;
 	struct sym_module *sm = sym_module(s, m);
 	const struct sym_inline *e = NULL;
 	if (sm) {
 		/* asked ahead: the helper's, when it is done */
-		pthread_mutex_lock(&sm->inl_mu);
-		while ((e = base_map_get(&sm->inlcache, rel_pc)) == PENDING)
-			pthread_cond_wait(&sm->inl_cv, &sm->inl_mu);
-		pthread_mutex_unlock(&sm->inl_mu);
+		struct sym_shard *sh = shard_of(sm, rel_pc);
+		pthread_mutex_lock(&sh->mu);
+		while ((e = base_map_get(&sh->inl, rel_pc)) == PENDING)
+			pthread_cond_wait(&sh->cv, &sh->mu);
+		pthread_mutex_unlock(&sh->mu);
 		if (!e)
 			e = inline_keep(sm, rel_pc, inline_make(s, sm, rel_pc));
 	}
@@ -535,6 +569,5 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 		*frames = e->f;
 		*n = e->n;
 	}
-	module_unuse(m);
 	return e ? 0 : -ENOMEM;
 }

@@ -8,7 +8,7 @@
  *
  * Threads: any thread may symbolize at once. What is made of a module (symbols, DWARF) is made
  * once under the module's lock (it reads the module's files), then read without it; the caches
- * of addresses already named have a lock per module held for one lookup; names are interned in
+ * of addresses already named have a lock per shard of a module's addresses, held for one lookup; names are interned in
  * the session's strings (alive with the session, any thread).
  */
 #ifndef UW_SYMBOLIZE_H
@@ -21,6 +21,7 @@
 #include "symbolize/symtab.h"
 
 /* ---- what the symbolizer keeps of a module (symbolize.c): the module's ext */
+#define SYM_SHARDS 16
 struct sym_module {
 	struct module_ext ext;
 	struct uw_module *m;
@@ -28,17 +29,21 @@ struct sym_module {
 	/* its symbol table: built once under m->mu, published by syms_done, then read only */
 	bool syms_done;
 	struct symtab syms;
-	pthread_mutex_t cache_mu;   /* symcache */
-	struct base_map symcache;   /* rel pc -> struct sym * (or a sentinel for none) */
 	/* its DWARF: opened once under m->mu, published by dwi_done */
 	bool dwi_done;
 	struct dwi *dwi;
 	struct elfv *dwp_elf;       /* its split DWARF's package (.dwp), or NULL (dwi's finder's) */
 	struct dwp *dwp;
-	/* inline chains looked up: rel pc -> struct sym_inline *, or pending on the helper */
-	pthread_mutex_t inl_mu;
-	pthread_cond_t inl_cv;      /* a pending lookup is done */
-	struct base_map inlcache;
+	/* the addresses named so far, in shards by address: threads naming different addresses
+	 * seldom take the same lock (one lock for the module's caches made 2 threads slower than
+	 * one on a batch of distinct addresses) */
+	struct sym_shard {
+		pthread_mutex_t mu;
+		pthread_cond_t cv;          /* a pending lookup of the shard is done */
+		struct base_map syms;       /* rel pc -> struct sym * (or a sentinel for none) */
+		struct base_map inl;        /* rel pc -> struct sym_inline *, or pending on the helper */
+	} __attribute__((aligned(64))) shard[SYM_SHARDS];
+	pthread_mutex_t arena_mu;
 	struct base_arena inl_arena; /* the chains handed out: kept until the session ends */
 };
 /* The module's (made on first use); NULL without memory. The caller holds module_use(m). */
@@ -48,6 +53,13 @@ struct sym_module *sym_module(struct uw_session *s, struct uw_module *m);
  * lookup's, not a later state of the module). */
 int sym_lookup(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struct uw_symbol *out,
                enum uw_sym_reason *why);
+/* The same, and uw_symbolize_inline's, for a caller that holds module_use(m) (batches hold it
+ * over a run of frames of one module: taking it for each frame made two threads naming one
+ * module's addresses bounce its lock between them). */
+int sym_lookup_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struct uw_symbol *out,
+                    enum uw_sym_reason *why);
+int sym_inline_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
+                    unsigned *n);
 /* The symbol at rel_pc: its name in the symbol table (system) and as shown (demangled unless the
  * session says not), both interned; NULLs without one. */
 void sym_names(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const char **sys, const char **shown);

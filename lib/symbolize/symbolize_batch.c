@@ -37,7 +37,7 @@ static void symbolize_one(struct uw_session *s, const struct uw_frame *f, bool l
 		return;
 	}
 	struct uw_symbol sym;
-	sym_lookup(s, m, o->rel_pc, &sym, &o->reason);
+	sym_lookup_used(s, m, o->rel_pc, &sym, &o->reason);
 	if (!sym.name)
 		return;
 	o->name = sym.name;
@@ -49,7 +49,7 @@ static void symbolize_one(struct uw_session *s, const struct uw_frame *f, bool l
 		return;
 	const struct uw_source_frame *fr;
 	unsigned n;
-	if (uw_symbolize_inline(s, m, o->rel_pc, &fr, &n) == 0 && n) {
+	if (sym_inline_used(s, m, o->rel_pc, &fr, &n) == 0 && n) {
 		o->file = fr[0].file;
 		o->line = fr[0].line;
 		o->inlined = fr;
@@ -75,6 +75,7 @@ UW_API int uw_symbolize_frames(struct uw_session *s, const struct uw_frame *fram
 	/* the same address in many frames (a batch of stacks shares its outer frames): once */
 	struct base_map seen;
 	base_map_init(&seen);
+	struct uw_module *used = NULL; /* module_use held over a run of frames of one module */
 	for (size_t i = 0; i < n; i++) {
 		const struct uw_frame *f = &frames[i];
 		uint64_t key = base_hash64((uint64_t)(uintptr_t)f->module ^ base_hash64(f->rel_pc * 2 + (f->is_call != 0)));
@@ -86,9 +87,17 @@ UW_API int uw_symbolize_frames(struct uw_session *s, const struct uw_frame *fram
 				continue;
 			}
 		}
+		if (f->module != used) {
+			if (used)
+				module_unuse(used);
+			if ((used = f->module))
+				module_use(used);
+		}
 		symbolize_one(s, f, o.lines != 0, &r->syms[i]);
 		base_map_put(&seen, key, (void *)(uintptr_t)(i + 1)); /* (no memory: looked up again) */
 	}
+	if (used)
+		module_unuse(used);
 	base_map_free(&seen);
 	*out = r;
 	return 0;

@@ -109,6 +109,32 @@ struct fast_ctx {
 };
 
 /* (dwarf_inline.c) */
+/* The handle's lock, for what its units share and every call into libdw; false (not held) once
+ * memory ran out in the handle. A unit's lock is taken before it, never after. */
+bool dwi_lock(struct dwi *d);
+void dwi_unlock(struct dwi *d);
+/* A node for a DIE with code; -1 when out of room or memory. */
+int32_t dwi_add_node(struct base_vec *nodes, Dwarf_Off off, bool subprogram, int32_t scope);
+static inline const char *dwi_intern(struct base_strings *t, const char *s)
+{
+	return s ? base_strings_intern(t, s, strlen(s)) : NULL;
+}
+/* (dwarf_inline_units.c, under the handle's lock) */
+extern char dwi_no_unit; /* attr_units: a unit dww cannot read */
+/* d->ar: the units by address. */
+void dwi_aranges_build(struct dwi *d);
+/* The unit holding the DIE at off opened for dww_attrs (kept in d->attr_units), NULL when dww
+ * cannot read it. */
+struct dww_unit *dwi_attr_unit_locked(struct dwi *d, uint64_t off);
+/* (dwarf_inline_split.c) */
+/* The split unit of a skeleton (dwo_id) into c: from its .dwo file, else the package. false:
+ * none found (no inline frames in it). */
+bool dwi_split_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, uint64_t dwo_id);
+/* (dwarf_inline_libdw.c, under the handle's lock) */
+/* The ranges of a DIE through libdw: a node on the first non-empty one. @return the node, -1
+ * without code, -2 on failure. */
+int32_t dwi_die_ranges(Dwarf_Die *die, bool subprogram, int32_t scope, uint32_t depth, struct base_vec *nodes,
+                       struct base_vec *ranges);
 /* A unit's scopes and their ranges through libdw (from root, whose scope is scope0). */
 int dwi_collect_libdw(Dwarf_Die *root, int32_t scope0, struct base_vec *nodes, struct base_vec *ranges);
 /* The fast walk's callback (ctx: struct fast_ctx). */

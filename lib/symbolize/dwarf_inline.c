@@ -111,76 +111,6 @@ static void find_sections(struct dwi *d)
 		d->sec = sec;
 }
 
-/* ---- libdw out of memory
- *
- * libdw's handler for a failed allocation of its own (libdw_alloc) prints and exits the process
- * (__libdw_oom), and it may not return: libdw goes on with the NULL. So every Dwarf handle of
- * ours gets this handler instead, and every call into libdw the library makes after
- * dwarf_begin_elf runs under dwi_lookup's guard, to which it jumps back. The handle is then
- * given up (libdw's state may be half made: it is not used again, and not freed); the lookup
- * returns nothing and dwi_out_of_memory says why. */
-struct oom_guard {
-	jmp_buf jb;
-	struct oom_guard *prev;
-	pthread_mutex_t *held[4]; /* the locks taken under it, let go when it jumps back */
-	unsigned nheld;
-};
-static __thread struct oom_guard *oom_top;
-static Dwarf_OOM libdw_oom; /* libdw's own: only for a call outside any guard (none is made) */
-
-static _Noreturn void dwi_oom(void)
-{
-	struct oom_guard *g = oom_top;
-	if (g)
-		longjmp(g->jb, 1);
-	__atomic_load_n(&libdw_oom, __ATOMIC_RELAXED)();
-}
-
-static void oom_handler(Dwarf *dw)
-{
-	Dwarf_OOM old = dwarf_new_oom_handler(dw, dwi_oom);
-	if (old != dwi_oom)
-		__atomic_store_n(&libdw_oom, old, __ATOMIC_RELAXED);
-}
-
-/* ---- locks (see the top): taken and let go through these, so that the guard knows them */
-static void lock_hold(pthread_mutex_t *mu)
-{
-	pthread_mutex_lock(mu);
-	struct oom_guard *g = oom_top;
-	if (g && g->nheld < UW_ARRAY_SIZE(g->held))
-		g->held[g->nheld++] = mu;
-}
-
-static void lock_release(pthread_mutex_t *mu)
-{
-	struct oom_guard *g = oom_top;
-	for (unsigned i = g ? g->nheld : 0; i-- > 0;) {
-		if (g->held[i] == mu) {
-			memmove(&g->held[i], &g->held[i + 1], (g->nheld - i - 1) * sizeof(g->held[0]));
-			g->nheld--;
-			break;
-		}
-	}
-	pthread_mutex_unlock(mu);
-}
-
-/* The handle's lock, for its shared state and calls into libdw. @return false (not held) once
- * memory ran out in the handle: libdw's state may be half made, and is not read again. */
-bool dwi_lock(struct dwi *d)
-{
-	lock_hold(&d->mu);
-	if (!__atomic_load_n(&d->oom, __ATOMIC_RELAXED))
-		return true;
-	lock_release(&d->mu);
-	return false;
-}
-
-void dwi_unlock(struct dwi *d)
-{
-	lock_release(&d->mu);
-}
-
 struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64_t cache_cap, int *why)
 {
 	if (why)
@@ -202,11 +132,11 @@ struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64
 	}
 	d->dw = dw;
 	pthread_mutex_init(&d->mu, NULL);
-	oom_handler(dw);
+	dwi_oom_handler(dw);
 	/* names and abstract origins that dwz moved into a supplementary file */
 	int alt_why = 0;
 	if (alt && (d->alt = dwi_image_begin(alt, cache, cache_cap, &d->alt_file, &alt_why))) {
-		oom_handler(d->alt);
+		dwi_oom_handler(d->alt);
 		dwarf_setalt(dw, d->alt);
 	} else if (alt_why == -ENOMEM && why) {
 		*why = -ENOMEM; /* (the handle is made: the names dwz moved are missing) */
@@ -344,22 +274,6 @@ static int push_seg(struct base_vec *segs, uint64_t start, int32_t node)
 	s->start = start;
 	s->node = node;
 	return 0;
-}
-
-/* A node for a DIE with code; -1 when out of room or memory. */
-int32_t dwi_add_node(struct base_vec *nodes, Dwarf_Off off, bool subprogram, int32_t scope)
-{
-	if (nodes->len >= DWI_MAX_NODES)
-		return -1;
-	struct dwi_node *n = base_vec_push(nodes);
-	if (!n)
-		return -1;
-	memset(n, 0, sizeof(*n));
-	n->off = off;
-	n->subprogram = subprogram;
-	n->expanded = true;
-	n->parent = subprogram ? -1 : scope;
-	return (int32_t)(nodes->len - 1);
 }
 
 struct range_ctx {
@@ -747,7 +661,7 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 		}
 	}
 	dwi_unlock(d);
-	lock_hold(&c->mu);
+	dwi_lock_hold(&c->mu);
 	if (c->state == CU_NEW) {
 		errno = 0;
 		c->state = cu_fill(d, c, true) ? CU_INDEXED : CU_FAILED;
@@ -755,7 +669,7 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 			__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED);
 	}
 	if (c->state != CU_INDEXED) {
-		lock_release(&c->mu);
+		dwi_lock_release(&c->mu);
 		return NULL;
 	}
 	return c;
@@ -771,19 +685,19 @@ unsigned dwi_lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, 
 {
 	if (!d || !cap || __atomic_load_n(&d->oom, __ATOMIC_RELAXED))
 		return 0;
-	struct oom_guard g = { .prev = oom_top };
-	oom_top = &g;
+	struct dwi_guard g = { .prev = dwi_guard_top };
+	dwi_guard_top = &g;
 	if (setjmp(g.jb)) {
 		/* (g is read back through a pointer the calls that filled it had) */
-		volatile struct oom_guard *vg = &g;
-		oom_top = vg->prev;
+		volatile struct dwi_guard *vg = &g;
+		dwi_guard_top = vg->prev;
 		__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED);
 		for (unsigned i = vg->nheld; i-- > 0;)
 			pthread_mutex_unlock(vg->held[i]);
 		return 0;
 	}
 	unsigned n = lookup(d, strings, addr, out, cap);
-	oom_top = g.prev;
+	dwi_guard_top = g.prev;
 	return n;
 }
 
@@ -799,7 +713,7 @@ static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t add
 	if (!c)
 		return 0;
 	unsigned n = chain_at(d, c, strings, addr, out, cap);
-	lock_release(&c->mu);
+	dwi_lock_release(&c->mu);
 	return n;
 }
 

@@ -5,6 +5,7 @@
 
 #include <elfutils/libdw.h>
 #include <pthread.h>
+#include <setjmp.h>
 
 #include "base/base.h"
 #include "symbolize/dwarf_image.h"
@@ -108,12 +109,26 @@ struct fast_ctx {
 	struct dwi *d;        /* whose lock calls into libdw take (NULL: one thread, the tests') */
 };
 
-/* (dwarf_inline.c) */
+/* (dwarf_inline_guard.c) The guard of a lookup (dwi_lookup) against libdw running out of memory:
+ * libdw's handler jumps back to the innermost one of the thread, which lets go of the locks
+ * taken under it. */
+struct dwi_guard {
+	jmp_buf jb;
+	struct dwi_guard *prev;
+	pthread_mutex_t *held[4]; /* the locks taken under it, let go when it jumps back */
+	unsigned nheld;
+};
+extern __thread struct dwi_guard *dwi_guard_top;
+/* libdw's handler for running out of memory on dw: jumps back to the guard. */
+void dwi_oom_handler(Dwarf *dw);
+/* A lock taken and let go so that the guard knows it. */
+void dwi_lock_hold(pthread_mutex_t *mu);
+void dwi_lock_release(pthread_mutex_t *mu);
 /* The handle's lock, for what its units share and every call into libdw; false (not held) once
  * memory ran out in the handle. A unit's lock is taken before it, never after. */
 bool dwi_lock(struct dwi *d);
 void dwi_unlock(struct dwi *d);
-/* A node for a DIE with code; -1 when out of room or memory. */
+/* (dwarf_inline_libdw.c) A node for a DIE with code; -1 when out of room or memory. */
 int32_t dwi_add_node(struct base_vec *nodes, Dwarf_Off off, bool subprogram, int32_t scope);
 static inline const char *dwi_intern(struct base_strings *t, const char *s)
 {

@@ -11,6 +11,22 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 
+/* A node for a DIE with code; -1 when out of room or memory. */
+int32_t dwi_add_node(struct base_vec *nodes, Dwarf_Off off, bool subprogram, int32_t scope)
+{
+	if (nodes->len >= DWI_MAX_NODES)
+		return -1;
+	struct dwi_node *n = base_vec_push(nodes);
+	if (!n)
+		return -1;
+	memset(n, 0, sizeof(*n));
+	n->off = off;
+	n->subprogram = subprogram;
+	n->expanded = true;
+	n->parent = subprogram ? -1 : scope;
+	return (int32_t)(nodes->len - 1);
+}
+
 /* The ranges of a DIE through libdw (every DWARF 2-5 form): a node on the first non-empty one.
  * @return the node, -1 without code, -2 on failure. */
 int32_t dwi_die_ranges(Dwarf_Die *die, bool subprogram, int32_t scope, uint32_t depth, struct base_vec *nodes,

@@ -25,11 +25,13 @@ def demangle(names):
     return out if len(out) == len(names) else names
 
 
-def a2l(module, addrs, dwp=None):
+def a2l(module, addrs, dwp=None, llvm=False):
     # -C would add parameter lists and return types; demangle separately without them
     cmd = ["addr2line", "-f", "-i", "-a", "-e", module]
-    if dwp:
-        cmd = ["llvm-symbolizer", "--obj=" + module, "--dwp=" + dwp, "--inlining", "--output-style=GNU", "-a", "-f"]
+    if dwp or llvm:
+        cmd = ["llvm-symbolizer", "--obj=" + module, "--inlining", "--output-style=GNU", "-a", "-f"]
+        if dwp:
+            cmd.insert(2, "--dwp=" + dwp)
     out = subprocess.run(cmd,
                          input="\n".join("0x%x" % a for a in addrs) + "\n",
                          capture_output=True, text=True).stdout.splitlines()
@@ -62,19 +64,6 @@ def dwarfdump_inlines(module, addr):
     except OSError:
         return None
     return re.findall(r'DW_TAG_inlined_subroutine\s*\n\s*DW_AT_abstract_origin\s*\(0x[0-9a-f]+ "([^"]+)"\)', out)
-
-
-def llvm_chain(module, addr):
-    """The function names of the inline chain at addr, innermost first, as llvm-symbolizer reads
-    them (None when it is not installed). llvm-dwarfdump --lookup prints only the innermost
-    inlined subroutine, so a chain of two inlined levels needs this."""
-    try:
-        out = subprocess.run(["llvm-symbolizer", "--obj=" + module, "--inlining", "-f", "0x%x" % addr],
-                             capture_output=True, text=True).stdout
-    except OSError:
-        return None
-    lines = [l for l in out.split("\n") if l]
-    return lines[0::2]
 
 
 def main():
@@ -134,12 +123,13 @@ def main():
                 continue
             # binutils 2.40 misses inlined subroutines whose DW_AT_ranges is a DW_FORM_rnglistx
             # index (clang's DWARF 5): it names only the outer function, at the inner line.
-            # llvm-dwarfdump decides: it must list exactly unwound's inline levels (or llvm-symbolizer
-            # name exactly unwound's chain: dwarfdump lists only the innermost level)
+            # An independent DWARF reader decides: llvm-dwarfdump must list exactly unwound's inline
+            # levels (its --lookup shows only the innermost when they nest), or llvm-symbolizer
+            # must give exactly unwound's chain
             if len(chain) > len(r) >= 1 and chain[-1][0] == r[-1][0] and chain[0][2] == r[0][2] and \
                     (dwarfdump_inlines(mod, addr) == [c[0] for c in reversed(chain[:len(chain) - len(r)])] or
-                     llvm_chain(mod, addr) == [c[0] for c in chain]):
-                classes["inline levels addr2line misses (rnglistx ranges), as llvm-dwarfdump lists them"] += 1
+                     a2l(mod, [addr], llvm=True).get(addr) == chain):
+                classes["inline levels addr2line misses (rnglistx ranges), as llvm-dwarfdump or llvm-symbolizer lists them"] += 1
                 continue
             bad.append((mod, addr, chain, r))
     print(f"addresses={total} identical={same}")

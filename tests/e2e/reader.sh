@@ -78,7 +78,8 @@ no-callchain)
     # no callchain, no stack: one frame per sample, perf script's one-line form
     perf record -q -e cpu-clock -F 999 -o "$W/perf.data" -- "$B/tests/e2e_nofp" calltree 0.5 >/dev/null 2>"$W/perf.err" ||
         { echo "FAIL: perf record could not run"; cat "$W/perf.err"; exit 1; }
-    perf script -i "$W/perf.data" >"$W/perf.txt" 2>/dev/null
+    # (perf prints a symbol table's versions, clock_gettime@@GLIBC_2.17; unwound never does: README)
+    perf script -i "$W/perf.data" 2>/dev/null | sed 's/@@\{0,1\}[A-Z][A-Za-z0-9_.]*+0x/+0x/' >"$W/perf.txt"
     "$U" report -i "$W/perf.data" --script -o "$W/unwound.txt"
     diff "$W/perf.txt" "$W/unwound.txt" >"$W/diff.txt" || { echo "FAIL: differs from perf script"; head "$W/diff.txt"; exit 1; }
     "$U" report -i "$W/perf.data" --rows 3 | grep -E '^ +[0-9.]+% .* spin ' >/dev/null || { echo "FAIL: no spin in the table"; exit 1; }

@@ -55,6 +55,7 @@ static void sym_module_free(struct module_ext *e)
 	}
 	base_arena_free(&sm->inl_arena);
 	pthread_mutex_destroy(&sm->arena_mu);
+	pthread_mutex_destroy(&sm->syms_mu);
 	free(sm);
 }
 
@@ -79,6 +80,7 @@ struct sym_module *sym_module(struct uw_session *s, struct uw_module *m)
 			base_map_init(&sm->shard[i].inl);
 		}
 		pthread_mutex_init(&sm->arena_mu, NULL);
+		pthread_mutex_init(&sm->syms_mu, NULL);
 		base_arena_init(&sm->inl_arena, 16 * 1024);
 		module_ext_set(m, &sm->ext);
 	}
@@ -88,29 +90,45 @@ struct sym_module *sym_module(struct uw_session *s, struct uw_module *m)
 
 /* ---- symbols */
 
-/* The module's symbol table, built once: under the module's lock (it reads the module's files). */
-static void build_syms(struct uw_session *s, struct sym_module *sm)
+/* The module's symbol table, built once under the symbols' own lock (syms_mu): the module's lock
+ * only while its files are found, so that another thread opens and reads the module's DWARF
+ * while the table is built. @return false, building nothing, when wait is false and another
+ * thread is building it. */
+static bool build_syms(struct uw_session *s, struct sym_module *sm, bool wait)
 {
 	struct uw_module *m = sm->m;
-	bool usable = !m->jit && module_open(s, m);
-	pthread_mutex_lock(&m->mu);
+	if (wait)
+		pthread_mutex_lock(&sm->syms_mu);
+	else if (pthread_mutex_trylock(&sm->syms_mu))
+		return false;
 	if (!sm->syms_done) {
-		if (usable) {
+		if (!m->jit && module_open(s, m)) {
 			/* a separate debug file has the full .symtab (debuginfod's when none is
 			 * here); without one, MiniDebugInfo */
+			pthread_mutex_lock(&m->mu);
 			module_fetch_debug(s, m);
 			if (!m->dbg && !m->mini)
 				m->mini = module_open_minidebug(s, m);
-			int err = symtab_build(&sm->syms, m->elf, m->dbg ? m->dbg : m->mini, !s->opts.no_demangle);
+			struct elfv *dbg = m->dbg ? m->dbg : m->mini;
+			pthread_mutex_unlock(&m->mu);
+			int err = symtab_build(&sm->syms, m->elf, dbg, !s->opts.no_demangle);
 			if (err == -ENOMEM)
 				session_resource_fail(s, err, m->path);
 			else if (err)
 				base_log(&s->log, UW_LOG_WARN, "%s: symbols not read: %s", m->path, uw_strerror(err));
+			pthread_mutex_lock(&m->mu);
 			module_said_reads(s, m);
+			pthread_mutex_unlock(&m->mu);
 		}
 		__atomic_store_n(&sm->syms_done, true, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&m->mu);
+	pthread_mutex_unlock(&sm->syms_mu);
+	return true;
+}
+
+bool sym_symbols_ready(struct uw_session *s, struct sym_module *sm)
+{
+	return __atomic_load_n(&sm->syms_done, __ATOMIC_ACQUIRE) || build_syms(s, sm, false);
 }
 
 static const struct sym no_sym;
@@ -125,7 +143,7 @@ static struct sym_shard *shard_of(struct sym_module *sm, uint64_t rel)
 static struct sym *find_sym(struct uw_session *s, struct sym_module *sm, uint64_t rel)
 {
 	if (!__atomic_load_n(&sm->syms_done, __ATOMIC_ACQUIRE))
-		build_syms(s, sm);
+		build_syms(s, sm, true);
 	struct sym_shard *sh = shard_of(sm, rel);
 	pthread_mutex_lock(&sh->mu);
 	const struct sym *hit = base_map_get(&sh->syms, rel);

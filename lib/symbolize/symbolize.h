@@ -26,7 +26,8 @@ struct sym_module {
 	struct module_ext ext;
 	struct uw_module *m;
 	struct uw_session *s;
-	/* its symbol table: built once under m->mu, published by syms_done, then read only */
+	/* its symbol table: built once under syms_mu, published by syms_done, then read only */
+	pthread_mutex_t syms_mu;
 	bool syms_done;
 	struct symtab syms;
 	/* its DWARF: opened once under m->mu, published by dwi_done */
@@ -58,6 +59,10 @@ int sym_lookup(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struc
  * module's addresses bounce its lock between them). */
 int sym_lookup_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, struct uw_symbol *out,
                     enum uw_sym_reason *why);
+/* Whether the module's symbol table is built, building it now when no other thread is (a batch
+ * looks up the inline chains of a module whose table another thread builds meanwhile, and names
+ * their symbols after). The caller holds module_use(sm->m). */
+bool sym_symbols_ready(struct uw_session *s, struct sym_module *sm);
 int sym_inline_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
                     unsigned *n);
 /* The symbol at rel_pc: its name in the symbol table (system) and as shown (demangled unless the

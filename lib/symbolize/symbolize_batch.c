@@ -26,37 +26,51 @@ UW_API const char *uw_sym_reason_str(enum uw_sym_reason r)
 	return (unsigned)r < UW_SYM__COUNT ? names[r] : "unknown";
 }
 
-static void symbolize_one(struct uw_session *s, const struct uw_frame *f, bool lines, struct uw_symbolized *o)
+/* The name of frame o (its module and rel_pc set), then, with lines, its source line and inline
+ * chain; or, when sym_first is false, its chain o->inlined/nr_inlined already looked up. */
+static void symbolize_one(struct uw_session *s, struct uw_symbolized *o, uint64_t call_pc, bool lines, bool sym_first)
 {
-	struct uw_module *m = f->module;
-	o->module = m;
-	/* a return address: its call is the byte before */
-	o->rel_pc = f->is_call && f->rel_pc ? f->rel_pc - 1 : f->rel_pc;
-	if (!m) {
-		o->reason = UW_SYM_NO_MODULE;
-		return;
-	}
+	struct uw_module *m = o->module;
 	struct uw_symbol sym;
 	sym_lookup_used(s, m, o->rel_pc, &sym, &o->reason);
-	if (!sym.name)
+	if (!sym.name) {
+		o->inlined = NULL; /* (looked up ahead: an unnamed frame shows none) */
+		o->nr_inlined = 0;
 		return;
+	}
 	o->name = sym.name;
 	o->sym_start = sym.start;
 	o->sym_size = sym.size;
-	o->offset = f->rel_pc - sym.start;
+	o->offset = call_pc - sym.start;
 	o->reason = UW_SYM_OK;
 	if (!lines)
 		return;
-	const struct uw_source_frame *fr;
-	unsigned n;
-	if (sym_inline_used(s, m, o->rel_pc, &fr, &n) == 0 && n) {
-		o->file = fr[0].file;
-		o->line = fr[0].line;
-		o->inlined = fr;
-		o->nr_inlined = n;
+	if (sym_first) {
+		const struct uw_source_frame *fr;
+		unsigned n;
+		if (sym_inline_used(s, m, o->rel_pc, &fr, &n) == 0 && n) {
+			o->inlined = fr;
+			o->nr_inlined = n;
+		}
+	}
+	if (o->nr_inlined) {
+		o->file = o->inlined[0].file;
+		o->line = o->inlined[0].line;
 	}
 	if (!o->file || !o->line)
 		o->reason = UW_SYM_NO_DEBUG_INFO;
+}
+
+/* Holds module_use over a run of frames of one module (taking it for each frame made two threads
+ * naming one module's addresses bounce its lock between them). */
+static void use(struct uw_module **used, struct uw_module *m)
+{
+	if (m == *used)
+		return;
+	if (*used)
+		module_unuse(*used);
+	if ((*used = m))
+		module_use(m);
 }
 
 UW_API int uw_symbolize_frames(struct uw_session *s, const struct uw_frame *frames, size_t n,
@@ -75,29 +89,67 @@ UW_API int uw_symbolize_frames(struct uw_session *s, const struct uw_frame *fram
 	/* the same address in many frames (a batch of stacks shares its outer frames): once */
 	struct base_map seen;
 	base_map_init(&seen);
-	struct uw_module *used = NULL; /* module_use held over a run of frames of one module */
+	/* frames of a module whose symbol table another thread is building: their inline chains
+	 * looked up meanwhile, their names after the others (two threads starting on one large
+	 * module otherwise ran one at a time while its table was built); and the frames that
+	 * repeat one of them, copied at the end */
+	struct copy {
+		size_t to, from;
+	};
+	struct base_vec later = BASE_VEC_INIT(size_t), copies = BASE_VEC_INIT(struct copy);
+	bool lines = o.lines != 0;
+	struct uw_module *used = NULL;
 	for (size_t i = 0; i < n; i++) {
 		const struct uw_frame *f = &frames[i];
+		struct uw_symbolized *y = &r->syms[i];
 		uint64_t key = base_hash64((uint64_t)(uintptr_t)f->module ^ base_hash64(f->rel_pc * 2 + (f->is_call != 0)));
 		uintptr_t prev = (uintptr_t)base_map_get(&seen, key);
 		if (prev) {
 			const struct uw_frame *pf = &frames[prev - 1];
 			if (pf->module == f->module && pf->rel_pc == f->rel_pc && !pf->is_call == !f->is_call) {
-				r->syms[i] = r->syms[prev - 1];
-				continue;
+				struct copy *c = base_vec_push(&copies);
+				if (c) {
+					*c = (struct copy){ i, prev - 1 };
+					continue;
+				}
+				/* (no memory: looked up again) */
 			}
 		}
-		if (f->module != used) {
-			if (used)
-				module_unuse(used);
-			if ((used = f->module))
-				module_use(used);
-		}
-		symbolize_one(s, f, o.lines != 0, &r->syms[i]);
+		y->module = f->module;
+		/* a return address: its call is the byte before */
+		y->rel_pc = f->is_call && f->rel_pc ? f->rel_pc - 1 : f->rel_pc;
 		base_map_put(&seen, key, (void *)(uintptr_t)(i + 1)); /* (no memory: looked up again) */
+		if (!f->module) {
+			y->reason = UW_SYM_NO_MODULE;
+			continue;
+		}
+		use(&used, f->module);
+		struct sym_module *sm = sym_module(s, f->module);
+		size_t *l;
+		if (sm && !sym_symbols_ready(s, sm) && (l = base_vec_push(&later))) {
+			*l = i;
+			const struct uw_source_frame *fr;
+			unsigned k;
+			if (lines && sym_inline_used(s, f->module, y->rel_pc, &fr, &k) == 0 && k) {
+				y->inlined = fr;
+				y->nr_inlined = k;
+			}
+			continue;
+		}
+		symbolize_one(s, y, f->rel_pc, lines, true);
 	}
-	if (used)
-		module_unuse(used);
+	for (size_t j = 0; j < later.len; j++) {
+		size_t i = ((size_t *)later.data)[j];
+		use(&used, frames[i].module);
+		symbolize_one(s, &r->syms[i], frames[i].rel_pc, lines, false);
+	}
+	use(&used, NULL);
+	for (size_t j = 0; j < copies.len; j++) {
+		const struct copy *c = base_vec_at(&copies, j);
+		r->syms[c->to] = r->syms[c->from];
+	}
+	base_vec_free(&later);
+	base_vec_free(&copies);
 	base_map_free(&seen);
 	*out = r;
 	return 0;

@@ -544,11 +544,7 @@ static struct dww_unit *attr_unit(struct dwi *d, struct dwi_cu *c, uint64_t off)
 	if (c->unit && dww_unit_has(c->unit, off))
 		return c->unit;
 	/* (the units opened for names are shared by the handle's units; each is read only) */
-	if (!dwi_lock(d))
-		return NULL;
-	struct dww_unit *w = dwi_attr_unit_locked(d, off);
-	dwi_unlock(d);
-	return w;
+	return dwi_attr_unit(d, off);
 }
 
 /* The unit read for a DIE a node refers to: a package's unit refers only to itself; the others

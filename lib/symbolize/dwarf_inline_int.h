@@ -139,8 +139,8 @@ extern char dwi_no_unit; /* attr_units: a unit dww cannot read */
 /* d->ar: the units by address. */
 void dwi_aranges_build(struct dwi *d);
 /* The unit holding the DIE at off opened for dww_attrs (kept in d->attr_units), NULL when dww
- * cannot read it. */
-struct dww_unit *dwi_attr_unit_locked(struct dwi *d, uint64_t off);
+ * cannot read it. Takes the handle's lock (not held by the caller). */
+struct dww_unit *dwi_attr_unit(struct dwi *d, uint64_t off);
 /* (dwarf_inline_split.c) */
 /* The split unit of a skeleton (dwo_id) into c: from its .dwo file, else the package. false:
  * none found (no inline frames in it). */

@@ -2,7 +2,7 @@
 /*
  * A handle's units by address (.debug_aranges, or each unit's ranges) and by offset (the units
  * opened for dww_attrs when a DIE refers into another unit). Under the handle's lock
- * (dwi_lock): these are shared by every lookup in the handle.
+ * (dwi_lock): these are shared by every lookup in the handle; a unit is read without it.
  */
 #include "symbolize/dwarf_inline_int.h"
 #include "symbolize/dwarf_walk.h"
@@ -13,8 +13,10 @@
 
 char dwi_no_unit; /* attr_units: a unit dww cannot read */
 
-struct dww_unit *dwi_attr_unit_locked(struct dwi *d, uint64_t off)
+struct dww_unit *dwi_attr_unit(struct dwi *d, uint64_t off)
 {
+	if (!dwi_lock(d))
+		return NULL;
 	if (!d->unit_offs_built) {
 		d->unit_offs_built = true;
 		struct base_vec v = BASE_VEC_INIT(uint64_t);
@@ -30,17 +32,32 @@ struct dww_unit *dwi_attr_unit_locked(struct dwi *d, uint64_t off)
 		d->nunit_offs = v.len;
 	}
 	size_t k = base_upper_bound(d->unit_offs, d->nunit_offs, sizeof(uint64_t), 0, off);
-	if (!k)
+	if (!k) {
+		dwi_unlock(d);
 		return NULL;
+	}
 	uint64_t uoff = d->unit_offs[k - 1];
 	struct dww_unit *w = base_map_get(&d->attr_units, uoff);
 	if (!w) {
-		w = dww_unit_open(&d->sec, uoff);
-		if (base_map_put(&d->attr_units, uoff, w ? (void *)w : (void *)&dwi_no_unit)) {
-			dww_unit_free(w);
+		/* read without the lock (others meanwhile look up units and names); one another
+		 * thread read first wins */
+		dwi_unlock(d);
+		struct dww_unit *nw = dww_unit_open(&d->sec, uoff);
+		if (!dwi_lock(d)) {
+			dww_unit_free(nw);
 			return NULL;
 		}
+		if ((w = base_map_get(&d->attr_units, uoff))) {
+			dww_unit_free(nw);
+		} else if (base_map_put(&d->attr_units, uoff, nw ? (void *)nw : (void *)&dwi_no_unit)) {
+			dww_unit_free(nw);
+			dwi_unlock(d);
+			return NULL;
+		} else {
+			w = nw;
+		}
 	}
+	dwi_unlock(d);
 	return !w || w == (void *)&dwi_no_unit || !dww_unit_has(w, off) ? NULL : w;
 }
 

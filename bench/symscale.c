@@ -13,6 +13,7 @@
  * order they first appear, then symbolized in batches of 256 by 1 thread and by THREADS threads
  * (contiguous shares, or every THREADS-th frame with --interleave). Prints the wall time of each
  * and their ratio (medians over the rounds), and checks that every run named every frame alike.
+ * The threads are named symscale-NxI (the I-th of N) for profiles.
  * Uses only the public header.
  */
 #include <errno.h>
@@ -188,6 +189,10 @@ static double one_run(const char *path, unsigned nthreads, bool no_cache, bool i
 			fprintf(stderr, "symscale: cannot start a thread\n");
 			exit(1);
 		}
+		/* named by the run it is in, to tell them apart in a profile (perf report --comm) */
+		char name[16];
+		snprintf(name, sizeof(name), "symscale-%ux%u", nthreads % 64, i % 64);
+		pthread_setname_np(th[i], name);
 	}
 	*digest = 0;
 	*cpu = 0;

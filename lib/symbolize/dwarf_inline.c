@@ -131,7 +131,7 @@ struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64
 		return NULL;
 	}
 	d->dw = dw;
-	pthread_mutex_init(&d->mu, NULL);
+	dwi_mutex_init(&d->mu);
 	dwi_oom_handler(dw);
 	/* names and abstract origins that dwz moved into a supplementary file */
 	int alt_why = 0;
@@ -420,7 +420,7 @@ static struct dwi_cu *cu_new(Dwarf_Die *cudie)
 	c->off = dwarf_dieoffset(cudie);
 	c->die = *cudie;
 	c->nodes = (struct base_vec)BASE_VEC_INIT(struct dwi_node);
-	pthread_mutex_init(&c->mu, NULL);
+	dwi_mutex_init(&c->mu);
 	return c;
 }
 

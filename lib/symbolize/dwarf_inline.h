@@ -8,6 +8,18 @@
 
 #define DWI_MAX_DEPTH 64
 
+#include <pthread.h>
+/* A lock held for short lookups by threads that symbolize at once: glibc's adaptive mutex spins
+ * a little before it sleeps (a sleep and a wake-up cost more than the lookups waited for). */
+static inline void dwi_mutex_init(pthread_mutex_t *mu)
+{
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(mu, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
 struct dwi_frame {
 	const char *name;  /* function (interned); NULL when DWARF has none */
 	const char *file;  /* source file (interned), or NULL */

@@ -74,12 +74,12 @@ struct sym_module *sym_module(struct uw_session *s, struct uw_module *m)
 		sm->m = m;
 		sm->s = s;
 		for (unsigned i = 0; i < SYM_SHARDS; i++) {
-			pthread_mutex_init(&sm->shard[i].mu, NULL);
+			dwi_mutex_init(&sm->shard[i].mu);
 			pthread_cond_init(&sm->shard[i].cv, NULL);
 			base_map_init(&sm->shard[i].syms);
 			base_map_init(&sm->shard[i].inl);
 		}
-		pthread_mutex_init(&sm->arena_mu, NULL);
+		dwi_mutex_init(&sm->arena_mu);
 		pthread_mutex_init(&sm->syms_mu, NULL);
 		base_arena_init(&sm->inl_arena, 16 * 1024);
 		module_ext_set(m, &sm->ext);

@@ -118,16 +118,48 @@ struct dwi_guard {
 	pthread_mutex_t *held[4]; /* the locks taken under it, let go when it jumps back */
 	unsigned nheld;
 };
-extern __thread struct dwi_guard *dwi_guard_top;
+/* (initial-exec: the guard is read at every lock, and a global-dynamic variable of another file
+ * costs a call to __tls_get_addr each time) */
+#define DWI_TLS __attribute__((tls_model("initial-exec")))
+extern __thread struct dwi_guard *dwi_guard_top DWI_TLS;
 /* libdw's handler for running out of memory on dw: jumps back to the guard. */
 void dwi_oom_handler(Dwarf *dw);
-/* A lock taken and let go so that the guard knows it. */
-void dwi_lock_hold(pthread_mutex_t *mu);
-void dwi_lock_release(pthread_mutex_t *mu);
+/* A lock taken and let go so that the guard knows it (inline: taken at every lookup). */
+static inline void dwi_lock_hold(pthread_mutex_t *mu)
+{
+	pthread_mutex_lock(mu);
+	struct dwi_guard *g = dwi_guard_top;
+	if (g && g->nheld < UW_ARRAY_SIZE(g->held))
+		g->held[g->nheld++] = mu;
+}
+static inline void dwi_lock_release(pthread_mutex_t *mu)
+{
+	struct dwi_guard *g = dwi_guard_top;
+	for (unsigned i = g ? g->nheld : 0; i-- > 0;) {
+		if (g->held[i] == mu) {
+			for (unsigned j = i; j + 1 < g->nheld; j++)
+				g->held[j] = g->held[j + 1];
+			g->nheld--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(mu);
+}
 /* The handle's lock, for what its units share and every call into libdw; false (not held) once
- * memory ran out in the handle. A unit's lock is taken before it, never after. */
-bool dwi_lock(struct dwi *d);
-void dwi_unlock(struct dwi *d);
+ * memory ran out in the handle: libdw's state may be half made, and is not read again. A unit's
+ * lock is taken before it, never after. */
+static inline bool dwi_lock(struct dwi *d)
+{
+	dwi_lock_hold(&d->mu);
+	if (!__atomic_load_n(&d->oom, __ATOMIC_RELAXED))
+		return true;
+	dwi_lock_release(&d->mu);
+	return false;
+}
+static inline void dwi_unlock(struct dwi *d)
+{
+	dwi_lock_release(&d->mu);
+}
 /* (dwarf_inline_libdw.c) A node for a DIE with code; -1 when out of room or memory. */
 int32_t dwi_add_node(struct base_vec *nodes, Dwarf_Off off, bool subprogram, int32_t scope);
 static inline const char *dwi_intern(struct base_strings *t, const char *s)

@@ -136,7 +136,9 @@ static const struct sym no_sym;
 /* The shard of the caches holding rel. */
 static struct sym_shard *shard_of(struct sym_module *sm, uint64_t rel)
 {
-	return &sm->shard[base_hash64(rel) & (SYM_SHARDS - 1)];
+	/* (by the hash's top bits: a shard's map places its keys by the low ones, which would
+	 * otherwise be alike for all of them, in one sixteenth of its slots) */
+	return &sm->shard[base_hash64(rel) >> 60 & (SYM_SHARDS - 1)];
 }
 
 /* The symbol at rel (NULL: none), cached per address. */
@@ -506,19 +508,14 @@ bool sym_inline_done(struct uw_session *s, size_t n)
 
 static int inline_ahead(struct uw_session *s, struct sym_state *w, struct sym_module *sm, uint64_t rel_pc)
 {
+	/* (opened here, as the lookups the calling thread makes itself open it; once opened, a
+	 * flag read) */
+	bool dwarf = open_dwarf(s, sm);
 	struct sym_shard *sh = shard_of(sm, rel_pc);
 	pthread_mutex_lock(&sh->mu);
-	bool known = base_map_has(&sh->inl, rel_pc);
+	int err = base_map_has(&sh->inl, rel_pc) ? 1 : base_map_put(&sh->inl, rel_pc, dwarf ? PENDING : (void *)&no_inline);
 	pthread_mutex_unlock(&sh->mu);
-	if (known)
-		return 0;
-	/* (opened here, as the lookups the calling thread makes itself open it) */
-	if (!open_dwarf(s, sm))
-		return inline_keep(sm, rel_pc, &no_inline) ? 0 : -ENOMEM;
-	pthread_mutex_lock(&sh->mu);
-	int err = base_map_has(&sh->inl, rel_pc) ? 1 : base_map_put(&sh->inl, rel_pc, PENDING);
-	pthread_mutex_unlock(&sh->mu);
-	if (err)
+	if (err || !dwarf)
 		return err < 0 ? err : 0;
 	pthread_mutex_lock(&w->mu);
 	if (w->njobs == w->cap) {

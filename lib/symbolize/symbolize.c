@@ -147,15 +147,15 @@ static struct sym *find_sym(struct uw_session *s, struct sym_module *sm, uint64_
 	if (!__atomic_load_n(&sm->syms_done, __ATOMIC_ACQUIRE))
 		build_syms(s, sm, true);
 	struct sym_shard *sh = shard_of(sm, rel);
+	/* (a miss is looked up in the table under the shard's lock: a binary search, shorter than
+	 * letting go and taking it again) */
 	pthread_mutex_lock(&sh->mu);
 	const struct sym *hit = base_map_get(&sh->syms, rel);
-	pthread_mutex_unlock(&sh->mu);
 	if (!hit) {
 		hit = symtab_find(&sm->syms, rel);
-		pthread_mutex_lock(&sh->mu);
 		base_map_put(&sh->syms, rel, (void *)(hit ? hit : &no_sym)); /* (no memory: looked up again) */
-		pthread_mutex_unlock(&sh->mu);
 	}
+	pthread_mutex_unlock(&sh->mu);
 	return hit == &no_sym ? NULL : (struct sym *)hit;
 }
 

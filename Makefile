@@ -47,7 +47,7 @@ abi-update: all
 check-tsan:
 	./scripts/install-deps check
 	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUW_WERROR=ON -DUW_TESTS=ON -DUW_TSAN=ON $(CMAKE_FLAGS)
-	cmake --build $(BUILD)-tsan -j$(JOBS) --target threads hammer unwound_cli e2e_nofp tw_nofp
+	cmake --build $(BUILD)-tsan -j$(JOBS) --target threads hammer sharedtracker unwound_cli e2e_nofp tw_nofp
 	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L threads
 
 # Profile the bundled demo program with perf, then show what unwound makes of it.

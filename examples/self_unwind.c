@@ -134,7 +134,7 @@ int main(void)
 	static struct snapshot snap;
 	outer(&snap);
 
-	UW_OPTS(uw_sample_regs, in, .pid = pid, .tid = pid, .time = UINT64_MAX, .abi = PERF_SAMPLE_REGS_ABI_64,
+	UW_OPTS(uw_sample_regs, in, .pid = pid, .tid = pid, .time = UINT64_MAX, .abi = UW_REGS_ABI_64,
 		.regs = snap.regs, .regs_mask = MASK, .stack = snap.stack, .stack_size = snap.stack_size);
 	struct uw_frame frames[64];
 	UW_OPTS(uw_unwind_result, res);

@@ -14,11 +14,12 @@
  *
  * Threads (docs/threads.md has the table):
  *  - a session may be shared: several threads, each with its own tracker (and reader), may
- *    unwind and symbolize at once against one session. What the session builds lazily (opened
+ *    unwind and symbolize at once against one session; and a tracker may be shared: one
+ *    thread feeds it events while several unwind against it (see struct uw_tracker). What the session builds lazily (opened
  *    modules, unwind tables, symbol tables, DWARF indexes) is built once, by the first thread
  *    that needs it, and then read by all. Unwinding runs in parallel; symbolization calls are
  *    serialized on the session (their results are cached, so repeated addresses are cheap).
- *  - a tracker, a reader, a profile, a script writer: one thread at a time each.
+ *  - a reader, a profile, a script writer: one thread at a time each.
  *  - uw_session_free after every other object of the session is freed, by one thread.
  *  - the log callback may be called from any thread using the session; uw_session_errmsg
  *    gives the calling thread's last error.
@@ -40,12 +41,37 @@ extern "C" {
 #define UW_API
 #endif
 
+/* Experimental calls (and the types only they use) are declared with UW_EXPERIMENTAL and say
+ * "Experimental" in their comment (and in libunwound(3)): they are exported and versioned like
+ * every call (lib/libunwound.map), but their arguments or behaviour may still change in a minor
+ * release. A program that wants none of them defines UW_NO_EXPERIMENTAL before including this
+ * header: a call to one is then an error at compile time. */
+#if defined(UW_NO_EXPERIMENTAL) && !defined(UW_BUILDING_LIB)
+#define UW_EXPERIMENTAL __attribute__((__error__("an experimental call of libunwound (UW_NO_EXPERIMENTAL is defined)")))
+#else
+#define UW_EXPERIMENTAL
+#endif
+
+/* A call kept for compatibility (say which to use instead): a warning where it is used. */
+#if defined(UW_BUILDING_LIB)
+#define UW_DEPRECATED(msg)
+#else
+#define UW_DEPRECATED(msg) __attribute__((__deprecated__(msg)))
+#endif
+
 #define UW_VERSION_MAJOR 0
-#define UW_VERSION_MINOR 1
+#define UW_VERSION_MINOR 2
 #define UW_VERSION_PATCH 0
 #define UW_VERSION_NUMBER (UW_VERSION_MAJOR * 10000 + UW_VERSION_MINOR * 100 + UW_VERSION_PATCH)
 
-/* Declare and zero an options struct with its size set: UW_OPTS(uw_session_opts, o, .max_frames = 64); */
+/* Declare and zero an options struct with its size set: UW_OPTS(uw_session_opts, o, .max_frames = 64);
+ * Options (and every struct whose first field is its size, given to the library) are read as
+ * far as their sz says: an older caller's shorter struct gets defaults for the rest; a newer
+ * caller's larger one is refused with -E2BIG (errno E2BIG for constructors) when any byte
+ * past the end of the last field this library knows is non-zero, the padding after that field
+ * included (as libbpf's OPTS_VALID). None of them ends in padding: where one would, a reserved
+ * field says so, which an initializer zeroes (UW_OPTS, or = { .sz = sizeof(...), ... }); the
+ * next field added there takes its place, and a library that does not know it refuses it. */
 #ifndef __cplusplus
 #define UW_OPTS(TYPE, NAME, ...)                                          \
 	struct TYPE NAME = ({                                             \
@@ -247,7 +273,8 @@ UW_API const char *uw_frame_method_str(enum uw_frame_method m);
 	X(UW_STOP_CHAIN_CUT, "recorded callchain ends before a root frame")           \
 	X(UW_STOP_UNKNOWN, "recorded callchain, completeness unknown")                \
 	X(UW_STOP_SFRAME_RULE, "an SFrame rule the unwinder cannot follow")              \
-	X(UW_STOP_DEFERRED_MISSING, "deferred user callchain never arrived")
+	X(UW_STOP_DEFERRED_MISSING, "deferred user callchain never arrived")        \
+	X(UW_STOP_CALLBACK, "stopped by the callback")
 
 enum uw_stop_reason {
 #define UW_STOP_ENUM(name, msg) name,
@@ -382,6 +409,8 @@ UW_API const char *uw_sym_reason_str(enum uw_sym_reason r);
 struct uw_symbolize_opts {
 	size_t sz;
 	int lines;               /* 1: source file and line, and inline chains (DWARF) */
+	uint32_t reserved;       /* zero (where the next field goes: a library that does not know
+	                          * it refuses it, -E2BIG) */
 };
 
 /* One frame's names. Strings and arrays live as long as the session. */
@@ -516,8 +545,17 @@ typedef int (*uw_sample_fn)(void *ctx, const struct uw_sample *sample);
  * give them in time order (a uw_reader puts raw records in that order). EXIT only marks a
  * process: it is forgotten exit_grace_ns later (or when its pid is reused by FORK), so that
  * late samples still resolve.
- * Threads: a tracker is used by one thread at a time; several threads, each with its own
- * tracker, may unwind and symbolize at once against one session.
+ * Threads: one thread at a time feeds a tracker its events (the uw_tracker_mmap, _comm, _fork,
+ * _exit, _note_build_id, _sweep calls, or a uw_reader given it or owning it), in time order;
+ * meanwhile any number of threads may unwind against it at once (uw_unwind_sample,
+ * uw_unwind_sample_each, uw_unwind_sample_walk) and ask it (uw_tracker_lookup,
+ * uw_tracker_comm_of, uw_tracker_stats), the feeding thread too. An event waits for the
+ * unwindings under way and unwinding waits for an event being applied (a read-write lock that
+ * lets events go first); a sample unwound just after an event sees it, so give a sample to
+ * the workers after the events before it (in time) were given. A live tracker's mapping asked
+ * of the kernel during an unwinding (see live) is added as an event would be. Unwinding on two
+ * threads sharing a tracker goes at about twice the rate of one (docs/threads.md has the
+ * figures). uw_tracker_free by one thread, after every other call on it has returned.
  */
 struct uw_tracker;
 
@@ -531,6 +569,8 @@ struct uw_tracker_opts {
 	 * any more let go of their files and tables after a while (memory follows what runs; their
 	 * handles stay: see struct uw_module) */
 	int live;
+	uint32_t reserved;       /* zero (where the next field goes: a library that does not know
+	                          * it refuses it, -E2BIG) */
 };
 
 /* @return NULL with errno set (EINVAL for bad opts). Free before the session. */
@@ -576,23 +616,38 @@ struct uw_tracker_stats {
 };
 UW_API int uw_tracker_stats(const struct uw_tracker *t, struct uw_tracker_stats *st);
 
+/* Experimental. The name of thread tid of process pid as the tracker knows it now (its last
+ * COMM; a thread no event named goes by its process's name, as perf shows it): NULL when the
+ * tracker knows neither. The string is the session's (interned): valid while the session lives,
+ * not to be freed, unchanged by later events (a later COMM gives another string). Any thread
+ * (see the tracker's threads above). */
+UW_API UW_EXPERIMENTAL const char *uw_tracker_comm_of(struct uw_tracker *t, uint32_t pid, uint32_t tid);
+
 /* Maps an address of process pid to its module and module-relative address as the tracker
  * knows the process now. @return 0, or -ENOENT when no mapping holds addr (*m may be NULL for
- * anonymous mappings). */
+ * anonymous mappings). Any thread (see the tracker's threads above). */
 UW_API int uw_tracker_lookup(struct uw_tracker *t, uint32_t pid, uint64_t addr, struct uw_module **m, uint64_t *rel);
 
 /* Architectures, for register masks and ABIs */
 enum uw_arch { UW_ARCH_NONE = 0, UW_ARCH_X86_64 = 1 };
 /* The perf registers (PERF_SAMPLE_REGS_USER bits) the unwinder reads for an architecture: ask
- * the kernel for these. 0 for an architecture not supported. */
+ * the kernel for these (perf_event_attr.sample_regs_user). 0 for an architecture not supported.
+ * (The one register-mask call: uw_perf_regs_user_mask, of 0.1, is the same for x86_64.) */
 UW_API uint64_t uw_regs_mask(enum uw_arch arch);
+
+/* The ABI of a sample's user registers (uw_sample_regs.abi), as the kernel records it in a
+ * sample's regs_user block: perf_event.h's PERF_SAMPLE_REGS_ABI_NONE, _32 and _64, by value. */
+#define UW_REGS_ABI_NONE 0u /* no user registers (a kernel thread): the stack is not unwound */
+#define UW_REGS_ABI_32 1u   /* a 32-bit process: not unwound (UW_STOP_NO_REGS) */
+#define UW_REGS_ABI_64 2u   /* a 64-bit process */
 
 /* One sample's user state, as the kernel records it. */
 struct uw_sample_regs {
 	size_t sz;
 	uint32_t pid, tid;
 	uint64_t time;                 /* for JIT code named as it was then; UINT64_MAX: now */
-	uint32_t abi;                  /* PERF_SAMPLE_REGS_ABI_* (0: none, the stack is not unwound) */
+	uint32_t abi;                  /* UW_REGS_ABI_* (PERF_SAMPLE_REGS_ABI_*): UW_REGS_ABI_64 to
+	                                * unwind; UW_REGS_ABI_NONE (0): no registers, not unwound */
 	const uint64_t *regs;          /* one value per bit of regs_mask, in bit order (perf's layout) */
 	uint64_t regs_mask;            /* PERF_REG_X86_* bits */
 	const void *stack;             /* the copy of the user stack, starting at the sampled sp */
@@ -600,6 +655,8 @@ struct uw_sample_regs {
 	/* The record's PERF_RECORD_MISC_CPUMODE: a sample taken in the kernel (1) in a system call
 	 * has its user pc after the syscall instruction. 0: unknown. */
 	uint32_t cpumode;
+	uint32_t reserved;             /* zero (where the next field goes: a library that does not know
+	                                * it refuses it, -E2BIG) */
 };
 
 struct uw_unwind_result {
@@ -622,11 +679,49 @@ struct uw_unwind_result {
  * @return 0 (res->stop says why the stack ends), or -EINVAL. */
 UW_API int uw_unwind_sample(struct uw_tracker *t, const struct uw_sample_regs *in, struct uw_frame *frames,
                             unsigned cap, struct uw_unwind_result *res);
-/* The same, each frame handed to fn, innermost first (as elfutils' dwflst_perf_sample_getframes
- * hands Dwfl_Frames); fn returns non-zero to stop (res->stop is then UW_STOP_MAX_FRAMES). */
+/* The same, each frame handed to fn as soon as it is found, innermost first (as elfutils'
+ * dwflst_perf_sample_getframes hands Dwfl_Frames), up to the session's max_frames; the frame
+ * lives during the call. fn returns non-zero to stop: res->stop is then UW_STOP_CALLBACK and
+ * res->nr_frames counts the frame it stopped at. fn runs with the tracker held for reading: it
+ * may symbolize, but must not call the tracker's event calls (uw_tracker_mmap, ...: they would
+ * wait for ever), nor uw_tracker_lookup or uw_tracker_comm_of on the same tracker. */
 typedef int (*uw_frame_fn)(void *ctx, const struct uw_frame *frame);
 UW_API int uw_unwind_sample_each(struct uw_tracker *t, const struct uw_sample_regs *in, uw_frame_fn fn, void *ctx,
                                  struct uw_unwind_result *res);
+
+/* x86_64 registers by DWARF number (System V psABI, figure 3.36): uw_frame_reg's regno. */
+enum uw_reg_x86_64 {
+	UW_REG_X86_64_RAX = 0, UW_REG_X86_64_RDX, UW_REG_X86_64_RCX, UW_REG_X86_64_RBX,
+	UW_REG_X86_64_RSI, UW_REG_X86_64_RDI, UW_REG_X86_64_RBP, UW_REG_X86_64_RSP,
+	UW_REG_X86_64_R8, UW_REG_X86_64_R9, UW_REG_X86_64_R10, UW_REG_X86_64_R11,
+	UW_REG_X86_64_R12, UW_REG_X86_64_R13, UW_REG_X86_64_R14, UW_REG_X86_64_R15,
+	UW_REG_X86_64_RIP = 16,   /* the frame's pc */
+};
+
+/* One frame's registers as the unwinder recovered them (as Dwflst's frames have
+ * dwfl_frame_reg); valid during the callback only. */
+struct uw_frame_regs;
+/*
+ * Experimental. The value of register regno (enum uw_reg_x86_64) in the frame.
+ * Known, by frame (uw_frame.method):
+ *  - frame 0 (UW_METHOD_REGS), and a frame a signal interrupted (the frame after a
+ *    UW_METHOD_SIGNAL step: its registers come from the signal frame): every register the
+ *    sample gives (uw_regs_mask) or the signal frame restores;
+ *  - any other frame: rip (its pc: the return address) and rsp (its stack pointer, which is
+ *    the CFA of the frame below); rbp when the step restored it or left it alone (CFI and SFrame
+ *    rules say; by the frame-pointer chain it is the saved one); rbx and r12-r15 (callee-saved)
+ *    as CFI or SFrame restored them or left them, until a step by frame pointer or the PLT rule
+ *    (the function below had no CFI and may have changed them unsaid): unknown from there on.
+ *    Caller-saved registers (rax, rcx, rdx, rsi, rdi, r8-r11) are unknown.
+ * A frame's CFA is the sp of the frame after it.
+ * @return 0 and *val, -ENOENT when the register is not known in this frame, -EINVAL.
+ */
+UW_API UW_EXPERIMENTAL int uw_frame_reg(const struct uw_frame_regs *regs, unsigned regno, uint64_t *val);
+typedef int (*uw_frame_regs_fn)(void *ctx, const struct uw_frame *frame, const struct uw_frame_regs *regs);
+/* Experimental. uw_unwind_sample_each with each frame's registers (uw_frame_reg). The same
+ * rules for fn; res->stop is UW_STOP_CALLBACK when fn stopped the walk. */
+UW_API UW_EXPERIMENTAL int uw_unwind_sample_walk(struct uw_tracker *t, const struct uw_sample_regs *in,
+                                                 uw_frame_regs_fn fn, void *ctx, struct uw_unwind_result *res);
 
 /* ---------------------------------------------------------------- perf.data reader */
 
@@ -797,9 +892,10 @@ UW_API int uw_reader_event_stats(const struct uw_reader *r, unsigned idx, struct
 
 /* ---------------------------------------------------------------- record */
 
-/* The perf registers (PERF_SAMPLE_REGS_USER mask) the unwinder reads: the general registers and
- * the instruction pointer (no flags or segment registers). */
-UW_API uint64_t uw_perf_regs_user_mask(void);
+/* Deprecated: uw_regs_mask(UW_ARCH_X86_64) returns the same mask (the general registers and
+ * the instruction pointer), for any architecture supported. Kept (same symbol, same result) for
+ * programs built against 0.1. */
+UW_API uint64_t uw_perf_regs_user_mask(void) UW_DEPRECATED("use uw_regs_mask(UW_ARCH_X86_64)");
 
 struct uw_record_status {
 	size_t sz;
@@ -820,6 +916,11 @@ struct uw_record_status {
 	                            * (samples_root counts among the others, as report's summary) */
 	uint64_t stitched;         /* (opts.stitch) stacks cut short by their copy, completed */
 	uint64_t stitch_failed;    /* ... not completed */
+	/* (opts.off_cpu; the final status only) */
+	uint64_t offcpu_switches;  /* switch-out samples of the threads followed */
+	uint64_t offcpu_samples;   /* offcpu-time samples written */
+	uint64_t offcpu_ns;        /* off-CPU time in all, ns */
+	uint64_t offcpu_open_at_end; /* threads still off the CPU when the recording ended */
 };
 
 struct uw_record_opts {
@@ -852,6 +953,22 @@ struct uw_record_opts {
 	const int *cpus;           /* -C: only these CPUs (NULL: all) */
 	size_t ncpus;
 	int stitch;                /* as uw_reader_opts */
+	/* 1: off-CPU time too. Every switch-out of a followed thread is sampled with its stack
+	 * (the context-switches event; taken as the CPU samples' are) and, when the thread runs
+	 * again, written as one sample of the event "offcpu-time" (PERF_TYPE_SOFTWARE,
+	 * PERF_COUNT_SW_BPF_OUTPUT, as perf record --off-cpu) whose period is the time off the CPU
+	 * in ns; threads of -p/-t blocked when the recording starts are counted from its start
+	 * (their stack read at the sp of /proc/TID/syscall), threads off the CPU at its end up to
+	 * it. Needs the kernel sampled (perf_event_paranoid 1 or less). */
+	int off_cpu;
+	unsigned off_cpu_every;    /* the stack taken at one switch-out in N (0: every one); every
+	                            * wait is still timed (switch records), one without a stack of
+	                            * its own given its thread's last; written as the offcpu-time
+	                            * event's sample_period */
+	uint32_t reserved;         /* zero (no padding inside the struct) */
+	uint64_t off_cpu_min_ns;   /* waits shorter are added up per thread and stack and written
+	                            * when their total reaches it, or at the end (0: 500 us;
+	                            * UINT64_MAX: every wait aggregated, written at the end) */
 };
 #define UW_CALL_GRAPH_DWARF 0
 #define UW_CALL_GRAPH_FP 1
@@ -924,6 +1041,8 @@ struct uw_profile_opts {
 	int keep_order;         /* 1: keep every sample's time and stack, in the order added (the
 	                         * time order of speedscope and of the flame graph's time line;
 	                         * 24 bytes a sample) */
+	uint32_t reserved;       /* zero (where the next field goes: a library that does not know
+	                          * it refuses it, -E2BIG) */
 };
 
 struct uw_profile;
@@ -953,11 +1072,13 @@ struct uw_pprof_opts {
 	uint64_t duration_nanos; /* how long it covers; 0: unknown */
 };
 /* Writes the profile as pprof's gzipped profile.proto (go tool pprof, Pyroscope, Parca, ...):
- * sample types samples/count and the period (cpu/nanoseconds for cpu-clock and task-clock, else
- * the event/count), labels pid and tid (with opts.by_thread) and thread (comm), locations with
- * their inline chains as several lines (innermost first), functions with their shown and system
- * names and source files, mappings with path and build-id. Events are not told apart: give a
- * profile of one event. opts may be NULL. @return 0 or -errno. */
+ * sample types samples/count, then a period column per event of the profile (cpu/nanoseconds
+ * for cpu-clock and task-clock, off-cpu/nanoseconds for offcpu-time, wall/nanoseconds for an
+ * event named "wall", else the event/count; a stack's value is 0 in the other events' columns:
+ * pprof's -sample_index chooses), labels pid and tid (with opts.by_thread) and thread (comm),
+ * locations with their inline chains as several lines (innermost first), functions with their
+ * shown and system names and source files, mappings with path and build-id. The period type is
+ * the first event's. opts may be NULL. @return 0 or -errno. */
 UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct uw_pprof_opts *opts);
 
 struct uw_speedscope_opts {
@@ -1046,6 +1167,8 @@ struct uw_script_opts {
 	                         * longest event name of the recording (0: no padding) */
 	int no_inline;          /* 1: no inline frames (perf script --no-inline) */
 	int srcline;            /* 1: a "  file:line" line under each frame (perf script -F +srcline) */
+	uint32_t reserved;       /* zero (where the next field goes: a library that does not know
+	                          * it refuses it, -E2BIG) */
 };
 
 /* Writes one sample the way `perf script` prints a sample with a callchain: a header line
@@ -1074,7 +1197,8 @@ UW_API int uw_script_writer_close(struct uw_script_writer *w);
 /* An options struct of any C++ version, zeroed, with its size set. */
 template <typename T> static inline T uw_opts()
 {
-	T o{};
+	T o;
+	__builtin_memset((void *)&o, 0, sizeof(T)); /* (padding too: it is checked) */
 	o.sz = sizeof(T);
 	return o;
 }

@@ -15,13 +15,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/base.h"
+#include "base/output.h"
+#include "unwound/unwound.h"
 
 struct uw_output {
 	int fd;

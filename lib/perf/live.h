@@ -52,6 +52,8 @@ struct ring {
 	uint8_t *base;       /* control page, then data; NULL once closed */
 	size_t data_size;
 	uint64_t id;
+	pid_t pid;           /* what it was opened for: a task (-1: all), a CPU (-1: any) */
+	int cpu;
 };
 
 struct live {
@@ -64,6 +66,9 @@ struct live {
 	size_t nrings;
 	uint8_t *tmp;        /* a record that wraps around the ring's end */
 	uint64_t lost, throttled;
+	int *sw_fds;         /* --off-cpu: the switch events, writing into the rings */
+	uint64_t *sw_ids;
+	size_t nsw;
 };
 
 
@@ -116,5 +121,20 @@ int live_push_comm(struct live *lv, int32_t pid, int32_t tid, const char *comm);
 /* A mapping the tracker found on demand, written to the output (tracker_map_fn). */
 void live_on_new_map(void *ctx, int32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t maj, uint32_t min,
                      uint64_t ino, const char *path, const uint8_t *bid, size_t blen, uint64_t time);
+
+/* ---- off-CPU (live_offcpu.c) */
+/* The switch event's attribute: context-switches, one sample per switch-out (or per
+ * off_cpu_every), with the stack as the CPU samples', and switch records. */
+void live_offcpu_attr(struct kattr *a, const struct evconf *ec, bool task);
+/* A switch event beside every ring's event (same task and CPU), writing into that ring. */
+int live_open_offcpu(struct live *lv, const struct evconf *ec, bool task);
+void live_enable_offcpu(struct live *lv, unsigned long req);
+void live_close_offcpu(struct live *lv);
+/* Threads of -p/-t found blocked now: a switch-out sample each at time (their stack read with
+ * process_vm_readv from the sp of /proc/TID/syscall), so a wait that spans the whole recording
+ * counts. */
+int live_offcpu_blocked(struct live *lv, const struct uw_record_opts *o, uint64_t time);
+uint64_t live_now_ns(void);
+int32_t live_tgid_of(int32_t tid);
 
 #endif

@@ -99,6 +99,8 @@ int live_open_ring(struct live *lv, struct kattr *a, pid_t pid, int cpu, size_t 
 	rg->fd = (int)fd;
 	rg->base = m;
 	rg->data_size = pages * pg;
+	rg->pid = pid;
+	rg->cpu = cpu;
 	rg->id = 0;
 	if (ioctl((int)fd, PERF_EVENT_IOC_ID, &rg->id) < 0)
 		rg->id = 0;

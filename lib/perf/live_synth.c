@@ -196,7 +196,7 @@ static int synthesize(struct live *lv, int32_t pid)
 
 /* The process a thread belongs to (its Tgid): -p given a thread's id records its whole process,
  * whose samples carry the process's id. */
-static int32_t tgid_of(int32_t tid)
+int32_t live_tgid_of(int32_t tid)
 {
 	char p[64], line[256];
 	snprintf(p, sizeof(p), "/proc/%d/status", tid);
@@ -217,7 +217,7 @@ int live_synthesize_all(struct live *lv, const int *pids, size_t npids, bool all
 	int err = 0;
 	if (!all) {
 		for (size_t i = 0; i < npids && !err; i++)
-			err = synthesize(lv, tgid_of(pids[i]));
+			err = synthesize(lv, live_tgid_of(pids[i]));
 		return err;
 	}
 	DIR *d = opendir("/proc");

@@ -168,6 +168,54 @@ int cc_sink_finish(struct cc_sink *k);
 int cc_sink_error(const struct cc_sink *k);
 void cc_sink_free(struct cc_sink *k, struct uw_inject_stats *stats);
 
+/* ---- off-CPU time (offcpu.c): switch-out stacks closed by the switch back in */
+struct offcpu_stack {           /* a sample of offcpu-time, as the sink writes it */
+	uint64_t id, ip, time, cpu, period;
+	uint32_t pid, tid;
+	uint16_t misc;
+	uint8_t reason;         /* the user stack's stop reason */
+	uint32_t nk, nu;
+	const uint64_t *chain;  /* nk kernel addresses, then nu user pcs as written */
+};
+typedef int (*offcpu_emit_fn)(void *ctx, const struct offcpu_stack *s);
+struct offcpu_opts {
+	uint64_t min_ns;        /* shorter waits are aggregated per thread and stack (0: none) */
+	unsigned every;         /* one switch in every N sampled: periods scaled by N (0: 1) */
+	int32_t self_pid;       /* the recorder's own waits are left out (0: none) */
+};
+struct offcpu_stats {
+	uint64_t switches_out;  /* switch-out samples of threads followed */
+	uint64_t waits;         /* waits closed (by a switch-in or the end) */
+	uint64_t samples;       /* offcpu-time samples written */
+	uint64_t aggregated;    /* waits added to a stack's total */
+	uint64_t open_at_end;   /* threads still off the CPU at the end */
+	uint64_t ns;            /* off-CPU time in all */
+	uint64_t unattributed;  /* (every > 1) waits of threads with no stack taken yet */
+};
+struct offcpu;
+struct offcpu *offcpu_new(const struct offcpu_opts *o, offcpu_emit_fn emit, void *ctx);
+/* A switch-out sample (s->time: when); its chain is copied. @return 0, emit's error, -ENOMEM. */
+int offcpu_switch_out(struct offcpu *oc, const struct offcpu_stack *s);
+/* A switch-out record (every > 1): a wait opened with the thread's last stack, unless it is the
+ * record of the switch just sampled. */
+void offcpu_switch_out_record(struct offcpu *oc, uint32_t pid, uint32_t tid, uint64_t time);
+/* A thread back on a CPU: its wait written (emit) or aggregated. */
+int offcpu_switch_in(struct offcpu *oc, uint32_t pid, uint32_t tid, uint64_t time);
+/* EXIT (exit true): the thread's pending wait and later switch-outs are dropped; FORK or COMM
+ * exec of that number (exit false): a thread again. */
+void offcpu_task(struct offcpu *oc, uint32_t tid, bool exit);
+/* Threads still off the CPU closed at end, then every aggregate not yet written. */
+int offcpu_finish(struct offcpu *oc, uint64_t end);
+void offcpu_stats(const struct offcpu *oc, struct offcpu_stats *st);
+void offcpu_free(struct offcpu *oc);
+/* The sink writes the samples of attribute attr_index (context-switches with a stack) as
+ * offcpu-time: each is held until its thread runs again; SWITCH records close them and are
+ * not written; EXIT and FORK records are written and seen. @return 0 or -ENOMEM. */
+int cc_sink_offcpu(struct cc_sink *k, const struct offcpu_opts *o, uint32_t attr_index);
+/* The end of the recording at time end: waits still open and aggregates written; *st (may be
+ * NULL) filled. */
+int cc_sink_offcpu_finish(struct cc_sink *k, uint64_t end, struct offcpu_stats *st);
+
 /* ---- reader internals shared with writers (perf_reader.c) */
 void perf_reader_set_record_fn(struct uw_reader *r, perf_record_fn fn, void *ctx);
 /* A feature section of the recording (HEADER_* bit) as read, or NULL; valid while the reader

@@ -59,6 +59,7 @@ enum {
 #define PM_USER 2
 #define PM_MMAP_DATA (1 << 13)
 #define PM_COMM_EXEC (1 << 13)
+#define PM_SWITCH_OUT (1 << 13)     /* SWITCH, SWITCH_CPU_WIDE: the task goes off the CPU */
 #define PM_MMAP_BUILD_ID (1 << 14)
 #define PM_LOST_SAMPLES_BPF (1 << 15) /* LOST_SAMPLES: dropped by a BPF filter */
 #define PM_BUILD_ID_SIZE (1 << 15)

@@ -29,6 +29,10 @@ struct inject {
 	struct uw_inject_stats st;
 	int err;               /* the first error of writing, said in the session's message */
 	char *path;
+	struct offcpu *oc;     /* record --off-cpu: samples of attribute oc_attr held there */
+	uint32_t oc_attr;
+	uint64_t *oc_chain;    /* a switch-out's chain, as written */
+	uint32_t oc_cap;
 };
 
 /* The first error of writing: kept, and said with the output's name and the real reason (disk
@@ -87,6 +91,20 @@ static int carry_features(struct inject *in)
 	return 0;
 }
 
+/* The switch-out event as perf record --off-cpu names its samples: offcpu-time, a software
+ * event (PERF_COUNT_SW_BPF_OUTPUT, as perf's), sample_period the sampling of switches (1: every
+ * one; N: one in N, the periods scaled by N), no frequency, no switch records. */
+static void offcpu_attr(uint8_t *raw)
+{
+	uint32_t type = 1;
+	uint64_t config = 10, flags;
+	memcpy(raw, &type, 4);
+	memcpy(raw + 8, &config, 8);
+	memcpy(&flags, raw + 40, 8);
+	flags &= ~((1ull << 10) | (1ull << 26)); /* freq, context_switch */
+	memcpy(raw + 40, &flags, 8);
+}
+
 static int add_attrs(struct inject *in)
 {
 	if (in->attrs_done)
@@ -105,6 +123,8 @@ static int add_attrs(struct inject *in)
 		uint32_t size = 128; /* PERF_ATTR_SIZE_VER7: what perf 5.13 to 6.2 expect in a file (newer ones read it) */
 		memcpy(raw, a[i].raw, a[i].raw_size);
 		uint64_t st = (a[i].sample_type & KEEP) | PS_CALLCHAIN, flags, zero = 0;
+		if (in->oc && i == in->oc_attr)
+			st |= PS_PERIOD; /* the time off the CPU */
 		in->out_type[i] = st;
 		memcpy(raw + 24, &st, 8);
 		/* no register or stack copies; the whole chain is in the callchain */
@@ -114,17 +134,54 @@ static int add_attrs(struct inject *in)
 		memcpy(raw + 40, &flags, 8);
 		memcpy(raw + 80, &zero, 8);
 		memcpy(raw + 88, &zero, 4);
-		int err = perf_writer_add_attr(in->w, raw, size, a[i].name, a[i].ids, a[i].nids);
+		const char *name = a[i].name;
+		if (in->oc && i == in->oc_attr) {
+			offcpu_attr(raw);
+			name = "offcpu-time";
+		}
+		int err = perf_writer_add_attr(in->w, raw, size, name, a[i].ids, a[i].nids);
 		if (err)
 			return err;
 	}
 	return perf_writer_begin(in->w);
 }
 
+/* SWITCH, SWITCH_CPU_WIDE, EXIT and FORK records for off-CPU time: @return true when the record
+ * is not to be written (the switches: perf's --off-cpu file has none). */
+static bool offcpu_record(struct inject *in, const uint8_t *rec, uint32_t len, int *err)
+{
+	uint32_t type;
+	uint16_t misc;
+	memcpy(&type, rec, 4);
+	memcpy(&misc, rec + 4, 2);
+	if ((type == PR_EXIT || type == PR_FORK) && len >= 24) {
+		uint32_t tid;
+		memcpy(&tid, rec + 16, 4);
+		offcpu_task(in->oc, tid, type == PR_EXIT);
+		return false;
+	}
+	if (type != PR_SWITCH && type != PR_SWITCH_CPU_WIDE)
+		return false;
+	size_t na;
+	const struct perf_attr *a = perf_reader_attrs(in->r, &na);
+	size_t skip = type == PR_SWITCH_CPU_WIDE ? 8 : 0;
+	struct perf_sample_id sid;
+	if (in->oc_attr < na && len >= 8 + skip &&
+	    !perf_sample_id_decode(&a[in->oc_attr], rec + 8 + skip, len - 8 - skip, &sid) && sid.has_time) {
+		if (misc & PM_SWITCH_OUT)
+			offcpu_switch_out_record(in->oc, sid.pid, sid.tid, sid.time);
+		else
+			*err = offcpu_switch_in(in->oc, sid.pid, sid.tid, sid.time);
+	}
+	return true;
+}
+
 static int on_record(void *ctx, const uint8_t *rec, uint32_t len)
 {
 	struct inject *in = ctx;
 	int err = add_attrs(in);
+	if (!err && in->oc && offcpu_record(in, rec, len, &err))
+		return sink_failed(in, err);
 	if (!err)
 		err = perf_writer_record(in->w, rec, len);
 	in->st.records_written++;
@@ -136,6 +193,100 @@ static void put64(uint8_t *b, size_t *at, uint64_t v)
 {
 	memcpy(b + *at, &v, 8);
 	*at += 8;
+}
+
+/* One sample written: the kept fields of ps, then the callchain (kernel addresses, then the
+ * user pcs: upc[] as they are, or uf[] each at its return address - 1 when it is a caller). */
+static int write_sample(struct inject *in, uint32_t attr_index, const struct perf_sample *ps, uint16_t misc,
+                        const uint64_t *kernel, uint32_t nk, const struct uw_frame *uf, const uint64_t *upc,
+                        uint32_t nu, uint8_t reason)
+{
+	uint64_t st = in->out_type[attr_index];
+	size_t need = 8 + 8 * 12 + 8 * (2 + (size_t)nk + (size_t)nu + 2);
+	if (need > 65535)
+		need = 65535; /* a record's size is 16 bits: the chain is cut (outermost frames) */
+	if (need > in->cap) {
+		uint8_t *nb = realloc(in->rec, need);
+		if (!nb)
+			return -ENOMEM;
+		in->rec = nb;
+		in->cap = need;
+	}
+	uint8_t *b = in->rec;
+	size_t at = 8;
+	if (st & PS_IDENTIFIER)
+		put64(b, &at, ps->id);
+	if (st & PS_IP)
+		put64(b, &at, ps->ip);
+	if (st & PS_TID)
+		put64(b, &at, (uint64_t)ps->tid << 32 | ps->pid);
+	if (st & PS_TIME)
+		put64(b, &at, ps->time);
+	if (st & PS_ADDR)
+		put64(b, &at, ps->addr);
+	if (st & PS_ID)
+		put64(b, &at, ps->id);
+	if (st & PS_STREAM_ID)
+		put64(b, &at, ps->stream_id);
+	if (st & PS_CPU)
+		put64(b, &at, ps->cpu);
+	if (st & PS_PERIOD)
+		put64(b, &at, ps->period);
+	size_t nr_at = at, nr = 0, room = (need - at - 8) / 8;
+	at += 8;
+	if (nk && nr + 1 < room) {
+		put64(b, &at, PC_KERNEL);
+		nr++;
+		for (uint32_t i = 0; i < nk && nr < room; i++, nr++)
+			put64(b, &at, kernel[i]);
+	}
+	if (nu && nr + 1 < room) {
+		put64(b, &at, PC_USER);
+		nr++;
+		for (uint32_t i = 0; i < nu && nr < room; i++, nr++)
+			put64(b, &at, upc ? upc[i] : uf[i].pc - uf[i].is_call);
+	}
+	memcpy(b + nr_at, &nr, 8);
+	uint32_t type = PR_SAMPLE;
+	uint16_t size = (uint16_t)at;
+	memcpy(b, &type, 4);
+	memcpy(b + 4, &misc, 2);
+	memcpy(b + 6, &size, 2);
+	in->st.samples_written++;
+	in->st.bytes_out += at;
+	int err = perf_writer_record(in->w, b, at);
+	perf_writer_sample(in->w, (st & PS_TIME) != 0, ps->time, reason);
+	return err;
+}
+
+/* An offcpu-time sample from the pairing (offcpu.c). */
+static int emit_offcpu(void *ctx, const struct offcpu_stack *s)
+{
+	struct inject *in = ctx;
+	struct perf_sample ps = { .id = s->id, .ip = s->ip, .time = s->time, .period = s->period, .cpu = s->cpu,
+				  .pid = s->pid, .tid = s->tid };
+	return write_sample(in, in->oc_attr, &ps, s->misc, s->chain, s->nk, NULL, s->chain + s->nk, s->nu, s->reason);
+}
+
+/* A switch-out sample: its chain (as it will be written) held until the thread runs again. */
+static int hold_switch_out(struct inject *in, const struct uw_sample *smp, const struct perf_sample *ps, uint16_t misc)
+{
+	uint32_t n = smp->nr_kernel + smp->nr_user;
+	if (n > in->oc_cap) {
+		uint64_t *nc = realloc(in->oc_chain, (size_t)n * sizeof(*nc));
+		if (!nc)
+			return -ENOMEM;
+		in->oc_chain = nc;
+		in->oc_cap = n;
+	}
+	if (smp->nr_kernel)
+		memcpy(in->oc_chain, smp->kernel, (size_t)smp->nr_kernel * sizeof(uint64_t));
+	for (uint32_t i = 0; i < smp->nr_user; i++)
+		in->oc_chain[smp->nr_kernel + i] = smp->user[i].pc - smp->user[i].is_call;
+	struct offcpu_stack s = { .id = ps->id, .ip = ps->ip, .time = ps->time, .cpu = ps->cpu, .pid = ps->pid,
+				  .tid = ps->tid, .misc = misc, .reason = smp->stop_reason, .nk = smp->nr_kernel,
+				  .nu = smp->nr_user, .chain = in->oc_chain };
+	return offcpu_switch_out(in->oc, &s);
 }
 
 static int on_sample(void *ctx, const struct uw_sample *smp)
@@ -155,62 +306,12 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 	struct perf_sample ps;
 	if (perf_sample_decode(a, raw + 8, rlen - 8, &ps))
 		return 0;
-	uint64_t st = in->out_type[smp->attr_index];
-	size_t need = 8 + 8 * 12 + 8 * (2 + (size_t)smp->nr_kernel + (size_t)smp->nr_user + 2);
-	if (need > 65535)
-		need = 65535; /* a record's size is 16 bits: the chain is cut (outermost frames) */
-	if (need > in->cap) {
-		uint8_t *nb = realloc(in->rec, need);
-		if (!nb)
-			return -ENOMEM;
-		in->rec = nb;
-		in->cap = need;
-	}
-	uint8_t *b = in->rec;
-	size_t at = 8;
-	if (st & PS_IDENTIFIER)
-		put64(b, &at, ps.id);
-	if (st & PS_IP)
-		put64(b, &at, ps.ip);
-	if (st & PS_TID)
-		put64(b, &at, (uint64_t)ps.tid << 32 | ps.pid);
-	if (st & PS_TIME)
-		put64(b, &at, ps.time);
-	if (st & PS_ADDR)
-		put64(b, &at, ps.addr);
-	if (st & PS_ID)
-		put64(b, &at, ps.id);
-	if (st & PS_STREAM_ID)
-		put64(b, &at, ps.stream_id);
-	if (st & PS_CPU)
-		put64(b, &at, ps.cpu);
-	if (st & PS_PERIOD)
-		put64(b, &at, ps.period);
-	size_t nr_at = at, nr = 0, room = (need - at - 8) / 8;
-	at += 8;
-	if (smp->nr_kernel && nr + 1 < room) {
-		put64(b, &at, PC_KERNEL);
-		nr++;
-		for (uint32_t i = 0; i < smp->nr_kernel && nr < room; i++, nr++)
-			put64(b, &at, smp->kernel[i]);
-	}
-	if (smp->nr_user && nr + 1 < room) {
-		put64(b, &at, PC_USER);
-		nr++;
-		for (uint32_t i = 0; i < smp->nr_user && nr < room; i++, nr++)
-			put64(b, &at, smp->user[i].pc - smp->user[i].is_call);
-	}
-	memcpy(b + nr_at, &nr, 8);
-	uint32_t type = PR_SAMPLE;
-	uint16_t misc, size = (uint16_t)at;
+	uint16_t misc;
 	memcpy(&misc, raw + 4, 2);
-	memcpy(b, &type, 4);
-	memcpy(b + 4, &misc, 2);
-	memcpy(b + 6, &size, 2);
-	in->st.samples_written++;
-	in->st.bytes_out += at;
-	err = perf_writer_record(in->w, b, at);
-	perf_writer_sample(in->w, (st & PS_TIME) != 0, ps.time, smp->stop_reason);
+	if (in->oc && smp->attr_index == in->oc_attr)
+		return sink_failed(in, hold_switch_out(in, smp, &ps, misc));
+	err = write_sample(in, smp->attr_index, &ps, misc, smp->kernel, smp->nr_kernel, smp->user, NULL, smp->nr_user,
+			   smp->stop_reason);
 	return sink_failed(in, err);
 }
 
@@ -345,14 +446,40 @@ void cc_sink_free(struct cc_sink *k, struct uw_inject_stats *stats)
 	free(in->path);
 	free(in->out_type);
 	free(in->rec);
+	free(in->oc_chain);
+	offcpu_free(in->oc);
 	free(in);
+}
+
+int cc_sink_offcpu(struct cc_sink *k, const struct offcpu_opts *o, uint32_t attr_index)
+{
+	struct inject *in = (struct inject *)k;
+	in->oc = offcpu_new(o, emit_offcpu, in);
+	in->oc_attr = attr_index;
+	return in->oc ? 0 : -ENOMEM;
+}
+
+int cc_sink_offcpu_finish(struct cc_sink *k, uint64_t end, struct offcpu_stats *st)
+{
+	struct inject *in = (struct inject *)k;
+	if (!in || !in->oc)
+		return 0;
+	int err = add_attrs(in);
+	if (!err)
+		err = offcpu_finish(in->oc, end);
+	if (st)
+		offcpu_stats(in->oc, st);
+	return sink_failed(in, err);
 }
 
 UW_API int uw_inject(struct uw_session *s, const char *in_path, const char *out_path,
                      const struct uw_inject_opts *opts, struct uw_inject_stats *stats)
 {
 	struct uw_inject_opts o;
-	if (!s || !in_path || !out_path || base_opts_copy(&o, sizeof(o), opts))
+	int oe = BASE_OPTS_COPY(&o, uw_inject_opts, stitch, opts);
+	if (oe)
+		return oe;
+	if (!s || !in_path || !out_path)
 		return -EINVAL;
 	struct cc_sink *k;
 	int err = cc_sink_new(s, out_path, &k);

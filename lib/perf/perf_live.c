@@ -70,6 +70,8 @@ struct rec {
 	bool stopped_child;     /* the recorder ended the command */
 	unsigned trims;
 	double t0;
+	uint64_t end_ns;        /* --off-cpu: when the recording ended (waits still open close there) */
+	struct offcpu_stats oc;
 };
 
 static int check_opts(struct rec *rc)
@@ -105,6 +107,8 @@ static int check_opts(struct rec *rc)
 		if (o->cpus[i] < 0 || o->cpus[i] >= rc->ncpu)
 			return base_err(&s->log, -EINVAL, "CPU %d does not exist (this machine has 0-%d)", o->cpus[i],
 					rc->ncpu - 1);
+	if (o->off_cpu && !o->off_cpu_min_ns)
+		o->off_cpu_min_ns = 500000;
 	rc->ev_default = !o->event;
 	if (!live_parse_event(rc->ev_default ? "cycles" : o->event, &rc->ec.ev))
 		return base_err(&s->log, -EINVAL, "unknown event '%s' (cycles, instructions, cpu-clock, task-clock, page-faults)",
@@ -223,6 +227,16 @@ static int open_events(struct rec *rc)
 		}
 		break;
 	}
+	/* --off-cpu: a switch event beside each one, into its ring */
+	if (!err && o->off_cpu) {
+		err = live_open_offcpu(lv, &rc->ec, !o->system_wide);
+		if (err == -EACCES || err == -EPERM)
+			return base_err(&s->log, err, "--off-cpu: the context-switches event with the kernel's frames was "
+					"refused (%s): it needs kernel.perf_event_paranoid 1 or less, or CAP_PERFMON",
+					strerror(-err));
+		if (err)
+			return base_err(&s->log, err, "--off-cpu: perf_event_open (context-switches): %s", strerror(-err));
+	}
 	if (err == -EACCES || err == -EPERM)
 		return live_permission_error(s, err);
 	if ((err == -ENOENT || err == -EOPNOTSUPP) && rc->ec.ev.type == 0)
@@ -296,6 +310,15 @@ static int create_output(struct rec *rc)
 	err = uw_reader_add_event(lv->r, &a, sizeof(a), ids, lv->nrings, NULL);
 	free(ids);
 	lv->id0 = lv->nrings ? lv->rings[0].id : 0;
+	if (!err && rc->o.off_cpu) {
+		/* attribute 1: the switch-outs, written as offcpu-time */
+		live_offcpu_attr(&a, &rc->ec, !rc->o.system_wide);
+		err = uw_reader_add_event(lv->r, &a, sizeof(a), lv->sw_ids, lv->nsw, "context-switches");
+		struct offcpu_opts oo = { .min_ns = rc->o.off_cpu_min_ns, .every = rc->o.off_cpu_every,
+					  .self_pid = rc->o.system_wide ? getpid() : 0 };
+		if (!err)
+			err = cc_sink_offcpu(lv->sink, &oo, 1);
+	}
 	return err;
 }
 
@@ -353,6 +376,10 @@ static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct
 	st->workload_wstatus = rc->wstatus;
 	st->workload_errno = rc->exec_errno;
 	st->workload_stopped = rc->stopped_child;
+	st->offcpu_switches = rc->oc.switches_out;
+	st->offcpu_samples = rc->oc.samples;
+	st->offcpu_ns = rc->oc.ns;
+	st->offcpu_open_at_end = rc->oc.open_at_end;
 }
 
 /* Reads the rings until the command exits (or, for -p and -t, every task followed has), *stop
@@ -433,12 +460,16 @@ static void enable_rings(struct live *lv, unsigned long req)
 	for (size_t i = 0; i < lv->nrings; i++)
 		if (lv->rings[i].fd >= 0)
 			ioctl(lv->rings[i].fd, req, 0);
+	live_enable_offcpu(lv, req);
 }
 
 UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final)
 {
 	struct rec rc = { .s = s, .child = -1, .go = { -1, -1 }, .execerr = { -1, -1 }, .wstatus = -1 };
-	if (!s || base_opts_copy(&rc.o, sizeof(rc.o), opts))
+	int oe = BASE_OPTS_COPY(&rc.o, uw_record_opts, off_cpu_min_ns, opts);
+	if (oe)
+		return oe;
+	if (!s)
 		return -EINVAL;
 	rc.ncpu = live_ncpus();
 	rc.lv.s = s;
@@ -468,7 +499,13 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	if (!err) {
 		enable_rings(&rc.lv, PERF_EVENT_IOC_ENABLE);
 		rc.t0 = now_s(CLOCK_MONOTONIC);
-		err = record_loop(&rc);
+		/* threads blocked since before: their waits count from now (time taken before their
+		 * state is read, so a wake-up after it closes the wait) */
+		if (rc.o.off_cpu)
+			err = live_offcpu_blocked(&rc.lv, &rc.o, live_now_ns());
+		if (!err)
+			err = record_loop(&rc);
+		rc.end_ns = live_now_ns();
 		enable_rings(&rc.lv, PERF_EVENT_IOC_DISABLE);
 	}
 	if (err == -UW_ECANCELED && cc_sink_error(rc.lv.sink))
@@ -481,6 +518,8 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		err = live_drain_all(&rc.lv);
 	if (!err)
 		err = uw_reader_flush(rc.lv.r);
+	if (!err)
+		err = cc_sink_offcpu_finish(rc.lv.sink, rc.end_ns, &rc.oc);
 	if (!err)
 		err = cc_sink_finish(rc.lv.sink);
 	struct uw_inject_stats is = { .sz = sizeof(is) };
@@ -499,6 +538,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		if (rc.execerr[i] >= 0)
 			close(rc.execerr[i]);
 	}
+	live_close_offcpu(&rc.lv);
 	live_close_rings(&rc.lv);
 	cc_sink_free(rc.lv.sink, NULL);
 	uw_reader_free(rc.lv.r);

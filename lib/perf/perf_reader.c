@@ -51,8 +51,9 @@ int reader_err(struct uw_reader *r, int err, uint64_t off, const char *what)
 static int reader_init(struct uw_reader *r, struct uw_session *s, const struct uw_reader_opts *opts, const char *path,
                        bool live)
 {
-	if (base_opts_copy(&r->o, sizeof(r->o), opts))
-		return -EINVAL;
+	int oe = BASE_OPTS_COPY(&r->o, uw_reader_opts, stack_limit, opts);
+	if (oe)
+		return oe;
 	if (!r->o.max_queue_bytes)
 		r->o.max_queue_bytes = QUEUE_BYTES_DEFAULT;
 	r->s = s;

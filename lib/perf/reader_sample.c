@@ -50,9 +50,11 @@ static enum uw_stop_reason judge_chain(struct tracker_find_ctx *fc, const struct
 		return UW_STOP_NO_MODULE;
 	const struct cfi_rule *rule;
 	uint64_t lookup = outer->pc - (is_first ? 0 : 1) - info.bias;
-	if (!info.code || ((!info.code->cfi || !cfi_table_find_cached(info.code->cfi, fc->t->cfi_cache, lookup, &rule)) &&
-			   (!info.code->sframe ||
-			    !cfi_table_find_cached(info.code->sframe, fc->t->cfi_cache, lookup, &rule))))
+	struct cfi_cache *cache = tracker_cache_take(fc->t); /* (other threads may unwind with the tracker) */
+	bool found = info.code && ((info.code->cfi && cfi_table_find_cached(info.code->cfi, cache, lookup, &rule)) ||
+				   (info.code->sframe && cfi_table_find_cached(info.code->sframe, cache, lookup, &rule)));
+	tracker_cache_give(fc->t, cache);
+	if (!found)
 		return UW_STOP_UNKNOWN;
 	return (rule->flags & CFI_F_END) ? UW_STOP_END_OF_STACK : UW_STOP_CHAIN_CUT;
 }
@@ -69,8 +71,10 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 	uint64_t dyn = ps->stack_dyn;
 	if (r->o.stack_limit && dyn > r->o.stack_limit)
 		dyn = r->o.stack_limit & ~7ull; /* (as a smaller copy would have been) */
-	struct uw_sample_regs in = { sizeof(in), ps->pid, ps->tid, time, (uint32_t)ps->regs_abi, r->regbuf,
-				     a->sample_regs_user, ps->stack, dyn, misc & PM_CPUMODE_MASK };
+	/* (zeroed whole: its padding is checked) */
+	UW_OPTS(uw_sample_regs, in, .pid = ps->pid, .tid = ps->tid, .time = time, .abi = (uint32_t)ps->regs_abi,
+		.regs = r->regbuf, .regs_mask = a->sample_regs_user, .stack = ps->stack, .stack_size = dyn,
+		.cpumode = misc & PM_CPUMODE_MASK);
 	struct uw_unwind_result res = { .sz = sizeof(res) };
 	uw_unwind_sample(r->t, &in, r->frames, r->s->opts.max_frames, &res);
 	smp->user_ip = res.ip;
@@ -159,7 +163,7 @@ int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const s
 	unsigned nk = 0, nu_chain = 0;
 	bool chain_full = false; /* user entries past max_frames */
 	uint64_t ctx = 0;
-	struct tracker_find_ctx fc = { r->t, p, (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX };
+	struct tracker_find_ctx fc = { .t = r->t, .p = p, .time = (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX };
 	bool have_stack = ps.regs_abi && ps.regs && ps.stack_dyn;
 	for (uint64_t i = 0; i < ps.nr_callchain; i++) {
 		uint64_t ip;

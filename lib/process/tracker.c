@@ -32,10 +32,58 @@ static void mod_ref(struct uw_tracker *t, struct uw_module *m)
 		module_ref(t->s, m);
 }
 
+/* ---- locks (see struct uw_tracker) */
+
+void tracker_wrlock(struct uw_tracker *t)
+{
+	pthread_rwlock_wrlock(&t->rw);
+}
+
+void tracker_rdlock(struct uw_tracker *t)
+{
+	pthread_rwlock_rdlock(&t->rw);
+}
+
+void tracker_unlock(struct uw_tracker *t)
+{
+	pthread_rwlock_unlock(&t->rw);
+}
+
+struct cfi_cache *tracker_cache_take(struct uw_tracker *t)
+{
+	/* one thread at a time finds the slot full: no lock, no allocation */
+	struct cfi_cache *c = __atomic_exchange_n(&t->cfi_cache, NULL, __ATOMIC_ACQUIRE);
+	if (c)
+		return c;
+	pthread_mutex_lock(&t->cache_mu);
+	if (t->spare_caches.len)
+		c = *(struct cfi_cache **)base_vec_at(&t->spare_caches, --t->spare_caches.len);
+	pthread_mutex_unlock(&t->cache_mu);
+	return c ? c : cfi_cache_new(); /* (one per thread unwinding at once, kept) */
+}
+
+void tracker_cache_give(struct uw_tracker *t, struct cfi_cache *c)
+{
+	if (!c)
+		return;
+	struct cfi_cache *none = NULL;
+	if (__atomic_compare_exchange_n(&t->cfi_cache, &none, c, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&t->cache_mu);
+	struct cfi_cache **slot = base_vec_push(&t->spare_caches);
+	if (slot)
+		*slot = c;
+	pthread_mutex_unlock(&t->cache_mu);
+	if (!slot)
+		cfi_cache_free(c);
+}
+
+/* ---- processes and threads (changed under the write lock) */
+
 void tracker_proc_free(struct uw_tracker *t, struct tracker_proc *p)
 {
-	if (t->last_proc == p)
-		t->last_proc = NULL;
+	if (__atomic_load_n(&t->last_proc, __ATOMIC_RELAXED) == p)
+		__atomic_store_n(&t->last_proc, NULL, __ATOMIC_RELAXED);
 	struct tracker_map *maps = p->maps.data;
 	for (size_t i = 0; i < p->maps.len; i++)
 		mod_unref(t, maps[i].mod);
@@ -49,11 +97,12 @@ void tracker_proc_free(struct uw_tracker *t, struct tracker_proc *p)
 struct tracker_proc *tracker_proc_get(struct uw_tracker *t, int32_t pid, bool create)
 {
 	/* (samples come in runs of one process: the last one found is asked for again) */
-	if (t->last_proc && t->last_proc->pid == pid)
-		return t->last_proc;
+	struct tracker_proc *last = __atomic_load_n(&t->last_proc, __ATOMIC_RELAXED);
+	if (last && last->pid == pid)
+		return last;
 	struct tracker_proc *p = base_map_get(&t->procs, (uint64_t)(uint32_t)pid);
-	if (p)
-		t->last_proc = p;
+	if (p && p != last)
+		__atomic_store_n(&t->last_proc, p, __ATOMIC_RELAXED);
 	if (p || !create)
 		return p;
 	p = calloc(1, sizeof(*p));
@@ -68,11 +117,11 @@ struct tracker_proc *tracker_proc_get(struct uw_tracker *t, int32_t pid, bool cr
 	return p;
 }
 
-struct tracker_proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t time)
+static struct tracker_proc *sample_proc_make(struct uw_tracker *t, int32_t pid, uint64_t time)
 {
 	struct tracker_proc *p = tracker_proc_get(t, pid, false);
-	if (p || !t->o.live || pid <= 0)
-		return p;
+	if (p)
+		return p; /* (made by another thread meanwhile) */
 	/* the header's promise for a live tracker: a pc in no known mapping is asked of the kernel,
 	 * for a process no event told of too */
 	char path[32];
@@ -86,6 +135,45 @@ struct tracker_proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint
 		p->maps_fd = -1;
 	}
 	return p;
+}
+
+struct tracker_proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t time)
+{
+	struct tracker_proc *p = tracker_proc_get(t, pid, false);
+	if (p || !t->o.live || pid <= 0)
+		return p;
+	tracker_wrlock(t);
+	p = sample_proc_make(t, pid, time);
+	tracker_unlock(t);
+	return p;
+}
+
+struct tracker_proc *tracker_sample_proc_rd(struct uw_tracker *t, int32_t pid, uint64_t time)
+{
+	struct tracker_proc *p = tracker_proc_get(t, pid, false);
+	if (p || !t->o.live || pid <= 0)
+		return p;
+	tracker_unlock(t);
+	tracker_wrlock(t);
+	sample_proc_make(t, pid, time);
+	tracker_unlock(t);
+	tracker_rdlock(t);
+	return tracker_proc_get(t, pid, false); /* (an EXIT swept meanwhile: NULL) */
+}
+
+bool tracker_resolve_miss(struct tracker_find_ctx *fc, int32_t pid)
+{
+	struct uw_tracker *t = fc->t;
+	uint64_t pc = fc->miss_pc;
+	fc->miss_pc = 0;
+	tracker_unlock(t);
+	tracker_wrlock(t);
+	struct tracker_proc *p = tracker_proc_get(t, pid, false);
+	bool found = p && tracker_ask_kernel(t, p, pc, fc->time);
+	tracker_unlock(t);
+	tracker_rdlock(t);
+	fc->p = tracker_proc_get(t, pid, false);
+	return found && fc->p;
 }
 
 struct tracker_thread *tracker_thread_get(struct uw_tracker *t, int32_t pid, int32_t tid, bool create)
@@ -121,11 +209,12 @@ static inline const struct tracker_map *find_map(struct tracker_proc *p, uint64_
 {
 	const struct tracker_map *m = p->maps.data;
 	/* consecutive frames mostly fall in the mapping of the one before */
-	if (p->last_map < p->maps.len && addr >= m[p->last_map].start && addr < m[p->last_map].end)
-		return &m[p->last_map];
+	uint32_t last = __atomic_load_n(&p->last_map, __ATOMIC_RELAXED);
+	if (last < p->maps.len && addr >= m[last].start && addr < m[last].end)
+		return &m[last];
 	size_t lo = base_upper_bound(m, p->maps.len, sizeof(*m), offsetof(struct tracker_map, start), addr);
 	if (lo && addr < m[lo - 1].end) {
-		p->last_map = (uint32_t)(lo - 1);
+		__atomic_store_n(&p->last_map, (uint32_t)(lo - 1), __ATOMIC_RELAXED);
 		return &m[lo - 1];
 	}
 	return NULL;
@@ -207,7 +296,7 @@ int tracker_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len,
 	return 0;
 }
 
-int tracker_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time)
+static int fork_locked(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time)
 {
 	struct tracker_thread *pt = tracker_thread_get(t, ppid, ptid, false);
 	const char *comm = pt ? pt->comm : NULL;
@@ -257,7 +346,16 @@ int tracker_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, i
 	return 0;
 }
 
-int tracker_set_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec, uint64_t time)
+int tracker_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time)
+{
+	tracker_wrlock(t);
+	int e = fork_locked(t, pid, ppid, tid, ptid, time);
+	tracker_unlock(t);
+	return e;
+}
+
+static int comm_locked(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec,
+                       uint64_t time)
 {
 	const char *c = session_intern(t->s, comm, len);
 	if (!c)
@@ -291,8 +389,17 @@ int tracker_set_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char 
 	return 0;
 }
 
+int tracker_set_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec, uint64_t time)
+{
+	tracker_wrlock(t);
+	int e = comm_locked(t, pid, tid, comm, len, exec, time);
+	tracker_unlock(t);
+	return e;
+}
+
 void tracker_exit(struct uw_tracker *t, int32_t pid, int32_t tid, uint64_t time)
 {
+	tracker_wrlock(t);
 	struct tracker_thread *th = tracker_thread_get(t, pid, tid, false);
 	if (th) {
 		th->exited = true;
@@ -305,9 +412,10 @@ void tracker_exit(struct uw_tracker *t, int32_t pid, int32_t tid, uint64_t time)
 			p->exit_time = time;
 		}
 	}
+	tracker_unlock(t);
 }
 
-void tracker_sweep(struct uw_tracker *t, uint64_t now)
+static void sweep_locked(struct uw_tracker *t, uint64_t now)
 {
 	if (now < t->o.exit_grace_ns)
 		return;
@@ -348,9 +456,16 @@ void tracker_sweep(struct uw_tracker *t, uint64_t now)
 	base_vec_free(&dead);
 }
 
+void tracker_sweep(struct uw_tracker *t, uint64_t now)
+{
+	tracker_wrlock(t);
+	sweep_locked(t, now);
+	tracker_unlock(t);
+}
+
 /* ---- what the recording says: build-ids by path, the kernel */
 
-void tracker_note_build_id_hex(struct uw_tracker *t, const char *path, const char *hex)
+static void note_build_id_hex(struct uw_tracker *t, const char *path, const char *hex)
 {
 	size_t n = strlen(hex);
 	if (!n || n > 2 * ELFV_MAX_BUILD_ID)
@@ -362,13 +477,27 @@ void tracker_note_build_id_hex(struct uw_tracker *t, const char *path, const cha
 		ksym_kernel_note_build_id(t->kernel, hex);
 }
 
-void tracker_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len)
+static void note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len)
 {
 	if (!len || len > ELFV_MAX_BUILD_ID)
 		return;
 	char hex[2 * ELFV_MAX_BUILD_ID + 1];
 	base_hex(bid, len, hex);
-	tracker_note_build_id_hex(t, path, hex);
+	note_build_id_hex(t, path, hex);
+}
+
+void tracker_note_build_id_hex(struct uw_tracker *t, const char *path, const char *hex)
+{
+	tracker_wrlock(t);
+	note_build_id_hex(t, path, hex);
+	tracker_unlock(t);
+}
+
+void tracker_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len)
+{
+	tracker_wrlock(t);
+	note_build_id(t, path, bid, len);
+	tracker_unlock(t);
 }
 
 const char *tracker_build_id(const struct uw_tracker *t, const char *path, size_t len)
@@ -376,9 +505,9 @@ const char *tracker_build_id(const struct uw_tracker *t, const char *path, size_
 	return base_map_get(&t->buildids, base_hash_bytes(path, len));
 }
 
-int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint64_t addr, uint64_t len,
-                      uint64_t pgoff, uint32_t prot, uint32_t maj, uint32_t min, uint64_t ino, const uint8_t *bid,
-                      size_t blen, const char *path, size_t fl)
+static int map_event_locked(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint64_t addr, uint64_t len,
+                            uint64_t pgoff, uint32_t prot, uint32_t maj, uint32_t min, uint64_t ino,
+                            const uint8_t *bid, size_t blen, const char *path, size_t fl)
 {
 	if (blen > ELFV_MAX_BUILD_ID)
 		blen = ELFV_MAX_BUILD_ID;
@@ -389,7 +518,7 @@ int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint6
 			if (pgoff >= addr)
 				ksym_kernel_note_text(t->kernel, pgoff);
 			if (bid && blen)
-				tracker_note_build_id(t, "[kernel.kallsyms]", bid, blen);
+				note_build_id(t, "[kernel.kallsyms]", bid, blen);
 		}
 		return 0;
 	}
@@ -413,6 +542,16 @@ int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint6
 	return e == -ENOMEM ? e : 0;
 }
 
+int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint64_t addr, uint64_t len,
+                      uint64_t pgoff, uint32_t prot, uint32_t maj, uint32_t min, uint64_t ino, const uint8_t *bid,
+                      size_t blen, const char *path, size_t fl)
+{
+	tracker_wrlock(t);
+	int e = map_event_locked(t, pid, cpumode, addr, len, pgoff, prot, maj, min, ino, bid, blen, path, fl);
+	tracker_unlock(t);
+	return e;
+}
+
 const char *tracker_comm(struct uw_tracker *t, uint32_t pid, uint32_t tid)
 {
 	struct tracker_thread *th = tracker_thread_get(t, (int32_t)pid, (int32_t)tid, false);
@@ -431,16 +570,35 @@ bool tracker_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 	struct tracker_find_ctx *c = ctx;
 	struct uw_tracker *t = c->t;
 	const struct tracker_map *cm = c->p ? find_map(c->p, pc) : NULL;
-	if (!cm && c->p && t->o.live && pc >= 4096 && pc < (1ull << 47) && tracker_ask_kernel(t, c->p, pc, c->time))
-		cm = find_map(c->p, pc);
+	if (!cm && c->p && t->o.live && pc >= 4096 && pc < (1ull << 47)) {
+		if (c->locked) {
+			/* readers do not change mappings: the caller asks, then walks again (pages
+			 * asked about in vain are not asked again) */
+			uint64_t page = pc >> 12;
+			bool vain = false;
+			for (unsigned i = 0; i < c->p->nmissed && i < UW_ARRAY_SIZE(c->p->missed); i++)
+				vain |= c->p->missed[i] == page;
+			if (!vain && !c->miss_pc)
+				c->miss_pc = pc;
+		} else {
+			tracker_wrlock(t);
+			bool found = tracker_ask_kernel(t, c->p, pc, c->time);
+			tracker_unlock(t);
+			if (found)
+				cm = find_map(c->p, pc);
+		}
+	}
 	/* JIT code: in an anonymous mapping (or one the recording missed), named by the process's
 	 * jitdump as it was at the sample's time, else by its perf-PID.map; the address is
 	 * absolute, as perf shows it (not live: the output keeps addresses, and reading a file a
 	 * process controls has no place on the thread that drains the rings) */
 	if (c->p && !t->o.live && (!cm || !cm->mod || (cm->mod->special && !cm->mod->jit && cm->mod->path[0] != '['))) {
+		/* (read when first needed, by whichever thread unwinding needs it first) */
+		pthread_mutex_lock(&t->jit_mu);
 		struct uw_module *jm = c->p->jd ? jit_dump_find(t->s, c->p->jd, c->p->pid, pc, c->time, t->clock_monotonic) : NULL;
 		if (!jm)
 			jm = tracker_jit_module(t, c->p);
+		pthread_mutex_unlock(&t->jit_mu);
 		uint64_t js;
 		if (jm && jit_symbol_at(jm, pc, &js)) {
 			out->module = jm;
@@ -456,16 +614,18 @@ bool tracker_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 	struct tracker_map *m = (struct tracker_map *)cm;
 	out->module = m->mod;
 	out->map_addr = pc - m->start + m->pgoff;
-	if (!m->bias_known) {
-		m->bias = m->start - m->pgoff; /* rel = file offset unless the ELF says otherwise */
+	if (!__atomic_load_n(&m->bias_known, __ATOMIC_ACQUIRE)) {
+		/* (threads unwinding at once may both compute it: the same value) */
+		uint64_t bias = m->start - m->pgoff; /* rel = file offset unless the ELF says otherwise */
 		if (m->mod && module_open(t->s, m->mod)) {
 			uint64_t vaddr;
 			if (elfv_offset_to_vaddr(m->mod->elf, out->map_addr, &vaddr))
-				m->bias = pc - vaddr;
+				bias = pc - vaddr;
 		}
-		m->bias_known = true;
+		__atomic_store_n(&m->bias, bias, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->bias_known, true, __ATOMIC_RELEASE);
 	}
-	out->bias = m->bias;
+	out->bias = __atomic_load_n(&m->bias, __ATOMIC_RELAXED);
 	out->code = m->mod ? module_code(t->s, m->mod) : NULL;
 	if (m->mod)
 		tracker_module_hit(t, m->mod);
@@ -540,21 +700,34 @@ struct uw_module *tracker_jit_module(struct uw_tracker *t, struct tracker_proc *
 
 /* ---- modules this recording's frames landed in */
 
-void tracker_hit_grow(struct uw_tracker *t, uint32_t id)
+void tracker_hit_set(struct uw_tracker *t, uint32_t id)
 {
-	size_t n = UW_MAX((size_t)(id >> 6) + 1, 2 * t->nhit);
-	uint64_t *h = realloc(t->hit, n * sizeof(*h));
-	if (!h)
-		return; /* (its build-id is then not written: as a module no frame hit) */
-	memset(h + t->nhit, 0, (n - t->nhit) * sizeof(*h));
-	t->hit = h;
-	t->nhit = n;
-	h[id >> 6] |= 1ull << (id & 63);
+	pthread_mutex_lock(&t->hit_mu);
+	size_t w = id >> 6;
+	if (w >= t->nhit) {
+		size_t n = UW_MAX(w + 1, 2 * t->nhit);
+		uint64_t *h = calloc(n, sizeof(*h)), **old = h ? base_vec_push(&t->old_hits) : NULL;
+		if (!old) {
+			free(h);
+			pthread_mutex_unlock(&t->hit_mu);
+			return; /* (its build-id is then not written: as a module no frame hit) */
+		}
+		for (size_t i = 0; i < t->nhit; i++)
+			h[i] = __atomic_load_n(&t->hit[i], __ATOMIC_RELAXED);
+		*old = t->hit;
+		/* (the array before its size: a thread that reads the new size reads this one) */
+		__atomic_store_n(&t->hit, h, __ATOMIC_RELEASE);
+		__atomic_store_n(&t->nhit, n, __ATOMIC_RELEASE);
+	}
+	__atomic_fetch_or(&t->hit[w], 1ull << (id & 63), __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&t->hit_mu);
 }
 
 bool tracker_module_was_hit(const struct uw_tracker *t, const struct uw_module *m)
 {
-	return (m->id >> 6) < t->nhit && (t->hit[m->id >> 6] >> (m->id & 63) & 1);
+	size_t n = __atomic_load_n(&t->nhit, __ATOMIC_ACQUIRE);
+	const uint64_t *h = __atomic_load_n(&t->hit, __ATOMIC_ACQUIRE);
+	return (m->id >> 6) < n && (__atomic_load_n(&h[m->id >> 6], __ATOMIC_RELAXED) >> (m->id & 63) & 1);
 }
 
 /* ---- live: mappings asked of the kernel */

@@ -20,7 +20,8 @@
 struct tracker_map {
 	uint64_t start, end, pgoff;
 	struct uw_module *mod;
-	uint64_t bias;          /* rel = pc - bias; valid when bias_known */
+	uint64_t bias;          /* rel = pc - bias; valid when bias_known (both set by the first
+	                         * unwinding that needs them, any thread: atomics, bias first) */
 	bool bias_known;
 	bool exec;
 };
@@ -34,7 +35,8 @@ struct tracker_proc {
 	int maps_fd;            /* live: /proc/PID/maps, for PROCMAP_QUERY (0: not opened, -1: none) */
 	uint64_t missed[16];    /* live: pages recently asked about in vain */
 	unsigned nmissed;
-	uint32_t last_map;      /* index of the mapping the last lookup hit (a hint) */
+	uint32_t last_map;      /* index of the mapping the last lookup hit (a hint; relaxed
+	                         * atomics: unwinding threads share it) */
 	bool exited;
 	uint64_t exit_time;
 	uint64_t start_time;    /* its FORK or exec in the recording (recording time) */
@@ -55,8 +57,18 @@ struct tracker_thread {
 struct uw_tracker {
 	struct uw_session *s;
 	struct uw_tracker_opts o;
+	/* Threads: events change the processes, threads and mappings under the write lock, taken
+	 * by the thread that feeds the tracker (tracker_wrlock: the event calls, a reader's records);
+	 * unwinding and lookups read them under the read lock, any number of threads at once. What
+	 * they change while reading is a hint (last_proc, proc.last_map: relaxed atomics), a value
+	 * computed alike by all (map.bias), a lookup cache taken for the call (tracker_cache_take),
+	 * JIT symbols read when first needed (under jit_mu), or the modules hit (under hit_mu). A
+	 * live tracker's mapping missed while reading is asked of the kernel under the write lock,
+	 * and the walk redone. The feeding thread reads without the lock (no other thread writes). */
+	pthread_rwlock_t rw;
+	pthread_mutex_t jit_mu;
 	struct base_map procs;     /* pid -> struct tracker_proc * */
-	struct tracker_proc *last_proc; /* the one tracker_proc_get found last (freed: NULL) */
+	struct tracker_proc *last_proc; /* the one tracker_proc_get found last (freed: NULL; relaxed atomics) */
 	struct base_map threads;   /* tid -> struct tracker_thread * */
 	struct base_map buildids;  /* hash(path) -> interned build-id hex (from the recording) */
 	uint64_t since_sweep;
@@ -71,22 +83,39 @@ struct uw_tracker {
 	                   uint32_t min, uint64_t ino, const char *path, const uint8_t *bid, size_t blen, uint64_t time);
 	void *on_new_map_ctx;
 	struct uw_tracker_stats st;
-	struct uw_frame *frames;   /* uw_unwind_sample_each's (max_frames) */
-	struct cfi_cache *cfi_cache; /* lookups of this tracker's unwinding (see cfi.h) */
-	/* modules a frame landed in (bit m->id): their build-ids go in what is written */
+	/* lookup caches of this tracker's unwinding (see cfi.h), one per thread unwinding at once:
+	 * the first in a slot taken by atomic exchange, more on a list under cache_mu */
+	struct cfi_cache *cfi_cache;
+	pthread_mutex_t cache_mu;
+	struct base_vec spare_caches; /* struct cfi_cache * */
+	/* modules a frame landed in (bit m->id): their build-ids go in what is written. Read by
+	 * any thread (atomics); bits set and the array grown under hit_mu (the arrays it outgrew
+	 * kept until the tracker goes: a thread may still read one) */
 	uint64_t *hit;
 	size_t nhit;               /* words */
+	pthread_mutex_t hit_mu;
+	struct base_vec old_hits;  /* uint64_t * */
 };
 
-/* A frame landed in m (its build-id goes in what this recording writes). */
-void tracker_hit_grow(struct uw_tracker *t, uint32_t id);
+/* The write lock (events) and the read lock (unwinding, lookups) of the tracker. */
+void tracker_wrlock(struct uw_tracker *t);
+void tracker_rdlock(struct uw_tracker *t);
+void tracker_unlock(struct uw_tracker *t);
+/* A lookup cache for the calling thread's unwinding (NULL without memory: none), given back
+ * after. */
+struct cfi_cache *tracker_cache_take(struct uw_tracker *t);
+void tracker_cache_give(struct uw_tracker *t, struct cfi_cache *c);
+
+/* A frame landed in m (its build-id goes in what this recording writes): a bit read, set once
+ * under hit_mu. Any thread. */
+void tracker_hit_set(struct uw_tracker *t, uint32_t id);
 static inline void tracker_module_hit(struct uw_tracker *t, const struct uw_module *m)
 {
 	uint32_t w = m->id >> 6;
-	if (UW_UNLIKELY(w >= t->nhit))
-		tracker_hit_grow(t, m->id);
-	else
-		t->hit[w] |= 1ull << (m->id & 63);
+	size_t n = __atomic_load_n(&t->nhit, __ATOMIC_ACQUIRE);
+	const uint64_t *h = __atomic_load_n(&t->hit, __ATOMIC_ACQUIRE);
+	if (UW_UNLIKELY(w >= n || !(__atomic_load_n(&h[w], __ATOMIC_RELAXED) >> (m->id & 63) & 1)))
+		tracker_hit_set(t, m->id);
 }
 /* Did a frame of this recording land in m? */
 bool tracker_module_was_hit(const struct uw_tracker *t, const struct uw_module *m);
@@ -163,8 +192,20 @@ struct tracker_find_ctx {
 	struct uw_tracker *t;
 	struct tracker_proc *p;
 	uint64_t time;          /* the sample's (JIT code is named as it was then); UINT64_MAX: now */
+	/* true: the caller holds the read lock; a live tracker's pc in no mapping is not asked of
+	 * the kernel then but kept in miss_pc (the first one), for the caller to ask
+	 * (tracker_resolve_miss) and walk again. false: the feeding thread, which asks at once. */
+	bool locked;
+	uint64_t miss_pc;
 };
 bool tracker_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out);
+/* Under the read lock: the process pid of a sample (tracker_sample_proc: made under the write
+ * lock when a live tracker meets it first; the read lock is held again on return). */
+struct tracker_proc *tracker_sample_proc_rd(struct uw_tracker *t, int32_t pid, uint64_t time);
+/* Under the read lock, with fc->miss_pc set: asks the kernel for it under the write lock (the
+ * read lock is held again on return; fc->p found again). @return true when a mapping was
+ * found (walk again). */
+bool tracker_resolve_miss(struct tracker_find_ctx *fc, int32_t pid);
 /* The frame at ip of a callchain (or a sample's only ip): its module and addresses. */
 void tracker_frame_at(struct tracker_find_ctx *fc, uint64_t ip, uint8_t method, struct uw_frame *f);
 

@@ -159,7 +159,10 @@ UW_API int uw_profile_write_diff(struct uw_profile *baseline, struct uw_profile 
                                  const struct uw_diff_opts *opts)
 {
 	struct uw_diff_opts o = { 0 };
-	if (!baseline || !p || !out || base_opts_copy(&o, sizeof(o), opts) || baseline->s != p->s ||
+	int oe = BASE_OPTS_COPY(&o, uw_diff_opts, percent_limit, opts);
+	if (oe)
+		return oe;
+	if (!baseline || !p || !out || baseline->s != p->s ||
 	    o.format < UW_DIFF_FUNCTIONS || o.format > UW_DIFF_FOLDED || !(o.percent_limit >= 0))
 		return -EINVAL;
 	struct dx x = { .p = p, .format = o.format };

@@ -202,7 +202,10 @@ static int cmp_cell(const void *a, const void *b)
 UW_API int uw_profile_write_html(struct uw_profile *p, FILE *out, const struct uw_html_opts *opts)
 {
 	struct uw_html_opts o = { 0 };
-	if (!p || !out || base_opts_copy(&o, sizeof(o), opts) || (o.baseline && o.baseline->s != p->s))
+	int oe = BASE_OPTS_COPY(&o, uw_html_opts, baseline, opts);
+	if (oe)
+		return oe;
+	if (!p || !out || (o.baseline && o.baseline->s != p->s))
 		return -EINVAL;
 	struct hx x = { .p = p };
 	frametab_init(&x.t, p);

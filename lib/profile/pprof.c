@@ -4,9 +4,10 @@
  * messages of varints and length-delimited fields; no protobuf runtime is needed, and the
  * profile is built in memory once, then compressed whole with libdeflate).
  *
- * Sample types: samples/count, then the period (cpu/nanoseconds for cpu-clock and task-clock,
- * the event's name/count otherwise). One Sample per distinct stack and thread, with labels pid,
- * tid and thread (its comm). A Location per distinct frame (module, address), its Lines the
+ * Sample types: samples/count, then the period of each event, a column per event (a stack's
+ * value 0 in the others): cpu/nanoseconds for cpu-clock and task-clock, off-cpu/nanoseconds for
+ * offcpu-time, wall/nanoseconds for report --wall's sum, the event's name/count otherwise. One
+ * Sample per distinct stack and thread, with labels pid, tid and thread (its comm). A Location per distinct frame (module, address), its Lines the
  * inline chain innermost first (the containing function last, by its symbol); a Function per
  * distinct (name, system name, file), code without a symbol a function per address
  * ("module+0xoffset", the address the tables show); a Mapping per module with its path and
@@ -304,7 +305,10 @@ static void label(struct pp *x, struct pb *smp, const char *key, const char *s, 
 UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct uw_pprof_opts *opts)
 {
 	struct uw_pprof_opts o = { 0 };
-	if (!p || !out || base_opts_copy(&o, sizeof(o), opts))
+	int oe = BASE_OPTS_COPY(&o, uw_pprof_opts, duration_nanos, opts);
+	if (oe)
+		return oe;
+	if (!p || !out)
 		return -EINVAL;
 	struct pp x = { .p = p };
 	base_map_init(&x.strs);
@@ -312,11 +316,16 @@ UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct 
 	base_map_init(&x.locs);
 	base_map_init(&x.maps);
 	base_arena_init(&x.ar, 64 * 1024);
-	/* the period's kind: time for the clock events, a count of the event otherwise */
-	const char *ev = uw_profile_nr_events(p) ? uw_profile_event_name(p, 0) : "samples";
-	bool clock = prof_clock_event(p);
+	/* the period's kind, a value per event: time for the clock events (cpu/nanoseconds),
+	 * off-CPU time (off-cpu/nanoseconds), both (wall/nanoseconds), a count otherwise */
+	unsigned nev = uw_profile_nr_events(p);
+	const char *ev = nev ? uw_profile_event_name(p, 0) : "samples";
+	const char *kind = prof_time_kind(ev);
 	value_type(&x, &x.out, 1, "samples", "count");
-	value_type(&x, &x.out, 1, clock ? "cpu" : ev, clock ? "nanoseconds" : "count");
+	for (unsigned e = 0; e < (nev ? nev : 1); e++) {
+		const char *en = nev ? uw_profile_event_name(p, e) : ev, *k = prof_time_kind(en);
+		value_type(&x, &x.out, 1, k ? k : en, k ? "nanoseconds" : "count");
+	}
 	struct pstack **sv = p->order.data;
 	/* the main program's mapping first (pprof takes the first for the profile's "File"): the
 	 * module of the outermost user frame of the heaviest stack */
@@ -345,7 +354,8 @@ UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct 
 		free(ids.p);
 		struct pb vals = { 0 };
 		pb_varint(&vals, st->samples);
-		pb_varint(&vals, st->period);
+		for (unsigned e = 0; e < (nev ? nev : 1); e++)
+			pb_varint(&vals, e == st->event ? st->period : 0);
 		pb_bytes(&smp, 2, vals.p, vals.n);
 		free(vals.p);
 		if (p->o.by_thread) {
@@ -384,7 +394,7 @@ UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct 
 	}
 	free(mv);
 	/* period type and period; times */
-	value_type(&x, &x.out, 11, clock ? "cpu" : ev, clock ? "nanoseconds" : "count");
+	value_type(&x, &x.out, 11, kind ? kind : ev, kind ? "nanoseconds" : "count");
 	/* the sampling period: the mean (frequency mode varies it) */
 	if (total_samples)
 		pb_uint(&x.out, 12, (total_period + total_samples / 2) / total_samples);

@@ -22,9 +22,10 @@ UW_API struct uw_profile *uw_profile_new(struct uw_session *s, const struct uw_p
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (base_opts_copy(&p->o, sizeof(p->o), opts) || p->o.weight < UW_WEIGHT_DEFAULT || p->o.weight > UW_WEIGHT_PERIOD) {
+	int oe = BASE_OPTS_COPY(&p->o, uw_profile_opts, keep_order, opts);
+	if (oe || p->o.weight < UW_WEIGHT_DEFAULT || p->o.weight > UW_WEIGHT_PERIOD) {
 		free(p);
-		errno = EINVAL;
+		errno = oe ? -oe : EINVAL;
 		return NULL;
 	}
 	p->s = s;
@@ -110,8 +111,11 @@ static int keep_sample(struct uw_profile *p, const struct uw_sample *smp, struct
 UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *in)
 {
 	struct uw_sample tmp;
-	const struct uw_sample *smp = prof_sample_in(in, &tmp);
-	if (!p || !smp)
+	int err;
+	const struct uw_sample *smp = prof_sample_in(in, &tmp, &err);
+	if (!smp)
+		return err;
+	if (!p)
 		return -EINVAL;
 	size_t nk = p->o.no_kernel ? 0 : smp->nr_kernel, n = nk + smp->nr_user;
 	if (n > p->scratch_cap) {

@@ -131,12 +131,27 @@ static inline const struct dframe *frametab_get(const struct frametab *t, uint32
 	return base_vec_at(&t->frames, id);
 }
 
-/* Is the profile's (first) event a clock, whose periods are nanoseconds (cpu-clock,
- * task-clock, with or without a modifier)? */
+/* The kind of time an event's periods are, in nanoseconds: "cpu" (cpu-clock, task-clock, with
+ * or without a modifier), "off-cpu" (offcpu-time: record --off-cpu's, perf record --off-cpu's),
+ * "wall" (report --wall's sum of both); NULL for an event whose periods are counts. */
+static inline const char *prof_time_kind(const char *ev)
+{
+	if (!ev)
+		return NULL;
+	if (!strncmp(ev, "cpu-clock", 9) || !strncmp(ev, "task-clock", 10))
+		return "cpu";
+	if (!strcmp(ev, "offcpu-time"))
+		return "off-cpu";
+	if (!strcmp(ev, "wall"))
+		return "wall";
+	return NULL;
+}
+
+/* Are the profile's (first) event's periods nanoseconds? */
 static inline bool prof_clock_event(const struct uw_profile *p)
 {
 	const char *ev = p->events.len ? ((const struct pevent *)p->events.data)[0].name : NULL;
-	return ev && (!strncmp(ev, "cpu-clock", 9) || !strncmp(ev, "task-clock", 10));
+	return prof_time_kind(ev) != NULL;
 }
 
 /* A number in a JSON list: ",N", or "N" when first (the lists are long: no printf). */
@@ -198,9 +213,13 @@ static inline bool prof_name_byte_ok(unsigned char c, bool folded)
 /* A sample given by a caller, as this library's struct: read as far as its sz says (a caller
  * built against an older header has a shorter one), the rest zero. NULL when sz is too small
  * for the first version's fields. */
-static inline const struct uw_sample *prof_sample_in(const struct uw_sample *smp, struct uw_sample *tmp)
+static inline const struct uw_sample *prof_sample_in(const struct uw_sample *smp, struct uw_sample *tmp, int *err)
 {
+	*err = -EINVAL;
 	if (!smp || smp->sz < offsetof(struct uw_sample, stack_size) + sizeof(smp->stack_size))
+		return NULL;
+	/* (a newer caller's larger one: what this library does not know must be zero) */
+	if ((*err = BASE_OPTS_CHECK(smp, uw_sample, recorded_kernel)))
 		return NULL;
 	if (smp->sz >= sizeof(*tmp))
 		return smp;

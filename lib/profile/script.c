@@ -497,8 +497,11 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 {
 	struct uw_script_opts o;
 	struct uw_sample tmp;
-	if (base_opts_copy(&o, sizeof(o), opts) || !(smp = prof_sample_in(smp, &tmp)))
-		return -EINVAL;
+	int oe = BASE_OPTS_COPY(&o, uw_script_opts, srcline, opts);
+	if (oe)
+		return oe;
+	if (!(smp = prof_sample_in(smp, &tmp, &oe)))
+		return oe;
 	return script_write(s, out, smp, &o, NULL);
 }
 
@@ -549,9 +552,10 @@ UW_API struct uw_script_writer *uw_script_writer_new(struct uw_session *s, FILE 
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (base_opts_copy(&w->o, sizeof(w->o), opts)) {
+	int oe = BASE_OPTS_COPY(&w->o, uw_script_opts, srcline, opts);
+	if (oe) {
 		free(w);
-		errno = EINVAL;
+		errno = -oe;
 		return NULL;
 	}
 	w->o.sz = sizeof(w->o);
@@ -647,8 +651,9 @@ UW_API int uw_script_writer_add(struct uw_script_writer *w, const struct uw_samp
 	if (w->err)
 		return w->err;
 	struct uw_sample tmp;
-	if (!(smp = prof_sample_in(smp, &tmp)))
-		return -EINVAL;
+	int err;
+	if (!(smp = prof_sample_in(smp, &tmp, &err)))
+		return err;
 	if (!w->ahead) /* nothing to look up ahead: written at once */
 		return w->err = script_write(w->s, w->out, smp, &w->o, &w->text);
 	struct sw_window *win = w->nwin ? &w->win[(w->first + w->nwin - 1) % SW_MAX_WINDOWS] : NULL;

@@ -58,7 +58,10 @@ static long stack_ids(struct frametab *t, const struct pstack *st, uint32_t **id
 UW_API int uw_profile_write_speedscope(struct uw_profile *p, FILE *out, const struct uw_speedscope_opts *opts)
 {
 	struct uw_speedscope_opts o = { 0 };
-	if (!p || !out || base_opts_copy(&o, sizeof(o), opts))
+	int oe = BASE_OPTS_COPY(&o, uw_speedscope_opts, name, opts);
+	if (oe)
+		return oe;
+	if (!p || !out)
 		return -EINVAL;
 	bool by_period = p->o.weight != UW_WEIGHT_SAMPLES;
 	bool ordered = p->o.keep_order && p->samples.len;

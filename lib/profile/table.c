@@ -522,7 +522,10 @@ static void table_reset(struct table *t)
 UW_API int uw_profile_write_table(struct uw_profile *p, FILE *out, const struct uw_table_opts *opts)
 {
 	struct table t = { .p = p };
-	if (!p || !out || base_opts_copy(&t.o, sizeof(t.o), opts) || parse_keys(&t, t.o.sort))
+	int oe = BASE_OPTS_COPY(&t.o, uw_table_opts, call_graph, opts);
+	if (oe)
+		return oe;
+	if (!p || !out || parse_keys(&t, t.o.sort))
 		return -EINVAL;
 	if ((has_key(&t, K_PID) || has_key(&t, K_TID)) && !p->o.by_thread)
 		return -EINVAL;

@@ -21,9 +21,10 @@ UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (base_opts_copy(&s->opts, sizeof(s->opts), opts)) {
+	int oe = BASE_OPTS_COPY(&s->opts, uw_session_opts, max_debuginfod_bytes, opts);
+	if (oe) {
 		free(s);
-		errno = EINVAL;
+		errno = -oe;
 		return NULL;
 	}
 	if (!s->opts.max_frames)

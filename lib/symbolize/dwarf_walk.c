@@ -42,47 +42,6 @@ struct abbrevs {
 
 #define MAX_ABBREV_CODE 65536u
 
-/* LEB128 inline, unlike base_cur_uleb: it runs for every attribute of every DIE walked */
-static inline bool uleb(const uint8_t **pp, const uint8_t *end, uint64_t *v)
-{
-	const uint8_t *p = *pp;
-	uint64_t r = 0;
-	unsigned shift = 0;
-	while (p < end) {
-		uint8_t b = *p++;
-		if (shift < 64)
-			r |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			*pp = p;
-			*v = r;
-			return true;
-		}
-	}
-	return false;
-}
-
-static inline bool sleb(const uint8_t **pp, const uint8_t *end, int64_t *v)
-{
-	const uint8_t *p = *pp;
-	int64_t r = 0;
-	unsigned shift = 0;
-	while (p < end) {
-		uint8_t b = *p++;
-		if (shift < 64)
-			r |= (int64_t)((uint64_t)(b & 0x7f) << shift);
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				r |= -((int64_t)1 << shift);
-			*pp = p;
-			*v = r;
-			return true;
-		}
-	}
-	return false;
-}
-
 static inline uint64_t rd(const uint8_t *p, unsigned n)
 {
 	uint64_t v = 0;
@@ -101,11 +60,11 @@ static int abbrevs_parse(const uint8_t *p, const uint8_t *end, struct abbrevs *t
 	memset(t, 0, sizeof(*t));
 	for (;;) {
 		uint64_t code, tag;
-		if (!uleb(&p, end, &code))
+		if (!base_uleb(&p, end, &code))
 			return -1;
 		if (code == 0)
 			return 0;
-		if (code >= MAX_ABBREV_CODE || !uleb(&p, end, &tag) || p >= end)
+		if (code >= MAX_ABBREV_CODE || !base_uleb(&p, end, &tag) || p >= end)
 			return -1;
 		bool children = *p++ != 0;
 		if (code >= t->na) {
@@ -127,11 +86,11 @@ static int abbrevs_parse(const uint8_t *p, const uint8_t *end, struct abbrevs *t
 		for (;;) {
 			uint64_t name, form;
 			int64_t ic = 0;
-			if (!uleb(&p, end, &name) || !uleb(&p, end, &form))
+			if (!base_uleb(&p, end, &name) || !base_uleb(&p, end, &form))
 				return -1;
 			if (name == 0 && form == 0)
 				break;
-			if (form == DW_FORM_implicit_const && !sleb(&p, end, &ic))
+			if (form == DW_FORM_implicit_const && !base_sleb(&p, end, &ic))
 				return -1;
 			if (t->ns == t->caps) {
 				uint32_t cap = t->caps ? 2 * t->caps : 256;
@@ -211,7 +170,7 @@ static bool attr_value(const struct unit *u, uint64_t form, int64_t implicit, co
 	case DW_FORM_GNU_addr_index: {
 		uint64_t idx;
 		if (form == DW_FORM_addrx || form == DW_FORM_GNU_addr_index) {
-			if (!uleb(&p, end, &idx))
+			if (!base_uleb(&p, end, &idx))
 				return false;
 		} else {
 			n = form == DW_FORM_addrx1 ? 1 : form == DW_FORM_addrx2 ? 2 : form == DW_FORM_addrx3 ? 3 : 4;
@@ -248,12 +207,12 @@ static bool attr_value(const struct unit *u, uint64_t form, int64_t implicit, co
 		break;
 	case DW_FORM_udata: case DW_FORM_ref_udata: case DW_FORM_strx: case DW_FORM_loclistx:
 	case DW_FORM_rnglistx: case DW_FORM_GNU_str_index:
-		if (!uleb(&p, end, &v))
+		if (!base_uleb(&p, end, &v))
 			return false;
 		break;
 	case DW_FORM_sdata: {
 		int64_t s;
-		if (!sleb(&p, end, &s))
+		if (!base_sleb(&p, end, &s))
 			return false;
 		v = (uint64_t)s;
 		break;
@@ -278,7 +237,7 @@ static bool attr_value(const struct unit *u, uint64_t form, int64_t implicit, co
 				return false;
 			v = rd(p, (unsigned)n);
 			p += n;
-		} else if (!uleb(&p, end, &v)) {
+		} else if (!base_uleb(&p, end, &v)) {
 			return false;
 		}
 		if ((uint64_t)(end - p) < v)
@@ -287,7 +246,7 @@ static bool attr_value(const struct unit *u, uint64_t form, int64_t implicit, co
 		break;
 	case DW_FORM_indirect: {
 		uint64_t f;
-		if (!uleb(&p, end, &f) || f == DW_FORM_indirect || f == DW_FORM_implicit_const)
+		if (!base_uleb(&p, end, &f) || f == DW_FORM_indirect || f == DW_FORM_implicit_const)
 			return false;
 		*pp = p;
 		return attr_value(u, f, 0, pp, val, is_addr);
@@ -407,7 +366,7 @@ struct dww_unit *dww_unit_open(const struct dww_sections *sec, uint64_t cu_off)
 	/* the unit DIE: its bases. Its low pc may be an address index written before the address
 	 * base (clang): read as an index, resolved after. */
 	uint64_t code;
-	if (!uleb(&p, u->end, &code) || code == 0 || code >= w->ab.na || !w->ab.a[code].used)
+	if (!base_uleb(&p, u->end, &code) || code == 0 || code >= w->ab.na || !w->ab.a[code].used)
 		goto bad;
 	const struct abbrev *a = &w->ab.a[code];
 	uint64_t low = 0;
@@ -477,7 +436,7 @@ static int walk(struct dww_unit *w, const uint8_t *p, int32_t scope0, bool shall
 	scope[1] = scope0;
 	while (p < u->end) {
 		const uint8_t *die = p;
-		if (!uleb(&p, u->end, &code))
+		if (!base_uleb(&p, u->end, &code))
 			return -1;
 		if (code == 0) {
 			if (level == 1)
@@ -590,7 +549,7 @@ int dww_walk_subtree(struct dww_unit *w, uint64_t die_off, int32_t scope, dww_fn
 	const struct unit *u = &w->u;
 	const uint8_t *p = u->sec->info + die_off;
 	uint64_t code;
-	if (die_off >= u->sec->ninfo || p < u->start || p >= u->end || !uleb(&p, u->end, &code) || code == 0 ||
+	if (die_off >= u->sec->ninfo || p < u->start || p >= u->end || !base_uleb(&p, u->end, &code) || code == 0 ||
 	    code >= w->ab.na || !w->ab.a[code].used)
 		return -1;
 	const struct abbrev *a = &w->ab.a[code];
@@ -649,20 +608,20 @@ static int rnglists_v5(const struct unit *u, uint64_t off, dww_range_fn fn, void
 		case DW_RLE_end_of_list:
 			return 0;
 		case DW_RLE_base_addressx:
-			if (!uleb(&p, end, &a) || !addr_at(u, a, &base))
+			if (!base_uleb(&p, end, &a) || !addr_at(u, a, &base))
 				return -1;
 			continue;
 		case DW_RLE_startx_endx:
-			if (!uleb(&p, end, &a) || !uleb(&p, end, &b) || !addr_at(u, a, &lo) || !addr_at(u, b, &hi))
+			if (!base_uleb(&p, end, &a) || !base_uleb(&p, end, &b) || !addr_at(u, a, &lo) || !addr_at(u, b, &hi))
 				return -1;
 			break;
 		case DW_RLE_startx_length:
-			if (!uleb(&p, end, &a) || !uleb(&p, end, &b) || !addr_at(u, a, &lo))
+			if (!base_uleb(&p, end, &a) || !base_uleb(&p, end, &b) || !addr_at(u, a, &lo))
 				return -1;
 			hi = lo + b;
 			break;
 		case DW_RLE_offset_pair:
-			if (!uleb(&p, end, &a) || !uleb(&p, end, &b))
+			if (!base_uleb(&p, end, &a) || !base_uleb(&p, end, &b))
 				return -1;
 			lo = base + a;
 			hi = base + b;
@@ -685,7 +644,7 @@ static int rnglists_v5(const struct unit *u, uint64_t off, dww_range_fn fn, void
 				return -1;
 			lo = rd(p, asz);
 			p += asz;
-			if (!uleb(&p, end, &b))
+			if (!base_uleb(&p, end, &b))
 				return -1;
 			hi = lo + b;
 			break;
@@ -779,7 +738,7 @@ int dww_attrs(const struct dww_unit *w, uint64_t die_off, struct dww_attrs *out)
 	const uint8_t *p = u->sec->info + die_off;
 	uint64_t code;
 	memset(out, 0, sizeof(*out));
-	if (die_off >= u->sec->ninfo || p < u->start || p >= u->end || !uleb(&p, u->end, &code) || code == 0 ||
+	if (die_off >= u->sec->ninfo || p < u->start || p >= u->end || !base_uleb(&p, u->end, &code) || code == 0 ||
 	    code >= w->ab.na || !w->ab.a[code].used)
 		return -1;
 	const struct abbrev *a = &w->ab.a[code];

@@ -77,7 +77,10 @@ UW_API int uw_symbolize_frames(struct uw_session *s, const struct uw_frame *fram
                                const struct uw_symbolize_opts *opts, struct uw_symbols **out)
 {
 	struct uw_symbolize_opts o;
-	if (!s || !out || (n && !frames) || base_opts_copy(&o, sizeof(o), opts) || n > SIZE_MAX / 2 / sizeof(struct uw_symbolized))
+	int oe = BASE_OPTS_COPY(&o, uw_symbolize_opts, lines, opts);
+	if (oe)
+		return oe;
+	if (!s || !out || (n && !frames) || n > SIZE_MAX / 2 / sizeof(struct uw_symbolized))
 		return -EINVAL;
 	*out = NULL;
 	/* one block: the header, then the entries */

@@ -332,7 +332,9 @@ void unw_run_from(const struct unw_opts *opts, const struct unw_resume *from, st
 		}
 		struct unw_pc_info info = { 0 };
 		bool mapped = find(find_ctx, pc, &info);
-		struct uw_frame *f = &frames[res->n++];
+		struct uw_frame one;
+		struct uw_frame *f = opts->on_frame ? &one : &frames[res->n];
+		res->n++;
 		memset(f, 0, sizeof(*f));
 		f->pc = pc;
 		f->module = info.module;
@@ -341,6 +343,10 @@ void unw_run_from(const struct unw_opts *opts, const struct unw_resume *from, st
 		f->is_call = is_call;
 		f->method = found_by;
 		f->sp = regs->r[a->sp];
+		if (opts->on_frame && opts->on_frame(opts->on_frame_ctx, f, regs)) {
+			res->stop = UW_STOP_CALLBACK;
+			return;
+		}
 		uint64_t lookup = (is_call ? pc - 1 : pc) - info.bias;
 		uint64_t old_sp = regs->r[a->sp];
 		enum step_status s = STEP_NO_INFO;

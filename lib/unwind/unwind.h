@@ -75,6 +75,12 @@ struct unw_opts {
 	const struct cfi_arch *arch;
 	bool in_syscall; /* the sample was taken in a syscall: frame 0's pc follows the instruction */
 	struct cfi_cache *cache; /* the calling thread's lookup cache (NULL: none) */
+	/* NULL, or called with each frame as soon as it is found, with the registers it was found
+	 * with (regs->valid says which are known), before its caller is looked for; frames[] is
+	 * then not written (may be NULL). Non-zero stops the walk: UW_STOP_CALLBACK, the frame
+	 * counted. */
+	int (*on_frame)(void *ctx, const struct uw_frame *f, const struct unw_regs *regs);
+	void *on_frame_ctx;
 };
 
 struct unw_result {

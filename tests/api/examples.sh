@@ -44,6 +44,16 @@ echo "live_profiler: $total samples of e2e_nofp: tree_a $a, tree_b $b"
 cmake -S "$S/examples" -B "$W/ex" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_FLAGS="$SAN" -DCMAKE_CXX_FLAGS="$SAN" -DCMAKE_EXE_LINKER_FLAGS="$SAN" >"$W/cmake.log" 2>&1 ||
     { cat "$W/cmake.log"; fail "find_package(unwound)"; }
+# The package's version rule: a release adds symbols within one soname, so a program asking for
+# an older 0.x is served; another major version is refused.
+mkdir -p "$W/ver"
+for want in 0.1 0.2 1.0; do
+    printf 'cmake_minimum_required(VERSION 3.18)\nproject(v C)\nfind_package(unwound %s REQUIRED)\n' "$want" >"$W/ver/CMakeLists.txt"
+    rm -rf "$W/ver/b"
+    if cmake -S "$W/ver" -B "$W/ver/b" -DCMAKE_PREFIX_PATH="$P" >"$W/ver.log" 2>&1; then got=ok; else got=refused; fi
+    case $want in 1.0) exp=refused ;; *) exp=ok ;; esac
+    [ "$got" = "$exp" ] || { cat "$W/ver.log"; fail "find_package(unwound $want): $got, expected $exp"; }
+done
 cmake --build "$W/ex" >"$W/build.log" 2>&1 || { cat "$W/build.log"; fail "building the examples"; }
 ldd "$W/ex/read_perfdata" | grep -q libunwound && fail "read_perfdata is not linked statically"
 ldd "$W/ex/self_unwind" | grep -q "libunwound.so.0 => $P/lib" || fail "self_unwind does not use the installed library"

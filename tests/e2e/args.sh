@@ -20,10 +20,13 @@ good() {
     --sort) echo sym ;; --group) echo line ;; --weight) echo samples ;; --format) echo folded ;;
     -F|--freq) echo 99 ;; -c|--count) echo 100000 ;; -m|--mmap-pages) echo 16 ;; --stack-size|--stack-limit) echo 4096 ;;
     --duration) echo 0.2 ;; -C|--cpu) echo 0 ;; --call-graph) echo dwarf,4096 ;;
+    --off-cpu-every) echo 10 ;; --off-cpu-min) echo 100 ;;
     --pid|--tid) echo 1 ;; --time) echo 0, ;; --fields) echo overhead,sym ;; --percentage) echo relative ;;
     *) echo "" ;;
     esac
 }
+# what an option needs beside it
+with() { case $1 in --off-cpu-every|--off-cpu-min) echo --off-cpu ;; esac; }
 bad_values="abc 5abc -1 0x 1e999 99999999999999999999999 ''"
 perf record -q -e cpu-clock -F 99 --call-graph dwarf,1024 -o in.data -- sleep 0.1 2>/dev/null
 
@@ -41,7 +44,7 @@ for cmd in report record inject diff; do
             # --pid and --tid of report take lists of process ids
             rc=0
             case $cmd in
-            record) "$U" record -q "$o" "$v" -o out.data -- true >/dev/null 2>err.txt || rc=$? ;;
+            record) "$U" record -q $(with "$o") "$o" "$v" -o out.data -- true >/dev/null 2>err.txt || rc=$? ;;
             diff) "$U" diff in.data in.data -o out.txt "$o" "$v" >/dev/null 2>err.txt || rc=$? ;;
             *) "$U" $cmd -i in.data -o out.txt "$o" "$v" >/dev/null 2>err.txt || rc=$? ;;
             esac
@@ -52,7 +55,7 @@ for cmd in report record inject diff; do
         # and the good value is taken
         rc=0
         case $cmd in
-        record) "$U" record -q "$o" "$g" -o out.data -- true >/dev/null 2>err.txt || rc=$? ;;
+        record) "$U" record -q $(with "$o") "$o" "$g" -o out.data -- true >/dev/null 2>err.txt || rc=$? ;;
         inject) "$U" inject -i in.data -o out.data "$o" "$g" >/dev/null 2>err.txt || rc=$? ;;
         diff) "$U" diff in.data in.data -o out.txt "$o" "$g" >/dev/null 2>err.txt || rc=$? ;;
         *) "$U" report -i in.data -o out.txt "$o" "$g" >/dev/null 2>err.txt || rc=$? ;;

@@ -115,8 +115,9 @@ weights)
 sort)
     rec -e cpu-clock -F 999 --call-graph dwarf -o s.data -- "$E" calltree 0.6
     for keys in comm,dso,sym sym pid dso,sym srcline; do
+        # (perf names a symbol table's versions, clock_gettime@@GLIBC_2.17; unwound never does: README)
         perf report -i s.data --stdio --no-children --sort "$keys" -g none 2>/dev/null | grep '%' |
-            sed 's/ *$//; s/  */ /g' >"perf-$keys.txt"
+            sed 's/ *$//; s/  */ /g; s/\(\[\.\] [^ @]*\)@@\{0,1\}[A-Z][A-Za-z0-9_.]*/\1/' >"perf-$keys.txt"
         "$U" report -i s.data --stdio --no-children --sort "$keys" --rows 1000 | grep '%' | grep -v '^#' |
             sed 's/ *$//; s/  */ /g' >"unwound-$keys.txt"
         # the same rows (rows of equal shares may come in another order)

@@ -6,7 +6,8 @@
 #  - every test script runs under bash with tests/errexit.sh, which names the command a `set -e`
 #    script stopped at (this script checks it runs so, and that a silent command is named);
 #  - every test that runs perf or records holds the perf lock (a system-wide recording beside
-#    another perf test makes the kernel mark that test's MMAP2 records, and perf 6.1 aborts).
+#    another perf test makes the kernel mark that test's MMAP2 records, and perf 6.1 aborts),
+#    and the machine's lock (tests/machine-lock.sh) for the same between suites side by side.
 set -eu
 B=${UW_BUILD:?}
 S=${UW_SRC:?}
@@ -36,7 +37,8 @@ for t in json.load(open(path))["tests"]:
     cmd = t.get("command") or []
     props = {p["name"]: p["value"] for p in t.get("properties", [])}
     env = props.get("ENVIRONMENT", [])
-    scripts = [c for c in cmd if c.endswith(".sh")]
+    locked = len(cmd) > 1 and cmd[1].endswith("/tests/machine-lock.sh")
+    scripts = [c for c in cmd if c.endswith(".sh") and not c.endswith("/tests/machine-lock.sh")]
     if scripts:
         if not re.search(r"(^|/)bash$", cmd[0]):
             bad.append(f"{t['name']}: {scripts[0]} is not run by bash")
@@ -47,6 +49,8 @@ for t in json.load(open(path))["tests"]:
         if re.search(r"^[^#\n]*\b(perf (record|script|report|diff|inject)|record -q|\$U\" record|unwound\" record)", text, re.M):
             if "perf" not in (props.get("RESOURCE_LOCK") or []):
                 bad.append(f"{t['name']}: runs perf or records, without RESOURCE_LOCK perf")
+        if "perf" in (props.get("RESOURCE_LOCK") or []) and not locked:
+            bad.append(f"{t['name']}: holds the perf lock but not the machine's (tests/machine-lock.sh)")
 for b in bad[:10]:
     print("FAIL: " + b)
 if len(bad) > 10:

@@ -113,7 +113,7 @@ __attribute__((noinline, noclone)) static int self(void)
 	static struct snapshot snap;
 	query_outer(&snap);
 	uint32_t pid = (uint32_t)getpid();
-	UW_OPTS(uw_sample_regs, in, .pid = pid, .tid = pid, .time = UINT64_MAX, .abi = PERF_SAMPLE_REGS_ABI_64,
+	UW_OPTS(uw_sample_regs, in, .pid = pid, .tid = pid, .time = UINT64_MAX, .abi = UW_REGS_ABI_64,
 		.regs = snap.regs, .regs_mask = MASK, .stack = snap.stack, .stack_size = snap.stack_size);
 	struct uw_frame frames[64];
 	UW_OPTS(uw_unwind_result, res);

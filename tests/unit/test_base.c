@@ -64,6 +64,73 @@ static void test_leb(void **state)
 	assert_null(base_cur_str(&c));
 }
 
+/* The one LEB128 decoder (leb.h) the cursor and the DWARF walker share: one-byte numbers on
+ * the fast path, the longest (10 bytes) decoded, an 11th byte or the end refused with nothing
+ * consumed. */
+static void test_leb_decoder(void **state)
+{
+	(void)state;
+	uint64_t u;
+	int64_t s;
+	const uint8_t one[] = { 0x7f }, neg1[] = { 0x7f }, pos63[] = { 0x3f }, neg64[] = { 0x40 };
+	const uint8_t *p = one;
+	assert_true(base_uleb(&p, one + 1, &u));
+	assert_int_equal(u, 127);
+	assert_ptr_equal(p, one + 1);
+	p = neg1;
+	assert_true(base_sleb(&p, neg1 + 1, &s));
+	assert_int_equal(s, -1);
+	p = pos63;
+	assert_true(base_sleb(&p, pos63 + 1, &s));
+	assert_int_equal(s, 63);
+	p = neg64;
+	assert_true(base_sleb(&p, neg64 + 1, &s));
+	assert_int_equal(s, -64);
+	/* two bytes: 128 unsigned, -128 signed */
+	const uint8_t two[] = { 0x80, 0x01 }, mtwo[] = { 0x80, 0x7f };
+	p = two;
+	assert_true(base_uleb(&p, two + 2, &u));
+	assert_int_equal(u, 128);
+	p = mtwo;
+	assert_true(base_sleb(&p, mtwo + 2, &s));
+	assert_int_equal(s, -128);
+	/* UINT64_MAX and INT64_MIN: ten bytes */
+	const uint8_t max[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 };
+	const uint8_t min[] = { 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7f };
+	p = max;
+	assert_true(base_uleb(&p, max + sizeof(max), &u));
+	assert_true(u == UINT64_MAX);
+	assert_ptr_equal(p, max + sizeof(max));
+	p = min;
+	assert_true(base_sleb(&p, min + sizeof(min), &s));
+	assert_true(s == INT64_MIN);
+	/* an 11th byte, or the end before the last byte: refused, *p where it was */
+	uint8_t eleven[11];
+	memset(eleven, 0x80, 10);
+	eleven[10] = 0;
+	p = eleven;
+	assert_false(base_uleb(&p, eleven + sizeof(eleven), &u));
+	assert_false(base_sleb(&p, eleven + sizeof(eleven), &s));
+	assert_ptr_equal(p, eleven);
+	struct base_cursor c = base_cursor(eleven, sizeof(eleven));
+	base_cur_uleb(&c);
+	assert_true(c.bad); /* the cursor's own decoder took 11 bytes */
+	p = two;
+	assert_false(base_uleb(&p, two + 1, &u));
+	assert_false(base_uleb(&p, two, &u));
+	assert_ptr_equal(p, two);
+	/* the cursor over it: a number, then bad at the end, 0 from then on */
+	const uint8_t seq[] = { 0x05, 0x80, 0x01, 0x7f, 0x80 };
+	c = base_cursor(seq, sizeof(seq));
+	assert_int_equal(base_cur_uleb(&c), 5);
+	assert_int_equal(base_cur_uleb(&c), 128);
+	assert_int_equal(base_cur_sleb(&c), -1);
+	assert_false(c.bad);
+	assert_int_equal(base_cur_uleb(&c), 0);
+	assert_true(c.bad);
+	assert_int_equal(base_cur_left(&c), 0);
+}
+
 static void test_errors(void **state)
 {
 	(void)state;
@@ -95,6 +162,7 @@ int main(void)
 		cmocka_unit_test(test_map),
 		cmocka_unit_test(test_intern),
 		cmocka_unit_test(test_leb),
+		cmocka_unit_test(test_leb_decoder),
 		cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -127,7 +127,7 @@ static void test_exit_then_late_sample(void **state)
 	struct tracker_proc *p = tracker_proc_get(t, 200, false);
 	assert_non_null(p);
 	assert_true(p->exited);
-	struct tracker_find_ctx fc = { t, p, UINT64_MAX };
+	struct tracker_find_ctx fc = { .t = t, .p = p, .time = UINT64_MAX };
 	struct unw_pc_info info;
 	assert_true(tracker_find_pc(&fc, 0x1800, &info));
 	assert_ptr_equal(info.module, a);

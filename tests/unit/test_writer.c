@@ -97,6 +97,33 @@ static void stop_reasons_spilled(void **state)
 	unlink(path);
 }
 
+/* Every stop reason round-trips through the file's FEAT_UW_STOPS section, the newest
+ * (UW_STOP_CALLBACK, issue 25) too: the reader takes each reason below UW_STOP__COUNT. */
+static void stop_reasons_all(void **state)
+{
+	(void)state;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/allstops.data", dir);
+	struct perf_writer *w = writer(path);
+	uint8_t rec[128];
+	for (uint64_t i = 0; i < 3 * UW_STOP__COUNT; i++) {
+		assert_int_equal(perf_writer_record(w, rec, sample(rec, 1000 + i)), 0);
+		perf_writer_sample(w, true, 1000 + i, (uint8_t)(i % UW_STOP__COUNT));
+	}
+	assert_int_equal(perf_writer_finish(w), 0);
+	perf_writer_close(w);
+	struct counts c = { 0 };
+	struct uw_reader_stats st;
+	read_back(path, &c, &st);
+	assert_int_equal(c.n, 3 * UW_STOP__COUNT);
+	assert_int_equal(st.stops_stated, 3 * UW_STOP__COUNT);
+	for (unsigned r = 0; r < UW_STOP__COUNT; r++)
+		assert_int_equal(c.reasons[r], 3);
+	assert_int_equal(st.stop_reasons[UW_STOP_CALLBACK], 3);
+	assert_string_equal(uw_stop_reason_str(UW_STOP_CALLBACK), "stopped by the callback");
+	unlink(path);
+}
+
 static void killed_after_sync(void **state)
 {
 	(void)state;
@@ -250,6 +277,7 @@ int main(void)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(stop_reasons_spilled),
+		cmocka_unit_test(stop_reasons_all),
 		cmocka_unit_test(killed_after_sync),
 		cmocka_unit_test(unfinished_leaves_nothing),
 		cmocka_unit_test(rounds_wait_for_held),

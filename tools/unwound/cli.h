@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The helpers the CLI's commands share (cli.c) and its exit statuses. */
 #ifndef UW_CLI_H
 #define UW_CLI_H
 #include <stdbool.h>
@@ -14,10 +15,6 @@
  * memory) or a file shrank while it was read (said on standard error and in the summary) */
 #define CLI_EXIT_INCOMPLETE 3
 
-int cmd_report(int argc, char **argv);
-int cmd_inject(int argc, char **argv);
-int cmd_record(int argc, char **argv);
-int cmd_diff(int argc, char **argv);
 void cli_log(void *ctx, enum uw_log_level lvl, const char *msg);
 
 /* Strict argument parsing: the whole string, in range, else a message naming the option and

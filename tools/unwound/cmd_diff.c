@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "commands.h"
 
 enum dformat { F_FUNCTIONS, F_STACKS, F_FOLDED, F_HTML };
 

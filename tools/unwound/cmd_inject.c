@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "commands.h"
 
 static void inject_usage(FILE *f)
 {

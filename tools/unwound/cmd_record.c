@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "commands.h"
 
 static volatile int stop_flag;
 
@@ -50,6 +51,14 @@ static void record_usage(FILE *f)
 		   "  --stack-size BYTES  user stack copied per sample (default 16384, at most 65528)\n"
 		   "  --duration SECS     stop after this long (also: Ctrl-C, SIGTERM, SIGHUP, the command's exit)\n"
 		   "  -m, --mmap-pages N  data pages per ring buffer (power of two, default 1024)\n"
+		   "  --off-cpu           off-CPU time too: each switch-out of a followed thread sampled\n"
+		   "                      with its stack; when it runs again, one sample of the event\n"
+		   "                      offcpu-time whose period is the time off the CPU in ns\n"
+		   "  --off-cpu-every N   take the stack at one switch-out in N (default 1: every one);\n"
+		   "                      every wait is still timed, one without a stack of its own\n"
+		   "                      counted in its thread's last: less overhead on switch-heavy work\n"
+		   "  --off-cpu-min USEC  shorter waits are added up per thread and stack, written when\n"
+		   "                      their total reaches USEC or at the end (default 500; 0: none)\n"
 		   "  --debug-dir DIR, --offline, --no-fp, --stitch   as for report\n"
 		   "  -q, --quiet         nothing printed but errors\n"
 		   "  -v                  more messages\n");
@@ -151,6 +160,10 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 	if (ro->stitch)
 		fprintf(stderr, "unwound record: stacks cut short by their copy: %" PRIu64 " completed from their thread's "
 			   "stacks before and after, %" PRIu64 " not\n", st->stitched, st->stitch_failed);
+	if (ro->off_cpu)
+		fprintf(stderr, "unwound record: off-CPU: %" PRIu64 " switch-outs sampled%s, %" PRIu64 " offcpu-time samples, %.3f s off the CPU in all, %" PRIu64 " threads still off the CPU at the end\n",
+			st->offcpu_switches, ro->off_cpu_every > 1 ? " with their stack (one in N)" : "", st->offcpu_samples,
+			(double)st->offcpu_ns * 1e-9, st->offcpu_open_at_end);
 	if (st->procmap_query || st->maps_scan)
 		fprintf(stderr, "unwound record: mappings found on demand: %" PRIu64 " with PROCMAP_QUERY, %" PRIu64 " from /proc/PID/maps\n",
 			st->procmap_query, st->maps_scan);
@@ -158,7 +171,8 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH, O_STITCH };
+	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH, O_STITCH, O_OFFCPU, O_OCEVERY,
+	       O_OCMIN };
 	static const struct option lo[] = {
 		{ "freq", required_argument, 0, 'F' }, { "count", required_argument, 0, 'c' },
 		{ "event", required_argument, 0, 'e' }, { "all-cpus", no_argument, 0, 'a' },
@@ -168,7 +182,8 @@ int cmd_record(int argc, char **argv)
 		{ "duration", required_argument, 0, O_DURATION }, { "mmap-pages", required_argument, 0, 'm' },
 		{ "debug-dir", required_argument, 0, O_DEBUGDIR }, { "offline", no_argument, 0, O_OFFLINE },
 		{ "no-fp", no_argument, 0, O_NOFP }, { "quiet", no_argument, 0, 'q' },
-		{ "stitch", no_argument, 0, O_STITCH },
+		{ "stitch", no_argument, 0, O_STITCH }, { "off-cpu", no_argument, 0, O_OFFCPU },
+		{ "off-cpu-every", required_argument, 0, O_OCEVERY }, { "off-cpu-min", required_argument, 0, O_OCMIN },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	UW_OPTS(uw_record_opts, ro, .stop = &stop_flag);
@@ -239,12 +254,28 @@ int cmd_record(int argc, char **argv)
 		case O_OFFLINE: offline = 1; break;
 		case O_NOFP: nofp = 1; break;
 		case O_STITCH: ro.stitch = 1; break;
+		case O_OFFCPU: ro.off_cpu = 1; break;
+		case O_OCEVERY:
+			if (cli_unsigned("record", "--off-cpu-every", optarg, 1, 1u << 20, &ro.off_cpu_every))
+				goto out;
+			break;
+		case O_OCMIN: {
+			uint64_t us;
+			if (cli_u64("record", "--off-cpu-min", optarg, 0, UINT64_MAX / 1000, &us))
+				goto out;
+			ro.off_cpu_min_ns = us ? us * 1000 : 1; /* 1 ns: every wait is written as it ends */
+			break;
+		}
 		case 'h': record_usage(stdout); ret = CLI_EXIT_OK; goto out;
 		default: cli_option_error("record", c, argv, lo); goto out;
 		}
 	}
 	if (freq_set && count_set) {
 		fprintf(stderr, "unwound record: -F and -c both set the sampling rate: give one\n");
+		goto out;
+	}
+	if ((ro.off_cpu_every || ro.off_cpu_min_ns) && !ro.off_cpu) {
+		fprintf(stderr, "unwound record: --off-cpu-every and --off-cpu-min go with --off-cpu\n");
 		goto out;
 	}
 	if (optind < argc)

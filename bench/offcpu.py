@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Cost of `unwound record --off-cpu` per context switch, on a switch-heavy workload: two
+threads passing a byte through two pipes (tests/programs/offcpu.c pingpong; each round trip is
+two switch-outs, one per thread, and two switch-ins). Each thread does WORK iterations of a loop
+before passing the byte on; WORK is calibrated first so that the program alone takes 2e9/RATE ns
+of CPU per round trip, i.e. does RATE switch-outs per second on a CPU of its own (env RATE,
+default 100000, the issue's figure; RATE=0: no work, as fast as the machine goes). The program
+measures its round trips only (not the recorder's start or end): wall time and its own CPU time
+(both threads, user and kernel: what the kernel does at a switch-out, copying the stack and
+writing the records, is charged to the thread switching out). The configurations run
+alternately, N times each (env N, default 9), medians.
+
+Prints a Markdown table: per round trip the wall time and the program's CPU time, their ratios
+to the program alone, the recorder's own CPU per switch-out (its summary line's "own CPU",
+which includes unwinding), the switch-outs whose stack was taken, the offcpu-time samples
+written and the records the kernel lost (rings full). The ping-pong is serial (one thread runs
+at a time), so on an otherwise idle machine with a CPU left for the recorder its slowdown is
+its CPU ratio; the wall ratio is that plus whatever the machine's other load did to each run
+(the load average is printed). For comparison, perf: `perf record --off-cpu` when this
+perf has it (a BPF skeleton build; without one perf ignores the option and says so), and
+always perf's recording of the same data as unwound's mechanism (a context-switches sample
+with a DWARF stack copy at every switch-out, plus switch records), processed offline.
+
+usage: [N=9] [RATE=100000] bench/offcpu.py BUILD [ROUND_TRIPS]
+"""
+import os, re, statistics, subprocess, sys, tempfile
+
+build = sys.argv[1]
+n = int(sys.argv[2]) if len(sys.argv) > 2 else 100000
+runs = int(os.environ.get("N", "9"))
+rate = float(os.environ.get("RATE", "100000"))
+prog = os.path.join(build, "tests", "offcpu_prog")
+uw = os.path.join(build, "unwound")
+out = os.path.join(tempfile.gettempdir(), f"offcpu-bench-{os.getpid()}.data")
+
+
+def rtt_of(pre, rounds, work):
+    p = subprocess.run(pre + [prog, "pingpong", str(rounds), str(work)], capture_output=True, text=True)
+    m = re.search(r" ns_per_round_trip=([\d.]+) cpu_ns_per_round_trip=([\d.]+)", p.stdout + p.stderr)
+    if not m:
+        sys.exit(f"no result from {pre + [prog]}: {p.stderr}")
+    return float(m.group(1)), float(m.group(2)), p.stderr
+
+
+def alone(work, rounds=max(n // 5, 1000), k=5):
+    return statistics.median(rtt_of([], rounds, work)[1] for _ in range(k))
+
+
+# WORK such that the program alone does `rate` switch-outs/s: two per round trip, WORK twice
+work = 0
+if rate > 0:
+    target = 2e9 / rate
+    r0, w1 = alone(0), 4000
+    per_iter = max((alone(w1) - r0) / (2 * w1), 1e-3)
+    work = max(int((target - r0) / (2 * per_iter)), 0)
+    for _ in range(2):  # correct for the machine's drift
+        r = alone(work)
+        work = max(int(work + (target - r) / (2 * per_iter)), 0)
+
+configs = [
+    ("alone", []),
+    ("unwound record (CPU samples only)", [uw, "record", "-e", "cpu-clock", "-o", out, "--"]),
+    ("unwound record --off-cpu", [uw, "record", "--off-cpu", "-e", "cpu-clock", "-o", out, "--"]),
+    ("unwound record --off-cpu --off-cpu-every 10",
+     [uw, "record", "--off-cpu", "--off-cpu-every", "10", "-e", "cpu-clock", "-o", out, "--"]),
+    ("unwound record --off-cpu --off-cpu-every 100",
+     [uw, "record", "--off-cpu", "--off-cpu-every", "100", "-e", "cpu-clock", "-o", out, "--"]),
+    ("unwound record --off-cpu --stack-size 2048",
+     [uw, "record", "--off-cpu", "--stack-size", "2048", "-e", "cpu-clock", "-o", out, "--"]),
+]
+probe = subprocess.run(["perf", "record", "--off-cpu", "-o", out, "--", "true"], capture_output=True, text=True)
+perf_offcpu = probe.returncode == 0 and "ignored" not in probe.stderr
+if perf_offcpu:
+    configs.append(("perf record --off-cpu -g", ["perf", "record", "--off-cpu", "-g", "-o", out, "--"]))
+configs.append(("perf record -e cs -c 1 --switch-events --call-graph dwarf",
+                ["perf", "record", "-q", "-e", "context-switches", "-c", "1", "--switch-events",
+                 "--call-graph", "dwarf,16384", "-o", out, "--"]))
+
+
+def run(pre):
+    rtt, cpurt, err = rtt_of(pre, n, work)
+    cpu = re.search(r"own CPU ([\d.]+) s", err)
+    oc = re.search(r"(\d+) switch-outs sampled.*?, (\d+) offcpu-time samples", err)
+    lost = re.search(r"(\d+) lost", err) or re.search(r"lost (\d+) chunks", err)
+    return (rtt, float(cpu.group(1)) if cpu else 0.0,
+            (int(oc.group(1)), int(oc.group(2))) if oc else None, int(lost.group(1)) if lost else 0, cpurt)
+
+
+load0 = f"{os.getloadavg()[0]:.1f}"
+res = {name: [] for name, _ in configs}
+try:
+    for _ in range(runs):
+        for name, pre in configs:
+            res[name].append(run(pre))
+finally:
+    if os.path.exists(out):
+        os.unlink(out)
+base = statistics.median(r[0] for r in res["alone"])
+base_cpu = statistics.median(r[4] for r in res["alone"])
+cal = f"calibrated for {rate:,.0f} switch-outs/s alone" if rate else "none: as fast as it goes"
+print(f"{n} round trips, WORK={work} per pass ({cal}), "
+      f"{runs} runs each, alternating; medians; load average {load0} before, {os.getloadavg()[0]:.1f} after\n")
+print("| configuration | wall ns per round trip | wall / alone | CPU ns per round trip | CPU / alone | "
+      "recorder CPU per switch-out | switch-outs with a stack | offcpu-time samples | records lost |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+for name, _ in configs:
+    rtt = statistics.median(r[0] for r in res[name])
+    cpurt = statistics.median(r[4] for r in res[name])
+    cpu = statistics.median(r[1] for r in res[name])
+    ocs = [r[2] for r in res[name] if r[2]]
+    sampled = statistics.median(o[0] for o in ocs) if ocs else 0
+    written = statistics.median(o[1] for o in ocs) if ocs else 0
+    lost = statistics.median(r[3] for r in res[name])
+    per = f"{cpu / (2 * n) * 1e9:.0f} ns" if cpu else "-"
+    print(f"| {name} | {rtt:.0f} | {rtt / base:.2f} | {cpurt:.0f} | {cpurt / base_cpu:.3f} | {per} | "
+          f"{sampled:,.0f} | {written:,.0f} | {lost:,.0f} |")
+if not perf_offcpu:
+    print("\nperf record --off-cpu: not measured, this perf ignores it: "
+          + (probe.stderr.strip().splitlines() or ["?"])[0][:120])

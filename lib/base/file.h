@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* Files: opening those a recording or a process names (untrusted), reading them whole, making
+ * directories, replacing a file at once. */
+#ifndef UW_BASE_FILE_H
+#define UW_BASE_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BASE_OPEN_NOFOLLOW 1u /* refuse a symbolic link as the last component (-ELOOP) */
+#define BASE_OPEN_IN_ROOT 2u  /* base_open_file_at: path resolved with dirfd as its root (a
+                               * process's /proc/PID/root: its links stay inside it) */
+/* Opens a file to read, only when it is a regular file of at most max bytes (0: any size),
+ * and never opens anything else: the path is looked at through an O_PATH descriptor first, so
+ * a FIFO is not waited on and a device (or a link to one) is not opened at all; the file is
+ * then opened through that descriptor, O_NOCTTY. Every file a recording, a process or a file
+ * they name (debug links, .dwo names, dwz links) points at is opened through here.
+ * @return the descriptor (blocking again, close-on-exec) with *size set; -errno (-ENOENT,
+ * -EACCES, -ELOOP for a link with BASE_OPEN_NOFOLLOW, -EFBIG over max, -EMFILE when the
+ * process is out of descriptors), or -UW_ENOTREG. */
+int base_open_file(const char *path, unsigned flags, uint64_t max, uint64_t *size);
+/* The same, path relative to dirfd (AT_FDCWD: the working directory). */
+int base_open_file_at(int dirfd, const char *path, unsigned flags, uint64_t max, uint64_t *size);
+/* Reads a file opened with base_open_file whole into a malloc'd buffer (NUL-terminated).
+ * @return 0 or -errno. */
+int base_read_fd(int fd, uint64_t size, char **out, size_t *len);
+
+/* mkdir -p, 0700 for what it creates (dir is changed during the call, then restored) */
+bool base_make_dirs(char *dir);
+
+/* Replaces the file at path (0600, its directory made as base_make_dirs does) with the pieces
+ * written in order, through a temporary file beside it and a rename, so a reader sees the old
+ * file or the whole new one. @return 0 or a negative errno. */
+struct base_piece {
+	const void *p;
+	size_t n;
+};
+int base_replace_file(const char *path, const struct base_piece *pieces, size_t npieces);
+
+#endif

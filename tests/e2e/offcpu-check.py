@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Off-CPU time of a recording against what the program measured (tests/e2e/offcpu.sh).
+
+    offcpu-check.py mix PERF_SCRIPT FOLDED PROGRAM_OUTPUT ROUNDS
+        PERF_SCRIPT: `perf script -F tid,period,event,sym` of the recording (the oracle: perf
+        reads the file); FOLDED: `unwound report --event offcpu-time --folded`. For each
+        function, the offcpu-time whose stack holds it must equal in both, and be within 3% (+2
+        ms) of the program's own measure of its waits (a wall time: the same on a busy machine);
+        the threads that start and exit during the recording are each seen.
+    offcpu-check.py block PERF_SCRIPT MIN_NS MAX_NS
+        the process blocked for the whole recording: its offcpu-time in oc_block_forever lies
+        between the recording's duration and the recorder's wall time.
+"""
+import collections
+import sys
+
+
+def perf_samples(path):
+    """(event, tid, period, [functions innermost first]) per sample of perf script."""
+    out = []
+    for block in open(path, errors="replace").read().split("\n\n"):
+        lines = [l for l in block.split("\n") if l.strip()]
+        if not lines:
+            continue
+        head = lines[0].split()
+        # "  TID  PERIOD EVENT:" (perf script -F tid,period,event)
+        try:
+            tid, period, event = int(head[0]), int(head[1]), head[2].rstrip(":")
+        except (IndexError, ValueError):
+            continue
+        funcs = [l.split()[1] if len(l.split()) > 1 else "?" for l in lines[1:]]
+        out.append((event, tid, period, funcs))
+    return out
+
+
+def by_function(samples, names):
+    tot = collections.Counter()
+    tids = collections.defaultdict(set)
+    for event, tid, period, funcs in samples:
+        if event != "offcpu-time":
+            continue
+        for n in names:
+            if n in funcs:
+                tot[n] += period
+                tids[n].add(tid)
+    return tot, tids
+
+
+def folded_by_function(path, names):
+    tot = collections.Counter()
+    for line in open(path):
+        stack, _, w = line.rstrip("\n").rpartition(" ")
+        frames = stack.split(";")
+        for n in names:
+            if n in frames:
+                tot[n] += int(w)
+    return tot
+
+
+FUNCS = {"oc_spin": "spin", "oc_sleep": "sleep", "oc_pipe_wait": "pipe", "oc_mutex_wait": "mutex",
+         "oc_thread_sleep": "thread"}
+
+mode = sys.argv[1]
+if mode == "mix":
+    perf_txt, folded, prog_out, rounds = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+    meas = dict(kv.split("=") for kv in open(prog_out).read().split())
+    meas = {k: int(v) for k, v in meas.items()}
+    want = {"spin": meas["spin_wall"] - meas["spin_cpu"], "sleep": meas["sleep"], "pipe": meas["pipe"],
+            "mutex": meas["mutex"], "thread": meas["thread"]}
+    samples = perf_samples(perf_txt)
+    got, tids = by_function(samples, FUNCS)
+    uw = folded_by_function(folded, FUNCS)
+    fails = []
+    print(f"{'function':18} {'measured ms':>12} {'offcpu-time ms':>15} {'diff':>8}")
+    for f, k in FUNCS.items():
+        m, g = want[k], got[f]
+        d = (g - m) / m * 100 if m else 0.0
+        print(f"{f:18} {m / 1e6:12.2f} {g / 1e6:15.2f} {d:7.2f}%")
+        if uw[f] != g:
+            fails.append(f"{f}: unwound report says {uw[f]} ns, perf script {g} ns")
+        if abs(g - m) > 0.03 * m + 2_000_000:
+            fails.append(f"{f}: {g / 1e6:.2f} ms of offcpu-time, the program measured {m / 1e6:.2f} ms")
+    # the short-lived threads: two per round, each seen in its sleep
+    if len(tids["oc_thread_sleep"]) != 2 * rounds:
+        fails.append(f"oc_thread_sleep: in {len(tids['oc_thread_sleep'])} threads, want {2 * rounds}")
+    for f in fails:
+        print("FAIL:", f)
+    sys.exit(1 if fails else 0)
+elif mode == "block":
+    perf_txt, lo, hi = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    samples = perf_samples(perf_txt)
+    got, tids = by_function(samples, ["oc_block_forever"])
+    g = got["oc_block_forever"]
+    other = sum(p for e, t, p, f in samples if e == "offcpu-time" and "oc_block_forever" not in f)
+    print(f"blocked for the whole recording: {g / 1e6:.2f} ms of offcpu-time in oc_block_forever "
+          f"(recording {lo / 1e6:.2f} ms, recorder's wall time {hi / 1e6:.2f} ms); {other / 1e6:.2f} ms elsewhere")
+    if not (lo <= g <= hi):
+        print(f"FAIL: want between {lo / 1e6:.2f} and {hi / 1e6:.2f} ms")
+        sys.exit(1)
+    if other > 0.01 * g:
+        print("FAIL: off-CPU time outside oc_block_forever")
+        sys.exit(1)
+else:
+    sys.exit(f"unknown mode {mode}")

@@ -1,0 +1,146 @@
+#!/bin/bash
+# Off-CPU time (unwound record --off-cpu; docs/man/unwound-record.1), on a program built from
+# tests/programs/offcpu.c that measures its own waits. Off-CPU durations are wall time: the
+# program's measures move with a busy machine as the recording's do, so the comparisons hold
+# however much CPU it gets.
+#   mix      spin, nanosleep, pipe, mutex and short-lived threads: offcpu-time per function
+#            equals perf script's reading of the file and is within 3% (+2 ms) of the
+#            program's measure (tests/e2e/offcpu-check.py prints the table)
+#   all      mix recorded system-wide (-a with the command): the same expectations
+#   block    a process blocked for the whole recording (-p): counted from the start to the end
+#   tid      the same, the thread given with -t
+#   formats  perf evlist/report/script and hotspot-perfparser read the file; unwound report's
+#            outputs (top, script, folded, pprof, speedscope, html) of offcpu-time and --wall
+#            add up to the same times
+set -eu
+B=${UW_BUILD:?} S=${UW_SRC:?}
+mode=${1:?mode}
+W=$B/tests/work/offcpu-$mode
+rm -rf "$W"; mkdir -p "$W"; cd "$W"
+prog=${UW_OFFCPU_PROG:-$B/tests/offcpu_prog} # (another build's unwound can be tried on this program)
+U=$B/unwound
+[ -x "$prog" ] || { echo "FAIL: $prog is not built"; exit 1; }
+
+case $mode in
+mix)
+    rounds=8
+    "$U" record -q --off-cpu -e cpu-clock -o perf.data -- "$prog" mix $rounds 20 >prog.out 2>rec.err ||
+        { cat rec.err; echo "FAIL: unwound record --off-cpu"; exit 1; }
+    perf script -i perf.data -F tid,period,event,ip,sym >perf.txt 2>perf.err ||
+        { cat perf.err; echo "FAIL: perf script"; exit 1; }
+    "$U" report -i perf.data --event offcpu-time --folded -o folded.txt
+    python3 "$S/tests/e2e/offcpu-check.py" mix perf.txt folded.txt prog.out $rounds
+    ;;
+all)
+    # every process of the machine is recorded; the program's functions are its own. A smaller
+    # stack copy (its waits are a few frames deep) so that the rings keep up with the machine's
+    # other switches
+    rounds=4
+    "$U" record -a --off-cpu --stack-size 8192 -m 2048 -e cpu-clock -o perf.data -- "$prog" mix $rounds 20 \
+        >prog.out 2>rec.err || { cat rec.err; echo "FAIL: unwound record -a --off-cpu"; exit 1; }
+    perf script -i perf.data -F tid,period,event,ip,sym >perf.txt 2>perf.err ||
+        { cat perf.err; echo "FAIL: perf script"; exit 1; }
+    "$U" report -i perf.data --event offcpu-time --folded -o folded.txt
+    python3 "$S/tests/e2e/offcpu-check.py" mix perf.txt folded.txt prog.out $rounds ||
+        { cat rec.err; echo "FAIL: (the recorder's summary above: records lost?)"; exit 1; }
+    ;;
+block | tid)
+    "$prog" block >prog.out &
+    pid=$!
+    trap 'kill $pid 2>/dev/null || true' EXIT
+    for _ in $(seq 300); do grep -q ready prog.out && break; sleep 0.1; done
+    grep -q ready prog.out || { echo "FAIL: the blocked program did not start"; exit 1; }
+    t0=$(date +%s%N)
+    opt=-p; [ $mode = tid ] && opt=-t # (its only thread: the tid is the pid)
+    "$U" record -q --off-cpu -e cpu-clock $opt $pid --duration 1 -o perf.data 2>rec.err ||
+        { cat rec.err; echo "FAIL: unwound record --off-cpu $opt"; exit 1; }
+    t1=$(date +%s%N)
+    perf script -i perf.data -F tid,period,event,ip,sym >perf.txt 2>perf.err ||
+        { cat perf.err; echo "FAIL: perf script"; exit 1; }
+    # at least the recording's 1 s (it stops once 1 s has passed), at most the recorder's life
+    python3 "$S/tests/e2e/offcpu-check.py" block perf.txt 1000000000 $((t1 - t0))
+    ;;
+formats)
+    "$U" record -q --off-cpu -e cpu-clock -o perf.data -- "$prog" mix 4 10 >prog.out 2>rec.err ||
+        { cat rec.err; echo "FAIL: unwound record --off-cpu"; exit 1; }
+    # perf's own reading: the event as perf record --off-cpu names and types it
+    perf evlist -v -i perf.data >evlist.txt 2>&1
+    grep -q "^offcpu-time: type: 1, size: 128, config: 0xa, .*sample_period.*: 1," evlist.txt ||
+        { cat evlist.txt; echo "FAIL: perf evlist: no offcpu-time event of type 1, config 0xa (BPF_OUTPUT)"; exit 1; }
+    perf report -i perf.data --stdio --no-children --sort sym 2>perf-report.err >perf-report.txt ||
+        { cat perf-report.err; echo "FAIL: perf report"; exit 1; }
+    grep -q "of event 'offcpu-time'" perf-report.txt && grep -q "oc_sleep" perf-report.txt ||
+        { head -40 perf-report.txt; echo "FAIL: perf report shows no offcpu-time with oc_sleep"; exit 1; }
+    pp=/usr/lib/x86_64-linux-gnu/libexec/hotspot-perfparser
+    [ -x $pp ] || { echo "FAIL: hotspot is not installed (scripts/install-deps)"; exit 1; }
+    $pp --input perf.data --output pp.out 2>pp.err || { cat pp.err; echo "FAIL: hotspot-perfparser"; exit 1; }
+    if grep -iq "error\|invalid\|unexpected" pp.err; then cat pp.err; echo "FAIL: hotspot-perfparser complains"; exit 1; fi
+    for f in offcpu-time oc_sleep oc_mutex_wait; do
+        grep -aq "$f" pp.out || { echo "FAIL: hotspot-perfparser does not see $f"; exit 1; }
+    done
+    # the totals per event, from perf script: every output must add up to them
+    perf script -i perf.data -F period,event >periods.txt
+    read -r off cpu nsamp < <(awk '$2=="offcpu-time:"{o+=$1; n++} $2=="cpu-clock:"{c+=$1} END {print o+0, c+0, n+0}' periods.txt)
+    [ "$off" -gt 0 ] && [ "$cpu" -gt 0 ] || { echo "FAIL: no offcpu-time ($off) or cpu-clock ($cpu) time"; exit 1; }
+    # perf report's total for the event is the time off the CPU (the periods), as perf script's
+    ec=$(awk "/of event 'offcpu-time'/{f=1} f && /Event count/{print \$NF; exit}" perf-report.txt)
+    [ "$ec" = "$off" ] || { echo "FAIL: perf report's offcpu-time Event count is '$ec', perf script's periods $off"; exit 1; }
+    sum_folded() { awk '{s+=$NF} END {print s+0}' "$1"; }
+    "$U" report -i perf.data --event offcpu-time --folded -o off.folded
+    "$U" report -i perf.data --wall --folded -o wall.folded
+    [ "$(sum_folded off.folded)" = "$off" ] || { echo "FAIL: folded offcpu-time adds up to $(sum_folded off.folded), perf script $off"; exit 1; }
+    [ "$(sum_folded wall.folded)" = "$((off + cpu))" ] ||
+        { echo "FAIL: folded --wall adds up to $(sum_folded wall.folded), want $off + $cpu"; exit 1; }
+    # the table: offcpu-time's own, and --wall's, with perf's event count
+    "$U" report -i perf.data --event offcpu-time --rows 200 >off.top
+    grep -q "Event count (approx.): $off\$" off.top && grep -q "oc_sleep" off.top ||
+        { head -20 off.top; echo "FAIL: report --event offcpu-time: want event count $off and oc_sleep"; exit 1; }
+    "$U" report -i perf.data --wall >wall.top
+    grep -q "of event 'wall'" wall.top && grep -q "Event count (approx.): $((off + cpu))\$" wall.top ||
+        { head -20 wall.top; echo "FAIL: report --wall: want event 'wall' with count $((off + cpu))"; exit 1; }
+    # script: the samples perf script shows
+    "$U" report -i perf.data --event offcpu-time --script -o off.script
+    n=$(grep -c "offcpu-time:" off.script || true)
+    [ "$n" = "$nsamp" ] || { echo "FAIL: report --script shows $n offcpu-time samples, perf script $nsamp"; exit 1; }
+    # pprof: both events in one profile, a column each
+    "$U" report -i perf.data --format pprof -o all.pb.gz
+    go tool pprof -raw -symbolize=none all.pb.gz >pprof.raw 2>pprof.err || { cat pprof.err; echo "FAIL: go tool pprof"; exit 1; }
+    python3 - pprof.raw "$off" "$cpu" <<'PY'
+import re, sys
+raw, off, cpu = open(sys.argv[1]).read().splitlines(), int(sys.argv[2]), int(sys.argv[3])
+i = raw.index("Samples:")
+cols = raw[i + 1].split()
+want = {"off-cpu/nanoseconds": off, "cpu/nanoseconds": cpu}
+for c in want:
+    if c not in cols:
+        sys.exit(f"FAIL: pprof sample types {cols}: no {c}")
+tot = [0] * len(cols)
+for l in raw[i + 2:]:
+    m = re.match(r"\s+([\d ]+?):", l)
+    if m:
+        v = [int(x) for x in m.group(1).split()]
+        if len(v) == len(cols):
+            tot = [a + b for a, b in zip(tot, v)]
+for c, w in want.items():
+    if tot[cols.index(c)] != w:
+        sys.exit(f"FAIL: pprof {c} adds up to {tot[cols.index(c)]}, perf script {w}")
+print(f"pprof: sample types {cols}; off-cpu {off} ns, cpu {cpu} ns as perf script")
+PY
+    # speedscope and html of --wall: nanoseconds, the same total
+    "$U" report -i perf.data --wall --format speedscope -o wall.speedscope.json
+    python3 - wall.speedscope.json $((off + cpu)) <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+tot = sum(sum(p["weights"]) for p in d["profiles"])
+units = {p["unit"] for p in d["profiles"]}
+if tot != int(sys.argv[2]) or units != {"nanoseconds"}:
+    sys.exit(f"FAIL: speedscope --wall: {tot} {units}, want {sys.argv[2]} nanoseconds")
+PY
+    "$U" report -i perf.data --wall --format html -o wall.html
+    grep -q "oc_mutex_wait" wall.html || { echo "FAIL: html --wall has no oc_mutex_wait"; exit 1; }
+    "$U" report -i perf.data --event offcpu-time --format html -o off.html
+    grep -q "oc_sleep" off.html || { echo "FAIL: html --event offcpu-time has no oc_sleep"; exit 1; }
+    echo "formats: offcpu-time $off ns in $nsamp samples, cpu-clock $cpu ns: perf, hotspot-perfparser and every output agree"
+    ;;
+*) echo "unknown mode $mode"; exit 2 ;;
+esac

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Off-CPU test program (tests/e2e/offcpu.sh): known shares of its wall time spent spinning,
+ * sleeping (nanosleep), waiting on a pipe and on a futex (a mutex), and in threads that start,
+ * sleep and exit; each wait measured here with CLOCK_MONOTONIC around the blocking call, so
+ * the recording's offcpu-time can be compared with what the program saw (not with what it was
+ * given: a busy machine changes both the same way).
+ *
+ *   offcpu mix ROUNDS MS   ROUNDS rounds of: spin MS, sleep MS, pipe wait MS, mutex wait MS,
+ *                          2 threads each sleeping MS; then prints the measured totals (ns):
+ *                          "spin_wall= spin_cpu= sleep= pipe= mutex= thread="
+ *   offcpu block           prints "ready" and blocks in read() on a pipe nobody writes to, until
+ *                          killed
+ *   offcpu pingpong N [WORK]  two threads pass a byte through two pipes N times each way, each
+ *                          doing WORK iterations of a loop (default 0) before passing it on;
+ *                          prints the wall and CPU time (both threads, user and kernel: a stack
+ *                          copied at a switch-out is charged to the thread switching out) per
+ *                          round trip (bench/offcpu.py; WORK sets the
+ *                          switch rate: work done, not time, so a recorder taking CPU from the
+ *                          threads shows as a slowdown)
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec t;
+	clock_gettime(c, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec t = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	while (nanosleep(&t, &t))
+		;
+}
+
+static volatile uint64_t sink;
+
+/* spins for ms of wall time: what it was not given of it is its off-CPU time */
+NOINLINE static void oc_spin(uint64_t ms, uint64_t *wall, uint64_t *cpu)
+{
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_THREAD_CPUTIME_ID), t;
+	do {
+		for (int i = 0; i < 1000; i++)
+			sink += (uint64_t)i * 7;
+		t = now_ns(CLOCK_MONOTONIC);
+	} while (t - t0 < ms * 1000000u);
+	*cpu += now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+	*wall += t - t0;
+}
+
+NOINLINE static void oc_sleep(uint64_t ms, uint64_t *total)
+{
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+	sleep_ns(ms * 1000000u);
+	*total += now_ns(CLOCK_MONOTONIC) - t0;
+}
+
+struct helper {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	int job;          /* 1: write to the pipe after ms; 2: hold the mutex ms; -1: quit */
+	uint64_t ms;
+	int pfd[2];
+	pthread_mutex_t held; /* the mutex waited on */
+	int holding;
+};
+
+/* the helper's own waits are in helper_* functions, apart from the main thread's */
+NOINLINE static void helper_idle(struct helper *h)
+{
+	while (!h->job)
+		pthread_cond_wait(&h->cv, &h->m);
+}
+
+static void *helper_main(void *arg)
+{
+	struct helper *h = arg;
+	pthread_mutex_lock(&h->m);
+	for (;;) {
+		helper_idle(h);
+		int job = h->job;
+		uint64_t ms = h->ms;
+		if (job < 0)
+			break;
+		if (job == 2) {
+			pthread_mutex_lock(&h->held);
+			h->holding = 1;
+		}
+		pthread_cond_broadcast(&h->cv);
+		pthread_mutex_unlock(&h->m);
+		sleep_ns(ms * 1000000u);
+		if (job == 1) {
+			char c = 'x';
+			if (write(h->pfd[1], &c, 1) != 1)
+				abort();
+		} else {
+			pthread_mutex_unlock(&h->held);
+		}
+		pthread_mutex_lock(&h->m);
+		h->job = 0;
+		h->holding = 0;
+		pthread_cond_broadcast(&h->cv);
+	}
+	pthread_mutex_unlock(&h->m);
+	return NULL;
+}
+
+static void helper_start(struct helper *h, int job, uint64_t ms)
+{
+	pthread_mutex_lock(&h->m);
+	/* the previous job is over only when the helper says so (it may still be on its way
+	 * back after writing the byte or unlocking the mutex) */
+	while (h->job)
+		pthread_cond_wait(&h->cv, &h->m);
+	h->job = job;
+	h->ms = ms;
+	pthread_cond_broadcast(&h->cv);
+	/* the mutex job: wait until the helper holds it */
+	while (job == 2 && !h->holding)
+		pthread_cond_wait(&h->cv, &h->m);
+	pthread_mutex_unlock(&h->m);
+}
+
+NOINLINE static void oc_pipe_wait(struct helper *h, uint64_t ms, uint64_t *total)
+{
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+	helper_start(h, 1, ms);
+	char c;
+	if (read(h->pfd[0], &c, 1) != 1)
+		abort();
+	*total += now_ns(CLOCK_MONOTONIC) - t0;
+}
+
+NOINLINE static void oc_mutex_wait(struct helper *h, uint64_t ms, uint64_t *total)
+{
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+	helper_start(h, 2, ms);
+	pthread_mutex_lock(&h->held);
+	*total += now_ns(CLOCK_MONOTONIC) - t0;
+	pthread_mutex_unlock(&h->held);
+}
+
+struct shortlived {
+	uint64_t ms, slept;
+};
+
+NOINLINE static void oc_thread_sleep(struct shortlived *s)
+{
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+	sleep_ns(s->ms * 1000000u);
+	s->slept = now_ns(CLOCK_MONOTONIC) - t0;
+}
+
+static void *shortlived_main(void *arg)
+{
+	oc_thread_sleep(arg);
+	return NULL;
+}
+
+static int mix(int rounds, uint64_t ms)
+{
+	struct helper h = { .m = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
+			    .held = PTHREAD_MUTEX_INITIALIZER };
+	if (pipe(h.pfd))
+		return 1;
+	pthread_t ht;
+	if (pthread_create(&ht, NULL, helper_main, &h))
+		return 1;
+	uint64_t spin_wall = 0, spin_cpu = 0, slept = 0, piped = 0, locked = 0, threads = 0;
+	for (int r = 0; r < rounds; r++) {
+		oc_spin(ms, &spin_wall, &spin_cpu);
+		oc_sleep(ms, &slept);
+		oc_pipe_wait(&h, ms, &piped);
+		oc_mutex_wait(&h, ms, &locked);
+		struct shortlived s[2] = { { ms, 0 }, { ms, 0 } };
+		pthread_t t[2];
+		for (int i = 0; i < 2; i++)
+			if (pthread_create(&t[i], NULL, shortlived_main, &s[i]))
+				return 1;
+		for (int i = 0; i < 2; i++) {
+			pthread_join(t[i], NULL);
+			threads += s[i].slept;
+		}
+	}
+	pthread_mutex_lock(&h.m);
+	while (h.job)
+		pthread_cond_wait(&h.cv, &h.m);
+	h.job = -1;
+	pthread_cond_broadcast(&h.cv);
+	pthread_mutex_unlock(&h.m);
+	pthread_join(ht, NULL);
+	printf("spin_wall=%llu spin_cpu=%llu sleep=%llu pipe=%llu mutex=%llu thread=%llu\n",
+	       (unsigned long long)spin_wall, (unsigned long long)spin_cpu, (unsigned long long)slept,
+	       (unsigned long long)piped, (unsigned long long)locked, (unsigned long long)threads);
+	return 0;
+}
+
+NOINLINE static void oc_block_forever(int fd)
+{
+	char c;
+	for (;;)
+		if (read(fd, &c, 1) == 0)
+			sleep_ns(1000000000u);
+}
+
+struct pp {
+	int a[2], b[2];
+	long n, work;
+};
+
+static void pp_work(long work)
+{
+	for (long i = 0; i < work; i++)
+		sink += (uint64_t)i * 7;
+}
+
+NOINLINE static void *pong(void *arg)
+{
+	struct pp *p = arg;
+	char c;
+	for (long i = 0; i < p->n; i++)
+		if (read(p->a[0], &c, 1) != 1 || (pp_work(p->work), write(p->b[1], &c, 1)) != 1)
+			abort();
+	return NULL;
+}
+
+NOINLINE static int pingpong(long n, long work)
+{
+	struct pp p = { .n = n, .work = work };
+	if (pipe(p.a) || pipe(p.b))
+		return 1;
+	pthread_t t;
+	if (pthread_create(&t, NULL, pong, &p))
+		return 1;
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+	char c = 'x';
+	for (long i = 0; i < n; i++) {
+		pp_work(work);
+		if (write(p.a[1], &c, 1) != 1 || read(p.b[0], &c, 1) != 1)
+			abort();
+	}
+	uint64_t dt = now_ns(CLOCK_MONOTONIC) - t0, dc = now_ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
+	pthread_join(t, NULL);
+	printf("round_trips=%ld wall_ns=%llu ns_per_round_trip=%.1f cpu_ns_per_round_trip=%.1f\n", n,
+	       (unsigned long long)dt, (double)dt / (double)n, (double)dc / (double)n);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 4 && !strcmp(argv[1], "mix"))
+		return mix(atoi(argv[2]), strtoull(argv[3], NULL, 10));
+	if (argc >= 2 && !strcmp(argv[1], "block")) {
+		int p[2];
+		if (pipe(p))
+			return 1;
+		printf("ready\n");
+		fflush(stdout);
+		oc_block_forever(p[0]);
+	}
+	if (argc >= 3 && !strcmp(argv[1], "pingpong"))
+		return pingpong(atol(argv[2]), argc >= 4 ? atol(argv[3]) : 0);
+	fprintf(stderr, "usage: offcpu mix ROUNDS MS | block | pingpong N [WORK]\n");
+	return 2;
+}

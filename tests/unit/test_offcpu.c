@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/* The off-CPU pairing's rules (lib/perf/offcpu.c, docs/offcpu.md): a wait is its switch-out to
+ * its switch-in; short waits added up per thread and stack; exits; waits open at the end; one
+ * stack in N with every wait timed; a switch-out delivered after its switch-in. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "perf/perf.h"
+
+struct got {
+	struct offcpu_stack s[64];
+	uint64_t first[64]; /* the first address of each chain */
+	unsigned n;
+};
+
+static int emit(void *ctx, const struct offcpu_stack *s)
+{
+	struct got *g = ctx;
+	assert_true(g->n < 64);
+	g->first[g->n] = s->nk + s->nu ? s->chain[0] : 0;
+	g->s[g->n++] = *s;
+	return 0;
+}
+
+static const uint64_t stack_a[] = { 0xffffffff81000000u, 0x401000, 0x402000 };
+static const uint64_t stack_b[] = { 0xffffffff81000000u, 0x403000 };
+
+static int out(struct offcpu *oc, uint32_t tid, uint64_t t, const uint64_t *chain, uint32_t n)
+{
+	struct offcpu_stack s = { .id = 7, .ip = chain[0], .time = t, .cpu = 1, .pid = 100, .tid = tid,
+				  .nk = 1, .nu = n - 1, .chain = chain };
+	return offcpu_switch_out(oc, &s);
+}
+
+#define MS 1000000u
+
+static void test_long_waits(void **state)
+{
+	(void)state;
+	struct got g = { 0 };
+	struct offcpu_opts o = { .min_ns = 500000 };
+	struct offcpu *oc = offcpu_new(&o, emit, &g);
+	assert_non_null(oc);
+	assert_int_equal(out(oc, 101, 10 * MS, stack_a, 3), 0);
+	assert_int_equal(g.n, 0); /* held until the thread runs again */
+	assert_int_equal(offcpu_switch_in(oc, 100, 101, 30 * MS), 0);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.s[0].period, 20 * MS);
+	assert_int_equal(g.s[0].time, 30 * MS); /* at the switch-in */
+	assert_int_equal(g.s[0].tid, 101);
+	assert_int_equal(g.s[0].nk, 1);
+	assert_int_equal(g.s[0].nu, 2);
+	/* a switch-in with nothing held: nothing */
+	assert_int_equal(offcpu_switch_in(oc, 100, 101, 31 * MS), 0);
+	assert_int_equal(offcpu_switch_in(oc, 100, 999, 31 * MS), 0);
+	assert_int_equal(g.n, 1);
+	/* the idle task is not a thread */
+	struct offcpu_stack idle = { .time = 40 * MS, .pid = 0, .tid = 0, .nk = 1, .chain = stack_a };
+	assert_int_equal(offcpu_switch_out(oc, &idle), 0);
+	assert_int_equal(offcpu_switch_in(oc, 0, 0, 50 * MS), 0);
+	assert_int_equal(g.n, 1);
+	struct offcpu_stats st;
+	offcpu_stats(oc, &st);
+	assert_int_equal(st.waits, 1);
+	assert_int_equal(st.ns, 20 * MS);
+	offcpu_free(oc);
+}
+
+static void test_short_waits_added_up(void **state)
+{
+	(void)state;
+	struct got g = { 0 };
+	struct offcpu_opts o = { .min_ns = 500000 };
+	struct offcpu *oc = offcpu_new(&o, emit, &g);
+	uint64_t t = 0;
+	/* 200 us waits on stack a: written when the total reaches 500 us (the third), the rest at
+	 * the end; 100 us waits on stack b apart */
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(out(oc, 101, t, stack_a, 3), 0);
+		t += 200000;
+		assert_int_equal(offcpu_switch_in(oc, 100, 101, t), 0);
+		assert_int_equal(out(oc, 101, t, stack_b, 2), 0);
+		t += 100000;
+		assert_int_equal(offcpu_switch_in(oc, 100, 101, t), 0);
+	}
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.s[0].period, 600000);
+	assert_int_equal(g.first[0], stack_a[0]);
+	assert_int_equal(g.s[0].nu, 2);
+	assert_int_equal(offcpu_finish(oc, t + 1000), 0);
+	assert_int_equal(g.n, 3);
+	uint64_t a = 0, b = 0;
+	for (unsigned i = 0; i < g.n; i++)
+		*(g.s[i].nu == 2 ? &a : &b) += g.s[i].period;
+	assert_int_equal(a, 800000);
+	assert_int_equal(b, 400000);
+	assert_int_equal(g.s[2].time, t + 1000); /* what is left: at the end */
+	offcpu_free(oc);
+}
+
+static void test_exit_and_end(void **state)
+{
+	(void)state;
+	struct got g = { 0 };
+	struct offcpu_opts o = { .min_ns = 1 };
+	struct offcpu *oc = offcpu_new(&o, emit, &g);
+	/* a thread that exits: its last switch-out (after EXIT) is not a wait */
+	assert_int_equal(out(oc, 102, 1 * MS, stack_a, 3), 0);
+	offcpu_task(oc, 102, true);
+	assert_int_equal(out(oc, 102, 2 * MS, stack_a, 3), 0);
+	/* one blocked at the end: closed there */
+	assert_int_equal(out(oc, 103, 5 * MS, stack_b, 2), 0);
+	assert_int_equal(offcpu_finish(oc, 9 * MS), 0);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.s[0].tid, 103);
+	assert_int_equal(g.s[0].period, 4 * MS);
+	struct offcpu_stats st;
+	offcpu_stats(oc, &st);
+	assert_int_equal(st.open_at_end, 1);
+	/* the number given to a new thread (FORK): its waits count again */
+	offcpu_task(oc, 102, false);
+	assert_int_equal(out(oc, 102, 10 * MS, stack_a, 3), 0);
+	assert_int_equal(offcpu_switch_in(oc, 100, 102, 12 * MS), 0);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.s[1].period, 2 * MS);
+	offcpu_free(oc);
+}
+
+static void test_late_switch_out(void **state)
+{
+	(void)state;
+	struct got g = { 0 };
+	struct offcpu_opts o = { .min_ns = 1 };
+	struct offcpu *oc = offcpu_new(&o, emit, &g);
+	/* seen once switched out, then its switch-in comes before a held sample of the wait */
+	assert_int_equal(out(oc, 101, 1 * MS, stack_a, 3), 0);
+	assert_int_equal(offcpu_switch_in(oc, 100, 101, 2 * MS), 0);
+	assert_int_equal(offcpu_switch_in(oc, 100, 101, 9 * MS), 0);
+	assert_int_equal(out(oc, 101, 6 * MS, stack_b, 2), 0);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.s[1].period, 3 * MS);
+	assert_int_equal(g.s[1].time, 9 * MS);
+	offcpu_free(oc);
+}
+
+static void test_one_stack_in_n(void **state)
+{
+	(void)state;
+	struct got g = { 0 };
+	struct offcpu_opts o = { .min_ns = 1, .every = 10 };
+	struct offcpu *oc = offcpu_new(&o, emit, &g);
+	/* before any stack: not counted */
+	offcpu_switch_out_record(oc, 100, 101, 1 * MS);
+	assert_int_equal(offcpu_switch_in(oc, 100, 101, 2 * MS), 0);
+	assert_int_equal(g.n, 0);
+	/* a sampled switch: its own record follows and changes nothing */
+	assert_int_equal(out(oc, 101, 3 * MS, stack_a, 3), 0);
+	offcpu_switch_out_record(oc, 100, 101, 3 * MS + 10);
+	assert_int_equal(offcpu_switch_in(oc, 100, 101, 5 * MS), 0);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.s[0].period, 2 * MS);
+	/* unsampled: timed by its record, with the last stack; not scaled */
+	offcpu_switch_out_record(oc, 100, 101, 6 * MS);
+	assert_int_equal(offcpu_switch_in(oc, 100, 101, 7 * MS), 0);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.s[1].period, 1 * MS);
+	assert_int_equal(g.s[1].nu, 2);
+	struct offcpu_stats st;
+	offcpu_stats(oc, &st);
+	assert_int_equal(st.unattributed, 1);
+	offcpu_free(oc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_long_waits),       cmocka_unit_test(test_short_waits_added_up),
+		cmocka_unit_test(test_exit_and_end),     cmocka_unit_test(test_late_switch_out),
+		cmocka_unit_test(test_one_stack_in_n),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

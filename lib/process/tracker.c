@@ -623,12 +623,13 @@ bool tracker_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 				bias = pc - vaddr;
 		}
 		__atomic_store_n(&m->bias, bias, __ATOMIC_RELAXED);
+		/* the first frame in this mapping: its module is hit (not asked at every frame) */
+		if (m->mod)
+			tracker_module_hit(t, m->mod);
 		__atomic_store_n(&m->bias_known, true, __ATOMIC_RELEASE);
 	}
 	out->bias = __atomic_load_n(&m->bias, __ATOMIC_RELAXED);
 	out->code = m->mod ? module_code(t->s, m->mod) : NULL;
-	if (m->mod)
-		tracker_module_hit(t, m->mod);
 	return true;
 }
 

@@ -168,12 +168,15 @@ static double one_run(const char *path, unsigned nthreads, bool no_cache, bool i
 	struct frames f = { 0 };
 	struct uw_reader_opts ro = { .sz = sizeof(ro), .on_sample = on_sample, .ctx = &f };
 	struct uw_reader *r = uw_reader_open(s, path, &ro);
-	if (!r || uw_reader_run(r)) {
+	int rerr = r ? uw_reader_run(r) : -1;
+	if (rerr && (!r || !f.n)) {
 		fprintf(stderr, "symscale: %s: %s\n", path, uw_session_errmsg(s));
 		uw_reader_free(r);
 		uw_session_free(s);
 		return -1;
 	}
+	if (rerr && npcs && !*npcs) /* (said once per file: the first run) */
+		fprintf(stderr, "symscale: %s: %s (the frames read before it are named)\n", path, uw_session_errmsg(s));
 	uw_reader_free(r);
 	struct share sh[64];
 	pthread_t th[64];

@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: all configure configure-tests install check check-asan check-tsan abi-update demo bench bench-record soak fuzz clean
+.PHONY: all configure configure-tests install check check-asan check-tsan abi-update demo bench bench-record bench-prof soak fuzz clean
 
 all: configure
 	cmake --build $(BUILD) -j$(JOBS)
@@ -39,15 +39,18 @@ check-asan:
 	cmake --build $(BUILD)-asan -j$(JOBS)
 	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
 
-# The ABI baseline (abi/libunwound.abi.xz), after an intentional change: tests/api/abi.sh.
+# The ABI baselines (abi/libunwound.abi.xz, abi/libunwound-prof.abi.xz), after an intentional
+# change: tests/api/abi.sh.
 abi-update: all
 	tests/api/abi.sh $(BUILD)/libunwound.so.0 --update
+	tests/api/abi.sh $(BUILD)/libunwound-prof.so.0 --update
 
 # Threads sharing one session, under ThreadSanitizer (the library and the test built with it).
 check-tsan:
 	./scripts/install-deps check
 	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUW_WERROR=ON -DUW_TESTS=ON -DUW_TSAN=ON $(CMAKE_FLAGS)
-	cmake --build $(BUILD)-tsan -j$(JOBS) --target threads hammer sharedtracker unwound_cli e2e_nofp tw_nofp
+	cmake --build $(BUILD)-tsan -j$(JOBS) --target threads hammer sharedtracker unwound_cli e2e_nofp tw_nofp e2e_fp tw_fp \
+		unwound_prof profwork_nofp profwork_fp profhot_a profhot_b
 	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L threads
 
 # Profile the bundled demo program with perf, then show what unwound makes of it.
@@ -67,6 +70,12 @@ bench-record:
 	$(MAKE) configure-tests
 	cmake --build $(BUILD) -j$(JOBS)
 	./bench/record $(BUILD)
+
+# libunwound-prof against gperftools' CPU profiler and perf record --call-graph dwarf (root)
+bench-prof:
+	./scripts/install-deps bench
+	$(MAKE) all
+	./bench/prof $(BUILD)
 
 # a 5-minute system-wide recording under load; the recorder's RSS must stay flat (needs root)
 soak:

@@ -1074,8 +1074,8 @@ struct uw_pprof_opts {
 /* Writes the profile as pprof's gzipped profile.proto (go tool pprof, Pyroscope, Parca, ...):
  * sample types samples/count, then a period column per event of the profile (cpu/nanoseconds
  * for cpu-clock and task-clock, off-cpu/nanoseconds for offcpu-time, wall/nanoseconds for an
- * event named "wall", else the event/count; a stack's value is 0 in the other events' columns:
- * pprof's -sample_index chooses), labels pid and tid (with opts.by_thread) and thread (comm),
+ * event named "wall" or wall-clock (libunwound-prof), else the event/count; a stack's value
+ * is 0 in the other events' columns: pprof's -sample_index chooses), labels pid and tid (with opts.by_thread) and thread (comm),
  * locations with their inline chains as several lines (innermost first), functions with their
  * shown and system names and source files, mappings with path and build-id. The period type is
  * the first event's. opts may be NULL. @return 0 or -errno. */
@@ -1190,6 +1190,143 @@ UW_API int uw_script_writer_add(struct uw_script_writer *w, const struct uw_samp
 /* Writes the samples held back and frees the writer (NULL is ignored). @return 0 or the first
  * error of writing. */
 UW_API int uw_script_writer_close(struct uw_script_writer *w);
+
+/* ---------------------------------------------------------------- in-process profiling */
+
+/*
+ * libunwound-prof.so: a program profiles its own threads, without perf_event_open, the way
+ * gperftools' CPU profiler and pprof-rs do, and writes pprof or folded stacks. Link it
+ * (-lunwound-prof; pkg-config unwound-prof) and call uw_prof_start / uw_prof_stop, or preload it
+ * into a program that cannot be changed:
+ *
+ *     LD_PRELOAD=libunwound-prof.so UNWOUND_PROF=out.pb.gz program   # the whole run, at exit
+ *
+ * (the environment variables are in libunwound-prof(3)). How it samples:
+ *  - each thread has a POSIX timer on its own CPU-time clock (timer_create, SIGEV_THREAD_ID; or
+ *    on CLOCK_MONOTONIC in wall-clock mode) firing hz times per second of the thread's CPU time;
+ *    the kernel checks CPU-time timers at its tick (CONFIG_HZ), so a thread is signalled at most
+ *    that often: a sample then carries every expiry since the last (the timer's overrun) in its
+ *    weight, and the CPU time is still counted exactly;
+ *  - the signal handler is async-signal-safe and bounded: it copies the registers and at most
+ *    stack_bytes of the stack from the interrupted stack pointer up, within the thread's stack
+ *    (bounds from pthread_getattr_np when the thread registered itself, the main thread's from
+ *    the auxiliary vector and its mapping; an alternate signal stack from the signal's context),
+ *    into a ring of its own thread (no allocation, no lock; a full ring drops the sample and
+ *    counts it). A thread whose bounds are not known (one that ran before the profiler, found
+ *    in /proc/self/task) has its stack copied by the kernel (process_vm_readv, which stops at
+ *    the first unmapped page instead of faulting);
+ *  - a collector thread unwinds the copies (CFI, SFrame, frame pointers: uw_unwind_sample, with
+ *    a live tracker that learns the mappings from PROCMAP_QUERY), and aggregates them into a
+ *    uw_profile;
+ *  - threads: those created with pthread_create after the library is loaded register
+ *    themselves as they start (the library interposes pthread_create); the others (created
+ *    before, or by raw clone) are found in /proc/self/task every scan_ms and sampled from then;
+ *  - dlopen'ed code is found on demand; dlclose (interposed) first has the samples taken until
+ *    then unwound, then the mappings are forgotten, so a library loaded later at the same
+ *    address is never named after the old one;
+ *  - fork: the child does not profile (POSIX timers are not inherited; the library stops its
+ *    part in the child and writes nothing there; it may start a profiler of its own). A child
+ *    that execs a program with the preloaded library profiles itself into UNWOUND_PROF's file
+ *    with its pid before the extension;
+ *  - the signal's handler, once installed, stays for the life of the process (a timer's signal
+ *    may still be queued after its timer is deleted), and sigaction and signal are interposed
+ *    for its number: signals of that number from other sources go to the program's handler
+ *    (installed before the profiler started or since; the program reads back its own), with
+ *    the mask it asked for less the signal itself, so that its handler is sampled too; without
+ *    one (SIG_DFL, SIG_IGN) they are dropped; counted either way. errno is preserved;
+ *  - the profiler's own frames (the trampoline a thread starts through) are left out of stacks.
+ * One profiler runs in a process at a time (the signal and the timers are the process's).
+ */
+struct uw_prof;
+
+enum uw_prof_clock {
+	UW_PROF_CPU = 0,         /* each thread's CPU time (event "cpu-clock") */
+	UW_PROF_WALL,            /* wall-clock time, running or not (event "wall-clock"): a blocked
+	                          * thread is interrupted too, and system calls that are not
+	                          * restarted (poll, epoll_wait, select, ...) return EINTR */
+};
+
+enum uw_prof_format {
+	UW_PROF_AUTO = 0,        /* folded for a name ending ".folded" or ".collapsed", else pprof */
+	UW_PROF_PPROF,           /* gzipped profile.proto (uw_profile_write_pprof) */
+	UW_PROF_FOLDED,          /* folded stacks weighted by sample count (uw_profile_write_folded) */
+};
+
+struct uw_prof_opts {
+	size_t sz;
+	const char *output;      /* written by uw_prof_stop (copied); NULL: nothing written */
+	int format;              /* enum uw_prof_format */
+	unsigned hz;             /* samples per second of each thread's time; 0: 99; at most 10000 */
+	int clock;               /* enum uw_prof_clock */
+	int signal;              /* the timers' signal; 0: SIGPROF */
+	unsigned stack_bytes;    /* stack copied per sample; 0: 16384; 512 to 262144 */
+	unsigned ring_bytes;     /* each thread's ring; 0: 4 samples of stack_bytes (128 KiB by
+	                          * default; its pages are touched as they are used); at least 2
+	                          * samples and 64 KiB, at most 256 MiB, rounded up to a power of
+	                          * two */
+	unsigned max_threads;    /* threads sampled at once; 0: 4096; at most 65536 */
+	unsigned max_frames;     /* frames per stack; 0: 1024; at most 4096 */
+	unsigned scan_ms;        /* /proc/self/task read every scan_ms; 0: 250 */
+	int by_thread;           /* 1: labels pid and tid too (one sample per stack and thread) */
+	/* the session to unwind with (its modules and caches shared with the program's other
+	 * uses); NULL: one of its own (offline, the DWARF cache by default, as many frames as
+	 * max_frames). The caller frees it after uw_prof_free. */
+	struct uw_session *session;
+};
+
+struct uw_prof_stats {
+	size_t sz;
+	uint64_t samples;        /* signals that took a sample */
+	uint64_t samples_unwound;/* unwound and added to the profile */
+	uint64_t samples_root;   /* ... of those, whose stack reached a root frame */
+	uint64_t dropped;        /* samples lost to a full ring (their time is not in the profile) */
+	uint64_t overruns;       /* timer expiries folded into a later sample's weight */
+	uint64_t stack_copied_by_kernel; /* stacks copied with process_vm_readv (bounds not known) */
+	uint64_t stack_not_copied;/* registers only: the stack could not be read safely */
+	uint64_t on_altstack;    /* samples taken on an alternate signal stack */
+	uint64_t foreign_signals;/* the signal from other sources (passed on or dropped) */
+	uint64_t stale_signals;  /* signals of timers already deleted (dropped) */
+	uint64_t threads;        /* threads sampled, all told */
+	uint64_t threads_now;    /* ... at present */
+	uint64_t threads_refused;/* not sampled: max_threads reached, or their timer was refused */
+	uint64_t map_resets;     /* times the mappings were forgotten (dlclose, dlopen) */
+	uint64_t handler_replaced; /* 1: the program replaced the handler (samples stopped) */
+	uint64_t collector_cpu_ns; /* the collector thread's CPU time */
+	uint64_t stop_reasons[UW_STOP_MAX]; /* unwound samples by enum uw_stop_reason */
+	/* (new fields go here) */
+};
+
+/* Starts profiling every thread of the process. opts may be NULL (99 Hz of CPU time, nothing
+ * written). @return the profiler, or NULL with errno: EBUSY (one runs already), EINVAL (bad
+ * opts), ENOMEM, or timer_create's error. Not async-signal-safe; any thread. */
+UW_API struct uw_prof *uw_prof_start(const struct uw_prof_opts *opts);
+
+/* Stops sampling: every timer deleted, the samples taken until then unwound; then writes
+ * opts.output when given. A second call does nothing. Called in a child of fork, it only marks
+ * the profiler stopped. @return 0, or the error of writing the output (-errno). */
+UW_API int uw_prof_stop(struct uw_prof *p);
+
+/* Counts so far (any time, any thread). @return 0 or -EINVAL (st->sz not set). */
+UW_API int uw_prof_stats(struct uw_prof *p, struct uw_prof_stats *st);
+
+/* The profile (after uw_prof_stop; NULL before): any of the uw_profile_write_* writers may
+ * write it. Owned by the profiler, valid until uw_prof_free. */
+UW_API struct uw_profile *uw_prof_profile(struct uw_prof *p);
+
+/* Writes the profile (after uw_prof_stop) to path in a format (enum uw_prof_format), as
+ * uw_output_create makes files. @return 0, -EINVAL (still running), or -errno. */
+UW_API int uw_prof_write(struct uw_prof *p, const char *path, int format);
+
+/* Registers the calling thread now, with its exact stack bounds (pthread_getattr_np): for a
+ * thread the library could not see start (created before it was loaded, or by clone), which is
+ * otherwise found by the next scan and copied by the kernel. @return 0, -ESRCH (no profiler
+ * runs), -EBUSY (max_threads reached) or timer_create's error. */
+UW_API int uw_prof_register_thread(void);
+
+/* Frees a profiler and its profile; NULL is ignored. A running one is stopped first, without
+ * writing. In a child of fork, the parent's profiler is left as it is (its locks may be held by
+ * threads that are not there). */
+UW_API void uw_prof_free(struct uw_prof *p);
 
 #ifdef __cplusplus
 }

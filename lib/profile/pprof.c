@@ -406,14 +406,14 @@ UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct 
 	struct pb all = { 0 };
 	pb_need(&all, x.out.n + x.maptab.n + x.loctab.n + x.functab.n + x.strtab.n + 2);
 	if (!all.oom) {
-		memcpy(all.p, x.out.p, x.out.n);
-		all.n = x.out.n;
-		memcpy(all.p + all.n, x.maptab.p, x.maptab.n);
-		all.n += x.maptab.n;
-		memcpy(all.p + all.n, x.loctab.p, x.loctab.n);
-		all.n += x.loctab.n;
-		memcpy(all.p + all.n, x.functab.p, x.functab.n);
-		all.n += x.functab.n;
+		/* (a profile without samples has no mappings, locations nor functions: their
+		 * buffers were never allocated) */
+		const struct pb *parts[] = { &x.out, &x.maptab, &x.loctab, &x.functab };
+		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+			if (parts[i]->n)
+				memcpy(all.p + all.n, parts[i]->p, parts[i]->n);
+			all.n += parts[i]->n;
+		}
 		/* string 0 is "" */
 		all.p[all.n++] = 6 << 3 | 2;
 		all.p[all.n++] = 0;

@@ -133,7 +133,8 @@ static inline const struct dframe *frametab_get(const struct frametab *t, uint32
 
 /* The kind of time an event's periods are, in nanoseconds: "cpu" (cpu-clock, task-clock, with
  * or without a modifier), "off-cpu" (offcpu-time: record --off-cpu's, perf record --off-cpu's),
- * "wall" (report --wall's sum of both); NULL for an event whose periods are counts. */
+ * "wall" (report --wall's sum of both; wall-clock, libunwound-prof's wall time); NULL for an
+ * event whose periods are counts. */
 static inline const char *prof_time_kind(const char *ev)
 {
 	if (!ev)
@@ -142,7 +143,7 @@ static inline const char *prof_time_kind(const char *ev)
 		return "cpu";
 	if (!strcmp(ev, "offcpu-time"))
 		return "off-cpu";
-	if (!strcmp(ev, "wall"))
+	if (!strcmp(ev, "wall") || !strncmp(ev, "wall-clock", 10))
 		return "wall";
 	return NULL;
 }

@@ -66,11 +66,18 @@ struct zgroup {
 static void *inflate_group(void *arg)
 {
 	struct zgroup *g = arg;
-	pthread_setname_np(pthread_self(), "uw-inflate");
 	for (size_t i = 0; i < g->n; i++)
 		if (g->secs[i].inflate && g->secs[i].group == g->id)
 			g->secs[i].err = elfv_zsec_decompress(&g->secs[i].z, g->img + g->secs[i].at) ? -UW_EFORMAT : 0;
 	return NULL;
+}
+
+/* the helper thread's start (the caller inflates the other group itself: only the helper is
+ * named, never the embedding program's thread) */
+static void *inflate_thread(void *arg)
+{
+	pthread_setname_np(pthread_self(), "uw-inflate");
+	return inflate_group(arg);
 }
 
 static int cmp_sec_size(const void *x, const void *y)
@@ -105,7 +112,7 @@ static int inflate_all(struct isec *secs, size_t n, uint8_t *img)
 	free(order);
 	struct zgroup g1 = { secs, n, img, 1 }, g2 = { secs, n, img, 2 };
 	pthread_t th;
-	bool threaded = load[1] >= ((uint64_t)1 << 20) && pthread_create(&th, NULL, inflate_group, &g2) == 0;
+	bool threaded = load[1] >= ((uint64_t)1 << 20) && pthread_create(&th, NULL, inflate_thread, &g2) == 0;
 	inflate_group(&g1);
 	if (threaded)
 		pthread_join(th, NULL);

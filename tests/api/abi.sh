@@ -6,21 +6,23 @@
 # 2.2's suppressions for "inserted at the end" also hide fields that moved, so every layout
 # change is looked at. After an intentional, compatible change the baseline is regenerated with
 # `make abi-update` (and the commit says why).
+# Each library has its baseline: abi/libunwound.abi.xz, abi/libunwound-prof.abi.xz.
 #   usage: abi.sh LIB [--update]
 set -eu
 lib=$1
+name=$(basename "$lib" | sed 's/\.so.*//')
 S=$(cd "$(dirname "$0")/../.." && pwd)
-W=${UW_BUILD:-/tmp}/tests/work/abi
+W=${UW_BUILD:-/tmp}/tests/work/abi-$name
 mkdir -p "$W"
 command -v abidw >/dev/null || { echo "FAIL: abidw is not installed (scripts/install-deps installs abigail-tools)"; exit 1; }
 abidw --headers-dir "$S/include/unwound" --drop-private-types --no-corpus-path --no-show-locs --drop-undefined-syms \
     --type-id-style hash --no-comp-dir-path --out-file "$W/current.abi" "$lib"
 if [ "${2:-}" = --update ]; then
-    xz -9 -c "$W/current.abi" >"$S/abi/libunwound.abi.xz"
-    echo "abi/libunwound.abi.xz updated"
+    xz -9 -c "$W/current.abi" >"$S/abi/$name.abi.xz"
+    echo "abi/$name.abi.xz updated"
     exit 0
 fi
-xz -dc "$S/abi/libunwound.abi.xz" >"$W/baseline.abi"
+xz -dc "$S/abi/$name.abi.xz" >"$W/baseline.abi"
 rc=0
 abidiff --no-added-syms "$W/baseline.abi" "$W/current.abi" >"$W/abidiff.txt" 2>&1 || rc=$?
 cat "$W/abidiff.txt"
@@ -29,6 +31,6 @@ if [ $((rc & 3)) -ne 0 ]; then
     echo "FAIL: abidiff could not compare (status $rc)"; exit 1
 fi
 if [ $((rc & 12)) -ne 0 ]; then
-    echo "FAIL: the ABI changed against abi/libunwound.abi.xz (status $rc): see above"; exit 1
+    echo "FAIL: the ABI changed against abi/$name.abi.xz (status $rc): see above"; exit 1
 fi
 echo "abi: compatible with the baseline"

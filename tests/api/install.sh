@@ -12,7 +12,8 @@ DESTDIR=$W/stage cmake --install "$B" --prefix /opt/unwound-test >"$W/install.lo
 R=$W/stage/opt/unwound-test
 for f in lib/libunwound.so.0 lib/libunwound.a include/unwound/unwound.h lib/pkgconfig/unwound.pc bin/unwound \
     lib/cmake/unwound/unwoundConfig.cmake share/man/man1/unwound.1 share/man/man1/unwound-record.1 \
-    share/man/man1/unwound-report.1 share/man/man1/unwound-inject.1 share/man/man1/unwound-diff.1 share/man/man3/libunwound.3; do
+    share/man/man1/unwound-report.1 share/man/man1/unwound-inject.1 share/man/man1/unwound-diff.1 share/man/man3/libunwound.3 \
+    lib/libunwound-prof.so.0 lib/libunwound-prof.so lib/pkgconfig/unwound-prof.pc share/man/man3/libunwound-prof.3; do
     [ -e "$R/$f" ] || fail "$f not installed"
 done
 # pkg-config finds the files where they were installed (relocatable .pc)
@@ -23,9 +24,39 @@ lib=$(ldd "$R/bin/unwound" | sed -n 's/.*libunwound.so.0 => \([^ ]*\).*/\1/p')
 [ "$(readlink -f "$lib")" = "$(readlink -f "$R/lib/libunwound.so.0")" ] ||
     { ldd "$R/bin/unwound" | grep unwound; fail "the installed CLI does not use the installed library"; }
 "$R/bin/unwound" --version | grep -q '^unwound [0-9]' || fail "the installed CLI does not run"
+# libunwound-prof finds the installed libunwound beside it (RUNPATH $ORIGIN), and a program
+# linked through pkg-config unwound-prof profiles itself; preloaded, it profiles one that does not
+lib=$(ldd "$R/lib/libunwound-prof.so.0" | sed -n 's/.*libunwound.so.0 => \([^ ]*\).*/\1/p')
+[ "$(readlink -f "$lib")" = "$(readlink -f "$R/lib/libunwound.so.0")" ] ||
+    { ldd "$R/lib/libunwound-prof.so.0" | grep unwound; fail "the installed libunwound-prof does not use the installed libunwound"; }
+cat >"$W/selfprof.c" <<'EOC'
+#include <stdio.h>
+#include <unwound/unwound.h>
+volatile unsigned long sink;
+int main(int argc, char **argv)
+{
+	UW_OPTS(uw_prof_opts, o, .output = argv[1], .hz = 999);
+	struct uw_prof *p = uw_prof_start(&o);
+	if (!p)
+		return 1;
+	UW_OPTS(uw_prof_stats, st);
+	while (!uw_prof_stats(p, &st) && st.samples < 5)
+		for (int i = 0; i < 100000; i++)
+			sink += (unsigned long)i * i;
+	int e = uw_prof_stop(p);
+	uw_prof_free(p);
+	return e != 0;
+}
+EOC
+# shellcheck disable=SC2046
+cc -o "$W/selfprof" "$W/selfprof.c" $(PKG_CONFIG_PATH=$R/lib/pkgconfig pkg-config --cflags --libs unwound-prof) \
+    -Wl,-rpath,"$R/lib" || fail "a program does not build with pkg-config unwound-prof"
+"$W/selfprof" "$W/self.pb.gz" && [ -s "$W/self.pb.gz" ] || fail "a program linked with the installed libunwound-prof"
+UNWOUND_PROF="$W/preload.folded" LD_PRELOAD="$R/lib/libunwound-prof.so" ls -R /usr/include >/dev/null &&
+    [ -e "$W/preload.folded" ] || fail "the installed libunwound-prof, preloaded, wrote no profile"
 # plain make: no package installation in what it runs
 for t in all check demo; do make -C "$S" -n BUILD="$B" $t >"$W/make-$t.txt" 2>&1 || true; done
 grep -q install-deps "$W/make-all.txt" && fail "plain make installs packages"
 grep -q "install-deps check" "$W/make-check.txt" || fail "make check does not install what it needs"
 grep -q "install-deps demo" "$W/make-demo.txt" || fail "make demo does not install what it needs"
-echo "install: staged under DESTDIR, CLI runs from the prefix; make only builds"
+echo "install: staged under DESTDIR, CLI and libunwound-prof run from the prefix; make only builds"

@@ -1,0 +1,223 @@
+#!/bin/sh
+# libunwound-prof: programs that profile themselves (tests/programs/profwork.c, linked with the
+# library) and programs that do not know (the e2e programs, with the library preloaded), with
+# and without frame pointers. Each case checks the profile through go tool pprof (-traces:
+# exact stacks; -top: the type) with prof-check.py, and the counts the program prints.
+#   prof.sh CASE VARIANT      (VARIANT: fp or nofp)
+# Programs run until the profiler has taken a number of samples, never for a given time; they
+# read its counts (uw_prof_stats) as they go, so "samples" and what it calls are in the stacks
+# (the library's own frames are left out of them).
+set -eu
+case=$1
+v=${2:-nofp}
+B=${UW_BUILD:?UW_BUILD must point at the build directory}
+S=${UW_SRC:?UW_SRC must point at the source directory}
+W=$B/tests/work/prof-$case-$v
+rm -rf "$W"; mkdir -p "$W"
+fail() { echo "FAIL: $*"; exit 1; }
+command -v go >/dev/null || fail "go is not installed (scripts/install-deps installs golang-go)"
+export HOME="${HOME:-/root}" GOCACHE="$W/gocache"
+LIB=$B/libunwound-prof.so
+[ -e "$LIB" ] || fail "$LIB was not built"
+P=$B/tests/profwork_$v
+E=$B/tests/e2e_$v
+MAIN='_start;__libc_start_main*;__libc_start_call_main;main'
+# a sanitizer build of the library is preloaded after its runtime
+PRE=$LIB
+TSAN=0
+case "${UW_SAN_FLAGS:-}" in
+*address*) PRE="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so):$LIB" ;;
+*thread*) PRE="$(gcc -print-file-name=libtsan.so):$LIB"; TSAN=1 ;;
+esac
+# Under ThreadSanitizer (check-tsan) the runs must be clean (no report: it halts with an error)
+# and their profiles readable; the exact expectations are the other builds': there the stacks
+# hold TSan's own frames and its thread start routine, it defers signals to its own safe points
+# (samples move, the alternate stack is left before they are taken), its pthread_create comes
+# first (threads are found by the scans) and a child of fork may not start threads.
+strict() { [ $TSAN = 0 ]; }
+CHECK=check
+check() {
+    if strict; then python3 "$S/tests/e2e/prof-check.py" "$@"; else python3 "$S/tests/e2e/prof-check.py" "$1"; fi
+}
+
+# the program's own counts: "key value" lines
+val() { sed -n "s/^$1 //p" "$W/out.txt" | head -1; }
+expect_eq() { [ "$(val "$1")" = "$2" ] || { cat "$W/out.txt"; fail "$1 is $(val "$1"), expected $2"; }; }
+expect_ge() { [ "$(val "$1")" -ge "$2" ] 2>/dev/null || { cat "$W/out.txt"; fail "$1 is $(val "$1"), expected at least $2"; }; }
+run() {
+    "$@" >"$W/out.txt" 2>"$W/err.txt" || { cat "$W/out.txt" "$W/err.txt"; fail "$* exited with $?"; }
+    cat "$W/out.txt" | tr '\n' ' '; echo
+}
+common() { # every sample unwound, none lost
+    expect_eq samples "$(val unwound)"
+    expect_eq dropped 0
+    expect_eq handler_replaced 0
+}
+
+case $case in
+calltree)
+    # the known call tree, both shapes of it, in the known proportions (2:1 by work)
+    run "$P" calltree "$W/p.pb.gz" 400
+    common; expect_eq root "$(val samples)"
+    $CHECK "$W/p.pb.gz" --type cpu --samples-min 400 --root-share 100 \
+        --only "$MAIN;run_calltree;tree_a;tree_a2;spin" --only "$MAIN;run_calltree;tree_b;spin" \
+        --only "$MAIN;run_calltree;samples;*" --only "$MAIN;run_calltree;samples" \
+        --share tree_a=55:78 --label thread=profwork_$v
+    ;;
+api)
+    # the calls' contract: options refused, one profiler, order of calls, errno, max_threads;
+    # and the thread's name kept while its profile is written (an empty DWARF cache: libc's
+    # compressed debug file, where installed, is inflated on two threads)
+    UNWOUND_CACHE_DIR=$W/cache run "$P" api "$W/p.pb.gz"
+    expect_eq api ok
+    $CHECK "$W/p.pb.gz" --samples-min 20
+    ;;
+inline)
+    # pprof's locations carry inline chains (DWARF), mappings their build-ids
+    run "$P" inline "$W/p.pb.gz" 200
+    common; expect_eq root "$(val samples)"
+    bid=$(readelf -n "$P" | sed -n 's/.*Build ID: *//p')
+    $CHECK "$W/p.pb.gz" --inline inl_mix --expect "$MAIN;run_inline;inl_work;inl_mix" \
+        --only "$MAIN;run_inline;inl_work;inl_mix" --only "$MAIN;run_inline;inl_work" --only "$MAIN;run_inline;samples*" --only "$MAIN;run_inline;samples;*" \
+        --mapping "$(readlink -f "$P")=$bid"
+    ;;
+preload)
+    # a program that knows nothing of it: LD_PRELOAD and UNWOUND_PROF, the file at exit
+    for m in calltree shlib threads; do
+        # (rings of 512 samples: none lost where the collector waits for a CPU a while)
+        UNWOUND_PROF="$W/$m.pb.gz" UNWOUND_PROF_HZ=499 UNWOUND_PROF_STATS="$W/$m.stats" UNWOUND_PROF_RING=8388608 LD_PRELOAD="$PRE" \
+            "$E" $m 1.5 >"$W/$m.out" 2>&1 || { cat "$W/$m.out"; fail "e2e $m under the preloaded library"; }
+        [ -s "$W/$m.pb.gz" ] || fail "$m: no profile written"
+        ! strict || grep -q "^stack_copied_by_kernel 0$" "$W/$m.stats" || { cat "$W/$m.stats"; fail "$m: stacks copied by the kernel: bounds not known"; }
+        grep -q "^dropped 0$" "$W/$m.stats" || { cat "$W/$m.stats"; fail "$m: samples dropped"; }
+    done
+    # (every stack is a path of the known tree, or main's loop reading the clock)
+    $CHECK "$W/calltree.pb.gz" --samples-min 20 --root-share 100 --only "$MAIN;tree_a;tree_a2;spin" --only "$MAIN;tree_b;spin" \
+        --only "$MAIN;tree_a" --only "$MAIN;tree_a;tree_a2" --only "$MAIN;tree_b" --only "$MAIN" --only "$MAIN;running;*" --only "$MAIN;thread_cpu;*" \
+        --expect "$MAIN;tree_a;tree_a2;spin" --expect "$MAIN;tree_b;spin"
+    $CHECK "$W/shlib.pb.gz" --samples-min 20 --root-share 100 --only "$MAIN;lib_entry;lib_inner;spin_lib" \
+        --only "$MAIN;lib_entry;lib_inner;exe_callback;spin" --only "$MAIN;lib_entry;lib_inner;exe_callback" \
+        --only "$MAIN;lib_entry;lib_inner" --only "$MAIN;lib_entry" --only "$MAIN" --only "$MAIN;running;*" --only "$MAIN;thread_cpu;*" \
+        --expect "$MAIN;lib_entry;lib_inner;spin_lib" --expect "$MAIN;lib_entry;lib_inner;exe_callback;spin"
+    # (the trampoline that registers each thread is the library's: left out)
+    $CHECK "$W/threads.pb.gz" --samples-min 20 --root-share 100 --only 'clone3;start_thread;thread_main;thread_work;spin' \
+        --only 'clone3;start_thread;thread_main;thread_work' --only 'clone3;start_thread;thread_main;thread_work;running;*' --only 'clone3;start_thread;thread_main;thread_work;thread_cpu;*' \
+        --only "$MAIN;*" --expect 'clone3;start_thread;thread_main;thread_work;spin'
+    # folded stacks for a .folded name
+    UNWOUND_PROF="$W/calltree.folded" LD_PRELOAD="$PRE" "$E" calltree 1 >/dev/null
+    ! strict || grep -Eq "^e2e_$v;_start;__libc_start_main[^;]*;__libc_start_call_main;main;tree_a;tree_a2;spin [0-9]+$" "$W/calltree.folded" ||
+        { head "$W/calltree.folded"; fail "folded: no main;tree_a;tree_a2;spin stack"; }
+    bad=$(grep -Ev "^e2e_$v;_start;__libc_start_main[^;]*;__libc_start_call_main;main(;tree_a(;tree_a2(;spin)?)?|;tree_b(;spin)?|;running;.*|;thread_cpu;.*)? [0-9]+$" "$W/calltree.folded" || true)
+    ! strict || [ -z "$bad" ] || { echo "$bad"; fail "folded: unexpected stacks"; }
+    # wall-clock time (UNWOUND_PROF_CLOCK=wall): the main thread waiting in pthread_join is sampled
+    UNWOUND_PROF="$W/wall.pb.gz" UNWOUND_PROF_CLOCK=wall LD_PRELOAD="$PRE" "$E" threads 0.5 >/dev/null
+    $CHECK "$W/wall.pb.gz" --type wall --root-share 100 --expect "$MAIN;*pthread*join*;*" \
+        --expect 'clone3;start_thread;thread_main;thread_work;spin'
+    ;;
+exec)
+    # a child exec'd with the environment profiles itself into FILE with its pid (the parent:
+    # profwork linked with the library, started by UNWOUND_PROF alone, that runs the child)
+    UNWOUND_PROF="$W/p.pb.gz" LD_PRELOAD="$PRE" "$P" spawn "$E" calltree 1 >/dev/null
+    [ -s "$W/p.pb.gz" ] || fail "the first process's profile is missing"
+    child=$(ls "$W" | grep -E '^p\.[0-9]+\.pb\.gz$' || true)
+    [ "$(echo "$child" | grep -c .)" = 1 ] || { ls "$W"; fail "expected one p.PID.pb.gz from the exec'd child"; }
+    $CHECK "$W/$child" --samples-min 10 --root-share 100 --expect "$MAIN;tree_a;tree_a2;spin" --expect "$MAIN;tree_b;spin"
+    $CHECK "$W/p.pb.gz" --never 'main;tree_a' --never 'main;tree_b'
+    ;;
+threads)
+    # workers that start, name themselves, work and exit, over and over
+    run "$P" threads "$W/p.pb.gz" 400
+    common; expect_eq root "$(val samples)"
+    ! strict || expect_eq kernel_copy 0
+    ! strict || expect_ge threads 100
+    $CHECK "$W/p.pb.gz" --samples-min 400 --root-share 100 --label 'thread=worker-*' --label thread=steady \
+        --only 'clone3;start_thread;worker_main;worker_work;spin' --only 'clone3;start_thread;steady_main;worker_work;spin' \
+        --only "$MAIN;run_threads;*" --only 'clone3;start_thread;*;timer_delete;*' \
+        --only 'clone3;start_thread;__asan::AsanThread::ThreadStart;*'
+    # (a thread's timer deleted as it exits, the caller a tail call; ASan's thread start, before
+    # the start routine, in check-asan)
+    ;;
+late)
+    # threads that ran before the start: found in /proc/self/task, their stacks copied by the kernel
+    run "$P" late "$W/p.pb.gz" 300
+    common; expect_eq root "$(val samples)"; expect_ge kernel_copy 1
+    ! strict || expect_eq threads 3
+    $CHECK "$W/p.pb.gz" --root-share 100 --label thread=early --expect 'clone3;start_thread;late_main;worker_work;spin'
+    ;;
+fork)
+    # children stop profiling (and do not hang: threads, dlclose); one starts its own profiler
+    run "$P" fork "$W/p.pb.gz" 200
+    common; expect_eq root "$(val samples)"
+    ! strict || expect_eq children_failed 0
+    $CHECK "$W/p.pb.gz" --root-share 100 --never 'run_fork;child_work' --expect "$MAIN;run_fork;parent_work;spin"
+    ! strict || $CHECK "$W/p.pb.gz.child" --samples-min 20 --root-share 100 --only "$MAIN;run_fork;child_work;spin" \
+        --only "$MAIN;run_fork;*;uw_prof_stats"
+    ;;
+dlopen)
+    # a hot library closed, and another one opened at its address: never named after the first
+    run "$P" dlopen "$W/p.pb.gz" 400 "$B/tests"
+    common
+    expect_ge map_resets 20
+    [ "$(val same_address)" -ge 1 ] || echo "note: libprofhot_b.so never landed where libprofhot_a.so was"
+    $CHECK "$W/p.pb.gz" --root-share 99 --never 'call_a;hot_b' --never 'call_b;hot_a' \
+        --expect "$MAIN;run_dlopen;call_a;hot_a" --expect "$MAIN;run_dlopen;call_b;hot_b"
+    ;;
+signals-before|signals-after)
+    # the program's own SIGPROF handler (installed before or after the start) gets every signal
+    # sent by another thread or process, and is sampled while it works
+    run "$P" signals "$W/p.pb.gz" 300 "${case#signals-}"
+    common; expect_eq root "$(val samples)"
+    expect_eq handled "$(val sent)"; expect_eq foreign "$(val sent)"; expect_eq handler_kept 1
+    [ "$case" = signals-before ] || expect_eq old_is_default 1
+    $CHECK "$W/p.pb.gz" --root-share 100 --expect '*;own_handler;handler_work;spin'
+    ;;
+malloc)
+    # samples inside malloc and free (the handler takes no lock, allocates nothing)
+    run "$P" malloc "$W/p.pb.gz" 400
+    common; expect_eq root "$(val samples)"
+    # (malloc, or a sanitizer's __interceptor_malloc)
+    $CHECK "$W/p.pb.gz" --root-share 100 --expect '*;alloc_work;*malloc;*' --expect '*;alloc_work;*free*;*'
+    ;;
+deep)
+    # recursion past the copy (500 frames of about 100 bytes, 16 KiB copied): every stack ends
+    # with "stack copy exhausted", its innermost frames exact; with a copy of 256 KiB, the root
+    run "$P" deep "$W/p.pb.gz" 200 500
+    common; expect_eq root 0
+    ! strict || expect_eq "stop stack copy exhausted:" "$(val samples)"
+    $CHECK "$W/p.pb.gz" --root-share 0 --only 'deep;deep;*;deep;spin' --only 'deep;deep;*;deep;samples' \
+        --only 'deep;deep;*;deep;samples;*'
+    PROFWORK_STACK=262144 run "$P" deep "$W/big.pb.gz" 200 500
+    common; expect_eq root "$(val samples)"
+    $CHECK "$W/big.pb.gz" --root-share 100 --expect "$MAIN;deep;deep;*;deep;spin"
+    ;;
+altstack)
+    # work in a handler on an alternate signal stack: copied within it; the stack ends one frame
+    # past the signal frame (the interrupted stack is not in the copy)
+    run "$P" altstack "$W/p.pb.gz" 200
+    common; expect_eq no_copy 0
+    ! strict || expect_eq kernel_copy 0
+    ! strict || [ "$(val altstack)" -ge "$(( $(val samples) * 8 / 10 ))" ] || fail "altstack $(val altstack) of $(val samples)"
+    $CHECK "$W/p.pb.gz" --expect '*;alt_handler;alt_work;spin'
+    ;;
+coroutine)
+    # a stack of the program's own (makecontext): bounds not known, copied by the kernel
+    run "$P" coroutine "$W/p.pb.gz" 100
+    common; expect_eq kernel_copy "$(val samples)"
+    $CHECK "$W/p.pb.gz" --samples-min 100 --only '*;co_entry;co_work;spin' \
+        --only '*;co_entry;co_work;samples' --only '*;co_entry;co_work;samples;*'
+    ;;
+cycles)
+    # start and stop, over and over, while threads run, start and exit, and allocate
+    run "$P" cycles "$W/p.pb.gz" 1000
+    expect_eq cycles 1000; expect_eq failed 0; expect_ge cycle_samples 1
+    ;;
+wall)
+    # wall-clock time: a sleeping thread is sampled as much as a working one
+    run "$P" wall "$W/p.pb.gz" 400
+    common; expect_eq root "$(val samples)"
+    $CHECK "$W/p.pb.gz" --type wall --root-share 100 --label thread=sleeper \
+        --expect 'clone3;start_thread;sleeper_main;sleeper_wait;*' --share sleeper_main=30:70
+    ;;
+*) fail "unknown case $case" ;;
+esac
+echo "prof $case $v: ok"

@@ -723,6 +723,120 @@ typedef int (*uw_frame_regs_fn)(void *ctx, const struct uw_frame *frame, const s
 UW_API UW_EXPERIMENTAL int uw_unwind_sample_walk(struct uw_tracker *t, const struct uw_sample_regs *in,
                                                  uw_frame_regs_fn fn, void *ctx, struct uw_unwind_result *res);
 
+/* ---------------------------------------------------------------- raw perf records */
+/*
+ * For a profiler that owns its perf_event_open rings and feeds a tracker itself (as sysprof or
+ * eu-stackprof do): the records of a ring decoded for their event (the same decoders the
+ * perf.data reader uses), and the rings' records merged in time order.
+ *
+ * Threads: a struct uw_event is read-only once made (any number of threads may decode with it);
+ * a struct uw_order is used by one thread at a time. Neither needs a session.
+ */
+
+/* An event's perf_event_attr, decoded once for the records of its rings. */
+struct uw_event;
+/* attr: a perf_event_attr of size bytes (PERF_ATTR_SIZE_VER0, 64, or more), copied. @return
+ * NULL with errno set: EINVAL for a size below 64 or past 4096, ENOMEM. */
+UW_API struct uw_event *uw_event_new(const void *attr, size_t size);
+UW_API void uw_event_free(struct uw_event *ev);
+
+/* A record decoded: the fields its type has; the others are zero. Pointers point into the
+ * record given (valid as long as it is). */
+struct uw_record {
+	size_t sz;
+	uint32_t type;              /* PERF_RECORD_* (uw_record_type_name) */
+	uint16_t misc;              /* PERF_RECORD_MISC_*: the cpumode is misc & 7 */
+	/* The event's sample_type fields: of a SAMPLE, or of the sample_id trailer other records
+	 * carry with attr.sample_id_all (has_sample_id) */
+	int has_sample_id;
+	int has_time;               /* time is the record's (PERF_SAMPLE_TIME) */
+	uint64_t time;              /* ... or, without it, FORK's and EXIT's own time */
+	uint32_t pid, tid;          /* the record's own (MMAP, COMM, FORK, EXIT), else the sample's.
+	                             * (uint32_t)-1: the kernel (MMAP of [kernel.kallsyms]) */
+	uint64_t id, stream_id;     /* PERF_SAMPLE_IDENTIFIER or _ID; _STREAM_ID */
+	uint32_t cpu;               /* PERF_SAMPLE_CPU */
+	/* SAMPLE */
+	uint64_t ip, addr, period;
+	uint64_t nr_callchain;
+	const uint64_t *callchain;  /* nr_callchain entries, PERF_CONTEXT_* markers included */
+	uint64_t regs_abi;          /* PERF_SAMPLE_REGS_ABI_* (0: no registers: a kernel thread) */
+	const uint64_t *regs;       /* one per bit of regs_mask, in bit order */
+	uint64_t regs_mask;         /* the event's sample_regs_user */
+	const void *stack;          /* the user stack copy from the sampled sp ... */
+	uint64_t stack_size;        /* ... its bytes the kernel filled (dyn_size) */
+	/* MMAP, MMAP2 (as struct uw_mmap_event takes them) */
+	uint64_t map_addr, map_len, pgoff;
+	uint32_t prot, flags;       /* MMAP: PROT_READ|PROT_EXEC, or PROT_READ for a data mapping */
+	uint32_t maj, min;
+	uint64_t ino, ino_generation;
+	const uint8_t *build_id;    /* MMAP2 with PERF_RECORD_MISC_MMAP_BUILD_ID (and the event's
+	                             * attr.build_id); else NULL */
+	uint32_t build_id_size;
+	const char *path;           /* NUL-terminated */
+	/* COMM */
+	const char *comm;           /* NUL-terminated */
+	int exec;                   /* PERF_RECORD_MISC_COMM_EXEC: the thread exec'd */
+	/* FORK, EXIT (pid, tid above: the child's, the exiting thread's) */
+	uint32_t ppid, ptid;
+	/* LOST: events lost; LOST_SAMPLES: samples lost */
+	uint64_t lost;
+	/* When the decoding fails: what was wrong (a static string); NULL else */
+	const char *error;
+};
+
+/* Decodes a raw record (perf_event_header and body, len bytes, 8-byte aligned as in a ring:
+ * copy a record that wraps around the ring's end into a buffer of uint64_t) of event ev.
+ * SAMPLE, MMAP, MMAP2, COMM, FORK, EXIT, LOST and LOST_SAMPLES are decoded; any other type
+ * gets its header and sample_id trailer. out->sz set by the caller (fields past it are not
+ * written). @return 0; -EINVAL (NULL arguments, an unaligned record, out->sz too small);
+ * -UW_ETRUNC (len shorter than the header says, or than the fields the type has);
+ * -UW_EFORMAT (sizes that do not add up: a callchain, registers or stack past the record's end,
+ * a path or name not terminated); out->error says which. */
+UW_API int uw_record_decode(const struct uw_event *ev, const void *rec, size_t len, struct uw_record *out);
+
+/*
+ * Records of several rings merged in time order. Each ring's records come in its own order
+ * (a per-CPU ring is in time order); the merge holds them and hands them to fn oldest first
+ * (equal times in the order pushed).
+ *
+ * How far it may release: a record can be handed on only when no ring can still deliver an
+ * older one. uw_order_round follows perf's FINISHED_ROUND rule: call it after each pass that
+ * read every ring to its head; it releases the records no newer than the newest record pushed
+ * before the previous round (a record written after a pass began may be older than records
+ * seen in that pass, never older than those of the pass before). uw_order_release_to releases
+ * to a time the caller knows no ring will go below (say, the minimum over rings of the time
+ * each ring was last drained at, taken with the events' clock). uw_order_flush releases
+ * everything (the end). A record pushed older than one already released is late: it is
+ * handed on at the next release, in push order, and counted.
+ */
+struct uw_order;
+struct uw_order_opts {
+	size_t sz;
+	size_t max_bytes;           /* bytes of records held (copied): past it a release hands on
+	                             * the oldest before their turn (late ones may follow); 0: 64 MiB */
+};
+/* @return NULL with errno set (EINVAL, E2BIG: a larger opts with a field this library does not
+ * know set, ENOMEM). */
+UW_API struct uw_order *uw_order_new(const struct uw_order_opts *opts);
+UW_API void uw_order_free(struct uw_order *o);
+/* A record handed on: its ring, time and bytes (valid during the call); non-zero stops the
+ * release (returned by it; the records not handed on stay held). */
+typedef int (*uw_order_fn)(void *ctx, unsigned ring, uint64_t time, const void *rec, size_t len);
+/* Holds a record (copied) of ring `ring` with its time (uw_record_decode's; a record without
+ * one: the time of its ring's record before). @return 0, -EINVAL, -ENOMEM. */
+UW_API int uw_order_push(struct uw_order *o, unsigned ring, uint64_t time, const void *rec, size_t len);
+UW_API int uw_order_round(struct uw_order *o, uw_order_fn fn, void *ctx);
+UW_API int uw_order_release_to(struct uw_order *o, uint64_t time, uw_order_fn fn, void *ctx);
+UW_API int uw_order_flush(struct uw_order *o, uw_order_fn fn, void *ctx);
+struct uw_order_stats {
+	size_t sz;
+	uint64_t pushed, released;
+	uint64_t held, held_bytes;  /* now */
+	uint64_t late;              /* pushed older than a record already released */
+	uint64_t early;             /* released before their turn to keep to max_bytes */
+};
+UW_API int uw_order_stats(const struct uw_order *o, struct uw_order_stats *st);
+
 /* ---------------------------------------------------------------- perf.data reader */
 
 struct uw_reader_opts {

@@ -46,7 +46,7 @@ static void regs_of(const struct kunw_sample *s, struct unw_regs *regs, struct u
 	for (unsigned i = 0; i < KUNW_NREGS && i < UNW_MAX_REGS; i++)
 		regs->r[i] = r->regs[i];
 	regs->valid = r->valid & ((1u << UNW_MAX_REGS) - 1);
-	*stk = (struct unw_stack){ r->regs[KUNW_R_RSP], s->stack, r->copy_len, NULL };
+	*stk = (struct unw_stack){ r->regs[KUNW_R_RSP], s->stack, r->copy_len, NULL, NULL };
 }
 
 void kunw_unwind_copy(const struct kunw_sample *s, const struct unw_opts *opts, unw_find_fn find, void *find_ctx,

@@ -88,6 +88,28 @@ struct perf_sample_id {
 /* Decodes the sample_id trailer of a non-sample record (body without header). */
 int perf_sample_id_decode(const struct perf_attr *a, const uint8_t *p, size_t n, struct perf_sample_id *sid);
 
+/* A side-band record's body (perf_record.c): MMAP, MMAP2, COMM, FORK, EXIT, LOST, LOST_SAMPLES. */
+struct perf_sideband {
+	int32_t pid, tid, ppid, ptid;
+	uint64_t time;                 /* FORK, EXIT */
+	uint64_t addr, len, pgoff;     /* MMAP, MMAP2 */
+	uint32_t maj, min, prot, flags;
+	uint64_t ino, ino_gen;
+	const uint8_t *bid;            /* MMAP2 with a build-id */
+	size_t blen;
+	const char *str;               /* MMAP's path, COMM's name: str_len bytes, ... */
+	size_t str_len;
+	bool str_terminated;           /* ... NUL-terminated within the record */
+	bool exec;                     /* COMM */
+	uint64_t lost_id, lost;        /* LOST, LOST_SAMPLES */
+};
+/* Decodes the body of a side-band record of len bytes (rec: header and body) of attribute a
+ * (its sample_id trailer left out; a NULL: none). bid_ok: an MMAP2 with
+ * PERF_RECORD_MISC_MMAP_BUILD_ID carries a build-id (the event asked for them). @return 0;
+ * -ENOENT for other types; -UW_ETRUNC, *what saying which, when the body is short. */
+int perf_sideband_decode(const struct perf_attr *a, const uint8_t *rec, uint32_t len, bool bid_ok,
+                         struct perf_sideband *out, const char **what);
+
 /* ---- perf.data writer (perf_writer.c) */
 struct perf_writer;
 struct perf_writer_buildid {
@@ -168,7 +190,7 @@ int cc_sink_finish(struct cc_sink *k);
 int cc_sink_error(const struct cc_sink *k);
 void cc_sink_free(struct cc_sink *k, struct uw_inject_stats *stats);
 
-/* ---- off-CPU time (offcpu.c): switch-out stacks closed by the switch back in */
+/* ---- off-CPU time (write/offcpu.c): switch-out stacks closed by the switch back in */
 struct offcpu_stack {           /* a sample of offcpu-time, as the sink writes it */
 	uint64_t id, ip, time, cpu, period;
 	uint32_t pid, tid;

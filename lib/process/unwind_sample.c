@@ -81,8 +81,8 @@ static int on_frame(void *ctx, const struct uw_frame *f, const struct unw_regs *
 /* Unwinds into frames[0..cap), or frame by frame through w (frames NULL). Under the tracker's
  * read lock; a live tracker's pc in no mapping is asked of the kernel under the write lock
  * between passes, and the walk redone (a callback's frames already delivered are not again). */
-static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct uw_frame *frames, unsigned cap,
-                  struct walk *w, struct uw_unwind_result *res)
+static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct unw_stack_more *more,
+                  struct uw_frame *frames, unsigned cap, struct walk *w, struct uw_unwind_result *res)
 {
 	res->nr_frames = 0;
 	res->stack_used = 0;
@@ -115,7 +115,7 @@ static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct 
 	for (unsigned tries = 0;; tries++) {
 		struct unw_regs regs = regs0;
 		reach = 0;
-		struct unw_stack stk = { regs0.r[UNW_X86_RSP], in->stack, in->stack ? in->stack_size : 0, &reach };
+		struct unw_stack stk = { regs0.r[UNW_X86_RSP], in->stack, in->stack ? in->stack_size : 0, &reach, more };
 		if (w) {
 			w->fc = &fc;
 			w->skip = w->index;
@@ -194,9 +194,9 @@ UW_API int uw_unwind_sample(struct uw_tracker *t, const struct uw_sample_regs *i
 	if (!t || (cap && !frames))
 		return -EINVAL;
 	if (res->sz == sizeof(*res))
-		return unwind(t, x, frames, cap, NULL, res);
+		return unwind(t, x, NULL, frames, cap, NULL, res);
 	struct uw_unwind_result r = { .sz = sizeof(r) };
-	err = unwind(t, x, frames, cap, NULL, &r);
+	err = unwind(t, x, NULL, frames, cap, NULL, &r);
 	give(res, &r);
 	return err;
 }
@@ -211,7 +211,7 @@ static int walk(struct uw_tracker *t, const struct uw_sample_regs *in, struct wa
 	if (!t)
 		return -EINVAL;
 	struct uw_unwind_result r = { .sz = sizeof(r) };
-	err = unwind(t, x, NULL, t->s->opts.max_frames, w, &r);
+	err = unwind(t, x, NULL, NULL, t->s->opts.max_frames, w, &r);
 	give(res, &r);
 	return err;
 }
@@ -242,4 +242,10 @@ UW_API int uw_frame_reg(const struct uw_frame_regs *regs, unsigned regno, uint64
 		return -ENOENT;
 	*val = regs->r.r[regno];
 	return 0;
+}
+
+int tracker_unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct unw_stack_more *more,
+                   struct uw_frame *frames, unsigned cap, struct uw_unwind_result *res)
+{
+	return unwind(t, in, more, frames, cap, NULL, res);
 }

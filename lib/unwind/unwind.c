@@ -22,7 +22,20 @@ struct step_ctx {
 
 static enum step_status classify(const struct unw_stack *s, uint64_t addr)
 {
-	return addr >= s->base + s->size ? STEP_MEM_HIGH : STEP_MEM_BAD;
+	return addr >= s->base + unw_stack_size(s) ? STEP_MEM_HIGH : STEP_MEM_BAD;
+}
+
+bool unw_stack_read_more(const struct unw_stack *s, uint64_t addr, void *buf, unsigned n)
+{
+	struct unw_stack_more *m = s->more;
+	if (!m->tried) {
+		m->tried = true;
+		m->data = m->fetch(m->ctx, &m->size);
+	}
+	if (!m->data || addr < s->base || addr - s->base > m->size || m->size - (addr - s->base) < n)
+		return false;
+	memcpy(buf, m->data + (addr - s->base), n);
+	return true;
 }
 
 static bool read_u64(struct step_ctx *c, uint64_t addr, uint64_t *v)

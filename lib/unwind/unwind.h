@@ -60,6 +60,19 @@ struct unw_pc_info {
 /* Looks up pc in the address space. @return false when no mapping holds pc. */
 typedef bool (*unw_find_fn)(void *ctx, uint64_t pc, struct unw_pc_info *out);
 
+/* The memory-read hook: stack bytes past the copy, pulled once, when a read first wants them
+ * (a reader that kept a prefix of each sample's stack fetches the whole copy from its file),
+ * so the unwind goes on in the same pass. */
+struct unw_stack_more {
+	/* @return the whole copy from data[0] (*size bytes; it begins with the prefix given),
+	 * valid until the unwind ends; NULL when it cannot be had */
+	const uint8_t *(*fetch)(void *ctx, uint64_t *size);
+	void *ctx;
+	const uint8_t *data;   /* what fetch gave */
+	uint64_t size;
+	bool tried;
+};
+
 struct unw_stack {
 	uint64_t base;         /* address of data[0] (the sampled stack pointer) */
 	const uint8_t *data;
@@ -67,6 +80,7 @@ struct unw_stack {
 	/* optional: raised to the end offset (from data[0]) of every read asked for, so a caller
 	 * that passed a prefix of the stack learns whether the unwind wanted more */
 	uint64_t *reach;
+	struct unw_stack_more *more; /* optional */
 };
 
 struct unw_opts {
@@ -114,15 +128,24 @@ void unw_x86_64_from_perf(uint64_t mask, const uint64_t *vals, unsigned nvals, s
 /* The perf register mask the x86_64 unwinder uses (general registers and ip). */
 uint64_t unw_x86_64_perf_mask(void);
 
+/* A read past the copy, through the hook (unwind.c). */
+bool unw_stack_read_more(const struct unw_stack *s, uint64_t addr, void *buf, unsigned n);
+
 /* Reads n bytes at addr from the stack copy. */
 static inline bool unw_stack_read(const struct unw_stack *s, uint64_t addr, void *buf, unsigned n)
 {
 	if (s->reach && addr >= s->base && addr - s->base < ((uint64_t)1 << 32) && addr - s->base + n > *s->reach)
 		*s->reach = addr - s->base + n;
 	if (addr < s->base || addr - s->base > s->size || s->size - (addr - s->base) < n)
-		return false;
+		return s->more && unw_stack_read_more(s, addr, buf, n);
 	memcpy(buf, s->data + (addr - s->base), n);
 	return true;
+}
+
+/* The stack's size as known now (the hook's copy once fetched). */
+static inline uint64_t unw_stack_size(const struct unw_stack *s)
+{
+	return s->more && s->more->data ? s->more->size : s->size;
 }
 
 #endif

@@ -4,6 +4,8 @@
 #      and pushes raw ring records into a reader; its stacks are the workload's known ones;
 #  (b) examples/self_unwind.c with the CMake package (shared library): feeds uw_tracker_mmap
 #      events and unwinds a register set and stack copy it captured itself;
+#  (d) examples/live_tracker.c with pkg-config: the same at the tracker level, on the public
+#      record decoding (uw_record_decode) and ring merging (uw_order), no decoder of its own;
 #  (c) examples/read_perfdata.cpp with the CMake package (static library): its folded stacks
 #      equal `unwound report --folded` on the same recording, line for line.
 # Also: the installed static library defines no global symbol but uw_*, and the header compiles
@@ -39,6 +41,21 @@ echo "live_profiler: $total samples of e2e_nofp: tree_a $a, tree_b $b"
 [ "$total" -ge 500 ] || fail "too few samples ($total)"
 [ $((100 * (a + b))) -ge $((98 * total)) ] || fail "the known stacks are $((a + b)) of $total samples"
 [ "$a" -gt "$b" ] || fail "tree_a (twice tree_b's work) has fewer samples than tree_b"
+
+# (d) the tracker-level live profiler, pkg-config
+# shellcheck disable=SC2046,SC2086
+cc -O2 -g -Wall -Wextra -Werror $SAN -o "$W/live_tracker" "$S/examples/live_tracker.c" $(pkg-config --cflags --libs unwound) \
+    -Wl,-rpath,"$P/lib"
+"$W/live_tracker" "$exe" calltree 1 >"$W/tracker.txt" 2>"$W/tracker.err" || { cat "$W/tracker.err"; fail "live_tracker"; }
+cat "$W/tracker.txt"
+total=$(awk '$2 ~ /^e2e_nofp;/ {s += $1} END {print s + 0}' "$W/tracker.txt")
+a=$(awk '$2 ~ /^e2e_nofp;_start;.*;main;tree_a;tree_a2;spin$/ {s += $1} END {print s + 0}' "$W/tracker.txt")
+b=$(awk '$2 ~ /^e2e_nofp;_start;.*;main;tree_b;spin$/ {s += $1} END {print s + 0}' "$W/tracker.txt")
+echo "live_tracker: $total samples of e2e_nofp: tree_a $a, tree_b $b"
+[ "$total" -ge 500 ] || fail "live_tracker: too few samples ($total)"
+[ $((100 * (a + b))) -ge $((98 * total)) ] || fail "live_tracker: the known stacks are $((a + b)) of $total samples"
+[ "$a" -gt "$b" ] || fail "live_tracker: tree_a (twice tree_b's work) has fewer samples than tree_b"
+grep -q "record" "$W/tracker.err" && { cat "$W/tracker.err"; fail "live_tracker: records it could not decode"; }
 
 # (b) and (c): the CMake package
 cmake -S "$S/examples" -B "$W/ex" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=RelWithDebInfo \

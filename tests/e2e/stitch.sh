@@ -23,7 +23,7 @@ perf record -q -e cpu-clock -F 1999 --call-graph dwarf,65528 -o "$W/cc.data" -- 
 "$B/tests/stitchcheck" "$W/cc.data" 8192 --comm cc1 --min-completed 10 --min-equal 97
 cd "$S"
 perf record -q -e cpu-clock -F 1999 --call-graph dwarf,65528 -o "$W/build.data" -- sh -c \
-    "for f in lib/cfi/cfi_parse.c lib/perf/reader_sample.c lib/process/tracker.c lib/perf/perf_reader.c; do
+    "for f in lib/cfi/cfi_parse.c lib/perf/read/reader_sample.c lib/process/tracker.c lib/perf/read/perf_reader.c; do
          gcc -O2 -g -D_GNU_SOURCE -Iinclude -Ilib -c \$f -o '$W/x.o' || exit 1; done" \
     2>"$W/perf.err" || { cat "$W/perf.err"; exit 1; }
 "$B/tests/stitchcheck" "$W/build.data" 8192 --comm cc1 --min-equal 99.5

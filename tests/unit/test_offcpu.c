@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The off-CPU pairing's rules (lib/perf/offcpu.c, docs/offcpu.md): a wait is its switch-out to
+/* The off-CPU pairing's rules (lib/perf/write/offcpu.c, docs/offcpu.md): a wait is its switch-out to
  * its switch-in; short waits added up per thread and stack; exits; waits open at the end; one
  * stack in N with every wait timed; a switch-out delivered after its switch-in. */
 #include <setjmp.h>

@@ -119,7 +119,7 @@ static int teardown(void **state)
 
 static void run(struct unw_regs *r, struct uw_frame *f, struct unw_result *res)
 {
-	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL };
+	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL, NULL };
 	struct cfi_cache *cache = cfi_cache_new();
 	struct unw_opts o = { .max_frames = 16, .arch = &cfi_arch_x86_64, .cache = cache };
 	unw_run(&o, r, &st, find, NULL, f, res);

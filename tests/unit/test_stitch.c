@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Truncated stacks completed (reader_stitch.c), with stacks made by hand: a stack cut short is
+ * Truncated stacks completed (lib/unwind/stitch.c, through the reader), with stacks made by hand: a stack cut short is
  * completed only when a complete stack before it and the first one after it that have its
  * outermost frame agree on the callers; it is delivered when decided (before the sample that
  * decided it); held ones complete each other; at EXIT, at the end, after the wait, and past
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "perf/reader.h"
+#include "perf/read/reader.h"
 
 #define MAXF 16
 
@@ -25,6 +25,7 @@ struct got {
 	uint64_t pc[MAXF];
 	uint8_t method[MAXF];
 	uint64_t time;
+	const char *comm;
 };
 
 struct sink {
@@ -42,6 +43,7 @@ static int on_sample(void *ctx, const struct uw_sample *s)
 	g->n = s->nr_user;
 	g->stop = s->stop_reason;
 	g->time = s->time;
+	g->comm = s->comm;
 	for (uint32_t i = 0; i < s->nr_user && i < MAXF; i++) {
 		g->pc[i] = s->user[i].pc;
 		g->method[i] = s->user[i].method;
@@ -82,6 +84,10 @@ struct fr {
 	uint64_t pc, sp;
 };
 
+/* The thread's name as the tracker gives it: interned, it outlives the sample (profiles keep the
+ * pointer), so a held sample is delivered with that same pointer, not a copy freed after delivery. */
+static const char comm_t[] = "t";
+
 static int push(struct fx *x, uint32_t tid, uint64_t time, enum uw_stop_reason stop, const struct fr *f, uint32_t n)
 {
 	struct uw_frame fr[MAXF];
@@ -96,7 +102,7 @@ static int push(struct fx *x, uint32_t tid, uint64_t time, enum uw_stop_reason s
 	smp.user = fr;
 	smp.nr_user = n;
 	smp.stop_reason = (uint8_t)stop;
-	smp.comm = "t";
+	smp.comm = comm_t;
 	return reader_stitch_sample(x->r, 0, &smp);
 }
 
@@ -131,6 +137,8 @@ static void both_sides_agree(void **state)
 	assert_int_equal(g->pc[5], 0x700);
 	assert_int_equal(g->method[2], UW_METHOD_CFI);
 	assert_int_equal(g->method[3], UW_METHOD_STITCHED);
+	assert_ptr_equal(g->comm, comm_t);
+	assert_ptr_equal(x->k.v[1].comm, comm_t); /* (held, delivered as it was) */
 	assert_int_equal(x->k.v[3].time, 4);
 	assert_int_equal(x->r->st.stitched_samples, 1);
 	assert_int_equal(x->r->st.stitched_frames, 3);
@@ -227,7 +235,7 @@ static void exit_and_end(void **state)
 	assert_int_equal(x->k.n, 5);
 	assert_int_equal(x->k.v[4].tid, 2);
 	/* what is left: thread 2's reference */
-	assert_int_equal(x->r->stitch_bytes, 7 * sizeof(struct uw_frame));
+	assert_int_equal(x->r->stitch.bytes, 7 * sizeof(struct uw_frame));
 }
 
 static void another_process(void **state)
@@ -273,7 +281,7 @@ static void memory_cap(void **state)
 		smp.stack = stack;
 		smp.stack_size = big;
 		assert_int_equal(reader_stitch_sample(x->r, 0, &smp), 0);
-		assert_true(x->r->stitch_bytes <= ((size_t)64 << 20) + big);
+		assert_true(x->r->stitch.bytes <= ((size_t)64 << 20) + big);
 	}
 	free(stack);
 	assert_true(x->r->st.stitch_given_up >= 1);

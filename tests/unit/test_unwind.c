@@ -46,10 +46,58 @@ static struct unw_regs regs_at(uint64_t pc, uint64_t sp, uint64_t bp)
 
 static void run(struct unw_regs *r, struct uw_frame *f, struct unw_result *res)
 {
-	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL };
+	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL, NULL };
 	struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64 };
 	r->valid = (1u << 6) | (1u << 7) | (1u << 16);
 	unw_run(&o, r, &st, find, NULL, f, res);
+}
+
+/* The memory-read hook: a copy cut to its first 8 bytes, the rest pulled once when a read
+ * wants it, unwinds as the whole copy does, in one pass; a hook that cannot give it: the
+ * unwind stops where the cut copy ends. */
+static unsigned fetches;
+static const uint8_t *fetch_all(void *ctx, uint64_t *size)
+{
+	fetches++;
+	*size = sizeof(STACK);
+	return ctx;
+}
+static const uint8_t *fetch_none(void *ctx, uint64_t *size)
+{
+	(void)ctx, (void)size;
+	fetches++;
+	return NULL;
+}
+
+static void test_read_hook(void **state)
+{
+	(void)state;
+	memset(STACK, 0, sizeof(STACK));
+	put(BASE + 0x10, 0x5555);
+	put(BASE + 0x18, addr_of("case_root") + 1);
+	for (int give = 1; give >= 0; give--) {
+		struct unw_regs r = regs_at(addr_of("case_frame_body") + 1, BASE, BASE + 0x10);
+		r.valid = (1u << 6) | (1u << 7) | (1u << 16);
+		uint64_t reach = 0;
+		struct unw_stack_more more = { give ? fetch_all : fetch_none, STACK, NULL, 0, false };
+		struct unw_stack st = { BASE, (const uint8_t *)STACK, 8, &reach, &more };
+		struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64 };
+		struct uw_frame f[64];
+		struct unw_result res;
+		fetches = 0;
+		unw_run(&o, &r, &st, find, NULL, f, &res);
+		assert_int_equal(fetches, 1);
+		assert_true(reach >= 0x20); /* it wanted the return address */
+		if (give) {
+			assert_int_equal(res.n, 2);
+			assert_int_equal(res.stop, UW_STOP_END_OF_STACK);
+			assert_int_equal(f[1].pc, addr_of("case_root") + 1);
+			assert_int_equal(f[1].method, UW_METHOD_CFI);
+		} else {
+			assert_int_equal(res.n, 1);
+			assert_int_equal(res.stop, UW_STOP_STACK_EXHAUSTED);
+		}
+	}
 }
 
 static void test_cfa_from_rbp_then_root(void **state)
@@ -150,7 +198,7 @@ static void test_syscall_return_at_fde_end(void **state)
 	memset(STACK, 0, sizeof(STACK));
 	uint64_t end = addr_of("case_signal") + 2; /* nop; ret: the FDE ends here */
 	put(BASE, addr_of("case_root"));
-	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL };
+	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL, NULL };
 	struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64, .in_syscall = true };
 	struct unw_regs r = { .r = { [6] = 0, [7] = BASE, [16] = end }, .valid = (1u << 6) | (1u << 7) | (1u << 16) };
 	struct uw_frame f[64];
@@ -172,7 +220,7 @@ static void test_return_address_in_register(void **state)
 	memset(STACK, 0, sizeof(STACK));
 	struct uw_frame f[64];
 	struct unw_result res;
-	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL };
+	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL, NULL };
 	struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64 };
 	struct unw_regs r = { .r = { [5] = addr_of("case_root") + 1, [6] = 0, [7] = BASE, [16] = addr_of("case_vfork_popped") },
 			      .valid = (1u << 5) | (1u << 6) | (1u << 7) | (1u << 16) };
@@ -240,7 +288,7 @@ static void test_stack_exhausted_and_limits(void **state)
 	assert_int_equal(res.n, 1);
 	/* missing registers */
 	struct unw_regs none = { 0 };
-	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL };
+	struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL, NULL };
 	struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64 };
 	unw_run(&o, &none, &st, find, NULL, f, &res);
 	assert_int_equal(res.stop, UW_STOP_NO_REGS);
@@ -310,6 +358,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cfa_from_rbp_then_root),
+		cmocka_unit_test(test_read_hook),
 		cmocka_unit_test(test_epilogue_keeps_popped_rbp),
 		cmocka_unit_test(test_frame_pointer_fallback),
 		cmocka_unit_test(test_expression_loop_stops),

@@ -257,7 +257,7 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	}
 	ret = CLI_EXIT_OK;
-out:
+out:; /* (a declaration may not follow a label before C23: clang 14 refuses it) */
 	int ce = out ? cli_close_output(out, &outfd, ret == CLI_EXIT_OK) : 0;
 	if (ce && ret == CLI_EXIT_OK) {
 		fprintf(stderr, "unwound diff: writing %s: %s\n", o.outp ? o.outp : "standard output", uw_strerror(ce));

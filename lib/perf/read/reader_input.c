@@ -8,39 +8,64 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "perf/reader.h"
+#include "perf/read/reader.h"
 
-int reader_fill(struct uw_reader *r, size_t need)
+/* An error at a byte offset of the input: what and where kept for the reader to say
+ * (reader_input_err); the error returned. */
+static int in_err(struct reader_input *in, int err, uint64_t off, const char *what)
 {
-	if (r->buflen - r->bufpos >= need)
-		return 0;
-	if (r->bufpos) {
-		memmove(r->buf, r->buf + r->bufpos, r->buflen - r->bufpos);
-		r->buflen -= r->bufpos;
-		r->bufpos = 0;
+	in->err_off = off;
+	in->err_what = what;
+	return err;
+}
+
+int reader_pread(struct reader_input *in, void *buf, size_t n, uint64_t off)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k = pread(in->fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			return -UW_ETRUNC;
+		got += (size_t)k;
 	}
-	if (need > r->bufcap) {
-		size_t cap = r->bufcap ? r->bufcap : 1 << 16;
+	return 0;
+}
+
+int reader_fill(struct reader_input *in, size_t need)
+{
+	if (in->buflen - in->bufpos >= need)
+		return 0;
+	if (in->bufpos) {
+		memmove(in->buf, in->buf + in->bufpos, in->buflen - in->bufpos);
+		in->buflen -= in->bufpos;
+		in->bufpos = 0;
+	}
+	if (need > in->bufcap) {
+		size_t cap = in->bufcap ? in->bufcap : 1 << 16;
 		while (cap < need)
 			cap *= 2;
-		uint8_t *nb = realloc(r->buf, cap);
+		uint8_t *nb = realloc(in->buf, cap);
 		if (!nb)
 			return -ENOMEM;
-		r->buf = nb;
-		r->bufcap = cap;
+		in->buf = nb;
+		in->bufcap = cap;
 	}
-	while (r->buflen < need) {
-		ssize_t n = read(r->fd, r->buf + r->buflen, r->bufcap - r->buflen);
+	while (in->buflen < need) {
+		ssize_t n = read(in->fd, in->buf + in->buflen, in->bufcap - in->buflen);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
 		if (n == 0) {
-			r->eof = true;
+			in->eof = true;
 			return -UW_ETRUNC;
 		}
-		r->buflen += (size_t)n;
+		in->buflen += (size_t)n;
 	}
 	return 0;
 }
@@ -65,147 +90,152 @@ int reader_fill(struct uw_reader *r, size_t need)
 #define WIN_EXTRA 1024u       /* read past the needed bytes: headers and small records */
 #define PREFIX_MIN 512u
 
-static int win_read(struct uw_reader *r, uint64_t off, size_t want)
+static int win_read(struct reader_input *in, uint64_t off, size_t want)
 {
-	if (want > r->wincap) {
-		uint8_t *nw = realloc(r->win, want);
+	if (want > in->wincap) {
+		uint8_t *nw = realloc(in->win, want);
 		if (!nw)
 			return -ENOMEM;
-		r->win = nw;
-		r->wincap = want;
+		in->win = nw;
+		in->wincap = want;
 	}
 	size_t got = 0;
 	while (got < want) {
-		ssize_t n = pread(r->fd, r->win + got, want - got, (off_t)(off + got));
+		ssize_t n = pread(in->fd, in->win + got, want - got, (off_t)(off + got));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			r->win_len = 0;
+			in->win_len = 0;
 			return -errno;
 		}
 		if (n == 0)
 			break;
 		got += (size_t)n;
 	}
-	r->win_off = off;
-	r->win_len = got;
+	in->win_off = off;
+	in->win_len = got;
 	return 0;
 }
 
 /* Bytes [off, off + need) of the data section, valid until the next call; NULL (*err set) when
  * they cannot be read. */
-static const uint8_t *win_get(struct uw_reader *r, uint64_t off, size_t need, int *err)
+static const uint8_t *win_get(struct reader_input *in, uint64_t off, size_t need, int *err)
 {
-	if (off >= r->win_off && off - r->win_off <= r->win_len && r->win_len - (off - r->win_off) >= need)
-		return r->win + (off - r->win_off);
-	size_t want = need + r->keep_cur + WIN_EXTRA;
-	if (want > r->end - off)
-		want = (size_t)(r->end - off);
-	*err = win_read(r, off, want);
+	if (off >= in->win_off && off - in->win_off <= in->win_len && in->win_len - (off - in->win_off) >= need)
+		return in->win + (off - in->win_off);
+	size_t want = need + in->keep_cur + WIN_EXTRA;
+	if (want > in->end - off)
+		want = (size_t)(in->end - off);
+	*err = win_read(in, off, want);
 	if (*err)
 		return NULL;
-	if (r->win_len < need) {
+	if (in->win_len < need) {
 		*err = -UW_ETRUNC;
 		return NULL;
 	}
-	return r->win;
+	return in->win;
 }
 
 /* Chooses the prefix that minimizes bytes read: the prefix on every sample plus, for the share of
  * samples that needed more, a whole stack read back and a second unwind (costed as 12 KiB more). */
-void reader_adapt_prefix(struct uw_reader *r)
+void reader_adapt_prefix(struct reader_input *in)
 {
-	uint64_t avg = r->reach_stack_sum / r->reach_n, best = UINT64_MAX, best_p = PREFIX_START;
+	uint64_t avg = in->reach_stack_sum / in->reach_n, best = UINT64_MAX, best_p = PREFIX_START;
 	uint32_t below = 0;
 	for (unsigned k = 9; k <= 16; k++) {
-		below += r->reach_hist[k];
+		below += in->reach_hist[k];
 		if (k == 9)
 			for (unsigned j = 0; j < 9; j++)
-				below += r->reach_hist[j];
-		uint64_t p = 1ull << k, miss = r->reach_n - below;
-		uint64_t cost = p * r->reach_n + miss * (avg + 12288);
+				below += in->reach_hist[j];
+		uint64_t p = 1ull << k, miss = in->reach_n - below;
+		uint64_t cost = p * in->reach_n + miss * (avg + 12288);
 		if (cost < best) {
 			best = cost;
 			best_p = p;
 		}
 	}
 	/* (the offset: where the processing is; records from PREFIX_LAG past it take the prefix) */
-	pthread_mutex_lock(&r->psteps_mu);
-	if (r->npsteps == r->capsteps) {
-		if (r->psteps_first) { /* steps no longer needed: dropped */
-			memmove(r->psteps, r->psteps + r->psteps_first, (r->npsteps - r->psteps_first) * sizeof(*r->psteps));
-			r->npsteps -= r->psteps_first;
-			r->psteps_first = 0;
+	pthread_mutex_lock(&in->psteps_mu);
+	if (in->npsteps == in->capsteps) {
+		if (in->psteps_first) { /* steps no longer needed: dropped */
+			memmove(in->psteps, in->psteps + in->psteps_first, (in->npsteps - in->psteps_first) * sizeof(*in->psteps));
+			in->npsteps -= in->psteps_first;
+			in->psteps_first = 0;
 		}
-		size_t cap = r->capsteps ? 2 * r->capsteps : 16;
-		struct prefix_step *ns = r->npsteps < r->capsteps ? NULL : realloc(r->psteps, cap * sizeof(*ns));
+		size_t cap = in->capsteps ? 2 * in->capsteps : 16;
+		struct prefix_step *ns = in->npsteps < in->capsteps ? NULL : realloc(in->psteps, cap * sizeof(*ns));
 		if (ns) {
-			r->psteps = ns;
-			r->capsteps = cap;
+			in->psteps = ns;
+			in->capsteps = cap;
 		}
 	}
 	/* (without memory for it the prefix stays as it was) */
-	if (r->npsteps < r->capsteps)
-		r->psteps[r->npsteps++] =
-			(struct prefix_step){ atomic_load_explicit(&r->done_off, memory_order_relaxed), (uint32_t)best_p };
-	pthread_mutex_unlock(&r->psteps_mu);
-	memset(r->reach_hist, 0, sizeof(r->reach_hist));
-	r->reach_n = 0;
-	r->reach_stack_sum = 0;
+	if (in->npsteps < in->capsteps)
+		in->psteps[in->npsteps++] =
+			(struct prefix_step){ atomic_load_explicit(&in->done_off, memory_order_relaxed), (uint32_t)best_p };
+	pthread_mutex_unlock(&in->psteps_mu);
+	memset(in->reach_hist, 0, sizeof(in->reach_hist));
+	in->reach_n = 0;
+	in->reach_stack_sum = 0;
 }
 
 
-void reader_prefix_free(struct uw_reader *r)
+void reader_prefix_free(struct reader_input *in)
 {
-	free(r->psteps);
-	r->psteps = NULL;
-	pthread_mutex_destroy(&r->psteps_mu);
+	free(in->psteps);
+	in->psteps = NULL;
+	pthread_mutex_destroy(&in->psteps_mu);
 }
 
 /* Is the prefix of a record at pos decided (the records up to pos - PREFIX_LAG processed)? */
-static bool prefix_decided(struct uw_reader *r, uint64_t pos)
+static bool prefix_decided(struct reader_input *in, uint64_t pos)
 {
-	return pos < PREFIX_LAG || atomic_load(&r->done_off) > pos - PREFIX_LAG;
+	return !in->cut_stacks || pos < PREFIX_LAG || atomic_load(&in->done_off) > pos - PREFIX_LAG;
 }
 
 /* The prefix of a record at pos, once decided: the last chosen when the records before an
  * offset up to pos - PREFIX_LAG had been processed. */
-static uint32_t prefix_at(struct uw_reader *r, uint64_t pos)
+static uint32_t prefix_at(struct reader_input *in, uint64_t pos)
 {
+	if (!in->cut_stacks)
+		return 1u << 16; /* more than a record holds: nothing cut */
 	if (pos < PREFIX_LAG)
 		return PREFIX_START;
 	uint64_t t = pos - PREFIX_LAG;
 	uint32_t p = PREFIX_START;
-	pthread_mutex_lock(&r->psteps_mu);
-	size_t i = r->psteps_first;
-	while (i < r->npsteps && r->psteps[i].at <= t)
+	pthread_mutex_lock(&in->psteps_mu);
+	size_t i = in->psteps_first;
+	while (i < in->npsteps && in->psteps[i].at <= t)
 		i++;
-	if (i > r->psteps_first) {
-		p = r->psteps[i - 1].prefix;
-		r->psteps_first = i - 1; /* (later records have later offsets: the earlier ones are done) */
+	if (i > in->psteps_first) {
+		p = in->psteps[i - 1].prefix;
+		in->psteps_first = i - 1; /* (later records have later offsets: the earlier ones are done) */
 	}
-	pthread_mutex_unlock(&r->psteps_mu);
+	pthread_mutex_unlock(&in->psteps_mu);
 	return p;
 }
 
+#define SHORT_FILE "the file ends before its data section does (cut short while being read?)"
+
 /* The next record of the data section, its sample stack cut to the prefix. Logs nothing (it
  * also runs on the read-ahead thread). @return 1; 0 at the end; an error with *off and *what. */
-static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off, struct cut *cut,
-                       const char **what)
+static int sparse_read(struct reader_input *in, const uint8_t **rec, uint32_t *len, uint64_t *off, struct cut *cut,
+                       int32_t *aidx, const char **what)
 {
 	int err = 0;
-	uint64_t pos = r->pos;
+	uint64_t pos = in->pos;
 	memset(cut, 0, sizeof(*cut));
-	if (pos >= r->end)
+	*aidx = -1;
+	if (pos >= in->end)
 		return 0;
 	*off = pos;
-	uint32_t keep = r->keep_cur = prefix_at(r, pos);
+	uint32_t keep = in->keep_cur = prefix_at(in, pos);
 	*what = "truncated record header (8 bytes expected)";
-	if (r->end - pos < 8)
+	if (in->end - pos < 8)
 		return -UW_ETRUNC;
-	const uint8_t *h = win_get(r, pos, 8, &err);
+	const uint8_t *h = win_get(in, pos, 8, &err);
 	if (!h)
-		return err;
+		goto short_read;
 	uint32_t type;
 	uint16_t size;
 	memcpy(&type, h, 4);
@@ -214,16 +244,20 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 	if (size < 8)
 		return -UW_EFORMAT;
 	*what = "record runs past the end of the data";
-	if (r->end - pos < size)
+	if (in->end - pos < size)
 		return -UW_ETRUNC;
-	r->pos = pos + size;
+	in->pos = pos + size;
 	*len = size;
 	/* a sample whose stack is worth cutting */
-	if (type == PR_SAMPLE && r->nattrs && size > keep + 1024) {
-		size_t avail = r->win_len - (size_t)(pos - r->win_off);
+	if (type == PR_SAMPLE && in->at->nattrs && size > keep + 1024) {
+		size_t avail = in->win_len - (size_t)(pos - in->win_off);
 		if (avail > size)
 			avail = size;
-		const struct perf_attr *a = reader_attr_of(r, h, (uint32_t)avail, NULL);
+		unsigned ai;
+		const struct perf_attr *a = reader_attr_of(in->at, h, (uint32_t)avail, &ai);
+		/* (carried to the processing when the bytes seen reach the id: found once) */
+		if (avail == size || avail >= 8 + 48)
+			*aidx = (int32_t)ai;
 		size_t sf;
 		if (perf_sample_stack_field(a, h + 8, avail - 8, &sf) == 0) {
 			uint64_t ssize;
@@ -231,31 +265,31 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 			size_t data_off = 8 + sf + 8;
 			if (ssize <= size - data_off && size - data_off - ssize >= 8 && ssize > keep + 512u) {
 				size_t tail_off = data_off + (size_t)ssize, tail_len = size - tail_off;
-				if (!(h = win_get(r, pos, data_off + keep, &err)))
-					return err;
-				memcpy(r->cbuf, h, data_off + keep);
+				if (!(h = win_get(in, pos, data_off + keep, &err)))
+					goto short_read;
+				memcpy(in->cbuf, h, data_off + keep);
 				/* the tail, and with it the records that follow */
-				const uint8_t *t = win_get(r, pos + tail_off, tail_len, &err);
+				const uint8_t *t = win_get(in, pos + tail_off, tail_len, &err);
 				if (!t)
-					return err;
-				memcpy(r->cbuf + data_off + keep, t, tail_len);
+					goto short_read;
+				memcpy(in->cbuf + data_off + keep, t, tail_len);
 				uint16_t nsize = (uint16_t)(data_off + keep + tail_len);
 				uint64_t k64 = keep, dyn;
-				memcpy(r->cbuf + 6, &nsize, 2);
-				memcpy(r->cbuf + 8 + sf, &k64, 8);
+				memcpy(in->cbuf + 6, &nsize, 2);
+				memcpy(in->cbuf + 8 + sf, &k64, 8);
 				memcpy(&dyn, t, 8);
 				if (dyn > keep) {
 					*cut = (struct cut){ pos, size, true };
-					memcpy(r->cbuf + data_off + keep, &k64, 8);
+					memcpy(in->cbuf + data_off + keep, &k64, 8);
 				}
-				*rec = r->cbuf;
+				*rec = in->cbuf;
 				*len = nsize;
 				return 1;
 			}
 		}
 	}
-	if (!(h = win_get(r, pos, size, &err)))
-		return err;
+	if (!(h = win_get(in, pos, size, &err)))
+		goto short_read;
 	/* payload bytes that follow the record */
 	uint64_t payload = 0;
 	if (type == PR_AUXTRACE && size >= 16)
@@ -267,12 +301,16 @@ static int sparse_read(struct uw_reader *r, const uint8_t **rec, uint32_t *len, 
 	}
 	if (payload) {
 		*what = "record payload runs past the end of the data";
-		if (r->end - r->pos < payload)
+		if (in->end - in->pos < payload)
 			return -UW_ETRUNC;
-		r->pos += payload;
+		in->pos += payload;
 	}
 	*rec = h;
 	return 1;
+short_read:
+	if (err == -UW_ETRUNC)
+		*what = SHORT_FILE;
+	return err;
 }
 
 /*
@@ -299,6 +337,7 @@ struct ra_ent {
 	struct cut cut;
 	uint64_t off, end;       /* the record's offset; where the next starts */
 	uint32_t len;
+	int32_t aidx;            /* its attribute, when the reading found it; -1 */
 };
 
 /* A chunk is produced, handed to the consumer (which reads its records and queues them in
@@ -318,13 +357,13 @@ struct ra {
 	uint64_t cur_end;        /* consumer's: where the record after its last one starts */
 };
 
-/* The thread: waits until the prefix at r->pos is decided. @return false when stopped. */
-static bool ra_wait_decided(struct uw_reader *r)
+/* The thread: waits until the prefix at in->pos is decided. @return false when stopped. */
+static bool ra_wait_decided(struct reader_input *in)
 {
-	struct ra *ra = r->ra;
+	struct ra *ra = in->ra;
 	pthread_mutex_lock(&ra->mu);
 	atomic_store(&ra->waiting, true);
-	while (!ra->stop && !prefix_decided(r, r->pos))
+	while (!ra->stop && !prefix_decided(in, in->pos))
 		pthread_cond_wait(&ra->cv, &ra->mu);
 	atomic_store(&ra->waiting, false);
 	bool go = !ra->stop;
@@ -333,10 +372,10 @@ static bool ra_wait_decided(struct uw_reader *r)
 }
 
 /* The consumer: the records before `end` are processed (a waiting thread is woken). */
-static void processed_to(struct uw_reader *r, uint64_t end)
+static void processed_to(struct reader_input *in, uint64_t end)
 {
-	atomic_store(&r->done_off, end);
-	struct ra *ra = r->ra;
+	atomic_store(&in->done_off, end);
+	struct ra *ra = in->ra;
 	if (ra && atomic_load(&ra->waiting)) {
 		pthread_mutex_lock(&ra->mu);
 		pthread_cond_broadcast(&ra->cv);
@@ -386,8 +425,8 @@ static void ra_push(struct ra *ra, struct ra_chunk *c)
 
 static void *ra_main(void *arg)
 {
-	struct uw_reader *r = arg;
-	struct ra *ra = r->ra;
+	struct reader_input *in = arg;
+	struct ra *ra = in->ra;
 	pthread_setname_np(pthread_self(), "uw-readahead");
 	for (;;) {
 		struct ra_chunk *c = ra_take_free(ra);
@@ -409,21 +448,21 @@ static void *ra_main(void *arg)
 			const uint8_t *rec;
 			uint32_t len;
 			struct ra_ent e;
-			if (r->pos < r->end && !prefix_decided(r, r->pos)) {
+			if (in->pos < in->end && !prefix_decided(in, in->pos)) {
 				/* the records read so far go first: the processing waited for needs them */
 				if (c->len)
 					break;
-				if (!ra_wait_decided(r))
+				if (!ra_wait_decided(in))
 					return NULL;
 			}
-			int got = sparse_read(r, &rec, &len, &e.off, &e.cut, &c->err_what);
+			int got = sparse_read(in, &rec, &len, &e.off, &e.cut, &e.aidx, &c->err_what);
 			if (got <= 0) {
 				c->err = got ? got : 1;
 				c->err_off = e.off;
 				break;
 			}
 			e.len = len;
-			e.end = r->pos;
+			e.end = in->pos;
 			memcpy(c->data + c->len, &e, sizeof(e));
 			memcpy(c->data + c->len + sizeof(e), rec, len);
 			c->len += sizeof(e) + ((len + 7u) & ~7u);
@@ -454,20 +493,21 @@ void reader_chunk_hold(struct ra_chunk *c)
 	c->live++;
 }
 
-void reader_chunk_release(struct uw_reader *r, struct ra_chunk *c)
+void reader_chunk_release(struct reader_input *in, struct ra_chunk *c)
 {
 	c->live--;
-	ra_recycle(r->ra, c);
+	ra_recycle(in->ra, c);
 }
 
-static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
+static int ra_next(struct reader_input *in, const uint8_t **rec, uint32_t *len, uint64_t *off)
 {
-	struct ra *ra = r->ra;
+	struct ra *ra = in->ra;
 	struct ra_chunk *c = ra->cur;
 	if (ra->cur_end)
-		processed_to(r, ra->cur_end);
-	memset(&r->cur_cut, 0, sizeof(r->cur_cut));
-	r->cur_chunk = NULL;
+		processed_to(in, ra->cur_end);
+	memset(&in->cur_cut, 0, sizeof(in->cur_cut));
+	in->cur_aidx = -1;
+	in->cur_chunk = NULL;
 	while (!c || c->pos == c->len) {
 		if (c) {
 			if (c->err == 1)
@@ -475,7 +515,7 @@ static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint
 			if (c->err) {
 				int err = c->err;
 				c->err = 1; /* reported once */
-				return err == -UW_ETRUNC || err == -UW_EFORMAT ? reader_err(r, err, c->err_off, c->err_what) : err;
+				return err == -UW_ETRUNC || err == -UW_EFORMAT ? in_err(in, err, c->err_off, c->err_what) : err;
 			}
 			c->done = true;
 			ra_recycle(ra, c);
@@ -501,17 +541,18 @@ static int ra_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint
 	*rec = c->data + c->pos + sizeof(e);
 	*len = e.len;
 	*off = e.off;
-	r->cur_cut = e.cut;
-	r->cur_chunk = c;
+	in->cur_cut = e.cut;
+	in->cur_aidx = e.aidx;
+	in->cur_chunk = c;
 	ra->cur_end = e.end;
 	c->pos += sizeof(e) + ((e.len + 7u) & ~7u);
 	return 1;
 }
 
 /* Stops the thread; the chunks stay (queued records may point into them) until ra_free. */
-void reader_ra_stop(struct uw_reader *r)
+void reader_ra_stop(struct reader_input *in)
 {
-	struct ra *ra = r->ra;
+	struct ra *ra = in->ra;
 	if (!ra || ra->joined)
 		return;
 	pthread_mutex_lock(&ra->mu);
@@ -522,12 +563,12 @@ void reader_ra_stop(struct uw_reader *r)
 	ra->joined = true;
 }
 
-void reader_ra_free(struct uw_reader *r)
+void reader_ra_free(struct reader_input *in)
 {
-	struct ra *ra = r->ra;
+	struct ra *ra = in->ra;
 	if (!ra)
 		return;
-	reader_ra_stop(r);
+	reader_ra_stop(in);
 	for (struct ra_chunk *c = ra->all, *n; c; c = n) {
 		n = c->all;
 		free(c);
@@ -535,10 +576,10 @@ void reader_ra_free(struct uw_reader *r)
 	pthread_mutex_destroy(&ra->mu);
 	pthread_cond_destroy(&ra->cv);
 	free(ra);
-	r->ra = NULL;
+	in->ra = NULL;
 }
 
-int reader_ra_start(struct uw_reader *r)
+int reader_ra_start(struct reader_input *in)
 {
 	struct ra *ra = calloc(1, sizeof(*ra));
 	if (!ra)
@@ -546,106 +587,83 @@ int reader_ra_start(struct uw_reader *r)
 	pthread_mutex_init(&ra->mu, NULL);
 	pthread_cond_init(&ra->cv, NULL);
 	atomic_init(&ra->waiting, false);
-	atomic_store(&r->done_off, r->pos); /* (nothing before the records is to wait for) */
-	r->ra = ra;
-	if (pthread_create(&ra->thread, NULL, ra_main, r)) {
+	atomic_store(&in->done_off, in->pos); /* (nothing before the records is to wait for) */
+	in->ra = ra;
+	if (pthread_create(&ra->thread, NULL, ra_main, in)) {
 		pthread_mutex_destroy(&ra->mu);
 		pthread_cond_destroy(&ra->cv);
 		free(ra);
-		r->ra = NULL;
+		in->ra = NULL;
 	}
 	return 0;
 }
 
-static int next_record_sparse(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
+static int next_record_sparse(struct reader_input *in, const uint8_t **rec, uint32_t *len, uint64_t *off)
 {
-	if (r->ra)
-		return ra_next(r, rec, len, off);
-	processed_to(r, r->pos);
+	if (in->ra)
+		return ra_next(in, rec, len, off);
+	processed_to(in, in->pos);
 	const char *what = NULL;
-	int got = sparse_read(r, rec, len, off, &r->cur_cut, &what);
+	int got = sparse_read(in, rec, len, off, &in->cur_cut, &in->cur_aidx, &what);
 	if (got < 0 && (got == -UW_ETRUNC || got == -UW_EFORMAT))
-		return reader_err(r, got, *off, what);
+		return in_err(in, got, *off, what);
 	return got;
 }
 
-int reader_next(struct uw_reader *r, const uint8_t **rec, uint32_t *len, uint64_t *off)
+int reader_next(struct reader_input *in, const uint8_t **rec, uint32_t *len, uint64_t *off)
 {
-	uint8_t hdr[8];
 	uint16_t size;
-	if (r->sparse)
-		return next_record_sparse(r, rec, len, off);
-	if (r->map) {
-		if (r->pos >= r->end)
-			return 0;
-		*off = r->pos;
-		if (r->end - r->pos < 8)
-			return reader_err(r, -UW_ETRUNC, r->pos, "truncated record header (8 bytes expected)");
-		memcpy(hdr, r->map + r->pos, 8);
-		memcpy(&size, hdr + 6, 2);
-		if (size < 8)
-			return reader_err(r, -UW_EFORMAT, r->pos, "record size smaller than its header");
-		if (r->end - r->pos < size)
-			return reader_err(r, -UW_ETRUNC, r->pos, "record runs past the end of the data");
-		*rec = r->map + r->pos;
-		*len = size;
-		r->pos += size;
-		return 1;
-	}
-	*off = r->stream_off;
-	int e = reader_fill(r, 8);
-	if (e == -UW_ETRUNC && r->buflen == r->bufpos)
+	if (in->sparse)
+		return next_record_sparse(in, rec, len, off);
+	in->cur_aidx = -1;
+	*off = in->stream_off;
+	int e = reader_fill(in, 8);
+	if (e == -UW_ETRUNC && in->buflen == in->bufpos)
 		return 0;
 	if (e)
-		return e == -UW_ETRUNC ? reader_err(r, e, *off, "truncated record header (8 bytes expected)") : e;
-	memcpy(&size, r->buf + r->bufpos + 6, 2);
+		return e == -UW_ETRUNC ? in_err(in, e, *off, "truncated record header (8 bytes expected)") : e;
+	memcpy(&size, in->buf + in->bufpos + 6, 2);
 	if (size < 8)
-		return reader_err(r, -UW_EFORMAT, *off, "record size smaller than its header");
-	e = reader_fill(r, size);
+		return in_err(in, -UW_EFORMAT, *off, "record size smaller than its header");
+	e = reader_fill(in, size);
 	if (e)
-		return e == -UW_ETRUNC ? reader_err(r, e, *off, "record runs past the end of the input") : e;
-	*rec = r->buf + r->bufpos;
+		return e == -UW_ETRUNC ? in_err(in, e, *off, "record runs past the end of the input") : e;
+	*rec = in->buf + in->bufpos;
 	*len = size;
-	r->bufpos += size;
-	r->stream_off += size;
+	in->bufpos += size;
+	in->stream_off += size;
 	return 1;
 }
 
 /* Skips payload bytes that follow some records (AUXTRACE, TRACING_DATA). */
-int reader_skip_payload(struct uw_reader *r, uint64_t n, uint64_t off)
+int reader_skip_payload(struct reader_input *in, uint64_t n, uint64_t off)
 {
-	if (r->sparse)
+	if (in->sparse)
 		return 0; /* sparse_read skipped it */
-	if (r->map) {
-		if (r->end - r->pos < n)
-			return reader_err(r, -UW_ETRUNC, off, "record payload runs past the end of the data");
-		r->pos += n;
-		return 0;
-	}
 	while (n) {
 		size_t chunk = (size_t)UW_MIN(n, (uint64_t)1 << 16);
-		int e = reader_fill(r, chunk);
+		int e = reader_fill(in, chunk);
 		if (e)
-			return e == -UW_ETRUNC ? reader_err(r, e, off, "record payload runs past the end of the input") : e;
-		r->bufpos += chunk;
-		r->stream_off += chunk;
+			return e == -UW_ETRUNC ? in_err(in, e, off, "record payload runs past the end of the input") : e;
+		in->bufpos += chunk;
+		in->stream_off += chunk;
 		n -= chunk;
 	}
 	return 0;
 }
 
 
-/* (read back into r->fullbuf) */
-const uint8_t *reader_read_whole(struct uw_reader *r, const struct cut *cut)
+/* (read back into in->fullbuf) */
+const uint8_t *reader_read_whole(struct reader_input *in, const struct cut *cut)
 {
 	size_t got = 0;
 	while (got < cut->len) {
-		ssize_t n = pread(r->fd, r->fullbuf + got, cut->len - got, (off_t)(cut->off + got));
+		ssize_t n = pread(in->fd, in->fullbuf + got, cut->len - got, (off_t)(cut->off + got));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return NULL;
 		got += (size_t)n;
 	}
-	return r->fullbuf;
+	return in->fullbuf;
 }

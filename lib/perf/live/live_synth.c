@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "perf/live.h"
+#include "perf/live/live.h"
 #include "unwind/unwind.h"
 
 /* ---- synthesized records for processes that exist before recording (-p, -a) */

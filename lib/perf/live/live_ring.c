@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "perf/live.h"
+#include "perf/live/live.h"
 #include "unwind/unwind.h"
 
 int live_event_open(struct kattr *a, pid_t pid, int cpu)

@@ -9,11 +9,11 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
-#include <sys/mman.h>
+#include <sys/mman.h> /* (PROT_* of MMAP records) */
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "perf/reader.h"
+#include "perf/read/reader.h"
 
 void perf_reader_set_record_fn(struct uw_reader *r, perf_record_fn fn, void *ctx)
 {
@@ -23,15 +23,15 @@ void perf_reader_set_record_fn(struct uw_reader *r, perf_record_fn fn, void *ctx
 
 const struct perf_attr *perf_reader_attrs(const struct uw_reader *r, size_t *n)
 {
-	*n = r->nattrs;
-	return r->attrs;
+	*n = r->at.nattrs;
+	return r->at.attrs;
 }
 
 uint64_t perf_reader_held_oldest(const struct uw_reader *r, uint64_t *newest)
 {
 	*newest = r->newest_delivered;
 	/* (samples waiting for a deferred callchain come late too) */
-	return UW_MIN(reader_stitch_oldest(r), reader_deferred_oldest(r));
+	return UW_MIN(reader_stitch_oldest(r), reader_deferred_oldest(&r->def));
 }
 
 const uint8_t *perf_reader_current_sample(const struct uw_reader *r, uint32_t *len)
@@ -43,6 +43,15 @@ const uint8_t *perf_reader_current_sample(const struct uw_reader *r, uint32_t *l
 int reader_err(struct uw_reader *r, int err, uint64_t off, const char *what)
 {
 	return base_err(&r->s->log, err, "%s: at byte offset %llu: %s", r->path, (unsigned long long)off, what);
+}
+
+int reader_input_err(struct uw_reader *r, int err)
+{
+	const char *what = r->in.err_what;
+	if (err >= 0 || !what)
+		return err;
+	r->in.err_what = NULL;
+	return reader_err(r, err, r->in.err_off, what);
 }
 
 /* ---- opening */
@@ -57,9 +66,13 @@ static int reader_init(struct uw_reader *r, struct uw_session *s, const struct u
 	if (!r->o.max_queue_bytes)
 		r->o.max_queue_bytes = QUEUE_BYTES_DEFAULT;
 	r->s = s;
-	r->fd = -1;
+	r->in.fd = -1;
+	r->in.cur_aidx = -1;
+	unw_stitch_init(&r->stitch, s->opts.max_frames, reader_stitched, r);
+	r->in.at = &r->at;
+	reader_deferred_init(&r->def, &r->at, reader_deferred_deliver, r);
 	r->path = strdup(path);
-	base_map_init(&r->ids);
+	base_map_init(&r->at.ids);
 	r->st.sz = sizeof(r->st);
 	r->frames = calloc(s->opts.max_frames, sizeof(*r->frames));
 	r->regbuf = calloc(64, sizeof(*r->regbuf));
@@ -99,44 +112,42 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	if (err)
 		goto fail;
 	if (strcmp(path, "-") == 0) {
-		r->fd = 0;
+		r->in.fd = 0;
 	} else {
-		r->fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (r->fd < 0) {
+		r->in.fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (r->in.fd < 0) {
 			err = base_err(&s->log, -errno, "%s: %s", path, strerror(errno));
 			goto fail;
 		}
-		r->close_fd = true;
+		r->in.close_fd = true;
 	}
+	/* A regular file is read with pread, never mapped: a recording cut short while it is read
+	 * (its writer restarted, a disk full, a user's truncate) ends in a clear error where a
+	 * mapping would take SIGBUS on the pages past the new end. */
 	struct stat st;
-	int map_err = 0;
-	bool regular = fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode);
+	bool regular = fstat(r->in.fd, &st) == 0 && S_ISREG(st.st_mode);
 	if (regular && st.st_size > 0) {
-		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, r->fd, 0);
-		if (m != MAP_FAILED) {
-			r->map = m;
-			r->map_size = (size_t)st.st_size;
-			madvise(m, r->map_size, MADV_WILLNEED);
-		} else {
-			map_err = errno;
-		}
+		r->in.seekable = true;
+		r->in.file_size = (uint64_t)st.st_size;
 	}
 	uint64_t magic = 0, hsize = 0;
-	if (r->map) {
-		if (r->map_size < 16) {
-			err = reader_err(r, -UW_ETRUNC, 0, "file too short for a perf.data header");
+	if (r->in.seekable) {
+		uint8_t h[16];
+		err = reader_pread(&r->in, h, 16, 0);
+		if (err) {
+			err = err == -UW_ETRUNC ? reader_err(r, err, 0, "file too short for a perf.data header") : err;
 			goto fail;
 		}
-		memcpy(&magic, r->map, 8);
-		memcpy(&hsize, r->map + 8, 8);
+		memcpy(&magic, h, 8);
+		memcpy(&hsize, h + 8, 8);
 	} else {
-		err = reader_fill(r, 16);
+		err = reader_fill(&r->in, 16);
 		if (err) {
 			err = reader_err(r, err == -UW_ETRUNC ? err : err, 0, "input too short for a perf.data header");
 			goto fail;
 		}
-		memcpy(&magic, r->buf, 8);
-		memcpy(&hsize, r->buf + 8, 8);
+		memcpy(&magic, r->in.buf, 8);
+		memcpy(&hsize, r->in.buf + 8, 8);
 	}
 	if (magic == PERF_MAGIC2_SWAPPED) {
 		err = reader_err(r, -UW_EUNSUPP, 0, "big-endian perf.data files are not supported");
@@ -146,22 +157,18 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		err = reader_err(r, -UW_EMAGIC, 0, "not a perf.data file (magic PERFILE2 or PERFFILE expected)");
 		goto fail;
 	}
-	r->st.bytes = r->map ? r->map_size : 0;
+	r->st.bytes = r->in.file_size;
 	if (hsize == 16) { /* pipe mode */
-		if (r->map) {
-			r->pos = 16;
-			r->end = r->map_size;
+		if (r->in.seekable) {
+			r->in.pos = 16;
+			r->in.end = r->in.file_size;
 		} else {
-			r->bufpos = 16;
-			r->stream_off = 16;
+			r->in.bufpos = 16;
+			r->in.stream_off = 16;
 		}
 	} else {
-		if (!r->map) {
-			/* the real reason: a file the system would not map, or a stream */
-			if (map_err)
-				err = base_err(&s->log, -map_err, "%s: the file cannot be mapped: %s", r->path, strerror(map_err));
-			else
-				err = reader_err(r, -UW_EUNSUPP, 0, "file-mode perf.data needs a seekable file, not a pipe");
+		if (!r->in.seekable) {
+			err = reader_err(r, -UW_EUNSUPP, 0, "file-mode perf.data needs a seekable file, not a pipe");
 			goto fail;
 		}
 		r->file_mode = true;
@@ -169,13 +176,16 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		if (err)
 			goto fail;
 	}
-	if (r->map && !r->o.full_stacks) {
-		r->sparse = true;
-		pthread_mutex_init(&r->psteps_mu, NULL);
-		atomic_init(&r->done_off, 0);
-		r->cbuf = malloc(1u << 16);
-		r->fullbuf = malloc(1u << 16);
-		if (!r->cbuf || !r->fullbuf) {
+	if (r->in.seekable) {
+		/* records read in windows with pread; a sample's stack cut to a prefix unless
+		 * full_stacks */
+		r->in.sparse = true;
+		r->in.cut_stacks = !r->o.full_stacks;
+		pthread_mutex_init(&r->in.psteps_mu, NULL);
+		atomic_init(&r->in.done_off, 0);
+		r->in.cbuf = malloc(1u << 16);
+		r->in.fullbuf = malloc(1u << 16);
+		if (!r->in.cbuf || !r->in.fullbuf) {
 			err = -ENOMEM;
 			goto fail;
 		}
@@ -192,34 +202,23 @@ UW_API void uw_reader_free(struct uw_reader *r)
 {
 	if (!r)
 		return;
-	reader_ra_stop(r);
-	for (size_t i = 0; i < r->qlen; i++)
-		if (r->q[i].owned)
-			free((void *)r->q[i].rec);
-	reader_ra_free(r);
-	free(r->q);
-	if (r->map)
-		munmap((void *)r->map, r->map_size);
-	if (r->close_fd)
-		close(r->fd);
-	base_map_free(&r->ids);
-	for (size_t i = 0; i < r->nattrs; i++)
-		free(r->attrs[i].ids);
-	free(r->attrs);
+	reader_ra_stop(&r->in);
+	reader_order_free(&r->q);
+	reader_ra_free(&r->in);
+	if (r->in.close_fd)
+		close(r->in.fd);
+	reader_attrs_free(&r->at);
 	free(r->evst);
-	free(r->stops);
+	reader_features_free(&r->ft);
 	perf_decomp_free(r->decomp);
-	for (unsigned i = 0; i < FEAT_LAST; i++)
-		if (r->feats[i].owned)
-			free((void *)r->feats[i].p);
-	free(r->buf);
-	free(r->win);
-	free(r->cbuf);
-	free(r->fullbuf);
-	if (r->sparse)
-		reader_prefix_free(r);
-	reader_deferred_free(r);
-	free(r->defbuf);
+	free(r->in.buf);
+	free(r->in.win);
+	free(r->in.cbuf);
+	free(r->in.fullbuf);
+	if (r->in.sparse)
+		reader_prefix_free(&r->in);
+	reader_deferred_free(&r->def);
+	free(r->def.defbuf);
 	free(r->fixbuf);
 	reader_stitch_free(r);
 	free(r->frames);
@@ -233,12 +232,12 @@ UW_API void uw_reader_free(struct uw_reader *r)
 
 UW_API unsigned uw_reader_nr_events(const struct uw_reader *r)
 {
-	return (unsigned)r->nattrs;
+	return (unsigned)r->at.nattrs;
 }
 
 UW_API const char *uw_reader_event_name(const struct uw_reader *r, unsigned idx)
 {
-	return idx < r->nattrs ? r->attrs[idx].name : NULL;
+	return idx < r->at.nattrs ? r->at.attrs[idx].name : NULL;
 }
 
 UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st)
@@ -254,8 +253,8 @@ UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st
 	return 0;
 }
 
-int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t time, const struct cut *cut,
-                   uint64_t ord)
+int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time,
+                   const struct cut *cut, uint64_t ord)
 {
 	uint32_t type;
 	uint16_t misc;
@@ -266,7 +265,7 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 	if (time > r->newest_delivered)
 		r->newest_delivered = time;
 	struct base_cursor c = base_cursor(b, n);
-	const struct perf_attr *a = r->nattrs ? reader_attr_of(r, rec, len, NULL) : NULL;
+	const struct perf_attr *a = &r->at.attrs[aidx];
 	size_t trailer = (a && type != PR_SAMPLE) ? a->id_trailer_size : 0;
 	if (trailer <= n)
 		c.end -= trailer;
@@ -301,59 +300,36 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 	case PR_SAMPLE:
 		r->cur_rec = rec;
 		r->cur_len = len;
-		return reader_sample(r, rec, len, cut, ord);
+		return reader_sample(r, aidx, rec, len, cut, ord);
 	case PR_MMAP:
 	case PR_MMAP2: {
-		int32_t pid = base_cur_s32(&c);
-		base_cur_u32(&c);
-		uint64_t addr = base_cur_u64(&c), mlen = base_cur_u64(&c), pgoff = base_cur_u64(&c);
-		uint32_t maj = 0, min = 0, prot = (misc & PM_MMAP_DATA) ? PROT_READ : PROT_READ | PROT_EXEC;
-		uint64_t ino = 0;
-		const uint8_t *bid = NULL;
-		size_t blen = 0;
-		if (type == PR_MMAP2) {
-			if (bid_flag) {
-				blen = base_cur_u8(&c);
-				base_cur_skip(&c, 3);
-				bid = c.p;
-				base_cur_skip(&c, 20);
-				if (blen > 20)
-					blen = 20;
-			} else {
-				maj = base_cur_u32(&c);
-				min = base_cur_u32(&c);
-				ino = base_cur_u64(&c);
-				base_cur_u64(&c);
-			}
-			prot = base_cur_u32(&c);
-			base_cur_u32(&c); /* flags */
-		}
-		if (c.bad) {
+		struct perf_sideband sb;
+		const char *what;
+		if (perf_sideband_decode(a, rec, len, bid_flag, &sb, &what)) {
 			r->t->st.malformed_mmap++;
 			return 0;
 		}
-		size_t fl = strnlen((const char *)c.p, base_cur_left(&c));
-		int e = tracker_map_event(r->t, pid, misc & PM_CPUMODE_MASK, addr, mlen, pgoff, prot, maj, min, ino, bid,
-					  blen, (const char *)c.p, fl);
+		int e = tracker_map_event(r->t, sb.pid, misc & PM_CPUMODE_MASK, sb.addr, sb.len, sb.pgoff, sb.prot, sb.maj,
+					  sb.min, sb.ino, sb.bid, sb.blen, sb.str, sb.str_len);
 		return e == -ENOMEM ? e : 0;
 	}
 	case PR_COMM: {
-		int32_t pid = base_cur_s32(&c), tid = base_cur_s32(&c);
-		if (c.bad) {
+		struct perf_sideband sb;
+		const char *what;
+		if (perf_sideband_decode(a, rec, len, false, &sb, &what)) {
 			r->t->st.malformed_comm++;
 			return 0;
 		}
-		size_t l = strnlen((const char *)c.p, base_cur_left(&c));
-		if (tracker_set_comm(r->t, pid, tid, (const char *)c.p, l, (misc & PM_COMM_EXEC) != 0, time) == -ENOMEM)
+		if (tracker_set_comm(r->t, sb.pid, sb.tid, sb.str, sb.str_len, sb.exec, time) == -ENOMEM)
 			return -ENOMEM;
 		/* (an exec: another program, whose stacks the earlier ones say nothing of) */
-		return (misc & PM_COMM_EXEC) ? reader_stitch_forget(r, (uint32_t)pid, (uint32_t)tid) : 0;
+		return sb.exec ? reader_stitch_forget(r, (uint32_t)sb.pid, (uint32_t)sb.tid) : 0;
 	}
 	case PR_FORK:
 	case PR_EXIT: {
-		int32_t pid = base_cur_s32(&c), ppid = base_cur_s32(&c), tid = base_cur_s32(&c), ptid = base_cur_s32(&c);
-		uint64_t t = base_cur_u64(&c);
-		if (c.bad) {
+		struct perf_sideband sb;
+		const char *what;
+		if (perf_sideband_decode(a, rec, len, false, &sb, &what)) {
 			if (type == PR_FORK)
 				r->t->st.malformed_fork++;
 			else
@@ -361,13 +337,13 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 			return 0;
 		}
 		if (type == PR_FORK) {
-			if (tracker_fork(r->t, pid, ppid, tid, ptid, time ? time : t) == -ENOMEM)
+			if (tracker_fork(r->t, sb.pid, sb.ppid, sb.tid, sb.ptid, time ? time : sb.time) == -ENOMEM)
 				return -ENOMEM;
 			/* (a thread number reused, its old thread's EXIT lost) */
-			return reader_stitch_forget(r, (uint32_t)pid, (uint32_t)tid);
+			return reader_stitch_forget(r, (uint32_t)sb.pid, (uint32_t)sb.tid);
 		}
-		tracker_exit(r->t, pid, tid, time ? time : t);
-		return reader_stitch_forget(r, (uint32_t)pid, (uint32_t)tid);
+		tracker_exit(r->t, sb.pid, sb.tid, time ? time : sb.time);
+		return reader_stitch_forget(r, (uint32_t)sb.pid, (uint32_t)sb.tid);
 	}
 	/* One loss is reported twice: the kernel writes LOST when a ring overflows, and perf
 	 * record (6.0+) writes LOST_SAMPLES at the end from each event's lost count (read with
@@ -388,8 +364,11 @@ int reader_deliver(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64
 		r->any_lost_samples = true;
 		r->st.lost_events = r->lost_in_samples;
 		return 0;
-	case PR_CALLCHAIN_DEFERRED:
-		return reader_deferred_record(r, rec, len, time);
+	case PR_CALLCHAIN_DEFERRED: {
+		int err = reader_deferred_record(&r->def, aidx, rec, len, time);
+		reader_deferred_counts(r);
+		return err;
+	}
 	default:
 		return 0;
 	}
@@ -399,8 +378,52 @@ static void progress(struct uw_reader *r, uint64_t off)
 {
 	if (r->o.on_progress && off - r->last_progress >= (1u << 20)) {
 		r->last_progress = off;
-		r->o.on_progress(r->o.ctx, off, r->map ? r->end : 0);
+		r->o.on_progress(r->o.ctx, off, r->in.seekable ? r->in.end : 0);
 	}
+}
+
+/* Delivers queued records with time <= limit (all of them when all is set; at least the first
+ * at_least), oldest first; at the end (all), the samples the deferred and stitching stages hold. */
+static int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at_least)
+{
+	size_t n = reader_order_ready(&r->q, limit, all, at_least);
+	int err = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct qent *e = &r->q.q[i];
+		if (!err)
+			err = reader_deliver(r, e->aidx, e->rec, e->len, e->time, &e->cut, e->ord);
+		if (e->chunk)
+			reader_chunk_release(&r->in, e->chunk);
+	}
+	reader_order_drop(&r->q, n);
+	/* the end: samples still waiting for a deferred callchain go without it */
+	if (all && !err) {
+		err = reader_deferred_flush(&r->def);
+		reader_deferred_counts(r);
+	}
+	/* and those held for a stitching decision as they are */
+	if (all && !err)
+		err = reader_stitch_flush(r);
+	return err;
+}
+
+/* A record into the time-order queue, or delivered at once when late. */
+static int reader_enqueue(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time)
+{
+	const struct cut *cut = r->inner ? &(struct cut){ 0 } : &r->in.cur_cut;
+	if (reader_order_late(&r->q, time)) {
+		r->st.late_records++;
+		return reader_deliver(r, aidx, rec, len, time, cut, r->cur_ord);
+	}
+	struct qent e = { .time = time, .ord = r->cur_ord, .rec = rec, .len = len, .cut = *cut,
+			  .chunk = r->inner ? NULL : r->in.cur_chunk, .aidx = aidx };
+	int over = reader_order_push(&r->q, &e, r->o.max_queue_bytes);
+	if (over < 0)
+		return over;
+	if (e.chunk)
+		reader_chunk_hold(e.chunk);
+	/* over the memory cap: deliver the older half, as perf does */
+	return over ? reader_flush(r, 0, false, r->q.qlen / 2) : 0;
 }
 
 static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t off);
@@ -462,13 +485,13 @@ static void event_update(struct uw_reader *r, const uint8_t *rec, uint32_t len)
 		return;
 	memcpy(&type, rec + 8, 8);
 	memcpy(&id, rec + 16, 8);
-	if (type != 2 || !base_map_has(&r->ids, id))
+	if (type != 2 || !base_map_has(&r->at.ids, id))
 		return;
 	unsigned idx;
-	reader_attr_by_id(r, id, &idx);
+	reader_attr_by_id(&r->at, id, &idx);
 	size_t l = strnlen((const char *)rec + 24, len - 24);
 	if (l)
-		r->attrs[idx].name = session_intern(r->s, (const char *)rec + 24, l);
+		r->at.attrs[idx].name = session_intern(r->s, (const char *)rec + 24, l);
 }
 
 /* One record of the input: header records act at once, event records are queued for time order. */
@@ -484,8 +507,8 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 	if (type >= 64) {
 		switch (type) {
 		case PR_FINISHED_ROUND:
-			err = reader_flush(r, r->round_limit, false, 0);
-			r->round_limit = r->max_time;
+			err = reader_flush(r, r->q.round_limit, false, 0);
+			r->q.round_limit = r->q.max_time;
 			break;
 		case PR_HEADER_ATTR: {
 			if (len < 8 + PERF_ATTR_SIZE_VER0) {
@@ -509,7 +532,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 				memcpy(&feat, rec + 8, 8);
 				/* (an empty one is the end marker) */
 				if (feat < FEAT_LAST && feat != FEAT_BUILD_ID && len > 16) {
-					reader_keep_feature(r, (unsigned)feat, rec + 16, len - 16, true);
+					reader_keep_feature(&r->ft, (unsigned)feat, rec + 16, len - 16, true);
 					reader_feature(r, (unsigned)feat, rec + 16, len - 16);
 				}
 			}
@@ -523,7 +546,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 				memcpy(&sz, rec + 8, 4);
 			r->st.skipped_records++;
 			r->skipped_by_type[type]++;
-			err = reader_skip_payload(r, ((uint64_t)sz + 7) & ~7ull, off);
+			err = reader_input_err(r, reader_skip_payload(&r->in, ((uint64_t)sz + 7) & ~7ull, off));
 			break;
 		}
 		case PR_AUXTRACE: {
@@ -532,7 +555,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 				memcpy(&sz, rec + 8, 8);
 			r->st.skipped_records++;
 			r->skipped_by_type[type]++;
-			err = reader_skip_payload(r, sz, off);
+			err = reader_input_err(r, reader_skip_payload(&r->in, sz, off));
 			break;
 		}
 		case PR_COMPRESSED:
@@ -550,7 +573,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 			}
 			break;
 		}
-	} else if (!r->nattrs) {
+	} else if (!r->at.nattrs) {
 		err = reader_err(r, -UW_ENOATTR, off, "event record before any event attribute");
 	} else {
 		switch (type) {
@@ -569,11 +592,17 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 			}
 			break;
 		}
+		/* its attribute, found once (by the input when it looked already) and carried */
+		unsigned aidx;
+		if (!r->inner && r->in.cur_aidx >= 0 && (size_t)r->in.cur_aidx < r->at.nattrs)
+			aidx = (unsigned)r->in.cur_aidx;
+		else
+			reader_attr_of(&r->at, rec, len, &aidx);
 		bool has;
-		uint64_t t = reader_record_time(r, rec, len, &has);
+		uint64_t t = reader_record_time(&r->at.attrs[aidx], rec, len, &has);
 		if (!has)
-			t = r->max_time; /* no timestamp: keep it in file order */
-		err = reader_enqueue(r, rec, len, t);
+			t = r->q.max_time; /* no timestamp: keep it in file order */
+		err = reader_enqueue(r, aidx, rec, len, t);
 	}
 	return err;
 }
@@ -595,7 +624,7 @@ UW_API const char *uw_record_type_name(uint32_t type)
 
 UW_API int uw_reader_event_stats(const struct uw_reader *r, unsigned idx, struct uw_event_stats *st)
 {
-	if (!r || !st || st->sz < sizeof(size_t) || idx >= r->nattrs)
+	if (!r || !st || st->sz < sizeof(size_t) || idx >= r->at.nattrs)
 		return -EINVAL;
 	size_t want = st->sz;
 	memcpy(st, &r->evst[idx], UW_MIN(want, sizeof(*st)));
@@ -634,7 +663,7 @@ UW_API int uw_reader_add_event(struct uw_reader *r, const void *attr, size_t siz
 		return -EINVAL;
 	int err = reader_add_attr(r, attr, size, (const uint8_t *)ids, nids, 0);
 	if (!err && name)
-		r->attrs[r->nattrs - 1].name = session_intern(r->s, name, strlen(name));
+		r->at.attrs[r->at.nattrs - 1].name = session_intern(r->s, name, strlen(name));
 	return err;
 }
 
@@ -694,11 +723,11 @@ UW_API int uw_reader_run(struct uw_reader *r)
 	uint64_t off = 0;
 	int err = 0, got;
 	/* read ahead on another thread when there is enough to read */
-	if (r->fd < 0)
+	if (r->in.fd < 0)
 		return -EINVAL; /* records are pushed to it */
-	if (r->sparse && r->file_mode && !r->ra && r->end - r->pos >= (4u << 20) && (err = reader_ra_start(r)))
+	if (r->in.sparse && r->file_mode && !r->in.ra && r->in.end - r->in.pos >= (4u << 20) && (err = reader_ra_start(&r->in)))
 		return err;
-	while ((got = reader_next(r, &rec, &len, &off)) == 1) {
+	while ((got = reader_input_err(r, reader_next(&r->in, &rec, &len, &off))) == 1) {
 		if ((err = process_record(r, rec, len, off)))
 			break;
 	}
@@ -710,13 +739,13 @@ UW_API int uw_reader_run(struct uw_reader *r)
 	}
 	if (got < 0 && !err)
 		err = got;
-	reader_ra_stop(r);
+	reader_ra_stop(&r->in);
 	/* deliver what was read, even when the input ended badly */
 	int ferr = (err == -UW_ECANCELED || err == -ENOMEM) ? 0 : reader_flush(r, 0, true, 0);
 	if (!err)
 		err = ferr;
-	if (r->o.on_progress && r->map)
-		r->o.on_progress(r->o.ctx, r->end, r->end);
+	if (r->o.on_progress && r->in.seekable)
+		r->o.on_progress(r->o.ctx, r->in.end, r->in.end);
 	r->fatal = err ? err : 0;
 	return err;
 }

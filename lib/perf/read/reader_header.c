@@ -10,28 +10,26 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "perf/reader.h"
+#include "perf/read/reader.h"
 
 /* ---- attributes */
 
-int reader_add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,
-                    uint64_t off)
+int reader_attrs_add(struct reader_attrs *at, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,
+                     const char **what)
 {
-	if (r->nattrs >= 4096)
-		return reader_err(r, -UW_ELIMIT, off, "more than 4096 event attributes");
+	if (at->nattrs >= READER_ATTRS_MAX) {
+		*what = "more than 4096 event attributes";
+		return -UW_ELIMIT;
+	}
 	struct perf_attr a;
-	if (perf_attr_decode(p, size, &a))
-		return reader_err(r, -UW_EFORMAT, off, "perf_event_attr smaller than the first ABI version");
-	struct perf_attr *na = realloc(r->attrs, (r->nattrs + 1) * sizeof(*na));
+	if (perf_attr_decode(p, size, &a)) {
+		*what = "perf_event_attr smaller than the first ABI version";
+		return -UW_EFORMAT;
+	}
+	struct perf_attr *na = realloc(at->attrs, (at->nattrs + 1) * sizeof(*na));
 	if (!na)
 		return -ENOMEM;
-	r->attrs = na;
-	struct uw_event_stats *ne = realloc(r->evst, (r->nattrs + 1) * sizeof(*ne));
-	if (!ne)
-		return -ENOMEM;
-	r->evst = ne;
-	memset(&ne[r->nattrs], 0, sizeof(*ne));
-	ne[r->nattrs].sz = sizeof(*ne);
+	at->attrs = na;
 	a.name = perf_attr_default_name(&a);
 	a.raw_size = (uint32_t)UW_MIN(size, (size_t)PERF_ATTR_MAX);
 	memcpy(a.raw, p, a.raw_size);
@@ -39,38 +37,68 @@ int reader_add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const ui
 	a.nids = a.ids ? nids : 0;
 	if (a.ids)
 		memcpy(a.ids, ids, nids * 8);
-	r->attrs[r->nattrs] = a;
-	/* perf record -k 1 (CLOCK_MONOTONIC): sample times compare with a jitdump's */
-	if (r->nattrs == 0)
-		r->t->clock_monotonic = (a.flags & PA_USE_CLOCKID) && a.clockid == CLOCK_MONOTONIC;
+	at->attrs[at->nattrs] = a;
 	for (size_t i = 0; i < nids; i++) {
 		uint64_t id;
 		memcpy(&id, ids + 8 * i, 8);
-		if (base_map_put(&r->ids, id, (void *)(uintptr_t)(r->nattrs + 1)))
+		if (base_map_put(&at->ids, id, (void *)(uintptr_t)(at->nattrs + 1))) {
+			free(a.ids);
 			return -ENOMEM;
+		}
 	}
-	r->nattrs++;
+	at->nattrs++;
 	return 0;
 }
 
-const struct perf_attr *reader_attr_by_id(const struct uw_reader *r, uint64_t id, unsigned *idx)
+void reader_attrs_free(struct reader_attrs *at)
 {
-	uintptr_t v = (uintptr_t)base_map_get(&r->ids, id);
+	base_map_free(&at->ids);
+	for (size_t i = 0; i < at->nattrs; i++)
+		free(at->attrs[i].ids);
+	free(at->attrs);
+	at->attrs = NULL;
+	at->nattrs = 0;
+}
+
+int reader_add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,
+                    uint64_t off)
+{
+	/* its statistics first: an attribute added has them */
+	struct uw_event_stats *ne = realloc(r->evst, (r->at.nattrs + 1) * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	r->evst = ne;
+	memset(&ne[r->at.nattrs], 0, sizeof(*ne));
+	ne[r->at.nattrs].sz = sizeof(*ne);
+	const char *what = NULL;
+	int err = reader_attrs_add(&r->at, p, size, ids, nids, &what);
+	if (err)
+		return what ? reader_err(r, err, off, what) : err;
+	/* perf record -k 1 (CLOCK_MONOTONIC): sample times compare with a jitdump's */
+	const struct perf_attr *a = &r->at.attrs[r->at.nattrs - 1];
+	if (r->at.nattrs == 1)
+		r->t->clock_monotonic = (a->flags & PA_USE_CLOCKID) && a->clockid == CLOCK_MONOTONIC;
+	return 0;
+}
+
+const struct perf_attr *reader_attr_by_id(const struct reader_attrs *at, uint64_t id, unsigned *idx)
+{
+	uintptr_t v = (uintptr_t)base_map_get(&at->ids, id);
 	unsigned i = v ? (unsigned)(v - 1) : 0;
 	if (idx)
 		*idx = i;
-	return &r->attrs[i];
+	return &at->attrs[i];
 }
 
 /* Which attribute a record belongs to. Samples carry the id first (IDENTIFIER) or at a fixed
  * position (ID); other records at the end of their sample_id trailer. */
-const struct perf_attr *reader_attr_of(const struct uw_reader *r, const uint8_t *rec, uint32_t len,
-                                           unsigned *idx)
+const struct perf_attr *reader_attr_of(const struct reader_attrs *at, const uint8_t *rec, uint32_t len,
+                                       unsigned *idx)
 {
-	const struct perf_attr *a0 = &r->attrs[0];
+	const struct perf_attr *a0 = &at->attrs[0];
 	if (idx)
 		*idx = 0;
-	if (r->nattrs == 1)
+	if (at->nattrs == 1)
 		return a0;
 	uint32_t type;
 	memcpy(&type, rec, 4);
@@ -89,7 +117,7 @@ const struct perf_attr *reader_attr_of(const struct uw_reader *r, const uint8_t 
 		if (pos + 8 > n)
 			return a0;
 		memcpy(&id, body + pos, 8);
-		return reader_attr_by_id(r, id, idx);
+		return reader_attr_by_id(at, id, idx);
 	}
 	if (!(a0->flags & PA_SAMPLE_ID_ALL))
 		return a0;
@@ -103,7 +131,7 @@ const struct perf_attr *reader_attr_of(const struct uw_reader *r, const uint8_t 
 	if (back > n)
 		return a0;
 	memcpy(&id, body + n - back, 8);
-	return reader_attr_by_id(r, id, idx);
+	return reader_attr_by_id(at, id, idx);
 }
 
 /* ---- feature sections (file mode) */
@@ -122,7 +150,7 @@ static void parse_event_desc(struct uw_reader *r, const uint8_t *p, uint64_t siz
 	uint32_t nr = base_cur_u32(&c), asz = base_cur_u32(&c);
 	if (c.bad || asz < PERF_ATTR_SIZE_VER0)
 		return;
-	for (uint32_t i = 0; i < nr && i < r->nattrs; i++) {
+	for (uint32_t i = 0; i < nr && i < r->at.nattrs; i++) {
 		base_cur_skip(&c, asz);
 		uint32_t nids = base_cur_u32(&c);
 		uint32_t slen = base_cur_u32(&c);
@@ -132,7 +160,7 @@ static void parse_event_desc(struct uw_reader *r, const uint8_t *p, uint64_t siz
 		size_t l = strnlen(nm, slen);
 		c.p += slen;
 		if (l)
-			r->attrs[i].name = session_intern(r->s, nm, l);
+			r->at.attrs[i].name = session_intern(r->s, nm, l);
 		if (nids > base_cur_left(&c) / 8)
 			return;
 		base_cur_skip(&c, (size_t)nids * 8);
@@ -154,19 +182,19 @@ static const char *feat_string(struct uw_reader *r, struct base_cursor *c)
 
 /* FEAT_UW_STOPS (perf_writer.c): u32 version (1), u32 0, u64 samples, u64 runs, then the runs
  * as {u32 count, u8 reason, 3 bytes 0}, in the order the samples lie in the data section. */
-static void parse_stops(struct uw_reader *r, const uint8_t *p, uint64_t size)
+/* FEAT_UW_STOPS into ft's runs. @return false when malformed (nothing kept). */
+static bool parse_stops(struct reader_features *ft, const uint8_t *p, uint64_t size)
 {
 	struct base_cursor c = base_cursor(p, size);
 	uint32_t version = base_cur_u32(&c);
 	base_cur_u32(&c);
 	uint64_t nsamples = base_cur_u64(&c), nruns = base_cur_u64(&c);
-	if (c.bad || version != 1 || nruns > base_cur_left(&c) / 8 || r->stops) {
-		base_log(&r->s->log, UW_LOG_WARN, "%s: the section of stop reasons is malformed: ignored", r->path);
-		return;
+	if (c.bad || version != 1 || nruns > base_cur_left(&c) / 8 || ft->stops) {
+		return false;
 	}
 	struct stop_run *v = nruns ? malloc(nruns * sizeof(*v)) : NULL;
 	if (nruns && !v)
-		return;
+		return true; /* (no memory: the reasons are found again) */
 	uint64_t first = 0;
 	for (uint64_t i = 0; i < nruns; i++) {
 		uint32_t count = base_cur_u32(&c);
@@ -174,45 +202,44 @@ static void parse_stops(struct uw_reader *r, const uint8_t *p, uint64_t size)
 		base_cur_skip(&c, 3);
 		if (!count || reason >= UW_STOP__COUNT) {
 			free(v);
-			base_log(&r->s->log, UW_LOG_WARN, "%s: the section of stop reasons is malformed: ignored", r->path);
-			return;
+			return false;
 		}
 		v[i] = (struct stop_run){ first, count, reason };
 		first += count;
 	}
 	if (first != nsamples) {
 		free(v);
-		base_log(&r->s->log, UW_LOG_WARN, "%s: the section of stop reasons is malformed: ignored", r->path);
-		return;
+		return false;
 	}
-	r->stops = v;
-	r->nstops = (size_t)nruns;
+	ft->stops = v;
+	ft->nstops = (size_t)nruns;
+	return true;
 }
 
 /* The stop reason the file states for the sample of ordinal ord; -1 when it states none. */
-int reader_stated_stop(const struct uw_reader *r, uint64_t ord)
+int reader_stated_stop(const struct reader_features *ft, uint64_t ord)
 {
-	size_t k = base_upper_bound(r->stops, r->nstops, sizeof(*r->stops), offsetof(struct stop_run, first), ord);
+	size_t k = base_upper_bound(ft->stops, ft->nstops, sizeof(*ft->stops), offsetof(struct stop_run, first), ord);
 	if (!k)
 		return -1;
-	const struct stop_run *run = &r->stops[k - 1];
+	const struct stop_run *run = &ft->stops[k - 1];
 	return ord - run->first < run->count ? run->reason : -1;
 }
 
 const uint8_t *perf_reader_feature(const struct uw_reader *r, unsigned bit, size_t *n)
 {
-	if (bit >= FEAT_LAST || !r->feats[bit].p) {
+	if (bit >= FEAT_LAST || !r->ft.sec[bit].p) {
 		*n = 0;
 		return NULL;
 	}
-	*n = r->feats[bit].n;
-	return r->feats[bit].p;
+	*n = r->ft.sec[bit].n;
+	return r->ft.sec[bit].p;
 }
 
 /* Keeps a feature section's bytes for writers (a copy unless they lie in the mapping). */
-void reader_keep_feature(struct uw_reader *r, unsigned bit, const uint8_t *p, size_t n, bool copy)
+void reader_keep_feature(struct reader_features *ft, unsigned bit, const uint8_t *p, size_t n, bool copy)
 {
-	struct feat_sec *f = &r->feats[bit];
+	struct feat_sec *f = &ft->sec[bit];
 	if (f->owned)
 		free((void *)f->p);
 	f->p = NULL;
@@ -225,7 +252,16 @@ void reader_keep_feature(struct uw_reader *r, unsigned bit, const uint8_t *p, si
 		memcpy(c, p, n);
 		p = c;
 	}
-	*f = (struct feat_sec){ p, n, copy };
+	*f = (struct feat_sec){ p, n, true };
+}
+
+void reader_features_free(struct reader_features *ft)
+{
+	for (unsigned i = 0; i < FEAT_LAST; i++)
+		if (ft->sec[i].owned)
+			free((void *)ft->sec[i].p);
+	free(ft->stops);
+	memset(ft, 0, sizeof(*ft));
 }
 
 void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64_t size)
@@ -234,13 +270,14 @@ void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64
 	char buf[4096];
 	switch (feat) {
 	case FEAT_UW_STOPS:
-		parse_stops(r, p, size);
+		if (!parse_stops(&r->ft, p, size))
+			base_log(&r->s->log, UW_LOG_WARN, "%s: the section of stop reasons is malformed: ignored", r->path);
 		break;
 	case FEAT_CLOCK_DATA: { /* u32 version, u32 clockid, u64 wall ns, u64 clockid ns */
 		uint32_t version = base_cur_u32(&c), clockid = base_cur_u32(&c);
 		uint64_t tod = base_cur_u64(&c), cl = base_cur_u64(&c);
-		if (!c.bad && version >= 1 && r->nattrs && (r->attrs[0].flags & PA_USE_CLOCKID) &&
-		    (uint32_t)r->attrs[0].clockid == clockid) {
+		if (!c.bad && version >= 1 && r->at.nattrs && (r->at.attrs[0].flags & PA_USE_CLOCKID) &&
+		    (uint32_t)r->at.attrs[0].clockid == clockid) {
 			r->t->wall_offset = (int64_t)(tod - cl);
 			r->t->wall_known = true;
 			r->wall_exact = true;
@@ -300,9 +337,28 @@ UW_API const char *uw_reader_info(const struct uw_reader *r, enum uw_info key)
 	return (unsigned)key < UW_INFO__COUNT ? r->info[key] : NULL;
 }
 
+/* A section of the file read whole into a new buffer (bounded by the file's size). */
+static int read_section(struct uw_reader *r, uint64_t off, uint64_t size, uint8_t **out)
+{
+	*out = malloc(size ? (size_t)size : 1);
+	if (!*out)
+		return -ENOMEM;
+	int err = reader_pread(&r->in, *out, (size_t)size, off);
+	if (err) {
+		free(*out);
+		*out = NULL;
+	}
+	return err;
+}
+
 int reader_file_header(struct uw_reader *r)
 {
-	struct base_cursor c = base_cursor(r->map, r->map_size);
+	uint64_t fsize = r->in.file_size;
+	uint8_t hdr[104] = { 0 };
+	int err = reader_pread(&r->in, hdr, (size_t)UW_MIN(fsize, (uint64_t)sizeof(hdr)), 0);
+	if (err)
+		return err == -UW_ETRUNC ? reader_err(r, err, 0, "the file ends in its header") : err;
+	struct base_cursor c = base_cursor(hdr, (size_t)UW_MIN(fsize, (uint64_t)sizeof(hdr)));
 	base_cur_u64(&c); /* magic */
 	uint64_t hsize = base_cur_u64(&c), attr_size = base_cur_u64(&c);
 	uint64_t attrs_off = base_cur_u64(&c), attrs_size = base_cur_u64(&c);
@@ -312,46 +368,59 @@ int reader_file_header(struct uw_reader *r)
 	uint64_t feat[4];
 	for (int i = 0; i < 4; i++)
 		feat[i] = base_cur_u64(&c);
-	if (c.bad)
-		return reader_err(r, -UW_ETRUNC, 0, "file header truncated (104 bytes expected)");
 	/* the first format ended the header before the feature bitmap (72 bytes) */
-	if (hsize == 72)
+	if (hsize == 72 && fsize >= 72)
 		memset(feat, 0, sizeof(feat));
-	else if (hsize < 104 || hsize > r->map_size)
+	else if (c.bad)
+		return reader_err(r, -UW_ETRUNC, 0, "file header truncated (104 bytes expected)");
+	else if (hsize < 104 || hsize > fsize)
 		return reader_err(r, -UW_EFORMAT, 8, "bad header size");
 	if (attr_size < PERF_ATTR_SIZE_VER0 + 16 || attr_size > 4096)
 		return reader_err(r, -UW_EFORMAT, 16, "bad attribute entry size");
-	if (attrs_off > r->map_size || attrs_size > r->map_size - attrs_off)
+	if (attrs_off > fsize || attrs_size > fsize - attrs_off)
 		return reader_err(r, -UW_ETRUNC, 24, "attribute section lies past the end of the file");
-	if (data_off > r->map_size)
+	if (data_off > fsize)
 		return reader_err(r, -UW_ETRUNC, 40, "data section lies past the end of the file");
 	uint64_t nattr = attrs_size / attr_size;
 	if (nattr == 0)
 		return reader_err(r, -UW_EFORMAT, 24, "no event attributes");
-	for (uint64_t i = 0; i < nattr; i++) {
-		const uint8_t *e = r->map + attrs_off + i * attr_size;
+	uint8_t *attrs;
+	if ((err = read_section(r, attrs_off, nattr * attr_size, &attrs)))
+		return err == -UW_ETRUNC ? reader_err(r, err, attrs_off, "the file ends in its attribute section") : err;
+	for (uint64_t i = 0; i < nattr && !err; i++) {
+		const uint8_t *e = attrs + i * attr_size;
 		uint64_t ids_off, ids_size;
 		memcpy(&ids_off, e + attr_size - 16, 8);
 		memcpy(&ids_size, e + attr_size - 8, 8);
-		if (ids_off > r->map_size || ids_size > r->map_size - ids_off)
-			return reader_err(r, -UW_ETRUNC, attrs_off + i * attr_size, "event id list lies past the end of the file");
-		int err = reader_add_attr(r, e, attr_size - 16, r->map + ids_off, ids_size / 8, attrs_off + i * attr_size);
-		if (err)
-			return err;
+		if (ids_off > fsize || ids_size > fsize - ids_off) {
+			err = reader_err(r, -UW_ETRUNC, attrs_off + i * attr_size, "event id list lies past the end of the file");
+			break;
+		}
+		uint8_t *ids;
+		if ((err = read_section(r, ids_off, ids_size / 8 * 8, &ids))) {
+			if (err == -UW_ETRUNC)
+				err = reader_err(r, err, ids_off, "the file ends in an event id list");
+			break;
+		}
+		err = reader_add_attr(r, e, attr_size - 16, ids, ids_size / 8, attrs_off + i * attr_size);
+		free(ids);
 	}
+	free(attrs);
+	if (err)
+		return err;
 	bool truncated = false;
 	/* Every finished file has features (perf writes its host at least); none, and the writer
 	 * stopped before its end: a perf killed before it wrote its header (data size 0), or an
 	 * unwound record killed between the data size it keeps up to date and its end. Everything
 	 * there is read, and a record cut short at the end ends the data. */
 	bool no_features = hsize >= 104 && !(feat[0] | feat[1] | feat[2] | feat[3]);
-	if (data_size == 0 || data_size > r->map_size - data_off || no_features) {
-		if (data_size > r->map_size - data_off)
+	if (data_size == 0 || data_size > fsize - data_off || no_features) {
+		if (data_size > fsize - data_off)
 			truncated = true; /* damaged, not unfinished: a record cut short is an error */
 		r->unfinished = no_features || data_size == 0;
 		r->st.unfinished = r->unfinished;
 		uint64_t counted = data_size;
-		data_size = r->map_size - data_off;
+		data_size = fsize - data_off;
 		base_log(&r->s->log, UW_LOG_WARN,
 			 "%s: the recording was not finished (%s): reading all %" PRIu64 " bytes of its data%s",
 			 r->path, truncated ? "its data section runs past the end of the file"
@@ -359,28 +428,44 @@ int reader_file_header(struct uw_reader *r)
 							     : "its header has no data size",
 			 data_size, no_features && counted && counted < data_size ? ", past the size its header counts" : "");
 	}
-	r->pos = data_off;
-	r->end = data_off + data_size;
+	r->in.pos = data_off;
+	r->in.end = data_off + data_size;
 	/* features follow the data section, one {offset, size} per set bit */
 	uint64_t fpos = data_off + data_size;
-	for (unsigned bit = 0; bit < FEAT_LAST && !truncated; bit++) {
-		if (!(feat[bit / 64] & (1ull << (bit % 64))))
-			continue;
-		if (fpos + 16 > r->map_size || fpos + 16 < fpos)
-			break;
-		uint64_t off, size;
-		memcpy(&off, r->map + fpos, 8);
-		memcpy(&size, r->map + fpos + 8, 8);
-		fpos += 16;
-		if (off > r->map_size || size > r->map_size - off)
-			continue;
-		reader_keep_feature(r, bit, r->map + off, (size_t)size, false);
-		reader_feature(r, bit, r->map + off, size);
+	unsigned nfeat = 0;
+	for (unsigned bit = 0; bit < FEAT_LAST; bit++)
+		nfeat += !!(feat[bit / 64] & (1ull << (bit % 64)));
+	uint8_t *table = NULL;
+	if (!truncated && nfeat && fpos <= fsize) {
+		uint64_t tsize = UW_MIN((uint64_t)nfeat * 16, fsize - fpos);
+		if ((err = read_section(r, fpos, tsize, &table)))
+			return err == -UW_ETRUNC ? reader_err(r, err, fpos, "the file ends in its feature table") : err;
+		unsigned k = 0;
+		for (unsigned bit = 0; bit < FEAT_LAST; bit++) {
+			if (!(feat[bit / 64] & (1ull << (bit % 64))))
+				continue;
+			if ((uint64_t)k * 16 + 16 > tsize)
+				break;
+			uint64_t off, size;
+			memcpy(&off, table + k * 16, 8);
+			memcpy(&size, table + k * 16 + 8, 8);
+			k++;
+			if (off > fsize || size > fsize - off)
+				continue;
+			uint8_t *sec;
+			if ((err = read_section(r, off, size, &sec))) {
+				free(table);
+				return err == -UW_ETRUNC ? reader_err(r, err, off, "the file ends in a feature section") : err;
+			}
+			reader_feature(r, bit, sec, size);
+			reader_keep_feature(&r->ft, bit, sec, (size_t)size, false);
+		}
+		free(table);
 	}
 	/* without clock data, wall-clock time from the file: perf writes it last, just after the
 	 * last sample (approximate: used only to tell files older than a process) */
 	struct stat st;
-	if (!r->wall_exact && r->last_sample_time && fstat(r->fd, &st) == 0) {
+	if (!r->wall_exact && r->last_sample_time && fstat(r->in.fd, &st) == 0) {
 		int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, off;
 		/* (a sample time no clock gives: no offset) */
 		if (!__builtin_sub_overflow(mtime, (int64_t)r->last_sample_time, &off)) {

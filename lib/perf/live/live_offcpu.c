@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Live recording, --off-cpu: a sample at every switch-out of a followed thread, with its user
- * stack, and the switch records that say when it runs again (live.h; the pairing is offcpu.c).
+ * stack, and the switch records that say when it runs again (live.h; the pairing is write/offcpu.c).
  *
  * Why the context-switches software event and switch records, not the sched:sched_switch
  * tracepoint: both fire in the context of the task going off the CPU (perf_sw_event_sched() in
@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "perf/live.h"
+#include "perf/live/live.h"
 #include "unwind/unwind.h"
 
 #define PERF_EVENT_IOC_SET_OUTPUT 0x2405

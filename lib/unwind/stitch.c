@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Truncated stacks completed ("stitched", uw_reader_opts.stitch). A sample whose stack copy
+ * Truncated stacks completed ("stitched", uw_reader_opts.stitch): an unwinding stage, samples in,
+ * samples out (the reader hands its samples through it). A sample whose stack copy
  * ended before the root (UW_STOP_STACK_EXHAUSTED) is completed from its thread's other complete
  * stacks: a frame of another stack with the same return address and the same stack pointer (the
  * CFA of the frame it called) as this stack's outermost frame is taken for the same activation,
@@ -27,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf/reader.h"
+#include "unwind/stitch.h"
 
 #define NREF 16                        /* complete stacks kept per thread (the earlier side) */
 #define WINDOW 64u                     /* later samples of the thread a held one waits for */
@@ -60,7 +61,6 @@ struct sheld {
 	uint64_t *kernel;
 	uint8_t *rec, *stack;   /* the record (what writers see) and the stack copy */
 	uint32_t rec_len;
-	char *comm;
 	size_t bytes;
 };
 
@@ -79,13 +79,12 @@ static void held_free(struct sheld *h)
 	free(h->kernel);
 	free(h->rec);
 	free(h->stack);
-	free(h->comm);
 }
 
-static void thread_free(struct uw_reader *r, struct sthread *t)
+static void thread_free(struct unw_stitch *r, struct sthread *t)
 {
 	for (unsigned k = 0; k < NREF; k++) {
-		r->stitch_bytes -= t->s[k].cap * sizeof(*t->s[k].f);
+		r->bytes -= t->s[k].cap * sizeof(*t->s[k].f);
 		free(t->s[k].f);
 	}
 	for (size_t i = 0; i < t->nh; i++)
@@ -94,18 +93,18 @@ static void thread_free(struct uw_reader *r, struct sthread *t)
 	free(t);
 }
 
-static struct sthread *thread_get(struct uw_reader *r, uint64_t key, bool create)
+static struct sthread *thread_get(struct unw_stitch *r, uint64_t key, bool create)
 {
-	if (!r->stitch_init) {
+	if (!r->init) {
 		if (!create)
 			return NULL;
-		base_map_init(&r->stitch);
-		r->stitch_init = true;
+		base_map_init(&r->threads);
+		r->init = true;
 	}
-	struct sthread *t = base_map_get(&r->stitch, key);
+	struct sthread *t = base_map_get(&r->threads, key);
 	if (!t && create) {
 		t = calloc(1, sizeof(*t));
-		if (!t || base_map_put(&r->stitch, key, t)) {
+		if (!t || base_map_put(&r->threads, key, t)) {
 			free(t);
 			return NULL;
 		}
@@ -131,14 +130,14 @@ static bool same_frames(const struct uw_frame *a, const struct uw_frame *b, uint
 	return true;
 }
 
-static int keep_ref(struct uw_reader *r, struct sthread *t, const struct uw_frame *frames, uint32_t n)
+static int keep_ref(struct unw_stitch *r, struct sthread *t, const struct uw_frame *frames, uint32_t n)
 {
 	struct sref1 *ref = &t->s[t->next];
 	if (n > ref->cap) {
 		struct uw_frame *f = realloc(ref->f, n * sizeof(*f));
 		if (!f)
 			return -ENOMEM;
-		r->stitch_bytes += (n - ref->cap) * sizeof(*f);
+		r->bytes += (n - ref->cap) * sizeof(*f);
 		ref->f = f;
 		ref->cap = n;
 	}
@@ -151,7 +150,7 @@ static int keep_ref(struct uw_reader *r, struct sthread *t, const struct uw_fram
 /* One side's callers of h's outermost frame, where the stack a[0..na) followed by b[0..nb)
  * (a held sample's own frames and the callers its before side proposes; or one whole stack)
  * has that frame; then the decision when both sides are known: complete when they agree. */
-static int offer2(struct uw_reader *r, struct sheld *h, struct side *sd, const struct uw_frame *a, uint32_t na,
+static int offer2(struct unw_stitch *r, struct sheld *h, struct side *sd, const struct uw_frame *a, uint32_t na,
                   const struct uw_frame *b, uint32_t nb)
 {
 	uint32_t n = na + nb, j = n;
@@ -167,7 +166,7 @@ static int offer2(struct uw_reader *r, struct sheld *h, struct side *sd, const s
 	if (!j || j + 1 == n)
 		return 0;
 	uint32_t add = n - j - 1;
-	if (add > r->s->opts.max_frames - h->nown) {
+	if (add > r->max_frames - h->nown) {
 		h->state = 2; /* (past max_frames: not completed) */
 		return 0;
 	}
@@ -180,7 +179,7 @@ static int offer2(struct uw_reader *r, struct sheld *h, struct side *sd, const s
 		memcpy(sd->f + from_a, &b[j + 1 + from_a - na], (add - from_a) * sizeof(*sd->f));
 	sd->n = add;
 	sd->have = true;
-	r->stitch_bytes += add * sizeof(*sd->f);
+	r->bytes += add * sizeof(*sd->f);
 	h->bytes += add * sizeof(*sd->f);
 	if (!h->before.have || !h->after.have)
 		return 0;
@@ -201,7 +200,7 @@ static int offer2(struct uw_reader *r, struct sheld *h, struct side *sd, const s
 	return 0;
 }
 
-static int offer(struct uw_reader *r, struct sheld *h, struct side *sd, const struct uw_frame *f, uint32_t n)
+static int offer(struct unw_stitch *r, struct sheld *h, struct side *sd, const struct uw_frame *f, uint32_t n)
 {
 	return offer2(r, h, sd, f, n, NULL, 0);
 }
@@ -219,32 +218,25 @@ static bool pending_after(const struct sthread *t, size_t i)
 	return false;
 }
 
-static int deliver_held(struct uw_reader *r, struct sheld *h)
+static int deliver_held(struct unw_stitch *r, struct sheld *h)
 {
 	if (h->state == 1) {
 		h->smp.nr_user = h->nown + h->before.n;
 		h->smp.stop_reason = UW_STOP_END_OF_STACK;
-		r->st.stitched_samples++;
-		r->st.stitched_frames += h->before.n;
+		r->stitched_samples++;
+		r->stitched_frames += h->before.n;
 	} else {
-		r->st.stitch_failed++;
+		r->failed++;
 	}
-	r->stitch_bytes -= h->bytes;
-	const uint8_t *cur = r->cur_rec;
-	uint32_t cur_len = r->cur_len;
-	r->cur_rec = h->rec;
-	r->cur_len = h->rec_len;
-	int err = reader_deliver_sample(r, h->aidx, &h->smp);
-	r->cur_rec = cur;
-	r->cur_len = cur_len;
-	return err;
+	r->bytes -= h->bytes;
+	return r->deliver(r->ctx, h->aidx, &h->smp, h->rec, h->rec_len);
 }
 
 /* Held samples completed are a side for the others held (the earlier ones' after, the later
  * ones' before: a chain of deep samples completes one from another), until nothing changes;
  * then the decided ones at the head of the queue are delivered, in order, the completed ones
  * kept as references. all: every one, decided or not. */
-static int release(struct uw_reader *r, struct sthread *t, bool all)
+static int release(struct unw_stitch *r, struct sthread *t, bool all)
 {
 	int err = 0;
 	for (bool again = true; again && !err;) {
@@ -276,7 +268,8 @@ static int release(struct uw_reader *r, struct sthread *t, bool all)
 	return err;
 }
 
-static int hold(struct uw_reader *r, struct sthread *t, unsigned aidx, const struct uw_sample *smp)
+static int hold(struct unw_stitch *r, struct sthread *t, unsigned aidx, const struct uw_sample *smp, const uint8_t *rec,
+                uint32_t rec_len)
 {
 	if (t->nh == t->caph) {
 		size_t cap = t->caph ? 2 * t->caph : 8;
@@ -293,11 +286,9 @@ static int hold(struct uw_reader *r, struct sthread *t, unsigned aidx, const str
 	h->nown = smp->nr_user;
 	h->f = malloc(h->nown * sizeof(*h->f));
 	h->kernel = smp->nr_kernel ? malloc(smp->nr_kernel * sizeof(*h->kernel)) : NULL;
-	h->rec = r->cur_rec ? malloc(r->cur_len) : NULL;
+	h->rec = rec ? malloc(rec_len) : NULL;
 	h->stack = smp->stack_size ? malloc(smp->stack_size) : NULL;
-	h->comm = smp->comm ? strdup(smp->comm) : NULL;
-	if (!h->f || (smp->nr_kernel && !h->kernel) || (r->cur_rec && !h->rec) || (smp->stack_size && !h->stack) ||
-	    (smp->comm && !h->comm)) {
+	if (!h->f || (smp->nr_kernel && !h->kernel) || (rec && !h->rec) || (smp->stack_size && !h->stack)) {
 		held_free(h);
 		return -ENOMEM;
 	}
@@ -305,29 +296,31 @@ static int hold(struct uw_reader *r, struct sthread *t, unsigned aidx, const str
 	if (h->kernel)
 		memcpy(h->kernel, smp->kernel, smp->nr_kernel * sizeof(*h->kernel));
 	if (h->rec)
-		memcpy(h->rec, r->cur_rec, r->cur_len);
+		memcpy(h->rec, rec, rec_len);
 	if (h->stack)
 		memcpy(h->stack, smp->stack, smp->stack_size);
-	h->rec_len = h->rec ? r->cur_len : 0;
+	h->rec_len = h->rec ? rec_len : 0;
 	h->smp.user = h->f;
 	h->smp.kernel = h->kernel;
 	h->smp.stack = h->stack;
-	h->smp.comm = h->comm;
+	/* (the comm stays as it is: interned, it lives as long as the session, and consumers such
+	 * as profiles compare and keep the pointer; a copy freed after delivery left them a
+	 * dangling name) */
 	h->bytes = sizeof(*h) + h->nown * sizeof(*h->f) + smp->nr_kernel * 8 + h->rec_len + smp->stack_size;
-	r->stitch_bytes += h->bytes;
+	r->bytes += h->bytes;
 	t->nh++;
 	return 0;
 }
 
 /* Past the cap: every waiting sample goes as it is, every reference is dropped. */
-static int give_up_all(struct uw_reader *r)
+static int give_up_all(struct unw_stitch *r)
 {
 	size_t it = 0;
 	uint64_t k;
 	void *v;
 	int err = 0;
-	r->st.stitch_given_up++;
-	while (base_map_next(&r->stitch, &it, &k, &v)) {
+	r->given_up++;
+	while (base_map_next(&r->threads, &it, &k, &v)) {
 		struct sthread *t = v;
 		for (size_t i = 0; i < t->nh; i++)
 			if (!t->h[i].state)
@@ -336,7 +329,7 @@ static int give_up_all(struct uw_reader *r)
 		if (!err)
 			err = e;
 		for (unsigned j = 0; j < NREF; j++) {
-			r->stitch_bytes -= t->s[j].cap * sizeof(*t->s[j].f);
+			r->bytes -= t->s[j].cap * sizeof(*t->s[j].f);
 			free(t->s[j].f);
 			t->s[j] = (struct sref1){ 0 };
 		}
@@ -344,7 +337,15 @@ static int give_up_all(struct uw_reader *r)
 	return err;
 }
 
-int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp)
+void unw_stitch_init(struct unw_stitch *r, unsigned max_frames, unw_stitch_deliver_fn deliver, void *ctx)
+{
+	memset(r, 0, sizeof(*r));
+	r->max_frames = max_frames;
+	r->deliver = deliver;
+	r->ctx = ctx;
+}
+
+int unw_stitch_sample(struct unw_stitch *r, unsigned aidx, struct uw_sample *smp, const uint8_t *rec, uint32_t rec_len)
 {
 	uint32_t n = smp->nr_user;
 	const struct uw_frame *f = smp->user;
@@ -355,7 +356,7 @@ int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *s
 	if (!t) {
 		if (complete || cut)
 			return -ENOMEM;
-		return reader_deliver_sample(r, aidx, smp);
+		return r->deliver(r->ctx, aidx, smp, rec, rec_len);
 	}
 	int err = 0;
 	/* a later sample for those waiting; a complete one is their after side */
@@ -376,14 +377,14 @@ int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *s
 		for (unsigned k = 0; k < NREF && !any; k++)
 			any = find_frame(t->s[k].f, t->s[k].n, &f[n - 1]) >= 0;
 		if (!any) {
-			r->st.stitch_failed++;
+			r->failed++;
 			cut = false; /* (delivered as it is, not copied) */
 		}
 	}
 	if (cut) {
 		/* held: the before side from the newest reference with the frame, else (when it
 		 * waits) from a held one that may yet be completed */
-		if ((err = hold(r, t, aidx, smp)))
+		if ((err = hold(r, t, aidx, smp, rec, rec_len)))
 			return err;
 		struct sheld *h = &t->h[t->nh - 1];
 		for (unsigned k = 1; k <= NREF && !h->before.have && !h->state && !err; k++) {
@@ -400,26 +401,26 @@ int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *s
 			h->state = 2; /* (nothing could give it one) */
 		if (!err && h->state)
 			err = release(r, t, false);
-		if (!err && r->stitch_bytes > STITCH_BYTES_MAX)
+		if (!err && r->bytes > STITCH_BYTES_MAX)
 			err = give_up_all(r);
 		return err;
 	}
 	if (complete && (err = keep_ref(r, t, f, n)))
 		return err;
-	if (r->stitch_bytes > STITCH_BYTES_MAX && (err = give_up_all(r)))
+	if (r->bytes > STITCH_BYTES_MAX && (err = give_up_all(r)))
 		return err;
-	return reader_deliver_sample(r, aidx, smp);
+	return r->deliver(r->ctx, aidx, smp, rec, rec_len);
 }
 
-uint64_t reader_stitch_oldest(const struct uw_reader *r)
+uint64_t unw_stitch_oldest(const struct unw_stitch *r)
 {
 	uint64_t oldest = UINT64_MAX;
-	if (!r->stitch_init)
+	if (!r->init)
 		return oldest;
 	size_t it = 0;
 	uint64_t k;
 	void *v;
-	while (base_map_next(&r->stitch, &it, &k, &v)) {
+	while (base_map_next(&r->threads, &it, &k, &v)) {
 		const struct sthread *t = v;
 		/* (a thread's are in its order: the first is its oldest) */
 		if (t->nh && t->h[0].smp.time < oldest)
@@ -428,27 +429,27 @@ uint64_t reader_stitch_oldest(const struct uw_reader *r)
 	return oldest;
 }
 
-int reader_stitch_forget(struct uw_reader *r, uint32_t pid, uint32_t tid)
+int unw_stitch_forget(struct unw_stitch *r, uint32_t pid, uint32_t tid)
 {
 	uint64_t key = (uint64_t)pid << 32 | tid;
-	struct sthread *t = r->stitch_init ? base_map_get(&r->stitch, key) : NULL;
+	struct sthread *t = r->init ? base_map_get(&r->threads, key) : NULL;
 	if (!t)
 		return 0;
 	int err = release(r, t, true);
-	base_map_del(&r->stitch, key);
+	base_map_del(&r->threads, key);
 	thread_free(r, t);
 	return err;
 }
 
-int reader_stitch_flush(struct uw_reader *r)
+int unw_stitch_flush(struct unw_stitch *r)
 {
-	if (!r->stitch_init)
+	if (!r->init)
 		return 0;
 	size_t it = 0;
 	uint64_t k;
 	void *v;
 	int err = 0;
-	while (base_map_next(&r->stitch, &it, &k, &v)) {
+	while (base_map_next(&r->threads, &it, &k, &v)) {
 		int e = release(r, v, true);
 		if (!err)
 			err = e;
@@ -456,15 +457,15 @@ int reader_stitch_flush(struct uw_reader *r)
 	return err;
 }
 
-void reader_stitch_free(struct uw_reader *r)
+void unw_stitch_free(struct unw_stitch *r)
 {
-	if (!r->stitch_init)
+	if (!r->init)
 		return;
 	size_t it = 0;
 	uint64_t k;
 	void *v;
-	while (base_map_next(&r->stitch, &it, &k, &v))
+	while (base_map_next(&r->threads, &it, &k, &v))
 		thread_free(r, v);
-	base_map_free(&r->stitch);
-	r->stitch_init = false;
+	base_map_free(&r->threads);
+	r->init = false;
 }

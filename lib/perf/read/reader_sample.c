@@ -7,7 +7,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "perf/reader.h"
+#include "perf/read/reader.h"
 
 static bool in_list(const int *v, size_t n, uint32_t x)
 {
@@ -59,8 +59,33 @@ static enum uw_stop_reason judge_chain(struct tracker_find_ctx *fc, const struct
 	return (rule->flags & CFI_F_END) ? UW_STOP_END_OF_STACK : UW_STOP_CHAIN_CUT;
 }
 
-/* The user part of a sample with a register and stack copy: unwound by the tracker (again from
- * the whole record when the copy was cut and unwinding wanted more). */
+/* A cut sample's whole stack, read back from the file when unwinding first wants bytes past
+ * the cut (the unwinder's memory-read hook: the unwind goes on in the same pass). */
+struct whole_ctx {
+	struct uw_reader *r;
+	const struct perf_attr *a;
+	const struct cut *cut;
+	struct uw_sample *smp;
+};
+
+static const uint8_t *fetch_whole(void *ctx, uint64_t *size)
+{
+	struct whole_ctx *w = ctx;
+	struct uw_reader *r = w->r;
+	const uint8_t *whole = reader_read_whole(&r->in, w->cut);
+	struct perf_sample ws;
+	if (!whole || perf_sample_decode(w->a, whole + 8, w->cut->len - 8, &ws) || !ws.regs_abi || !ws.stack_dyn)
+		return NULL;
+	*size = r->o.stack_limit ? UW_MIN(ws.stack_dyn, r->o.stack_limit & ~7ull) : ws.stack_dyn;
+	w->smp->stack = ws.stack;
+	w->smp->stack_size = ws.stack_dyn;
+	r->st.stack_rereads++;
+	r->st.stack_bytes_read += ws.stack_size;
+	return ws.stack;
+}
+
+/* The user part of a sample with a register and stack copy: unwound by the tracker, the bytes
+ * past a cut copy pulled from the file when the unwinding wants them. */
 static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const struct perf_sample *ps, uint16_t misc,
                         const struct cut *cut, uint64_t time, struct uw_sample *smp)
 {
@@ -76,38 +101,25 @@ static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const st
 		.regs = r->regbuf, .regs_mask = a->sample_regs_user, .stack = ps->stack, .stack_size = dyn,
 		.cpumode = misc & PM_CPUMODE_MASK);
 	struct uw_unwind_result res = { .sz = sizeof(res) };
-	uw_unwind_sample(r->t, &in, r->frames, r->s->opts.max_frames, &res);
+	struct whole_ctx wc = { r, a, cut, smp };
+	struct unw_stack_more more = { fetch_whole, &wc, NULL, 0, false };
+	bool cut_short = cut && cut->cut && !(r->o.stack_limit && ps->stack_dyn >= r->o.stack_limit);
+	tracker_unwind(r->t, &in, cut_short ? &more : NULL, r->frames, r->s->opts.max_frames, &res);
 	smp->user_ip = res.ip;
 	smp->user_sp = res.sp;
 	smp->user_fp = res.fp;
 	uint64_t reach = res.stack_used;
 	r->st.stack_bytes_read += ps->stack_size;
-	if (cut && cut->cut && reach > ps->stack_dyn && !(r->o.stack_limit && ps->stack_dyn >= r->o.stack_limit)) {
-		/* unwinding wanted bytes past the cut: unwind again from the whole record */
-		const uint8_t *whole = reader_read_whole(r, cut);
-		struct perf_sample ws;
-		if (whole && perf_sample_decode(a, whole + 8, cut->len - 8, &ws) == 0 && ws.regs_abi && ws.stack_dyn) {
-			in.stack = ws.stack;
-			in.stack_size = r->o.stack_limit ? UW_MIN(ws.stack_dyn, r->o.stack_limit & ~7ull) : ws.stack_dyn;
-			smp->stack = ws.stack;
-			smp->stack_size = ws.stack_dyn;
-			uw_unwind_sample(r->t, &in, r->frames, r->s->opts.max_frames, &res);
-			if (res.stack_used > reach)
-				reach = res.stack_used; /* how far a whole stack takes it: the prefix follows */
-			r->st.stack_rereads++;
-			r->st.stack_bytes_read += ws.stack_size;
-		}
-	}
-	if (r->sparse && ps->stack_size)
-		reader_note_reach(r, reach, cut && cut->cut ? cut->len : ps->stack_size);
+	if (r->in.cut_stacks && ps->stack_size)
+		reader_note_reach(&r->in, reach, cut && cut->cut ? cut->len : ps->stack_size);
 	smp->nr_user = res.nr_frames;
 	smp->stop_reason = (uint8_t)res.stop;
 }
 
-int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const struct cut *cut, uint64_t ord)
+int reader_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, const struct cut *cut,
+                  uint64_t ord)
 {
-	unsigned aidx;
-	const struct perf_attr *a = reader_attr_of(r, rec, len, &aidx);
+	const struct perf_attr *a = &r->at.attrs[aidx];
 	struct uw_event_stats *es = &r->evst[aidx];
 	struct perf_sample ps;
 	uint16_t misc;
@@ -139,8 +151,11 @@ int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const s
 	 * sample waits for it (reader_deferred.c) */
 	uint64_t cookie, at;
 	if (!r->deferred_stitching && (a->sample_type & PS_CALLCHAIN) && !(ps.regs_abi && ps.stack_dyn) &&
-	    reader_deferred_cookie(&ps, &cookie, &at))
-		return reader_deferred_hold(r, rec, len, ps.tid, ps.time, cookie, ord);
+	    reader_deferred_cookie(&ps, &cookie, &at)) {
+		int err = reader_deferred_hold(&r->def, aidx, rec, len, ps.tid, ps.time, cookie, ord);
+		reader_deferred_counts(r);
+		return err;
+	}
 	if (p && p->exited)
 		r->st.exit_before_sample++;
 
@@ -189,7 +204,7 @@ int reader_sample(struct uw_reader *r, const uint8_t *rec, uint32_t len, const s
 		unwind_user(r, a, &ps, misc, cut, fc.time, &smp);
 	} else if (nu_chain) {
 		smp.nr_user = nu_chain;
-		int stated = r->stops ? reader_stated_stop(r, ord) : -1;
+		int stated = r->ft.stops ? reader_stated_stop(&r->ft, ord) : -1;
 		if (stated >= 0) {
 			smp.stop_reason = (uint8_t)stated;
 			r->st.stops_stated++;
@@ -249,3 +264,72 @@ int reader_deliver_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *
 	return 0;
 }
 
+/* ---- the deferred callchains' stage (reader_deferred.c): its samples delivered */
+
+int reader_deferred_deliver(void *ctx, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t ord, bool missing)
+{
+	struct uw_reader *r = ctx;
+	r->deferred_missing = missing;
+	r->deferred_stitching = true;
+	r->cur_rec = rec; /* (what writers see) */
+	r->cur_len = len;
+	int err = reader_sample(r, aidx, rec, len, NULL, ord);
+	r->deferred_missing = r->deferred_stitching = false;
+	return err;
+}
+
+/* ---- the stitching stage (lib/unwind/stitch.c): samples through it, its counts into the stats */
+
+static void stitch_counts(struct uw_reader *r)
+{
+	r->st.stitched_samples = r->stitch.stitched_samples;
+	r->st.stitched_frames = r->stitch.stitched_frames;
+	r->st.stitch_failed = r->stitch.failed;
+	r->st.stitch_given_up = r->stitch.given_up;
+}
+
+/* A sample the stage hands on, with the record writers see. */
+int reader_stitched(void *ctx, unsigned aidx, struct uw_sample *smp, const uint8_t *rec, uint32_t len)
+{
+	struct uw_reader *r = ctx;
+	const uint8_t *cur = r->cur_rec;
+	uint32_t cur_len = r->cur_len;
+	r->cur_rec = rec;
+	r->cur_len = len;
+	stitch_counts(r);
+	int err = reader_deliver_sample(r, aidx, smp);
+	r->cur_rec = cur;
+	r->cur_len = cur_len;
+	return err;
+}
+
+int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp)
+{
+	int err = unw_stitch_sample(&r->stitch, aidx, smp, r->cur_rec, r->cur_len);
+	stitch_counts(r);
+	return err;
+}
+
+int reader_stitch_forget(struct uw_reader *r, uint32_t pid, uint32_t tid)
+{
+	int err = unw_stitch_forget(&r->stitch, pid, tid);
+	stitch_counts(r);
+	return err;
+}
+
+int reader_stitch_flush(struct uw_reader *r)
+{
+	int err = unw_stitch_flush(&r->stitch);
+	stitch_counts(r);
+	return err;
+}
+
+uint64_t reader_stitch_oldest(const struct uw_reader *r)
+{
+	return unw_stitch_oldest(&r->stitch);
+}
+
+void reader_stitch_free(struct uw_reader *r)
+{
+	unw_stitch_free(&r->stitch);
+}

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "perf/live.h"
+#include "perf/live/live.h"
 #include "unwind/unwind.h"
 
 static double now_s(clockid_t c)

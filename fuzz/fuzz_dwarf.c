@@ -26,14 +26,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	package = NULL;
 	dwi_set_package_finder(d, find_package, v);
 	if (d) {
-		struct base_intern strings;
-		base_intern_init(&strings);
+		struct base_strings strings;
+		base_strings_init(&strings);
 		struct dwi_frame f[DWI_MAX_DEPTH];
 		for (uint64_t a = 0; a < 0x4000; a += 0x40)
 			dwi_lookup(d, &strings, a, f, DWI_MAX_DEPTH);
 		size_t u, fast, differ;
 		dwi_compare_walks(d, &u, &fast, &differ);
-		base_intern_free(&strings);
+		base_strings_free(&strings);
 		dwi_close(d);
 	}
 	dwp_close(package);

@@ -32,16 +32,12 @@
 
 /* ---------------------------------------------------------------- module tables */
 
-/* A module's unwind data compiled whole (the session's tables may be lazy): the source of its
- * kernel table, and what user space finishes stacks with. */
-struct kunw_code {
-	struct cfi_table cfi, sframe;
-	struct unw_code code;    /* points into cfi and sframe: do not copy the struct */
-};
-/* Builds c from elf's .eh_frame, .sframe and PLT sections and dbg's (or elf's) .debug_frame
- * (dbg may be NULL). The views must outlive c. @return 0, -ENOMEM, -UW_ELIMIT. */
-int kunw_code_build(struct kunw_code *c, struct elfv *elf, struct elfv *dbg);
-void kunw_code_free(struct kunw_code *c);
+/* A module's unwind tables compiled whole (the session's may be lazy) by lib/unwind, as the
+ * module cache compiles them: the source of its kernel table, and what user space finishes
+ * stacks with. elf's .eh_frame, .sframe and PLT sections, and elf's (else dbg's) .debug_frame
+ * (dbg may be NULL). The views must outlive t. @return 0, -ENOMEM, -UW_ELIMIT (nothing kept
+ * then); a malformed SFrame section is not used, as the module cache does not use it. */
+int kunw_code_build(struct unw_tables *t, struct elfv *elf, struct elfv *dbg);
 
 /* A module's table in the program's layout (kunw_abi.h): 64-bit words. */
 struct kunw_table {

@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "cfi/sframe.h"
 #include "kernel/kunw.h"
 
 /* the program's methods are the public ones */
@@ -31,53 +30,15 @@ _Static_assert(KUNW_NSAVED == CFI_NSAVED, "the callee-saved registers of cfi_arc
 
 /* ---------------------------------------------------------------- whole tables from ELF */
 
-static void add_plt(struct kunw_code *c, struct elfv *elf, const char *name)
+int kunw_code_build(struct unw_tables *t, struct elfv *elf, struct elfv *dbg)
 {
-	struct elfv_sec sec;
-	if (c->code.nplt < UW_ARRAY_SIZE(c->code.plt) && elfv_section(elf, name, &sec) == 0 && sec.size) {
-		c->code.plt[c->code.nplt].lo = sec.addr;
-		c->code.plt[c->code.nplt].hi = sec.addr + sec.size;
-		c->code.nplt++;
-	}
-}
-
-int kunw_code_build(struct kunw_code *c, struct elfv *elf, struct elfv *dbg)
-{
-	memset(c, 0, sizeof(*c));
-	struct elfv_sec eh, df;
-	struct cfi_section ehs = { 0 }, dfs = { 0 };
-	if (elfv_section(elf, ".eh_frame", &eh) == 0 && eh.data)
-		ehs = (struct cfi_section){ eh.data, eh.size, eh.addr, true };
-	if ((dbg && elfv_section(dbg, ".debug_frame", &df) == 0 && df.data) ||
-	    (elfv_section(elf, ".debug_frame", &df) == 0 && df.data))
-		dfs = (struct cfi_section){ df.data, df.size, df.addr, false };
-	int err = cfi_table_build(&c->cfi, &cfi_arch_x86_64, &ehs, &dfs);
+	int sframe_err;
+	int err = unw_tables_build(t, elf, dbg, false, &sframe_err);
+	if (!err && sframe_err == -ENOMEM)
+		err = sframe_err;
 	if (err)
-		return err;
-	c->code.cfi = c->cfi.n ? &c->cfi : NULL;
-	const uint8_t *data;
-	uint64_t size, addr;
-	struct sframe_sec sf;
-	/* (a malformed SFrame section is not used, as lib/process does) */
-	if (elfv_sframe(elf, &data, &size, &addr) && sframe_open(&sf, data, (size_t)size, addr) == 0) {
-		err = cfi_table_build_sframe(&c->sframe, &cfi_arch_x86_64, &sf);
-		if (err == -ENOMEM) {
-			kunw_code_free(c);
-			return err;
-		}
-		c->code.sframe = !err && c->sframe.n ? &c->sframe : NULL;
-	}
-	add_plt(c, elf, ".plt");
-	add_plt(c, elf, ".plt.sec");
-	add_plt(c, elf, ".plt.got");
-	return 0;
-}
-
-void kunw_code_free(struct kunw_code *c)
-{
-	cfi_table_free(&c->cfi);
-	cfi_table_free(&c->sframe);
-	memset(c, 0, sizeof(*c));
+		unw_tables_free(t);
+	return err;
 }
 
 /* ---------------------------------------------------------------- COMPLEX rules */

@@ -4,7 +4,7 @@
 
 #include "base/base.h"
 #include "perf/perf_format.h"
-#include "process/process.h"
+#include "process/tracker.h"
 
 #define PERF_ATTR_MAX 256
 

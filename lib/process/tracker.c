@@ -16,20 +16,20 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "process/process.h"
+#include "process/tracker.h"
 
 /* A mapping stops or starts referring to a module; with a live tracker, an unreferenced module
  * goes to the idle list (module.c), from which the oldest are freed. */
 static void mod_unref(struct uw_tracker *t, struct uw_module *m)
 {
 	if (m)
-		proc_module_unref(t->s, m);
+		module_unref(t->s, m);
 }
 
 static void mod_ref(struct uw_tracker *t, struct uw_module *m)
 {
 	if (m)
-		proc_module_ref(t->s, m);
+		module_ref(t->s, m);
 }
 
 /* ---- locks (see struct uw_tracker) */
@@ -80,27 +80,27 @@ void tracker_cache_give(struct uw_tracker *t, struct cfi_cache *c)
 
 /* ---- processes and threads (changed under the write lock) */
 
-void proc_free(struct uw_tracker *t, struct proc *p)
+void tracker_proc_free(struct uw_tracker *t, struct tracker_proc *p)
 {
 	if (__atomic_load_n(&t->last_proc, __ATOMIC_RELAXED) == p)
 		__atomic_store_n(&t->last_proc, NULL, __ATOMIC_RELAXED);
-	struct map *maps = p->maps.data;
+	struct tracker_map *maps = p->maps.data;
 	for (size_t i = 0; i < p->maps.len; i++)
 		mod_unref(t, maps[i].mod);
 	base_vec_free(&p->maps);
-	jitdump_free(p->jd);
+	jit_dump_free(p->jd);
 	if (p->maps_fd > 0)
 		close(p->maps_fd);
 	free(p);
 }
 
-struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create)
+struct tracker_proc *tracker_proc_get(struct uw_tracker *t, int32_t pid, bool create)
 {
 	/* (samples come in runs of one process: the last one found is asked for again) */
-	struct proc *last = __atomic_load_n(&t->last_proc, __ATOMIC_RELAXED);
+	struct tracker_proc *last = __atomic_load_n(&t->last_proc, __ATOMIC_RELAXED);
 	if (last && last->pid == pid)
 		return last;
-	struct proc *p = base_map_get(&t->procs, (uint64_t)(uint32_t)pid);
+	struct tracker_proc *p = base_map_get(&t->procs, (uint64_t)(uint32_t)pid);
 	if (p && p != last)
 		__atomic_store_n(&t->last_proc, p, __ATOMIC_RELAXED);
 	if (p || !create)
@@ -109,7 +109,7 @@ struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create)
 	if (!p)
 		return NULL;
 	p->pid = pid;
-	p->maps = BASE_VEC_INIT(struct map);
+	p->maps = BASE_VEC_INIT(struct tracker_map);
 	if (base_map_put(&t->procs, (uint64_t)(uint32_t)pid, p)) {
 		free(p);
 		return NULL;
@@ -117,9 +117,9 @@ struct proc *proc_get(struct uw_tracker *t, int32_t pid, bool create)
 	return p;
 }
 
-static struct proc *sample_proc_make(struct uw_tracker *t, int32_t pid, uint64_t time)
+static struct tracker_proc *sample_proc_make(struct uw_tracker *t, int32_t pid, uint64_t time)
 {
-	struct proc *p = proc_get(t, pid, false);
+	struct tracker_proc *p = tracker_proc_get(t, pid, false);
 	if (p)
 		return p; /* (made by another thread meanwhile) */
 	/* the header's promise for a live tracker: a pc in no known mapping is asked of the kernel,
@@ -127,7 +127,7 @@ static struct proc *sample_proc_make(struct uw_tracker *t, int32_t pid, uint64_t
 	char path[32];
 	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
 	bool gone = access(path, F_OK) != 0;
-	p = proc_get(t, pid, true);
+	p = tracker_proc_get(t, pid, true);
 	if (p && gone) {
 		/* (kept marked, so that its further samples do not look again) */
 		p->exited = true;
@@ -137,9 +137,9 @@ static struct proc *sample_proc_make(struct uw_tracker *t, int32_t pid, uint64_t
 	return p;
 }
 
-struct proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t time)
+struct tracker_proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t time)
 {
-	struct proc *p = proc_get(t, pid, false);
+	struct tracker_proc *p = tracker_proc_get(t, pid, false);
 	if (p || !t->o.live || pid <= 0)
 		return p;
 	tracker_wrlock(t);
@@ -148,9 +148,9 @@ struct proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t tim
 	return p;
 }
 
-struct proc *tracker_sample_proc_rd(struct uw_tracker *t, int32_t pid, uint64_t time)
+struct tracker_proc *tracker_sample_proc_rd(struct uw_tracker *t, int32_t pid, uint64_t time)
 {
-	struct proc *p = proc_get(t, pid, false);
+	struct tracker_proc *p = tracker_proc_get(t, pid, false);
 	if (p || !t->o.live || pid <= 0)
 		return p;
 	tracker_unlock(t);
@@ -158,27 +158,27 @@ struct proc *tracker_sample_proc_rd(struct uw_tracker *t, int32_t pid, uint64_t 
 	sample_proc_make(t, pid, time);
 	tracker_unlock(t);
 	tracker_rdlock(t);
-	return proc_get(t, pid, false); /* (an EXIT swept meanwhile: NULL) */
+	return tracker_proc_get(t, pid, false); /* (an EXIT swept meanwhile: NULL) */
 }
 
-bool tracker_resolve_miss(struct proc_find_ctx *fc, int32_t pid)
+bool tracker_resolve_miss(struct tracker_find_ctx *fc, int32_t pid)
 {
 	struct uw_tracker *t = fc->t;
 	uint64_t pc = fc->miss_pc;
 	fc->miss_pc = 0;
 	tracker_unlock(t);
 	tracker_wrlock(t);
-	struct proc *p = proc_get(t, pid, false);
-	bool found = p && proc_ask_kernel(t, p, pc, fc->time);
+	struct tracker_proc *p = tracker_proc_get(t, pid, false);
+	bool found = p && tracker_ask_kernel(t, p, pc, fc->time);
 	tracker_unlock(t);
 	tracker_rdlock(t);
-	fc->p = proc_get(t, pid, false);
+	fc->p = tracker_proc_get(t, pid, false);
 	return found && fc->p;
 }
 
-struct thread *proc_thread(struct uw_tracker *t, int32_t pid, int32_t tid, bool create)
+struct tracker_thread *tracker_thread_get(struct uw_tracker *t, int32_t pid, int32_t tid, bool create)
 {
-	struct thread *th = base_map_get(&t->threads, (uint64_t)(uint32_t)tid);
+	struct tracker_thread *th = base_map_get(&t->threads, (uint64_t)(uint32_t)tid);
 	if (th && (th->pid == pid || pid < 0 || !create))
 		return th;
 	if (!create)
@@ -194,7 +194,7 @@ struct thread *proc_thread(struct uw_tracker *t, int32_t pid, int32_t tid, bool 
 	}
 	/* a reused tid, or a new thread: start fresh */
 	const char *pcomm = NULL;
-	struct proc *p = proc_get(t, pid, false);
+	struct tracker_proc *p = tracker_proc_get(t, pid, false);
 	if (p)
 		pcomm = p->comm;
 	th->tid = tid;
@@ -204,15 +204,15 @@ struct thread *proc_thread(struct uw_tracker *t, int32_t pid, int32_t tid, bool 
 	return th;
 }
 
-/* (every frame's: inlined into proc_find_pc) */
-static inline const struct map *find_map(struct proc *p, uint64_t addr)
+/* (every frame's: inlined into tracker_find_pc) */
+static inline const struct tracker_map *find_map(struct tracker_proc *p, uint64_t addr)
 {
-	const struct map *m = p->maps.data;
+	const struct tracker_map *m = p->maps.data;
 	/* consecutive frames mostly fall in the mapping of the one before */
 	uint32_t last = __atomic_load_n(&p->last_map, __ATOMIC_RELAXED);
 	if (last < p->maps.len && addr >= m[last].start && addr < m[last].end)
 		return &m[last];
-	size_t lo = base_upper_bound(m, p->maps.len, sizeof(*m), offsetof(struct map, start), addr);
+	size_t lo = base_upper_bound(m, p->maps.len, sizeof(*m), offsetof(struct tracker_map, start), addr);
 	if (lo && addr < m[lo - 1].end) {
 		__atomic_store_n(&p->last_map, (uint32_t)(lo - 1), __ATOMIC_RELAXED);
 		return &m[lo - 1];
@@ -220,43 +220,35 @@ static inline const struct map *find_map(struct proc *p, uint64_t addr)
 	return NULL;
 }
 
-const struct map *proc_find_map(struct proc *p, uint64_t addr)
+const struct tracker_map *tracker_find_map(struct tracker_proc *p, uint64_t addr)
 {
 	return find_map(p, addr);
 }
 
-int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
+int tracker_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
               uint32_t prot, struct uw_module *mod)
 {
 	if (!len || addr + len < addr)
 		return -UW_EFORMAT;
-	struct proc *p = proc_get(t, pid, true);
+	struct tracker_proc *p = tracker_proc_get(t, pid, true);
 	if (!p)
 		return -ENOMEM;
 	uint64_t end = addr + len;
 	/* referenced before the mappings it replaces let go of theirs (it may be one of them) */
 	mod_ref(t, mod);
-	if (t->o.live && mod && !mod->special && !proc_module_is_opened(mod)) {
-		/* (under the lock: another live tracker's thread may be opening it) */
-		proc_lock(t->s);
-		if (!mod->live_pid && !proc_module_is_opened(mod)) {
-			mod->live_pid = pid;
-			mod->live_start = addr;
-			mod->live_end = end;
-		}
-		proc_unlock(t->s);
-	}
-	struct base_vec out = BASE_VEC_INIT(struct map);
+	if (t->o.live && mod)
+		module_note_live(mod, pid, addr, end);
+	struct base_vec out = BASE_VEC_INIT(struct tracker_map);
 	if (base_vec_reserve(&out, p->maps.len + 2)) {
 		mod_unref(t, mod);
 		return -ENOMEM;
 	}
-	struct map *old = p->maps.data, *o = out.data;
+	struct tracker_map *old = p->maps.data, *o = out.data;
 	size_t n = 0;
 	bool placed = false;
-	struct map nm = { .start = addr, .end = end, .pgoff = pgoff, .mod = mod, .exec = (prot & PROT_EXEC) != 0 };
+	struct tracker_map nm = { .start = addr, .end = end, .pgoff = pgoff, .mod = mod, .exec = (prot & PROT_EXEC) != 0 };
 	for (size_t i = 0; i < p->maps.len; i++) {
-		struct map m = old[i];
+		struct tracker_map m = old[i];
 		if (m.end <= addr || m.start >= end) {
 			if (!placed && m.start >= end) {
 				o[n++] = nm;
@@ -268,7 +260,7 @@ int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, ui
 		/* overlap: keep the parts of m outside [addr, end) */
 		bool kept = false;
 		if (m.start < addr) {
-			struct map left = m;
+			struct tracker_map left = m;
 			left.end = addr;
 			o[n++] = left;
 			kept = true;
@@ -278,7 +270,7 @@ int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, ui
 			placed = true;
 		}
 		if (m.end > end) {
-			struct map right = m;
+			struct tracker_map right = m;
 			right.pgoff += end - m.start;
 			right.start = end;
 			right.bias_known = m.bias_known; /* same segment, same bias */
@@ -306,40 +298,40 @@ int proc_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len, ui
 
 static int fork_locked(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time)
 {
-	struct thread *pt = proc_thread(t, ppid, ptid, false);
+	struct tracker_thread *pt = tracker_thread_get(t, ppid, ptid, false);
 	const char *comm = pt ? pt->comm : NULL;
 	if (pid == ppid) {
 		/* a new thread in the same process */
-		struct proc *p = proc_get(t, pid, true);
+		struct tracker_proc *p = tracker_proc_get(t, pid, true);
 		if (!p)
 			return -ENOMEM;
-		struct thread *th = proc_thread(t, pid, tid, true);
+		struct tracker_thread *th = tracker_thread_get(t, pid, tid, true);
 		if (!th)
 			return -ENOMEM;
 		if (comm)
 			th->comm = comm;
 		return 0;
 	}
-	struct proc *old = proc_get(t, pid, false);
+	struct tracker_proc *old = tracker_proc_get(t, pid, false);
 	if (old) {
 		/* pid reuse: the old process is gone for good */
 		base_map_del(&t->procs, (uint64_t)(uint32_t)pid);
-		proc_free(t, old);
+		tracker_proc_free(t, old);
 		t->st.processes_freed++;
 	}
-	struct proc *p = proc_get(t, pid, true);
+	struct tracker_proc *p = tracker_proc_get(t, pid, true);
 	if (!p)
 		return -ENOMEM;
 	/* born in the recording: a perf map older than this is another process's */
 	p->start_time = time;
 	p->start_known = true;
-	struct proc *parent = proc_get(t, ppid, false);
+	struct tracker_proc *parent = tracker_proc_get(t, ppid, false);
 	if (parent && parent->maps.len) {
 		if (base_vec_reserve(&p->maps, parent->maps.len))
 			return -ENOMEM;
-		memcpy(p->maps.data, parent->maps.data, parent->maps.len * sizeof(struct map));
+		memcpy(p->maps.data, parent->maps.data, parent->maps.len * sizeof(struct tracker_map));
 		p->maps.len = parent->maps.len;
-		struct map *m = p->maps.data;
+		struct tracker_map *m = p->maps.data;
 		for (size_t i = 0; i < p->maps.len; i++)
 			mod_ref(t, m[i].mod);
 	}
@@ -347,14 +339,14 @@ static int fork_locked(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t 
 		p->comm = parent->comm;
 	if (comm)
 		p->comm = comm;
-	struct thread *th = proc_thread(t, pid, tid, true);
+	struct tracker_thread *th = tracker_thread_get(t, pid, tid, true);
 	if (!th)
 		return -ENOMEM;
 	th->comm = p->comm;
 	return 0;
 }
 
-int proc_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time)
+int tracker_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time)
 {
 	tracker_wrlock(t);
 	int e = fork_locked(t, pid, ppid, tid, ptid, time);
@@ -365,20 +357,20 @@ int proc_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int3
 static int comm_locked(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec,
                        uint64_t time)
 {
-	const char *c = proc_intern(t->s, comm, len);
+	const char *c = session_intern(t->s, comm, len);
 	if (!c)
 		return -ENOMEM;
-	struct proc *p = proc_get(t, pid, true);
+	struct tracker_proc *p = tracker_proc_get(t, pid, true);
 	if (!p)
 		return -ENOMEM;
 	if (exec) {
 		/* the old image is gone: mappings of the new one follow this record */
-		struct map *m = p->maps.data;
+		struct tracker_map *m = p->maps.data;
 		for (size_t i = 0; i < p->maps.len; i++)
 			mod_unref(t, m[i].mod);
 		p->maps.len = 0;
 		p->exited = false;
-		jitdump_free(p->jd); /* JIT code of the old image */
+		jit_dump_free(p->jd); /* JIT code of the old image */
 		p->jd = NULL;
 		p->jd_tried = false;
 		p->jit = NULL;
@@ -390,14 +382,14 @@ static int comm_locked(struct uw_tracker *t, int32_t pid, int32_t tid, const cha
 	}
 	if (pid == tid || exec || !p->comm)
 		p->comm = c;
-	struct thread *th = proc_thread(t, pid, tid, true);
+	struct tracker_thread *th = tracker_thread_get(t, pid, tid, true);
 	if (!th)
 		return -ENOMEM;
 	th->comm = c;
 	return 0;
 }
 
-int proc_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec, uint64_t time)
+int tracker_set_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec, uint64_t time)
 {
 	tracker_wrlock(t);
 	int e = comm_locked(t, pid, tid, comm, len, exec, time);
@@ -405,16 +397,16 @@ int proc_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, 
 	return e;
 }
 
-void proc_exit(struct uw_tracker *t, int32_t pid, int32_t tid, uint64_t time)
+void tracker_exit(struct uw_tracker *t, int32_t pid, int32_t tid, uint64_t time)
 {
 	tracker_wrlock(t);
-	struct thread *th = proc_thread(t, pid, tid, false);
+	struct tracker_thread *th = tracker_thread_get(t, pid, tid, false);
 	if (th) {
 		th->exited = true;
 		th->exit_time = time;
 	}
 	if (pid == tid) {
-		struct proc *p = proc_get(t, pid, false);
+		struct tracker_proc *p = tracker_proc_get(t, pid, false);
 		if (p) {
 			p->exited = true;
 			p->exit_time = time;
@@ -434,7 +426,7 @@ static void sweep_locked(struct uw_tracker *t, uint64_t now)
 	/* collect first: deleting while iterating would skip entries moved by backward shift */
 	struct base_vec dead = BASE_VEC_INIT(uint64_t);
 	while (base_map_next(&t->procs, &it, &key, &val)) {
-		struct proc *p = val;
+		struct tracker_proc *p = val;
 		if (p->exited && p->exit_time < limit) {
 			uint64_t *k = base_vec_push(&dead);
 			if (k)
@@ -443,16 +435,16 @@ static void sweep_locked(struct uw_tracker *t, uint64_t now)
 	}
 	for (size_t i = 0; i < dead.len; i++) {
 		uint64_t k = *(uint64_t *)base_vec_at(&dead, i);
-		struct proc *p = base_map_del(&t->procs, k);
+		struct tracker_proc *p = base_map_del(&t->procs, k);
 		if (p) {
-			proc_free(t, p);
+			tracker_proc_free(t, p);
 			t->st.processes_freed++;
 		}
 	}
 	dead.len = 0;
 	it = 0;
 	while (base_map_next(&t->threads, &it, &key, &val)) {
-		struct thread *th = val;
+		struct tracker_thread *th = val;
 		if (th->exited && th->exit_time < limit) {
 			uint64_t *k = base_vec_push(&dead);
 			if (k)
@@ -464,7 +456,7 @@ static void sweep_locked(struct uw_tracker *t, uint64_t now)
 	base_vec_free(&dead);
 }
 
-void proc_sweep(struct uw_tracker *t, uint64_t now)
+void tracker_sweep(struct uw_tracker *t, uint64_t now)
 {
 	tracker_wrlock(t);
 	sweep_locked(t, now);
@@ -478,11 +470,11 @@ static void note_build_id_hex(struct uw_tracker *t, const char *path, const char
 	size_t n = strlen(hex);
 	if (!n || n > 2 * ELFV_MAX_BUILD_ID)
 		return;
-	const char *h = proc_intern(t->s, hex, n);
+	const char *h = session_intern(t->s, hex, n);
 	if (h)
 		base_map_put(&t->buildids, base_hash_bytes(path, strlen(path)), (void *)h);
 	if (!strcmp(path, "[kernel.kallsyms]"))
-		proc_kernel_note_build_id(t, hex);
+		ksym_kernel_note_build_id(t->kernel, hex);
 }
 
 static void note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len)
@@ -494,14 +486,14 @@ static void note_build_id(struct uw_tracker *t, const char *path, const uint8_t 
 	note_build_id_hex(t, path, hex);
 }
 
-void proc_note_build_id_hex(struct uw_tracker *t, const char *path, const char *hex)
+void tracker_note_build_id_hex(struct uw_tracker *t, const char *path, const char *hex)
 {
 	tracker_wrlock(t);
 	note_build_id_hex(t, path, hex);
 	tracker_unlock(t);
 }
 
-void proc_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len)
+void tracker_note_build_id(struct uw_tracker *t, const char *path, const uint8_t *bid, size_t len)
 {
 	tracker_wrlock(t);
 	note_build_id(t, path, bid, len);
@@ -519,12 +511,12 @@ static int map_event_locked(struct uw_tracker *t, int32_t pid, uint32_t cpumode,
 {
 	if (blen > ELFV_MAX_BUILD_ID)
 		blen = ELFV_MAX_BUILD_ID;
-	if (pid == -1 || cpumode == PROC_CPUMODE_KERNEL) {
+	if (pid == -1 || cpumode == TRACKER_CPUMODE_KERNEL) {
 		/* kernel and module maps: symbols come from kallsyms; perf records the kernel map
 		 * with pgoff = the address of _text (its relocation reference) */
 		if (fl >= 17 && memcmp(path, "[kernel.kallsyms]", 17) == 0) {
 			if (pgoff >= addr)
-				proc_kernel_note_text(t, pgoff);
+				ksym_kernel_note_text(t->kernel, pgoff);
 			if (bid && blen)
 				note_build_id(t, "[kernel.kallsyms]", bid, blen);
 		}
@@ -536,17 +528,17 @@ static int map_event_locked(struct uw_tracker *t, int32_t pid, uint32_t cpumode,
 	}
 	/* a JIT's jitdump, mapped so that the recording shows it: its loads name JIT code (not
 	 * while recording: names are a report's business, and the file is the process's) */
-	if ((prot & PROT_EXEC) && !t->o.live && jitdump_is_path(path, fl) && proc_jitdump_mmap(t, pid, path, fl))
+	if ((prot & PROT_EXEC) && !t->o.live && jit_dump_is_path(path, fl) && tracker_jitdump_mmap(t, pid, path, fl))
 		return -ENOMEM;
 	char hex[2 * ELFV_MAX_BUILD_ID + 1] = "";
 	if (blen)
 		base_hex(bid, blen, hex);
 	else if (tracker_build_id(t, path, fl))
 		snprintf(hex, sizeof(hex), "%s", tracker_build_id(t, path, fl));
-	struct uw_module *m = proc_module_get(t->s, path, fl, hex, maj, min, ino);
+	struct uw_module *m = module_get(t->s, path, fl, hex, maj, min, ino);
 	if (!m)
 		return -ENOMEM;
-	int e = proc_mmap(t, pid, addr, len, pgoff, prot, m);
+	int e = tracker_mmap(t, pid, addr, len, pgoff, prot, m);
 	return e == -ENOMEM ? e : 0;
 }
 
@@ -562,22 +554,22 @@ int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint6
 
 const char *tracker_comm(struct uw_tracker *t, uint32_t pid, uint32_t tid)
 {
-	struct thread *th = proc_thread(t, (int32_t)pid, (int32_t)tid, false);
+	struct tracker_thread *th = tracker_thread_get(t, (int32_t)pid, (int32_t)tid, false);
 	if (th && th->comm)
 		return th->comm;
-	struct proc *p = proc_get(t, (int32_t)pid, false);
+	struct tracker_proc *p = tracker_proc_get(t, (int32_t)pid, false);
 	if (p && p->comm)
 		return p->comm;
 	char buf[24];
 	int n = snprintf(buf, sizeof(buf), ":%d", (int)tid);
-	return proc_intern(t->s, buf, (size_t)n);
+	return session_intern(t->s, buf, (size_t)n);
 }
 
-bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
+bool tracker_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 {
-	struct proc_find_ctx *c = ctx;
+	struct tracker_find_ctx *c = ctx;
 	struct uw_tracker *t = c->t;
-	const struct map *cm = c->p ? find_map(c->p, pc) : NULL;
+	const struct tracker_map *cm = c->p ? find_map(c->p, pc) : NULL;
 	if (!cm && c->p && t->o.live && pc >= 4096 && pc < (1ull << 47)) {
 		if (c->locked) {
 			/* readers do not change mappings: the caller asks, then walks again (pages
@@ -590,7 +582,7 @@ bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 				c->miss_pc = pc;
 		} else {
 			tracker_wrlock(t);
-			bool found = proc_ask_kernel(t, c->p, pc, c->time);
+			bool found = tracker_ask_kernel(t, c->p, pc, c->time);
 			tracker_unlock(t);
 			if (found)
 				cm = find_map(c->p, pc);
@@ -603,48 +595,49 @@ bool proc_find_pc(void *ctx, uint64_t pc, struct unw_pc_info *out)
 	if (c->p && !t->o.live && (!cm || !cm->mod || (cm->mod->special && !cm->mod->jit && cm->mod->path[0] != '['))) {
 		/* (read when first needed, by whichever thread unwinding needs it first) */
 		pthread_mutex_lock(&t->jit_mu);
-		struct uw_module *jm = c->p->jd ? proc_jitdump_find(t, c->p, pc, c->time) : NULL;
+		struct uw_module *jm = c->p->jd ? jit_dump_find(t->s, c->p->jd, c->p->pid, pc, c->time, t->clock_monotonic) : NULL;
 		if (!jm)
-			jm = proc_jit_module(t, c->p);
+			jm = tracker_jit_module(t, c->p);
 		pthread_mutex_unlock(&t->jit_mu);
-		const struct sym *js = jm ? symtab_find(&jm->syms, pc) : NULL;
-		if (js) {
+		uint64_t js;
+		if (jm && jit_symbol_at(jm, pc, &js)) {
 			out->module = jm;
-			out->map_addr = jm->jitdump ? JITDUMP_TEXT_OFFSET + (pc - js->start) : pc;
+			out->map_addr = jm->jitdump ? JITDUMP_TEXT_OFFSET + (pc - js) : pc;
 			out->bias = 0;
 			out->code = NULL;
-			proc_module_hit(jm);
+			tracker_module_hit(t, jm);
 			return true;
 		}
 	}
 	if (!cm)
 		return false;
-	struct map *m = (struct map *)cm;
+	struct tracker_map *m = (struct tracker_map *)cm;
 	out->module = m->mod;
 	out->map_addr = pc - m->start + m->pgoff;
 	if (!__atomic_load_n(&m->bias_known, __ATOMIC_ACQUIRE)) {
 		/* (threads unwinding at once may both compute it: the same value) */
 		uint64_t bias = m->start - m->pgoff; /* rel = file offset unless the ELF says otherwise */
-		if (m->mod && proc_module_open(t->s, m->mod)) {
+		if (m->mod && module_open(t->s, m->mod)) {
 			uint64_t vaddr;
 			if (elfv_offset_to_vaddr(m->mod->elf, out->map_addr, &vaddr))
 				bias = pc - vaddr;
 		}
 		__atomic_store_n(&m->bias, bias, __ATOMIC_RELAXED);
+		/* the first frame in this mapping: its module is hit (not asked at every frame) */
+		if (m->mod)
+			tracker_module_hit(t, m->mod);
 		__atomic_store_n(&m->bias_known, true, __ATOMIC_RELEASE);
 	}
 	out->bias = __atomic_load_n(&m->bias, __ATOMIC_RELAXED);
-	out->code = m->mod ? proc_module_code(t->s, m->mod) : NULL;
-	if (m->mod)
-		proc_module_hit(m->mod);
+	out->code = m->mod ? module_code(t->s, m->mod) : NULL;
 	return true;
 }
 
-void tracker_frame_at(struct proc_find_ctx *fc, uint64_t ip, uint8_t method, struct uw_frame *f)
+void tracker_frame_at(struct tracker_find_ctx *fc, uint64_t ip, uint8_t method, struct uw_frame *f)
 {
 	struct unw_pc_info info = { 0 };
 	memset(f, 0, sizeof(*f));
-	bool mapped = fc->p && proc_find_pc(fc, ip, &info);
+	bool mapped = fc->p && tracker_find_pc(fc, ip, &info);
 	f->pc = ip;
 	f->module = info.module;
 	f->map_addr = mapped ? info.map_addr : ip;
@@ -655,9 +648,116 @@ void tracker_frame_at(struct proc_find_ctx *fc, uint64_t ip, uint8_t method, str
 	f->is_call = 0;
 }
 
+void tracker_note_kernel_release(struct uw_tracker *t, const char *release)
+{
+	ksym_kernel_note_release(t->kernel, release);
+}
+
 void tracker_on_new_map(struct uw_tracker *t, tracker_map_fn fn, void *ctx)
 {
 	t->on_new_map = fn;
 	t->on_new_map_ctx = ctx;
 }
 
+
+/* ---- JIT code: the process's jitdump and perf map, read by lib/symbolize from what the tracker
+ * knows of the process */
+
+int tracker_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_t len)
+{
+	struct tracker_proc *p = tracker_proc_get(t, pid, true);
+	if (!p)
+		return -ENOMEM;
+	if (!p->jd && !p->jd_tried) {
+		p->jd_tried = true;
+		p->jd = jit_dump_read(t->s, path, len);
+	}
+	return 0;
+}
+
+struct uw_module *tracker_jit_module(struct uw_tracker *t, struct tracker_proc *p)
+{
+	if (p->jit_tried)
+		return p->jit;
+	p->jit_tried = true;
+	struct jit_proc jp = { .pid = p->pid, .start_known = p->start_known };
+	int64_t started; /* its start in wall-clock time (a recording's claims may overflow it) */
+	if (p->start_known && t->wall_known && !__builtin_add_overflow((int64_t)p->start_time, t->wall_offset, &started)) {
+		jp.start_wall_known = true;
+		jp.start_wall = started;
+	}
+	struct jit_span *spans = NULL;
+	if (!p->start_known && p->maps.len && (spans = malloc(p->maps.len * sizeof(*spans)))) {
+		const struct tracker_map *mv = p->maps.data;
+		for (size_t i = 0; i < p->maps.len; i++)
+			spans[i] = (struct jit_span){ mv[i].start, mv[i].end, jit_anonymous(mv[i].mod) };
+		jp.spans = spans;
+		jp.nspans = p->maps.len;
+	}
+	p->jit = jit_map_module(t->s, &jp);
+	free(spans);
+	return p->jit;
+}
+
+/* ---- modules this recording's frames landed in */
+
+void tracker_hit_set(struct uw_tracker *t, uint32_t id)
+{
+	pthread_mutex_lock(&t->hit_mu);
+	size_t w = id >> 6;
+	if (w >= t->nhit) {
+		size_t n = UW_MAX(w + 1, 2 * t->nhit);
+		uint64_t *h = calloc(n, sizeof(*h)), **old = h ? base_vec_push(&t->old_hits) : NULL;
+		if (!old) {
+			free(h);
+			pthread_mutex_unlock(&t->hit_mu);
+			return; /* (its build-id is then not written: as a module no frame hit) */
+		}
+		for (size_t i = 0; i < t->nhit; i++)
+			h[i] = __atomic_load_n(&t->hit[i], __ATOMIC_RELAXED);
+		*old = t->hit;
+		/* (the array before its size: a thread that reads the new size reads this one) */
+		__atomic_store_n(&t->hit, h, __ATOMIC_RELEASE);
+		__atomic_store_n(&t->nhit, n, __ATOMIC_RELEASE);
+	}
+	__atomic_fetch_or(&t->hit[w], 1ull << (id & 63), __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&t->hit_mu);
+}
+
+bool tracker_module_was_hit(const struct uw_tracker *t, const struct uw_module *m)
+{
+	size_t n = __atomic_load_n(&t->nhit, __ATOMIC_ACQUIRE);
+	const uint64_t *h = __atomic_load_n(&t->hit, __ATOMIC_ACQUIRE);
+	return (m->id >> 6) < n && (__atomic_load_n(&h[m->id >> 6], __ATOMIC_RELAXED) >> (m->id & 63) & 1);
+}
+
+/* ---- live: mappings asked of the kernel */
+
+bool tracker_ask_kernel(struct uw_tracker *t, struct tracker_proc *p, uint64_t pc, uint64_t time)
+{
+	uint64_t page = pc >> 12;
+	for (unsigned i = 0; i < p->nmissed && i < UW_ARRAY_SIZE(p->missed); i++)
+		if (p->missed[i] == page)
+			return false;
+	struct tracker_vma v;
+	int how = tracker_vma_query(&p->maps_fd, p->pid, pc, &v);
+	if (!how) {
+		p->missed[p->nmissed++ % UW_ARRAY_SIZE(p->missed)] = page;
+		return false;
+	}
+	if (how == TRACKER_VMA_QUERIED)
+		t->st.procmap_queries++;
+	else
+		t->st.maps_scans++;
+	char hex[2 * ELFV_MAX_BUILD_ID + 1] = "";
+	if (v.blen)
+		base_hex(v.bid, v.blen, hex);
+	struct uw_module *m = module_get(t->s, v.name, strlen(v.name), hex, v.maj, v.min, v.ino);
+	if (!m || tracker_mmap(t, p->pid, v.start, v.end - v.start, v.pgoff, PROT_READ | PROT_EXEC, m))
+		return false;
+	/* the recorder writes it out, so readers of its output know the mapping too */
+	if (t->on_new_map)
+		t->on_new_map(t->on_new_map_ctx, p->pid, v.start, v.end - v.start, v.pgoff, v.maj, v.min, v.ino, v.name,
+			      v.blen ? v.bid : NULL, v.blen, time);
+	return true;
+}

@@ -6,7 +6,7 @@
  */
 #include <errno.h>
 
-#include "process/process.h"
+#include "process/tracker.h"
 
 UW_API uint64_t uw_regs_mask(enum uw_arch arch)
 {
@@ -34,7 +34,7 @@ struct uw_frame_regs {
 
 /* A walk with a callback per frame (uw_unwind_sample_each, uw_unwind_sample_walk). */
 struct walk {
-	struct proc_find_ctx *fc;
+	struct tracker_find_ctx *fc;
 	uw_frame_fn each;          /* one of these */
 	uw_frame_regs_fn fn;
 	void *ctx;
@@ -102,7 +102,7 @@ static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct 
 	/* In a syscall (not a fault or an interrupt, whose pc is exact), the user pc follows the
 	 * `syscall` instruction, which left that same pc in rcx: the kernel's saved rcx equals its
 	 * saved rip. */
-	bool in_syscall = in->cpumode == PROC_CPUMODE_KERNEL && (regs0.valid & (1u << UNW_X86_RCX)) &&
+	bool in_syscall = in->cpumode == TRACKER_CPUMODE_KERNEL && (regs0.valid & (1u << UNW_X86_RCX)) &&
 			  (regs0.valid & (1u << UNW_X86_RIP)) && regs0.r[UNW_X86_RCX] == regs0.r[UNW_X86_RIP];
 	unsigned max = UW_MIN(cap, t->s->opts.max_frames);
 	struct cfi_cache *cache = tracker_cache_take(t);
@@ -111,7 +111,7 @@ static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct 
 	uint64_t reach = 0;
 	struct unw_result r;
 	tracker_rdlock(t);
-	struct proc_find_ctx fc = { t, tracker_sample_proc_rd(t, (int32_t)in->pid, in->time), in->time, true, 0 };
+	struct tracker_find_ctx fc = { t, tracker_sample_proc_rd(t, (int32_t)in->pid, in->time), in->time, true, 0 };
 	for (unsigned tries = 0;; tries++) {
 		struct unw_regs regs = regs0;
 		reach = 0;
@@ -125,7 +125,7 @@ static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct 
 			w->abort_on_miss = tries < 8;
 		}
 		fc.miss_pc = 0;
-		unw_run(&uo, &regs, &stk, proc_find_pc, &fc, frames, &r);
+		unw_run(&uo, &regs, &stk, tracker_find_pc, &fc, frames, &r);
 		bool cut = w && w->retry;
 		if ((w && w->stopped) || !fc.miss_pc)
 			break;

@@ -77,12 +77,12 @@ static void add_profile(struct dx *x, struct uw_profile *p, int side)
 				const struct pframe *f = &st->f[0];
 				const char *sym = prof_frame_symbol(p, f);
 				key.name = sym ? sym : prof_frame_name(p, f);
-				key.name = proc_intern(p->s, key.name, strlen(key.name));
+				key.name = session_intern(p->s, key.name, strlen(key.name));
 				const char *dso = f->kernel ? "[kernel.kallsyms]" : f->mod ? f->mod->name : "[unknown]";
-				key.dso = proc_intern(p->s, dso, strlen(dso));
+				key.dso = session_intern(p->s, dso, strlen(dso));
 				key.kernel = f->kernel;
 			} else {
-				key.name = key.dso = proc_intern(p->s, "[unknown]", 9);
+				key.name = key.dso = session_intern(p->s, "[unknown]", 9);
 			}
 			key.hash = base_hash64((uintptr_t)key.name ^ base_hash64((uintptr_t)key.dso + key.kernel));
 		} else {
@@ -101,10 +101,10 @@ static void add_profile(struct dx *x, struct uw_profile *p, int side)
 			key.n = prof_stack_names(p, st, x->names, &key.hash);
 			/* a module's symbol names are its own: the same function in the other recording
 			 * may come from another copy of the module (a stack of both was two rows) */
-			key.comm = st->comm ? proc_intern(p->s, st->comm, strlen(st->comm)) : NULL;
+			key.comm = st->comm ? session_intern(p->s, st->comm, strlen(st->comm)) : NULL;
 			key.hash = base_hash64((uintptr_t)key.comm);
 			for (uint32_t k = 0; k < key.n; k++) {
-				x->names[k] = proc_intern(p->s, x->names[k], strlen(x->names[k]));
+				x->names[k] = session_intern(p->s, x->names[k], strlen(x->names[k]));
 				key.hash = base_hash64(key.hash ^ (uintptr_t)x->names[k]) + k;
 			}
 		}

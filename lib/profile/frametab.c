@@ -67,7 +67,7 @@ static int frame_id(struct frametab *t, const struct dframe *d, uint32_t *out)
 
 static const char *intern(struct uw_profile *p, const char *s)
 {
-	return s ? proc_intern(p->s, s, strlen(s)) : NULL;
+	return s ? session_intern(p->s, s, strlen(s)) : NULL;
 }
 
 unsigned frametab_levels(struct frametab *t, const struct pframe *f, const uint32_t **ids)

@@ -43,7 +43,7 @@ static const char *cached_name(struct uw_profile *p, const struct pframe *f, int
 
 static const char *intern(struct uw_profile *p, const char *s)
 {
-	return proc_intern(p->s, s, strlen(s));
+	return session_intern(p->s, s, strlen(s));
 }
 
 static const char *name_uncached(struct uw_profile *p, const struct pframe *f, int kind)
@@ -167,7 +167,7 @@ static unsigned levels_uncached(struct uw_profile *p, const struct pframe *f, co
 			char buf[1024];
 			const char *file = strrchr(inl[i].file, '/');
 			int len = snprintf(buf, sizeof(buf), "%s %s:%u", fn, file ? file + 1 : inl[i].file, inl[i].line);
-			const char *named = proc_intern(p->s, buf, (size_t)UW_MIN(len, (int)sizeof(buf) - 1));
+			const char *named = session_intern(p->s, buf, (size_t)UW_MIN(len, (int)sizeof(buf) - 1));
 			if (named)
 				fn = named;
 		}

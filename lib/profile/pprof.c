@@ -253,7 +253,7 @@ static uint64_t location(struct pp *x, const struct pframe *f)
 			line(x, &loc, sym.name, sym.name, NULL, 0);
 	} else if (f->mod) {
 		const char *shown = NULL, *sys = NULL;
-		proc_symbol_names(s, f->mod, f->addr, &sys, &shown);
+		sym_names(s, f->mod, f->addr, &sys, &shown);
 		const struct uw_source_frame *inl = NULL;
 		unsigned n = 0;
 		uw_symbolize_inline(s, f->mod, f->addr, &inl, &n);

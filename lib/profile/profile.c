@@ -90,7 +90,7 @@ static int event_index(struct uw_profile *p, const struct uw_sample *smp, uint32
 	if (!ne)
 		return -ENOMEM;
 	ne->attr_index = smp->attr_index;
-	ne->name = smp->event_name ? proc_intern(p->s, smp->event_name, strlen(smp->event_name)) : "";
+	ne->name = smp->event_name ? session_intern(p->s, smp->event_name, strlen(smp->event_name)) : "";
 	*out = (uint32_t)(p->events.len - 1);
 	return 0;
 }

@@ -10,7 +10,7 @@
 
 #include <errno.h>
 
-#include "process/process.h"
+#include "process/tracker.h"
 
 struct pframe {
 	union {

@@ -659,9 +659,9 @@ UW_API int uw_script_writer_add(struct uw_script_writer *w, const struct uw_samp
 	struct sw_window *win = w->nwin ? &w->win[(w->first + w->nwin - 1) % SW_MAX_WINDOWS] : NULL;
 	if (!win || win->n == SW_WINDOW) {
 		if (win)
-			win->jobs = proc_inline_asked(w->s);
+			win->jobs = sym_inline_asked(w->s);
 		/* write what is ready; and the oldest anyway when too much is held */
-		while (w->nwin && (proc_inline_done(w->s, w->win[w->first].jobs) || w->nwin == SW_MAX_WINDOWS ||
+		while (w->nwin && (sym_inline_done(w->s, w->win[w->first].jobs) || w->nwin == SW_MAX_WINDOWS ||
 				   w->bytes > SW_MAX_BYTES)) {
 			sw_write_oldest(w);
 			if (w->err)

@@ -33,12 +33,12 @@ char *sym_demangle_dup(const char *name)
 	return full;
 }
 
-const char *sym_demangle(struct base_intern *strings, const char *name)
+const char *sym_demangle(struct base_strings *strings, const char *name)
 {
 	char *d = sym_demangle_dup(name);
 	if (!d)
 		return name;
-	const char *r = base_intern(strings, d, strlen(d));
+	const char *r = base_strings_intern(strings, d, strlen(d));
 	free(d);
 	return r ? r : name;
 }

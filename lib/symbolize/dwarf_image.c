@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The DWARF a Dwarf handle reads: images of a file's DWARF and the cache of them (dwarf_image.h). */
+/* The DWARF a Dwarf handle reads: images of a file's DWARF (dwarf_image.h), taken from or given to
+ * the DWARF cache (dwarf_cache.c). */
 #include "symbolize/dwarf_inline.h"
 #include "symbolize/dwarf_walk.h"
 #include "symbolize/dwarf_line.h"
@@ -20,10 +21,7 @@
 #include <unistd.h>
 
 #include "symbolize/dwarf_image.h"
-
-/* The cache's files, for its size cap (the "1" files are an older layout, removed first as they
- * are no longer read) */
-static const char *const cache_suffixes[] = { ".dwarf1", ".lines1", ".dwarf2", ".lines2", NULL };
+#include "symbolize/dwarf_cache.h"
 
 static bool unneeded(const char *name)
 {
@@ -234,141 +232,6 @@ static void *dwarf_image(struct elfv *v, size_t *out_size, int *err)
 	return img;
 }
 
-/* ---- the cache of decompressed DWARF
- *
- * Inflating a compressed debug file is most of the cost of inline frames on a first look at a
- * recording (CPython's and libc's debug files: 34 MiB of DWARF out of 13 MiB). Its image is
- * written, by a thread while the report goes on, to DIR/BUILD-ID-KEY.dwarf2, through a
- * temporary file and a rename, so a reader sees a whole file or none. Later runs map it: libdw
- * then faults in only the pages of the units asked for. (Mapping is safe there as it is not for
- * the files a recording names: no one but this user writes in the cache, and nothing there is
- * ever written in place, see elfv_open_mapped.)
- *
- * An entry is made from one file and used for that file only: the build-id alone is no key, as
- * any file can claim any build-id (one report of an untrusted recording whose --symfs held a
- * file with a forged build-id would otherwise give every later report of the genuine binary the
- * forged names and lines). So an entry carries, after the image, the identity of the file it
- * was made from (device, inode, size, modification and change times: no other file has them,
- * and a file written since has another change time, which no unprivileged user can set) and a
- * hash of that file's ELF and section headers; KEY (a hash of the identity) lets the entries of
- * two files with one build-id live side by side. An entry whose identity is not the file's now
- * is not read. The "2" names the layout (the image of dwarf_image, then struct cache_ident). */
-
-#define CACHE_MAGIC "UWDWARF2"
-
-struct cache_ident {
-	char magic[8];
-	struct elfv_ident id;
-	uint64_t headers;     /* hash of the file's ELF and section headers */
-	uint64_t image_size;  /* the image's bytes before this */
-};
-_Static_assert(sizeof(struct cache_ident) == sizeof(((struct cache_write *)0)->ident), "cache_write.ident");
-
-static bool has_compressed(struct elfv *v)
-{
-	Elf *e = (Elf *)v->elf;
-	for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
-		GElf_Shdr sh;
-		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) && sh.sh_type != SHT_NOBITS)
-			return true;
-	}
-	return false;
-}
-
-static uint64_t headers_hash(struct elfv *v)
-{
-	Elf *e = (Elf *)v->elf;
-	GElf_Ehdr eh;
-	uint64_t h = gelf_getehdr(e, &eh) ? base_hash_bytes(&eh, sizeof(eh)) : 0;
-	size_t n = 0;
-	if (elf_getshdrnum(e, &n))
-		return h;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Shdr sh;
-		if (gelf_getshdr(elf_getscn(e, i), &sh))
-			h = base_hash64(h ^ base_hash_bytes(&sh, sizeof(sh)));
-	}
-	return h;
-}
-
-bool dwi_file_key(struct elfv *v, char *out, size_t cap)
-{
-	char bid[2 * ELFV_MAX_BUILD_ID + 1];
-	struct elfv_ident id;
-	if (!elfv_ident(v, &id) || elfv_build_id_hex(v, bid) < 8)
-		return false;
-	int n = snprintf(out, cap, "%s-%016" PRIx64, bid, base_hash_bytes(&id, sizeof(id)));
-	return n > 0 && (size_t)n < cap;
-}
-
-static char *cache_path(const char *dir, struct elfv *v)
-{
-	char key[2 * ELFV_MAX_BUILD_ID + 20], *p;
-	if (!dir || !*dir || !dwi_file_key(v, key, sizeof(key)) || asprintf(&p, "%s/%s.dwarf2", dir, key) < 0)
-		return NULL;
-	return p;
-}
-
-static void cache_ident(struct elfv *v, struct cache_ident *ci, size_t image_size)
-{
-	memset(ci, 0, sizeof(*ci));
-	memcpy(ci->magic, CACHE_MAGIC, 8);
-	elfv_ident(v, &ci->id);
-	ci->headers = headers_hash(v);
-	ci->image_size = image_size;
-}
-
-static struct elfv *cache_open(const char *path, struct elfv *v)
-{
-	struct elfv *c;
-	if (elfv_open_mapped(path, BASE_OPEN_NOFOLLOW, &c))
-		return NULL;
-	struct cache_ident want, got;
-	cache_ident(v, &want, c->size - UW_MIN(c->size, sizeof(got)));
-	char a[2 * ELFV_MAX_BUILD_ID + 1], b[2 * ELFV_MAX_BUILD_ID + 1];
-	elfv_build_id_hex(v, a);
-	elfv_build_id_hex(c, b);
-	memset(&got, 0, sizeof(got));
-	if (c->size >= sizeof(got) + 64)
-		memcpy(&got, c->map + c->size - sizeof(got), sizeof(got));
-	if (memcmp(&want, &got, sizeof(got)) || strcmp(a, b) || has_compressed(c) || !elfv_has_section(c, ".debug_info")) {
-		elfv_close(c);
-		return NULL;
-	}
-	return c;
-}
-
-static void *cache_write_main(void *arg)
-{
-	struct cache_write *w = arg;
-	pthread_setname_np(pthread_self(), "uw-cachewrite");
-	/* within the cache's cap (older entries go first); a cache: failing costs only time */
-	struct base_piece pieces[2] = { { w->img, w->size }, { &w->ident, sizeof(w->ident) } };
-	if (base_cache_admit(w->path, w->size + sizeof(w->ident), w->cap, cache_suffixes))
-		base_replace_file(w->path, pieces, 2);
-	return NULL;
-}
-
-static void cache_write_start(struct dwi_file *f, struct elfv *v, char *path, size_t size, uint64_t cap)
-{
-	struct cache_write *w = calloc(1, sizeof(*w));
-	if (!w) {
-		free(path);
-		return;
-	}
-	w->img = f->image;
-	w->size = size;
-	w->path = path;
-	w->cap = cap;
-	cache_ident(v, (struct cache_ident *)&w->ident, size);
-	if (pthread_create(&w->th, NULL, cache_write_main, w)) {
-		free(w->path);
-		free(w);
-		return;
-	}
-	f->cw = w;
-}
-
 void dwi_image_end(struct dwi_file *f)
 {
 	if (f->cw) {
@@ -392,8 +255,8 @@ Dwarf *dwi_image_begin(struct elfv *v, const char *cache, uint64_t cap, struct d
 	memset(f, 0, sizeof(*f));
 	if (why)
 		*why = 0;
-	char *path = cache && has_compressed(v) ? cache_path(cache, v) : NULL;
-	if (path && (f->cached = cache_open(path, v))) {
+	char *path = cache && dwc_has_compressed(v) ? dwc_image_path(cache, v) : NULL;
+	if (path && (f->cached = dwc_image_open(path, v))) {
 		free(path);
 		errno = 0;
 		Dwarf *dw = dwarf_begin_elf((Elf *)f->cached->elf, DWARF_C_READ, NULL);
@@ -428,6 +291,6 @@ Dwarf *dwi_image_begin(struct elfv *v, const char *cache, uint64_t cap, struct d
 		return NULL;
 	}
 	if (path)
-		cache_write_start(f, v, path, isize, cap);
+		dwc_image_write(f, v, path, isize, cap);
 	return dw;
 }

@@ -16,6 +16,18 @@
  * segments of its own, when one of its addresses is first asked for. On a CPython recording 557
  * of the 4,542 functions of the units touched are ever asked for, and their subtrees hold 18% of
  * the units' code DIEs.
+ *
+ * Threads: lookups may run at once on one handle. What units share (the units by address, the map
+ * of units, the units opened for names, the package) and every call into libdw (its handles fill
+ * caches of their own as they are read) are under the handle's lock, d->mu; each unit's index
+ * (its nodes grow as functions are walked) is under the unit's own lock, held for a whole lookup
+ * in it. Our own walks and line tables, most of the work, need only the unit's lock, so threads
+ * looking up addresses of different units run in parallel. Lock order: a unit's, then d->mu.
+ *
+ * Files: this one holds the handle (its lock, the guard against libdw running out of memory),
+ * a unit's index and the lookup; dwarf_inline_units.c the units by address and by offset,
+ * dwarf_inline_split.c split units (.dwo, .dwp), dwarf_inline_libdw.c what is read through
+ * libdw when the fast walk cannot. They share dwarf_inline_int.h.
  */
 #include "symbolize/dwarf_inline_int.h"
 #include "symbolize/dwarf_walk.h"
@@ -35,9 +47,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-
-static char no_unit; /* attr_units: a unit dww cannot read */
 
 static void find_sections(struct dwi *d)
 {
@@ -102,36 +111,6 @@ static void find_sections(struct dwi *d)
 		d->sec = sec;
 }
 
-/* ---- libdw out of memory
- *
- * libdw's handler for a failed allocation of its own (libdw_alloc) prints and exits the process
- * (__libdw_oom), and it may not return: libdw goes on with the NULL. So every Dwarf handle of
- * ours gets this handler instead, and every call into libdw the library makes after
- * dwarf_begin_elf runs under dwi_lookup's guard, to which it jumps back. The handle is then
- * given up (libdw's state may be half made: it is not used again, and not freed); the lookup
- * returns nothing and dwi_out_of_memory says why. */
-struct oom_guard {
-	jmp_buf jb;
-	struct oom_guard *prev;
-};
-static __thread struct oom_guard *oom_top;
-static Dwarf_OOM libdw_oom; /* libdw's own: only for a call outside any guard (none is made) */
-
-static _Noreturn void dwi_oom(void)
-{
-	struct oom_guard *g = oom_top;
-	if (g)
-		longjmp(g->jb, 1);
-	__atomic_load_n(&libdw_oom, __ATOMIC_RELAXED)();
-}
-
-static void oom_handler(Dwarf *dw)
-{
-	Dwarf_OOM old = dwarf_new_oom_handler(dw, dwi_oom);
-	if (old != dwi_oom)
-		__atomic_store_n(&libdw_oom, old, __ATOMIC_RELAXED);
-}
-
 struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64_t cache_cap, int *why)
 {
 	if (why)
@@ -152,11 +131,12 @@ struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64
 		return NULL;
 	}
 	d->dw = dw;
-	oom_handler(dw);
+	dwi_mutex_init(&d->mu);
+	dwi_oom_handler(dw);
 	/* names and abstract origins that dwz moved into a supplementary file */
 	int alt_why = 0;
 	if (alt && (d->alt = dwi_image_begin(alt, cache, cache_cap, &d->alt_file, &alt_why))) {
-		oom_handler(d->alt);
+		dwi_oom_handler(d->alt);
 		dwarf_setalt(dw, d->alt);
 	} else if (alt_why == -ENOMEM && why) {
 		*why = -ENOMEM; /* (the handle is made: the names dwz moved are missing) */
@@ -187,6 +167,7 @@ void dwi_cu_free(struct dwi_cu *c)
 	dwl_free(c->call_lines);
 	dwp_close(c->dwo);
 	elfv_close(c->dwo_view);
+	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
 
@@ -200,6 +181,7 @@ void dwi_close(struct dwi *d)
 		dwi_image_end(&d->alt_file);
 		return;
 	}
+	pthread_mutex_destroy(&d->mu);
 	dwl_store_save(d->lstore); /* a cache: a failure to write it only costs the next run */
 	size_t it = 0;
 	void *val;
@@ -207,7 +189,7 @@ void dwi_close(struct dwi *d)
 		dwi_cu_free(val);
 	dwl_store_free(d->lstore);
 	for (it = 0; base_map_next(&d->attr_units, &it, NULL, &val);)
-		if (val != &no_unit)
+		if (val != &dwi_no_unit)
 			dww_unit_free(val);
 	base_map_free(&d->attr_units);
 	free(d->unit_offs);
@@ -294,100 +276,6 @@ static int push_seg(struct base_vec *segs, uint64_t start, int32_t node)
 	return 0;
 }
 
-/* A node for a DIE with code; -1 when out of room or memory. */
-static int32_t add_node(struct base_vec *nodes, Dwarf_Off off, bool subprogram, int32_t scope)
-{
-	if (nodes->len >= DWI_MAX_NODES)
-		return -1;
-	struct dwi_node *n = base_vec_push(nodes);
-	if (!n)
-		return -1;
-	memset(n, 0, sizeof(*n));
-	n->off = off;
-	n->subprogram = subprogram;
-	n->expanded = true;
-	n->parent = subprogram ? -1 : scope;
-	return (int32_t)(nodes->len - 1);
-}
-
-/* The ranges of a DIE through libdw (every DWARF 2-5 form): a node on the first non-empty one.
- * @return the node, -1 without code, -2 on failure. */
-static int32_t die_ranges(Dwarf_Die *die, bool subprogram, int32_t scope, uint32_t depth, struct base_vec *nodes,
-                          struct base_vec *ranges)
-{
-	Dwarf_Addr base, lo, hi;
-	ptrdiff_t off = 0;
-	int32_t id = -1;
-	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
-		if (hi <= lo)
-			continue;
-		if (id < 0 && (id = add_node(nodes, dwarf_dieoffset(die), subprogram, scope)) < 0)
-			return -2;
-		struct range *r = base_vec_push(ranges);
-		if (!r)
-			return -2;
-		*r = (struct range){ lo, hi, depth, id };
-	}
-	return id;
-}
-
-/* The walk through libdw below root (a unit DIE, or a subprogram whose id is scope0): for units
- * the fast walk does not handle. @return 0, -1 on failure. */
-int dwi_collect_libdw(Dwarf_Die *root, int32_t scope0, struct base_vec *nodes, struct base_vec *ranges)
-{
-	/* explicit stack of (die, enclosing node, depth) */
-	struct frame {
-		Dwarf_Die die;
-		int32_t scope;
-		uint32_t depth;
-	} stack[256];
-	unsigned sp = 0;
-	Dwarf_Die child;
-	if (dwarf_child(root, &child) == 0)
-		stack[sp++] = (struct frame){ child, scope0, 0 };
-	bool fail = false;
-	while (sp && !fail) {
-		struct frame f = stack[--sp];
-		/* siblings continue at the same level */
-		Dwarf_Die sib;
-		if (dwarf_siblingof(&f.die, &sib) == 0 && sp < UW_ARRAY_SIZE(stack))
-			stack[sp++] = (struct frame){ sib, f.scope, f.depth };
-		int tag = dwarf_tag(&f.die);
-		int32_t scope = f.scope;
-		bool descend = true;
-		switch (tag) {
-		case DW_TAG_subprogram:
-		case DW_TAG_inlined_subroutine: {
-			int32_t id = die_ranges(&f.die, tag == DW_TAG_subprogram, f.scope, f.depth, nodes, ranges);
-			if (id < -1)
-				fail = true;
-			if (id >= 0)
-				scope = id;
-			/* a subprogram without code (declaration, abstract instance) holds none below */
-			if (tag == DW_TAG_subprogram && id == -1 && !dwarf_hasattr(&f.die, DW_AT_low_pc) &&
-			    !dwarf_hasattr(&f.die, DW_AT_ranges))
-				descend = false;
-			break;
-		}
-		/* no code below these */
-		case DW_TAG_base_type: case DW_TAG_pointer_type: case DW_TAG_typedef: case DW_TAG_const_type:
-		case DW_TAG_volatile_type: case DW_TAG_array_type: case DW_TAG_enumeration_type:
-		case DW_TAG_subroutine_type: case DW_TAG_formal_parameter: case DW_TAG_variable:
-		case DW_TAG_member: case DW_TAG_enumerator: case DW_TAG_subrange_type: case DW_TAG_label:
-		case DW_TAG_call_site: case DW_TAG_GNU_call_site: case DW_TAG_template_type_parameter:
-		case DW_TAG_template_value_parameter: case DW_TAG_unspecified_parameters:
-		case DW_TAG_structure_type: case DW_TAG_class_type: case DW_TAG_union_type:
-			descend = false;
-			break;
-		default:
-			break;
-		}
-		if (descend && dwarf_child(&f.die, &child) == 0 && sp < UW_ARRAY_SIZE(stack))
-			stack[sp++] = (struct frame){ child, scope, f.depth + 1 };
-	}
-	return fail ? -1 : 0;
-}
-
 struct range_ctx {
 	struct fast_ctx *fc;
 	const struct dww_die *w;
@@ -398,7 +286,7 @@ static int add_range(void *ctx, uint64_t lo, uint64_t hi)
 {
 	struct range_ctx *rc = ctx;
 	if (rc->id < 0 &&
-	    (rc->id = add_node(rc->fc->nodes, rc->w->off, rc->w->tag == DW_TAG_subprogram, rc->w->scope)) < 0)
+	    (rc->id = dwi_add_node(rc->fc->nodes, rc->w->off, rc->w->tag == DW_TAG_subprogram, rc->w->scope)) < 0)
 		return -2;
 	struct range *r = base_vec_push(rc->fc->ranges);
 	if (!r)
@@ -415,7 +303,7 @@ int32_t dwi_on_die(void *ctx, const struct dww_die *w)
 	if (w->has_pc) {
 		if (w->hi <= w->lo)
 			return -1;
-		id = add_node(fc->nodes, w->off, sub, w->scope);
+		id = dwi_add_node(fc->nodes, w->off, sub, w->scope);
 		struct range *r = id >= 0 ? base_vec_push(fc->ranges) : NULL;
 		if (!r)
 			return -2;
@@ -438,9 +326,13 @@ int32_t dwi_on_die(void *ctx, const struct dww_die *w)
 			fc->ranges->len = keep_ranges;
 			if (fc->unit && dww_is_split(fc->unit))
 				return -1;
-			if (!dwarf_offdie(fc->dw, w->off, &die))
+			/* (the tests' walks have no handle: one thread) */
+			if (fc->d && !dwi_lock(fc->d))
 				return -2;
-			id = die_ranges(&die, sub, w->scope, w->depth, fc->nodes, fc->ranges);
+			id = dwarf_offdie(fc->dw, w->off, &die) ? dwi_die_ranges(&die, sub, w->scope, w->depth, fc->nodes, fc->ranges)
+							       : -2;
+			if (fc->d)
+				dwi_unlock(fc->d);
 		}
 	}
 	/* a function the shallow walk jumps over: its subtree is walked when asked for */
@@ -457,7 +349,7 @@ static int collect(struct dwi *d, Dwarf_Die *cudie, bool lazy, struct dww_unit *
 {
 	*unit = d->sec.info ? dww_unit_open(&d->sec, dwarf_dieoffset(cudie) - dwarf_cuoffset(cudie)) : NULL;
 	if (*unit) {
-		struct fast_ctx fc = { d->dw, nodes, ranges, lazy, *unit };
+		struct fast_ctx fc = { d->dw, nodes, ranges, lazy, *unit, d };
 		int rc = dww_walk_unit(*unit, lazy, dwi_on_die, &fc);
 		if (rc || !lazy) {
 			dww_unit_free(*unit);
@@ -468,16 +360,24 @@ static int collect(struct dwi *d, Dwarf_Die *cudie, bool lazy, struct dww_unit *
 		nodes->len = 0;
 		ranges->len = 0;
 	}
-	return dwi_collect_libdw(cudie, -1, nodes, ranges);
+	if (!dwi_lock(d))
+		return -1;
+	int rc = dwi_collect_libdw(cudie, -1, nodes, ranges);
+	dwi_unlock(d);
+	return rc;
 }
 
 struct dwl_table *dwi_unit_lines(struct dwi *d, Dwarf_Die *cudie)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word off;
-	if (!d->lsec.line || dwarf_formudata(dwarf_attr(cudie, DW_AT_stmt_list, &a), &off) != 0)
+	if (!d->lsec.line || !dwi_lock(d))
 		return NULL;
-	return dwl_build_stored(&d->lsec, off, dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a)), d->lstore);
+	bool has = dwarf_formudata(dwarf_attr(cudie, DW_AT_stmt_list, &a), &off) == 0;
+	const char *comp_dir = has ? dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a)) : NULL;
+	dwi_unlock(d);
+	/* (the unit's table decoded or taken from the store without the handle's lock) */
+	return has ? dwl_build_stored(&d->lsec, off, comp_dir, d->lstore) : NULL;
 }
 
 /* Every unit's line table both ways (tests): at each row's address of libdw's table, and one
@@ -511,97 +411,8 @@ static int sweep(struct base_vec *ranges, int32_t base, struct base_vec *segs)
 	return 0;
 }
 
-/* The split unit dwo_id of a skeleton from pkg (a package, or one .dwo file): its sections and
- * line table names in c, its walk in c->unit. @return false when pkg does not have it (a .dwo
- * of another build: its unit has another id). */
-static bool split_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, const struct dwp *pkg, uint64_t dwo_id)
-{
-	Dwarf_Attribute a;
-	Dwarf_Word w = 0;
-	Dwarf_Addr low = 0;
-	c->psec = (struct dww_sections){ 0 };
-	c->psec.addr = d->sec.addr;
-	c->psec.naddr = d->sec.naddr;
-	c->psec.ranges = d->sec.ranges;
-	c->psec.nranges = d->sec.nranges;
-	c->psec.split = true;
-	if (dwarf_formudata(dwarf_attr(cudie, DW_AT_addr_base, &a), &w) == 0 ||
-	    dwarf_formudata(dwarf_attr(cudie, DW_AT_GNU_addr_base, &a), &w) == 0)
-		c->psec.skel_addr_base = w;
-	if (dwarf_formudata(dwarf_attr(cudie, DW_AT_GNU_ranges_base, &a), &w) == 0)
-		c->psec.skel_ranges_base = w;
-	if (dwarf_lowpc(cudie, &low) == 0)
-		c->psec.skel_low_pc = low;
-	if (dwp_unit(pkg, dwo_id, &c->psec, &c->plsec))
-		return false;
-	if (dwp_is_dwo(pkg)) {
-		/* the file's split compile unit of that id (type units may come first) */
-		for (uint64_t off = 0, id; off < c->psec.ninfo && !c->unit; off = dww_next_unit(&c->psec, off)) {
-			struct dww_unit *u = dww_unit_open(&c->psec, off);
-			if (u && dww_dwo_id(u, &id) && id == dwo_id)
-				c->unit = u;
-			else
-				dww_unit_free(u);
-			if (!dww_next_unit(&c->psec, off))
-				break;
-		}
-	} else {
-		c->unit = dww_unit_open(&c->psec, 0);
-	}
-	if (c->unit && c->plsec.line)
-		c->call_lines = dwl_build(&c->plsec, 0, dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a)));
-	c->own = c->unit != NULL;
-	return c->own;
-}
-
-/* The split unit of a skeleton from its .dwo file, which the opener opens as every file a file
- * names is opened (base_open_file): libdw's own search (dwarf_cu_info's subdie) would open the
- * name the skeleton gives with a plain open(2), waiting forever on a FIFO put there, and map
- * the file. @return false when there is no such file or it has not this unit. */
-static bool dwo_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, uint64_t dwo_id)
-{
-	Dwarf_Attribute a;
-	const char *name = dwarf_formstring(dwarf_attr(cudie, DW_AT_dwo_name, &a));
-	if (!name)
-		name = dwarf_formstring(dwarf_attr(cudie, DW_AT_GNU_dwo_name, &a));
-	const char *dir = dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a));
-	struct elfv *v = name && d->open_dwo ? d->open_dwo(d->open_dwo_ctx, name, dir) : NULL;
-	struct dwp *p = v ? dwp_open_dwo(v) : NULL;
-	if (!p) {
-		elfv_close(v);
-		return false;
-	}
-	/* what is needed is read: no descriptor kept per unit */
-	elfv_detach(v);
-	c->dwo_view = v;
-	c->dwo = p;
-	if (split_unit(d, c, cudie, p, dwo_id))
-		return true;
-	dwp_close(p);
-	elfv_close(v);
-	c->dwo = NULL;
-	c->dwo_view = NULL;
-	dww_unit_free(c->unit);
-	c->unit = NULL;
-	dwl_free(c->call_lines);
-	c->call_lines = NULL;
-	return false;
-}
-
-/* The split unit of a skeleton from the module's package (.dwp). @return false when there is
- * none. */
-static bool package_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, uint64_t dwo_id)
-{
-	if (!d->package_tried) {
-		d->package_tried = true;
-		d->package = d->find_package ? d->find_package(d->find_package_ctx) : NULL;
-	}
-	return d->package && split_unit(d, c, cudie, d->package, dwo_id);
-}
-
-/* Indexes a unit: lazy (functions now, their inlined subroutines when asked for) or, for the
- * tests' reference, whole. */
-struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
+/* A unit not indexed yet. NULL without memory. */
+static struct dwi_cu *cu_new(Dwarf_Die *cudie)
 {
 	struct dwi_cu *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -609,9 +420,21 @@ struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 	c->off = dwarf_dieoffset(cudie);
 	c->die = *cudie;
 	c->nodes = (struct base_vec)BASE_VEC_INIT(struct dwi_node);
+	dwi_mutex_init(&c->mu);
+	return c;
+}
+
+/* Indexes a unit: lazy (functions now, their inlined subroutines when asked for) or, for the
+ * tests' reference, whole. @return false on failure. */
+static bool cu_fill(struct dwi *d, struct dwi_cu *c, bool lazy)
+{
+	Dwarf_Die *cudie = &c->die;
 	c->lines = dwi_unit_lines(d, cudie);
-	if (!c->lines && dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
-		c->files = NULL;
+	if (!c->lines && dwi_lock(d)) {
+		if (dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
+			c->files = NULL;
+		dwi_unlock(d);
+	}
 	struct base_vec ranges = BASE_VEC_INIT(struct range), segs = BASE_VEC_INIT(struct dwi_seg);
 	bool fail;
 	/* split DWARF: the skeleton unit here has no DIEs below it; its split unit (in the .dwo
@@ -620,22 +443,36 @@ struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 	 * stay the skeleton's. */
 	uint8_t ut = 0;
 	uint64_t dwo_id = 0;
-	if (dwarf_cu_info(cudie->cu, NULL, &ut, NULL, NULL, &dwo_id, NULL, NULL) == 0 && ut == DW_UT_skeleton) {
+	bool info = false;
+	if (dwi_lock(d)) {
+		info = dwarf_cu_info(cudie->cu, NULL, &ut, NULL, NULL, &dwo_id, NULL, NULL) == 0;
+		dwi_unlock(d);
+	}
+	if (info && ut == DW_UT_skeleton) {
 		/* no unit found: no inline frames (names from the symbol table) */
-		fail = (dwo_unit(d, c, cudie, dwo_id) || package_unit(d, c, cudie, dwo_id)) &&
-		       dww_walk_unit(c->unit, true, dwi_on_die, &(struct fast_ctx){ d->dw, &c->nodes, &ranges, true, c->unit });
+		fail = dwi_split_unit(d, c, cudie, dwo_id) &&
+		       dww_walk_unit(c->unit, true, dwi_on_die, &(struct fast_ctx){ d->dw, &c->nodes, &ranges, true, c->unit, d });
 	} else {
 		fail = collect(d, cudie, lazy, &c->unit, &c->nodes, &ranges) != 0;
 	}
 	if (fail || sweep(&ranges, -1, &segs)) {
 		base_vec_free(&ranges);
 		base_vec_free(&segs);
-		dwi_cu_free(c);
-		return NULL;
+		return false;
 	}
 	base_vec_free(&ranges);
 	c->segs = segs.data;
 	c->nsegs = (uint32_t)segs.len;
+	return true;
+}
+
+struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
+{
+	struct dwi_cu *c = cu_new(cudie);
+	if (c && !cu_fill(d, c, lazy)) {
+		dwi_cu_free(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -648,14 +485,15 @@ static void expand(struct dwi *d, struct dwi_cu *c, int32_t id)
 	Dwarf_Off off = n->off;
 	size_t keep = c->nodes.len;
 	struct base_vec ranges = BASE_VEC_INIT(struct range), segs = BASE_VEC_INIT(struct dwi_seg);
-	struct fast_ctx fc = { d->dw, &c->nodes, &ranges, false, c->unit };
+	struct fast_ctx fc = { d->dw, &c->nodes, &ranges, false, c->unit, d };
 	int rc = c->unit ? dww_walk_subtree(c->unit, off, id, dwi_on_die, &fc) : -1;
-	if (rc && !c->own) {
+	if (rc && !c->own && dwi_lock(d)) {
 		/* a form the fast walk does not know, below the part the unit's walk jumped over */
 		c->nodes.len = keep;
 		ranges.len = 0;
 		Dwarf_Die die;
 		rc = dwarf_offdie(d->dw, off, &die) ? dwi_collect_libdw(&die, id, &c->nodes, &ranges) : -1;
+		dwi_unlock(d);
 	}
 	if (rc || sweep(&ranges, id, &segs)) {
 		c->nodes.len = keep;
@@ -700,54 +538,13 @@ unsigned dwi_chain(struct dwi *d, struct dwi_cu *c, uint64_t addr, Dwarf_Off *ou
 	return n;
 }
 
-static const char *intern0(struct base_intern *t, const char *s)
-{
-	return s ? base_intern(t, s, strlen(s)) : NULL;
-}
-
-/* The linkage name when there is one (C++, Rust: demangled later, qualified as addr2line -C
- * shows it), else DW_AT_name; both through abstract origins and specifications. */
-static const char *die_name(Dwarf_Die *die)
-{
-	Dwarf_Attribute a;
-	const char *n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
-	if (!n)
-		n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
-	return n ? n : dwarf_diename(die);
-}
-
 /* The unit holding the DIE at off, opened for dww_attrs (and kept); NULL when dww cannot read it. */
 static struct dww_unit *attr_unit(struct dwi *d, struct dwi_cu *c, uint64_t off)
 {
 	if (c->unit && dww_unit_has(c->unit, off))
 		return c->unit;
-	if (!d->unit_offs_built) {
-		d->unit_offs_built = true;
-		struct base_vec v = BASE_VEC_INIT(uint64_t);
-		for (uint64_t u = 0, guard = 0; guard < (1u << 24); guard++) {
-			uint64_t *slot = base_vec_push(&v);
-			if (!slot)
-				break;
-			*slot = u;
-			if (!(u = dww_next_unit(&d->sec, u)) || u >= d->sec.ninfo)
-				break;
-		}
-		d->unit_offs = v.data;
-		d->nunit_offs = v.len;
-	}
-	size_t k = base_upper_bound(d->unit_offs, d->nunit_offs, sizeof(uint64_t), 0, off);
-	if (!k)
-		return NULL;
-	uint64_t uoff = d->unit_offs[k - 1];
-	struct dww_unit *w = base_map_get(&d->attr_units, uoff);
-	if (!w) {
-		w = dww_unit_open(&d->sec, uoff);
-		if (base_map_put(&d->attr_units, uoff, w ? (void *)w : (void *)&no_unit)) {
-			dww_unit_free(w);
-			return NULL;
-		}
-	}
-	return !w || w == (void *)&no_unit || !dww_unit_has(w, off) ? NULL : w;
+	/* (the units opened for names are shared by the handle's units; each is read only) */
+	return dwi_attr_unit(d, off);
 }
 
 /* The unit read for a DIE a node refers to: a package's unit refers only to itself; the others
@@ -763,7 +560,7 @@ static struct dww_unit *ref_unit(struct dwi *d, struct dwi_cu *c, uint64_t off)
  * name through abstract origins and specifications, else the name likewise; the call site of the
  * DIE itself). A package's split unit (own) is read only here, as far as it goes.
  * @return false when a form or a unit is not handled here: libdw then. */
-bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings)
+bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_strings *strings)
 {
 	bool own = c->own;
 	if (!own && (!d->sec.info || c->ndw || !c->lines))
@@ -787,7 +584,7 @@ bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, stru
 			name = o.name;
 		next = o.origin;
 	}
-	n->name = intern0(strings, link ? link : name);
+	n->name = dwi_intern(strings, link ? link : name);
 	if (n->subprogram)
 		return true;
 	/* a package's call files name its own line table's files (GCC's .debug_line.dwo), or, when
@@ -795,144 +592,33 @@ bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, stru
 	const struct dwl_table *t = c->call_lines ? c->call_lines : c->lines;
 	if (at.has_call_file && t) {
 		char buf[4096];
-		n->call_file = at.call_file <= UINT32_MAX ? intern0(strings, dwl_file(t, (uint32_t)at.call_file, buf, sizeof(buf))) : NULL;
+		n->call_file = at.call_file <= UINT32_MAX ? dwi_intern(strings, dwl_file(t, (uint32_t)at.call_file, buf, sizeof(buf))) : NULL;
 	}
 	if (at.has_call_line)
 		n->call_line = (uint32_t)at.call_line;
 	return true;
 }
 
-/* The same through libdw. */
-void dwi_libdw_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings)
-{
-	Dwarf_Die die;
-	if (!dwarf_offdie(c->ndw ? c->ndw : d->dw, n->off, &die))
-		return;
-	n->name = intern0(strings, die_name(&die));
-	if (n->subprogram)
-		return;
-	Dwarf_Attribute a;
-	Dwarf_Word fi = 0, cl = 0;
-	if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &a), &fi) == 0) {
-		char buf[4096];
-		if (c->lines && !c->ndw)
-			n->call_file = fi <= UINT32_MAX ? intern0(strings, dwl_file(c->lines, (uint32_t)fi, buf, sizeof(buf))) : NULL;
-		else if (c->files && fi < c->nfiles)
-			n->call_file = intern0(strings, dwarf_filesrc(c->files, fi, NULL, NULL));
-	}
-	if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_line, &a), &cl) == 0)
-		n->call_line = (uint32_t)cl;
-}
-
-static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings)
+static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_strings *strings)
 {
 	if (n->resolved)
 		return;
 	n->resolved = true;
-	if (!dwi_attrs_resolve(d, c, n, strings))
+	if (!dwi_attrs_resolve(d, c, n, strings) && dwi_lock(d)) {
 		dwi_libdw_resolve(d, c, n, strings);
-}
-
-void dwi_set_dwo_opener(struct dwi *d, struct elfv *(*open)(void *ctx, const char *name, const char *comp_dir),
-                        void *ctx)
-{
-	if (!d)
-		return;
-	d->open_dwo = open;
-	d->open_dwo_ctx = ctx;
-}
-
-void dwi_set_package_finder(struct dwi *d, struct dwp *(*find)(void *ctx), void *ctx)
-{
-	if (!d)
-		return;
-	d->find_package = find;
-	d->find_package_ctx = ctx;
+		dwi_unlock(d);
+	}
 }
 
 /* ---- units by address */
 
-static int cmp_arange(const void *x, const void *y)
-{
-	const struct dwi_arange *a = x, *b = y;
-	return a->lo < b->lo ? -1 : a->lo > b->lo;
-}
-
-/* .debug_aranges (DWARF 2-5: version 2 sets of address/length pairs, each set for one unit).
- * @return false when malformed or not handled (the caller then builds from the units). */
-static bool aranges_parse(struct dwi *d, struct base_vec *out)
-{
-	struct base_cursor c = base_cursor(d->aranges_sec, d->naranges_sec);
-	while (base_cur_left(&c) > 0) {
-		unsigned offsz;
-		uint64_t len = base_cur_initial_length(&c, &offsz);
-		if (c.bad || len > base_cur_left(&c) || len < 4)
-			return false;
-		struct base_cursor set = base_cursor(c.p, (size_t)len);
-		const uint8_t *set_start = c.p - (offsz == 4 ? 4 : 12);
-		c.p += len;
-		uint16_t version = base_cur_u16(&set);
-		uint64_t unit = offsz == 4 ? base_cur_u32(&set) : base_cur_u64(&set);
-		uint8_t asz = base_cur_u8(&set), ssz = base_cur_u8(&set);
-		if (set.bad || version != 2 || (asz != 8 && asz != 4) || ssz != 0)
-			return false;
-		/* tuples start at a multiple of twice the address size from the set's start */
-		size_t hdr = (size_t)(set.p - set_start), align = 2u * asz;
-		base_cur_skip(&set, (align - hdr % align) % align);
-		while (!set.bad && base_cur_left(&set) >= 2u * asz) {
-			uint64_t lo = asz == 8 ? base_cur_u64(&set) : base_cur_u32(&set);
-			uint64_t n = asz == 8 ? base_cur_u64(&set) : base_cur_u32(&set);
-			if (lo == 0 && n == 0)
-				break;
-			if (!n || lo + n < lo)
-				continue;
-			struct dwi_arange *r = base_vec_push(out);
-			if (!r)
-				return false;
-			*r = (struct dwi_arange){ lo, lo + n, unit };
-		}
-	}
-	return !c.bad;
-}
-
-/* Units by address: .debug_aranges when the file has it (GCC writes it), else each unit's own
- * DW_AT_low_pc/high_pc/ranges (clang writes no .debug_aranges by default, and libdw 0.188's
- * dwarf_addrdie then finds nothing). Ours because dwarf_addrdie allocated and sorted libdw's
- * table on the first call and cost 3-5 ms of a CPython `report --script`. */
-static void aranges_build(struct dwi *d)
-{
-	d->ar_built = true;
-	struct base_vec v = BASE_VEC_INIT(struct dwi_arange);
-	if (!d->aranges_sec || !aranges_parse(d, &v)) {
-		v.len = 0;
-		d->ar_from_units = true;
-		Dwarf_Off off = 0, next;
-		size_t hsize;
-		while (dwarf_nextcu(d->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-			Dwarf_Die cu;
-			Dwarf_Addr base, lo, hi;
-			ptrdiff_t roff = 0;
-			if (dwarf_offdie(d->dw, off + hsize, &cu)) {
-				while ((roff = dwarf_ranges(&cu, roff, &base, &lo, &hi)) > 0) {
-					struct dwi_arange *r = hi > lo ? base_vec_push(&v) : NULL;
-					if (r)
-						*r = (struct dwi_arange){ lo, hi, off };
-				}
-			}
-			off = next;
-		}
-	}
-	if (v.len > 1)
-		qsort(v.data, v.len, sizeof(struct dwi_arange), cmp_arange);
-	d->ar = v.data;
-	d->nar = v.len;
-}
-
-/* The indexed unit over addr, indexing it on first use; NULL when none. */
+/* The unit over addr, indexed on first use, its lock held (cu_unlock); NULL when none. */
 static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 {
+	if (!dwi_lock(d))
+		return NULL;
 	if (!d->ar_built)
-		aranges_build(d);
+		dwi_aranges_build(d);
 	uint64_t unit = UINT64_MAX;
 	size_t k = base_upper_bound(d->ar, d->nar, sizeof(*d->ar), offsetof(struct dwi_arange, lo), addr);
 	/* ranges of different units do not overlap in valid DWARF; look a little further back
@@ -946,78 +632,108 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 	Dwarf_Die cudie;
 	if (unit == UINT64_MAX) {
 		/* not in .debug_aranges (an incomplete table): libdw's search over the units */
-		if (d->ar_from_units || !dwarf_addrdie(d->dw, (Dwarf_Addr)addr, &cudie))
+		if (d->ar_from_units || !dwarf_addrdie(d->dw, (Dwarf_Addr)addr, &cudie)) {
+			dwi_unlock(d);
 			return NULL;
+		}
 		unit = dwarf_dieoffset(&cudie) - dwarf_cuoffset(&cudie);
 	}
 	struct dwi_cu *c = base_map_get(&d->cus, unit);
-	if (c)
-		return c;
-	Dwarf_Off next;
-	size_t hsize;
-	if (dwarf_nextcu(d->dw, unit, &next, &hsize, NULL, NULL, NULL) != 0 ||
-	    !dwarf_offdie(d->dw, unit + hsize, &cudie))
-		return NULL;
-	errno = 0;
-	c = dwi_cu_index(d, &cudie, true);
-	if (!c || base_map_put(&d->cus, unit, c)) {
-		/* (an allocation of ours that failed: said as libdw's are) */
-		if (errno == ENOMEM || c)
-			d->oom = true;
-		dwi_cu_free(c);
+	if (!c) {
+		Dwarf_Off next;
+		size_t hsize;
+		if (dwarf_nextcu(d->dw, unit, &next, &hsize, NULL, NULL, NULL) != 0 ||
+		    !dwarf_offdie(d->dw, unit + hsize, &cudie)) {
+			dwi_unlock(d);
+			return NULL;
+		}
+		/* indexed below, under its own lock: others meanwhile look up in other units */
+		if (!(c = cu_new(&cudie)) || base_map_put(&d->cus, unit, c)) {
+			__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED); /* (ours: said as libdw's are) */
+			if (c)
+				dwi_cu_free(c);
+			dwi_unlock(d);
+			return NULL;
+		}
+	}
+	dwi_unlock(d);
+	dwi_lock_hold(&c->mu);
+	if (c->state == CU_NEW) {
+		errno = 0;
+		c->state = cu_fill(d, c, true) ? CU_INDEXED : CU_FAILED;
+		if (c->state == CU_FAILED && errno == ENOMEM)
+			__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED);
+	}
+	if (c->state != CU_INDEXED) {
+		dwi_lock_release(&c->mu);
 		return NULL;
 	}
 	return c;
 }
 
-static unsigned lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
+static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
                        unsigned cap);
+static unsigned chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
+                         struct dwi_frame *out, unsigned cap);
 
-unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
+unsigned dwi_lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
                     unsigned cap)
 {
-	if (!d || !cap || d->oom)
+	if (!d || !cap || __atomic_load_n(&d->oom, __ATOMIC_RELAXED))
 		return 0;
-	struct oom_guard g = { .prev = oom_top };
-	oom_top = &g;
+	struct dwi_guard g = { .prev = dwi_guard_top };
+	dwi_guard_top = &g;
 	if (setjmp(g.jb)) {
-		oom_top = g.prev;
-		d->oom = true;
+		/* (g is read back through a pointer the calls that filled it had) */
+		volatile struct dwi_guard *vg = &g;
+		dwi_guard_top = vg->prev;
+		__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED);
+		for (unsigned i = vg->nheld; i-- > 0;)
+			pthread_mutex_unlock(vg->held[i]);
 		return 0;
 	}
 	unsigned n = lookup(d, strings, addr, out, cap);
-	oom_top = g.prev;
+	dwi_guard_top = g.prev;
 	return n;
 }
 
 bool dwi_out_of_memory(const struct dwi *d)
 {
-	return d && d->oom;
+	return d && __atomic_load_n(&d->oom, __ATOMIC_RELAXED);
 }
 
-static unsigned lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
+static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
                        unsigned cap)
 {
 	struct dwi_cu *c = unit_at(d, addr);
 	if (!c)
 		return 0;
+	unsigned n = chain_at(d, c, strings, addr, out, cap);
+	dwi_lock_release(&c->mu);
+	return n;
+}
+
+/* The lookup in the unit over addr (its lock held). */
+static unsigned chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
+                         struct dwi_frame *out, unsigned cap)
+{
 	int32_t id = innermost(d, c, addr);
 	/* the innermost position, from the line table */
 	const char *file = NULL;
 	uint32_t line = 0, fidx;
-	Dwarf_Line *l = NULL;
 	if (c->lines) {
 		char buf[4096];
 		if (dwl_find(c->lines, addr, &fidx, &line))
-			file = intern0(strings, dwl_file(c->lines, fidx, buf, sizeof(buf)));
-	} else {
-		l = dwarf_getsrc_die(&c->die, (Dwarf_Addr)addr);
-	}
-	if (l) {
-		int ln = 0;
-		dwarf_lineno(l, &ln);
-		file = intern0(strings, dwarf_linesrc(l, NULL, NULL));
-		line = ln > 0 ? (uint32_t)ln : 0;
+			file = dwi_intern(strings, dwl_file(c->lines, fidx, buf, sizeof(buf)));
+	} else if (dwi_lock(d)) {
+		Dwarf_Line *l = dwarf_getsrc_die(&c->die, (Dwarf_Addr)addr);
+		if (l) {
+			int ln = 0;
+			dwarf_lineno(l, &ln);
+			file = dwi_intern(strings, dwarf_linesrc(l, NULL, NULL));
+			line = ln > 0 ? (uint32_t)ln : 0;
+		}
+		dwi_unlock(d);
 	}
 	if (id < 0) {
 		/* no function DIE covers addr (GCC's LTO units leave some out) but the line table
@@ -1043,4 +759,3 @@ static unsigned lookup(struct dwi *d, struct base_intern *strings, uint64_t addr
 	}
 	return n;
 }
-

@@ -8,6 +8,18 @@
 
 #define DWI_MAX_DEPTH 64
 
+#include <pthread.h>
+/* A lock held for short lookups by threads that symbolize at once: glibc's adaptive mutex spins
+ * a little before it sleeps (a sleep and a wake-up cost more than the lookups waited for). */
+static inline void dwi_mutex_init(pthread_mutex_t *mu)
+{
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(mu, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
 struct dwi_frame {
 	const char *name;  /* function (interned); NULL when DWARF has none */
 	const char *file;  /* source file (interned), or NULL */
@@ -41,7 +53,7 @@ void dwi_set_package_finder(struct dwi *d, struct dwp *(*find)(void *ctx), void 
  * contains them. file:line of frame i is where frame i's code is (for frame 0 the line table at
  * addr, for the others the call site of the frame inside them).
  * @return the number of frames (0 when addr is in no unit with DWARF). */
-unsigned dwi_lookup(struct dwi *d, struct base_intern *strings, uint64_t addr, struct dwi_frame *out,
+unsigned dwi_lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
                     unsigned cap);
 /* Whether memory ran out in a lookup (libdw's handler never exits the process: the handle is
  * given up, and every later lookup returns 0). */

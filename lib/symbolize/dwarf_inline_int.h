@@ -4,6 +4,8 @@
 #define UW_DWARF_INLINE_INT_H
 
 #include <elfutils/libdw.h>
+#include <pthread.h>
+#include <setjmp.h>
 
 #include "base/base.h"
 #include "symbolize/dwarf_image.h"
@@ -31,7 +33,11 @@ struct dwi_seg {
 	int32_t node;         /* innermost scope from start on; -1: none */
 };
 
+enum { CU_NEW, CU_INDEXED, CU_FAILED };
+
 struct dwi_cu {
+	pthread_mutex_t mu;   /* its lookups (unit_at: indexing it, walking its functions, names) */
+	uint8_t state;        /* CU_*: indexed on its first lookup */
 	Dwarf_Off off;        /* the unit DIE */
 	Dwarf_Die die;
 	struct base_vec nodes; /* struct dwi_node; grows as subprograms are walked */
@@ -53,6 +59,7 @@ struct dwi_cu {
 };
 
 struct dwi {
+	pthread_mutex_t mu;   /* what units share, and calls into libdw (dwarf_inline.c) */
 	Dwarf *dw;
 	struct dww_sections sec; /* plain sections for the fast walk (info NULL: libdw walk only) */
 	struct dwl_sections lsec; /* and for line tables (line NULL: libdw's) */
@@ -76,7 +83,7 @@ struct dwi {
 	void *find_package_ctx;
 	struct elfv *(*open_dwo)(void *ctx, const char *name, const char *comp_dir);
 	void *open_dwo_ctx;
-	bool oom;             /* memory ran out in a lookup (libdw's or ours): no more lookups */
+	bool oom;             /* memory ran out in a lookup (libdw's or ours): no more lookups (atomic) */
 	struct dwp *package; /* the finder's, not owned */
 	bool package_tried;
 };
@@ -99,9 +106,82 @@ struct fast_ctx {
 	struct base_vec *nodes, *ranges;
 	bool shallow;         /* subprograms are walked later */
 	struct dww_unit *unit; /* reads DW_AT_ranges; NULL: libdw does */
+	struct dwi *d;        /* whose lock calls into libdw take (NULL: one thread, the tests') */
 };
 
-/* (dwarf_inline.c) */
+/* (dwarf_inline_guard.c) The guard of a lookup (dwi_lookup) against libdw running out of memory:
+ * libdw's handler jumps back to the innermost one of the thread, which lets go of the locks
+ * taken under it. */
+struct dwi_guard {
+	jmp_buf jb;
+	struct dwi_guard *prev;
+	pthread_mutex_t *held[4]; /* the locks taken under it, let go when it jumps back */
+	unsigned nheld;
+};
+/* (initial-exec: the guard is read at every lock, and a global-dynamic variable of another file
+ * costs a call to __tls_get_addr each time) */
+#define DWI_TLS __attribute__((tls_model("initial-exec")))
+extern __thread struct dwi_guard *dwi_guard_top DWI_TLS;
+/* libdw's handler for running out of memory on dw: jumps back to the guard. */
+void dwi_oom_handler(Dwarf *dw);
+/* A lock taken and let go so that the guard knows it (inline: taken at every lookup). */
+static inline void dwi_lock_hold(pthread_mutex_t *mu)
+{
+	pthread_mutex_lock(mu);
+	struct dwi_guard *g = dwi_guard_top;
+	if (g && g->nheld < UW_ARRAY_SIZE(g->held))
+		g->held[g->nheld++] = mu;
+}
+static inline void dwi_lock_release(pthread_mutex_t *mu)
+{
+	struct dwi_guard *g = dwi_guard_top;
+	for (unsigned i = g ? g->nheld : 0; i-- > 0;) {
+		if (g->held[i] == mu) {
+			for (unsigned j = i; j + 1 < g->nheld; j++)
+				g->held[j] = g->held[j + 1];
+			g->nheld--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(mu);
+}
+/* The handle's lock, for what its units share and every call into libdw; false (not held) once
+ * memory ran out in the handle: libdw's state may be half made, and is not read again. A unit's
+ * lock is taken before it, never after. */
+static inline bool dwi_lock(struct dwi *d)
+{
+	dwi_lock_hold(&d->mu);
+	if (!__atomic_load_n(&d->oom, __ATOMIC_RELAXED))
+		return true;
+	dwi_lock_release(&d->mu);
+	return false;
+}
+static inline void dwi_unlock(struct dwi *d)
+{
+	dwi_lock_release(&d->mu);
+}
+/* (dwarf_inline_libdw.c) A node for a DIE with code; -1 when out of room or memory. */
+int32_t dwi_add_node(struct base_vec *nodes, Dwarf_Off off, bool subprogram, int32_t scope);
+static inline const char *dwi_intern(struct base_strings *t, const char *s)
+{
+	return s ? base_strings_intern(t, s, strlen(s)) : NULL;
+}
+/* (dwarf_inline_units.c, under the handle's lock) */
+extern char dwi_no_unit; /* attr_units: a unit dww cannot read */
+/* d->ar: the units by address. */
+void dwi_aranges_build(struct dwi *d);
+/* The unit holding the DIE at off opened for dww_attrs (kept in d->attr_units), NULL when dww
+ * cannot read it. Takes the handle's lock (not held by the caller). */
+struct dww_unit *dwi_attr_unit(struct dwi *d, uint64_t off);
+/* (dwarf_inline_split.c) */
+/* The split unit of a skeleton (dwo_id) into c: from its .dwo file, else the package. false:
+ * none found (no inline frames in it). */
+bool dwi_split_unit(struct dwi *d, struct dwi_cu *c, Dwarf_Die *cudie, uint64_t dwo_id);
+/* (dwarf_inline_libdw.c, under the handle's lock) */
+/* The ranges of a DIE through libdw: a node on the first non-empty one. @return the node, -1
+ * without code, -2 on failure. */
+int32_t dwi_die_ranges(Dwarf_Die *die, bool subprogram, int32_t scope, uint32_t depth, struct base_vec *nodes,
+                       struct base_vec *ranges);
 /* A unit's scopes and their ranges through libdw (from root, whose scope is scope0). */
 int dwi_collect_libdw(Dwarf_Die *root, int32_t scope0, struct base_vec *nodes, struct base_vec *ranges);
 /* The fast walk's callback (ctx: struct fast_ctx). */
@@ -114,7 +194,7 @@ void dwi_cu_free(struct dwi_cu *c);
 /* The DIE offsets of the chain over addr, innermost first. */
 unsigned dwi_chain(struct dwi *d, struct dwi_cu *c, uint64_t addr, Dwarf_Off *out, unsigned cap);
 /* A node's name and call site: read by dww_attrs (false: not handled there), or by libdw. */
-bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings);
-void dwi_libdw_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_intern *strings);
+bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_strings *strings);
+void dwi_libdw_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_strings *strings);
 
 #endif

@@ -8,44 +8,21 @@
  * rows; its sequences are already in address order inside, so only the sequences are ordered
  * (most units need nothing). File names are joined with their directory only when asked for.
  * Anything not handled (VLIW op_index, string forms needing .debug_str_offsets) returns NULL and
- * the caller falls back to libdw. test_dwarf compares every row's lookup with libdw's.
+ * the caller falls back to libdw. test_dwarf compares every row's lookup with libdw's. The
+ * decoded rows kept between runs (the line store) are in dwarf_cache.c.
  */
-#include "symbolize/dwarf_line.h"
+#include "symbolize/dwarf_line_int.h"
 #include "symbolize/dwarf_form.h"
 
 #include <dwarf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-struct dwl_row {
-	uint64_t addr;
-	uint32_t file;  /* bit 31: end of a sequence */
-	uint32_t line;
-};
-
-#define END_SEQ 0x80000000u
-
-struct dwl_file {
-	const char *name;    /* into the section data */
-	uint32_t dir;
-};
-
-struct dwl_table {
-	struct dwl_row *rows;
-	size_t nrows;
-	bool borrowed;       /* rows are the store's (mapped), not the table's */
-	struct dwl_store *store; /* decoded here, to be saved in the store (fresh[fresh_idx]) */
-	size_t fresh_idx;
-	struct dwl_file *files;
-	uint32_t nfiles;
-	const char **dirs;   /* into the section data (dirs[0] may be comp_dir) */
-	uint32_t ndirs;
-};
 
 /* A little-endian value of n bytes (1-8) at the cursor. */
 static uint64_t cur_n(struct base_cursor *c, unsigned n)
@@ -150,14 +127,12 @@ static bool v5_table(struct base_cursor *r, const struct dwl_sections *sec, unsi
 	return true;
 }
 
-static void store_forget(struct dwl_store *st, size_t idx);
-
 void dwl_free(struct dwl_table *t)
 {
 	if (!t)
 		return;
 	if (t->store)
-		store_forget(t->store, t->fresh_idx);
+		dwl_store_forget(t->store, t->fresh_idx);
 	if (!t->borrowed)
 		free(t->rows);
 	free(t->files);
@@ -199,9 +174,6 @@ static bool order_sequences(struct dwl_table *t, struct seq *seqs, size_t nseq)
 	t->rows = nr;
 	return true;
 }
-
-static bool store_rows(struct dwl_store *st, uint64_t off, const uint8_t *unit, size_t len, struct dwl_table *t);
-static void store_add(struct dwl_store *st, uint64_t off, const uint8_t *unit, size_t len, struct dwl_table *t);
 
 struct dwl_table *dwl_build(const struct dwl_sections *sec, uint64_t off, const char *comp_dir)
 {
@@ -303,7 +275,7 @@ struct dwl_table *dwl_build_stored(const struct dwl_sections *sec, uint64_t off,
 	if (r.bad || prog > r.end)
 		goto fail;
 	/* rows decoded by an earlier run, for these very bytes */
-	if (st && store_rows(st, off, unit, unit_len, t))
+	if (st && dwl_store_take(st, off, unit, unit_len, t))
 		return t;
 	/* the program */
 	r.p = prog;
@@ -434,7 +406,7 @@ struct dwl_table *dwl_build_stored(const struct dwl_sections *sec, uint64_t off,
 	if (!ok)
 		goto fail;
 	if (st)
-		store_add(st, off, unit, unit_len, t);
+		dwl_store_add(st, off, unit, unit_len, t);
 	return t;
 fail:
 	dwl_free(t);
@@ -474,275 +446,8 @@ const char *dwl_file(const struct dwl_table *t, uint32_t idx, char *buf, size_t 
 	return n > 0 && (size_t)n < cap ? buf : f->name;
 }
 
-/*
- * ---- decoded rows kept between runs
- *
- * Decoding the line programs is most of the work of source lines once the DWARF is mapped
- * (CPython's units touched by the bench recording: 2.1 MB of programs, about a quarter of the
- * helper thread's time). So with a cache directory the decoded rows are kept in
- * DIR/BUILD-ID-KEY.lines2: a header, one record per unit sorted by the program's offset, then the
- * rows of every unit. The file is made from one file and used for that one only: its header
- * holds the identity of the file the rows were decoded from (device, inode, size, times; KEY is
- * a hash of it), and rows are not taken for any other file (a unit's hash below is no
- * cryptographic hash: a file forged to claim a genuine build-id could otherwise bring rows of its
- * own to the genuine file's reports). A unit's rows are taken (mapped, not copied) only when its
- * program's offset, length and hash are those of the bytes read now, and when the rows' own
- * hash, checked on first use, says they are as written. The file is mapped: it is the cache's
- * own (see elfv_open_mapped), never a file a recording names.
- */
-#define STORE_MAGIC "UWLINES2"
-#define STORE_MAX_ROWS ((size_t)1 << 26) /* 1 GiB of rows: more are not kept */
-
-struct store_hdr {
-	char magic[8];
-	uint32_t row_size, unit_size;
-	uint64_t nunits, nrows;
-	struct elfv_ident ident; /* the file the rows were decoded from */
-};
-
-struct store_unit {
-	uint64_t off, len, hash; /* the unit's bytes in .debug_line */
-	uint64_t rows_hash, first, nrows;
-};
-
-struct fresh {
-	uint64_t off, len, hash;
-	struct dwl_table *t;     /* NULL once freed */
-};
-
-struct dwl_store {
-	char *path;
-	struct elfv_ident ident;
-	uint64_t cap;            /* the cache directory's size cap (0: none) */
-	void *map;
-	size_t map_size;
-	const struct store_unit *units;
-	size_t nunits;
-	const struct dwl_row *rows;
-	size_t nrows;
-	uint8_t *state;          /* per stored unit: 0 not checked, 1 good, 2 bad or decoded again */
-	struct base_vec fresh;   /* struct fresh: decoded this run */
-	size_t fresh_rows, taken;
-};
-
-static bool store_valid(const uint8_t *p, size_t size, const struct elfv_ident *ident)
-{
-	struct store_hdr h;
-	if (size < sizeof(h))
-		return false;
-	memcpy(&h, p, sizeof(h));
-	if (memcmp(h.magic, STORE_MAGIC, 8) || h.row_size != sizeof(struct dwl_row) ||
-	    h.unit_size != sizeof(struct store_unit) || memcmp(&h.ident, ident, sizeof(*ident)))
-		return false;
-	size_t rest = size - sizeof(h);
-	if (h.nunits > rest / sizeof(struct store_unit))
-		return false;
-	rest -= (size_t)h.nunits * sizeof(struct store_unit);
-	if (rest % sizeof(struct dwl_row) || h.nrows != rest / sizeof(struct dwl_row))
-		return false;
-	const struct store_unit *u = (const struct store_unit *)(p + sizeof(h));
-	for (uint64_t i = 0; i < h.nunits; i++) {
-		if (i && u[i].off <= u[i - 1].off)
-			return false;
-		if (u[i].first > h.nrows || u[i].nrows > h.nrows - u[i].first)
-			return false;
-	}
-	return true;
-}
-
-struct dwl_store *dwl_store_open(const char *path, const struct elfv_ident *ident, uint64_t cap)
-{
-	struct dwl_store *st = calloc(1, sizeof(*st));
-	if (!st || !(st->path = strdup(path))) {
-		free(st);
-		return NULL;
-	}
-	st->fresh = BASE_VEC_INIT(struct fresh);
-	st->cap = cap;
-	st->ident = *ident;
-	uint64_t fsize;
-	int fd = base_open_file(path, BASE_OPEN_NOFOLLOW, 0, &fsize);
-	if (fd < 0)
-		return st;
-	base_cache_touch(fd); /* used: the last to go when the cache is full */
-	struct stat sb;
-	/* only a file of this user's that no one else may write (never written in place: mapped) */
-	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() && !(sb.st_mode & (S_IWGRP | S_IWOTH)) &&
-	    sb.st_size >= (off_t)sizeof(struct store_hdr) &&
-	    (uint64_t)sb.st_size <= (uint64_t)STORE_MAX_ROWS * 2 * sizeof(struct dwl_row)) {
-		void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (m != MAP_FAILED && store_valid(m, (size_t)sb.st_size, &st->ident)) {
-			struct store_hdr h;
-			memcpy(&h, m, sizeof(h));
-			st->map = m;
-			st->map_size = (size_t)sb.st_size;
-			st->units = (const struct store_unit *)((const uint8_t *)m + sizeof(h));
-			st->nunits = (size_t)h.nunits;
-			st->rows = (const struct dwl_row *)(st->units + st->nunits);
-			st->nrows = (size_t)h.nrows;
-			if (!(st->state = calloc(st->nunits ? st->nunits : 1, 1))) {
-				munmap(m, st->map_size);
-				st->map = NULL;
-				st->nunits = st->nrows = 0;
-			}
-		} else if (m != MAP_FAILED) {
-			munmap(m, (size_t)sb.st_size);
-		}
-	}
-	close(fd);
-	return st;
-}
-
-static const struct store_unit *store_find(const struct dwl_store *st, uint64_t off, size_t *idx)
-{
-	size_t lo = 0, hi = st->nunits;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (st->units[mid].off < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == st->nunits || st->units[lo].off != off)
-		return NULL;
-	*idx = lo;
-	return &st->units[lo];
-}
-
-static bool store_rows(struct dwl_store *st, uint64_t off, const uint8_t *unit, size_t len, struct dwl_table *t)
-{
-	size_t i;
-	const struct store_unit *u = store_find(st, off, &i);
-	if (!u || u->len != len || st->state[i] == 2)
-		return false;
-	if (st->state[i] == 0) {
-		bool good = u->hash == base_hash_block(unit, len) &&
-			    u->rows_hash == base_hash_block(st->rows + u->first, (size_t)u->nrows * sizeof(struct dwl_row));
-		st->state[i] = good ? 1 : 2;
-		if (!good)
-			return false;
-	}
-	t->rows = (struct dwl_row *)(st->rows + u->first); /* read only: borrowed */
-	t->nrows = (size_t)u->nrows;
-	t->borrowed = true;
-	st->taken++;
-	return true;
-}
-
-static void store_add(struct dwl_store *st, uint64_t off, const uint8_t *unit, size_t len, struct dwl_table *t)
-{
-	if (st->fresh_rows + st->nrows + t->nrows > STORE_MAX_ROWS)
-		return;
-	struct fresh *f = base_vec_push(&st->fresh);
-	if (!f)
-		return;
-	*f = (struct fresh){ off, len, base_hash_block(unit, len), t };
-	size_t i;
-	if (store_find(st, off, &i)) /* its stored rows were for other bytes, or bad */
-		st->state[i] = 2;
-	t->store = st;
-	t->fresh_idx = st->fresh.len - 1;
-	st->fresh_rows += t->nrows;
-}
-
-static void store_forget(struct dwl_store *st, size_t idx)
-{
-	struct fresh *f = base_vec_at(&st->fresh, idx);
-	st->fresh_rows -= f->t->nrows;
-	f->t = NULL;
-}
-
-/* A unit of the file being written, and where its rows are now. */
-struct out_unit {
-	struct store_unit u;
-	const struct dwl_row *rows;
-};
-
-static int cmp_out_off(const void *a, const void *b)
-{
-	const struct out_unit *x = a, *y = b;
-	return x->u.off < y->u.off ? -1 : x->u.off > y->u.off;
-}
-
-int dwl_store_save(struct dwl_store *st)
-{
-	if (!st)
-		return 0;
-	size_t nfresh = 0;
-	for (size_t i = 0; i < st->fresh.len; i++)
-		nfresh += ((struct fresh *)base_vec_at(&st->fresh, i))->t != NULL;
-	if (!nfresh)
-		return 0;
-	/* the stored units still good or not checked, and the fresh ones, by offset */
-	size_t n = 0, rows = 0, np = 0;
-	struct out_unit *o = calloc(st->nunits + nfresh, sizeof(*o));
-	struct store_unit *u = calloc(st->nunits + nfresh, sizeof(*u));
-	struct base_piece *pieces = calloc(st->nunits + nfresh + 2, sizeof(*pieces));
-	int err = o && u && pieces ? 0 : -ENOMEM;
-	for (size_t i = 0; !err && i < st->nunits; i++)
-		if (st->state[i] != 2)
-			o[n++] = (struct out_unit){ st->units[i], st->rows + st->units[i].first };
-	for (size_t k = 0; !err && k < st->fresh.len; k++) {
-		const struct fresh *f = base_vec_at(&st->fresh, k);
-		if (f->t)
-			o[n++] = (struct out_unit){ { f->off, f->len, f->hash,
-				base_hash_block(f->t->rows, f->t->nrows * sizeof(struct dwl_row)), 0, f->t->nrows }, f->t->rows };
-	}
-	if (!err)
-		qsort(o, n, sizeof(*o), cmp_out_off);
-	for (size_t i = 0; !err && i < n; i++) {
-		if (i && o[i].u.off == o[i - 1].u.off) /* cannot happen: one table per unit per run */
-			err = -EINVAL;
-		u[i] = o[i].u;
-		u[i].first = rows;
-		rows += u[i].nrows;
-		pieces[2 + np++] = (struct base_piece){ o[i].rows, (size_t)u[i].nrows * sizeof(struct dwl_row) };
-	}
-	struct store_hdr h = { .row_size = sizeof(struct dwl_row), .unit_size = sizeof(struct store_unit),
-			       .nunits = n, .nrows = rows, .ident = st->ident };
-	memcpy(h.magic, STORE_MAGIC, 8);
-	if (!err) {
-		static const char *const cache_suffixes[] = { ".dwarf1", ".lines1", ".dwarf2", ".lines2", NULL };
-		pieces[0] = (struct base_piece){ &h, sizeof(h) };
-		pieces[1] = (struct base_piece){ u, n * sizeof(*u) };
-		uint64_t total = sizeof(h) + n * sizeof(*u) + rows * sizeof(struct dwl_row);
-		err = base_cache_admit(st->path, total, st->cap, cache_suffixes) ? base_replace_file(st->path, pieces, 2 + np)
-										    : -UW_ELIMIT;
-	}
-	free(pieces);
-	free(u);
-	free(o);
-	return err ? err : 1;
-}
-
 bool dwl_same(const struct dwl_table *a, const struct dwl_table *b)
 {
 	return a && b && a->nrows == b->nrows && a->nfiles == b->nfiles &&
 	       (!a->nrows || !memcmp(a->rows, b->rows, a->nrows * sizeof(*a->rows)));
-}
-
-void dwl_store_counts(const struct dwl_store *st, size_t *stored, size_t *taken, size_t *added)
-{
-	*stored = st ? st->nunits : 0;
-	*taken = st ? st->taken : 0;
-	*added = 0;
-	for (size_t i = 0; st && i < st->fresh.len; i++)
-		*added += ((struct fresh *)base_vec_at(&st->fresh, i))->t != NULL;
-}
-
-void dwl_store_free(struct dwl_store *st)
-{
-	if (!st)
-		return;
-	for (size_t i = 0; i < st->fresh.len; i++) {
-		struct fresh *f = base_vec_at(&st->fresh, i);
-		if (f->t)
-			f->t->store = NULL; /* outlives the store: keeps its own rows */
-	}
-	if (st->map)
-		munmap(st->map, st->map_size);
-	free(st->state);
-	base_vec_free(&st->fresh);
-	free(st->path);
-	free(st);
 }

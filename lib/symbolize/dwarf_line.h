@@ -24,7 +24,8 @@ void dwl_free(struct dwl_table *t);
  * from another file, gives an empty store. A table built
  * through a store takes its rows from there when the unit's bytes are the same, else decodes
  * them and adds them; save writes the file again when rows were added (through a temporary
- * file and a rename). The store must outlive its tables; one thread at a time uses it. */
+ * file and a rename). The store must outlive its tables; tables of different units may be built
+ * through it at once (save and free: one thread, none building). */
 struct dwl_store;
 struct dwl_store *dwl_store_open(const char *path, const struct elfv_ident *ident, uint64_t cap);
 struct dwl_table *dwl_build_stored(const struct dwl_sections *sec, uint64_t off, const char *comp_dir,

@@ -9,6 +9,7 @@
 
 #include "base/base.h"
 #include "cfi/cfi.h"
+#include "elf/elfview.h"
 
 #define UNW_MAX_REGS 17 /* x86_64: DWARF 0..16 (16 = return address / rip) */
 
@@ -23,7 +24,7 @@ struct unw_regs {
 	uint32_t valid; /* bit per DWARF register */
 };
 
-/* Per-module unwind data, owned by the module (process layer). */
+/* Per-module unwind data, owned by the module (lib/module) or by lib/kernel's tables. */
 struct unw_code {
 	struct cfi_table *cfi;       /* NULL: no CFI (lookups update its cache) */
 	struct cfi_table *sframe;    /* from .sframe: used where cfi has no row for the pc */
@@ -32,6 +33,22 @@ struct unw_code {
 	} plt[4];
 	unsigned nplt;
 };
+
+/* A module's unwind tables, compiled from its ELF files (tables.c) by the module cache and by
+ * lib/kernel alike, so that both take the same rows at every pc: CFI from .eh_frame and
+ * .debug_frame (the file's own, else its debug file's), a second table from .sframe (or the
+ * PT_GNU_SFRAME segment), and the PLT sections' ranges. */
+struct unw_tables {
+	struct cfi_table cfi, sframe;
+	struct unw_code code;        /* points into cfi and sframe: do not copy the struct */
+};
+/* Builds t from elf (and dbg's .debug_frame when elf has none; dbg may be NULL). lazy: a large
+ * .eh_frame with a search table and no .debug_frame is compiled FDE by FDE as pcs hit it (see
+ * cfi.h), else everything now. The views must outlive t. @return the CFI table's error (0,
+ * -ENOMEM, -UW_ELIMIT...: code.cfi is then NULL) and in *sframe_err the SFrame table's (its
+ * section malformed or unsupported: code.sframe is NULL); the rest is built either way. */
+int unw_tables_build(struct unw_tables *t, struct elfv *elf, struct elfv *dbg, bool lazy, int *sframe_err);
+void unw_tables_free(struct unw_tables *t);
 
 struct unw_pc_info {
 	void *module;          /* opaque, copied into the frame; NULL: no mapping */

@@ -54,7 +54,7 @@
 struct mod {
 	char path[PATH_MAX];
 	struct elfv *elf;
-	struct kunw_code code;
+	struct unw_tables code;
 	struct kunw_table table;
 	uint32_t id;
 	bool loaded;
@@ -223,7 +223,7 @@ static void free_space(struct space *sp)
 	symtab_free(&sp->syms);
 	for (unsigned i = 0; i < sp->nmods; i++) {
 		kunw_table_free(&sp->mods[i].table);
-		kunw_code_free(&sp->mods[i].code);
+		unw_tables_free(&sp->mods[i].code);
 		elfv_close(sp->mods[i].elf);
 	}
 }

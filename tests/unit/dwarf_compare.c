@@ -22,7 +22,7 @@ int dwi_compare_walks(struct dwi *d, size_t *units, size_t *fast, size_t *differ
 			struct base_vec n1 = BASE_VEC_INIT(struct dwi_node), r1 = BASE_VEC_INIT(struct range);
 			struct base_vec n2 = BASE_VEC_INIT(struct dwi_node), r2 = BASE_VEC_INIT(struct range);
 			struct dww_unit *w = d->sec.info ? dww_unit_open(&d->sec, off) : NULL;
-			struct fast_ctx fc = { d->dw, &n1, &r1, false, w };
+			struct fast_ctx fc = { d->dw, &n1, &r1, false, w, NULL };
 			(*units)++;
 			if (w && dww_walk_unit(w, false, dwi_on_die, &fc) == 0) {
 				(*fast)++;
@@ -182,8 +182,8 @@ int dwi_compare_lookups(struct dwi *d, size_t *units, size_t *addrs, size_t *dif
 int dwi_compare_names(struct dwi *d, size_t *nodes, size_t *fast, size_t *differ)
 {
 	*nodes = *fast = *differ = 0;
-	struct base_intern strings;
-	base_intern_init(&strings);
+	struct base_strings strings;
+	base_strings_init(&strings);
 	Dwarf_Off off = 0, next;
 	size_t hsize;
 	while (dwarf_nextcu(d->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
@@ -203,7 +203,7 @@ int dwi_compare_names(struct dwi *d, size_t *nodes, size_t *fast, size_t *differ
 		dwi_cu_free(c);
 		off = next;
 	}
-	base_intern_free(&strings);
+	base_strings_free(&strings);
 	return 0;
 }
 

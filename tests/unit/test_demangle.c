@@ -29,15 +29,15 @@ static void test_demangle(void **state)
 		{ "_Z", "_Z" },              /* not a valid mangling: unchanged */
 		{ "_ZN3fooE.cold", "foo" },  /* as perf (and c++filt -p): clone suffixes go with the parameters */
 	};
-	struct base_intern t;
-	base_intern_init(&t);
+	struct base_strings t;
+	base_strings_init(&t);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *got = sym_demangle(&t, cases[i][0]);
 		assert_non_null(got);
 		if (strcmp(got, cases[i][1]))
 			fail_msg("%s: %s, expected %s", cases[i][0], got, cases[i][1]);
 	}
-	base_intern_free(&t);
+	base_strings_free(&t);
 }
 
 int main(void)

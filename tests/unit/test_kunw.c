@@ -62,7 +62,7 @@ static void check_file(const char *path, struct kinds *kinds)
 		fprintf(stderr, "%s: %s\n", path, uw_strerror(e));
 		fail();
 	}
-	struct kunw_code c;
+	struct unw_tables c;
 	struct kunw_table t;
 	assert_int_equal(kunw_code_build(&c, v, NULL), 0);
 	assert_int_equal(kunw_table_build(&t, &c.code), 0);
@@ -84,7 +84,7 @@ static void check_file(const char *path, struct kinds *kinds)
 	assert_true(t.nrules < t.nrows || t.nrows < 4);
 	assert_true(kunw_table_bytes(&t) < (uint64_t)t.nrows * 8 + (uint64_t)t.nrules * 16 + t.nblocks * 4 + 64);
 	kunw_table_free(&t);
-	kunw_code_free(&c);
+	unw_tables_free(&c);
 	elfv_close(v);
 }
 

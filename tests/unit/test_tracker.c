@@ -8,17 +8,17 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "process/process.h"
+#include "process/tracker.h"
 
 static struct uw_module *mod(struct uw_session *s, const char *path)
 {
-	return proc_module_get(s, path, strlen(path), "", 8, 1, (uint64_t)strlen(path));
+	return module_get(s, path, strlen(path), "", 8, 1, (uint64_t)strlen(path));
 }
 
-static void expect_map(struct proc *p, size_t i, uint64_t start, uint64_t end, uint64_t pgoff, struct uw_module *m)
+static void expect_map(struct tracker_proc *p, size_t i, uint64_t start, uint64_t end, uint64_t pgoff, struct uw_module *m)
 {
 	assert_true(i < p->maps.len);
-	struct map *mp = base_vec_at(&p->maps, i);
+	struct tracker_map *mp = base_vec_at(&p->maps, i);
 	assert_int_equal(mp->start, start);
 	assert_int_equal(mp->end, end);
 	assert_int_equal(mp->pgoff, pgoff);
@@ -29,9 +29,9 @@ static void expect_map(struct proc *p, size_t i, uint64_t start, uint64_t end, u
 static void test_maps_lines(void **state)
 {
 	(void)state;
-	struct proc_maps_line m;
+	struct tracker_maps_line m;
 	char a[] = "7f12a4e28000-7f12a4fbd000 r-xp 00028000 fe:01 1311456                    /usr/lib/libc.so.6\n";
-	assert_true(proc_maps_parse(a, &m));
+	assert_true(tracker_maps_parse(a, &m));
 	assert_int_equal(m.start, 0x7f12a4e28000ull);
 	assert_int_equal(m.end, 0x7f12a4fbd000ull);
 	assert_int_equal(m.pgoff, 0x28000);
@@ -41,12 +41,12 @@ static void test_maps_lines(void **state)
 	assert_true(m.read && !m.write && m.exec);
 	assert_string_equal(m.path, "/usr/lib/libc.so.6");
 	char b[] = "7ffd1000-7ffd3000 rw-p 00000000 00:00 0 \n";
-	assert_true(proc_maps_parse(b, &m));
+	assert_true(tracker_maps_parse(b, &m));
 	assert_true(m.read && m.write && !m.exec);
 	assert_string_equal(m.path, "//anon");
 	char c[] = "7f00 r-xp 0 fe:01 1 /x\n", d[] = "1000-2000 x 0 fe:01 1 /x\n";
-	assert_false(proc_maps_parse(c, &m));
-	assert_false(proc_maps_parse(d, &m));
+	assert_false(tracker_maps_parse(c, &m));
+	assert_false(tracker_maps_parse(d, &m));
 }
 
 static void test_overlaps(void **state)
@@ -56,33 +56,33 @@ static void test_overlaps(void **state)
 	struct uw_tracker *t = uw_tracker_new(s, NULL);
 	struct uw_module *a = mod(s, "/lib/a.so"), *b = mod(s, "/lib/b.so"), *c = mod(s, "/lib/c.so");
 	assert_ptr_equal(a, mod(s, "/lib/a.so")); /* one module per identity */
-	assert_int_equal(proc_mmap(t, 10, 0x1000, 0x4000, 0, 5, a), 0);
-	assert_int_equal(proc_mmap(t, 10, 0x2000, 0x1000, 0x7000, 5, b), 0);
-	struct proc *p = proc_get(t, 10, false);
+	assert_int_equal(tracker_mmap(t, 10, 0x1000, 0x4000, 0, 5, a), 0);
+	assert_int_equal(tracker_mmap(t, 10, 0x2000, 0x1000, 0x7000, 5, b), 0);
+	struct tracker_proc *p = tracker_proc_get(t, 10, false);
 	assert_int_equal(p->maps.len, 3);
 	expect_map(p, 0, 0x1000, 0x2000, 0, a);
 	expect_map(p, 1, 0x2000, 0x3000, 0x7000, b);
 	expect_map(p, 2, 0x3000, 0x5000, 0x2000, a); /* the right part keeps its file offset */
 	/* a mapping covering several replaces them all and trims the edges */
-	assert_int_equal(proc_mmap(t, 10, 0x1800, 0x3000, 0, 5, c), 0);
+	assert_int_equal(tracker_mmap(t, 10, 0x1800, 0x3000, 0, 5, c), 0);
 	assert_int_equal(p->maps.len, 3);
 	expect_map(p, 0, 0x1000, 0x1800, 0, a);
 	expect_map(p, 1, 0x1800, 0x4800, 0, c);
 	expect_map(p, 2, 0x4800, 0x5000, 0x3800, a);
-	assert_null(proc_find_map(p, 0xfff));
-	assert_ptr_equal(proc_find_map(p, 0x1800)->mod, c);
-	assert_ptr_equal(proc_find_map(p, 0x4fff)->mod, a);
-	assert_null(proc_find_map(p, 0x5000));
+	assert_null(tracker_find_map(p, 0xfff));
+	assert_ptr_equal(tracker_find_map(p, 0x1800)->mod, c);
+	assert_ptr_equal(tracker_find_map(p, 0x4fff)->mod, a);
+	assert_null(tracker_find_map(p, 0x5000));
 	assert_int_equal(a->refs, 2);
 	assert_int_equal(b->refs, 0);
 	assert_int_equal(c->refs, 1);
 	/* an exact replacement */
-	assert_int_equal(proc_mmap(t, 10, 0x1800, 0x3000, 0, 5, b), 0);
+	assert_int_equal(tracker_mmap(t, 10, 0x1800, 0x3000, 0, 5, b), 0);
 	assert_int_equal(p->maps.len, 3);
 	assert_int_equal(c->refs, 0);
 	/* zero length and wrap-around are rejected */
-	assert_int_not_equal(proc_mmap(t, 10, 0x1000, 0, 0, 5, a), 0);
-	assert_int_not_equal(proc_mmap(t, 10, UINT64_MAX - 10, 0x100, 0, 5, a), 0);
+	assert_int_not_equal(tracker_mmap(t, 10, 0x1000, 0, 0, 5, a), 0);
+	assert_int_not_equal(tracker_mmap(t, 10, UINT64_MAX - 10, 0x100, 0, 5, a), 0);
 	uw_tracker_free(t);
 	uw_session_free(s);
 }
@@ -93,24 +93,24 @@ static void test_fork_exec(void **state)
 	struct uw_session *s = uw_session_new(NULL);
 	struct uw_tracker *t = uw_tracker_new(s, NULL);
 	struct uw_module *a = mod(s, "/bin/sh"), *b = mod(s, "/bin/cc1");
-	assert_int_equal(proc_comm(t, 100, 100, "sh", 2, false, 0), 0);
-	assert_int_equal(proc_mmap(t, 100, 0x400000, 0x1000, 0, 5, a), 0);
-	assert_int_equal(proc_fork(t, 101, 100, 101, 100, 5), 0);
-	struct proc *c = proc_get(t, 101, false);
+	assert_int_equal(tracker_set_comm(t, 100, 100, "sh", 2, false, 0), 0);
+	assert_int_equal(tracker_mmap(t, 100, 0x400000, 0x1000, 0, 5, a), 0);
+	assert_int_equal(tracker_fork(t, 101, 100, 101, 100, 5), 0);
+	struct tracker_proc *c = tracker_proc_get(t, 101, false);
 	assert_non_null(c);
 	assert_int_equal(c->maps.len, 1);
 	assert_string_equal(c->comm, "sh");
-	assert_string_equal(proc_thread(t, 101, 101, false)->comm, "sh");
+	assert_string_equal(tracker_thread_get(t, 101, 101, false)->comm, "sh");
 	/* exec: a new image; the parent keeps its own */
-	assert_int_equal(proc_comm(t, 101, 101, "cc1", 3, true, 0), 0);
+	assert_int_equal(tracker_set_comm(t, 101, 101, "cc1", 3, true, 0), 0);
 	assert_int_equal(c->maps.len, 0);
-	assert_int_equal(proc_mmap(t, 101, 0x400000, 0x2000, 0, 5, b), 0);
-	assert_ptr_equal(proc_find_map(c, 0x400100)->mod, b);
-	assert_ptr_equal(proc_find_map(proc_get(t, 100, false), 0x400100)->mod, a);
+	assert_int_equal(tracker_mmap(t, 101, 0x400000, 0x2000, 0, 5, b), 0);
+	assert_ptr_equal(tracker_find_map(c, 0x400100)->mod, b);
+	assert_ptr_equal(tracker_find_map(tracker_proc_get(t, 100, false), 0x400100)->mod, a);
 	/* a thread: same process, no copy */
-	assert_int_equal(proc_fork(t, 100, 100, 102, 100, 6), 0);
-	assert_non_null(proc_thread(t, 100, 102, false));
-	assert_int_equal(proc_get(t, 100, false)->maps.len, 1);
+	assert_int_equal(tracker_fork(t, 100, 100, 102, 100, 6), 0);
+	assert_non_null(tracker_thread_get(t, 100, 102, false));
+	assert_int_equal(tracker_proc_get(t, 100, false)->maps.len, 1);
 	uw_tracker_free(t);
 	uw_session_free(s);
 }
@@ -121,29 +121,29 @@ static void test_exit_then_late_sample(void **state)
 	struct uw_session *s = uw_session_new(NULL);
 	struct uw_tracker *t = uw_tracker_new(s, NULL);
 	struct uw_module *a = mod(s, "/bin/true");
-	assert_int_equal(proc_mmap(t, 200, 0x1000, 0x1000, 0, 5, a), 0);
-	proc_exit(t, 200, 200, 1000000000ull);
+	assert_int_equal(tracker_mmap(t, 200, 0x1000, 0x1000, 0, 5, a), 0);
+	tracker_exit(t, 200, 200, 1000000000ull);
 	/* a sample stamped before the exit but delivered after it still resolves */
-	struct proc *p = proc_get(t, 200, false);
+	struct tracker_proc *p = tracker_proc_get(t, 200, false);
 	assert_non_null(p);
 	assert_true(p->exited);
-	struct proc_find_ctx fc = { .t = t, .p = p, .time = UINT64_MAX };
+	struct tracker_find_ctx fc = { .t = t, .p = p, .time = UINT64_MAX };
 	struct unw_pc_info info;
-	assert_true(proc_find_pc(&fc, 0x1800, &info));
+	assert_true(tracker_find_pc(&fc, 0x1800, &info));
 	assert_ptr_equal(info.module, a);
 	assert_int_equal(info.map_addr, 0x800);
 	/* within the grace period it stays; after it, it is freed */
-	proc_sweep(t, 1500000000ull);
-	assert_non_null(proc_get(t, 200, false));
-	proc_sweep(t, 2500000000ull);
-	assert_null(proc_get(t, 200, false));
+	tracker_sweep(t, 1500000000ull);
+	assert_non_null(tracker_proc_get(t, 200, false));
+	tracker_sweep(t, 2500000000ull);
+	assert_null(tracker_proc_get(t, 200, false));
 	assert_int_equal(a->refs, 0);
 	/* pid reuse by fork replaces the old process at once */
-	assert_int_equal(proc_mmap(t, 300, 0x1000, 0x1000, 0, 5, a), 0);
-	proc_exit(t, 300, 300, 5);
-	assert_int_equal(proc_fork(t, 300, 1, 300, 1, 6), 0);
-	assert_int_equal(proc_get(t, 300, false)->maps.len, 0);
-	assert_false(proc_get(t, 300, false)->exited);
+	assert_int_equal(tracker_mmap(t, 300, 0x1000, 0x1000, 0, 5, a), 0);
+	tracker_exit(t, 300, 300, 5);
+	assert_int_equal(tracker_fork(t, 300, 1, 300, 1, 6), 0);
+	assert_int_equal(tracker_proc_get(t, 300, false)->maps.len, 0);
+	assert_false(tracker_proc_get(t, 300, false)->exited);
 	uw_tracker_free(t);
 	uw_session_free(s);
 }
@@ -157,47 +157,46 @@ static void test_idle_modules(void **state)
 	struct uw_tracker *t = uw_tracker_new(s, &(struct uw_tracker_opts){ .sz = sizeof(struct uw_tracker_opts), .live = 1 });
 	uint64_t now = 1000000000ull;
 	struct uw_module *keep = mod(s, "/usr/bin/keeper");
-	assert_int_equal(proc_mmap(t, 1, 0x100000, 0x1000, 0, 5, keep), 0);
+	assert_int_equal(tracker_mmap(t, 1, 0x100000, 0x1000, 0, 5, keep), 0);
 	struct uw_module *first = NULL;
-	for (int i = 0; i < 3 * IDLE_MODULES_MAX; i++) {
+	for (int i = 0; i < 3 * MODULE_IDLE_MAX; i++) {
 		char path[64];
 		snprintf(path, sizeof(path), "/tmp/prog%d", i);
 		struct uw_module *m = mod(s, path);
 		snprintf(m->build_id, sizeof(m->build_id), "%040x", i + 1);
-		m->hit = true;
 		if (!first)
 			first = m;
 		int32_t pid = 1000 + i;
-		assert_int_equal(proc_mmap(t, pid, 0x1000, 0x1000, 0, 5, m), 0);
-		proc_exit(t, pid, pid, now);
+		assert_int_equal(tracker_mmap(t, pid, 0x1000, 0x1000, 0, 5, m), 0);
+		tracker_exit(t, pid, pid, now);
 		now += 2000000000ull; /* past the grace period: the process is freed at the next sweep */
-		proc_sweep(t, now);
+		tracker_sweep(t, now);
 	}
-	/* bounded: the idle list holds at most IDLE_MODULES_MAX loaded modules; the handles stay */
-	assert_true(s->idle_mods.len <= IDLE_MODULES_MAX);
-	assert_int_equal(s->modules.len, 3 * IDLE_MODULES_MAX + 1);
+	/* bounded: the idle list holds at most MODULE_IDLE_MAX loaded modules; the handles stay */
+	assert_true(module_cache(s)->idle_mods.len <= MODULE_IDLE_MAX);
+	assert_int_equal(module_cache(s)->modules.len, 3 * MODULE_IDLE_MAX + 1);
 	assert_false(first->idle);
 	assert_string_equal(uw_module_path(first), "/tmp/prog0");
 	assert_string_equal(first->build_id, "0000000000000000000000000000000000000001");
 	assert_false(keep->idle);
 	/* a module mapped again while idle is busy again, and not freed */
 	struct uw_module *last = mod(s, "/tmp/last");
-	assert_int_equal(proc_mmap(t, 5000, 0x1000, 0x1000, 0, 5, last), 0);
-	proc_exit(t, 5000, 5000, now);
-	proc_sweep(t, now + 2000000000ull);
+	assert_int_equal(tracker_mmap(t, 5000, 0x1000, 0x1000, 0, 5, last), 0);
+	tracker_exit(t, 5000, 5000, now);
+	tracker_sweep(t, now + 2000000000ull);
 	assert_true(last->idle);
-	assert_int_equal(proc_mmap(t, 5001, 0x1000, 0x1000, 0, 5, last), 0);
+	assert_int_equal(tracker_mmap(t, 5001, 0x1000, 0x1000, 0, 5, last), 0);
 	assert_false(last->idle);
-	for (int i = 0; i < 2 * IDLE_MODULES_MAX; i++) {
+	for (int i = 0; i < 2 * MODULE_IDLE_MAX; i++) {
 		char path[64];
 		snprintf(path, sizeof(path), "/tmp/more%d", i);
 		struct uw_module *m = mod(s, path);
-		assert_int_equal(proc_mmap(t, 6000 + i, 0x1000, 0x1000, 0, 5, m), 0);
-		proc_exit(t, 6000 + i, 6000 + i, now);
+		assert_int_equal(tracker_mmap(t, 6000 + i, 0x1000, 0x1000, 0, 5, m), 0);
+		tracker_exit(t, 6000 + i, 6000 + i, now);
 		now += 2000000000ull;
-		proc_sweep(t, now);
+		tracker_sweep(t, now);
 	}
-	assert_ptr_equal(base_map_get(&s->modules, last->key), last);
+	assert_ptr_equal(base_map_get(&module_cache(s)->modules, last->key), last);
 	assert_int_equal(last->refs, 1);
 	uw_tracker_free(t);
 	uw_session_free(s);
@@ -229,11 +228,14 @@ static size_t load(uint8_t *b, size_t at, uint64_t time, uint64_t addr, uint64_t
 	return start + total;
 }
 
-static const char *jit_name(struct uw_tracker *t, struct proc *p, uint64_t pc, uint64_t time)
+static const char *jit_name(struct uw_session *s, struct jitdump *jd, uint64_t pc, uint64_t time, bool timed)
 {
-	struct uw_module *m = proc_jitdump_find(t, p, pc, time);
-	const struct sym *sy = m ? symtab_find(&m->syms, pc) : NULL;
-	return sy ? sy->name : NULL;
+	struct uw_module *m = jit_dump_find(s, jd, 77, pc, time, timed);
+	struct uw_symbol sy;
+	uint64_t start;
+	if (!m || !jit_symbol_at(m, pc, &start) || uw_symbolize(s, m, pc, &sy) || sy.start != start)
+		return NULL;
+	return sy.name;
 }
 
 static void test_jitdump(void **state)
@@ -254,31 +256,28 @@ static void test_jitdump(void **state)
 	size_t whole = at;
 	at = load(b, at, 400, 0x20000, 0x100, 4, "cut"); /* the JIT was writing this one */
 	struct uw_session *s = uw_session_new(NULL);
-	struct uw_tracker *t = uw_tracker_new(s, NULL);
-	struct proc *p = proc_get(t, 77, true);
-	assert_int_equal(jitdump_parse(s, b, at - 10, &p->jd), 0); /* the cut record is ignored */
-	t->clock_monotonic = true;
-	assert_null(jit_name(t, p, 0x10010, 50));                    /* before any load */
-	assert_string_equal(jit_name(t, p, 0x10010, 150), "first");
-	assert_string_equal(jit_name(t, p, 0x10090, 250), "other");   /* inner, later load */
-	assert_string_equal(jit_name(t, p, 0x10010, 250), "first");
-	assert_string_equal(jit_name(t, p, 0x10010, 350), "reused");
-	assert_string_equal(jit_name(t, p, 0x10090, 350), "reused");
-	assert_null(jit_name(t, p, 0x20010, 450));                    /* the cut record */
+	struct jitdump *dump = NULL;
+	assert_int_equal(jit_dump_parse(s, b, at - 10, &dump), 0); /* the cut record is ignored */
+	assert_null(jit_name(s, dump, 0x10010, 50, true));                    /* before any load */
+	assert_string_equal(jit_name(s, dump, 0x10010, 150, true), "first");
+	assert_string_equal(jit_name(s, dump, 0x10090, 250, true), "other");   /* inner, later load */
+	assert_string_equal(jit_name(s, dump, 0x10010, 250, true), "first");
+	assert_string_equal(jit_name(s, dump, 0x10010, 350, true), "reused");
+	assert_string_equal(jit_name(s, dump, 0x10090, 350, true), "reused");
+	assert_null(jit_name(s, dump, 0x20010, 450, true));                    /* the cut record */
 	/* times of another clock: the latest load */
-	t->clock_monotonic = false;
-	assert_string_equal(jit_name(t, p, 0x10010, 150), "reused");
+	assert_string_equal(jit_name(s, dump, 0x10010, 150, false), "reused");
+	jit_dump_free(dump);
 	/* every truncation and a bad magic: an error or a partial table, never a crash */
 	for (size_t n = 0; n < whole; n++) {
 		struct jitdump *jd = NULL;
-		int err = jitdump_parse(s, b, n, &jd);
+		int err = jit_dump_parse(s, b, n, &jd);
 		assert_true(err != 0 || jd != NULL);
-		jitdump_free(jd);
+		jit_dump_free(jd);
 	}
 	b[0] ^= 0xff;
 	struct jitdump *jd = NULL;
-	assert_int_equal(jitdump_parse(s, b, whole, &jd), -UW_EMAGIC);
-	uw_tracker_free(t);
+	assert_int_equal(jit_dump_parse(s, b, whole, &jd), -UW_EMAGIC);
 	uw_session_free(s);
 }
 

@@ -293,14 +293,15 @@ static const struct kunw_map *kmap_find(const struct kload *l, uint64_t pc)
 
 /* Did the walk find at pc the module (and place in it) the tracker has there at the sample's
  * time? */
-static bool frame_agrees(struct live_kunw *lk, const struct kload *l, struct proc *p, uint64_t pc, uint64_t time)
+static bool frame_agrees(struct live_kunw *lk, const struct kload *l, struct tracker_proc *p, uint64_t pc,
+                         uint64_t time)
 {
 	const struct kunw_map *km = kmap_find(l, pc);
 	if (!km)
 		return false;
-	struct proc_find_ctx fc = { lk->lv->t, p, time, false, 0 };
+	struct tracker_find_ctx fc = { lk->lv->t, p, time, false, 0 };
 	struct unw_pc_info info = { 0 };
-	if (!proc_find_pc(&fc, pc, &info))
+	if (!tracker_find_pc(&fc, pc, &info))
 		return false;
 	if (km->module == KUNW_MODULE_ANON)
 		return anon_code(info.module) || !info.code;
@@ -308,7 +309,7 @@ static bool frame_agrees(struct live_kunw *lk, const struct kload *l, struct pro
 	return m && m->id == km->module && pc - km->start + km->rel_start == pc - info.bias;
 }
 
-static void on_sample(void *ctx, const struct kunw_sample *ks, struct proc *p, struct uw_sample *smp,
+static void on_sample(void *ctx, const struct kunw_sample *ks, struct tracker_proc *p, struct uw_sample *smp,
                       unsigned nkernel, bool finished)
 {
 	struct live_kunw *lk = ctx;
@@ -379,15 +380,15 @@ static bool kmod_load(struct live_kunw *lk, struct kmod *km)
 		return false;
 	km->wanted = false;
 	if (!km->built) {
-		if (!proc_module_open(s, km->m) || !km->m->elf) {
+		if (!module_open(s, km->m) || !km->m->elf) {
 			km->failed = true;
 			return true;
 		}
-		struct kunw_code c;
+		struct unw_tables c;
 		int e = kunw_code_build(&c, km->m->elf, km->m->dbg);
 		if (!e) {
 			e = kunw_table_build(&km->tbl, &c.code);
-			kunw_code_free(&c);
+			unw_tables_free(&c);
 		}
 		if (e || !km->tbl.nwords) {
 			km->failed = true;
@@ -413,7 +414,7 @@ static void kproc_load(struct live_kunw *lk, struct kproc *kp)
 {
 	kp->dirty = false;
 	struct uw_tracker *t = lk->lv->t;
-	struct proc *p = proc_get(t, kp->pid, false);
+	struct tracker_proc *p = tracker_proc_get(t, kp->pid, false);
 	if (!p || p->exited || kp->exited)
 		return;
 	struct kunw_map *v = malloc((p->maps.len + 1) * sizeof(*v));
@@ -421,9 +422,9 @@ static void kproc_load(struct live_kunw *lk, struct kproc *kp)
 		return;
 	unsigned n = 0;
 	bool later = false; /* a module's table left for a later update: loaded again then */
-	struct proc_find_ctx fc = { t, p, UINT64_MAX, false, 0 };
+	struct tracker_find_ctx fc = { t, p, UINT64_MAX, false, 0 };
 	for (size_t i = 0; i < p->maps.len && n < KUNW_PROC_MAPS; i++) {
-		struct map *m = base_vec_at(&p->maps, i);
+		struct tracker_map *m = base_vec_at(&p->maps, i);
 		if (!m->exec || m->end <= m->start)
 			continue;
 		if (anon_code(m->mod)) {
@@ -436,7 +437,7 @@ static void kproc_load(struct live_kunw *lk, struct kproc *kp)
 		if (!km || !km->loaded)
 			continue;
 		struct unw_pc_info info = { 0 };
-		if (!proc_find_pc(&fc, m->start, &info) || info.module != m->mod)
+		if (!tracker_find_pc(&fc, m->start, &info) || info.module != m->mod)
 			continue;
 		uint64_t rel = m->start - info.bias;
 		if (rel > UINT32_MAX || m->end - m->start > UINT32_MAX - rel)

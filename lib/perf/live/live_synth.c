@@ -122,8 +122,8 @@ int live_push_kernel_map(struct live *lv)
 	fclose(f);
 	unsigned long long etext = text ? ~0ull : 0;
 	char hex[2 * ELFV_MAX_BUILD_ID + 1];
-	if (running_kernel_build_id(hex))
-		proc_note_build_id_hex(lv->t, "[kernel.kallsyms]", hex);
+	if (ksym_running_build_id(hex))
+		tracker_note_build_id_hex(lv->t, "[kernel.kallsyms]", hex);
 	if (!text || etext <= text)
 		return 0; /* addresses hidden (kptr_restrict): kernel frames stay unnamed */
 	uint8_t rec[8 + 32 + 24 + 32];
@@ -183,9 +183,9 @@ static int synthesize(struct live *lv, int32_t pid)
 	if (!f)
 		return err;
 	char line[4096 + 256];
-	struct proc_maps_line ml;
+	struct tracker_maps_line ml;
 	while (!err && fgets(line, sizeof(line), f)) {
-		if (!proc_maps_parse(line, &ml) || !ml.exec)
+		if (!tracker_maps_parse(line, &ml) || !ml.exec)
 			continue;
 		uint32_t prot = (ml.read ? PROT_READ : 0) | (ml.write ? PROT_WRITE : 0) | PROT_EXEC;
 		err = push_mmap2(lv, pid, ml.start, ml.end, ml.pgoff, ml.maj, ml.min, ml.ino, prot, ml.path);

@@ -272,7 +272,7 @@ int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint3
 		c.end -= trailer;
 	if (++r->since_sweep >= 4096 && time) {
 		r->since_sweep = 0;
-		proc_sweep(r->t, time);
+		tracker_sweep(r->t, time);
 	}
 	/* PERF_RECORD_MISC_MMAP_BUILD_ID means a build-id in place of device and inode only when
 	 * the event asked for build-ids: the kernel (seen on 6.18) sets it on the MMAP2 records of
@@ -324,7 +324,7 @@ int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint3
 			r->t->st.malformed_comm++;
 			return 0;
 		}
-		if (proc_comm(r->t, sb.pid, sb.tid, sb.str, sb.str_len, sb.exec, time) == -ENOMEM)
+		if (tracker_set_comm(r->t, sb.pid, sb.tid, sb.str, sb.str_len, sb.exec, time) == -ENOMEM)
 			return -ENOMEM;
 		/* (an exec: another program, whose stacks the earlier ones say nothing of) */
 		return sb.exec ? reader_stitch_forget(r, (uint32_t)sb.pid, (uint32_t)sb.tid) : 0;
@@ -341,12 +341,12 @@ int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint3
 			return 0;
 		}
 		if (type == PR_FORK) {
-			if (proc_fork(r->t, sb.pid, sb.ppid, sb.tid, sb.ptid, time ? time : sb.time) == -ENOMEM)
+			if (tracker_fork(r->t, sb.pid, sb.ppid, sb.tid, sb.ptid, time ? time : sb.time) == -ENOMEM)
 				return -ENOMEM;
 			/* (a thread number reused, its old thread's EXIT lost) */
 			return reader_stitch_forget(r, (uint32_t)sb.pid, (uint32_t)sb.tid);
 		}
-		proc_exit(r->t, sb.pid, sb.tid, time ? time : sb.time);
+		tracker_exit(r->t, sb.pid, sb.tid, time ? time : sb.time);
 		return reader_stitch_forget(r, (uint32_t)sb.pid, (uint32_t)sb.tid);
 	}
 	/* One loss is reported twice: the kernel writes LOST when a ring overflows, and perf
@@ -495,7 +495,7 @@ static void event_update(struct uw_reader *r, const uint8_t *rec, uint32_t len)
 	reader_attr_by_id(&r->at, id, &idx);
 	size_t l = strnlen((const char *)rec + 24, len - 24);
 	if (l)
-		r->at.attrs[idx].name = proc_intern(r->s, (const char *)rec + 24, l);
+		r->at.attrs[idx].name = session_intern(r->s, (const char *)rec + 24, l);
 }
 
 /* One record of the input: header records act at once, event records are queued for time order. */
@@ -668,7 +668,7 @@ UW_API int uw_reader_add_event(struct uw_reader *r, const void *attr, size_t siz
 		return -EINVAL;
 	int err = reader_add_attr(r, attr, size, (const uint8_t *)ids, nids, 0);
 	if (!err && name)
-		r->at.attrs[r->at.nattrs - 1].name = proc_intern(r->s, name, strlen(name));
+		r->at.attrs[r->at.nattrs - 1].name = session_intern(r->s, name, strlen(name));
 	return err;
 }
 

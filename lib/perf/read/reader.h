@@ -32,7 +32,7 @@ struct cut {
 
 struct ra_chunk;
 struct kunw_sample;
-struct proc;
+struct tracker_proc;
 
 /* A record of kernel unwinding's program (lib/kernel), pushed by a live recorder: {u64 event
  * id; struct kunw_rec ...}. A private type below the kernel's range that is never written. */
@@ -40,7 +40,7 @@ struct proc;
 /* Told of each such sample once its stack is made (frames [0, nkernel) walked in the kernel,
  * the rest finished in user space when finished): may cut smp's user frames (a walk that used
  * mappings the process has changed since) and note what to load. */
-typedef void (*reader_kunw_fn)(void *ctx, const struct kunw_sample *ks, struct proc *p, struct uw_sample *smp,
+typedef void (*reader_kunw_fn)(void *ctx, const struct kunw_sample *ks, struct tracker_proc *p, struct uw_sample *smp,
                                unsigned nkernel, bool finished);
 
 /* The prefix chosen at an adaptation, and where the reading was then (reader_input.c). */

@@ -141,7 +141,7 @@ void reader_build_ids(struct uw_reader *r, const uint8_t *p, uint64_t size)
 	size_t off = 0;
 	struct perf_bid_entry e;
 	while (perf_bid_next(p, (size_t)size, &off, &e))
-		proc_note_build_id(r->t, e.path, e.id, e.len);
+		tracker_note_build_id(r->t, e.path, e.id, e.len);
 }
 
 static void parse_event_desc(struct uw_reader *r, const uint8_t *p, uint64_t size)
@@ -160,7 +160,7 @@ static void parse_event_desc(struct uw_reader *r, const uint8_t *p, uint64_t siz
 		size_t l = strnlen(nm, slen);
 		c.p += slen;
 		if (l)
-			r->at.attrs[i].name = proc_intern(r->s, nm, l);
+			r->at.attrs[i].name = session_intern(r->s, nm, l);
 		if (nids > base_cur_left(&c) / 8)
 			return;
 		base_cur_skip(&c, (size_t)nids * 8);
@@ -177,7 +177,7 @@ static const char *feat_string(struct uw_reader *r, struct base_cursor *c)
 	}
 	const char *p = (const char *)c->p;
 	c->p += len;
-	return proc_intern(r->s, p, strnlen(p, len));
+	return session_intern(r->s, p, strnlen(p, len));
 }
 
 /* FEAT_UW_STOPS (perf_writer.c): u32 version (1), u32 0, u64 samples, u64 runs, then the runs
@@ -305,7 +305,7 @@ void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64
 		uint32_t avail = base_cur_u32(&c), online = base_cur_u32(&c);
 		if (!c.bad) {
 			int n = snprintf(buf, sizeof(buf), "%u/%u", online, avail);
-			r->info[UW_INFO_NRCPUS] = proc_intern(r->s, buf, (size_t)n);
+			r->info[UW_INFO_NRCPUS] = session_intern(r->s, buf, (size_t)n);
 		}
 		break;
 	}
@@ -324,7 +324,7 @@ void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64
 			n += (size_t)w;
 		}
 		if (n)
-			r->info[UW_INFO_CMDLINE] = proc_intern(r->s, buf, n);
+			r->info[UW_INFO_CMDLINE] = session_intern(r->s, buf, n);
 		break;
 	}
 	default:

@@ -80,13 +80,13 @@ static uint8_t bpf_method(uint8_t m)
  * the program handed over cannot be finished from frame 0's registers: the copy's stack is
  * delivered instead. */
 static int verify(struct uw_reader *r, const struct kunw_sample *ks, const struct unw_opts *uo,
-                  struct proc_find_ctx *fc, struct kunw_result *res)
+                  struct tracker_find_ctx *fc, struct kunw_result *res)
 {
 	unsigned max = r->s->opts.max_frames;
 	if (!r->kunw.vframes && !(r->kunw.vframes = calloc(max, sizeof(*r->kunw.vframes))))
 		return -ENOMEM;
 	struct unw_result ur;
-	kunw_unwind_copy(ks, uo, proc_find_pc, fc, r->kunw.vframes, max, &ur);
+	kunw_unwind_copy(ks, uo, tracker_find_pc, fc, r->kunw.vframes, max, &ur);
 	bool handed = ks->rec->stop == KUNW_STOP_FALLBACK;
 	if (ur.stop == UW_STOP_END_OF_STACK) {
 		unsigned n = handed ? res->nkernel : res->n;
@@ -133,7 +133,7 @@ int reader_kunw_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, u
 	const struct kunw_rec *kr = ks.rec;
 	if (r->o.event && strcmp(a->name, r->o.event) != 0)
 		return 0;
-	struct proc *p = tracker_sample_proc(r->t, (int32_t)kr->pid, kr->time);
+	struct tracker_proc *p = tracker_sample_proc(r->t, (int32_t)kr->pid, kr->time);
 	const char *comm = tracker_comm(r->t, kr->pid, kr->tid);
 	if (!kr->pid && !kr->tid && comm && comm[0] == ':')
 		comm = "swapper";
@@ -186,9 +186,9 @@ int reader_kunw_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, u
 		struct uw_tracker *t = r->t;
 		struct unw_opts uo = { r->s->opts.max_frames, t->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64, false,
 				       t->cfi_cache, NULL, NULL };
-		struct proc_find_ctx fc = { t, p, kr->time, false, 0 };
+		struct tracker_find_ctx fc = { t, p, kr->time, false, 0 };
 		struct kunw_result res;
-		kunw_finish(&ks, &uo, proc_find_pc, &fc, r->frames, r->s->opts.max_frames, &res);
+		kunw_finish(&ks, &uo, tracker_find_pc, &fc, r->frames, r->s->opts.max_frames, &res);
 		if ((kr->flags & KUNW_F_VERIFY) && verify(r, &ks, &uo, &fc, &res) < 0)
 			return -ENOMEM;
 		for (unsigned i = 0; i < res.nkernel; i++)

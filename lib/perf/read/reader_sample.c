@@ -43,10 +43,10 @@ bool reader_sample_wanted(const struct uw_reader *r, uint32_t pid, uint32_t tid,
  * when that CFI gives it a caller. A return address is looked up one byte back, inside its
  * call; unwound writes callers at the return address - 1 already, which stays inside the call.
  */
-static enum uw_stop_reason judge_chain(struct proc_find_ctx *fc, const struct uw_frame *outer, bool is_first)
+static enum uw_stop_reason judge_chain(struct tracker_find_ctx *fc, const struct uw_frame *outer, bool is_first)
 {
 	struct unw_pc_info info = { 0 };
-	if (!outer->pc || !fc->p || !proc_find_pc(fc, outer->pc, &info))
+	if (!outer->pc || !fc->p || !tracker_find_pc(fc, outer->pc, &info))
 		return UW_STOP_NO_MODULE;
 	const struct cfi_rule *rule;
 	uint64_t lookup = outer->pc - (is_first ? 0 : 1) - info.bias;
@@ -140,7 +140,7 @@ int reader_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32
 	if (r->o.event && strcmp(a->name, r->o.event) != 0)
 		return 0;
 	/* (live: a process no event told of is made, its mappings asked of the kernel) */
-	struct proc *p = tracker_sample_proc(r->t, (int32_t)ps.pid, (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX);
+	struct tracker_proc *p = tracker_sample_proc(r->t, (int32_t)ps.pid, (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX);
 	const char *comm = tracker_comm(r->t, ps.pid, ps.tid);
 	/* the idle task, which no COMM names: perf calls it swapper (machine__idle_thread) */
 	if (!ps.pid && !ps.tid && comm && comm[0] == ':')
@@ -178,7 +178,7 @@ int reader_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32
 	unsigned nk = 0, nu_chain = 0;
 	bool chain_full = false; /* user entries past max_frames */
 	uint64_t ctx = 0;
-	struct proc_find_ctx fc = { .t = r->t, .p = p, .time = (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX };
+	struct tracker_find_ctx fc = { .t = r->t, .p = p, .time = (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX };
 	bool have_stack = ps.regs_abi && ps.regs && ps.stack_dyn;
 	for (uint64_t i = 0; i < ps.nr_callchain; i++) {
 		uint64_t ip;

@@ -336,12 +336,13 @@ static int add_bid(struct perf_writer *w, const char *path, const char *hex, boo
 	return perf_writer_add_buildid(w, path, id, hl / 2, kernel);
 }
 
+/* A module a frame of the recording landed in, with a build-id: into the output's table. */
 static int collect_module(void *ctx, struct uw_module *m)
 {
-	struct perf_writer *w = ctx;
+	struct inject *in = ctx;
 	if (uw_module_state(m) != UW_MODULE_MISSING || uw_module_build_id(m)[0])
-		if (__atomic_load_n(&m->hit, __ATOMIC_RELAXED) && m->build_id[0] && !m->jit)
-			add_bid(w, m->path, m->build_id, false);
+		if (tracker_module_was_hit(uw_reader_tracker(in->r), m) && m->build_id[0] && !m->jit)
+			add_bid(in->w, m->path, m->build_id, false);
 	return 0;
 }
 
@@ -423,7 +424,8 @@ int cc_sink_finish(struct cc_sink *k)
 	if (err)
 		return err;
 	/* (modules a recording unloaded on its way, idle too long, are still listed) */
-	uw_session_foreach_module(in->s, collect_module, in->w);
+	if (in->r)
+		uw_session_foreach_module(in->s, collect_module, in);
 	/* the recording's kernel */
 	const char *kb = in->r ? tracker_build_id(uw_reader_tracker(in->r), "[kernel.kallsyms]", 17) : NULL;
 	add_bid(in->w, "[kernel.kallsyms]", kb, true);

@@ -3,26 +3,14 @@
  * JIT symbol maps (/tmp/perf-PID.map, written by V8, the JVM's agents, CPython 3.12): parsed
  * from memory, merge-sorted, and used only when they can belong to the process.
  */
-#include <dlfcn.h>
-#include <elf.h>
-#include <elfutils/debuginfod.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <lzma.h>
-#include <sys/auxv.h>
-#include <time.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "process/process.h"
-#include "symbolize/dwp.h"
-#include "process/module_files.h"
+#include "symbolize/symbolize.h"
 
 static int sort_syms(struct sym *a, size_t n)
 {
@@ -48,7 +36,7 @@ static int sort_syms(struct sym *a, size_t n)
 }
 
 /* The text of a perf-PID.map: "START SIZE name" lines. */
-int jitmap_parse(const char *text, size_t len, struct symtab *t, size_t max_entries)
+int jit_map_parse(const char *text, size_t len, struct symtab *t, size_t max_entries)
 {
 	struct base_vec v = BASE_VEC_INIT(struct sym);
 	base_arena_init(&t->arena, 64 * 1024);
@@ -105,13 +93,19 @@ int jitmap_parse(const char *text, size_t len, struct symtab *t, size_t max_entr
 	return 0;
 }
 
-/* Anonymous memory: no file (//anon, [anon:NAME], memfd), where JIT code lives; not [vdso]. */
-static bool anonymous(const struct map *m)
+bool jit_anonymous(const struct uw_module *m)
 {
-	if (!m->mod)
+	if (!m)
 		return true;
-	const char *n = m->mod->path;
-	return m->mod->special && (!strncmp(n, "//anon", 6) || !strncmp(n, "[anon", 5) || !strncmp(n, "/memfd:", 7));
+	const char *n = m->path;
+	return m->special && (!strncmp(n, "//anon", 6) || !strncmp(n, "[anon", 5) || !strncmp(n, "/memfd:", 7));
+}
+
+/* The span holding addr, or NULL. */
+static const struct jit_span *span_at(const struct jit_proc *p, uint64_t addr)
+{
+	size_t lo = base_upper_bound(p->spans, p->nspans, sizeof(*p->spans), offsetof(struct jit_span, start), addr);
+	return lo && addr < p->spans[lo - 1].end ? &p->spans[lo - 1] : NULL;
 }
 
 /* Can the map belong to this process? Where the recording shows anonymous mappings of the
@@ -121,18 +115,17 @@ static bool anonymous(const struct map *m)
  * are reused; maps outlive their processes in /tmp) lies elsewhere.
  * Entries inside the file mappings (V8 lists the builtins embedded in its executable) are never
  * looked up here and do not count. A sample of the entries is checked. */
-static const char *jit_entries_misplaced(const struct symtab *t, const struct proc *p)
+static const char *jit_entries_misplaced(const struct symtab *t, const struct jit_proc *p)
 {
-	const struct map *mv = p->maps.data;
 	bool has_anon = false;
-	for (size_t i = 0; i < p->maps.len && !has_anon; i++)
-		has_anon = anonymous(&mv[i]);
+	for (size_t i = 0; i < p->nspans && !has_anon; i++)
+		has_anon = p->spans[i].anon;
 	if (!has_anon)
 		return NULL;
 	size_t step = t->n > 1000 ? t->n / 1000 : 1, outside_files = 0, in_anon = 0;
 	for (size_t k = 0; k < t->n; k += step) {
-		const struct map *m = proc_find_map((struct proc *)p, t->syms[k].start);
-		if (m && !anonymous(m))
+		const struct jit_span *m = span_at(p, t->syms[k].start);
+		if (m && !m->anon)
 			continue;
 		outside_files++;
 		in_anon += m != NULL;
@@ -146,11 +139,11 @@ static const char *jit_entries_misplaced(const struct symtab *t, const struct pr
  * START and SIZE, written by JITs (V8 --perf-basic-prof, the JVM's agents, CPython 3.12). The
  * file is in a directory anyone may write: it is opened without following a link, only as a
  * regular file under the side-file cap, and used only when it can belong to the process. */
-static int jit_load(struct uw_tracker *t, struct uw_module *m, struct proc *p, const char **why)
+static int jit_load(struct uw_session *s, struct uw_module *m, struct symtab *syms, const struct jit_proc *p,
+                    const char **why)
 {
-	struct uw_session *s = t->s;
 	uint64_t size;
-	int fd = base_open_file(m->path, BASE_OPEN_NOFOLLOW, proc_side_cap(s), &size);
+	int fd = base_open_file(m->path, BASE_OPEN_NOFOLLOW, session_side_cap(s), &size);
 	if (fd < 0)
 		return fd;
 	struct stat st;
@@ -162,9 +155,7 @@ static int jit_load(struct uw_tracker *t, struct uw_module *m, struct proc *p, c
 	/* written before the process existed: another process's, that had this pid */
 	int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	const int64_t slack = 2000000000; /* clocks converted approximately */
-	int64_t started; /* the process's start in wall-clock time (a recording's claims may overflow it) */
-	if (p->start_known && t->wall_known && !__builtin_add_overflow((int64_t)p->start_time, t->wall_offset, &started) &&
-	    started > INT64_MIN + slack && mtime < started - slack) {
+	if (p->start_wall_known && p->start_wall > INT64_MIN + slack && mtime < p->start_wall - slack) {
 		close(fd);
 		*why = "it was written before the process started (another process's, with this pid)";
 		return -ESTALE;
@@ -175,53 +166,53 @@ static int jit_load(struct uw_tracker *t, struct uw_module *m, struct proc *p, c
 	close(fd);
 	if (err)
 		return err;
-	err = jitmap_parse(text, len, &m->syms, (size_t)(proc_side_cap(s) / 128));
+	err = jit_map_parse(text, len, syms, (size_t)(session_side_cap(s) / 128));
 	free(text);
 	/* a process that ran before the recording (its start unknown, the map's age proves
 	 * nothing): its mappings as the recording found them at its start hold its JIT code */
-	if (!err && !p->start_known && (*why = jit_entries_misplaced(&m->syms, p))) {
-		symtab_free(&m->syms);
+	if (!err && !p->start_known && (*why = jit_entries_misplaced(syms, p))) {
+		symtab_free(syms);
+		memset(syms, 0, sizeof(*syms));
 		return -ESTALE;
 	}
 	return err;
 }
 
-struct uw_module *proc_jit_module(struct uw_tracker *t, struct proc *p)
+struct uw_module *jit_map_module(struct uw_session *s, const struct jit_proc *p)
 {
-	struct uw_session *s = t->s;
-	if (p->jit_tried)
-		return p->jit;
-	p->jit_tried = true;
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", s->sysroot ? s->sysroot : "", (int)p->pid);
 	if (access(path, F_OK))
 		return NULL;
-	struct uw_module *m = proc_module_get(s, path, strlen(path), "", 0, 0, (uint64_t)p->pid);
-	if (!m)
+	struct uw_module *m = module_get(s, path, strlen(path), "", 0, 0, (uint64_t)p->pid);
+	struct sym_module *sm = m ? sym_module(s, m) : NULL;
+	if (!sm)
 		return NULL;
 	/* (read once, by the first tracker to need it) */
-	proc_lock(s);
+	pthread_mutex_lock(&m->mu);
 	if (!m->jit) {
 		m->jit = true;
 		m->special = true;
-		m->syms_done = true;
 		const char *why = NULL;
-		int err = jit_load(t, m, p, &why);
+		int err = jit_load(s, m, &sm->syms, p, &why);
+		__atomic_store_n(&sm->syms_done, true, __ATOMIC_RELEASE);
 		__atomic_store_n(&m->cfi_done, true, __ATOMIC_RELEASE); /* JIT code: frame pointers */
-		proc_module_set_opened(m, err ? UW_MODULE_BAD : UW_MODULE_OK);
+		module_set_opened(m, err ? UW_MODULE_BAD : UW_MODULE_OK);
 		if (err)
 			base_log(&s->log, UW_LOG_WARN, "%s: not used: %s", path,
 				 why ? why : err == -ELOOP ? "a symbolic link" : uw_strerror(err));
 	}
-	bool ok = m->state == UW_MODULE_OK;
-	proc_unlock(s);
-	if (!ok)
-		return NULL;
-	p->jit = m;
-	return m;
+	pthread_mutex_unlock(&m->mu);
+	return uw_module_state(m) == UW_MODULE_OK ? m : NULL;
 }
 
-/* MiniDebugInfo: an xz-compressed ELF in .gnu_debugdata holding a .symtab of the functions
- * .dynsym lacks (Fedora and others ship it instead of full debug files). Its decompressed size
- * is capped at a quarter of the debug-section cap (256 MiB by default): it holds symbols only. */
-
+bool jit_symbol_at(const struct uw_module *jm, uint64_t pc, uint64_t *start)
+{
+	const struct sym_module *sm = (const struct sym_module *)module_ext(jm);
+	if (!sm || !__atomic_load_n(&sm->syms_done, __ATOMIC_ACQUIRE))
+		return false;
+	const struct sym *sy = symtab_find(&sm->syms, pc);
+	if (sy)
+		*start = sy->start;
+	return sy != NULL;
+}

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "process/process.h"
+#include "module/files.h"
 
 #define SEARCH_MAX_DEPTH 16
 #define SEARCH_MAX_ENTRIES 200000
@@ -43,8 +43,8 @@ static void add_file(struct uw_session *s, struct search_index *ix, const char *
 	if (!e)
 		return;
 	uint64_t h = base_hash_bytes(name, strlen(name));
-	e->name = proc_intern(s, name, strlen(name));
-	e->path = proc_intern(s, p, strlen(p));
+	e->name = session_intern(s, name, strlen(name));
+	e->path = session_intern(s, p, strlen(p));
 	e->next = base_map_get(&ix->names, h);
 	if (!e->name || !e->path || base_map_put(&ix->names, h, e))
 		return;
@@ -84,16 +84,56 @@ static void walk(struct uw_session *s, struct search_index *ix, const char *dir,
 	closedir(d);
 }
 
+static struct search_index *index_make(struct uw_session *s);
+
+/* The session's index (part SESSION_SEARCH), made once by the first thread to need it (the
+ * others wait for it). */
+struct search_state {
+	pthread_mutex_t mu;
+	bool tried;
+	struct search_index *ix; /* (published last) */
+};
+
+static void search_state_free(void *p)
+{
+	struct search_state *c = p;
+	if (c->ix) {
+		base_map_free(&c->ix->names);
+		base_arena_free(&c->ix->ar);
+		free(c->ix);
+	}
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
 static struct search_index *index_of(struct uw_session *s)
 {
-	if (s->search || s->search_failed || !s->search_path)
-		return s->search;
+	if (!s->search_path)
+		return NULL;
+	struct search_state *c = session_part(s, SESSION_SEARCH);
+	if (!c && (c = calloc(1, sizeof(*c)))) {
+		pthread_mutex_init(&c->mu, NULL);
+		c = session_part_attach(s, SESSION_SEARCH, c, search_state_free);
+	}
+	struct search_index *ix = c ? __atomic_load_n(&c->ix, __ATOMIC_ACQUIRE) : NULL;
+	if (ix || !c)
+		return ix;
+	pthread_mutex_lock(&c->mu);
+	if (!c->tried) {
+		c->tried = true;
+		__atomic_store_n(&c->ix, index_make(s), __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return __atomic_load_n(&c->ix, __ATOMIC_ACQUIRE);
+}
+
+static struct search_index *index_make(struct uw_session *s)
+{
 	struct search_index *ix = calloc(1, sizeof(*ix));
 	char *dirs = strdup(s->search_path);
 	if (!ix || !dirs) {
 		free(ix);
 		free(dirs);
-		s->search_failed = true;
 		return NULL;
 	}
 	base_map_init(&ix->names);
@@ -105,11 +145,10 @@ static struct search_index *index_of(struct uw_session *s)
 		base_log(&s->log, UW_LOG_WARN, "search path: more than %d files; the rest are not searched",
 			 SEARCH_MAX_ENTRIES);
 	base_log(&s->log, UW_LOG_INFO, "search path: %zu files indexed", ix->entries);
-	s->search = ix;
 	return ix;
 }
 
-const char *proc_search_next(struct uw_session *s, const char *name, const char *after)
+const char *module_search_next(struct uw_session *s, const char *name, const char *after)
 {
 	struct search_index *ix = index_of(s);
 	if (!ix)
@@ -126,14 +165,4 @@ const char *proc_search_next(struct uw_session *s, const char *name, const char 
 		past = e->path == after;
 	}
 	return NULL;
-}
-
-void proc_search_free(struct uw_session *s)
-{
-	if (!s->search)
-		return;
-	base_map_free(&s->search->names);
-	base_arena_free(&s->search->ar);
-	free(s->search);
-	s->search = NULL;
 }

@@ -1,33 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* MiniDebugInfo: the xz-compressed symbol table some distributions keep in .gnu_debugdata. */
-#include <dlfcn.h>
-#include <elf.h>
-#include <elfutils/debuginfod.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <lzma.h>
-#include <sys/auxv.h>
-#include <time.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
-#include <unistd.h>
+#include <stdlib.h>
 
-#include "process/process.h"
-#include "symbolize/dwp.h"
-#include "process/module_files.h"
+#include "module/files.h"
 
-struct elfv *mod_open_minidebug(struct uw_session *s, struct uw_module *m)
+struct elfv *module_open_minidebug(struct uw_session *s, struct uw_module *m)
 {
 	struct elfv_sec sec;
 	if (!m->elf || elfv_section(m->elf, ".gnu_debugdata", &sec) || !sec.data || !sec.size)
 		return NULL;
 	/* the uncompressed size is in the xz index; decode with a growing buffer and a cap */
-	const uint64_t max = UW_MAX(mod_view_cap(s) / 4, (uint64_t)1 << 16);
+	const uint64_t max = UW_MAX(session_view_cap(s) / 4, (uint64_t)1 << 16);
 	size_t cap = (size_t)UW_MIN(UW_MAX(sec.size * 4, (uint64_t)1 << 16), max);
 	for (;;) {
 		uint8_t *out = malloc(cap);

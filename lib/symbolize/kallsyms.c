@@ -23,8 +23,74 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "process/process.h"
-#include "process/module_files.h"
+#include "symbolize/symbolize.h"
+
+/* A kernel symbol table read from one file: a kallsyms text, searched in place, or a vmlinux's
+ * ELF symbols (kallsyms.c). */
+struct ktab {
+	struct ktab *next;
+	const char *path;          /* interned */
+	bool vmlinux;
+	uint64_t dev, ino, size;   /* the file's identity (0 for /proc files) */
+	int64_t mtime_ns;
+	uint64_t side_cap;
+	/* under the kernel symbols' lock: read on a helper thread (running), joined once (ready) */
+	bool started, running, ready;
+	pthread_t th;
+	/* what was read: written by the reader, read by others once it is joined */
+	int err;
+	uint64_t text;             /* _text in the file (0: not found) */
+	struct ksym *ksyms;        /* kallsyms: what is not searched in place, sorted */
+	size_t nksyms;
+	char *buf;                 /* the file's text; ksym names point into it */
+	size_t kcore_len;          /* its first kcore_len bytes: the image's symbols, sorted, searched in place */
+	size_t map_len;            /* when non-zero, buf is a mapping of this size */
+	struct elfv *elf;          /* vmlinux: the file, its symbols, its build-id */
+	struct symtab syms;
+	char build_id[2 * ELFV_MAX_BUILD_ID + 1];
+};
+
+/* One recording's kernel (public: struct uw_kernel): what the recording says of it and the
+ * symbols chosen for it. Made with its tracker, on the session's list; kept after the tracker
+ * when handed out (samples carry it), else freed with it. Fields under the kernel symbols' lock. */
+struct uw_kernel {
+	struct uw_kernel *next;
+	struct ksym_state *ks;
+	char build_id[2 * ELFV_MAX_BUILD_ID + 1]; /* "" unknown */
+	char release[65];          /* uname -r of the recording's machine (HEADER_OSRELEASE), "" unknown */
+	uint64_t text;             /* _text of the recorded kernel (its MMAP's pgoff), 0 unknown */
+	bool running;              /* a live tracker's: the running kernel */
+	const char *kallsyms, *vmlinux; /* files given for it (interned), or NULL */
+	bool given_bad;            /* a file given could not be used: no symbols unless another is */
+	bool kept;                 /* handed out: outlives its tracker */
+	bool prefetch;             /* read its symbols ahead once it is known (uw_tracker_load_*) */
+	bool decided;              /* tab and delta chosen (gen: the session's kallsyms_gen then) */
+	unsigned gen;
+	struct ktab *tab;          /* NULL: no symbols ([unknown]) */
+	uint64_t delta;            /* recorded kernel's _text minus the file's */
+};
+
+struct ksym {
+	uint64_t addr;
+	const char *name;   /* into the kallsyms text (not terminated) until first used */
+	uint32_t len;
+	bool interned;      /* name is a NUL-terminated interned copy */
+};
+
+/* Kernel symbols on the session (part SESSION_KERNEL_SYMBOLS; kallsyms.c): tables read from
+ * files, shared by every recording's kernel and kept until the session ends; each tracker's
+ * kernel (struct uw_kernel). */
+struct ksym_state {
+	struct uw_session *s;
+	pthread_mutex_t mu;        /* all of it, and the kernels' fields */
+	struct ktab *ktabs;
+	struct uw_kernel *kernels;
+	struct uw_kernel *first_kernel; /* uw_symbolize_kernel's: the first tracker's */
+	const char *kallsyms_default; /* uw_session_load_kallsyms's file (interned), or NULL */
+	unsigned kallsyms_gen;     /* changes of it (kernels without a file of their own choose again) */
+	uint64_t run_text;         /* the running kernel's _text (0: hidden), read once */
+	bool run_text_tried;
+};
 
 /* ---- kernel symbols */
 static int cmp_ksym(const void *a, const void *b)
@@ -289,7 +355,7 @@ static int load_vmlinux_now(struct uw_session *s, struct ktab *k)
 	int err = elfv_open(k->path, 0, &k->elf);
 	if (err)
 		return err;
-	k->elf->max_inflate = mod_view_cap(s);
+	k->elf->max_inflate = session_view_cap(s);
 	if (k->elf->build_id_len)
 		elfv_build_id_hex(k->elf, k->build_id);
 	struct elfv_sec text;
@@ -363,13 +429,14 @@ static void *ktab_main(void *arg)
 /* The table of a file (made when new, not read yet): found by path and, for a file, by device,
  * inode, size and modification time (a file rewritten at the path is another table). Under the
  * lock. NULL without memory. */
-static struct ktab *ktab_get(struct uw_session *s, const char *path, bool vmlinux)
+static struct ktab *ktab_get(struct ksym_state *ks, const char *path, bool vmlinux)
 {
+	struct uw_session *s = ks->s;
 	struct stat st;
 	bool proc = strncmp(path, "/proc/", 6) == 0;
 	if (proc || stat(path, &st))
 		memset(&st, 0, sizeof(st));
-	for (struct ktab *k = s->ktabs; k; k = k->next)
+	for (struct ktab *k = ks->ktabs; k; k = k->next)
 		if (k->vmlinux == vmlinux && !strcmp(k->path, path) && k->dev == (uint64_t)st.st_dev &&
 		    k->ino == (uint64_t)st.st_ino && k->size == (uint64_t)st.st_size &&
 		    k->mtime_ns == (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec)
@@ -377,7 +444,7 @@ static struct ktab *ktab_get(struct uw_session *s, const char *path, bool vmlinu
 	struct ktab *k = calloc(1, sizeof(*k));
 	if (!k)
 		return NULL;
-	k->path = proc_intern(s, path, strlen(path));
+	k->path = session_intern(s, path, strlen(path));
 	if (!k->path) {
 		free(k);
 		return NULL;
@@ -387,9 +454,9 @@ static struct ktab *ktab_get(struct uw_session *s, const char *path, bool vmlinu
 	k->ino = (uint64_t)st.st_ino;
 	k->size = (uint64_t)st.st_size;
 	k->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	k->side_cap = proc_side_cap(s);
-	k->next = s->ktabs;
-	s->ktabs = k;
+	k->side_cap = session_side_cap(s);
+	k->next = ks->ktabs;
+	ks->ktabs = k;
 	return k;
 }
 
@@ -469,7 +536,7 @@ static bool ktab_find(struct uw_session *s, struct ktab *k, uint64_t x, struct u
 	if (!next && x - start > (1u << 20))
 		return false;
 	if (!interned) {
-		const char *nm = proc_intern(s, name, nlen);
+		const char *nm = session_intern(s, name, nlen);
 		if (!nm)
 			return false;
 		name = nm;
@@ -502,7 +569,7 @@ static void ktab_free(struct ktab *k)
 /* ---- the running kernel */
 
 /* The running kernel's build-id (hex), from /sys/kernel/notes. */
-bool running_kernel_build_id(char *hex)
+bool ksym_running_build_id(char *hex)
 {
 	FILE *f = fopen("/sys/kernel/notes", "re");
 	if (!f)
@@ -520,11 +587,11 @@ bool running_kernel_build_id(char *hex)
 /* The running kernel's _text, from the first lines of /proc/kallsyms (the image's symbols come
  * first, _text among the first few); 0 when hidden or not found. Once per session, under the
  * lock. */
-static uint64_t running_text(struct uw_session *s)
+static uint64_t running_text(struct ksym_state *ks)
 {
-	if (s->run_text_tried)
-		return s->run_text;
-	s->run_text_tried = true;
+	if (ks->run_text_tried)
+		return ks->run_text;
+	ks->run_text_tried = true;
 	FILE *f = fopen("/proc/kallsyms", "re");
 	if (!f)
 		return 0;
@@ -533,42 +600,83 @@ static uint64_t running_text(struct uw_session *s)
 		unsigned long long a;
 		char type, name[256];
 		if (sscanf(line, "%llx %c %255s", &a, &type, name) == 3 && !strcmp(name, "_text")) {
-			s->run_text = a;
+			ks->run_text = a;
 			break;
 		}
 	}
 	fclose(f);
-	return s->run_text;
+	return ks->run_text;
+}
+
+/* ---- the session's part */
+
+static void ksym_state_free(void *p)
+{
+	struct ksym_state *ks = p;
+	for (struct ktab *k = ks->ktabs, *next; k; k = next) {
+		next = k->next;
+		ktab_free(k);
+	}
+	for (struct uw_kernel *k = ks->kernels, *next; k; k = next) {
+		next = k->next;
+		free(k);
+	}
+	pthread_mutex_destroy(&ks->mu);
+	free(ks);
+}
+
+/* The session's kernel symbols (made on first use); NULL without memory. */
+static struct ksym_state *ksym_state(struct uw_session *s)
+{
+	struct ksym_state *ks = session_part(s, SESSION_KERNEL_SYMBOLS);
+	if (UW_LIKELY(ks))
+		return ks;
+	if (!(ks = calloc(1, sizeof(*ks))))
+		return NULL;
+	ks->s = s;
+	pthread_mutex_init(&ks->mu, NULL);
+	return session_part_attach(s, SESSION_KERNEL_SYMBOLS, ks, ksym_state_free);
 }
 
 /* ---- a recording's kernel */
 
-struct uw_kernel *proc_kernel_new(struct uw_session *s, bool running)
+/* A kernel on the session's list (the caller holds the lock). */
+static struct uw_kernel *kernel_add(struct ksym_state *ks, bool running)
 {
 	struct uw_kernel *k = calloc(1, sizeof(*k));
 	if (!k)
 		return NULL;
-	k->s = s;
+	k->ks = ks;
 	k->running = running;
-	proc_lock(s);
-	k->next = s->kernels;
-	s->kernels = k;
+	k->next = ks->kernels;
+	ks->kernels = k;
 	/* uw_symbolize_kernel names with the session's first recording's kernel */
-	if (!s->first_kernel) {
-		s->first_kernel = k;
+	if (!ks->first_kernel) {
+		ks->first_kernel = k;
 		k->kept = true;
 	}
-	proc_unlock(s);
 	return k;
 }
 
-void proc_kernel_drop(struct uw_session *s, struct uw_kernel *k)
+struct uw_kernel *ksym_kernel_new(struct uw_session *s, bool running)
+{
+	struct ksym_state *ks = ksym_state(s);
+	if (!ks)
+		return NULL;
+	pthread_mutex_lock(&ks->mu);
+	struct uw_kernel *k = kernel_add(ks, running);
+	pthread_mutex_unlock(&ks->mu);
+	return k;
+}
+
+void ksym_kernel_drop(struct uw_kernel *k)
 {
 	if (!k)
 		return;
-	proc_lock(s);
+	struct ksym_state *ks = k->ks;
+	pthread_mutex_lock(&ks->mu);
 	if (!k->kept) {
-		for (struct uw_kernel **pp = &s->kernels; *pp; pp = &(*pp)->next) {
+		for (struct uw_kernel **pp = &ks->kernels; *pp; pp = &(*pp)->next) {
 			if (*pp == k) {
 				*pp = k->next;
 				free(k);
@@ -576,30 +684,31 @@ void proc_kernel_drop(struct uw_session *s, struct uw_kernel *k)
 			}
 		}
 	}
-	proc_unlock(s);
+	pthread_mutex_unlock(&ks->mu);
 }
 
-struct uw_kernel *proc_kernel_keep(struct uw_kernel *k)
+struct uw_kernel *ksym_kernel_keep(struct uw_kernel *k)
 {
 	if (k && !__atomic_load_n(&k->kept, __ATOMIC_RELAXED)) {
-		proc_lock(k->s);
+		pthread_mutex_lock(&k->ks->mu);
 		__atomic_store_n(&k->kept, true, __ATOMIC_RELAXED);
-		proc_unlock(k->s);
+		pthread_mutex_unlock(&k->ks->mu);
 	}
 	return k;
 }
 
 /* Where the recording's kernel symbols come from (a table not read yet, or NULL: none, with
  * why). Under the lock. */
-static struct ktab *kernel_choose(struct uw_session *s, struct uw_kernel *k, char *why, size_t cap)
+static struct ktab *kernel_choose(struct ksym_state *ks, struct uw_kernel *k, char *why, size_t cap)
 {
+	struct uw_session *s = ks->s;
 	/* a vmlinux over kallsyms, as perf */
 	if (k->vmlinux || k->kallsyms)
-		return ktab_get(s, k->vmlinux ? k->vmlinux : k->kallsyms, k->vmlinux != NULL);
+		return ktab_get(ks, k->vmlinux ? k->vmlinux : k->kallsyms, k->vmlinux != NULL);
 	if (k->given_bad)
 		return NULL; /* (said when it was given) */
-	if (s->kallsyms_default)
-		return ktab_get(s, s->kallsyms_default, false);
+	if (ks->kallsyms_default)
+		return ktab_get(ks, ks->kallsyms_default, false);
 	char have[2 * ELFV_MAX_BUILD_ID + 1] = "";
 	if (k->build_id[0]) {
 		/* perf record keeps a snapshot of the recorded kernel's kallsyms in the build-id
@@ -611,56 +720,57 @@ static struct ktab *kernel_choose(struct uw_session *s, struct uw_kernel *k, cha
 			int fd = base_open_file(snap, 0, 0, &size);
 			if (fd >= 0) {
 				close(fd);
-				return ktab_get(s, snap, false);
+				return ktab_get(ks, snap, false);
 			}
 		}
-		if (running_kernel_build_id(have) && !strcmp(have, k->build_id))
-			return ktab_get(s, "/proc/kallsyms", false);
+		if (ksym_running_build_id(have) && !strcmp(have, k->build_id))
+			return ktab_get(ks, "/proc/kallsyms", false);
 		snprintf(why, cap, "the recording's kernel (build-id %s) is not the running one (%s) and %s/[kernel.kallsyms] has no kallsyms of it",
 			 k->build_id, have[0] ? have : "unknown", s->buildid_dir ? s->buildid_dir : "~/.debug");
 		return NULL;
 	}
 	if (k->running)
-		return ktab_get(s, "/proc/kallsyms", false);
+		return ktab_get(ks, "/proc/kallsyms", false);
 	/* no build-id: the same release loaded at the same place is the running kernel */
 	struct utsname u;
-	uint64_t rt = k->text && k->release[0] ? running_text(s) : 0;
+	uint64_t rt = k->text && k->release[0] ? running_text(ks) : 0;
 	if (k->release[0] && k->text && uname(&u) == 0 && !strcmp(u.release, k->release) && rt == k->text)
-		return ktab_get(s, "/proc/kallsyms", false);
+		return ktab_get(ks, "/proc/kallsyms", false);
 	snprintf(why, cap, "the recording has no build-id for its kernel, and its kernel (Linux %s, _text %#" PRIx64 ") is not the running one (Linux %s, _text %#" PRIx64 ")",
-		 k->release[0] ? k->release : "unknown", k->text, uname(&u) == 0 ? u.release : "?", running_text(s));
+		 k->release[0] ? k->release : "unknown", k->text, uname(&u) == 0 ? u.release : "?", running_text(ks));
 	return NULL;
 }
 
 /* Reads ahead the symbols the recording's kernel will be named with, when it is known enough
  * to say (uw_tracker_load_kallsyms asked for it). Under the lock. */
-static void kernel_prefetch(struct uw_session *s, struct uw_kernel *k)
+static void kernel_prefetch(struct ksym_state *ks, struct uw_kernel *k)
 {
 	if (!k->prefetch || k->decided)
 		return;
 	/* without a file given, the choice waits for the build-id or _text */
-	if (!k->vmlinux && !k->kallsyms && !k->given_bad && !s->kallsyms_default && !k->build_id[0] && !k->text &&
+	if (!k->vmlinux && !k->kallsyms && !k->given_bad && !ks->kallsyms_default && !k->build_id[0] && !k->text &&
 	    !k->running)
 		return;
 	char why[512];
-	struct ktab *t = kernel_choose(s, k, why, sizeof(why));
+	struct ktab *t = kernel_choose(ks, k, why, sizeof(why));
 	if (t)
 		ktab_start(t);
 }
 
 /* The symbols of the recording's kernel, chosen once (again when uw_session_load_kallsyms
  * changes the session's file), read, and relocated. Under the lock. */
-static void kernel_decide(struct uw_session *s, struct uw_kernel *k)
+static void kernel_decide(struct ksym_state *ks, struct uw_kernel *k)
 {
+	struct uw_session *s = ks->s;
 	bool own = k->vmlinux || k->kallsyms || k->given_bad;
-	if (k->decided && (own || k->gen == s->kallsyms_gen))
+	if (k->decided && (own || k->gen == ks->kallsyms_gen))
 		return;
 	k->decided = true;
-	k->gen = s->kallsyms_gen;
+	k->gen = ks->kallsyms_gen;
 	k->tab = NULL;
 	k->delta = 0;
 	char why[512] = "";
-	struct ktab *t = kernel_choose(s, k, why, sizeof(why));
+	struct ktab *t = kernel_choose(ks, k, why, sizeof(why));
 	if (!t) {
 		if (why[0])
 			base_log(&s->log, UW_LOG_WARN, "kernel frames are not named: %s (give --kallsyms or --vmlinux)", why);
@@ -668,7 +778,7 @@ static void kernel_decide(struct uw_session *s, struct uw_kernel *k)
 	}
 	int err = ktab_ready(s, t);
 	if (err && base_resource_error(err)) {
-		proc_resource_fail(s, err, t->path);
+		session_resource_fail(s, err, t->path);
 		return;
 	}
 	if (err) {
@@ -695,58 +805,50 @@ static void kernel_decide(struct uw_session *s, struct uw_kernel *k)
 	}
 }
 
-/* Names addr of kernel k (NULL: the session's: uw_symbolize_kernel). Under the lock. */
-static int kernel_symbolize(struct uw_session *s, struct uw_kernel *k, uint64_t addr, struct uw_symbol *out)
+/* Names addr of kernel k. Under the lock. */
+static int kernel_symbolize(struct ksym_state *ks, struct uw_kernel *k, uint64_t addr, struct uw_symbol *out)
 {
-	kernel_decide(s, k);
+	kernel_decide(ks, k);
 	if (!k->tab)
 		return 0;
 	uint64_t x = addr - k->delta; /* the file's address */
-	if (ktab_find(s, k->tab, x, out))
+	if (ktab_find(ks->s, k->tab, x, out))
 		out->start += k->delta;
 	return 0;
 }
 
-void proc_kernel_note_build_id(struct uw_tracker *t, const char *hex)
+void ksym_kernel_note_build_id(struct uw_kernel *k, const char *hex)
 {
-	struct uw_kernel *k = t->kernel;
 	if (!k || !hex[0])
 		return;
-	proc_lock(t->s);
+	pthread_mutex_lock(&k->ks->mu);
 	if (!k->build_id[0]) {
 		snprintf(k->build_id, sizeof(k->build_id), "%s", hex);
-		kernel_prefetch(t->s, k);
+		kernel_prefetch(k->ks, k);
 	}
-	proc_unlock(t->s);
+	pthread_mutex_unlock(&k->ks->mu);
 }
 
-void proc_kernel_note_text(struct uw_tracker *t, uint64_t text)
+void ksym_kernel_note_text(struct uw_kernel *k, uint64_t text)
 {
-	struct uw_kernel *k = t->kernel;
 	if (!k || !text)
 		return;
-	proc_lock(t->s);
+	pthread_mutex_lock(&k->ks->mu);
 	if (!k->text) {
 		k->text = text;
-		kernel_prefetch(t->s, k);
+		kernel_prefetch(k->ks, k);
 	}
-	proc_unlock(t->s);
+	pthread_mutex_unlock(&k->ks->mu);
 }
 
-void tracker_note_kernel_release(struct uw_tracker *t, const char *release)
+void ksym_kernel_note_release(struct uw_kernel *k, const char *release)
 {
-	struct uw_kernel *k = t->kernel;
 	if (!k || !release)
 		return;
-	proc_lock(t->s);
+	pthread_mutex_lock(&k->ks->mu);
 	if (!k->release[0])
 		snprintf(k->release, sizeof(k->release), "%s", release);
-	proc_unlock(t->s);
-}
-
-UW_API struct uw_kernel *uw_tracker_kernel(struct uw_tracker *t)
-{
-	return t ? proc_kernel_keep(t->kernel) : NULL;
+	pthread_mutex_unlock(&k->ks->mu);
 }
 
 /* A file given for the kernel's symbols: readable now, a regular file (not waited on). */
@@ -760,20 +862,17 @@ static int check_file(struct uw_session *s, const char *path)
 	return 0;
 }
 
-/* A file given for the recording's kernel (path NULL: none given, the default choice). One that
- * cannot be used leaves the kernel without symbols unless the other kind was given (the caller
- * asked for that file), and says why. */
-static int tracker_load(struct uw_tracker *t, const char *path, bool vmlinux)
+int ksym_kernel_load(struct uw_kernel *k, const char *path, bool vmlinux)
 {
-	if (!t || !t->kernel || (vmlinux && !path))
+	if (!k || (vmlinux && !path))
 		return -EINVAL;
-	struct uw_session *s = t->s;
-	struct uw_kernel *k = t->kernel;
+	struct ksym_state *ks = k->ks;
+	struct uw_session *s = ks->s;
 	int err = path ? check_file(s, path) : 0;
-	const char *ip = path && !err ? proc_intern(s, path, strlen(path)) : NULL;
+	const char *ip = path && !err ? session_intern(s, path, strlen(path)) : NULL;
 	if (path && !err && !ip)
 		err = -ENOMEM;
-	proc_lock(s);
+	pthread_mutex_lock(&ks->mu);
 	k->decided = false;
 	k->prefetch = true;
 	if (!path) {
@@ -788,7 +887,7 @@ static int tracker_load(struct uw_tracker *t, const char *path, bool vmlinux)
 	}
 	if (vmlinux && !err) {
 		/* read now: its build-id says at once whether it is the recorded kernel */
-		struct ktab *tab = ktab_get(s, ip, true);
+		struct ktab *tab = ktab_get(ks, ip, true);
 		err = !tab ? -ENOMEM : ktab_ready(s, tab);
 		if (err)
 			err = base_err(&s->log, err, "%s: no kernel symbols read: %s", path,
@@ -801,19 +900,9 @@ static int tracker_load(struct uw_tracker *t, const char *path, bool vmlinux)
 			k->given_bad = true;
 		}
 	}
-	kernel_prefetch(s, k);
-	proc_unlock(s);
+	kernel_prefetch(ks, k);
+	pthread_mutex_unlock(&ks->mu);
 	return err;
-}
-
-UW_API int uw_tracker_load_kallsyms(struct uw_tracker *t, const char *path)
-{
-	return tracker_load(t, path, false);
-}
-
-UW_API int uw_tracker_load_vmlinux(struct uw_tracker *t, const char *path)
-{
-	return tracker_load(t, path, true);
 }
 
 UW_API int uw_kernel_symbolize(struct uw_kernel *k, uint64_t addr, struct uw_symbol *out)
@@ -821,9 +910,9 @@ UW_API int uw_kernel_symbolize(struct uw_kernel *k, uint64_t addr, struct uw_sym
 	memset(out, 0, sizeof(*out));
 	if (!k)
 		return 0;
-	proc_lock(k->s); /* (serialized, as symbolization is) */
-	int err = kernel_symbolize(k->s, k, addr, out);
-	proc_unlock(k->s);
+	pthread_mutex_lock(&k->ks->mu);
+	int err = kernel_symbolize(k->ks, k, addr, out);
+	pthread_mutex_unlock(&k->ks->mu);
 	return err;
 }
 
@@ -832,50 +921,30 @@ UW_API int uw_session_load_kallsyms(struct uw_session *s, const char *path)
 	int err = path ? check_file(s, path) : 0;
 	if (err)
 		return err;
-	const char *ip = path ? proc_intern(s, path, strlen(path)) : NULL;
-	if (path && !ip)
+	const char *ip = path ? session_intern(s, path, strlen(path)) : NULL;
+	struct ksym_state *ks = ksym_state(s);
+	if ((path && !ip) || !ks)
 		return -ENOMEM;
-	proc_lock(s);
-	s->kallsyms_default = ip;
-	s->kallsyms_gen++;
-	struct ktab *t = ip ? ktab_get(s, ip, false) : NULL;
+	pthread_mutex_lock(&ks->mu);
+	ks->kallsyms_default = ip;
+	ks->kallsyms_gen++;
+	struct ktab *t = ip ? ktab_get(ks, ip, false) : NULL;
 	if (t)
 		ktab_start(t); /* read while records are */
-	proc_unlock(s);
+	pthread_mutex_unlock(&ks->mu);
 	return 0;
 }
 
 UW_API int uw_symbolize_kernel(struct uw_session *s, uint64_t addr, struct uw_symbol *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (!s)
-		return 0;
-	proc_lock(s);
+	struct ksym_state *ks = s ? ksym_state(s) : NULL;
+	if (!ks)
+		return s ? -ENOMEM : 0;
+	pthread_mutex_lock(&ks->mu);
 	/* the first recording's kernel; without one, the running kernel */
-	struct uw_kernel *k = s->first_kernel;
-	if (!k && (k = calloc(1, sizeof(*k)))) {
-		k->s = s;
-		k->running = true;
-		k->kept = true;
-		k->next = s->kernels;
-		s->kernels = k;
-		s->first_kernel = k;
-	}
-	int err = k ? kernel_symbolize(s, k, addr, out) : -ENOMEM;
-	proc_unlock(s);
+	struct uw_kernel *k = ks->first_kernel ? ks->first_kernel : kernel_add(ks, true);
+	int err = k ? kernel_symbolize(ks, k, addr, out) : -ENOMEM;
+	pthread_mutex_unlock(&ks->mu);
 	return err;
-}
-
-void proc_kallsyms_end(struct uw_session *s)
-{
-	for (struct ktab *k = s->ktabs, *next; k; k = next) {
-		next = k->next;
-		ktab_free(k);
-	}
-	s->ktabs = NULL;
-	for (struct uw_kernel *k = s->kernels, *next; k; k = next) {
-		next = k->next;
-		free(k);
-	}
-	s->kernels = NULL;
 }

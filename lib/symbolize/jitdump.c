@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "process/process.h"
+#include "symbolize/symbolize.h"
 
 #define JD_MAGIC 0x4A695444u      /* "JiTD" */
 #define JD_MAGIC_SWAPPED 0x4454694Au
@@ -49,7 +49,7 @@ static int cmp_entry(const void *a, const void *b)
 	return x->time < y->time ? -1 : x->time > y->time;
 }
 
-int jitdump_parse(struct uw_session *s, const uint8_t *p, size_t size, struct jitdump **out)
+int jit_dump_parse(struct uw_session *s, const uint8_t *p, size_t size, struct jitdump **out)
 {
 	*out = NULL;
 	struct base_cursor c = base_cursor(p, size);
@@ -104,12 +104,12 @@ int jitdump_parse(struct uw_session *s, const uint8_t *p, size_t size, struct ji
 				}
 			}
 			if (!r.bad && name && csize && addr + csize > addr) {
-				if (v.len >= proc_side_cap(s) / 512) {
+				if (v.len >= session_side_cap(s) / 512) {
 					err = -UW_ELIMIT;
 					break;
 				}
 				struct jd_entry *e = base_vec_push(&v);
-				const char *nm = id == JD_CODE_LOAD ? proc_intern(s, name, strlen(name)) : name;
+				const char *nm = id == JD_CODE_LOAD ? session_intern(s, name, strlen(name)) : name;
 				if (!e || !nm) {
 					err = -ENOMEM;
 					break;
@@ -132,7 +132,7 @@ int jitdump_parse(struct uw_session *s, const uint8_t *p, size_t size, struct ji
 	return 0;
 }
 
-void jitdump_free(struct jitdump *jd)
+void jit_dump_free(struct jitdump *jd)
 {
 	if (!jd)
 		return;
@@ -159,7 +159,7 @@ static struct jd_entry *jd_find(struct jitdump *jd, uint64_t pc, uint64_t time, 
 	return best;
 }
 
-bool jitdump_is_path(const char *path, size_t len)
+bool jit_dump_is_path(const char *path, size_t len)
 {
 	const char *b = path;
 	for (size_t i = 0; i < len; i++)
@@ -174,21 +174,14 @@ bool jitdump_is_path(const char *path, size_t len)
 	return true;
 }
 
-int proc_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_t len)
+struct jitdump *jit_dump_read(struct uw_session *s, const char *path, size_t len)
 {
-	struct uw_session *s = t->s;
-	struct proc *p = proc_get(t, pid, true);
-	if (!p)
-		return -ENOMEM;
-	if (p->jd || p->jd_tried)
-		return 0;
-	p->jd_tried = true;
 	char full[PATH_MAX];
 	snprintf(full, sizeof(full), "%s%.*s", s->sysroot ? s->sysroot : "", (int)len, path);
 	/* the process's file (in its directory, any it likes): not through a link, never a FIFO or
 	 * device, under the side-file cap */
 	uint64_t size = 0;
-	int fd = base_open_file(full, BASE_OPEN_NOFOLLOW, proc_side_cap(s), &size);
+	int fd = base_open_file(full, BASE_OPEN_NOFOLLOW, session_side_cap(s), &size);
 	int err = fd < 0 ? (fd == -EFBIG ? -UW_ELIMIT : fd) : 0;
 	/* read, not mapped: the process that writes it may cut it short meanwhile (SIGBUS) */
 	char *buf = NULL;
@@ -201,65 +194,68 @@ int proc_jitdump_mmap(struct uw_tracker *t, int32_t pid, const char *path, size_
 		err = -UW_ETRUNC;
 	if (err) {
 		if (base_resource_error(err))
-			proc_resource_fail(s, err, full);
+			session_resource_fail(s, err, full);
 		else
 			base_log(&s->log, UW_LOG_WARN, "%s: %s: JIT code in this process stays unnamed", full, uw_strerror(err));
 		free(buf);
-		return 0;
+		return NULL;
 	}
-	err = jitdump_parse(s, (const uint8_t *)buf, got, &p->jd);
+	struct jitdump *jd = NULL;
+	err = jit_dump_parse(s, (const uint8_t *)buf, got, &jd);
 	free(buf);
 	if (!err) {
 		const char *sl = memrchr(path, '/', len);
-		p->jd->dir = strndup(path, sl ? (size_t)(sl - path) : 0);
+		jd->dir = strndup(path, sl ? (size_t)(sl - path) : 0);
 	}
 	if (err)
 		base_log(&s->log, UW_LOG_WARN, "%s: not a usable jitdump: %s", full, uw_strerror(err));
 	else
-		base_log(&s->log, UW_LOG_INFO, "%s: %zu JIT code loads", full, p->jd->n);
-	return 0;
+		base_log(&s->log, UW_LOG_INFO, "%s: %zu JIT code loads", full, jd->n);
+	return jd;
 }
 
-struct uw_module *proc_jitdump_find(struct uw_tracker *t, struct proc *p, uint64_t pc, uint64_t time)
+struct uw_module *jit_dump_find(struct uw_session *s, struct jitdump *jd, int32_t pid, uint64_t pc, uint64_t time,
+                                bool timed)
 {
-	if (!p->jd || !p->jd->n)
+	if (!jd || !jd->n)
 		return NULL;
-	struct jd_entry *e = jd_find(p->jd, pc, time, t->clock_monotonic && !p->jd->arch_time && time != UINT64_MAX);
+	struct jd_entry *e = jd_find(jd, pc, time, timed && !jd->arch_time && time != UINT64_MAX);
 	if (!e)
 		return NULL;
 	if (!e->mod) {
 		char name[PATH_MAX];
-		int n = snprintf(name, sizeof(name), "%s%sjitted-%d-%llu.so", p->jd->dir ? p->jd->dir : "",
-				 p->jd->dir && *p->jd->dir ? "/" : "", (int)p->pid, (unsigned long long)e->index);
+		int n = snprintf(name, sizeof(name), "%s%sjitted-%d-%llu.so", jd->dir ? jd->dir : "",
+				 jd->dir && *jd->dir ? "/" : "", (int)pid, (unsigned long long)e->index);
 		if (n < 0 || (size_t)n >= sizeof(name))
 			return NULL;
 		/* one module per load: the key holds the load's ordinal, so reused code space gives
 		 * distinct modules */
-		struct uw_module *m = proc_module_get(t->s, name, (size_t)n, "", 0xffffffffu, (uint32_t)p->pid,
-						      (uint64_t)(e - p->jd->e) + 1);
-		if (!m)
+		struct uw_module *m = module_get(s, name, (size_t)n, "", 0xffffffffu, (uint32_t)pid,
+						 (uint64_t)(e - jd->e) + 1);
+		struct sym_module *sm = m ? sym_module(s, m) : NULL;
+		if (!sm)
 			return NULL;
-		proc_lock(t->s); /* (made once, by the first tracker to need it) */
+		pthread_mutex_lock(&m->mu); /* (made once, by the first tracker to need it) */
 		if (!m->jit) {
 			m->jit = true;
 			m->jitdump = true;
 			m->special = true;
-			m->syms_done = true;
 			__atomic_store_n(&m->cfi_done, true, __ATOMIC_RELEASE); /* JIT code: frame pointers */
-			base_arena_init(&m->syms.arena, 256);
+			base_arena_init(&sm->syms.arena, 256);
 			struct sym *sy = malloc(sizeof(*sy));
 			if (sy) {
 				memset(sy, 0, sizeof(*sy));
 				sy->start = e->start;
 				sy->end = e->end;
 				sy->name = e->name;
-				m->syms.syms = sy;
-				m->syms.n = 1;
-				m->syms.source = "jitdump";
+				sm->syms.syms = sy;
+				sm->syms.n = 1;
+				sm->syms.source = "jitdump";
 			}
-			proc_module_set_opened(m, UW_MODULE_OK);
+			__atomic_store_n(&sm->syms_done, true, __ATOMIC_RELEASE);
+			module_set_opened(m, UW_MODULE_OK);
 		}
-		proc_unlock(t->s);
+		pthread_mutex_unlock(&m->mu);
 		e->mod = m;
 	}
 	return e->mod;

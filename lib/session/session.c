@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The session: its options, lock, strings and log, and the modules it shares with every
- * tracker. */
+/* The session: its options and limits, strings, log, what ran out, and the parts the layers
+ * above attach to it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "process/process.h"
+#include "session/session.h"
 
 UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
 {
@@ -39,17 +39,8 @@ UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
 	s->log.fn = s->opts.log;
 	s->log.ctx = s->opts.log_ctx;
 	s->log.level = s->opts.log_level;
-	base_intern_init(&s->strings);
-	base_arena_init(&s->inl_arena, 64 * 1024);
-	base_map_init(&s->modules);
-	s->idle_mods = BASE_VEC_INIT(struct uw_module *);
-	/* one lock for the shared state: modules, strings, lazily built tables (it is taken
-	 * again by the functions it calls, hence recursive) */
-	pthread_mutexattr_t ma;
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-	pthread_mutex_init(&s->mu, &ma);
-	pthread_mutexattr_destroy(&ma);
+	base_strings_init(&s->strings);
+	pthread_mutex_init(&s->mu, NULL);
 	base_errmsg_clear(&s->log); /* (another session's, at this address) */
 	const char *dd = s->opts.debug_dirs ? s->opts.debug_dirs : getenv("UNWOUND_DEBUG_PATH");
 	s->debug_dirs = dd ? strdup(dd) : NULL;
@@ -84,32 +75,47 @@ UW_API void uw_session_free(struct uw_session *s)
 {
 	if (!s)
 		return;
-	proc_inline_end(s);
-	proc_kallsyms_end(s);
-	proc_debuginfod_end(s);
-	size_t it = 0;
-	void *val;
-	while (base_map_next(&s->modules, &it, NULL, &val)) {
-		for (struct uw_module *m = val, *next; m; m = next) {
-			next = m->next_same_key;
-			proc_module_free(m);
+	/* the layers' parts, the top one first (the symbolizer's helper thread reads modules) */
+	for (unsigned i = SESSION_PART__N; i-- > 0;)
+		if (s->parts[i].data) {
+			s->parts[i].free(s->parts[i].data);
+			s->parts[i].data = NULL;
 		}
-	}
-	base_map_free(&s->modules);
-	base_vec_free(&s->idle_mods);
-	base_intern_free(&s->strings);
-	base_arena_free(&s->inl_arena);
+	base_strings_free(&s->strings);
 	free(s->debug_dirs);
 	free(s->buildid_dir);
 	free(s->sysroot);
 	free(s->search_path);
-	proc_search_free(s);
 	free(s->dwarf_cache);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }
 
-void proc_resource_fail(struct uw_session *s, int err, const char *what)
+void *session_part_attach(struct uw_session *s, enum session_part p, void *data, void (*free_fn)(void *data))
+{
+	pthread_mutex_lock(&s->mu);
+	void *cur = s->parts[p].data;
+	if (!cur && data) {
+		s->parts[p].free = free_fn;
+		__atomic_store_n(&s->parts[p].data, data, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (cur && data)
+		free_fn(data);
+	return cur ? cur : data;
+}
+
+uint64_t session_side_cap(const struct uw_session *s)
+{
+	return s && s->opts.max_side_file_bytes ? s->opts.max_side_file_bytes : SESSION_SIDE_FILE_MAX;
+}
+
+uint64_t session_view_cap(const struct uw_session *s)
+{
+	return s && s->opts.max_inflate_bytes ? s->opts.max_inflate_bytes : ELFV_MAX_INFLATE;
+}
+
+void session_resource_fail(struct uw_session *s, int err, const char *what)
 {
 	bool fd = err == -EMFILE || err == -ENFILE;
 	uint64_t n = __atomic_add_fetch(fd ? &s->res.no_fd : &s->res.nomem, 1, __ATOMIC_RELAXED);
@@ -119,14 +125,13 @@ void proc_resource_fail(struct uw_session *s, int err, const char *what)
 				  : ": the system is out of file descriptors; the results are incomplete");
 }
 
-void proc_file_shrunk(struct uw_session *s, struct elfv *v, const char *path)
+void session_file_shrunk(struct uw_session *s, struct elfv *v, const char *path)
 {
 	int err = v ? elfv_read_error(v) : 0;
-	if (!err || v->read_err_said)
+	if (!err || __atomic_exchange_n(&v->read_err_said, true, __ATOMIC_RELAXED))
 		return;
-	v->read_err_said = true;
 	if (err == -ENOMEM) {
-		proc_resource_fail(s, err, path);
+		session_resource_fail(s, err, path);
 		return;
 	}
 	__atomic_add_fetch(&s->res.shrunk, 1, __ATOMIC_RELAXED);
@@ -156,83 +161,7 @@ UW_API int uw_session_stats(const struct uw_session *s, struct uw_session_stats 
 	return 0;
 }
 
-void proc_lock(struct uw_session *s)
-{
-	pthread_mutex_lock(&s->mu);
-}
-
-void proc_unlock(struct uw_session *s)
-{
-	pthread_mutex_unlock(&s->mu);
-}
-
-const char *proc_intern(struct uw_session *s, const char *str, size_t len)
-{
-	proc_lock(s);
-	const char *r = base_intern(&s->strings, str, len);
-	proc_unlock(s);
-	return r;
-}
-
-void proc_session_live(struct uw_session *s)
-{
-	__atomic_store_n(&s->evict_idle, true, __ATOMIC_RELEASE);
-}
-
 UW_API const char *uw_session_errmsg(const struct uw_session *s)
 {
 	return s ? base_errmsg(&s->log) : "";
 }
-
-UW_API const char *uw_module_path(const struct uw_module *m)
-{
-	return m->path;
-}
-
-UW_API const char *uw_module_name(const struct uw_module *m)
-{
-	return m->name;
-}
-
-UW_API const char *uw_module_build_id(const struct uw_module *m)
-{
-	/* a module known by path gets its file's build-id when first opened, before its state
-	 * is published (and never again) */
-	if (m->key_by_path && __atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == UW_MODULE_UNOPENED)
-		return "";
-	return m->build_id;
-}
-
-UW_API enum uw_module_state uw_module_state(const struct uw_module *m)
-{
-	/* the last opening's outcome: it stays when the files are let go while idle */
-	return (enum uw_module_state)__atomic_load_n(&m->state, __ATOMIC_ACQUIRE);
-}
-
-UW_API int uw_module_stats(const struct uw_module *m, struct uw_module_stats *st)
-{
-	if (!m || !st || st->sz < sizeof(size_t))
-		return -EINVAL;
-	struct uw_module_stats v = { .sz = st->sz };
-	struct uw_module *mm = (struct uw_module *)m;
-	v.steps_cfi = __atomic_load_n(&mm->steps[UW_METHOD_CFI], __ATOMIC_RELAXED);
-	v.steps_sframe = __atomic_load_n(&mm->steps[UW_METHOD_SFRAME], __ATOMIC_RELAXED);
-	v.steps_fp = __atomic_load_n(&mm->steps[UW_METHOD_FP], __ATOMIC_RELAXED);
-	v.steps_plt = __atomic_load_n(&mm->steps[UW_METHOD_PLT], __ATOMIC_RELAXED);
-	memcpy(st, &v, UW_MIN(st->sz, sizeof(v)));
-	return 0;
-}
-
-UW_API void uw_session_foreach_module(struct uw_session *s, uw_module_fn fn, void *ctx)
-{
-	size_t it = 0;
-	void *val;
-	proc_lock(s);
-	while (base_map_next(&s->modules, &it, NULL, &val))
-		for (struct uw_module *m = val; m; m = m->next_same_key)
-			if (fn(ctx, m))
-				goto out;
-out:
-	proc_unlock(s);
-}
-

@@ -1,28 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * debuginfod: libdebuginfod loaded (dlopen) on the first fetch, a client per session, every
- * fetch bounded in time.
+ * debuginfod: libdebuginfod loaded (dlopen) on the first fetch; a client per fetch under way (a
+ * client does one at a time: fetches of different modules go on at once), kept for the next;
+ * every fetch bounded in time and size.
  */
 #include <dlfcn.h>
-#include <elf.h>
 #include <elfutils/debuginfod.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <lzma.h>
-#include <sys/auxv.h>
 #include <time.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "process/process.h"
-#include "symbolize/dwp.h"
-#include "process/module_files.h"
+#include "module/files.h"
 
 /* ---- debuginfod */
 
@@ -108,30 +99,92 @@ static int fetch_progress(debuginfod_client *c, long a, long b)
 	return 0;
 }
 
-/* Fetches the executable or the debug file of build-id `bid` (hex). @return the cached file's
- * path (malloc'd) or NULL, having said why. */
-char *mod_fetch(struct uw_session *s, const struct uw_module *m, bool debuginfo)
+/* The session's libdebuginfod and its clients (part SESSION_DEBUGINFOD). */
+struct dbgd_state {
+	pthread_mutex_t mu;
+	bool tried;               /* libdebuginfod loaded, or tried */
+	struct dbgd_api *api;
+	struct base_vec free;     /* debuginfod_client *: not fetching */
+};
+
+static void dbgd_state_free(void *p)
 {
-	if (s->opts.offline || !getenv("DEBUGINFOD_URLS") || !*getenv("DEBUGINFOD_URLS"))
+	struct dbgd_state *c = p;
+	for (size_t i = 0; i < c->free.len; i++)
+		c->api->end(((debuginfod_client **)c->free.data)[i]);
+	base_vec_free(&c->free);
+	if (c->api) {
+		dlclose(c->api->lib);
+		free(c->api);
+	}
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+static struct dbgd_state *dbgd_state(struct uw_session *s)
+{
+	struct dbgd_state *c = session_part(s, SESSION_DEBUGINFOD);
+	if (UW_LIKELY(c))
+		return c;
+	if (!(c = calloc(1, sizeof(*c))))
 		return NULL;
-	size_t hl = strlen(m->build_id);
+	pthread_mutex_init(&c->mu, NULL);
+	c->free = BASE_VEC_INIT(debuginfod_client *);
+	return session_part_attach(s, SESSION_DEBUGINFOD, c, dbgd_state_free);
+}
+
+/* A client not fetching (made when none is free); NULL when libdebuginfod cannot be used. */
+static debuginfod_client *client_take(struct uw_session *s, struct dbgd_state *c)
+{
+	debuginfod_client *cl = NULL;
+	pthread_mutex_lock(&c->mu);
+	if (!c->tried) {
+		c->tried = true;
+		c->api = dbgd_load();
+		if (!c->api)
+			base_log(&s->log, UW_LOG_WARN, "debuginfod: libdebuginfod.so.1 cannot be loaded");
+	}
+	if (c->free.len)
+		cl = ((debuginfod_client **)c->free.data)[--c->free.len];
+	const struct dbgd_api *api = c->api;
+	pthread_mutex_unlock(&c->mu);
+	if (cl || !api)
+		return cl;
+	cl = api->begin();
+	if (!cl)
+		base_log(&s->log, UW_LOG_WARN, "debuginfod: client not started");
+	else
+		api->set_progressfn(cl, fetch_progress);
+	return cl;
+}
+
+static void client_give(struct dbgd_state *c, debuginfod_client *cl)
+{
+	pthread_mutex_lock(&c->mu);
+	debuginfod_client **slot = base_vec_push(&c->free);
+	if (slot)
+		*slot = cl;
+	pthread_mutex_unlock(&c->mu);
+	if (!slot)
+		c->api->end(cl);
+}
+
+/* Fetches the executable or the debug file of build-id bid (hex). @return the cached file's
+ * path (malloc'd) or NULL, having said why. */
+char *module_fetch(struct uw_session *s, const char *mpath, const char *bid, bool debuginfo)
+{
+	struct dbgd_state *c = dbgd_state(s);
+	if (!c || s->opts.offline || !getenv("DEBUGINFOD_URLS") || !*getenv("DEBUGINFOD_URLS"))
+		return NULL;
+	size_t hl = strlen(bid);
 	if (hl < 2 || hl % 2)
 		return NULL;
-	if (!s->dbgd_tried) {
-		s->dbgd_tried = true;
-		s->dbgd_api = dbgd_load();
-		s->dbgd = s->dbgd_api ? s->dbgd_api->begin() : NULL;
-		if (!s->dbgd)
-			base_log(&s->log, UW_LOG_WARN, "debuginfod: %s",
-				 s->dbgd_api ? "client not started" : "libdebuginfod.so.1 cannot be loaded");
-		else
-			s->dbgd_api->set_progressfn(s->dbgd, fetch_progress);
-	}
-	if (!s->dbgd)
+	debuginfod_client *cl = client_take(s, c);
+	if (!cl)
 		return NULL;
 	unsigned ms = s->opts.debuginfod_timeout_ms ? s->opts.debuginfod_timeout_ms : 30000;
 	struct fetch_deadline d = { .max_bytes = s->opts.max_debuginfod_bytes ? s->opts.max_debuginfod_bytes
-									      : DEBUGINFOD_MAX_BYTES };
+									      : SESSION_DEBUGINFOD_MAX_BYTES };
 	clock_gettime(CLOCK_MONOTONIC, &d.end);
 	d.end.tv_sec += ms / 1000;
 	d.end.tv_nsec += (long)(ms % 1000) * 1000000L;
@@ -139,13 +192,14 @@ char *mod_fetch(struct uw_session *s, const struct uw_module *m, bool debuginfo)
 		d.end.tv_sec++;
 		d.end.tv_nsec -= 1000000000L;
 	}
-	const struct dbgd_api *api = s->dbgd_api;
-	api->set_user_data(s->dbgd, &d);
+	const struct dbgd_api *api = c->api;
+	api->set_user_data(cl, &d);
 	char *path = NULL;
 	/* a build-id length of 0: the id is given as a hex string */
-	const unsigned char *id = (const unsigned char *)m->build_id;
-	int fd = debuginfo ? api->find_debuginfo(s->dbgd, id, 0, &path) : api->find_executable(s->dbgd, id, 0, &path);
-	api->set_user_data(s->dbgd, NULL);
+	const unsigned char *id = (const unsigned char *)bid;
+	int fd = debuginfo ? api->find_debuginfo(cl, id, 0, &path) : api->find_executable(cl, id, 0, &path);
+	api->set_user_data(cl, NULL);
+	client_give(c, cl);
 	if (fd < 0) {
 		/* (a fetch this callback stopped comes back as "not found") */
 		char why[160];
@@ -160,26 +214,13 @@ char *mod_fetch(struct uw_session *s, const struct uw_module *m, bool debuginfo)
 		} else {
 			snprintf(why, sizeof(why), "%s", fd == -ENOENT ? "not on the servers" : strerror(-fd));
 		}
-		base_log(&s->log, UW_LOG_WARN, "%s (build-id %s): debuginfod: no %s: %s", m->path, m->build_id,
+		base_log(&s->log, UW_LOG_WARN, "%s (build-id %s): debuginfod: no %s: %s", mpath, bid,
 			 debuginfo ? "debug file" : "executable", why);
 		free(path);
 		return NULL;
 	}
 	close(fd);
-	base_log(&s->log, UW_LOG_INFO, "%s: %s from debuginfod: %s", m->path, debuginfo ? "debug file" : "executable",
+	base_log(&s->log, UW_LOG_INFO, "%s: %s from debuginfod: %s", mpath, debuginfo ? "debug file" : "executable",
 		 path);
 	return path;
 }
-
-void proc_debuginfod_end(struct uw_session *s)
-{
-	if (s->dbgd)
-		s->dbgd_api->end(s->dbgd);
-	s->dbgd = NULL;
-	if (s->dbgd_api) {
-		dlclose(s->dbgd_api->lib);
-		free(s->dbgd_api);
-		s->dbgd_api = NULL;
-	}
-}
-

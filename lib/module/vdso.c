@@ -1,25 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* [vdso]: the recorded image from perf's build-id cache, else the running kernel's own. */
-#include <dlfcn.h>
 #include <elf.h>
-#include <elfutils/debuginfod.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <lzma.h>
 #include <sys/auxv.h>
-#include <time.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
-#include <unistd.h>
 
-#include "process/process.h"
-#include "symbolize/dwp.h"
-#include "process/module_files.h"
+#include "module/files.h"
 
 /* A copy of this process's own vdso image: the running kernel's vdso. */
 static int own_vdso(struct elfv **out)
@@ -47,14 +35,14 @@ static int own_vdso(struct elfv **out)
 }
 
 /* [vdso]: from perf's build-id cache, else the running kernel's when the build-ids agree. */
-bool mod_open_vdso(struct uw_session *s, struct uw_module *m)
+bool module_open_vdso(struct uw_session *s, struct uw_module *m)
 {
 	char p[PATH_MAX];
 	const char *bid = m->build_id;
 	if (bid[0] && s->buildid_dir && strlen(bid) > 2) {
 		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s/elf", s->buildid_dir, bid, bid + 2);
-		if (mod_try_open_trusted(s, p, bid, &m->elf, NULL)) {
-			m->opened_path = proc_intern(s, p, strlen(p));
+		if (module_try_open_trusted(s, p, bid, &m->elf, NULL)) {
+			m->opened_path = session_intern(s, p, strlen(p));
 			return true;
 		}
 	}
@@ -70,7 +58,7 @@ bool mod_open_vdso(struct uw_session *s, struct uw_module *m)
 	if (!bid[0])
 		memcpy(m->build_id, hex, sizeof(hex));
 	m->elf = v;
-	m->opened_path = proc_intern(s, "[vdso] (running kernel)", 23);
+	m->opened_path = session_intern(s, "[vdso] (running kernel)", 23);
 	return true;
 }
 

@@ -2,35 +2,18 @@
 /*
  * A module's files besides itself: the ELF file opened and checked against the recorded
  * build-id, its separate debug file (build-id roots, .gnu_debuglink), its dwz supplementary
- * file, and the DWARF package of its split units.
+ * file, and where the .dwo files and the DWARF package of its split units are.
  */
-#include <dlfcn.h>
-#include <elf.h>
-#include <elfutils/debuginfod.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <lzma.h>
-#include <sys/auxv.h>
-#include <time.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "process/process.h"
-#include "symbolize/dwp.h"
-#include "process/module_files.h"
+#include "module/files.h"
 
-uint64_t mod_view_cap(const struct uw_session *s)
-{
-	return s && s->opts.max_inflate_bytes ? s->opts.max_inflate_bytes : ELFV_MAX_INFLATE;
-}
-
-bool mod_try_open_at(struct uw_session *s, int dirfd, const char *path, unsigned flags, const char *want_bid,
+bool module_try_open_at(struct uw_session *s, int dirfd, const char *path, unsigned flags, const char *want_bid,
                      struct elfv **out, bool *mismatch, int *why)
 {
 	struct elfv *v;
@@ -43,10 +26,10 @@ bool mod_try_open_at(struct uw_session *s, int dirfd, const char *path, unsigned
 		if (err == -ELOOP)
 			base_log(&s->log, UW_LOG_WARN, "%s: a symbolic link where a recorded file was: not followed", path);
 		if (base_resource_error(err))
-			proc_resource_fail(s, err, path);
+			session_resource_fail(s, err, path);
 		return false;
 	}
-	v->max_inflate = mod_view_cap(s);
+	v->max_inflate = session_view_cap(s);
 	if (want_bid && want_bid[0]) {
 		char hex[2 * ELFV_MAX_BUILD_ID + 1];
 		elfv_build_id_hex(v, hex);
@@ -61,22 +44,16 @@ bool mod_try_open_at(struct uw_session *s, int dirfd, const char *path, unsigned
 	return true;
 }
 
-bool mod_try_open(struct uw_session *s, const char *path, unsigned flags, const char *want_bid, struct elfv **out,
+bool module_try_open(struct uw_session *s, const char *path, unsigned flags, const char *want_bid, struct elfv **out,
                   bool *mismatch, int *why)
 {
-	return mod_try_open_at(s, AT_FDCWD, path, flags & ~BASE_OPEN_IN_ROOT, want_bid, out, mismatch, why);
+	return module_try_open_at(s, AT_FDCWD, path, flags & ~BASE_OPEN_IN_ROOT, want_bid, out, mismatch, why);
 }
 
-bool mod_try_open_flags(struct uw_session *s, const char *path, unsigned flags, const char *want_bid,
-                        struct elfv **out, bool *mismatch)
-{
-	return mod_try_open(s, path, flags, want_bid, out, mismatch, NULL);
-}
-
-bool mod_try_open_trusted(struct uw_session *s, const char *path, const char *want_bid, struct elfv **out,
+bool module_try_open_trusted(struct uw_session *s, const char *path, const char *want_bid, struct elfv **out,
                           bool *mismatch)
 {
-	return mod_try_open(s, path, 0, want_bid, out, mismatch, NULL);
+	return module_try_open(s, path, 0, want_bid, out, mismatch, NULL);
 }
 
 static bool file_crc_matches(const char *path, unsigned flags, uint32_t want)
@@ -99,7 +76,7 @@ static bool file_crc_matches(const char *path, unsigned flags, uint32_t want)
 
 /* Separate debug files: by build-id in the standard and configured roots, then by
  * .gnu_debuglink next to the file, in .debug/, and under /usr/lib/debug (gdb's order). */
-void mod_find_debug(struct uw_session *s, struct uw_module *m)
+void module_find_debug(struct uw_session *s, struct uw_module *m)
 {
 	char p[PATH_MAX];
 	const char *bid = m->build_id;
@@ -109,12 +86,12 @@ void mod_find_debug(struct uw_session *s, struct uw_module *m)
 			 s->debug_dirs && *s->debug_dirs ? ":" : "");
 		for (char *save = NULL, *dir = strtok_r(roots, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
 			snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug", dir, bid, bid + 2);
-			if (mod_try_open_trusted(s, p, bid, &m->dbg, NULL))
+			if (module_try_open_trusted(s, p, bid, &m->dbg, NULL))
 				goto found;
 		}
 		if (s->buildid_dir) {
 			snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s/debug", s->buildid_dir, bid, bid + 2);
-			if (mod_try_open_trusted(s, p, bid, &m->dbg, NULL))
+			if (module_try_open_trusted(s, p, bid, &m->dbg, NULL))
 				goto found;
 		}
 	}
@@ -134,20 +111,20 @@ void mod_find_debug(struct uw_session *s, struct uw_module *m)
 			if (strcmp(p, m->opened_path) == 0)
 				continue;
 			struct elfv *v;
-			unsigned fl = i < 2 ? MOD_UNTRUSTED : 0; /* beside the file, or under /usr/lib/debug */
+			unsigned fl = i < 2 ? MODULE_UNTRUSTED : 0; /* beside the file, or under /usr/lib/debug */
 			if (access(p, R_OK) || !file_crc_matches(p, fl, m->elf->debuglink_crc))
 				continue;
-			if (mod_try_open_flags(s, p, fl, bid[0] ? bid : NULL, &v, NULL)) {
+			if (module_try_open(s, p, fl, bid[0] ? bid : NULL, &v, NULL, NULL)) {
 				m->dbg = v;
 				goto found;
 			}
 		}
 		/* the debug file of that name in the search directories */
-		for (const char *f = proc_search_next(s, link, NULL); f; f = proc_search_next(s, link, f)) {
+		for (const char *f = module_search_next(s, link, NULL); f; f = module_search_next(s, link, f)) {
 			struct elfv *v;
 			if (strcmp(f, m->opened_path) == 0 || !file_crc_matches(f, 0, m->elf->debuglink_crc))
 				continue;
-			if (mod_try_open_trusted(s, f, bid[0] ? bid : NULL, &v, NULL)) {
+			if (module_try_open_trusted(s, f, bid[0] ? bid : NULL, &v, NULL)) {
 				m->dbg = v;
 				snprintf(p, sizeof(p), "%s", f);
 				goto found;
@@ -156,10 +133,10 @@ void mod_find_debug(struct uw_session *s, struct uw_module *m)
 	}
 	return;
 found:
-	m->dbg_path = proc_intern(s, p, strlen(p));
+	m->dbg_path = session_intern(s, p, strlen(p));
 }
 
-struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, struct elfv *v, const char *vpath)
+struct elfv *module_altfile(struct uw_session *s, struct uw_module *m, struct elfv *v, const char *vpath)
 {
 	struct elfv_sec sec;
 	/* only a file with DWARF of its own needs it (stripped files keep the section) */
@@ -183,7 +160,7 @@ struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, stru
 		 s->debug_dirs && *s->debug_dirs ? ":" : "");
 	for (char *save = NULL, *dir = strtok_r(roots, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
 		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug", dir, bid, bid + 2);
-		if (mod_try_open_trusted(s, p, bid, &m->alt, NULL))
+		if (module_try_open_trusted(s, p, bid, &m->alt, NULL))
 			goto found;
 	}
 	/* by its path: absolute (under --symfs), or relative to the file that names it */
@@ -195,14 +172,12 @@ struct elfv *proc_module_altfile(struct uw_session *s, struct uw_module *m, stru
 	} else {
 		p[0] = 0;
 	}
-	if (p[0] && mod_try_open_flags(s, p, MOD_UNTRUSTED, bid, &m->alt, NULL))
+	if (p[0] && module_try_open(s, p, MODULE_UNTRUSTED, bid, &m->alt, NULL, NULL))
 		goto found;
 	/* the servers */
 	{
-		struct uw_module tmp = *m;
-		memcpy(tmp.build_id, bid, sizeof(bid));
-		char *fetched = mod_fetch(s, &tmp, true);
-		bool ok = fetched && mod_try_open_trusted(s, fetched, bid, &m->alt, NULL);
+		char *fetched = module_fetch(s, m->path, bid, true);
+		bool ok = fetched && module_try_open_trusted(s, fetched, bid, &m->alt, NULL);
 		if (ok)
 			snprintf(p, sizeof(p), "%s", fetched);
 		free(fetched);
@@ -217,117 +192,93 @@ found:
 	return m->alt;
 }
 
-void proc_module_fetch_debug(struct uw_session *s, struct uw_module *m)
+void module_fetch_debug(struct uw_session *s, struct uw_module *m)
 {
 	if (m->fetch_tried || m->dbg || !m->elf || m->special || m->jit || !m->build_id[0])
 		return;
 	m->fetch_tried = true;
 	if (elfv_has_section(m->elf, ".debug_info"))
 		return; /* not stripped */
-	char *path = mod_fetch(s, m, true);
+	char *path = module_fetch(s, m->path, m->build_id, true);
 	if (!path)
 		return;
-	if (mod_try_open_trusted(s, path, m->build_id, &m->dbg, NULL))
-		m->dbg_path = proc_intern(s, path, strlen(path));
+	if (module_try_open_trusted(s, path, m->build_id, &m->dbg, NULL))
+		m->dbg_path = session_intern(s, path, strlen(path));
 	else
 		base_log(&s->log, UW_LOG_WARN, "%s: debuginfod's debug file %s is not usable", m->path, path);
 	free(path);
 }
-static bool try_package(struct uw_session *s, struct uw_module *m, const char *path)
+struct elfv *module_open_named(struct uw_session *s, const char *path, const char *want_bid)
 {
 	struct elfv *v;
-	if (!mod_try_open_flags(s, path, MOD_UNTRUSTED, NULL, &v, NULL))
-		return false;
-	struct dwp *p = dwp_open(v);
-	if (!p) {
-		base_log(&s->log, UW_LOG_WARN, "%s: %s is not a DWARF package (no readable .debug_cu_index)", m->path, path);
-		elfv_close(v);
-		return false;
-	}
-	m->dwp_elf = v;
-	m->dwp = p;
-	base_log(&s->log, UW_LOG_INFO, "%s: DWARF package %s", m->path, path);
-	return true;
+	return module_try_open(s, path, MODULE_UNTRUSTED, want_bid, &v, NULL, NULL) ? v : NULL;
 }
 
 /* A split unit's .dwo, where libdw looked: the name as it is when absolute (under --symfs),
  * else beside the file the skeleton is in (where it was opened, and its debug file), then in
  * the unit's compilation directory. Opened as any file a file names: never waiting on a FIFO
  * or opening a device, not through a link at the name. */
-struct elfv *proc_module_dwo(void *ctx, const char *name, const char *comp_dir)
+struct elfv *module_dwo_open(struct uw_session *s, const struct uw_module *m, const char *name, const char *comp_dir)
 {
-	struct uw_module *m = ctx;
-	struct uw_session *s = m->session;
-	const char *root = s && s->sysroot ? s->sysroot : "";
+	const char *root = s->sysroot ? s->sysroot : "";
 	char p[PATH_MAX];
 	struct elfv *v;
-	if (!s || !name || !*name)
+	if (!name || !*name)
 		return NULL;
 	if (name[0] == '/') {
 		snprintf(p, sizeof(p), "%s%s", root, name);
-		return mod_try_open_flags(s, p, MOD_UNTRUSTED, NULL, &v, NULL) ? v : NULL;
+		return module_open_named(s, p, NULL);
 	}
 	const char *beside[] = { m->opened_path, m->dbg_path };
 	for (size_t i = 0; i < UW_ARRAY_SIZE(beside); i++) {
 		const char *f = beside[i], *sl = f ? strrchr(f, '/') : NULL;
 		if (sl && snprintf(p, sizeof(p), "%.*s/%s", (int)(sl - f), f, name) < (int)sizeof(p) &&
-		    mod_try_open_flags(s, p, MOD_UNTRUSTED, NULL, &v, NULL))
+		    (v = module_open_named(s, p, NULL)))
 			return v;
 	}
 	if (comp_dir && comp_dir[0] == '/' &&
-	    snprintf(p, sizeof(p), "%s%s/%s", root, comp_dir, name) < (int)sizeof(p) &&
-	    mod_try_open_flags(s, p, MOD_UNTRUSTED, NULL, &v, NULL))
-		return v;
+	    snprintf(p, sizeof(p), "%s%s/%s", root, comp_dir, name) < (int)sizeof(p))
+		return module_open_named(s, p, NULL);
 	return NULL;
 }
 
-struct dwp *proc_module_package(void *ctx)
+/* Next to the file (as gdb and lldb look) where it was recorded and where it was opened (perf's
+ * build-id cache), and next to its debug file, with or without the debug file's .debug suffix;
+ * then under the debug roots, by the module's path and by its name. */
+bool module_package_path(struct uw_session *s, const struct uw_module *m, unsigned *i, char *p, size_t cap)
 {
-	struct uw_module *m = ctx;
-	struct uw_session *s = m->session;
-	char p[PATH_MAX];
-	if (!s || m->dwp)
-		return m->dwp;
-	/* next to the file (as gdb and lldb look) where it was recorded and where it was opened
-	 * (perf's build-id cache), and next to its debug file, with or without the debug file's
-	 * .debug suffix */
-	if (m->path[0] == '/') {
-		snprintf(p, sizeof(p), "%s%s.dwp", s->sysroot ? s->sysroot : "", m->path);
-		if (try_package(s, m, p))
-			return m->dwp;
-	}
-	if (m->opened_path && m->opened_path[0] == '/') {
-		snprintf(p, sizeof(p), "%s.dwp", m->opened_path);
-		if (try_package(s, m, p))
-			return m->dwp;
-	}
-	if (m->dbg_path && m->dbg_path[0] == '/') {
-		size_t n = strlen(m->dbg_path);
-		snprintf(p, sizeof(p), "%s.dwp", m->dbg_path);
-		if (try_package(s, m, p))
-			return m->dwp;
-		if (n > 6 && !strcmp(m->dbg_path + n - 6, ".debug")) {
-			snprintf(p, sizeof(p), "%.*s.dwp", (int)(n - 6), m->dbg_path);
-			if (try_package(s, m, p))
-				return m->dwp;
+	const char *root = s->sysroot ? s->sysroot : "";
+	const char *dp = m->dbg_path && m->dbg_path[0] == '/' ? m->dbg_path : NULL;
+	size_t dn = dp ? strlen(dp) : 0;
+	for (;; (*i)++) {
+		unsigned k = *i;
+		int n = -1;
+		if (k == 0 && m->path[0] == '/')
+			n = snprintf(p, cap, "%s%s.dwp", root, m->path);
+		else if (k == 1 && m->opened_path && m->opened_path[0] == '/')
+			n = snprintf(p, cap, "%s.dwp", m->opened_path);
+		else if (k == 2 && dp)
+			n = snprintf(p, cap, "%s.dwp", dp);
+		else if (k == 3 && dn > 6 && !strcmp(dp + dn - 6, ".debug"))
+			n = snprintf(p, cap, "%.*s.dwp", (int)(dn - 6), dp);
+		if (k >= 4) {
+			/* under the debug roots (the session's, then /usr/lib/debug), two places in each */
+			char roots[PATH_MAX * 2];
+			snprintf(roots, sizeof(roots), "%s%s/usr/lib/debug", s->debug_dirs ? s->debug_dirs : "",
+				 s->debug_dirs && *s->debug_dirs ? ":" : "");
+			char *save = NULL, *dir = strtok_r(roots, ":", &save);
+			for (unsigned r = 0; dir && r < (k - 4) / 2; r++)
+				dir = strtok_r(NULL, ":", &save);
+			if (!dir)
+				return false;
+			if ((k - 4) % 2 == 0 && m->path[0] == '/')
+				n = snprintf(p, cap, "%s%s.dwp", dir, m->path);
+			else if ((k - 4) % 2 == 1)
+				n = snprintf(p, cap, "%s/%s.dwp", dir, m->name);
+		}
+		if (n >= 0 && (size_t)n < cap) {
+			(*i)++;
+			return true;
 		}
 	}
-	/* under the debug roots: by the module's path, and by its name */
-	char roots[PATH_MAX * 2];
-	snprintf(roots, sizeof(roots), "%s%s/usr/lib/debug", s->debug_dirs ? s->debug_dirs : "",
-		 s->debug_dirs && *s->debug_dirs ? ":" : "");
-	for (char *save = NULL, *dir = strtok_r(roots, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		if (m->path[0] == '/') {
-			snprintf(p, sizeof(p), "%s%s.dwp", dir, m->path);
-			if (try_package(s, m, p))
-				return m->dwp;
-		}
-		snprintf(p, sizeof(p), "%s/%s.dwp", dir, m->name);
-		if (try_package(s, m, p))
-			return m->dwp;
-	}
-	base_log(&s->log, UW_LOG_WARN,
-		 "%s: split DWARF without its .dwo files and no package (%s.dwp): no inline frames or call sites from it",
-		 m->path, m->name);
-	return NULL;
 }

@@ -4,11 +4,13 @@
 # With all of them present UW_HAVE_KERNEL_UNWIND is defined for every target; without, the
 # program is compiled out and the reason is said once at configure time.
 #
-# Always built: unwound_kernel's table conversion and record decoding (plain C), which the unit
-# tests use; with UW_HAVE_KERNEL_UNWIND it also holds the loader.
+# Always built into the library: the table conversion and record decoding (plain C); with
+# UW_HAVE_KERNEL_UNWIND also the loader, and the library links libbpf.
 
 set(UW_VMLINUX_BTF /sys/kernel/btf/vmlinux CACHE FILEPATH "The kernel BTF the BPF program is compiled against")
 set(UW_HAVE_KERNEL_UNWIND OFF)
+set(UW_EXTRA_LIBS "")
+set(UW_PC_BPF "")
 set(UW_KUNW_MISSING "")
 if(UW_KERNEL_UNWIND)
   pkg_check_modules(LIBBPF IMPORTED_TARGET libbpf>=1.0)
@@ -50,7 +52,10 @@ endif()
 set(UW_KUNW_SOURCES lib/kernel/kunw_table.c lib/kernel/kunw_record.c)
 if(UW_HAVE_KERNEL_UNWIND)
   add_compile_definitions(UW_HAVE_KERNEL_UNWIND=1)
+  set(UW_EXTRA_LIBS PkgConfig::LIBBPF)
+  set(UW_PC_BPF " libbpf")
   set(gen ${CMAKE_CURRENT_BINARY_DIR}/gen/kernel)
+  set(UW_KUNW_GEN ${gen})
   set(src ${CMAKE_CURRENT_SOURCE_DIR}/lib/kernel)
   add_custom_command(OUTPUT ${gen}/vmlinux.h
     COMMAND ${CMAKE_COMMAND} -E make_directory ${gen}
@@ -77,10 +82,8 @@ if(UW_HAVE_KERNEL_UNWIND)
   list(APPEND UW_KUNW_SOURCES lib/kernel/kunw_load.c ${gen}/kunw.skel.h)
 endif()
 
-add_library(unwound_kernel STATIC ${UW_KUNW_SOURCES})
-target_include_directories(unwound_kernel PUBLIC lib)
-target_link_libraries(unwound_kernel PUBLIC unwound_internal)
-if(UW_HAVE_KERNEL_UNWIND)
-  target_include_directories(unwound_kernel PRIVATE ${gen})
-  target_link_libraries(unwound_kernel PUBLIC PkgConfig::LIBBPF)
-endif()
+# The layer is part of the library (unwound record uses it); unwound_kernel names it for the
+# tests that reach its internals.
+add_library(unwound_kernel INTERFACE)
+target_include_directories(unwound_kernel INTERFACE ${CMAKE_CURRENT_SOURCE_DIR}/lib)
+target_link_libraries(unwound_kernel INTERFACE unwound_internal)

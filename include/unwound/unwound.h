@@ -245,6 +245,9 @@ enum uw_frame_method {
 	UW_METHOD_SFRAME,       /* SFrame (.sframe): where no CFI covers the pc */
 	UW_METHOD_STITCHED,     /* appended from another sample of the thread (a truncated stack
 	                         * completed: same activation, same callers) */
+	UW_METHOD_BPF_ROWS,     /* walked in the kernel (uw_record's kernel unwinding) with the
+	                         * module's CFI or SFrame rows (also its PLT and signal-frame rules) */
+	UW_METHOD_BPF_FP,       /* walked in the kernel with the frame-pointer rule */
 	UW_METHOD__COUNT
 };
 #define UW_METHOD_MAX 16 /* room for methods in the arrays of stats structs */
@@ -1015,7 +1018,8 @@ struct uw_record_status {
 	size_t sz;
 	uint64_t samples;          /* samples unwound */
 	uint64_t samples_root;     /* of those, reaching a root frame */
-	uint64_t lost;             /* events the kernel lost (ring buffers full) */
+	uint64_t lost;             /* events the kernel lost (ring buffers full; with kernel unwinding,
+	                            * kernel_lost included) */
 	uint64_t throttled;        /* THROTTLE records */
 	uint64_t bytes_out;        /* written so far */
 	uint64_t procmap_query;    /* mappings found on demand with PROCMAP_QUERY */
@@ -1035,6 +1039,18 @@ struct uw_record_status {
 	uint64_t offcpu_samples;   /* offcpu-time samples written */
 	uint64_t offcpu_ns;        /* off-CPU time in all, ns */
 	uint64_t offcpu_open_at_end; /* threads still off the CPU when the recording ended */
+	/* kernel unwinding (opts.unwind): */
+	int kernel_unwind;         /* 1: user stacks were walked in the kernel (eBPF), 0: copied */
+	char unwind_why[160];      /* kernel_unwind 0: why not ("" when copies were asked for) */
+	uint64_t kernel_samples;   /* samples the program walked (or began to) */
+	uint64_t kernel_finished;  /* of those, finished in user space from a stack copy the program
+	                            * handed over (a module whose table was not loaded yet, a rule
+	                            * it does not follow) */
+	uint64_t kernel_stale;     /* of those, stacks cut where the walk used mappings the process
+	                            * had changed since (generation check) */
+	uint64_t kernel_lost;      /* samples the program could not hand over (its ring was full) */
+	uint64_t kernel_map_bytes; /* the most bytes held in BPF maps (tables and mappings) */
+	uint64_t kernel_tables;    /* module tables loaded into BPF maps */
 };
 
 struct uw_record_opts {
@@ -1083,7 +1099,18 @@ struct uw_record_opts {
 	uint64_t off_cpu_min_ns;   /* waits shorter are added up per thread and stack and written
 	                            * when their total reaches it, or at the end (0: 500 us;
 	                            * UINT64_MAX: every wait aggregated, written at the end) */
+	int unwind;                /* with UW_CALL_GRAPH_DWARF: UW_UNWIND_AUTO (default: in the kernel
+	                            * when it can be, else stack copies, the reason logged as a
+	                            * warning), UW_UNWIND_KERNEL (in the kernel, or fail), or
+	                            * UW_UNWIND_COPY (stack copies) */
+	uint32_t reserved2;        /* zero (no padding inside the struct) */
+	uint64_t kernel_max_bytes; /* kernel unwinding: cap on BPF map bytes (0: 64 MiB) */
 };
+#define UW_UNWIND_AUTO 0
+#define UW_UNWIND_KERNEL 1
+#define UW_UNWIND_COPY 2
+/* Was kernel unwinding (eBPF, uw_record_opts.unwind) compiled into this library? 1 or 0. */
+UW_API int uw_kernel_unwind_built(void);
 #define UW_CALL_GRAPH_DWARF 0
 #define UW_CALL_GRAPH_FP 1
 #define UW_CALL_GRAPH_FP_DEFER 2 /* frame-pointer callchains whose user part the kernel writes when

@@ -20,6 +20,7 @@ UW_API const char *uw_frame_method_str(enum uw_frame_method m)
 		[UW_METHOD_REGS] = "registers", [UW_METHOD_CFI] = "CFI", [UW_METHOD_FP] = "frame pointer",
 		[UW_METHOD_PLT] = "PLT rule", [UW_METHOD_SIGNAL] = "signal frame", [UW_METHOD_CALLCHAIN] = "callchain",
 		[UW_METHOD_SFRAME] = "SFrame", [UW_METHOD_STITCHED] = "stitched",
+		[UW_METHOD_BPF_ROWS] = "BPF rows", [UW_METHOD_BPF_FP] = "BPF frame pointer",
 	};
 	return (unsigned)m < UW_ARRAY_SIZE(names) && names[m] ? names[m] : "unknown";
 }

@@ -104,7 +104,7 @@ struct kunw_opts {
 	uint64_t max_bytes;      /* cap on the bytes of tables and mappings in BPF maps (0: 64 MiB) */
 	unsigned max_procs;      /* processes with mappings loaded (0: 4096) */
 	unsigned max_modules;    /* module tables loaded (0: 4096) */
-	unsigned ring_bytes;     /* ring buffer (0: 8 MiB; a power of 2, >= 4096) */
+	unsigned ring_bytes;     /* ring buffer (0: 32 MiB; a power of 2, >= 4096) */
 	bool verify;             /* every record also carries frame 0's registers and a copy */
 };
 
@@ -125,6 +125,10 @@ int kunw_attach(struct kunw *k, int perf_fd);
  * handed over from frame 0), or the kernel's error. */
 int kunw_proc_set(struct kunw *k, uint32_t pid, const struct kunw_map *maps, unsigned n);
 int kunw_proc_drop(struct kunw *k, uint32_t pid);
+/* The generation the last kunw_proc_set gave (records carry the one their walk used). */
+uint32_t kunw_gen(const struct kunw *k);
+/* A file descriptor that polls readable when the ring has records to wake the reader for. */
+int kunw_ring_fd(const struct kunw *k);
 
 /* Loads a module's table under id (>= 1, never reused while k lives: records name modules by
  * id only through mappings, and the program's cache trusts an id to keep its rules).

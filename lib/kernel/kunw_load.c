@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -26,7 +27,7 @@
 #define DEFAULT_COPY 16384u
 #define DEFAULT_MAX_BYTES (64ull << 20)
 #define DEFAULT_MAX_ENTRIES 4096u
-#define DEFAULT_RING (8u << 20)
+#define DEFAULT_RING (32u << 20)
 
 struct kunw {
 	struct kunw_bpf *skel;
@@ -79,7 +80,28 @@ out:
 	kunw_bpf__destroy(skel);
 }
 
+/* libbpf writes its messages to stderr unless told otherwise; the library never prints (its
+ * errors are values: err says why). The printer is libbpf's only, process-wide setting: ours is
+ * in place only while we call libbpf to load or attach, the caller's put back after. */
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
+static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char *err, size_t errlen);
+
 int kunw_open(const struct kunw_opts *opts, struct kunw **out, char *err, size_t errlen)
+{
+	libbpf_print_fn_t old = libbpf_set_print(libbpf_quiet);
+	int e = kunw_open_quiet(opts, out, err, errlen);
+	libbpf_set_print(old);
+	return e;
+}
+
+static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char *err, size_t errlen)
 {
 	struct kunw_opts o = opts ? *opts : (struct kunw_opts){ 0 };
 	*out = NULL;
@@ -166,7 +188,9 @@ int kunw_attach(struct kunw *k, int perf_fd)
 		return -ENOMEM;
 	/* (the link owns the fd it is given and closes it: it gets a copy) */
 	int fd = fcntl(perf_fd, F_DUPFD_CLOEXEC, 0);
+	libbpf_print_fn_t old = libbpf_set_print(libbpf_quiet);
 	struct bpf_link *l = fd >= 0 ? bpf_program__attach_perf_event(k->skel->progs.kunw_sample, fd) : NULL;
+	libbpf_set_print(old);
 	if (!l) {
 		int e = -errno;
 		if (fd >= 0)
@@ -277,6 +301,16 @@ int kunw_proc_drop(struct kunw *k, uint32_t pid)
 	uint64_t old = (uintptr_t)base_map_del(&k->procs, pid);
 	k->bytes -= old;
 	return bpf_map_delete_elem(bpf_map__fd(k->skel->maps.kunw_procs), &pid) ? -errno : 0;
+}
+
+uint32_t kunw_gen(const struct kunw *k)
+{
+	return k->gen;
+}
+
+int kunw_ring_fd(const struct kunw *k)
+{
+	return ring_buffer__epoll_fd(k->rb);
 }
 
 int kunw_module_add(struct kunw *k, uint32_t id, const struct kunw_table *t)

@@ -21,6 +21,7 @@ good() {
     -F|--freq) echo 99 ;; -c|--count) echo 100000 ;; -m|--mmap-pages) echo 16 ;; --stack-size|--stack-limit) echo 4096 ;;
     --duration) echo 0.2 ;; -C|--cpu) echo 0 ;; --call-graph) echo dwarf,4096 ;;
     --off-cpu-every) echo 10 ;; --off-cpu-min) echo 100 ;;
+    --unwind) echo copy ;; --bpf-map-bytes) echo 1048576 ;;
     --pid|--tid) echo 1 ;; --time) echo 0, ;; --fields) echo overhead,sym ;; --percentage) echo relative ;;
     *) echo "" ;;
     esac

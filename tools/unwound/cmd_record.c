@@ -41,6 +41,13 @@ static void record_usage(FILE *f)
 		   "                      here), fp (the kernel's frame-pointer callchains, for programs\n"
 		   "                      built with frame pointers) or fp,defer (the same, the user part\n"
 		   "                      walked once when the task returns to user space: Linux 6.19+)\n"
+		   "  --unwind MODE       kernel (default where it can be: each user stack is walked in\n"
+		   "                      the kernel by an eBPF program, no stack copy; needs root or\n"
+		   "                      CAP_BPF+CAP_PERFMON and the kernel's BTF, else a line says why\n"
+		   "                      and stacks are copied) or copy (--call-graph dwarf's copies)\n"
+		   "  --bpf-map-bytes N   kernel unwinding: cap on the BPF maps' bytes (module tables and\n"
+		   "                      mappings; default 64 MiB); past it, stacks through modules\n"
+		   "                      without a table are finished in user space from a stack copy\n"
 		   "  -a, --all-cpus      every process on every CPU (with a command: while it runs)\n"
 		   "  -p, --pid PIDS      processes that already run (comma-separated); ends when they\n"
 		   "                      have all exited\n"
@@ -61,7 +68,10 @@ static void record_usage(FILE *f)
 		   "                      their total reaches USEC or at the end (default 500; 0: none)\n"
 		   "  --debug-dir DIR, --offline, --no-fp, --stitch   as for report\n"
 		   "  -q, --quiet         nothing printed but errors\n"
-		   "  -v                  more messages\n");
+		   "  -v                  more messages\n\n"
+		   "Kernel unwinding is %s.\n",
+		uw_kernel_unwind_built() ? "compiled into this build"
+					 : "not compiled into this build (no libbpf, clang BPF target or bpftool at build time)");
 }
 
 struct status_ctx {
@@ -160,6 +170,17 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 	if (ro->stitch)
 		fprintf(stderr, "unwound record: stacks cut short by their copy: %" PRIu64 " completed from their thread's "
 			   "stacks before and after, %" PRIu64 " not\n", st->stitched, st->stitch_failed);
+	if (ro->call_graph == UW_CALL_GRAPH_DWARF && st->kernel_unwind) {
+		uint64_t k = st->kernel_samples;
+		fprintf(stderr, "unwound record: stacks walked in the kernel (eBPF): %" PRIu64 " samples, %" PRIu64 " (%.2f%%) finished in user space from a stack copy, %" PRIu64 " cut by a mapping change, %" PRIu64 " lost by the program; %" PRIu64 " module tables loaded, at most %.1f KiB in BPF maps\n",
+			k, st->kernel_finished, k ? 100.0 * (double)st->kernel_finished / (double)k : 0.0, st->kernel_stale,
+			st->kernel_lost, st->kernel_tables, (double)st->kernel_map_bytes / 1024.0);
+	} else if (ro->call_graph == UW_CALL_GRAPH_DWARF) {
+		fprintf(stderr, "unwound record: stacks copied (%u bytes) and unwound in user space%s%s%s\n",
+			ro->stack_size ? ro->stack_size : 16384,
+			st->unwind_why[0] ? "; kernel unwinding unavailable: " : "", st->unwind_why,
+			!st->unwind_why[0] && !uw_kernel_unwind_built() ? " (kernel unwinding not compiled in)" : "");
+	}
 	if (ro->off_cpu)
 		fprintf(stderr, "unwound record: off-CPU: %" PRIu64 " switch-outs sampled%s, %" PRIu64 " offcpu-time samples, %.3f s off the CPU in all, %" PRIu64 " threads still off the CPU at the end\n",
 			st->offcpu_switches, ro->off_cpu_every > 1 ? " with their stack (one in N)" : "", st->offcpu_samples,
@@ -172,7 +193,7 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 int cmd_record(int argc, char **argv)
 {
 	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH, O_STITCH, O_OFFCPU, O_OCEVERY,
-	       O_OCMIN };
+	       O_OCMIN, O_UNWIND, O_BPFBYTES };
 	static const struct option lo[] = {
 		{ "freq", required_argument, 0, 'F' }, { "count", required_argument, 0, 'c' },
 		{ "event", required_argument, 0, 'e' }, { "all-cpus", no_argument, 0, 'a' },
@@ -184,6 +205,7 @@ int cmd_record(int argc, char **argv)
 		{ "no-fp", no_argument, 0, O_NOFP }, { "quiet", no_argument, 0, 'q' },
 		{ "stitch", no_argument, 0, O_STITCH }, { "off-cpu", no_argument, 0, O_OFFCPU },
 		{ "off-cpu-every", required_argument, 0, O_OCEVERY }, { "off-cpu-min", required_argument, 0, O_OCMIN },
+		{ "unwind", required_argument, 0, O_UNWIND }, { "bpf-map-bytes", required_argument, 0, O_BPFBYTES },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	UW_OPTS(uw_record_opts, ro, .stop = &stop_flag);
@@ -254,6 +276,20 @@ int cmd_record(int argc, char **argv)
 		case O_OFFLINE: offline = 1; break;
 		case O_NOFP: nofp = 1; break;
 		case O_STITCH: ro.stitch = 1; break;
+		case O_BPFBYTES:
+			if (cli_u64("record", "--bpf-map-bytes", optarg, 1, UINT64_MAX, &ro.kernel_max_bytes))
+				goto out;
+			break;
+		case O_UNWIND:
+			if (!strcmp(optarg, "kernel")) {
+				ro.unwind = UW_UNWIND_KERNEL;
+			} else if (!strcmp(optarg, "copy")) {
+				ro.unwind = UW_UNWIND_COPY;
+			} else {
+				fprintf(stderr, "unwound record: --unwind takes kernel or copy, not '%s'\n", optarg);
+				goto out;
+			}
+			break;
 		case O_OFFCPU: ro.off_cpu = 1; break;
 		case O_OCEVERY:
 			if (cli_unsigned("record", "--off-cpu-every", optarg, 1, 1u << 20, &ro.off_cpu_every))

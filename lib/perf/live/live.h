@@ -56,6 +56,8 @@ struct ring {
 	int cpu;
 };
 
+struct live_kunw;
+
 struct live {
 	struct cc_sink *sink;
 	uint64_t id0;        /* the first ring's event id, for synthesized records' sample_id */
@@ -66,6 +68,7 @@ struct live {
 	size_t nrings;
 	uint8_t *tmp;        /* a record that wraps around the ring's end */
 	uint64_t lost, throttled;
+	struct live_kunw *kunw; /* kernel unwinding (live_kunw.c), or NULL: stack copies */
 	int *sw_fds;         /* --off-cpu: the switch events, writing into the rings */
 	uint64_t *sw_ids;
 	size_t nsw;
@@ -111,6 +114,25 @@ void live_close_ring(struct live *lv, size_t i);
 void live_close_rings(struct live *lv);
 /* Every ring's records into the reader, then the end of a round. */
 int live_drain_all(struct live *lv);
+
+/* ---- kernel unwinding (live_kunw.c) */
+/* Loads the program (the verifier runs): 0, or a negative error and why (one line). */
+int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, size_t len);
+/* Attaches it to a sampling event's fd. */
+int live_kunw_attach(struct live *lv, int fd);
+/* The reader made: its side-band records and samples are followed from now on. */
+int live_kunw_start(struct live *lv);
+/* Processes that exist before the recording: their synthesized records delivered, their
+ * tables and mappings loaded before the events are enabled. */
+int live_kunw_prime(struct live *lv);
+/* The ring's fd for poll (-1: none). */
+int live_kunw_fd(struct live *lv);
+/* The program's records into the reader (before the rings' side-band of the same round). */
+int live_kunw_drain(struct live *lv);
+/* The maps brought up to date with what the records delivered asked for (after a round). */
+int live_kunw_update(struct live *lv);
+void live_kunw_status(struct live *lv, struct uw_record_status *st);
+void live_kunw_close(struct live *lv);
 
 /* ---- synthesized records (live_synth.c) */
 /* The kernel's text as perf record describes it, with the running kernel's build-id. */

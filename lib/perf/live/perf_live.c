@@ -70,6 +70,8 @@ struct rec {
 	bool stopped_child;     /* the recorder ended the command */
 	unsigned trims;
 	double t0;
+	bool want_kernel;       /* kernel unwinding asked for (or chosen: UW_UNWIND_AUTO) */
+	char unwind_why[160];   /* why not, when it was asked for and is not used */
 	uint64_t end_ns;        /* --off-cpu: when the recording ended (waits still open close there) */
 	struct offcpu_stats oc;
 };
@@ -99,6 +101,13 @@ static int check_opts(struct rec *rc)
 		if (e)
 			return e;
 	}
+	if (o->unwind != UW_UNWIND_AUTO && o->unwind != UW_UNWIND_KERNEL && o->unwind != UW_UNWIND_COPY)
+		return base_err(&s->log, -EINVAL, "unknown unwinding mode %d", o->unwind);
+	if (o->unwind == UW_UNWIND_KERNEL && o->call_graph != UW_CALL_GRAPH_DWARF)
+		return base_err(&s->log, -EINVAL, "kernel unwinding walks the stacks --call-graph dwarf would copy: not with fp");
+	if (o->unwind == UW_UNWIND_KERNEL && o->stitch)
+		return base_err(&s->log, -EINVAL, "--stitch completes stack copies: not with kernel unwinding");
+	rc->want_kernel = o->call_graph == UW_CALL_GRAPH_DWARF && o->unwind != UW_UNWIND_COPY && !o->stitch;
 	/* -a with a command: the whole system while the command runs (perf's -a -- CMD) */
 	int targets = !!(o->system_wide || o->argv) + !!o->npids + !!o->ntids;
 	if (targets != 1)
@@ -249,6 +258,36 @@ static int open_events(struct rec *rc)
 	return 0;
 }
 
+/* Kernel unwinding: the program loaded and attached to every event, or (UW_UNWIND_AUTO) stack
+ * copies, with one line saying why. */
+static int start_kernel_unwind(struct rec *rc)
+{
+	struct uw_session *s = rc->s;
+	struct live *lv = &rc->lv;
+	if (!rc->want_kernel)
+		return 0;
+	int err = live_kunw_open(lv, &rc->o, rc->unwind_why, sizeof(rc->unwind_why));
+	for (size_t i = 0; !err && i < lv->nrings; i++) {
+		err = live_kunw_attach(lv, lv->rings[i].fd);
+		if (err)
+			snprintf(rc->unwind_why, sizeof(rc->unwind_why), "the program could not be attached to the %s event: %s",
+				 rc->ec.ev.name, strerror(-err));
+	}
+	/* (libbpf enables an event it attaches to: off again until the recording begins) */
+	for (size_t i = 0; i < lv->nrings; i++)
+		ioctl(lv->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+	if (!err)
+		return 0;
+	live_kunw_close(lv);
+	if (rc->o.unwind == UW_UNWIND_KERNEL)
+		return base_err(&s->log, err, "kernel unwinding: %s", rc->unwind_why);
+	/* (a build without it says so in the summary and in --help, not as a warning at every run) */
+	if (uw_kernel_unwind_built())
+		base_log(&s->log, UW_LOG_WARN, "kernel unwinding unavailable: %s; copying %u bytes of stack per sample instead",
+			 rc->unwind_why, rc->o.stack_size);
+	return 0;
+}
+
 /* Is the output our standard output ("-", /dev/stdout, a path to the same pipe)? */
 static bool output_is_stdout(const char *path)
 {
@@ -299,6 +338,7 @@ static int create_output(struct rec *rc)
 	if (!lv->r || !lv->tmp)
 		return -ENOMEM;
 	cc_sink_attach(lv->sink, lv->r);
+	live_kunw_start(lv);
 	perf_host_features(cc_sink_writer(lv->sink), rc->o.cmd_argc, rc->o.cmd_argv, CLOCK_MONOTONIC);
 	struct kattr a;
 	live_attr_init(&a, &rc->ec, true, !rc->o.system_wide);
@@ -376,6 +416,9 @@ static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct
 	st->workload_wstatus = rc->wstatus;
 	st->workload_errno = rc->exec_errno;
 	st->workload_stopped = rc->stopped_child;
+	live_kunw_status(&rc->lv, st);
+	if (!st->kernel_unwind)
+		snprintf(st->unwind_why, sizeof(st->unwind_why), "%s", rc->unwind_why);
 	st->offcpu_switches = rc->oc.switches_out;
 	st->offcpu_samples = rc->oc.samples;
 	st->offcpu_ns = rc->oc.ns;
@@ -388,23 +431,33 @@ static int record_loop(struct rec *rc)
 {
 	struct live *lv = &rc->lv;
 	const struct uw_record_opts *o = &rc->o;
-	struct pollfd *pfd = calloc(lv->nrings ? lv->nrings : 1, sizeof(*pfd));
+	struct pollfd *pfd = calloc(lv->nrings + 1, sizeof(*pfd));
 	if (!pfd)
 		return -ENOMEM;
 	for (size_t i = 0; i < lv->nrings; i++)
 		pfd[i] = (struct pollfd){ lv->rings[i].fd, POLLIN, 0 };
+	/* (kernel unwinding: the program's ring, last) */
+	int kfd = live_kunw_fd(lv);
+	pfd[lv->nrings] = (struct pollfd){ kfd, POLLIN, 0 };
 	double last_status = rc->t0;
 	int err = 0;
 	size_t open_rings = lv->nrings;
 	/* -p, -t: the recording ends when every task it follows has gone (perf record -p) */
 	bool follow_tasks = !o->system_wide && !o->argv;
 	while (!err) {
-		int pr = poll(pfd, lv->nrings, 100);
+		/* (kernel unwinding: a new program's tables are loaded once its mappings are read:
+		 * every 20 ms, its first samples are finished in user space) */
+		int pr = poll(pfd, lv->nrings + (kfd >= 0), kfd >= 0 ? 20 : 100);
 		if (pr < 0 && errno != EINTR) {
 			err = -errno;
 			break;
 		}
-		err = live_drain_all(lv);
+		/* the program's records first: the side-band before each is on the rings by now */
+		err = live_kunw_drain(lv);
+		if (!err)
+			err = live_drain_all(lv);
+		if (!err)
+			err = live_kunw_update(lv);
 		/* A task's event whose task has exited, and every task that inherited it too, reports
 		 * POLLHUP from then on and gets nothing more: drained above, it is closed, else
 		 * every poll would return at once and the loop spin a CPU. */
@@ -466,7 +519,7 @@ static void enable_rings(struct live *lv, unsigned long req)
 UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final)
 {
 	struct rec rc = { .s = s, .child = -1, .go = { -1, -1 }, .execerr = { -1, -1 }, .wstatus = -1 };
-	int oe = BASE_OPTS_COPY(&rc.o, uw_record_opts, off_cpu_min_ns, opts);
+	int oe = BASE_OPTS_COPY(&rc.o, uw_record_opts, kernel_max_bytes, opts);
 	if (oe)
 		return oe;
 	if (!s)
@@ -485,9 +538,13 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	if (!err)
 		err = open_events(&rc);
 	if (!err)
+		err = start_kernel_unwind(&rc);
+	if (!err)
 		err = create_output(&rc);
 	if (!err)
 		err = synthesize_existing(&rc);
+	if (!err)
+		err = live_kunw_prime(&rc.lv);
 	/* -a with a command: the system from before the command starts (its exec seen); a
 	 * command's own events begin at its exec (enable_on_exec) */
 	if (!err && rc.o.system_wide)
@@ -515,6 +572,8 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	/* a command that outlived the recording, or could not be recorded, is not left running */
 	end_command(&rc, err != 0);
 	if (!err)
+		err = live_kunw_drain(&rc.lv);
+	if (!err)
 		err = live_drain_all(&rc.lv);
 	if (!err)
 		err = uw_reader_flush(rc.lv.r);
@@ -538,6 +597,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		if (rc.execerr[i] >= 0)
 			close(rc.execerr[i]);
 	}
+	live_kunw_close(&rc.lv);
 	live_close_offcpu(&rc.lv);
 	live_close_rings(&rc.lv);
 	cc_sink_free(rc.lv.sink, NULL);

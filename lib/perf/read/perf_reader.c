@@ -222,6 +222,7 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	free(r->fixbuf);
 	reader_stitch_free(r);
 	free(r->frames);
+	free(r->kunw.vframes);
 	free(r->regbuf);
 	free(r->kbuf);
 	free(r->path);
@@ -291,7 +292,8 @@ int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint3
 		}
 	}
 	/* (deferred callchains go into the samples they complete: writers see those) */
-	if (r->record_fn && type != PR_SAMPLE && type != PR_CALLCHAIN_DEFERRED && type < PR_HEADER_ATTR) {
+	if (r->record_fn && type != PR_SAMPLE && type != PR_CALLCHAIN_DEFERRED && type != PR_UW_KUNW &&
+	    type < PR_HEADER_ATTR) {
 		int e = r->record_fn(r->record_ctx, rec, len);
 		if (e)
 			return e;
@@ -301,6 +303,8 @@ int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint3
 		r->cur_rec = rec;
 		r->cur_len = len;
 		return reader_sample(r, aidx, rec, len, cut, ord);
+	case PR_UW_KUNW:
+		return reader_kunw_sample(r, aidx, rec, len, ord);
 	case PR_MMAP:
 	case PR_MMAP2: {
 		struct perf_sideband sb;
@@ -578,6 +582,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 	} else {
 		switch (type) {
 		case PR_SAMPLE:
+		case PR_UW_KUNW:
 			r->cur_ord = r->sample_ord++;
 			break;
 		case PR_MMAP: case PR_MMAP2: case PR_COMM: case PR_FORK: case PR_EXIT: case PR_LOST:

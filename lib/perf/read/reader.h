@@ -11,6 +11,8 @@
  *   reader_order.c   the time-order queue (FINISHED_ROUND): what goes when (order)
  *   reader_deferred.c samples held for their deferred user callchains (deferred)
  *   reader_sample.c  samples: filters, the tracker's unwinding, callchains judged, delivery
+ *   reader_kunw.c    samples walked in the kernel (PR_UW_KUNW, a live recorder's): finished,
+ *                    checked by the recorder's hook, delivered (kunw)
  */
 #ifndef UW_PERF_READER_H
 #define UW_PERF_READER_H
@@ -29,6 +31,17 @@ struct cut {
 };
 
 struct ra_chunk;
+struct kunw_sample;
+struct tracker_proc;
+
+/* A record of kernel unwinding's program (lib/kernel), pushed by a live recorder: {u64 event
+ * id; struct kunw_rec ...}. A private type below the kernel's range that is never written. */
+#define PR_UW_KUNW 60
+/* Told of each such sample once its stack is made (frames [0, nkernel) walked in the kernel,
+ * the rest finished in user space when finished): may cut smp's user frames (a walk that used
+ * mappings the process has changed since) and note what to load. */
+typedef void (*reader_kunw_fn)(void *ctx, const struct kunw_sample *ks, struct tracker_proc *p, struct uw_sample *smp,
+                               unsigned nkernel, bool finished);
 
 /* The prefix chosen at an adaptation, and where the reading was then (reader_input.c). */
 struct prefix_step {
@@ -141,6 +154,15 @@ struct reader_features {
 	size_t nstops;
 };
 
+/* Samples walked in the kernel (reader_kunw.c). */
+struct reader_kunw {
+	reader_kunw_fn fn;        /* the live recorder's check */
+	void *ctx;
+	uint8_t raw[128];         /* the sample record writers see of one */
+	struct uw_frame *vframes; /* verify mode: the stack lib/unwind gives from frame 0's copy */
+	uint64_t compared, differ; /* verify mode: samples compared, found different */
+};
+
 /* The reader: the stages' states, and what the dispatch and the delivery of samples share. */
 struct uw_reader {
 	struct uw_session *s;
@@ -155,6 +177,7 @@ struct uw_reader {
 	struct reader_deferred def;
 	/* truncated stacks completed: the unwinding stage lib/unwind/stitch.c, its own state */
 	struct unw_stitch stitch;
+	struct reader_kunw kunw;
 	/* per-sample buffers */
 	struct uw_frame *frames;
 	uint64_t *kbuf;
@@ -282,6 +305,12 @@ int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint3
                    const struct cut *cut, uint64_t ord);
 int reader_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, const struct cut *cut,
                   uint64_t ord);
+
+/* Does the sample pass the pid, tid and comm filters? */
+bool reader_sample_wanted(const struct uw_reader *r, uint32_t pid, uint32_t tid, const char *comm);
+/* A PR_UW_KUNW record (reader_kunw.c). */
+int reader_kunw_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t ord);
+void reader_set_kunw_hook(struct uw_reader *r, reader_kunw_fn fn, void *ctx);
 
 /* A sample to its consumer: counted, then given to opts.on_sample. */
 int reader_deliver_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp);

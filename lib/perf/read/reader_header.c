@@ -105,9 +105,9 @@ const struct perf_attr *reader_attr_of(const struct reader_attrs *at, const uint
 	uint64_t st = a0->sample_type, id;
 	const uint8_t *body = rec + 8;
 	size_t n = len - 8;
-	if (type == PR_SAMPLE) {
+	if (type == PR_SAMPLE || type == PR_UW_KUNW) {
 		size_t pos;
-		if (st & PS_IDENTIFIER) {
+		if (st & PS_IDENTIFIER || type == PR_UW_KUNW) {
 			pos = 0;
 		} else if (st & PS_ID) {
 			pos = 8 * (!!(st & PS_IP) + !!(st & PS_TID) + !!(st & PS_TIME) + !!(st & PS_ADDR));

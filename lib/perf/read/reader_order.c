@@ -92,6 +92,15 @@ uint64_t reader_record_time(const struct perf_attr *a, const uint8_t *rec, uint3
 	uint32_t type;
 	memcpy(&type, rec, 4);
 	*has = false;
+	if (type == PR_UW_KUNW) {
+		/* {u64 id; struct kunw_rec}: its time at byte 40 */
+		uint64_t t;
+		if (len < 8 + 8 + 48)
+			return 0;
+		memcpy(&t, rec + 16 + 40, 8);
+		*has = true;
+		return t;
+	}
 	if (type == PR_SAMPLE) {
 		uint64_t st = a->sample_type;
 		if (!(st & PS_TIME))

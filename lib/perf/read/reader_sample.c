@@ -18,7 +18,7 @@ static bool in_list(const int *v, size_t n, uint32_t x)
 }
 
 /* Does the sample pass the pid, tid and comm filters? */
-static bool sample_wanted(const struct uw_reader *r, uint32_t pid, uint32_t tid, const char *comm)
+bool reader_sample_wanted(const struct uw_reader *r, uint32_t pid, uint32_t tid, const char *comm)
 {
 	const struct uw_reader_opts *o = &r->o;
 	if ((o->pid && pid != (uint32_t)o->pid) || (o->tid && tid != (uint32_t)o->tid))
@@ -145,7 +145,7 @@ int reader_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32
 	/* the idle task, which no COMM names: perf calls it swapper (machine__idle_thread) */
 	if (!ps.pid && !ps.tid && comm && comm[0] == ':')
 		comm = "swapper";
-	if (!sample_wanted(r, ps.pid, ps.tid, comm))
+	if (!reader_sample_wanted(r, ps.pid, ps.tid, comm))
 		return 0;
 	/* a user part to come in a deferred callchain record (fp recordings: no stack copy): the
 	 * sample waits for it (reader_deferred.c) */

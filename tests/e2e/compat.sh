@@ -157,8 +157,9 @@ sort)
     echo "unnamed code: rows by address as perf report"
     ;;
 honest)
-    # a stack copy too small for the deep recursion: some samples stop early
-    "$U" record --call-graph dwarf,2048 -o rec.data -- "$E" recursion 0.8 >/dev/null 2>rec.err
+    # a stack copy too small for the deep recursion: some samples stop early (copies, not the
+    # kernel's walk, which reaches the root whatever the copy's size)
+    "$U" record --unwind copy --call-graph dwarf,2048 -o rec.data -- "$E" recursion 0.8 >/dev/null 2>rec.err
     cat rec.err
     said=$(sed -n 's/.* with a user stack (\([0-9.]*\)% unwound to a root).*/\1/p' rec.err)
     "$U" report -i rec.data >report.txt

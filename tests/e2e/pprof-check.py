@@ -51,11 +51,18 @@ if total != want_samples:
     ok = False
 
 # stacks by names, against the folded stacks (comm; outermost first)
+# (unnamed code: the profile has a function per address, MODULE+0xADDR; folded stacks keep the
+# module's unnamed code as one frame, [MODULE])
+def folded_name(name):
+    m = re.fullmatch(r"(.+)\+0x[0-9a-f]+", name)
+    return f"[{m.group(1)}]" if m else name
+
+
 got = collections.Counter()
 for n, ids in samples:
     names = []
     for i in ids:
-        names += [ln[0] for ln in locs[i][2]] or ["?"]
+        names += [folded_name(ln[0]) for ln in locs[i][2]] or ["?"]
     got[tuple(reversed(names))] += n
 want = collections.Counter()
 for line in open(folded):

@@ -61,7 +61,7 @@ calltree)
     common; expect_eq root "$(val samples)"
     $CHECK "$W/p.pb.gz" --type cpu --samples-min 400 --root-share 100 \
         --only "$MAIN;run_calltree;tree_a;tree_a2;spin" --only "$MAIN;run_calltree;tree_b;spin" \
-        --only "$MAIN;run_calltree;samples;*" --only "$MAIN;run_calltree;samples" \
+        --only "$MAIN;run_calltree;samples;*" --only "$MAIN;run_calltree;samples" --only "$MAIN;run_calltree" \
         --share tree_a=55:78 --label thread=profwork_$v
     ;;
 api)
@@ -93,21 +93,21 @@ preload)
     done
     # (every stack is a path of the known tree, or main's loop reading the clock)
     $CHECK "$W/calltree.pb.gz" --samples-min 20 --root-share 100 --only "$MAIN;tree_a;tree_a2;spin" --only "$MAIN;tree_b;spin" \
-        --only "$MAIN;tree_a" --only "$MAIN;tree_a;tree_a2" --only "$MAIN;tree_b" --only "$MAIN" --only "$MAIN;running;*" --only "$MAIN;thread_cpu;*" \
+        --only "$MAIN;tree_a" --only "$MAIN;tree_a;tree_a2" --only "$MAIN;tree_b" --only "$MAIN" --only "$MAIN;running;*" --only "$MAIN;thread_cpu;*" --only "$MAIN;thread_cpu" --only "$MAIN;running" \
         --expect "$MAIN;tree_a;tree_a2;spin" --expect "$MAIN;tree_b;spin"
     $CHECK "$W/shlib.pb.gz" --samples-min 20 --root-share 100 --only "$MAIN;lib_entry;lib_inner;spin_lib" \
         --only "$MAIN;lib_entry;lib_inner;exe_callback;spin" --only "$MAIN;lib_entry;lib_inner;exe_callback" \
-        --only "$MAIN;lib_entry;lib_inner" --only "$MAIN;lib_entry" --only "$MAIN" --only "$MAIN;running;*" --only "$MAIN;thread_cpu;*" \
+        --only "$MAIN;lib_entry;lib_inner" --only "$MAIN;lib_entry" --only "$MAIN" --only "$MAIN;running;*" --only "$MAIN;thread_cpu;*" --only "$MAIN;thread_cpu" --only "$MAIN;running" \
         --expect "$MAIN;lib_entry;lib_inner;spin_lib" --expect "$MAIN;lib_entry;lib_inner;exe_callback;spin"
     # (the trampoline that registers each thread is the library's: left out)
     $CHECK "$W/threads.pb.gz" --samples-min 20 --root-share 100 --only 'clone3;start_thread;thread_main;thread_work;spin' \
-        --only 'clone3;start_thread;thread_main;thread_work' --only 'clone3;start_thread;thread_main;thread_work;running;*' --only 'clone3;start_thread;thread_main;thread_work;thread_cpu;*' \
+        --only 'clone3;start_thread;thread_main;thread_work' --only 'clone3;start_thread;thread_main;thread_work;running;*' --only 'clone3;start_thread;thread_main;thread_work;thread_cpu;*' --only 'clone3;start_thread;thread_main;thread_work;thread_cpu' --only 'clone3;start_thread;thread_main;thread_work;running' \
         --only "$MAIN;*" --expect 'clone3;start_thread;thread_main;thread_work;spin'
     # folded stacks for a .folded name
     UNWOUND_PROF="$W/calltree.folded" LD_PRELOAD="$PRE" "$E" calltree 1 >/dev/null
     ! strict || grep -Eq "^e2e_$v;_start;__libc_start_main[^;]*;__libc_start_call_main;main;tree_a;tree_a2;spin [0-9]+$" "$W/calltree.folded" ||
         { head "$W/calltree.folded"; fail "folded: no main;tree_a;tree_a2;spin stack"; }
-    bad=$(grep -Ev "^e2e_$v;_start;__libc_start_main[^;]*;__libc_start_call_main;main(;tree_a(;tree_a2(;spin)?)?|;tree_b(;spin)?|;running;.*|;thread_cpu;.*)? [0-9]+$" "$W/calltree.folded" || true)
+    bad=$(grep -Ev "^e2e_$v;_start;__libc_start_main[^;]*;__libc_start_call_main;main(;tree_a(;tree_a2(;spin)?)?|;tree_b(;spin)?|;running(;.*)?|;thread_cpu(;.*)?)? [0-9]+$" "$W/calltree.folded" || true)
     ! strict || [ -z "$bad" ] || { echo "$bad"; fail "folded: unexpected stacks"; }
     # wall-clock time (UNWOUND_PROF_CLOCK=wall): the main thread waiting in pthread_join is sampled
     UNWOUND_PROF="$W/wall.pb.gz" UNWOUND_PROF_CLOCK=wall LD_PRELOAD="$PRE" "$E" threads 0.5 >/dev/null

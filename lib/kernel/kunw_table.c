@@ -220,12 +220,12 @@ static int boundaries(const struct unw_code *code, struct base_vec *out)
 			*(uint64_t *)base_vec_push(out) = t->base + t->pcs[i];
 		*(uint64_t *)base_vec_push(out) = t->end;
 	}
+	/* (room for all first: a push may move the vector, and with it a slot taken before) */
+	if (base_vec_reserve(out, out->len + 2 * (size_t)code->nplt))
+		return -ENOMEM;
 	for (unsigned i = 0; i < code->nplt; i++) {
-		uint64_t *lo = base_vec_push(out), *hi = base_vec_push(out);
-		if (!lo || !hi)
-			return -ENOMEM;
-		*lo = code->plt[i].lo;
-		*hi = code->plt[i].hi;
+		*(uint64_t *)base_vec_push(out) = code->plt[i].lo;
+		*(uint64_t *)base_vec_push(out) = code->plt[i].hi;
 	}
 	qsort(out->data, out->len, sizeof(uint64_t), cmp_u64);
 	return 0;

@@ -430,6 +430,7 @@ static bool cu_fill(struct dwi *d, struct dwi_cu *c, bool lazy)
 {
 	Dwarf_Die *cudie = &c->die;
 	c->lines = dwi_unit_lines(d, cudie);
+	/* (without our table, libdw's: a lookup it fails for want of memory is said, in chain_at) */
 	if (!c->lines && dwi_lock(d)) {
 		if (dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
 			c->files = NULL;
@@ -692,8 +693,13 @@ unsigned dwi_lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, 
 			pthread_mutex_unlock(vg->held[i]);
 		return 0;
 	}
+	errno = 0;
 	unsigned n = lookup(d, strings, addr, out, cap);
 	dwi_guard_top = g.prev;
+	/* nothing found where an allocation failed on the way (libdw's own, which return errors
+	 * rather than call its handler, or ours): said, never an answer silently without lines */
+	if (!n && errno == ENOMEM)
+		__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED);
 	return n;
 }
 
@@ -726,7 +732,10 @@ static unsigned chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *s
 		if (dwl_find(c->lines, addr, &fidx, &line))
 			file = dwi_intern(strings, dwl_file(c->lines, fidx, buf, sizeof(buf)));
 	} else if (dwi_lock(d)) {
+		errno = 0;
 		Dwarf_Line *l = dwarf_getsrc_die(&c->die, (Dwarf_Addr)addr);
+		if (!l && errno == ENOMEM) /* (said by the caller: a line lost is not silent) */
+			__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED);
 		if (l) {
 			int ln = 0;
 			dwarf_lineno(l, &ln);

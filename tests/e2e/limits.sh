@@ -30,7 +30,7 @@ check_status() { # name rc errfile
     esac
     if grep -q "libdw: Cannot allocate" "$3"; then fail "$1: libdw's out-of-memory handler exited the process"; fi
     if [ "$2" = 3 ]; then grep -q "the output is incomplete" "$3" || { cat "$3"; fail "$1: exit 3 without saying why"; }; fi
-    if [ "$2" = 1 ]; then [ -s "$3" ] || fail "$1: exit 1 without a message"; fi
+    if [ "$2" = 1 ]; then tail -n 1 "$3" | grep -q "^unwound [a-z]*: ." || { cat "$3"; fail "$1: exit 1 without a message"; }; fi
 }
 
 case $case in

@@ -309,8 +309,9 @@ int cmd_report(int argc, char **argv)
 			strerror(outfd.err ? outfd.err : EIO));
 		goto out;
 	}
-	if (err) {
-		fprintf(stderr, "unwound report: %s\n", uw_session_errmsg(rep.s));
+	if (err) { /* (the session's message, or what the code says when none was left) */
+		const char *m = uw_session_errmsg(rep.s);
+		fprintf(stderr, "unwound report: %s\n", *m ? m : uw_strerror(err));
 		goto out;
 	}
 	if (o.wall && rep.wall_dropped && !o.quiet)

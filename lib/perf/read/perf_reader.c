@@ -98,8 +98,10 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		errno = EINVAL;
 		return NULL;
 	}
+	base_errmsg_clear(&s->log); /* (a failure below without its own message is named at fail) */
 	struct uw_reader *r = calloc(1, sizeof(*r));
 	if (!r) {
+		base_err(&s->log, -ENOMEM, "%s: %s", path, strerror(ENOMEM));
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -193,6 +195,8 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	return r;
 fail:
 	uw_reader_free(r);
+	if (!*base_errmsg(&s->log)) /* (out of memory on the way, most often) */
+		base_err(&s->log, err, "%s: %s", path, uw_strerror(err));
 	/* errno values pass through; project codes (malformed input) read as EPROTO */
 	errno = err < 0 && -err < 4000 ? -err : EPROTO;
 	return NULL;

@@ -63,12 +63,18 @@ live)
         pid=$!
         t=$(now)
         if [ $mode = p ]; then
-            timeout -s KILL 60 "$U" record -q -p $pid --duration 4 -o "$W/$mode.data" 2>"$W/rec-$mode.err" &
+            timeout -s KILL 60 "$U" record -v -p $pid --duration 4 -o "$W/$mode.data" 2>"$W/rec-$mode.err" &
         else
-            timeout -s KILL 60 "$U" record -q -a --duration 4 -o "$W/$mode.data" 2>"$W/rec-$mode.err" &
+            timeout -s KILL 60 "$U" record -v -a --duration 4 -o "$W/$mode.data" 2>"$W/rec-$mode.err" &
         fi
         rec=$!
-        sleep 1
+        # the attacker goes once the events are on (-a primes every process's tables first)
+        i=0
+        until grep -q "recording: events enabled" "$W/rec-$mode.err" 2>/dev/null; do
+            kill -0 $rec 2>/dev/null || break
+            i=$((i + 1)); [ $i -lt 1200 ] || fail "record -$mode: not recording after 60 s"
+            sleep 0.05
+        done
         touch "$D/go"
         rc=0; wait $rec || rc=$?
         d=$(elapsed "$t")

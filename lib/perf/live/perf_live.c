@@ -556,6 +556,9 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	if (!err) {
 		enable_rings(&rc.lv, PERF_EVENT_IOC_ENABLE);
 		rc.t0 = now_s(CLOCK_MONOTONIC);
+		/* (what a script waits for before the work it records: priming the kernel's tables of
+		 * every process can take seconds) */
+		base_log(&s->log, UW_LOG_INFO, "recording: events enabled");
 		/* threads blocked since before: their waits count from now (time taken before their
 		 * state is read, so a wake-up after it closes the wait) */
 		if (rc.o.off_cpu)

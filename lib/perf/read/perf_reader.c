@@ -434,6 +434,17 @@ static int reader_enqueue(struct uw_reader *r, unsigned aidx, const uint8_t *rec
 	return over ? reader_flush(r, 0, false, r->q.qlen / 2) : 0;
 }
 
+/* A record the reader does not use: counted by type (unknown past the types it knows). */
+static void count_unused(struct uw_reader *r, uint32_t type)
+{
+	if (type >= PR_TYPES) {
+		r->st.unknown_records++;
+	} else {
+		r->st.skipped_records++;
+		r->skipped_by_type[type]++;
+	}
+}
+
 static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t off);
 
 /* A record that came out of a compressed piece. */
@@ -573,12 +584,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 		case PR_FINISHED_INIT:
 			break;
 		default:
-			if (type >= PR_TYPES) {
-				r->st.unknown_records++;
-			} else {
-				r->st.skipped_records++;
-				r->skipped_by_type[type]++;
-			}
+			count_unused(r, type);
 			break;
 		}
 	} else if (!r->at.nattrs) {
@@ -593,12 +599,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 		case PR_LOST_SAMPLES: case PR_THROTTLE: case PR_UNTHROTTLE: case PR_CALLCHAIN_DEFERRED:
 			break;
 		default:
-			if (type >= PR_TYPES) {
-				r->st.unknown_records++;
-			} else {
-				r->st.skipped_records++;
-				r->skipped_by_type[type]++;
-			}
+			count_unused(r, type);
 			break;
 		}
 		/* its attribute, found once (by the input when it looked already) and carried */

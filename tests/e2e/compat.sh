@@ -115,8 +115,9 @@ weights)
 sort)
     rec -e cpu-clock -F 999 --call-graph dwarf -o s.data -- "$E" calltree 0.6
     for keys in comm,dso,sym sym pid dso,sym srcline; do
+        # (perf's header may carry a random '# (Tip: ... 5% ...)': header lines are left out)
         # (perf names a symbol table's versions, clock_gettime@@GLIBC_2.17; unwound never does: README)
-        perf report -i s.data --stdio --no-children --sort "$keys" -g none 2>/dev/null | grep '%' |
+        perf report -i s.data --stdio --no-children --sort "$keys" -g none 2>/dev/null | grep '%' | grep -v '^#' |
             sed 's/ *$//; s/  */ /g; s/\(\[\.\] [^ @]*\)@@\{0,1\}[A-Z][A-Za-z0-9_.]*/\1/' >"perf-$keys.txt"
         "$U" report -i s.data --stdio --no-children --sort "$keys" --rows 1000 | grep '%' | grep -v '^#' |
             sed 's/ *$//; s/  */ /g' >"unwound-$keys.txt"
@@ -128,7 +129,7 @@ sort)
         echo "--sort $keys: $(wc -l <"perf-$keys.txt") rows as perf report"
     done
     # --children: total, then self
-    perf report -i s.data --stdio --children --sort sym -g none 2>/dev/null | grep '%' | sed 's/ *$//; s/  */ /g' >perf-ch.txt
+    perf report -i s.data --stdio --children --sort sym -g none 2>/dev/null | grep '%' | grep -v '^#' | sed 's/ *$//; s/  */ /g' >perf-ch.txt
     "$U" report -i s.data --children --sort sym --rows 1000 | grep '%' | grep -v '^#' | sed 's/ *$//; s/  */ /g' >unwound-ch.txt
     # (rows of equal shares may come in another order; perf names glibc's __libc_start_main by
     # DWARF, "__libc_start_main_impl (inlined)", unwound by its symbol: see README)
@@ -146,7 +147,7 @@ sort)
     printf 'static volatile unsigned long x;\n__attribute__((noinline)) static void hot(void) { for (unsigned long i = 0; i < 200000000; i++) x += i; }\nint main(void) { hot(); return 0; }\n' >s.c
     cc -O1 -o stripped s.c && strip stripped
     rec -e cpu-clock -F 999 --call-graph dwarf -o st.data -- ./stripped
-    perf report -i st.data --stdio --no-children --sort dso,sym -g none 2>/dev/null | grep '%' | grep stripped |
+    perf report -i st.data --stdio --no-children --sort dso,sym -g none 2>/dev/null | grep '%' | grep -v '^#' | grep stripped |
         sed 's/ *$//; s/  */ /g' >perf-st.txt
     "$U" report -i st.data --no-children --sort dso,sym --rows 1000 | grep '%' | grep stripped |
         sed 's/ *$//; s/  */ /g' >unwound-st.txt

@@ -677,6 +677,8 @@ int kunw_sample(struct bpf_perf_event_data *ctx)
 	rec->cpu = bpf_get_smp_processor_id();
 	rec->time = bpf_ktime_get_ns();
 	rec->period = ctx->sample_period;
+	/* which event this is to user space (a CPU sample, a switch-out: the same walk) */
+	rec->cookie = (__u32)bpf_get_attach_cookie(ctx);
 	long kb = bpf_get_stack(ctx, s->data, KUNW_MAX_KFRAMES * 8, 0);
 	__u32 nk = kb > 0 ? (__u32)kb / 8 : 0;
 	if (nk > KUNW_MAX_KFRAMES)

@@ -115,8 +115,13 @@ int kunw_open(const struct kunw_opts *o, struct kunw **out, char *err, size_t er
 void kunw_close(struct kunw *k);
 
 /* Attaches the program to a perf event fd (a sampling event: its samples are then delivered as
- * records instead of in the event's own buffer). The fd stays the caller's. */
+ * records instead of in the event's own buffer, so the kernel copies no stack for them). The fd
+ * stays the caller's. */
 int kunw_attach(struct kunw *k, int perf_fd);
+/* The same, the event's records carrying cookie (struct kunw_rec.cookie; kunw_attach: 0), so
+ * that one program serves events of different kinds (CPU samples, context switches). Needs
+ * Linux 5.15 (BPF links for perf events, bpf_get_attach_cookie). */
+int kunw_attach_cookie(struct kunw *k, int perf_fd, uint32_t cookie);
 
 /* Sets the executable mappings of process pid (any order; copied), replacing what it had:
  * at once, for every CPU. Mappings whose module has no table loaded yet are handed to user

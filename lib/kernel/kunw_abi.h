@@ -148,7 +148,9 @@ struct kunw_rec {
 	__u32 copy_len;      /* stack bytes after the frames, from regs[KUNW_R_RSP] up */
 	__u32 gen;           /* the process's mapping generation the walk used */
 	__u32 valid;         /* (KUNW_F_REGS) valid registers, bit per DWARF number */
-	__u32 pad;
+	__u32 cookie;        /* the attach cookie of the event sampled (kunw_attach_cookie): what the
+	                      * event is to the caller (unwound record: 0 a CPU sample, 1 a
+	                      * switch-out of --off-cpu) */
 	__u64 time;          /* CLOCK_MONOTONIC, ns (bpf_ktime_get_ns) */
 	__u64 period;
 	__u64 regs[KUNW_NREGS]; /* (KUNW_F_REGS) DWARF order */

@@ -183,13 +183,19 @@ void kunw_close(struct kunw *k)
 
 int kunw_attach(struct kunw *k, int perf_fd)
 {
+	return kunw_attach_cookie(k, perf_fd, 0);
+}
+
+int kunw_attach_cookie(struct kunw *k, int perf_fd, uint32_t cookie)
+{
 	struct bpf_link **slot = base_vec_push(&k->links);
 	if (!slot)
 		return -ENOMEM;
 	/* (the link owns the fd it is given and closes it: it gets a copy) */
 	int fd = fcntl(perf_fd, F_DUPFD_CLOEXEC, 0);
 	libbpf_print_fn_t old = libbpf_set_print(libbpf_quiet);
-	struct bpf_link *l = fd >= 0 ? bpf_program__attach_perf_event(k->skel->progs.kunw_sample, fd) : NULL;
+	LIBBPF_OPTS(bpf_perf_event_opts, po, .bpf_cookie = cookie);
+	struct bpf_link *l = fd >= 0 ? bpf_program__attach_perf_event_opts(k->skel->progs.kunw_sample, fd, &po) : NULL;
 	libbpf_set_print(old);
 	if (!l) {
 		int e = -errno;

@@ -54,10 +54,11 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 	snprintf(why, len, "not compiled in (the build had no libbpf, clang BPF target, bpftool or kernel BTF)");
 	return -EOPNOTSUPP;
 }
-int live_kunw_attach(struct live *lv, int fd)
+int live_kunw_attach(struct live *lv, int fd, uint32_t kind)
 {
 	(void)lv;
 	(void)fd;
+	(void)kind;
 	return -EOPNOTSUPP;
 }
 int live_kunw_start(struct live *lv)
@@ -134,6 +135,7 @@ struct live_kunw {
 	uint32_t next_id;
 	bool any_dirty, any_wanted;
 	uint64_t finished, stale, tables, peak_bytes, too_big;
+	uint64_t sw_walked, sw_finished; /* --off-cpu: switch-outs walked, finished in user space */
 	uint64_t build_until;   /* CLOCK_MONOTONIC ns: no more tables built in this update after */
 	uint8_t *buf;           /* a record being pushed */
 	int err;
@@ -335,9 +337,12 @@ static void on_sample(void *ctx, const struct kunw_sample *ks, struct tracker_pr
 			}
 		}
 	}
+	bool sw = lk->lv->nsw && smp->attr_index == LIVE_SWITCH_ATTR;
 	if (!finished)
 		return;
 	lk->finished++;
+	if (sw)
+		lk->sw_finished++;
 	/* what would have let the kernel walk it: the process's mappings, the modules' tables */
 	if (p && !p->exited && !kp->refused && (!kp->loaded || kr->fb_reason == KUNW_FB_NO_MAP ||
 					       kr->fb_reason == KUNW_FB_NO_TABLE || kr->fb_reason == KUNW_FB_NO_PROC)) {
@@ -555,10 +560,17 @@ static int on_kunw_record(void *ctx, const struct kunw_sample *s)
 	}
 	uint32_t type = PR_UW_KUNW;
 	uint16_t misc = 0, sz = (uint16_t)size;
+	/* the event it came from, by the attach cookie: a switch-out is a sample of the switch
+	 * attribute (any of its events' ids names it), paired as a copied one is (write/offcpu.c) */
+	uint64_t id = lk->lv->id0;
+	if (s->rec->cookie == LIVE_KUNW_SWITCH && lk->lv->nsw) {
+		id = lk->lv->sw_ids[0];
+		lk->sw_walked++;
+	}
 	memcpy(lk->buf, &type, 4);
 	memcpy(lk->buf + 4, &misc, 2);
 	memcpy(lk->buf + 6, &sz, 2);
-	memcpy(lk->buf + 8, &lk->lv->id0, 8);
+	memcpy(lk->buf + 8, &id, 8);
 	memset(lk->buf + size - 8, 0, 8);
 	memcpy(lk->buf + 16, s->rec, s->rec->size);
 	int err = uw_reader_push(lk->lv->r, lk->buf, size);
@@ -646,9 +658,9 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 	return 0;
 }
 
-int live_kunw_attach(struct live *lv, int fd)
+int live_kunw_attach(struct live *lv, int fd, uint32_t kind)
 {
-	return lv->kunw ? kunw_attach(lv->kunw->k, fd) : -EINVAL;
+	return lv->kunw ? kunw_attach_cookie(lv->kunw->k, fd, kind) : -EINVAL;
 }
 
 int live_kunw_start(struct live *lv)
@@ -678,6 +690,8 @@ void live_kunw_status(struct live *lv, struct uw_record_status *st)
 	st->kernel_stale = lk->stale;
 	st->kernel_map_bytes = lk->peak_bytes;
 	st->kernel_tables = lk->tables;
+	st->offcpu_kernel = lk->sw_walked;
+	st->offcpu_kernel_finished = lk->sw_finished;
 }
 
 void live_kunw_close(struct live *lv)

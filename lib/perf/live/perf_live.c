@@ -268,14 +268,25 @@ static int start_kernel_unwind(struct rec *rc)
 		return 0;
 	int err = live_kunw_open(lv, &rc->o, rc->unwind_why, sizeof(rc->unwind_why));
 	for (size_t i = 0; !err && i < lv->nrings; i++) {
-		err = live_kunw_attach(lv, lv->rings[i].fd);
+		err = live_kunw_attach(lv, lv->rings[i].fd, LIVE_KUNW_CPU);
 		if (err)
 			snprintf(rc->unwind_why, sizeof(rc->unwind_why), "the program could not be attached to the %s event: %s",
 				 rc->ec.ev.name, strerror(-err));
 	}
+	/* --off-cpu: the same program walks the blocking stack at each switch-out (the
+	 * context-switches events are sampling events of the same kind), its records marked as
+	 * switch-outs by the attach cookie: no stack is copied per switch */
+	for (size_t i = 0; !err && i < lv->nsw; i++) {
+		err = live_kunw_attach(lv, lv->sw_fds[i], LIVE_KUNW_SWITCH);
+		if (err)
+			snprintf(rc->unwind_why, sizeof(rc->unwind_why),
+				 "the program could not be attached to the context-switches event (--off-cpu): %s",
+				 strerror(-err));
+	}
 	/* (libbpf enables an event it attaches to: off again until the recording begins) */
 	for (size_t i = 0; i < lv->nrings; i++)
 		ioctl(lv->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+	live_enable_offcpu(lv, PERF_EVENT_IOC_DISABLE);
 	if (!err)
 		return 0;
 	live_kunw_close(lv);
@@ -423,6 +434,8 @@ static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct
 	st->offcpu_samples = rc->oc.samples;
 	st->offcpu_ns = rc->oc.ns;
 	st->offcpu_open_at_end = rc->oc.open_at_end;
+	st->offcpu_copied = rc->lv.sw_copied;
+	st->offcpu_blocked = rc->lv.sw_blocked;
 }
 
 /* Reads the rings until the command exits (or, for -p and -t, every task followed has), *stop

@@ -106,6 +106,8 @@ struct kunw_opts {
 	unsigned max_modules;    /* module tables loaded (0: 4096) */
 	unsigned ring_bytes;     /* ring buffer (0: 32 MiB; a power of 2, >= 4096) */
 	bool verify;             /* every record also carries frame 0's registers and a copy */
+	bool switches;           /* also load the switch-out program (kunw_attach_switch); the
+	                          * verifier then checks the walk twice */
 };
 
 /* Opens and loads the program (the verifier runs here). On failure, a message (the end of the
@@ -118,10 +120,11 @@ void kunw_close(struct kunw *k);
  * records instead of in the event's own buffer, so the kernel copies no stack for them). The fd
  * stays the caller's. */
 int kunw_attach(struct kunw *k, int perf_fd);
-/* The same, the event's records carrying cookie (struct kunw_rec.cookie; kunw_attach: 0), so
- * that one program serves events of different kinds (CPU samples, context switches). Needs
- * Linux 5.15 (BPF links for perf events, bpf_get_attach_cookie). */
-int kunw_attach_cookie(struct kunw *k, int perf_fd, uint32_t cookie);
+/* The same for a context-switches software event (kunw_opts.switches): the same walk at each
+ * switch-out, its records of kind KUNW_KIND_SWITCH (kunw_attach's: KUNW_KIND_SAMPLE). Another
+ * entry program, not an attach cookie: a per-task event's copies in new threads (inherit) get
+ * the program but not the cookie. -EINVAL without kunw_opts.switches. */
+int kunw_attach_switch(struct kunw *k, int perf_fd);
 
 /* Sets the executable mappings of process pid (any order; copied), replacing what it had:
  * at once, for every CPU. Mappings whose module has no table loaded yet are handed to user

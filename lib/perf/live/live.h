@@ -123,10 +123,9 @@ int live_drain_all(struct live *lv);
 /* ---- kernel unwinding (live_kunw.c) */
 /* Loads the program (the verifier runs): 0, or a negative error and why (one line). */
 int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, size_t len);
-/* Attaches it to a sampling event's fd; kind says what the event's records are (the program's
- * attach cookie): a CPU sample, or a switch-out of --off-cpu (a sample of LIVE_SWITCH_ATTR). */
-enum { LIVE_KUNW_CPU = 0, LIVE_KUNW_SWITCH = 1 };
-int live_kunw_attach(struct live *lv, int fd, uint32_t kind);
+/* Attaches it to a sampling event's fd, or (sw) to a switch event of --off-cpu: its records are
+ * then samples of LIVE_SWITCH_ATTR. */
+int live_kunw_attach(struct live *lv, int fd, bool sw);
 /* The reader made: its side-band records and samples are followed from now on. */
 int live_kunw_start(struct live *lv);
 /* Processes that exist before the recording: their synthesized records delivered, their

@@ -54,11 +54,11 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 	snprintf(why, len, "not compiled in (the build had no libbpf, clang BPF target, bpftool or kernel BTF)");
 	return -EOPNOTSUPP;
 }
-int live_kunw_attach(struct live *lv, int fd, uint32_t kind)
+int live_kunw_attach(struct live *lv, int fd, bool sw)
 {
 	(void)lv;
 	(void)fd;
-	(void)kind;
+	(void)sw;
 	return -EOPNOTSUPP;
 }
 int live_kunw_start(struct live *lv)
@@ -560,10 +560,11 @@ static int on_kunw_record(void *ctx, const struct kunw_sample *s)
 	}
 	uint32_t type = PR_UW_KUNW;
 	uint16_t misc = 0, sz = (uint16_t)size;
-	/* the event it came from, by the attach cookie: a switch-out is a sample of the switch
-	 * attribute (any of its events' ids names it), paired as a copied one is (write/offcpu.c) */
+	/* the event it came from, by the program that wrote it: a switch-out is a sample of the
+	 * switch attribute (any of its events' ids names it), paired as a copied one is
+	 * (write/offcpu.c) */
 	uint64_t id = lk->lv->id0;
-	if (s->rec->cookie == LIVE_KUNW_SWITCH && lk->lv->nsw) {
+	if (s->rec->kind == KUNW_KIND_SWITCH && lk->lv->nsw) {
 		id = lk->lv->sw_ids[0];
 		lk->sw_walked++;
 	}
@@ -640,7 +641,9 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 				.max_bytes = o->kernel_max_bytes,
 				/* (tests: every record also carries frame 0's registers and stack, for the
 				 * reader to compare the program's frames with lib/unwind's) */
-				.verify = getenv("UW_KUNW_VERIFY") != NULL };
+				.verify = getenv("UW_KUNW_VERIFY") != NULL,
+				/* --off-cpu: the walk at each switch-out too */
+				.switches = o->off_cpu != 0 };
 	char err[512] = "";
 	int e = kunw_open(&ko, &lk->k, err, sizeof(err));
 	if (e) {
@@ -658,9 +661,11 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 	return 0;
 }
 
-int live_kunw_attach(struct live *lv, int fd, uint32_t kind)
+int live_kunw_attach(struct live *lv, int fd, bool sw)
 {
-	return lv->kunw ? kunw_attach_cookie(lv->kunw->k, fd, kind) : -EINVAL;
+	if (!lv->kunw)
+		return -EINVAL;
+	return sw ? kunw_attach_switch(lv->kunw->k, fd) : kunw_attach(lv->kunw->k, fd);
 }
 
 int live_kunw_start(struct live *lv)

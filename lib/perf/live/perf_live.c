@@ -268,16 +268,16 @@ static int start_kernel_unwind(struct rec *rc)
 		return 0;
 	int err = live_kunw_open(lv, &rc->o, rc->unwind_why, sizeof(rc->unwind_why));
 	for (size_t i = 0; !err && i < lv->nrings; i++) {
-		err = live_kunw_attach(lv, lv->rings[i].fd, LIVE_KUNW_CPU);
+		err = live_kunw_attach(lv, lv->rings[i].fd, false);
 		if (err)
 			snprintf(rc->unwind_why, sizeof(rc->unwind_why), "the program could not be attached to the %s event: %s",
 				 rc->ec.ev.name, strerror(-err));
 	}
-	/* --off-cpu: the same program walks the blocking stack at each switch-out (the
-	 * context-switches events are sampling events of the same kind), its records marked as
-	 * switch-outs by the attach cookie: no stack is copied per switch */
+	/* --off-cpu: the same walk at each switch-out (the context-switches events are sampling
+	 * events of the same kind; its own entry program marks the records as switch-outs): no
+	 * stack is copied per switch */
 	for (size_t i = 0; !err && i < lv->nsw; i++) {
-		err = live_kunw_attach(lv, lv->sw_fds[i], LIVE_KUNW_SWITCH);
+		err = live_kunw_attach(lv, lv->sw_fds[i], true);
 		if (err)
 			snprintf(rc->unwind_why, sizeof(rc->unwind_why),
 				 "the program could not be attached to the context-switches event (--off-cpu): %s",

@@ -383,6 +383,27 @@ static int synthesize_existing(struct rec *rc)
 	int err = live_push_kernel_map(lv);
 	if (!err && (o->system_wide || o->npids))
 		err = live_synthesize_all(lv, o->pids, o->npids, o->system_wide);
+	/* -t with kernel unwinding: the threads' processes' mappings too, loaded into the program's
+	 * maps before the events are enabled (live_kunw_prime); the kernel walks only through
+	 * mappings it was given, and those found on demand come one at a time, after a sample
+	 * needed them: until then every stack would be handed over (a blocking stack deeper than
+	 * the copy then lost) */
+	if (!err && o->ntids && lv->kunw) {
+		int *pids = malloc(o->ntids * sizeof(*pids));
+		size_t np = 0;
+		if (!pids)
+			return -ENOMEM;
+		for (size_t i = 0; i < o->ntids; i++) {
+			int32_t pid = live_tgid_of(o->tids[i]);
+			size_t j = 0;
+			while (j < np && pids[j] != pid)
+				j++;
+			if (j == np)
+				pids[np++] = pid;
+		}
+		err = live_synthesize_all(lv, pids, np, false);
+		free(pids);
+	}
 	for (size_t i = 0; i < o->ntids && !err; i++) {
 		char p[64], comm[64] = "";
 		int32_t pid = o->tids[i];

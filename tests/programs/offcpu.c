@@ -11,6 +11,12 @@
  *                          "spin_wall= spin_cpu= sleep= pipe= mutex= thread="
  *   offcpu block           prints "ready" and blocks in read() on a pipe nobody writes to, until
  *                          killed
+ *   offcpu deep DEPTH ROUNDS MS  prints "ready", waits for a line on standard input, then
+ *                          recurses DEPTH levels through frames of about 1 KiB (oc_deep_recurse,
+ *                          no tail calls) and at the bottom sleeps MS ROUNDS times
+ *                          (oc_deep_sleep): a blocking stack deeper than any stack copy (200
+ *                          levels: 200 KiB; perf copies 64 KiB at most); prints the time slept
+ *                          (ns): "deep_sleep= depth= rounds="
  *   offcpu pingpong N [WORK]  two threads pass a byte through two pipes N times each way, each
  *                          doing WORK iterations of a loop (default 0) before passing it on;
  *                          prints the wall and CPU time (both threads, user and kernel: a stack
@@ -208,6 +214,43 @@ static int mix(int rounds, uint64_t ms)
 	return 0;
 }
 
+/* ---- deep: the blocking stack deeper than a stack copy */
+
+NOINLINE static void oc_deep_sleep(int rounds, uint64_t ms, uint64_t *total)
+{
+	for (int i = 0; i < rounds; i++) {
+		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+		sleep_ns(ms * 1000000u);
+		*total += now_ns(CLOCK_MONOTONIC) - t0;
+	}
+}
+
+/* (noipa: no inlining, cloning or tail call: one frame of about 1 KiB per level) */
+__attribute__((noipa)) static uint64_t oc_deep_recurse(int depth, const volatile char *parent, int rounds,
+                                                        uint64_t ms, uint64_t *total)
+{
+	volatile char buf[1000];
+	buf[0] = (char)depth;
+	buf[depth % 1000] = parent ? parent[0] : 0;
+	uint64_t r = depth <= 1 ? (oc_deep_sleep(rounds, ms, total), 1) : oc_deep_recurse(depth - 1, buf, rounds, ms, total);
+	return r + (uint64_t)buf[depth % 1000]; /* (a use after the call: no tail call) */
+}
+
+static int deep(int depth, int rounds, uint64_t ms)
+{
+	if (depth < 1 || depth > 5000 || rounds < 1)
+		return 2;
+	printf("ready\n");
+	fflush(stdout);
+	char line[64];
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	uint64_t slept = 0;
+	sink += oc_deep_recurse(depth, NULL, rounds, ms, &slept);
+	printf("deep_sleep=%llu depth=%d rounds=%d\n", (unsigned long long)slept, depth, rounds);
+	return 0;
+}
+
 NOINLINE static void oc_block_forever(int fd)
 {
 	char c;
@@ -271,8 +314,10 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		oc_block_forever(p[0]);
 	}
+	if (argc >= 5 && !strcmp(argv[1], "deep"))
+		return deep(atoi(argv[2]), atoi(argv[3]), strtoull(argv[4], NULL, 10));
 	if (argc >= 3 && !strcmp(argv[1], "pingpong"))
 		return pingpong(atol(argv[2]), argc >= 4 ? atol(argv[3]) : 0);
-	fprintf(stderr, "usage: offcpu mix ROUNDS MS | block | pingpong N [WORK]\n");
+	fprintf(stderr, "usage: offcpu mix ROUNDS MS | block | deep DEPTH ROUNDS MS | pingpong N [WORK]\n");
 	return 2;
 }

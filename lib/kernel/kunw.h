@@ -159,11 +159,12 @@ int kunw_poll(struct kunw *k, int timeout_ms, kunw_sample_fn fn, void *ctx);
 /* The program's counters, summed over CPUs. */
 int kunw_counters(struct kunw *k, struct kunw_counters *out);
 /* The program's run count and time (kernel.bpf_stats_enabled or bpf_enable_stats) and the
- * instructions the verifier processed. */
+ * instructions the verifier processed; the switch-out program's run count and time apart. */
 struct kunw_prog_info {
 	uint64_t run_cnt, run_time_ns;
 	uint32_t verified_insns;
 	uint32_t xlated_bytes, jited_bytes;
+	uint64_t switch_run_cnt, switch_run_time_ns; /* the switch-out program's (kunw_opts.switches) */
 };
 int kunw_prog_info(struct kunw *k, struct kunw_prog_info *out);
 #endif

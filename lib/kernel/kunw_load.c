@@ -427,6 +427,14 @@ int kunw_prog_info(struct kunw *k, struct kunw_prog_info *out)
 	if (bpf_obj_get_info_by_fd(bpf_program__fd(k->skel->progs.kunw_sample), &info, &len))
 		return -errno;
 	*out = (struct kunw_prog_info){ info.run_cnt, info.run_time_ns, info.verified_insns, info.xlated_prog_len,
-		                        info.jited_prog_len };
+		                        info.jited_prog_len, 0, 0 };
+	if (k->switches) {
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(k->skel->progs.kunw_switch), &info, &len))
+			return -errno;
+		out->switch_run_cnt = info.run_cnt;
+		out->switch_run_time_ns = info.run_time_ns;
+	}
 	return 0;
 }

@@ -713,8 +713,10 @@ void live_kunw_close(struct live *lv)
 	if (!kunw_prog_info(lk->k, &pi) && !kunw_counters(lk->k, &c))
 		base_log(&lv->s->log, UW_LOG_INFO,
 			 "kernel unwinding: the program ran %llu times, %llu ns in all (kernel.bpf_stats_enabled; 0 when "
-			 "off), %llu user frames walked, %llu records lost; %llu bytes in BPF maps at most",
-			 (unsigned long long)pi.run_cnt, (unsigned long long)pi.run_time_ns, (unsigned long long)c.frames,
+			 "off), at the switch-outs %llu times, %llu ns in all; %llu user frames walked, %llu records lost; "
+			 "%llu bytes in BPF maps at most",
+			 (unsigned long long)pi.run_cnt, (unsigned long long)pi.run_time_ns,
+			 (unsigned long long)pi.switch_run_cnt, (unsigned long long)pi.switch_run_time_ns, (unsigned long long)c.frames,
 			 (unsigned long long)c.lost, (unsigned long long)lk->peak_bytes);
 	if (!kunw_counters(lk->k, &c))
 		base_log(&lv->s->log, UW_LOG_INFO,

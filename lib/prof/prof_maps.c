@@ -83,11 +83,16 @@ int iprof_tracker_reset(struct uw_prof *p)
 	return 0;
 }
 
-/* ---- dlclose, interposed */
+/* ---- dlclose, interposed
+ * The interposer's C name is prof_dlclose; the asm label gives it the symbol dlclose, which is
+ * what the program's references bind to. (A C function named dlclose would read, to a reader of
+ * the source, as the definition every dlclose call in lib/ reaches.) */
 
 typedef int (*dlclose_fn)(void *);
 
-__attribute__((visibility("default"))) int dlclose(void *handle)
+__attribute__((visibility("default"))) int prof_dlclose(void *handle) __asm__("dlclose");
+
+int prof_dlclose(void *handle)
 {
 	static _Atomic(dlclose_fn) real;
 	dlclose_fn f = atomic_load_explicit(&real, memory_order_acquire);

@@ -408,7 +408,14 @@ int iprof_install_handler(int signo)
 	return 0;
 }
 
-IPROF_NO_SANITIZE __attribute__((visibility("default"))) int sigaction(int signo, const struct sigaction *act, struct sigaction *oact)
+/* The interposers' C names are prof_sigaction and prof_signal; asm labels give them the
+ * symbols sigaction and signal, which the program's references bind to (and so do the calls of
+ * sigaction here and in prof.c, through the PLT, as before). A C function named sigaction would
+ * read as the definition every sigaction call in lib/ reaches. */
+IPROF_NO_SANITIZE __attribute__((visibility("default"))) int
+prof_sigaction(int signo, const struct sigaction *act, struct sigaction *oact) __asm__("sigaction");
+
+IPROF_NO_SANITIZE int prof_sigaction(int signo, const struct sigaction *act, struct sigaction *oact)
 {
 	sigaction_fn real = real_sigaction();
 	if (!real) {
@@ -438,7 +445,10 @@ IPROF_NO_SANITIZE __attribute__((visibility("default"))) int sigaction(int signo
 typedef void (*sighandler_fn)(int);
 typedef sighandler_fn (*signal_fn)(int, sighandler_fn);
 
-IPROF_NO_SANITIZE __attribute__((visibility("default"))) sighandler_fn signal(int signo, sighandler_fn h)
+IPROF_NO_SANITIZE __attribute__((visibility("default"))) sighandler_fn
+prof_signal(int signo, sighandler_fn h) __asm__("signal");
+
+IPROF_NO_SANITIZE sighandler_fn prof_signal(int signo, sighandler_fn h)
 {
 	if (signo > 0 && signo <= 64 && atomic_load(&iprof_g.installed[signo])) {
 		/* glibc's signal(): BSD semantics, the handler stays and calls restart */

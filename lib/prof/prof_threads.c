@@ -518,8 +518,14 @@ static void *tramp_main(void *v)
 	return ret;
 }
 
-IPROF_NO_SANITIZE __attribute__((visibility("default"))) int pthread_create(pthread_t *th, const pthread_attr_t *attr,
-							   void *(*fn)(void *), void *arg)
+/* The interposer's C name is prof_pthread_create; the asm label gives it the symbol
+ * pthread_create, which the program's references (and libunwound's own, through the PLT) bind to.
+ * A C function named pthread_create would read as the definition every call in lib/ reaches. */
+IPROF_NO_SANITIZE __attribute__((visibility("default"))) int
+prof_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+	__asm__("pthread_create");
+
+IPROF_NO_SANITIZE int prof_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
 	create_fn real = real_create();
 	if (!real)

@@ -33,7 +33,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "prof/prof.h"
+#include "prof/iprof.h"
 
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
@@ -156,7 +156,7 @@ static struct iprof_slot *slot_take(struct uw_prof *p, int tid)
 	return NULL;
 }
 
-/* Waits out any handler inside the slot: live is cleared first (iprof_signal.c says why this
+/* Waits out any handler inside the slot: live is cleared first (prof_signal.c says why this
  * is enough). */
 void iprof_quiesce_slot(struct iprof_slot *sl)
 {

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "cfi/cfi_find.h"
 #include "perf/read/reader.h"
 
 static bool in_list(const int *v, size_t n, uint32_t x)

@@ -26,9 +26,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,6 +85,12 @@ int live_kunw_drain(struct live *lv)
 	(void)lv;
 	return 0;
 }
+void live_kunw_read(struct live *lv, const uint8_t *rec, uint32_t len)
+{
+	(void)lv;
+	(void)rec;
+	(void)len;
+}
 int live_kunw_update(struct live *lv)
 {
 	(void)lv;
@@ -98,31 +109,72 @@ void live_kunw_close(struct live *lv)
 #else
 
 #define HIST 4                  /* loads of a process's mappings kept for checking records */
+#define VER_UNCHECKED UINT64_MAX /* a load made from records read, not yet delivered */
+
+enum { KM_NEW, KM_QUEUED, KM_BUILT, KM_FAILED };
 
 struct kmod {
 	struct uw_module *m;
 	uint32_t id;
-	uint32_t refs;          /* loaded processes whose mappings name it */
-	bool built, failed, loaded, wanted;
-	struct kunw_table tbl;
+	uint32_t refs;          /* loads of processes' mappings that name it */
+	uint8_t state;          /* KM_*: the builder's (KM_QUEUED) until it hands it back */
+	bool loaded;            /* its table is in the program's map */
+	bool fresh;             /* built since the last update */
+	uint64_t idle_since;    /* loaded, named by no load: when it became so (the eviction order) */
+	struct kunw_table tbl;  /* built and not loaded (the cap refused it): kept to load later */
+	uint32_t nrows;
+	uint64_t bytes;
+	struct elfv_seg *segs;  /* its PT_LOADs (file offset -> module address) */
+	size_t nsegs;
+	/* the builder's, while queued (KM_QUEUED): its table, PT_LOADs and outcome */
+	bool build_ok;
+	uint64_t build_ns;
+	struct kmod *qnext;     /* the builder's queue, or its list of built ones (under its lock) */
 };
 
 struct kload {
 	uint32_t gen;
-	uint64_t ver;           /* the process's version when loaded */
+	uint64_t ver;           /* the process's version when loaded (VER_UNCHECKED: read ahead) */
 	struct kunw_map *maps;  /* sorted by start */
 	unsigned n;
+};
+
+/* An executable mapping as read from the rings (before the reader orders and delivers it). */
+struct smap {
+	uint64_t start, end, pgoff, time;
+	struct uw_module *mod;
 };
 
 struct kproc {
 	int32_t pid;
 	uint64_t ver;           /* mapping changes delivered */
-	bool dirty;             /* to load (again) at the next update */
+	bool dirty;             /* delivered changes (or a hand-over) to look at in the next update */
 	bool loaded;
 	bool refused;           /* the cap or a limit refused it: its stacks are handed over */
-	unsigned exited;        /* updates since its EXIT (freed after two) */
+	bool waiting;           /* its last load left out modules whose tables are being built */
+	unsigned exited;        /* updates since its EXIT was delivered (freed after three) */
 	struct kload hist[HIST]; /* [0] the newest */
 	unsigned nhist;
+	/* its executable mappings as the records read say (ahead of the tracker's) */
+	bool shadow;            /* (else the tracker's are its mappings) */
+	bool sdirty;            /* changed since loaded */
+	bool rexited;           /* its EXIT read */
+	uint64_t rcount;        /* mapping changes read (ver counts them as delivered) */
+	uint64_t exec_time;     /* its last exec read (mappings older than it are gone) */
+	struct base_vec smaps;  /* struct smap, sorted by start, disjoint */
+};
+
+/* Tables are built on a thread of their own: the recording loop only loads them. */
+struct builder {
+	pthread_t th;
+	bool started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct kmod *queue, *qtail; /* to build (FIFO) */
+	struct kmod *done;          /* built (or failed): the loop takes them */
+	unsigned pending;           /* queued or being built */
+	bool stop;
+	int efd;                    /* eventfd: something built */
 };
 
 struct live_kunw {
@@ -132,9 +184,14 @@ struct live_kunw {
 	struct base_map ids;    /* id -> struct kmod * */
 	struct base_map procs;  /* pid -> struct kproc * */
 	uint32_t next_id;
-	bool any_dirty, any_wanted;
-	uint64_t finished, stale, tables, peak_bytes, too_big;
-	uint64_t build_until;   /* CLOCK_MONOTONIC ns: no more tables built in this update after */
+	bool any_dirty, any_fresh;
+	uint64_t finished, stale, tables, peak_bytes, too_big, built, evicted, held_bytes, clock;
+	uint64_t max_held;      /* bytes of built tables kept unloaded (the cap refused them) */
+	struct builder b;
+	int epfd;               /* polls the program's ring, the builder's eventfd and tfd */
+	int tfd;                /* a timerfd: the loop goes round every YOUNG_TICK while young */
+	uint64_t young_until;   /* CLOCK_MONOTONIC ns: a process started (or exec'd) lately */
+	bool ticking;
 	uint8_t *buf;           /* a record being pushed */
 	int err;
 };
@@ -150,6 +207,7 @@ static struct kproc *kproc_get(struct live_kunw *lk, int32_t pid, bool create)
 		return NULL;
 	}
 	kp->pid = pid;
+	kp->smaps = BASE_VEC_INIT(struct smap);
 	return kp;
 }
 
@@ -180,13 +238,13 @@ static bool anon_code(const struct uw_module *m)
 				     !strncmp(m->path, "/memfd:", 7)));
 }
 
+/* A load no longer names its modules: a table named by none stays loaded (a program run again
+ * maps it again at once) until the cap needs its room (evict_one). */
 static void kmod_unref(struct live_kunw *lk, uint32_t id)
 {
 	struct kmod *km = base_map_get(&lk->ids, id);
-	if (km && km->refs && !--km->refs && km->loaded) {
-		kunw_module_drop(lk->k, km->id);
-		km->loaded = false;
-	}
+	if (km && km->refs && !--km->refs)
+		km->idle_since = ++lk->clock;
 }
 
 static void kload_free(struct live_kunw *lk, struct kload *l)
@@ -202,7 +260,406 @@ static void kproc_free(struct live_kunw *lk, struct kproc *kp)
 {
 	for (unsigned i = 0; i < kp->nhist; i++)
 		kload_free(lk, &kp->hist[i]);
+	base_vec_free(&kp->smaps);
 	free(kp);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the builder thread */
+
+static void *builder_main(void *arg)
+{
+	struct live_kunw *lk = arg;
+	struct builder *b = &lk->b;
+	struct uw_session *s = lk->lv->s;
+	pthread_mutex_lock(&b->mu);
+	for (;;) {
+		while (!b->stop && !b->queue)
+			pthread_cond_wait(&b->cv, &b->mu);
+		if (b->stop)
+			break;
+		struct kmod *km = b->queue;
+		b->queue = km->qnext;
+		if (!b->queue)
+			b->qtail = NULL;
+		pthread_mutex_unlock(&b->mu);
+		/* (the module is not unloaded while used: its files are read here) */
+		struct uw_module *m = km->m;
+		bool ok = false;
+		uint64_t t0 = now_ns();
+		module_use(m);
+		if (module_open(s, m) && m->elf) {
+			struct unw_tables c;
+			int e = kunw_code_build(&c, m->elf, m->dbg);
+			if (!e) {
+				e = kunw_table_build(&km->tbl, &c.code);
+				unw_tables_free(&c);
+			}
+			if (!e && km->tbl.nwords && m->elf->nloads && !km->segs &&
+			    (km->segs = malloc(m->elf->nloads * sizeof(*km->segs)))) {
+				memcpy(km->segs, m->elf->loads, m->elf->nloads * sizeof(*km->segs));
+				km->nsegs = m->elf->nloads;
+			}
+			ok = !e && km->tbl.nwords && (km->nsegs || !m->elf->nloads);
+			if (!ok)
+				kunw_table_free(&km->tbl);
+		}
+		module_unuse(m);
+		km->build_ns = now_ns() - t0;
+		pthread_mutex_lock(&b->mu);
+		km->build_ok = ok;
+		km->qnext = b->done;
+		b->done = km;
+		b->pending--;
+		uint64_t one = 1;
+		if (write(b->efd, &one, sizeof(one)) < 0) {
+			/* (the counter is full: the loop is woken anyway) */
+		}
+	}
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+static void builder_queue(struct live_kunw *lk, struct kmod *km)
+{
+	struct builder *b = &lk->b;
+	if (km->state != KM_NEW || !b->started)
+		return;
+	km->state = KM_QUEUED;
+	km->qnext = NULL;
+	pthread_mutex_lock(&b->mu);
+	if (b->qtail)
+		b->qtail->qnext = km;
+	else
+		b->queue = km;
+	b->qtail = km;
+	b->pending++;
+	pthread_cond_signal(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+}
+
+/* ---- module tables into the program's map */
+
+/* The table loaded longest ago that no load names, dropped to make room. */
+static bool evict_one(struct live_kunw *lk)
+{
+	size_t it = 0;
+	uint64_t key;
+	void *v;
+	struct kmod *old = NULL;
+	while (base_map_next(&lk->mods, &it, &key, &v)) {
+		struct kmod *km = v;
+		if (km->loaded && !km->refs && (!old || km->idle_since < old->idle_since))
+			old = km;
+	}
+	if (!old)
+		return false;
+	kunw_module_drop(lk->k, old->id);
+	old->loaded = false;
+	old->state = KM_NEW; /* built again if a program maps it again */
+	lk->evicted++;
+	return true;
+}
+
+/* Keeps a built table that could not be loaded, within max_held (the oldest let go: built again
+ * when wanted). */
+static void hold_trim(struct live_kunw *lk)
+{
+	while (lk->held_bytes > lk->max_held) {
+		size_t it = 0;
+		uint64_t key;
+		void *v;
+		struct kmod *old = NULL;
+		while (base_map_next(&lk->mods, &it, &key, &v)) {
+			struct kmod *km = v;
+			if (km->state == KM_BUILT && !km->loaded && km->tbl.nwords && (!old || km->id < old->id))
+				old = km;
+		}
+		if (!old)
+			break;
+		lk->held_bytes -= old->bytes;
+		kunw_table_free(&old->tbl);
+		old->state = KM_NEW;
+	}
+}
+
+/* A built table into the program's map (room made by evicting tables no load names); the
+ * user-space copy is let go once loaded. */
+static bool kmod_add(struct live_kunw *lk, struct kmod *km)
+{
+	if (km->loaded)
+		return true;
+	if (km->state != KM_BUILT || !km->tbl.nwords)
+		return false;
+	int e;
+	while ((e = kunw_module_add(lk->k, km->id, &km->tbl)) == -ENOSPC && evict_one(lk))
+		;
+	if (e && e != -EEXIST)
+		return false; /* the cap: walks reaching it are handed over; tried again later */
+	km->loaded = true;
+	km->idle_since = ++lk->clock;
+	lk->tables++;
+	base_log(&lk->lv->s->log, UW_LOG_INFO, "kernel unwinding: table of %s loaded (%u rows, %llu bytes, built in %.1f ms)",
+		 km->m->path, km->nrows, (unsigned long long)km->bytes, (double)km->build_ns / 1e6);
+	if (km->tbl.nwords) {
+		lk->held_bytes -= km->bytes;
+		kunw_table_free(&km->tbl);
+	}
+	return true;
+}
+
+/* The tables the builder finished: loaded. */
+static void take_built(struct live_kunw *lk)
+{
+	struct builder *b = &lk->b;
+	uint64_t n;
+	if (read(b->efd, &n, sizeof(n)) < 0) {
+		/* (nothing built since: EAGAIN) */
+	}
+	pthread_mutex_lock(&b->mu);
+	struct kmod *km = b->done;
+	b->done = NULL;
+	pthread_mutex_unlock(&b->mu);
+	while (km) {
+		struct kmod *next = km->qnext;
+		km->qnext = NULL;
+		km->state = km->build_ok ? KM_BUILT : KM_FAILED;
+		if (km->state == KM_BUILT) {
+			lk->built++;
+			km->nrows = km->tbl.nrows;
+			km->bytes = kunw_table_bytes(&km->tbl);
+			lk->held_bytes += km->bytes;
+			km->fresh = true;
+			lk->any_fresh = true;
+			kmod_add(lk, km);
+		}
+		km = next;
+	}
+	hold_trim(lk);
+}
+
+/* The module address of file offset pgoff, as the tracker's bias makes it. */
+static uint64_t kmod_rel(const struct kmod *km, uint64_t pgoff)
+{
+	for (size_t i = 0; i < km->nsegs; i++) {
+		const struct elfv_seg *s = &km->segs[i];
+		if (pgoff >= s->offset && pgoff - s->offset < UW_MAX(s->filesz, (uint64_t)1))
+			return pgoff - s->offset + s->vaddr;
+	}
+	return pgoff;
+}
+
+/* ---- side-band records as they are read from the rings (before ordering) */
+
+/* A program starts: its mappings come in the next milliseconds (the dynamic linker maps its
+ * libraries), and side-band records do not wake the loop (the rings wake it half full), so
+ * the loop goes round every YOUNG_TICK for YOUNG_NS: each new mapping is read, and its
+ * module's table asked for, within a tick rather than the loop's usual wait. */
+#define YOUNG_NS (150u * 1000000u)
+#define YOUNG_TICK_NS (2u * 1000000u)
+
+static void young(struct live_kunw *lk)
+{
+	lk->young_until = now_ns() + YOUNG_NS;
+}
+
+static void tick(struct live_kunw *lk)
+{
+	uint64_t n;
+	if (read(lk->tfd, &n, sizeof(n)) < 0) {
+		/* (not expired: EAGAIN) */
+	}
+	bool on = lk->young_until && now_ns() < lk->young_until;
+	if (on == lk->ticking && !on)
+		return;
+	struct itimerspec its = { .it_interval = { 0, on ? YOUNG_TICK_NS : 0 }, .it_value = { 0, on ? YOUNG_TICK_NS : 0 } };
+	if (on != lk->ticking && !timerfd_settime(lk->tfd, 0, &its, NULL))
+		lk->ticking = on;
+}
+
+/* The process's mappings as read start from the tracker's (what was delivered of it). */
+static void shadow_init(struct live_kunw *lk, struct kproc *kp, int32_t from)
+{
+	if (kp->shadow)
+		return;
+	kp->shadow = true;
+	kp->smaps.len = 0;
+	struct tracker_proc *p = tracker_proc_get(lk->lv->t, from, false);
+	for (size_t i = 0; p && !p->exited && i < p->maps.len; i++) {
+		struct tracker_map *m = base_vec_at(&p->maps, i);
+		struct smap *sm;
+		if (!m->exec || m->end <= m->start || !(sm = base_vec_push(&kp->smaps)))
+			continue;
+		*sm = (struct smap){ m->start, m->end, m->pgoff, 0, m->mod };
+	}
+}
+
+static void shadow_map(struct kproc *kp, uint64_t start, uint64_t end, uint64_t pgoff, struct uw_module *mod,
+                       uint64_t time)
+{
+	struct smap *v = kp->smaps.data;
+	size_t n = kp->smaps.len;
+	/* one read out of order (another CPU's ring): what came after it stays */
+	for (size_t i = 0; i < n; i++)
+		if (v[i].start < end && v[i].end > start && v[i].time > time)
+			return;
+	if (base_vec_reserve(&kp->smaps, n + 2))
+		return;
+	v = kp->smaps.data;
+	size_t o = 0;
+	struct smap tail = { 0 };
+	bool split = false;
+	for (size_t i = 0; i < n; i++) {
+		struct smap m = v[i];
+		if (m.end <= start || m.start >= end) {
+			v[o++] = m;
+			continue;
+		}
+		if (m.start < start && m.end > end) {
+			tail = m;
+			tail.pgoff += end - m.start;
+			tail.start = end;
+			split = true;
+		}
+		if (m.start < start) {
+			m.end = start;
+			v[o++] = m;
+		} else if (m.end > end) {
+			m.pgoff += end - m.start;
+			m.start = end;
+			v[o++] = m;
+		}
+	}
+	v[o++] = (struct smap){ start, end, pgoff, time, mod };
+	if (split)
+		v[o++] = tail;
+	kp->smaps.len = o;
+	/* (sorted again: a few dozen entries) */
+	for (size_t i = 1; i < o; i++)
+		for (size_t j = i; j > 0 && v[j - 1].start > v[j].start; j--) {
+			struct smap t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+}
+
+void live_kunw_read(struct live *lv, const uint8_t *rec, uint32_t len)
+{
+	struct live_kunw *lk = lv->kunw;
+	if (!lk || len < 8)
+		return;
+	uint32_t type;
+	uint16_t misc;
+	memcpy(&type, rec, 4);
+	memcpy(&misc, rec + 4, 2);
+	if (type != PR_MMAP && type != PR_MMAP2 && type != PR_COMM && type != PR_FORK && type != PR_EXIT)
+		return;
+	if ((type == PR_MMAP || type == PR_MMAP2) && (misc & PM_MMAP_DATA))
+		return;
+	if (type == PR_COMM && !(misc & PM_COMM_EXEC))
+		return;
+	/* (counted as on_record counts them delivered: the tracker has caught up with the records
+	 * read of a process when it has been delivered as many) */
+	if (len >= 16 && type != PR_EXIT) {
+		uint32_t pid, ppid;
+		memcpy(&pid, rec + 8, 4);
+		memcpy(&ppid, rec + 12, 4);
+		struct kproc *cp = type != PR_FORK || (len >= 24 && pid != ppid) ? kproc_get(lk, (int32_t)pid, true) : NULL;
+		if (cp)
+			cp->rcount++;
+	}
+	const struct perf_attr *a = reader_attr_of(&lv->r->at, rec, len, NULL);
+	struct perf_sideband sb;
+	const char *what;
+	bool bid_ok = type == PR_MMAP2 && (misc & PM_MMAP_BUILD_ID) && a && (a->flags & PA_BUILD_ID);
+	if (perf_sideband_decode(a, rec, len, bid_ok, &sb, &what))
+		return;
+	struct perf_sample_id sid = { 0 };
+	if (a && a->id_trailer_size && perf_sample_id_decode(a, rec + 8, len - 8, &sid))
+		sid.has_time = false;
+	uint64_t time = sid.has_time ? sid.time : sb.time;
+	struct kproc *kp = NULL;
+	switch (type) {
+	case PR_MMAP:
+	case PR_MMAP2: {
+		if (sb.pid == -1 || (misc & PM_CPUMODE_MASK) == TRACKER_CPUMODE_KERNEL || !sb.len ||
+		    sb.addr + sb.len < sb.addr || (type == PR_MMAP2 && !(sb.prot & PROT_EXEC)))
+			return;
+		if (!(kp = kproc_get(lk, sb.pid, true)) || kp->rexited || time < kp->exec_time)
+			return;
+		char hex[2 * ELFV_MAX_BUILD_ID + 1] = "";
+		if (sb.blen)
+			base_hex(sb.bid, UW_MIN(sb.blen, (size_t)ELFV_MAX_BUILD_ID), hex);
+		else if (tracker_build_id(lv->t, sb.str, sb.str_len))
+			snprintf(hex, sizeof(hex), "%s", tracker_build_id(lv->t, sb.str, sb.str_len));
+		/* (the module the tracker makes of the same record, when it is delivered) */
+		struct uw_module *m = module_get(lv->s, sb.str, sb.str_len, hex, sb.maj, sb.min, sb.ino);
+		if (!m)
+			return;
+		if (!anon_code(m))
+			module_note_live(m, sb.pid, sb.addr, sb.addr + sb.len);
+		shadow_init(lk, kp, sb.pid);
+		shadow_map(kp, sb.addr, sb.addr + sb.len, sb.pgoff, m, time);
+		break;
+	}
+	case PR_COMM:
+		/* exec: another program; its mappings follow */
+		if (!(kp = kproc_get(lk, sb.pid, true)) || kp->rexited || time < kp->exec_time)
+			return;
+		shadow_init(lk, kp, sb.pid);
+		kp->exec_time = time;
+		young(lk);
+		size_t o = 0;
+		for (size_t i = 0; i < kp->smaps.len; i++) {
+			struct smap *m = base_vec_at(&kp->smaps, i);
+			if (m->time >= time)
+				*(struct smap *)base_vec_at(&kp->smaps, o++) = *m;
+		}
+		kp->smaps.len = o;
+		break;
+	case PR_FORK: {
+		/* a new process (not a thread): its parent's mappings */
+		if (sb.pid == sb.ppid || !(kp = kproc_get(lk, sb.pid, true)))
+			return;
+		struct kproc *pp = kproc_get(lk, sb.ppid, false);
+		kp->shadow = false;
+		kp->rexited = false;
+		kp->exec_time = time;
+		young(lk);
+		if (pp && pp->shadow && !pp->rexited) {
+			kp->shadow = true;
+			kp->smaps.len = 0;
+			if (!base_vec_reserve(&kp->smaps, pp->smaps.len)) {
+				memcpy(kp->smaps.data, pp->smaps.data, pp->smaps.len * sizeof(struct smap));
+				kp->smaps.len = pp->smaps.len;
+			}
+		} else {
+			shadow_init(lk, kp, sb.ppid);
+		}
+		break;
+	}
+	case PR_EXIT:
+		/* its last thread: nothing of it is walked any more */
+		if (sb.pid != sb.tid || !(kp = kproc_get(lk, sb.pid, false)))
+			return;
+		kp->rexited = true;
+		kp->sdirty = false;
+		kp->smaps.len = 0;
+		if (kp->loaded)
+			kunw_proc_drop(lk->k, (uint32_t)sb.pid);
+		kp->loaded = false;
+		return;
+	}
+	if (kp) {
+		kp->sdirty = true;
+		lk->any_dirty = true;
+	}
 }
 
 /* ---- side-band records, as the reader delivers them (in time order) */
@@ -230,7 +687,8 @@ static int on_record(void *ctx, const uint8_t *rec, uint32_t len)
 	case PR_COMM:
 		if (type == PR_COMM && !(misc & PM_COMM_EXEC))
 			break;
-		/* a profiled process maps code: its tables and mappings loaded at the next update */
+		/* a profiled process maps code: the tracker now has what the load made from the
+		 * records read (or, when none were, its mappings are loaded) */
 		if ((kp = kproc_get(lk, (int32_t)pid, true))) {
 			kp->ver++;
 			kp->dirty = true;
@@ -239,7 +697,7 @@ static int on_record(void *ctx, const uint8_t *rec, uint32_t len)
 		break;
 	case PR_FORK:
 		/* FORK: pid, ppid, tid, ptid. A new process (not a thread) has its parent's mappings
-		 * and no mapping event tells of them: loaded at the next update too */
+		 * and no mapping event tells of them */
 		if (len >= 24) {
 			uint32_t ppid;
 			memcpy(&ppid, rec + 12, 4);
@@ -339,8 +797,9 @@ static void on_sample(void *ctx, const struct kunw_sample *ks, struct tracker_pr
 		return;
 	lk->finished++;
 	/* what would have let the kernel walk it: the process's mappings, the modules' tables */
-	if (p && !p->exited && !kp->refused && (!kp->loaded || kr->fb_reason == KUNW_FB_NO_MAP ||
-					       kr->fb_reason == KUNW_FB_NO_TABLE || kr->fb_reason == KUNW_FB_NO_PROC)) {
+	if (p && !p->exited && !kp->refused && !kp->rexited &&
+	    (!kp->loaded || kr->fb_reason == KUNW_FB_NO_MAP || kr->fb_reason == KUNW_FB_NO_TABLE ||
+	     kr->fb_reason == KUNW_FB_NO_PROC)) {
 		kp->dirty = true;
 		lk->any_dirty = true;
 	}
@@ -349,10 +808,8 @@ static void on_sample(void *ctx, const struct kunw_sample *ks, struct tracker_pr
 		if (!m || anon_code(m) || m->jit || m->jitdump)
 			continue;
 		struct kmod *km = kmod_get(lk, m, true);
-		if (km && !km->loaded && !km->failed && !km->wanted) {
-			km->wanted = true;
-			lk->any_wanted = true;
-		}
+		if (km && km->state == KM_NEW)
+			builder_queue(lk, km);
 	}
 }
 
@@ -364,88 +821,95 @@ static int cmp_map(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-static uint64_t now_ns(void)
+/* One executable mapping into v (when its module's table is loaded; else its table is asked
+ * of the builder and *later set). */
+static void map_push(struct live_kunw *lk, struct kunw_map *v, unsigned *n, uint64_t start, uint64_t end,
+                     uint64_t pgoff, struct uw_module *mod, bool *later)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* A module's table built from its files (whole: the session's may be lazy) and loaded; false
- * when it is left for a later update (this one has built tables for long enough). */
-static bool kmod_load(struct live_kunw *lk, struct kmod *km)
-{
-	struct uw_session *s = lk->lv->s;
-	if (!km->built && lk->build_until && now_ns() > lk->build_until)
-		return false;
-	km->wanted = false;
-	if (!km->built) {
-		if (!module_open(s, km->m) || !km->m->elf) {
-			km->failed = true;
-			return true;
-		}
-		struct unw_tables c;
-		int e = kunw_code_build(&c, km->m->elf, km->m->dbg);
-		if (!e) {
-			e = kunw_table_build(&km->tbl, &c.code);
-			unw_tables_free(&c);
-		}
-		if (e || !km->tbl.nwords) {
-			km->failed = true;
-			return true;
-		}
-		km->built = true;
-	}
-	int e = kunw_module_add(lk->k, km->id, &km->tbl);
-	if (e && e != -EEXIST) {
-		/* the cap: walks reaching it are handed over; tried again when a module is wanted
-		 * after some were dropped */
-		return true;
-	}
-	km->loaded = true;
-	lk->tables++;
-	base_log(&lk->lv->s->log, UW_LOG_INFO, "kernel unwinding: table of %s loaded (%u rows, %llu bytes)", km->m->path,
-		 km->tbl.nrows, (unsigned long long)kunw_table_bytes(&km->tbl));
-	return true;
-}
-
-/* The process's executable mappings whose module has a table loaded (and JIT code), loaded. */
-static void kproc_load(struct live_kunw *lk, struct kproc *kp)
-{
-	kp->dirty = false;
-	struct uw_tracker *t = lk->lv->t;
-	struct tracker_proc *p = tracker_proc_get(t, kp->pid, false);
-	if (!p || p->exited || kp->exited)
+	if (end <= start || *n >= KUNW_PROC_MAPS)
 		return;
-	struct kunw_map *v = malloc((p->maps.len + 1) * sizeof(*v));
+	if (anon_code(mod)) {
+		v[(*n)++] = (struct kunw_map){ start, end, KUNW_MODULE_ANON, 0 };
+		return;
+	}
+	if (mod->jit || mod->jitdump)
+		return;
+	struct kmod *km = kmod_get(lk, mod, true);
+	if (!km)
+		return;
+	if (km->state == KM_NEW)
+		builder_queue(lk, km);
+	if (km->state == KM_QUEUED)
+		*later = true;
+	if (!kmod_add(lk, km))
+		return;
+	uint64_t rel = kmod_rel(km, pgoff);
+	if (rel > UINT32_MAX || end - start > UINT32_MAX - rel)
+		return;
+	v[(*n)++] = (struct kunw_map){ start, end, km->id, (uint32_t)rel };
+}
+
+/* The process's executable mappings whose module has a table loaded (and JIT code): from the
+ * records read (from_shadow), else from the tracker. A load the same as the newest is not made
+ * again; one from the tracker then vouches for the newest (its samples need no check). */
+static void kproc_load(struct live_kunw *lk, struct kproc *kp, bool from_shadow)
+{
+	struct uw_tracker *t = lk->lv->t;
+	struct tracker_proc *p = NULL;
+	size_t cap;
+	if (from_shadow) {
+		kp->sdirty = false;
+		cap = kp->smaps.len;
+	} else {
+		kp->dirty = false;
+		p = tracker_proc_get(t, kp->pid, false);
+		if (!p || p->exited)
+			return;
+		cap = p->maps.len;
+	}
+	if (kp->exited || kp->rexited)
+		return;
+	struct kunw_map *v = malloc((cap + 1) * sizeof(*v));
 	if (!v)
 		return;
 	unsigned n = 0;
-	bool later = false; /* a module's table left for a later update: loaded again then */
-	struct tracker_find_ctx fc = { t, p, UINT64_MAX, false, 0 };
-	for (size_t i = 0; i < p->maps.len && n < KUNW_PROC_MAPS; i++) {
-		struct tracker_map *m = base_vec_at(&p->maps, i);
-		if (!m->exec || m->end <= m->start)
-			continue;
-		if (anon_code(m->mod)) {
-			v[n++] = (struct kunw_map){ m->start, m->end, KUNW_MODULE_ANON, 0 };
-			continue;
+	bool later = false;
+	if (from_shadow) {
+		for (size_t i = 0; i < kp->smaps.len; i++) {
+			struct smap *m = base_vec_at(&kp->smaps, i);
+			map_push(lk, v, &n, m->start, m->end, m->pgoff, m->mod, &later);
 		}
-		struct kmod *km = kmod_get(lk, m->mod, true);
-		if (km && !km->loaded && !km->failed && !kmod_load(lk, km))
-			later = true;
-		if (!km || !km->loaded)
-			continue;
-		struct unw_pc_info info = { 0 };
-		if (!tracker_find_pc(&fc, m->start, &info) || info.module != m->mod)
-			continue;
-		uint64_t rel = m->start - info.bias;
-		if (rel > UINT32_MAX || m->end - m->start > UINT32_MAX - rel)
-			continue;
-		v[n++] = (struct kunw_map){ m->start, m->end, km->id, (uint32_t)rel };
+	} else {
+		for (size_t i = 0; i < p->maps.len; i++) {
+			struct tracker_map *m = base_vec_at(&p->maps, i);
+			if (m->exec)
+				map_push(lk, v, &n, m->start, m->end, m->pgoff, m->mod, &later);
+		}
 	}
 	qsort(v, n, sizeof(*v), cmp_map);
-	int e = kunw_proc_set(lk->k, (uint32_t)kp->pid, v, n);
+	kp->waiting = later;
+	struct kload *h = kp->nhist ? &kp->hist[0] : NULL;
+	if (kp->loaded && h && h->n == n && !memcmp(h->maps, v, n * sizeof(*v))) {
+		if (!from_shadow)
+			h->ver = kp->ver;
+		free(v);
+		return;
+	}
+	if (!from_shadow && kp->shadow) {
+		/* records read and not yet delivered: they are ahead of the tracker, whose mappings do
+		 * not replace theirs (samples walked with them are checked frame by frame until it
+		 * catches up) */
+		if (kp->loaded && kp->ver < kp->rcount) {
+			free(v);
+			return;
+		}
+		/* it has caught up: its mappings (put in time order) are the process's */
+		kp->shadow = false;
+		shadow_init(lk, kp, kp->pid);
+	}
+	int e;
+	while ((e = kunw_proc_set(lk->k, (uint32_t)kp->pid, v, n)) == -ENOSPC && evict_one(lk))
+		;
 	if (e) {
 		free(v);
 		kp->refused = true;
@@ -462,45 +926,34 @@ static void kproc_load(struct live_kunw *lk, struct kproc *kp)
 	if (kp->nhist == HIST)
 		kload_free(lk, &kp->hist[--kp->nhist]);
 	memmove(&kp->hist[1], &kp->hist[0], kp->nhist * sizeof(kp->hist[0]));
-	kp->hist[0] = (struct kload){ kunw_gen(lk->k), kp->ver, v, n };
+	kp->hist[0] = (struct kload){ kunw_gen(lk->k), from_shadow ? VER_UNCHECKED : kp->ver, v, n };
 	kp->nhist++;
 	kp->loaded = true;
 	kp->refused = false;
-	if (later) {
-		kp->dirty = true;
-		lk->any_dirty = true;
-	}
 }
 
 static int on_kunw_record(void *ctx, const struct kunw_sample *s);
 
-/* Building a table takes time (milliseconds for a large module): the program's ring is drained
- * between loads, so that it does not fill meanwhile. (The records are only queued by the reader,
- * as the main loop's drain before the side-band's would queue them.) */
-static void drain_between(struct live_kunw *lk)
+/* Does the process map a module built since the last update? */
+static bool maps_fresh(struct live_kunw *lk, struct kproc *kp)
 {
-	int n = kunw_poll(lk->k, 0, on_kunw_record, lk);
-	if (n < 0 && !lk->err)
-		lk->err = n;
-}
-
-/* Tables built per update, at most: the loop must go on delivering records (a process's
- * mappings are loaded only once its mapping events are delivered) while large modules' tables
- * are built; a process whose module waits is loaded without it (walks hand over there), and
- * again with it. */
-#define BUILD_NS (20u * 1000000u)
-
-static int update(struct live_kunw *lk);
-
-int live_kunw_update(struct live *lv)
-{
-	struct live_kunw *lk = lv->kunw;
-	if (!lk)
-		return 0;
-	lk->build_until = now_ns() + BUILD_NS;
-	int err = update(lk);
-	lk->build_until = 0;
-	return err;
+	if (kp->shadow) {
+		for (size_t i = 0; i < kp->smaps.len; i++) {
+			struct smap *m = base_vec_at(&kp->smaps, i);
+			struct kmod *km = m->mod ? kmod_get(lk, m->mod, false) : NULL;
+			if (km && km->fresh)
+				return true;
+		}
+		return false;
+	}
+	struct tracker_proc *p = tracker_proc_get(lk->lv->t, kp->pid, false);
+	for (size_t i = 0; p && i < p->maps.len; i++) {
+		struct tracker_map *m = base_vec_at(&p->maps, i);
+		struct kmod *km = m->exec && m->mod ? kmod_get(lk, m->mod, false) : NULL;
+		if (km && km->fresh)
+			return true;
+	}
+	return false;
 }
 
 static int update(struct live_kunw *lk)
@@ -508,14 +961,23 @@ static int update(struct live_kunw *lk)
 	size_t it = 0;
 	uint64_t key;
 	void *v;
-	if (lk->any_wanted) {
-		lk->any_wanted = false;
-		while (base_map_next(&lk->mods, &it, &key, &v))
-			if (((struct kmod *)v)->wanted) {
-				if (!kmod_load(lk, v))
-					lk->any_wanted = true;
-				drain_between(lk);
+	take_built(lk);
+	if (lk->any_fresh) {
+		/* processes that wait for a table built now: loaded again with it */
+		lk->any_fresh = false;
+		while (base_map_next(&lk->procs, &it, &key, &v)) {
+			struct kproc *kp = v;
+			if (kp->waiting && maps_fresh(lk, kp)) {
+				if (kp->shadow)
+					kp->sdirty = true;
+				else
+					kp->dirty = true;
+				lk->any_dirty = true;
 			}
+		}
+		it = 0;
+		while (base_map_next(&lk->mods, &it, &key, &v))
+			((struct kmod *)v)->fresh = false;
 	}
 	/* processes gone two updates ago: no record of theirs is still queued */
 	it = 0;
@@ -531,16 +993,26 @@ static int update(struct live_kunw *lk)
 	if (lk->any_dirty) {
 		lk->any_dirty = false;
 		it = 0;
-		while (base_map_next(&lk->procs, &it, &key, &v))
-			if (((struct kproc *)v)->dirty) {
-				kproc_load(lk, v);
-				drain_between(lk);
-			}
+		while (base_map_next(&lk->procs, &it, &key, &v)) {
+			struct kproc *kp = v;
+			if (kp->sdirty)
+				kproc_load(lk, kp, true);
+			if (kp->dirty)
+				kproc_load(lk, kp, false);
+		}
 	}
 	uint64_t b = kunw_bytes(lk->k);
 	if (b > lk->peak_bytes)
 		lk->peak_bytes = b;
-	return lk->err;
+	tick(lk);
+	int e = kunw_commit(lk->k, false);
+	return lk->err ? lk->err : e;
+}
+
+int live_kunw_update(struct live *lv)
+{
+	struct live_kunw *lk = lv->kunw;
+	return lk ? update(lk) : 0;
 }
 
 /* ---- the program's ring */
@@ -576,17 +1048,34 @@ int live_kunw_drain(struct live *lv)
 
 int live_kunw_prime(struct live *lv)
 {
-	if (!lv->kunw)
+	struct live_kunw *lk = lv->kunw;
+	if (!lk)
 		return 0;
 	/* (nothing else is queued yet: the events are not enabled) */
 	int err = uw_reader_flush(lv->r);
-	/* (everything that runs already, before the recording begins: no budget) */
-	return err ? err : update(lv->kunw);
+	/* everything that runs already, before the recording begins: its tables built and loaded */
+	for (;;) {
+		if (!err)
+			err = update(lk);
+		pthread_mutex_lock(&lk->b.mu);
+		bool busy = lk->b.pending || lk->b.done;
+		pthread_mutex_unlock(&lk->b.mu);
+		if (err || !busy)
+			break;
+		struct pollfd pf = { lk->b.efd, POLLIN, 0 };
+		poll(&pf, 1, 100);
+	}
+	if (!err)
+		err = kunw_commit(lk->k, true);
+	/* (the recording begins: a command started now execs at once) */
+	young(lk);
+	tick(lk);
+	return err;
 }
 
 int live_kunw_fd(struct live *lv)
 {
-	return lv->kunw ? kunw_ring_fd(lv->kunw->k) : -1;
+	return lv->kunw ? lv->kunw->epfd : -1;
 }
 
 /* Why BPF cannot be used here, when it is something the system says before loading. */
@@ -621,6 +1110,7 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 		return -ENOMEM;
 	}
 	lk->lv = lv;
+	lk->epfd = lk->b.efd = lk->tfd = -1;
 	base_map_init(&lk->mods);
 	base_map_init(&lk->procs);
 	base_map_init(&lk->ids);
@@ -628,7 +1118,7 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 				.max_bytes = o->kernel_max_bytes,
 				/* (tests: every record also carries frame 0's registers and stack, for the
 				 * reader to compare the program's frames with lib/unwind's) */
-				.verify = getenv("UW_KUNW_VERIFY") != NULL };
+				.verify = getenv("UW_KUNW_VERIFY") != NULL, .deferred = true };
 	char err[512] = "";
 	int e = kunw_open(&ko, &lk->k, err, sizeof(err));
 	if (e) {
@@ -643,6 +1133,30 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 		return e;
 	}
 	lv->kunw = lk;
+	/* built tables kept unloaded (the cap refused them) at most as many bytes as the cap */
+	lk->max_held = o->kernel_max_bytes ? o->kernel_max_bytes : 64ull << 20;
+	/* the builder, and a poll of its eventfd with the program's ring */
+	struct epoll_event ev = { .events = EPOLLIN };
+	pthread_mutex_init(&lk->b.mu, NULL);
+	pthread_cond_init(&lk->b.cv, NULL);
+	lk->b.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	lk->epfd = epoll_create1(EPOLL_CLOEXEC);
+	lk->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	e = lk->b.efd < 0 || lk->epfd < 0 || lk->tfd < 0 ? -errno : 0;
+	if (!e && epoll_ctl(lk->epfd, EPOLL_CTL_ADD, kunw_ring_fd(lk->k), &ev))
+		e = -errno;
+	if (!e && epoll_ctl(lk->epfd, EPOLL_CTL_ADD, lk->b.efd, &ev))
+		e = -errno;
+	if (!e && epoll_ctl(lk->epfd, EPOLL_CTL_ADD, lk->tfd, &ev))
+		e = -errno;
+	if (!e)
+		e = -pthread_create(&lk->b.th, NULL, builder_main, lk);
+	lk->b.started = !e;
+	if (e) {
+		snprintf(why, len, "the table builder could not be started: %s", strerror(-e));
+		live_kunw_close(lv);
+		return e;
+	}
 	return 0;
 }
 
@@ -705,6 +1219,24 @@ void live_kunw_close(struct live *lv)
 			 (unsigned long long)c.fallbacks[KUNW_FB_NO_PROC], (unsigned long long)c.fallbacks[KUNW_FB_NO_MAP],
 			 (unsigned long long)c.fallbacks[KUNW_FB_NO_TABLE], (unsigned long long)c.fallbacks[KUNW_FB_RULE],
 			 (unsigned long long)c.fallbacks[KUNW_FB_FP], (unsigned long long)c.fallbacks[KUNW_FB_TABLE]);
+	if (lk->b.started) {
+		pthread_mutex_lock(&lk->b.mu);
+		lk->b.stop = true;
+		pthread_cond_signal(&lk->b.cv);
+		pthread_mutex_unlock(&lk->b.mu);
+		pthread_join(lk->b.th, NULL);
+	}
+	pthread_mutex_destroy(&lk->b.mu);
+	pthread_cond_destroy(&lk->b.cv);
+	if (lk->b.efd >= 0)
+		close(lk->b.efd);
+	if (lk->epfd >= 0)
+		close(lk->epfd);
+	if (lk->tfd >= 0)
+		close(lk->tfd);
+	base_log(&lv->s->log, UW_LOG_INFO,
+		 "kernel unwinding: %llu tables built (on the builder thread), %llu loaded, %llu evicted to make room",
+		 (unsigned long long)lk->built, (unsigned long long)lk->tables, (unsigned long long)lk->evicted);
 	size_t it = 0;
 	uint64_t key;
 	void *v;
@@ -714,6 +1246,7 @@ void live_kunw_close(struct live *lv)
 	it = 0;
 	while (base_map_next(&lk->mods, &it, &key, &v)) {
 		kunw_table_free(&((struct kmod *)v)->tbl);
+		free(((struct kmod *)v)->segs);
 		free(v);
 	}
 	base_map_free(&lk->mods);

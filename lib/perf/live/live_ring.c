@@ -58,6 +58,8 @@ static int drain(struct live *lv, struct ring *rg)
 		} else if (type == PR_THROTTLE) {
 			lv->throttled++;
 		}
+		if (lv->kunw)
+			live_kunw_read(lv, rec, size);
 		err = uw_reader_push(lv->r, rec, size);
 		tail += size;
 	}

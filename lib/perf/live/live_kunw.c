@@ -108,7 +108,7 @@ void live_kunw_close(struct live *lv)
 
 #else
 
-#define HIST 4                  /* loads of a process's mappings kept for checking records */
+#define HIST 16                 /* loads of a process's mappings kept for checking records */
 #define VER_UNCHECKED UINT64_MAX /* a load made from records read, not yet delivered */
 
 enum { KM_NEW, KM_QUEUED, KM_BUILT, KM_FAILED };
@@ -126,8 +126,13 @@ struct kmod {
 	uint64_t bytes;
 	struct elfv_seg *segs;  /* its PT_LOADs (file offset -> module address) */
 	size_t nsegs;
+	/* the same file as another module (one by build-id, one by path: a process that ran
+	 * before the recording and one started since): that one's table and id are used */
+	struct kmod *canon;
+	char ident[2 * ELFV_MAX_BUILD_ID + 48]; /* the file's build-id, else device, inode, mtime */
 	/* the builder's, while queued (KM_QUEUED): its table, PT_LOADs and outcome */
 	bool build_ok;
+	struct kmod *build_canon;
 	uint64_t build_ns;
 	struct kmod *qnext;     /* the builder's queue, or its list of built ones (under its lock) */
 };
@@ -158,7 +163,6 @@ struct kproc {
 	/* its executable mappings as the records read say (ahead of the tracker's) */
 	bool shadow;            /* (else the tracker's are its mappings) */
 	bool sdirty;            /* changed since loaded */
-	bool rexited;           /* its EXIT read */
 	uint64_t rcount;        /* mapping changes read (ver counts them as delivered) */
 	uint64_t walked;        /* samples of the program it runs (since its exec or FORK) */
 	uint64_t exec_time;     /* its last exec read (mappings older than it are gone) */
@@ -176,6 +180,7 @@ struct builder {
 	unsigned pending;           /* queued or being built */
 	bool stop;
 	int efd;                    /* eventfd: something built */
+	struct base_map idents;     /* the builder's: hash of ident -> struct kmod * built */
 };
 
 struct live_kunw {
@@ -298,7 +303,27 @@ static void *builder_main(void *arg)
 		bool ok = false;
 		uint64_t t0 = now_ns();
 		module_use(m);
-		if (module_open(s, m) && m->elf) {
+		bool open = module_open(s, m) && m->elf;
+		struct kmod *same = NULL;
+		uint64_t h = 0;
+		if (open) {
+			/* a file built already under another module: not built again */
+			if (m->elf->build_id_len)
+				elfv_build_id_hex(m->elf, km->ident);
+			else
+				snprintf(km->ident, sizeof(km->ident), "%llx:%llx:%lld", (unsigned long long)m->elf->dev,
+					 (unsigned long long)m->elf->ino, (long long)m->elf->mtime_ns);
+			h = base_hash_bytes(km->ident, strlen(km->ident));
+			same = base_map_get(&b->idents, h);
+			if (same && (same == km || strcmp(same->ident, km->ident)))
+				same = NULL; /* (itself: built again after an eviction) */
+		}
+		if (same) {
+			km->build_canon = same;
+			ok = true;
+			open = false;
+		}
+		if (open) {
 			struct unw_tables c;
 			int e = kunw_code_build(&c, m->elf, m->dbg);
 			if (!e) {
@@ -313,6 +338,8 @@ static void *builder_main(void *arg)
 			ok = !e && km->tbl.nwords && (km->nsegs || !m->elf->nloads);
 			if (!ok)
 				kunw_table_free(&km->tbl);
+			else if (!base_map_has(&b->idents, h))
+				base_map_put(&b->idents, h, km); /* (without memory: built again when met again) */
 		}
 		module_unuse(m);
 		km->build_ns = now_ns() - t0;
@@ -434,7 +461,13 @@ static void take_built(struct live_kunw *lk)
 		struct kmod *next = km->qnext;
 		km->qnext = NULL;
 		km->state = km->build_ok ? KM_BUILT : KM_FAILED;
-		if (km->state == KM_BUILT) {
+		if (km->build_ok && km->build_canon) {
+			km->canon = km->build_canon;
+			km->fresh = true;
+			lk->any_fresh = true;
+			if (km->canon->state == KM_NEW)
+				builder_queue(lk, km->canon); /* (evicted meanwhile) */
+		} else if (km->state == KM_BUILT) {
 			lk->built++;
 			km->nrows = km->tbl.nrows;
 			km->bytes = kunw_table_bytes(&km->tbl);
@@ -595,7 +628,7 @@ void live_kunw_read(struct live *lv, const uint8_t *rec, uint32_t len)
 		if (sb.pid == -1 || (misc & PM_CPUMODE_MASK) == TRACKER_CPUMODE_KERNEL || !sb.len ||
 		    sb.addr + sb.len < sb.addr || (type == PR_MMAP2 && !(sb.prot & PROT_EXEC)))
 			return;
-		if (!(kp = kproc_get(lk, sb.pid, true)) || kp->rexited || time < kp->exec_time)
+		if (!(kp = kproc_get(lk, sb.pid, true)) || time < kp->exec_time)
 			return;
 		char hex[2 * ELFV_MAX_BUILD_ID + 1] = "";
 		if (sb.blen)
@@ -614,7 +647,7 @@ void live_kunw_read(struct live *lv, const uint8_t *rec, uint32_t len)
 	}
 	case PR_COMM:
 		/* exec: another program; its mappings follow */
-		if (!(kp = kproc_get(lk, sb.pid, true)) || kp->rexited || time < kp->exec_time)
+		if (!(kp = kproc_get(lk, sb.pid, true)) || time < kp->exec_time)
 			return;
 		shadow_init(lk, kp, sb.pid);
 		kp->exec_time = time;
@@ -628,15 +661,23 @@ void live_kunw_read(struct live *lv, const uint8_t *rec, uint32_t len)
 		kp->smaps.len = o;
 		break;
 	case PR_FORK: {
-		/* a new process (not a thread): its parent's mappings */
+		/* a new process (not a thread): its parent's mappings, under what the child did since
+		 * that was read already (another CPU's ring read first) */
 		if (sb.pid == sb.ppid || !(kp = kproc_get(lk, sb.pid, true)))
 			return;
+		young(lk);
+		if (kp->shadow && kp->exec_time > time)
+			break; /* it has exec'd since: nothing of its parent's is left */
+		struct base_vec own = BASE_VEC_INIT(struct smap);
+		for (size_t i = 0; kp->shadow && i < kp->smaps.len; i++) {
+			struct smap *m = base_vec_at(&kp->smaps, i), *mo;
+			if (m->time >= time && (mo = base_vec_push(&own)))
+				*mo = *m;
+		}
 		struct kproc *pp = kproc_get(lk, sb.ppid, false);
 		kp->shadow = false;
-		kp->rexited = false;
-		kp->exec_time = time;
-		young(lk);
-		if (pp && pp->shadow && !pp->rexited) {
+		kp->exec_time = UW_MAX(kp->exec_time, time);
+		if (pp && pp->shadow) {
 			kp->shadow = true;
 			kp->smaps.len = 0;
 			if (!base_vec_reserve(&kp->smaps, pp->smaps.len)) {
@@ -646,18 +687,16 @@ void live_kunw_read(struct live *lv, const uint8_t *rec, uint32_t len)
 		} else {
 			shadow_init(lk, kp, sb.ppid);
 		}
+		for (size_t i = 0; i < own.len; i++) {
+			struct smap *m = base_vec_at(&own, i);
+			shadow_map(kp, m->start, m->end, m->pgoff, m->mod, m->time);
+		}
+		base_vec_free(&own);
 		break;
 	}
 	case PR_EXIT:
-		/* its last thread: nothing of it is walked any more */
-		if (sb.pid != sb.tid || !(kp = kproc_get(lk, sb.pid, false)))
-			return;
-		kp->rexited = true;
-		kp->sdirty = false;
-		kp->smaps.len = 0;
-		if (kp->loaded)
-			kunw_proc_drop(lk->k, (uint32_t)sb.pid);
-		kp->loaded = false;
+		/* (left to its delivery: a thread that execs makes its leader's EXIT, and the
+		 * process goes on) */
 		return;
 	}
 	if (kp) {
@@ -776,6 +815,8 @@ static bool frame_agrees(struct live_kunw *lk, const struct kload *l, struct tra
 	if (km->module == KUNW_MODULE_ANON)
 		return anon_code(info.module) || !info.code;
 	struct kmod *m = info.module ? kmod_get(lk, info.module, false) : NULL;
+	if (m && m->canon)
+		m = m->canon;
 	return m && m->id == km->module && pc - km->start + km->rel_start == pc - info.bias;
 }
 
@@ -816,7 +857,7 @@ static void on_sample(void *ctx, const struct kunw_sample *ks, struct tracker_pr
 		return;
 	lk->finished++;
 	/* what would have let the kernel walk it: the process's mappings, the modules' tables */
-	if (p && !p->exited && !kp->refused && !kp->rexited &&
+	if (p && !p->exited && !kp->refused &&
 	    (!kp->loaded || kr->fb_reason == KUNW_FB_NO_MAP || kr->fb_reason == KUNW_FB_NO_TABLE ||
 	     kr->fb_reason == KUNW_FB_NO_PROC)) {
 		kp->dirty = true;
@@ -827,6 +868,8 @@ static void on_sample(void *ctx, const struct kunw_sample *ks, struct tracker_pr
 		if (!m || anon_code(m) || m->jit || m->jitdump)
 			continue;
 		struct kmod *km = kmod_get(lk, m, true);
+		if (km && km->canon)
+			km = km->canon;
 		if (km && km->state == KM_NEW)
 			builder_queue(lk, km);
 	}
@@ -856,6 +899,8 @@ static void map_push(struct live_kunw *lk, struct kunw_map *v, unsigned *n, uint
 	struct kmod *km = kmod_get(lk, mod, true);
 	if (!km)
 		return;
+	if (km->canon)
+		km = km->canon;
 	if (km->state == KM_NEW)
 		builder_queue(lk, km);
 	if (km->state == KM_QUEUED)
@@ -886,7 +931,7 @@ static void kproc_load(struct live_kunw *lk, struct kproc *kp, bool from_shadow)
 			return;
 		cap = p->maps.len;
 	}
-	if (kp->exited || kp->rexited)
+	if (kp->exited)
 		return;
 	struct kunw_map *v = malloc((cap + 1) * sizeof(*v));
 	if (!v)
@@ -1156,6 +1201,7 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 	lk->max_held = o->kernel_max_bytes ? o->kernel_max_bytes : 64ull << 20;
 	/* the builder, and a poll of its eventfd with the program's ring */
 	struct epoll_event ev = { .events = EPOLLIN };
+	base_map_init(&lk->b.idents);
 	pthread_mutex_init(&lk->b.mu, NULL);
 	pthread_cond_init(&lk->b.cv, NULL);
 	lk->b.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -1250,6 +1296,7 @@ void live_kunw_close(struct live *lv)
 		pthread_mutex_unlock(&lk->b.mu);
 		pthread_join(lk->b.th, NULL);
 	}
+	base_map_free(&lk->b.idents);
 	pthread_mutex_destroy(&lk->b.mu);
 	pthread_cond_destroy(&lk->b.cv);
 	if (lk->b.efd >= 0)

@@ -2,26 +2,33 @@
 /*
  * Live recording with kernel unwinding (lib/kernel, docs/kernel-unwind.md): the program is
  * attached to every sampling event, its records are pushed into the reader as PR_UW_KUNW
- * records (time-ordered with the side-band, reader_kunw.c), and its maps are fed from the
- * tracker as the records are delivered:
+ * records (time-ordered with the side-band, reader_kunw.c), and its maps are fed as fast as
+ * the records allow:
  *
- *  - a process's mappings are loaded after each mapping change the side-band tells of (MMAP,
- *    MMAP2, COMM with exec, FORK of a process: its parent's), at most once per round, and when
- *    one of its samples was handed to user space for want of them; dropped at its EXIT;
- *  - a module's table is built (whole, from its files) when a loaded process first maps it
- *    (or a sample was finished in user space through it; for 20 ms at most per update, the
- *    rest left for the next), loaded, and dropped when no loaded process maps it (the built
- *    table is kept to load again);
+ *  - a process's executable mappings are kept as its records are read from the rings
+ *    (live_kunw_read: MMAP/MMAP2 of code, COMM with exec, FORK of a process), before the reader
+ *    orders and delivers them, and loaded at the next update; once the tracker has been
+ *    delivered as many of its records as were read, the tracker's mappings vouch for the load
+ *    or replace it; a process the records never told of (a hand-over for want of its mappings)
+ *    is loaded from the tracker; dropped at its delivered EXIT;
+ *  - a module's table is built on the builder thread (whole, from its files; a file built
+ *    already under another module is not built again) when a process first maps it, loaded
+ *    by the loop once built (an eventfd in the loop's poll), and kept loaded while the cap
+ *    allows: a table no load names is dropped, oldest first, only to make room;
  *  - a mapping is loaded only with its module's table (else the walk hands the stack over
- *    there), anonymous executable memory (JIT code) as module 0 (frame pointers, as user space
- *    unwinds it), files that cannot be read likewise.
+ *    there, as while the table is being built), anonymous executable memory (JIT code) as
+ *    module 0 (frame pointers, as user space unwinds it);
+ *  - the swaps into the program's maps are batched on lib/kernel's committer thread (each
+ *    map-in-map update waits for an RCU grace period);
+ *  - for 150 ms after a program starts, the loop goes round every 2 ms (a timerfd in its poll):
+ *    the dynamic linker's mappings are read as they come, not when the rings fill.
  *
  * Generations: each load of a process's mappings has a generation, which the records of walks
  * that used it carry; the process's version counts the mapping changes delivered. A sample
- * delivered while the version is still the one its generation was loaded at used the mappings
- * the tracker has; else each frame the kernel stepped from is checked against the mappings the
- * tracker has at the sample's time, and the stack is cut after the first that differs (never a
- * wrong stack).
+ * delivered while the version is still the one its load was vouched for at used the mappings
+ * the tracker has; else (a load from records read ahead, or mappings changed since) each frame
+ * the kernel stepped from is checked against the mappings the tracker has at the sample's
+ * time, and the stack is cut after the first that differs (never a wrong stack).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -325,7 +332,10 @@ static void *builder_main(void *arg)
 		}
 		if (open) {
 			struct unw_tables c;
+			/* (the views read sections lazily, as the module's own tables do: under its lock) */
+			pthread_mutex_lock(&m->mu);
 			int e = kunw_code_build(&c, m->elf, m->dbg);
+			pthread_mutex_unlock(&m->mu);
 			if (!e) {
 				e = kunw_table_build(&km->tbl, &c.code);
 				unw_tables_free(&c);

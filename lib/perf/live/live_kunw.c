@@ -128,6 +128,8 @@ struct kmod {
 	bool loaded;            /* its table is in the program's map */
 	bool fresh;             /* built since the last update */
 	uint64_t idle_since;    /* loaded, named by no load: when it became so (the eviction order) */
+	unsigned letgo;         /* times its table was let go for room (evicted, or not kept) */
+	uint64_t retry_after;   /* CLOCK_MONOTONIC ns: not built again before (1 s, doubling) */
 	struct kunw_table tbl;  /* built and not loaded (the cap refused it): kept to load later */
 	uint32_t nrows;
 	uint64_t bytes;
@@ -202,7 +204,7 @@ struct live_kunw {
 	/* samples finished in user space for want of the process's mappings or a module's table,
 	 * and those after each program's first LATE_AFTER samples (of late_total) */
 	uint64_t missing, late_missing, late_total;
-	uint64_t max_held;      /* bytes of built tables kept unloaded (the cap refused them) */
+	uint64_t cap;           /* the maps' byte cap; also the built tables kept unloaded at most */
 	struct builder b;
 	int epfd;               /* polls the program's ring, the builder's eventfd and tfd */
 	int tfd;                /* a timerfd: the loop goes round every YOUNG_TICK while young */
@@ -255,7 +257,7 @@ static bool anon_code(const struct uw_module *m)
 }
 
 /* A load no longer names its modules: a table named by none stays loaded (a program run again
- * maps it again at once) until the cap needs its room (evict_one). */
+ * maps it again at once) until the cap needs its room (evict). */
 static void kmod_unref(struct live_kunw *lk, uint32_t id)
 {
 	struct kmod *km = base_map_get(&lk->ids, id);
@@ -370,7 +372,7 @@ static void *builder_main(void *arg)
 static void builder_queue(struct live_kunw *lk, struct kmod *km)
 {
 	struct builder *b = &lk->b;
-	if (km->state != KM_NEW || !b->started)
+	if (km->state != KM_NEW || !b->started || (km->letgo && now_ns() < km->retry_after))
 		return;
 	km->state = KM_QUEUED;
 	km->qnext = NULL;
@@ -387,32 +389,61 @@ static void builder_queue(struct live_kunw *lk, struct kmod *km)
 
 /* ---- module tables into the program's map */
 
-/* The table loaded longest ago that no load names, dropped to make room. */
-static bool evict_one(struct live_kunw *lk)
+/* A table let go to make room: built again if a program maps its module again, but not at once
+ * (1 s, doubling each time: a cap too small for what runs does not make a loop of builds). */
+static void kmod_let_go(struct kmod *km)
+{
+	km->state = KM_NEW;
+	km->letgo++;
+	km->retry_after = now_ns() + (1000000000ull << UW_MIN(km->letgo - 1, 5u));
+}
+
+/* Tables no load names dropped, the longest unused first, until need bytes are free (or one
+ * map's room: need 0); none when all of them would not be enough. */
+static bool evict(struct live_kunw *lk, uint64_t need)
 {
 	size_t it = 0;
-	uint64_t key;
+	uint64_t key, spare = 0;
 	void *v;
-	struct kmod *old = NULL;
 	while (base_map_next(&lk->mods, &it, &key, &v)) {
 		struct kmod *km = v;
-		if (km->loaded && !km->refs && (!old || km->idle_since < old->idle_since))
-			old = km;
+		if (km->loaded && !km->refs)
+			spare += km->bytes ? km->bytes : 1;
 	}
-	if (!old)
+	if (!spare || spare < need)
 		return false;
-	kunw_module_drop(lk->k, old->id);
-	old->loaded = false;
-	old->state = KM_NEW; /* built again if a program maps it again */
-	lk->evicted++;
+	uint64_t freed = 0;
+	do {
+		struct kmod *old = NULL;
+		it = 0;
+		while (base_map_next(&lk->mods, &it, &key, &v)) {
+			struct kmod *km = v;
+			if (km->loaded && !km->refs && (!old || km->idle_since < old->idle_since))
+				old = km;
+		}
+		if (!old)
+			break;
+		kunw_module_drop(lk->k, old->id);
+		old->loaded = false;
+		kmod_let_go(old);
+		lk->evicted++;
+		freed += old->bytes ? old->bytes : 1;
+	} while (freed < need);
 	return true;
 }
 
-/* Keeps a built table that could not be loaded, within max_held (the oldest let go: built again
+/* Bytes beyond the cap that adding bytes would need (0: the count of maps, not their bytes). */
+static uint64_t need_for(struct live_kunw *lk, uint64_t bytes)
+{
+	uint64_t b = kunw_bytes(lk->k);
+	return b + bytes > lk->cap ? b + bytes - lk->cap : 0;
+}
+
+/* Keeps a built table that could not be loaded, within the cap (the oldest let go: built again
  * when wanted). */
 static void hold_trim(struct live_kunw *lk)
 {
-	while (lk->held_bytes > lk->max_held) {
+	while (lk->held_bytes > lk->cap) {
 		size_t it = 0;
 		uint64_t key;
 		void *v;
@@ -426,7 +457,7 @@ static void hold_trim(struct live_kunw *lk)
 			break;
 		lk->held_bytes -= old->bytes;
 		kunw_table_free(&old->tbl);
-		old->state = KM_NEW;
+		kmod_let_go(old);
 	}
 }
 
@@ -438,9 +469,9 @@ static bool kmod_add(struct live_kunw *lk, struct kmod *km)
 		return true;
 	if (km->state != KM_BUILT || !km->tbl.nwords)
 		return false;
-	int e;
-	while ((e = kunw_module_add(lk->k, km->id, &km->tbl)) == -ENOSPC && evict_one(lk))
-		;
+	int e = kunw_module_add(lk->k, km->id, &km->tbl);
+	if (e == -ENOSPC && km->bytes <= lk->cap && evict(lk, need_for(lk, km->bytes)))
+		e = kunw_module_add(lk->k, km->id, &km->tbl);
 	if (e && e != -EEXIST)
 		return false; /* the cap: walks reaching it are handed over; tried again later */
 	km->loaded = true;
@@ -690,7 +721,7 @@ void live_kunw_read(struct live *lv, const uint8_t *rec, uint32_t len)
 		if (pp && pp->shadow) {
 			kp->shadow = true;
 			kp->smaps.len = 0;
-			if (!base_vec_reserve(&kp->smaps, pp->smaps.len)) {
+			if (pp->smaps.len && !base_vec_reserve(&kp->smaps, pp->smaps.len)) {
 				memcpy(kp->smaps.data, pp->smaps.data, pp->smaps.len * sizeof(struct smap));
 				kp->smaps.len = pp->smaps.len;
 			}
@@ -981,9 +1012,9 @@ static void kproc_load(struct live_kunw *lk, struct kproc *kp, bool from_shadow)
 		kp->shadow = false;
 		shadow_init(lk, kp, kp->pid);
 	}
-	int e;
-	while ((e = kunw_proc_set(lk->k, (uint32_t)kp->pid, v, n)) == -ENOSPC && evict_one(lk))
-		;
+	int e = kunw_proc_set(lk->k, (uint32_t)kp->pid, v, n);
+	if (e == -ENOSPC && evict(lk, need_for(lk, ((uint64_t)n + 1) * sizeof(*v))))
+		e = kunw_proc_set(lk->k, (uint32_t)kp->pid, v, n);
 	if (e) {
 		free(v);
 		kp->refused = true;
@@ -1127,14 +1158,16 @@ int live_kunw_prime(struct live *lv)
 		return 0;
 	/* (nothing else is queued yet: the events are not enabled) */
 	int err = uw_reader_flush(lv->r);
-	/* everything that runs already, before the recording begins: its tables built and loaded */
+	/* everything that runs already, before the recording begins: its tables built and loaded
+	 * (a minute at most: what is not built by then is loaded as the recording goes) */
+	uint64_t until = now_ns() + 60ull * 1000000000u;
 	for (;;) {
 		if (!err)
 			err = update(lk);
 		pthread_mutex_lock(&lk->b.mu);
 		bool busy = lk->b.pending || lk->b.done;
 		pthread_mutex_unlock(&lk->b.mu);
-		if (err || !busy)
+		if (err || !busy || now_ns() > until)
 			break;
 		struct pollfd pf = { lk->b.efd, POLLIN, 0 };
 		poll(&pf, 1, 100);
@@ -1208,7 +1241,7 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 	}
 	lv->kunw = lk;
 	/* built tables kept unloaded (the cap refused them) at most as many bytes as the cap */
-	lk->max_held = o->kernel_max_bytes ? o->kernel_max_bytes : 64ull << 20;
+	lk->cap = o->kernel_max_bytes ? o->kernel_max_bytes : 64ull << 20;
 	/* the builder, and a poll of its eventfd with the program's ring */
 	struct epoll_event ev = { .events = EPOLLIN };
 	base_map_init(&lk->b.idents);

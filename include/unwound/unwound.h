@@ -1051,6 +1051,15 @@ struct uw_record_status {
 	uint64_t kernel_lost;      /* samples the program could not hand over (its ring was full) */
 	uint64_t kernel_map_bytes; /* the most bytes held in BPF maps (tables and mappings) */
 	uint64_t kernel_tables;    /* module tables loaded into BPF maps */
+	/* (opts.off_cpu) where the switch-out stacks came from: */
+	uint64_t offcpu_kernel;    /* walked in the kernel at the switch (kernel unwinding: no stack
+	                            * copied; included in kernel_samples) */
+	uint64_t offcpu_kernel_finished; /* of those, finished in user space from the program's stack
+	                            * copy (included in kernel_finished) */
+	uint64_t offcpu_copied;    /* copied by the kernel at the switch (stack copies: --unwind
+	                            * copy, or kernel unwinding unavailable) */
+	uint64_t offcpu_blocked;   /* threads of -p/-t found blocked at the start, their stacks read
+	                            * with process_vm_readv */
 };
 
 struct uw_record_opts {

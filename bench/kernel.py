@@ -250,7 +250,7 @@ def system(build, tmp, lines):
     if r.returncode:
         sys.exit("record -a failed:\n" + err[-3000:])
     summ = [ln for ln in err.splitlines() if ln.startswith("unwound record:") or "handed over:" in ln or
-            "the program ran" in ln]
+            "the program ran" in ln or "for want of" in ln or "tables built" in ln]
     m = re.search(r"the program ran \d+ times.*?(\d+) records lost; (\d+) bytes in BPF maps at most", err)
     tables = len(re.findall(r"kernel unwinding: table of .* loaded", err))
     lines.append(f"\n### System-wide: `unwound record -a -F {FREQ} --duration {SECS}`, programs coming and going "

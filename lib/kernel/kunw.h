@@ -14,7 +14,8 @@
  *    (libbpf, clang's BPF target, bpftool and the kernel's BTF at build time);
  *  - records (kunw_record.c): decoding ring-buffer records and finishing stacks in user space.
  *
- * Not thread-safe: one thread feeds and polls a struct kunw. Errors are negative errno values
+ * Not thread-safe: one thread feeds and polls a struct kunw (a deferred one makes its swaps on
+ * a thread of its own, behind that interface). Errors are negative errno values
  * (or UW_E* codes); nothing here prints (libbpf's own messages go through libbpf_set_print,
  * which is process-wide and left to the program).
  */
@@ -108,6 +109,10 @@ struct kunw_opts {
 	bool verify;             /* every record also carries frame 0's registers and a copy */
 	bool switches;           /* also load the switch-out program (kunw_attach_switch); the
 	                          * verifier then checks the walk twice */
+	/* Swaps in the hashes of maps queued, made by kunw_commit on a thread of its own: each
+	 * such update waits for an RCU grace period in the kernel (10-30 ms on a busy machine),
+	 * which a recording loop cannot afford per process. */
+	bool deferred;
 };
 
 /* Opens and loads the program (the verifier runs here). On failure, a message (the end of the
@@ -144,6 +149,17 @@ int kunw_ring_fd(const struct kunw *k);
  * are handed to user space), or the kernel's error. */
 int kunw_module_add(struct kunw *k, uint32_t id, const struct kunw_table *t);
 int kunw_module_drop(struct kunw *k, uint32_t id);
+
+/* Deferred (kunw_opts.deferred): kunw_proc_set, kunw_proc_drop, kunw_module_add and
+ * kunw_module_drop build their maps at once but only queue the swap into the program's maps
+ * (the accounting and the generation are at once); kunw_commit hands what is queued to the
+ * committer thread, which makes the swaps in order, a batch per map (one grace period each,
+ * the tables' before the mappings'). wait: returns once all is made. Not deferred: nothing to
+ * do. @return 0 or -ENOMEM (nothing handed over then: tried again at the next commit). */
+int kunw_commit(struct kunw *k, bool wait);
+/* Swaps the committer could not make (the kernel refused them: walks that reach what is
+ * missing hand the stack over). */
+uint64_t kunw_commit_failed(struct kunw *k);
 
 /* Bytes held in BPF maps for tables and mappings (what max_bytes caps). */
 uint64_t kunw_bytes(const struct kunw *k);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,8 +30,31 @@
 #define DEFAULT_MAX_ENTRIES 4096u
 #define DEFAULT_RING (32u << 20)
 
+/* A swap queued in a hash of maps: the inner map's fd, or -1 to delete the key. */
+struct kop {
+	uint32_t key;
+	int fd;
+};
+struct kops {
+	struct kop *v;
+	size_t n, cap;
+};
+
+/* The committer: the queued swaps made on a thread of its own (kunw_commit). */
+struct committer {
+	pthread_t th;
+	bool started, stop, busy;
+	pthread_mutex_t mu;
+	pthread_cond_t cv, idle;
+	struct kops procs, modules; /* handed to the thread */
+	uint64_t failed;
+};
+
 struct kunw {
 	struct kunw_bpf *skel;
+	bool deferred;
+	struct kops qprocs, qmods;  /* queued since the last kunw_commit (deferred) */
+	struct committer c;
 	struct ring_buffer *rb;
 	struct base_vec links;     /* struct bpf_link * */
 	struct base_map procs;     /* pid -> bytes held */
@@ -47,6 +71,8 @@ struct kunw {
 };
 
 static int on_record(void *ctx, void *data, size_t size);
+static void *committer_main(void *arg);
+static void kops_clear(struct kops *q);
 
 static int set_err(char *err, size_t len, int e, const char *what)
 {
@@ -127,6 +153,9 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 	k->links = BASE_VEC_INIT(struct bpf_link *);
 	base_map_init(&k->procs);
 	base_map_init(&k->modules);
+	pthread_mutex_init(&k->c.mu, NULL);
+	pthread_cond_init(&k->c.cv, NULL);
+	pthread_cond_init(&k->c.idle, NULL);
 	k->max_bytes = o.max_bytes;
 	k->max_procs = o.max_procs;
 	k->max_modules = o.max_modules;
@@ -164,6 +193,13 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 		e = set_err(err, errlen, -errno, "the ring buffer");
 		goto fail;
 	}
+	if (o.deferred) {
+		if ((e = -pthread_create(&k->c.th, NULL, committer_main, k))) {
+			set_err(err, errlen, e, "the committer thread");
+			goto fail;
+		}
+		k->c.started = k->deferred = true;
+	}
 	*out = k;
 	return 0;
 fail:
@@ -175,6 +211,24 @@ void kunw_close(struct kunw *k)
 {
 	if (!k)
 		return;
+	if (k->c.started) {
+		pthread_mutex_lock(&k->c.mu);
+		k->c.stop = true;
+		pthread_cond_signal(&k->c.cv);
+		pthread_mutex_unlock(&k->c.mu);
+		pthread_join(k->c.th, NULL);
+	}
+	kops_clear(&k->qprocs);
+	kops_clear(&k->qmods);
+	kops_clear(&k->c.procs);
+	kops_clear(&k->c.modules);
+	free(k->qprocs.v);
+	free(k->qmods.v);
+	free(k->c.procs.v);
+	free(k->c.modules.v);
+	pthread_mutex_destroy(&k->c.mu);
+	pthread_cond_destroy(&k->c.cv);
+	pthread_cond_destroy(&k->c.idle);
 	for (size_t i = 0; i < k->links.len; i++)
 		bpf_link__destroy(*(struct bpf_link **)base_vec_at(&k->links, i));
 	base_vec_free(&k->links);
@@ -221,6 +275,172 @@ static int attach(struct kunw *k, struct bpf_program *prog, int perf_fd)
 }
 
 /* ---------------------------------------------------------------- maps */
+
+/* Queues key's swap (fd, or -1: delete), replacing one queued for the same key (its map
+ * closed: never seen by a walk). */
+static int kops_put(struct kops *q, uint32_t key, int fd)
+{
+	for (size_t i = 0; i < q->n; i++)
+		if (q->v[i].key == key) {
+			if (q->v[i].fd >= 0)
+				close(q->v[i].fd);
+			q->v[i].fd = fd;
+			return 0;
+		}
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? 2 * q->cap : 64;
+		struct kop *v = realloc(q->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		q->v = v;
+		q->cap = cap;
+	}
+	q->v[q->n++] = (struct kop){ key, fd };
+	return 0;
+}
+
+static void kops_clear(struct kops *q)
+{
+	for (size_t i = 0; i < q->n; i++)
+		if (q->v[i].fd >= 0)
+			close(q->v[i].fd);
+	q->n = 0;
+}
+
+/* The swaps into the hash of maps mfd: the updates in one batch, then the deletes in one (each
+ * batch waits for one RCU grace period, as each single update would); element by element when
+ * a batch fails. @return the swaps that failed. */
+static uint64_t kops_apply(int mfd, struct kops *q)
+{
+	uint64_t failed = 0;
+	uint32_t *keys = malloc((q->n + 1) * sizeof(*keys));
+	int *fds = malloc((q->n + 1) * sizeof(*fds));
+	for (int del = 0; del < 2; del++) {
+		uint32_t n = 0;
+		for (size_t i = 0; keys && fds && i < q->n; i++)
+			if ((q->v[i].fd < 0) == del) {
+				keys[n] = q->v[i].key;
+				fds[n++] = q->v[i].fd;
+			}
+		uint32_t done = n;
+		if (!keys || !fds) {
+			done = 0;
+		} else if (n && (del ? bpf_map_delete_batch(mfd, keys, &done, NULL) :
+				 bpf_map_update_batch(mfd, keys, fds, &done, NULL))) {
+			if (done > n)
+				done = 0;
+		}
+		for (uint32_t i = done; i < n; i++)
+			if ((del ? bpf_map_delete_elem(mfd, &keys[i]) : bpf_map_update_elem(mfd, &keys[i], &fds[i], BPF_ANY)) &&
+			    !(del && errno == ENOENT))
+				failed++;
+		if (!keys || !fds)
+			break;
+	}
+	if (!keys || !fds) {
+		for (size_t i = 0; i < q->n; i++)
+			if ((q->v[i].fd < 0 ? bpf_map_delete_elem(mfd, &q->v[i].key) :
+			     bpf_map_update_elem(mfd, &q->v[i].key, &q->v[i].fd, BPF_ANY)) && errno != ENOENT)
+				failed++;
+	}
+	free(keys);
+	free(fds);
+	kops_clear(q);
+	return failed;
+}
+
+static void *committer_main(void *arg)
+{
+	struct kunw *k = arg;
+	struct committer *c = &k->c;
+	struct kops procs = { 0 }, modules = { 0 };
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		while (!c->stop && !c->procs.n && !c->modules.n) {
+			c->busy = false;
+			pthread_cond_broadcast(&c->idle);
+			pthread_cond_wait(&c->cv, &c->mu);
+		}
+		if (c->stop)
+			break;
+		c->busy = true;
+		struct kops t = procs;
+		procs = c->procs;
+		c->procs = t;
+		t = modules;
+		modules = c->modules;
+		c->modules = t;
+		pthread_mutex_unlock(&c->mu);
+		/* tables before the mappings that name them (a table is dropped only once no loaded
+		 * mappings name it; a walk that finds none hands the stack over) */
+		uint64_t f = kops_apply(bpf_map__fd(k->skel->maps.kunw_modules), &modules);
+		f += kops_apply(bpf_map__fd(k->skel->maps.kunw_procs), &procs);
+		pthread_mutex_lock(&c->mu);
+		c->failed += f;
+	}
+	c->busy = false;
+	pthread_cond_broadcast(&c->idle);
+	pthread_mutex_unlock(&c->mu);
+	kops_clear(&procs);
+	kops_clear(&modules);
+	free(procs.v);
+	free(modules.v);
+	return NULL;
+}
+
+int kunw_commit(struct kunw *k, bool wait)
+{
+	if (!k->deferred)
+		return 0;
+	struct committer *c = &k->c;
+	int e = 0;
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < k->qprocs.n && !e; i++)
+		if (!(e = kops_put(&c->procs, k->qprocs.v[i].key, k->qprocs.v[i].fd)))
+			k->qprocs.v[i].fd = -1;
+	for (size_t i = 0; i < k->qmods.n && !e; i++)
+		if (!(e = kops_put(&c->modules, k->qmods.v[i].key, k->qmods.v[i].fd)))
+			k->qmods.v[i].fd = -1;
+	if (!e) {
+		k->qprocs.n = k->qmods.n = 0;
+		if (c->procs.n || c->modules.n) {
+			c->busy = true;
+			pthread_cond_signal(&c->cv);
+		}
+	}
+	while (wait && c->busy)
+		pthread_cond_wait(&c->idle, &c->mu);
+	pthread_mutex_unlock(&c->mu);
+	return e;
+}
+
+uint64_t kunw_commit_failed(struct kunw *k)
+{
+	if (!k->deferred)
+		return 0;
+	pthread_mutex_lock(&k->c.mu);
+	uint64_t f = k->c.failed;
+	pthread_mutex_unlock(&k->c.mu);
+	return f;
+}
+
+/* A swap: queued (deferred), else made now. */
+static int swap(struct kunw *k, bool modules, uint32_t key, int fd, uint64_t flags)
+{
+	if (k->deferred) {
+		int e = kops_put(modules ? &k->qmods : &k->qprocs, key, fd);
+		if (e && fd >= 0)
+			close(fd);
+		return e;
+	}
+	int mfd = modules ? bpf_map__fd(k->skel->maps.kunw_modules) : bpf_map__fd(k->skel->maps.kunw_procs);
+	int e = 0;
+	if (fd >= 0 ? bpf_map_update_elem(mfd, &key, &fd, flags) : bpf_map_delete_elem(mfd, &key))
+		e = -errno;
+	if (fd >= 0)
+		close(fd);
+	return e;
+}
 
 /* The kernel's count of a map's memory (/proc/self/fdinfo: "memlock:"); else its values'. */
 static uint64_t map_bytes(int fd, uint64_t fallback)
@@ -301,9 +521,7 @@ int kunw_proc_set(struct kunw *k, uint32_t pid, const struct kunw_map *maps, uns
 	if (e)
 		return e;
 	uint64_t bytes = map_bytes(fd, est);
-	if (bpf_map_update_elem(bpf_map__fd(k->skel->maps.kunw_procs), &pid, &fd, BPF_ANY))
-		e = -errno;
-	close(fd);
+	e = swap(k, false, pid, fd, BPF_ANY);
 	if (e)
 		return e == -E2BIG ? -ENOSPC : e;
 	if (base_map_put(&k->procs, pid, (void *)(uintptr_t)bytes))
@@ -318,7 +536,7 @@ int kunw_proc_drop(struct kunw *k, uint32_t pid)
 		return -ENOENT;
 	uint64_t old = (uintptr_t)base_map_del(&k->procs, pid);
 	k->bytes -= old;
-	return bpf_map_delete_elem(bpf_map__fd(k->skel->maps.kunw_procs), &pid) ? -errno : 0;
+	return swap(k, false, pid, -1, 0);
 }
 
 uint32_t kunw_gen(const struct kunw *k)
@@ -344,9 +562,7 @@ int kunw_module_add(struct kunw *k, uint32_t id, const struct kunw_table *t)
 	if (e)
 		return e;
 	uint64_t bytes = map_bytes(fd, est);
-	if (bpf_map_update_elem(bpf_map__fd(k->skel->maps.kunw_modules), &id, &fd, BPF_NOEXIST))
-		e = -errno;
-	close(fd);
+	e = swap(k, true, id, fd, BPF_NOEXIST);
 	if (e)
 		return e == -E2BIG ? -ENOSPC : e;
 	if (base_map_put(&k->modules, id, (void *)(uintptr_t)bytes))
@@ -360,7 +576,7 @@ int kunw_module_drop(struct kunw *k, uint32_t id)
 	if (!base_map_has(&k->modules, id))
 		return -ENOENT;
 	k->bytes -= (uintptr_t)base_map_del(&k->modules, id);
-	return bpf_map_delete_elem(bpf_map__fd(k->skel->maps.kunw_modules), &id) ? -errno : 0;
+	return swap(k, true, id, -1, 0);
 }
 
 uint64_t kunw_bytes(const struct kunw *k)

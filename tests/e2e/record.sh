@@ -81,8 +81,9 @@ sleep 0.5
 "$B/unwound" record -q -p $prog --duration 1 -o pid.data 2>pid.err
 "$B/unwound" report -i pid.data --folded --no-kernel -o pid.folded
 check_chain pid.folded "main;tree_a;tree_a2;spin" "main;tree_b;spin"
-# -t: no mappings synthesized; they come from the kernel when a pc needs them
-"$B/unwound" record -t $prog --duration 1 -o tid.data 2>tid.err
+# -t: no mappings synthesized; they come from the kernel when a pc needs them (stack copies:
+# with kernel unwinding the threads' processes' mappings are synthesized for the program's maps)
+"$B/unwound" record -t $prog --unwind copy --duration 1 -o tid.data 2>tid.err
 grep -q "mappings found on demand: [1-9][0-9]* with PROCMAP_QUERY" tid.err || { echo "FAIL: no PROCMAP_QUERY"; cat tid.err; exit 1; }
 "$B/unwound" report -i tid.data --folded --no-kernel -o tid.folded
 check_chain tid.folded "main;tree_a;tree_a2;spin"

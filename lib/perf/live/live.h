@@ -131,8 +131,11 @@ int live_kunw_start(struct live *lv);
 /* Processes that exist before the recording: their synthesized records delivered, their
  * tables and mappings loaded before the events are enabled. */
 int live_kunw_prime(struct live *lv);
-/* The ring's fd for poll (-1: none). */
+/* An fd for poll: the program's ring has records, or a table was built (-1: none). */
 int live_kunw_fd(struct live *lv);
+/* A record as it is read from a ring, before the reader orders it: a process's mapping changes
+ * (MMAP, MMAP2, COMM with exec, FORK, EXIT) loaded at the next update, not once delivered. */
+void live_kunw_read(struct live *lv, const uint8_t *rec, uint32_t len);
 /* The program's records into the reader (before the rings' side-band of the same round). */
 int live_kunw_drain(struct live *lv);
 /* The maps brought up to date with what the records delivered asked for (after a round). */

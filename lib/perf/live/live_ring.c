@@ -66,6 +66,8 @@ static int drain(struct live *lv, struct ring *rg)
 			if (id != rg->id)
 				lv->sw_copied++;
 		}
+		if (lv->kunw)
+			live_kunw_read(lv, rec, size);
 		err = uw_reader_push(lv->r, rec, size);
 		tail += size;
 	}

@@ -46,7 +46,7 @@ for t in json.load(open(path))["tests"]:
             bad.append(f"{t['name']}: no BASH_ENV=.../tests/errexit.sh")
         text = open(scripts[0], errors="replace").read()
         # (perf record, perf script..., or unwound record: a perf session)
-        if re.search(r"^[^#\n]*\b(perf (record|script|report|diff|inject)|record -q|\$U\" record|unwound\" record)", text, re.M):
+        if re.search(r"^[^#\n]*\b(perf (record|script|report|diff|inject)\b|record -q|\$U\" record|unwound\" record)", text, re.M):
             if "perf" not in (props.get("RESOURCE_LOCK") or []):
                 bad.append(f"{t['name']}: runs perf or records, without RESOURCE_LOCK perf")
         if "perf" in (props.get("RESOURCE_LOCK") or []) and not locked:

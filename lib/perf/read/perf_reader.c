@@ -6,13 +6,10 @@
  * the tracker, and samples unwound and passed to the caller.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <sys/mman.h> /* (PROT_* of MMAP records) */
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "perf/read/reader.h"
 
@@ -306,44 +303,23 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	}
 	if (err)
 		goto fail;
-	if (strcmp(path, "-") == 0) {
-		r->in.fd = 0;
-	} else {
-		r->in.fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (r->in.fd < 0) {
-			err = base_err(&s->log, -errno, "%s: %s", path, strerror(errno));
-			goto fail;
-		}
-		r->in.close_fd = true;
-	}
-	/* A regular file is read with pread, never mapped: a recording cut short while it is read
-	 * (its writer restarted, a disk full, a user's truncate) ends in a clear error where a
-	 * mapping would take SIGBUS on the pages past the new end. */
-	struct stat st;
-	bool regular = fstat(r->in.fd, &st) == 0 && S_ISREG(st.st_mode);
-	if (regular && st.st_size > 0) {
-		r->in.seekable = true;
-		r->in.file_size = (uint64_t)st.st_size;
+	err = reader_input_open(&r->in, path);
+	if (err) {
+		err = base_err(&s->log, err, "%s: %s", path, strerror(-err));
+		goto fail;
 	}
 	uint64_t magic = 0, hsize = 0;
-	if (r->in.seekable) {
-		uint8_t h[16];
-		err = reader_pread(&r->in, h, 16, 0);
-		if (err) {
-			err = err == -UW_ETRUNC ? reader_err(r, err, 0, "file too short for a perf.data header") : err;
-			goto fail;
-		}
-		memcpy(&magic, h, 8);
-		memcpy(&hsize, h + 8, 8);
-	} else {
-		err = reader_fill(&r->in, 16);
-		if (err) {
-			err = reader_err(r, err == -UW_ETRUNC ? err : err, 0, "input too short for a perf.data header");
-			goto fail;
-		}
-		memcpy(&magic, r->in.buf, 8);
-		memcpy(&hsize, r->in.buf + 8, 8);
+	uint8_t h[16];
+	err = reader_input_head(&r->in, h);
+	if (err) {
+		if (!r->in.seekable)
+			err = reader_err(r, err, 0, "input too short for a perf.data header");
+		else if (err == -UW_ETRUNC)
+			err = reader_err(r, err, 0, "file too short for a perf.data header");
+		goto fail;
 	}
+	memcpy(&magic, h, 8);
+	memcpy(&hsize, h + 8, 8);
 	if (magic == PERF_MAGIC2_SWAPPED) {
 		err = reader_err(r, -UW_EUNSUPP, 0, "big-endian perf.data files are not supported");
 		goto fail;
@@ -354,13 +330,7 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	}
 	r->st.bytes = r->in.file_size;
 	if (hsize == 16) { /* pipe mode */
-		if (r->in.seekable) {
-			r->in.pos = 16;
-			r->in.end = r->in.file_size;
-		} else {
-			r->in.bufpos = 16;
-			r->in.stream_off = 16;
-		}
+		reader_input_records(&r->in, 16, r->in.file_size);
 	} else {
 		if (!r->in.seekable) {
 			err = reader_err(r, -UW_EUNSUPP, 0, "file-mode perf.data needs a seekable file, not a pipe");
@@ -372,8 +342,7 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 			err = attrs_added(r, 0);
 		if (err)
 			goto fail;
-		r->in.pos = r->hdr.data_off;
-		r->in.end = r->hdr.data_end;
+		reader_input_records(&r->in, r->hdr.data_off, r->hdr.data_end);
 		r->st.unfinished = r->hdr.unfinished;
 	}
 	/* records read in windows with pread; a sample's stack cut to a prefix unless full_stacks */

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reading a recording's records: from a mapping, a stream (pipe mode), or in sparse windows of
- * a mapped file's data section, on a read-ahead thread when there is enough to read.
+ * Reading a recording's records: a regular file with pread, in sparse windows of its data
+ * section (on a read-ahead thread when there is enough to read), or a stream (a pipe). The
+ * stage's state is struct reader_input; an error's offset and reason are kept for the reader.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "perf/read/reader_input.h"
@@ -677,6 +680,44 @@ void reader_input_init(struct reader_input *in, const struct reader_attrs *at)
 	in->at = at;
 	in->fd = -1;
 	in->cur_aidx = -1;
+}
+
+int reader_input_open(struct reader_input *in, const char *path)
+{
+	if (strcmp(path, "-") == 0) {
+		in->fd = 0;
+	} else {
+		in->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (in->fd < 0)
+			return -errno;
+		in->close_fd = true;
+	}
+	struct stat st;
+	bool regular = fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode);
+	if (regular && st.st_size > 0) {
+		in->seekable = true;
+		in->file_size = (uint64_t)st.st_size;
+	}
+	return 0;
+}
+
+int reader_input_head(struct reader_input *in, uint8_t h[16])
+{
+	int err = in->seekable ? reader_pread(in, h, 16, 0) : reader_fill(in, 16);
+	if (!err && !in->seekable)
+		memcpy(h, in->buf, 16);
+	return err;
+}
+
+void reader_input_records(struct reader_input *in, uint64_t pos, uint64_t end)
+{
+	if (in->seekable) {
+		in->pos = pos;
+		in->end = end;
+	} else {
+		in->bufpos = pos;
+		in->stream_off = pos;
+	}
 }
 
 int reader_input_sparse(struct reader_input *in, bool cut_stacks)

@@ -72,6 +72,17 @@ struct reader_input {
 
 /* An input with no file yet (fd -1), reading the attribute table at. */
 void reader_input_init(struct reader_input *in, const struct reader_attrs *at);
+/* The input opened: path, or standard input for "-". A regular file is read with pread (seekable),
+ * never mapped: a recording cut short while it is read (its writer restarted, a disk full, a
+ * user's truncate) ends in a clear error where a mapping would take SIGBUS on the pages past the
+ * new end; anything else is a stream. @return 0, -errno. */
+int reader_input_open(struct reader_input *in, const char *path);
+/* The input's first 16 bytes (a perf.data header's magic and size), a stream's kept for what
+ * follows. @return 0; -UW_ETRUNC when the input is shorter; -errno. */
+int reader_input_head(struct reader_input *in, uint8_t h[16]);
+/* The records: bytes [pos, end) of a seekable input; a stream's from byte pos on (pos: the bytes
+ * reader_input_head kept, at most). */
+void reader_input_records(struct reader_input *in, uint64_t pos, uint64_t end);
 /* A seekable input's records read in windows, samples' stacks cut to a prefix when cut_stacks. */
 int reader_input_sparse(struct reader_input *in, bool cut_stacks);
 void reader_input_free(struct reader_input *in);

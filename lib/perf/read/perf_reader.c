@@ -241,7 +241,7 @@ static int deferred_deliver(void *ctx, unsigned aidx, const uint8_t *rec, uint32
 static int kunw_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len)
 {
 	struct uw_sample smp;
-	int made = reader_kunw_make(&r->kunw, &r->smp, &r->at.attrs[aidx], aidx, &r->evst[aidx], rec, len, &smp);
+	int made = reader_kunw_make(&r->kunw, &r->at.attrs[aidx], aidx, &r->evst[aidx], rec, len, &smp);
 	if (made != READER_MADE)
 		return made < 0 ? made : 0;
 	r->cur_rec = r->kunw.raw;
@@ -278,6 +278,7 @@ static int reader_init(struct uw_reader *r, struct uw_session *s, const struct u
 		r->own_tracker = true;
 	}
 	reader_header_init(&r->hdr, s, r->t, r->path);
+	reader_kunw_init(&r->kunw, s, r->t, &r->o, &r->st);
 	return reader_samples_init(&r->smp, s, r->t, &r->o, &r->st, r->path, &r->in, &r->hdr.ft);
 }
 

@@ -8,7 +8,7 @@
  * lib/unwind from the registers and stack copy the program handed over where its walk
  * stopped, checked by the recorder's hook (mapping generations), and a PERF_RECORD_SAMPLE in
  * the event's layout for writers (its header fields; the chain comes from the frames). The
- * stage's state is struct reader_kunw; the sample stage's gives the filters and the buffers.
+ * stage's state is struct reader_kunw (its own frame buffers, made at its first sample).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -74,10 +74,10 @@ static uint8_t bpf_method(uint8_t m)
  * the program's frames must be the same pcs, frame for frame (methods differ by design). A walk
  * the program handed over cannot be finished from frame 0's registers: the copy's stack is
  * delivered instead. */
-static int verify(struct reader_kunw *k, struct reader_samples *ss, const struct kunw_sample *ks, const struct unw_opts *uo,
+static int verify(struct reader_kunw *k, const struct kunw_sample *ks, const struct unw_opts *uo,
                   struct tracker_find_ctx *fc, struct kunw_result *res)
 {
-	unsigned max = ss->s->opts.max_frames;
+	unsigned max = k->s->opts.max_frames;
 	if (!k->vframes && !(k->vframes = calloc(max, sizeof(*k->vframes))))
 		return -ENOMEM;
 	struct unw_result ur;
@@ -87,22 +87,22 @@ static int verify(struct reader_kunw *k, struct reader_samples *ss, const struct
 		unsigned n = handed ? res->nkernel : res->n;
 		bool same = handed ? n <= ur.n : n == ur.n;
 		for (unsigned i = 0; same && i < n; i++)
-			same = ss->frames[i].pc == k->vframes[i].pc;
+			same = k->frames[i].pc == k->vframes[i].pc;
 		k->compared++;
 		if (!same && k->differ++ < 5) {
 			unsigned i = 0;
-			while (i < n && i < ur.n && ss->frames[i].pc == k->vframes[i].pc)
+			while (i < n && i < ur.n && k->frames[i].pc == k->vframes[i].pc)
 				i++;
-			base_log(&ss->s->log, UW_LOG_WARN,
+			base_log(&k->s->log, UW_LOG_WARN,
 				 "kernel unwinding verify: pid %u time %llu: %u frames in the kernel (%u walked, stop %u), %u from "
 				 "the copy; first difference at frame %u: %#llx vs %#llx",
 				 ks->rec->pid, (unsigned long long)ks->rec->time, res->n, res->nkernel, ks->rec->stop, ur.n, i,
-				 (unsigned long long)(i < n ? ss->frames[i].pc : 0),
+				 (unsigned long long)(i < n ? k->frames[i].pc : 0),
 				 (unsigned long long)(i < ur.n ? k->vframes[i].pc : 0));
 		}
 	}
 	if (handed) {
-		memcpy(ss->frames, k->vframes, ur.n * sizeof(*ss->frames));
+		memcpy(k->frames, k->vframes, ur.n * sizeof(*k->frames));
 		res->n = ur.n;
 		res->nkernel = 0;
 		res->stop = ur.stop;
@@ -111,10 +111,22 @@ static int verify(struct reader_kunw *k, struct reader_samples *ss, const struct
 	return 0;
 }
 
-int reader_kunw_make(struct reader_kunw *k, struct reader_samples *ss, const struct perf_attr *a, unsigned aidx,
-                     struct uw_event_stats *es, const uint8_t *rec, uint32_t len, struct uw_sample *smp)
+void reader_kunw_init(struct reader_kunw *k, struct uw_session *s, struct uw_tracker *t,
+                      const struct uw_reader_opts *o, struct uw_reader_stats *st)
 {
-	struct uw_reader_stats *st = ss->st;
+	*k = (struct reader_kunw){ .s = s, .t = t, .o = o, .st = st, .kcap = reader_kernel_frames(o) };
+}
+
+int reader_kunw_make(struct reader_kunw *k, const struct perf_attr *a, unsigned aidx, struct uw_event_stats *es,
+                     const uint8_t *rec, uint32_t len, struct uw_sample *smp)
+{
+	struct uw_reader_stats *st = k->st;
+	if (!k->frames) {
+		k->frames = calloc(k->s->opts.max_frames, sizeof(*k->frames));
+		k->kbuf = calloc(k->kcap, sizeof(*k->kbuf));
+		if (!k->frames || !k->kbuf)
+			return -ENOMEM;
+	}
 	st->samples++;
 	es->samples++;
 	uint64_t id;
@@ -125,10 +137,10 @@ int reader_kunw_make(struct reader_kunw *k, struct reader_samples *ss, const str
 	}
 	memcpy(&id, rec + 8, 8);
 	const struct kunw_rec *kr = ks.rec;
-	if (ss->o->event && strcmp(a->name, ss->o->event) != 0)
+	if (k->o->event && strcmp(a->name, k->o->event) != 0)
 		return READER_DROPPED;
-	struct tracker_proc *p = tracker_sample_proc(ss->t, (int32_t)kr->pid, kr->time);
-	const char *comm = tracker_comm(ss->t, kr->pid, kr->tid);
+	struct tracker_proc *p = tracker_sample_proc(k->t, (int32_t)kr->pid, kr->time);
+	const char *comm = tracker_comm(k->t, kr->pid, kr->tid);
 	if (!kr->pid && !kr->tid && comm && comm[0] == ':')
 		comm = "swapper";
 	if (p && p->exited)
@@ -141,7 +153,7 @@ int reader_kunw_make(struct reader_kunw *k, struct reader_samples *ss, const str
 		st->malformed_samples++;
 		return READER_DROPPED;
 	}
-	if (!reader_sample_wanted(ss, kr->pid, kr->tid, comm))
+	if (!reader_sample_wanted(k->o, kr->pid, kr->tid, comm))
 		return READER_DROPPED;
 
 	*smp = (struct uw_sample){ .sz = sizeof(*smp) };
@@ -156,15 +168,15 @@ int reader_kunw_make(struct reader_kunw *k, struct reader_samples *ss, const str
 	smp->attr_index = aidx;
 	smp->comm = comm;
 	smp->event_name = a->name;
-	smp->recorded_kernel = uw_tracker_kernel(ss->t);
+	smp->recorded_kernel = uw_tracker_kernel(k->t);
 	smp->has_callchain = true;
 	unsigned nk = 0;
 	/* (the kernel's part only where the event samples the kernel) */
-	for (unsigned i = 0; i < kr->nkernel && nk < ss->kcap && !(a->flags & (1ull << 5)) /* exclude_kernel */; i++)
-		ss->kbuf[nk++] = ks.kernel[i];
-	smp->kernel = ss->kbuf;
+	for (unsigned i = 0; i < kr->nkernel && nk < k->kcap && !(a->flags & (1ull << 5)) /* exclude_kernel */; i++)
+		k->kbuf[nk++] = ks.kernel[i];
+	smp->kernel = k->kbuf;
 	smp->nr_kernel = nk;
-	smp->user = ss->frames;
+	smp->user = k->frames;
 	if (kr->stop == KUNW_STOP_NO_USER) {
 		smp->stop_reason = UW_STOP_NO_REGS;
 		st->samples_no_user++;
@@ -175,16 +187,16 @@ int reader_kunw_make(struct reader_kunw *k, struct reader_samples *ss, const str
 		 * program's) */
 		smp->stop_reason = UW_STOP_STACK_EXHAUSTED;
 	} else {
-		struct uw_tracker *t = ss->t;
-		struct unw_opts uo = { ss->s->opts.max_frames, t->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64, false,
+		struct uw_tracker *t = k->t;
+		struct unw_opts uo = { k->s->opts.max_frames, t->s->opts.no_fp_fallback != 0, &cfi_arch_x86_64, false,
 				       t->cfi_cache, NULL, NULL };
 		struct tracker_find_ctx fc = { t, p, kr->time, false, 0 };
 		struct kunw_result res;
-		kunw_finish(&ks, &uo, tracker_find_pc, &fc, ss->frames, ss->s->opts.max_frames, &res);
-		if ((kr->flags & KUNW_F_VERIFY) && verify(k, ss, &ks, &uo, &fc, &res) < 0)
+		kunw_finish(&ks, &uo, tracker_find_pc, &fc, k->frames, k->s->opts.max_frames, &res);
+		if ((kr->flags & KUNW_F_VERIFY) && verify(k, &ks, &uo, &fc, &res) < 0)
 			return -ENOMEM;
 		for (unsigned i = 0; i < res.nkernel; i++)
-			ss->frames[i].method = bpf_method(ss->frames[i].method);
+			k->frames[i].method = bpf_method(k->frames[i].method);
 		if (res.finished) {
 			smp->stack = ks.stack;
 			smp->stack_size = kr->copy_len;
@@ -193,13 +205,16 @@ int reader_kunw_make(struct reader_kunw *k, struct reader_samples *ss, const str
 		smp->stop_reason = (uint8_t)res.stop;
 		if (k->fn)
 			k->fn(k->ctx, &ks, p, smp, res.nkernel, res.finished);
-		smp->user_ip = smp->nr_user ? ss->frames[0].pc : 0;
+		smp->user_ip = smp->nr_user ? k->frames[0].pc : 0;
 	}
 	return READER_MADE;
 }
 
 void reader_kunw_free(struct reader_kunw *k)
 {
+	free(k->frames);
+	free(k->kbuf);
 	free(k->vframes);
-	k->vframes = NULL;
+	k->frames = k->vframes = NULL;
+	k->kbuf = NULL;
 }

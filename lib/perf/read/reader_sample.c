@@ -23,9 +23,8 @@ static bool in_list(const int *v, size_t n, uint32_t x)
 }
 
 /* Does the sample pass the pid, tid and comm filters? */
-bool reader_sample_wanted(const struct reader_samples *ss, uint32_t pid, uint32_t tid, const char *comm)
+bool reader_sample_wanted(const struct uw_reader_opts *o, uint32_t pid, uint32_t tid, const char *comm)
 {
-	const struct uw_reader_opts *o = ss->o;
 	if ((o->pid && pid != (uint32_t)o->pid) || (o->tid && tid != (uint32_t)o->tid))
 		return false;
 	if ((o->npids && !in_list(o->pids, o->npids, pid)) || (o->ntids && !in_list(o->tids, o->ntids, tid)))
@@ -151,7 +150,7 @@ enum reader_made reader_sample_make(struct reader_samples *ss, const struct perf
 	/* the idle task, which no COMM names: perf calls it swapper (machine__idle_thread) */
 	if (!ps.pid && !ps.tid && comm && comm[0] == ':')
 		comm = "swapper";
-	if (!reader_sample_wanted(ss, ps.pid, ps.tid, comm))
+	if (!reader_sample_wanted(ss->o, ps.pid, ps.tid, comm))
 		return READER_DROPPED;
 	/* a user part to come in a deferred callchain record (fp recordings: no stack copy): the
 	 * sample waits for it (reader_deferred.c) */
@@ -257,7 +256,7 @@ int reader_samples_init(struct reader_samples *ss, struct uw_session *s, struct 
 	*ss = (struct reader_samples){ .s = s, .t = t, .o = o, .st = st, .path = path, .in = in, .ft = ft };
 	ss->frames = calloc(s->opts.max_frames, sizeof(*ss->frames));
 	ss->regbuf = calloc(64, sizeof(*ss->regbuf));
-	ss->kcap = o->max_kernel_frames ? UW_MIN(o->max_kernel_frames, KERNEL_FRAMES_MAX) : KERNEL_FRAMES_DEFAULT;
+	ss->kcap = reader_kernel_frames(o);
 	ss->kbuf = calloc(ss->kcap, sizeof(*ss->kbuf));
 	return ss->frames && ss->regbuf && ss->kbuf ? 0 : -ENOMEM;
 }

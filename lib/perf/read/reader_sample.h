@@ -55,7 +55,12 @@ enum reader_made reader_sample_make(struct reader_samples *ss, const struct perf
                                     struct uw_event_stats *es, const uint8_t *rec, uint32_t len,
                                     const struct cut *cut, uint64_t ord, unsigned how, struct uw_sample *smp,
                                     struct reader_hold *hold);
-/* Does the sample pass the pid, tid and comm filters? */
-bool reader_sample_wanted(const struct reader_samples *ss, uint32_t pid, uint32_t tid, const char *comm);
+/* Does the sample pass the options' pid, tid and comm filters? */
+bool reader_sample_wanted(const struct uw_reader_opts *o, uint32_t pid, uint32_t tid, const char *comm);
+/* Kernel frames kept per sample, as the options say. */
+static inline unsigned reader_kernel_frames(const struct uw_reader_opts *o)
+{
+	return o->max_kernel_frames ? UW_MIN(o->max_kernel_frames, KERNEL_FRAMES_MAX) : KERNEL_FRAMES_DEFAULT;
+}
 
 #endif

@@ -83,22 +83,18 @@ static int reader_input_err(struct uw_reader *r, int err)
 
 /* ---- attributes */
 
-/* The reader's share of the attributes from index from on: their statistics, and the clock the
- * first says. */
-static int attrs_added(struct uw_reader *r, size_t from)
+/* The reader's share of the attributes the file header added (at least one): their statistics,
+ * and the clock the first says. */
+static int header_attrs_added(struct uw_reader *r)
 {
-	struct uw_event_stats *ne = realloc(r->evst, (r->at.nattrs ? r->at.nattrs : 1) * sizeof(*ne));
-	if (!ne)
+	r->evst = calloc(r->at.nattrs, sizeof(*r->evst));
+	if (!r->evst)
 		return -ENOMEM;
-	r->evst = ne;
-	for (size_t i = from; i < r->at.nattrs; i++) {
-		memset(&ne[i], 0, sizeof(*ne));
-		ne[i].sz = sizeof(*ne);
-	}
+	for (size_t i = 0; i < r->at.nattrs; i++)
+		r->evst[i].sz = sizeof(*r->evst);
 	/* perf record -k 1 (CLOCK_MONOTONIC): sample times compare with a jitdump's */
 	const struct perf_attr *a = &r->at.attrs[0];
-	if (!from && r->at.nattrs)
-		r->t->clock_monotonic = (a->flags & PA_USE_CLOCKID) && a->clockid == CLOCK_MONOTONIC;
+	r->t->clock_monotonic = (a->flags & PA_USE_CLOCKID) && a->clockid == CLOCK_MONOTONIC;
 	return 0;
 }
 
@@ -340,7 +336,7 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		r->file_mode = true;
 		err = stage_err(r, reader_file_header(&r->hdr, &r->in, &r->at), r->hdr.err_off, &r->hdr.err_what);
 		if (!err)
-			err = attrs_added(r, 0);
+			err = header_attrs_added(r);
 		if (err)
 			goto fail;
 		reader_input_records(&r->in, r->hdr.data_off, r->hdr.data_end);

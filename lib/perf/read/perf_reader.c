@@ -210,12 +210,16 @@ static int sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32
                   uint64_t ord, unsigned how)
 {
 	struct uw_sample smp;
-	struct reader_hold h;
-	switch (reader_sample_make(&r->smp, &r->at.attrs[aidx], aidx, &r->evst[aidx], rec, len, cut, ord, how, &smp, &h)) {
+	struct reader_sample_out out;
+	out.stack_of = 0;
+	switch (reader_sample_make(&r->smp, &r->at.attrs[aidx], aidx, &r->evst[aidx], rec, len, cut, ord, how, &smp, &out)) {
 	case READER_MADE:
+		/* (the stack prefix follows how far unwinding read) */
+		if (out.stack_of && r->in.cut_stacks)
+			reader_note_reach(&r->in, out.reach, out.stack_of);
 		return hand_on(r, aidx, &smp);
 	case READER_HOLD: {
-		int err = reader_deferred_hold(&r->def, aidx, rec, len, h.tid, h.time, h.cookie, ord);
+		int err = reader_deferred_hold(&r->def, aidx, rec, len, out.tid, out.time, out.cookie, ord);
 		deferred_counts(r);
 		return err;
 	}

@@ -91,7 +91,7 @@ static const uint8_t *fetch_whole(void *ctx, uint64_t *size)
 /* The user part of a sample with a register and stack copy: unwound by the tracker, the bytes
  * past a cut copy pulled from the file when the unwinding wants them. */
 static void unwind_user(struct reader_samples *ss, const struct perf_attr *a, const struct perf_sample *ps, uint16_t misc,
-                        const struct cut *cut, uint64_t time, struct uw_sample *smp)
+                        const struct cut *cut, uint64_t time, struct uw_sample *smp, struct reader_sample_out *out)
 {
 	/* the register block may be unaligned inside the record: copy it (at most 64 bits set) */
 	memcpy(ss->regbuf, ps->regs, ps->nregs * 8);
@@ -112,10 +112,11 @@ static void unwind_user(struct reader_samples *ss, const struct perf_attr *a, co
 	smp->user_ip = res.ip;
 	smp->user_sp = res.sp;
 	smp->user_fp = res.fp;
-	uint64_t reach = res.stack_used;
 	ss->st->stack_bytes_read += ps->stack_size;
-	if (ss->in->cut_stacks && ps->stack_size)
-		reader_note_reach(ss->in, reach, cut && cut->cut ? cut->len : ps->stack_size);
+	if (ps->stack_size) {
+		out->reach = res.stack_used;
+		out->stack_of = cut && cut->cut ? cut->len : ps->stack_size;
+	}
 	smp->nr_user = res.nr_frames;
 	smp->stop_reason = (uint8_t)res.stop;
 }
@@ -123,7 +124,7 @@ static void unwind_user(struct reader_samples *ss, const struct perf_attr *a, co
 enum reader_made reader_sample_make(struct reader_samples *ss, const struct perf_attr *a, unsigned aidx,
                                     struct uw_event_stats *es, const uint8_t *rec, uint32_t len,
                                     const struct cut *cut, uint64_t ord, unsigned how, struct uw_sample *smp,
-                                    struct reader_hold *hold)
+                                    struct reader_sample_out *out)
 {
 	struct uw_reader_stats *st = ss->st;
 	struct perf_sample ps;
@@ -157,7 +158,9 @@ enum reader_made reader_sample_make(struct reader_samples *ss, const struct perf
 	uint64_t cookie, at;
 	if (!(how & READER_SAMPLE_REDELIVERED) && (a->sample_type & PS_CALLCHAIN) && !(ps.regs_abi && ps.stack_dyn) &&
 	    reader_deferred_cookie(&ps, &cookie, &at)) {
-		*hold = (struct reader_hold){ ps.tid, ps.time, cookie };
+		out->tid = ps.tid;
+		out->time = ps.time;
+		out->cookie = cookie;
 		return READER_HOLD;
 	}
 	if (p && p->exited)
@@ -205,7 +208,7 @@ enum reader_made reader_sample_make(struct reader_samples *ss, const struct perf
 	smp->user = ss->frames;
 	smp->has_callchain = (a->sample_type & (PS_CALLCHAIN | PS_REGS_USER)) != 0;
 	if (have_stack) {
-		unwind_user(ss, a, &ps, misc, cut, fc.time, smp);
+		unwind_user(ss, a, &ps, misc, cut, fc.time, smp, out);
 	} else if (nu_chain) {
 		smp->nr_user = nu_chain;
 		int stated = ss->ft->stops ? reader_stated_stop(ss->ft, ord) : -1;

@@ -20,7 +20,7 @@ struct reader_samples {
 	const struct uw_reader_opts *o; /* the reader's options (read only): filters, event, stack_limit */
 	struct uw_reader_stats *st;     /* the reader's counts, where the stage counts its share */
 	const char *path;               /* (its warning names the input) */
-	struct reader_input *in;        /* a cut sample read back whole; the stacks' reach told */
+	struct reader_input *in;        /* a cut sample read back whole from it */
 	const struct reader_features *ft; /* the stop reasons the file states (read only) */
 	/* the buffers of the sample being made (valid until the next) */
 	struct uw_frame *frames;        /* max_frames */
@@ -32,13 +32,18 @@ struct reader_samples {
 /* What became of a sample record. */
 enum reader_made {
 	READER_DROPPED,          /* malformed, or filtered out (counted) */
-	READER_MADE,             /* *smp made (its frames in the stage's buffers) */
-	READER_HOLD,             /* its user part comes in a deferred callchain: *hold says which */
+	READER_MADE,             /* *smp made (its frames in the stage's buffers), *out its reach */
+	READER_HOLD,             /* its user part comes in a deferred callchain: *out says which */
 };
 
-struct reader_hold {
+/* What the reader needs besides the sample. */
+struct reader_sample_out {
+	/* READER_HOLD: the thread, time and cookie it waits with */
 	uint32_t tid;
 	uint64_t time, cookie;
+	/* READER_MADE: how far into its stack of stack_of bytes the unwinding read (0: no stack
+	 * unwound), which the input's stack prefix follows */
+	uint64_t reach, stack_of;
 };
 
 /* How a record comes to the stage. */
@@ -54,7 +59,7 @@ void reader_samples_free(struct reader_samples *ss);
 enum reader_made reader_sample_make(struct reader_samples *ss, const struct perf_attr *a, unsigned aidx,
                                     struct uw_event_stats *es, const uint8_t *rec, uint32_t len,
                                     const struct cut *cut, uint64_t ord, unsigned how, struct uw_sample *smp,
-                                    struct reader_hold *hold);
+                                    struct reader_sample_out *out);
 /* Does the sample pass the options' pid, tid and comm filters? */
 bool reader_sample_wanted(const struct uw_reader_opts *o, uint32_t pid, uint32_t tid, const char *comm);
 /* Kernel frames kept per sample, as the options say. */

@@ -199,12 +199,6 @@ int reader_stitch_flush(struct uw_reader *r)
 	return err;
 }
 
-/* A sample made: through stitching when it is on, else to the consumer. */
-static int hand_on(struct uw_reader *r, unsigned aidx, struct uw_sample *smp)
-{
-	return r->o.stitch ? reader_stitch_sample(r, aidx, smp) : deliver_sample(r, aidx, smp);
-}
-
 /* A SAMPLE record (how: as it comes to the sample stage). */
 static int sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, const struct cut *cut,
                   uint64_t ord, unsigned how)
@@ -217,7 +211,8 @@ static int sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32
 		/* (the stack prefix follows how far unwinding read) */
 		if (out.stack_of && r->in.cut_stacks)
 			reader_note_reach(&r->in, out.reach, out.stack_of);
-		return hand_on(r, aidx, &smp);
+		/* through stitching when it is on, else to the consumer */
+		return r->o.stitch ? reader_stitch_sample(r, aidx, &smp) : deliver_sample(r, aidx, &smp);
 	case READER_HOLD: {
 		int err = reader_deferred_hold(&r->def, aidx, rec, len, out.tid, out.time, out.cookie, ord);
 		deferred_counts(r);
@@ -246,7 +241,7 @@ static int kunw_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, u
 		return made < 0 ? made : 0;
 	r->cur_rec = r->kunw.raw;
 	r->cur_len = r->kunw.raw_len;
-	return hand_on(r, aidx, &smp);
+	return r->o.stitch ? reader_stitch_sample(r, aidx, &smp) : deliver_sample(r, aidx, &smp);
 }
 
 /* ---- opening */

@@ -12,8 +12,13 @@ alternately, N times each (env N, default 9), medians.
 
 Prints a Markdown table: per round trip the wall time and the program's CPU time, their ratios
 to the program alone, the recorder's own CPU per switch-out (its summary line's "own CPU",
-which includes unwinding), the switch-outs whose stack was taken, the offcpu-time samples
-written and the records the kernel lost (rings full). The ping-pong is serial (one thread runs
+which includes unwinding), the switch-outs whose stack was taken, how many of those stacks the
+kernel-unwinding program walked at the switch (in parentheses: of those, handed over to user
+space with a stack copy because the process's tables were not loaded yet: a command's first
+switch-outs, until the loop has loaded them) and how many the kernel copied (--unwind kernel:
+walked, no copy; --unwind copy: copied), the program's own time per run (at CPU samples / at
+switch-outs; only with BPF_STATS=1, which turns kernel.bpf_stats_enabled on for the runs), the
+offcpu-time samples written and the records the kernel lost (rings full). The ping-pong is serial (one thread runs
 at a time), so on an otherwise idle machine with a CPU left for the recorder its slowdown is
 its CPU ratio; the wall ratio is that plus whatever the machine's other load did to each run
 (the load average is printed). For comparison, perf: `perf record --off-cpu` when this
@@ -21,7 +26,7 @@ perf has it (a BPF skeleton build; without one perf ignores the option and says 
 always perf's recording of the same data as unwound's mechanism (a context-switches sample
 with a DWARF stack copy at every switch-out, plus switch records), processed offline.
 
-usage: [N=9] [RATE=100000] bench/offcpu.py BUILD [ROUND_TRIPS]
+usage: [N=9] [RATE=100000] [BPF_STATS=1] bench/offcpu.py BUILD [ROUND_TRIPS]
 """
 import os, re, statistics, subprocess, sys, tempfile
 
@@ -57,16 +62,22 @@ if rate > 0:
         r = alone(work)
         work = max(int(work + (target - r) / (2 * per_iter)), 0)
 
+# (-v: the kernel-unwinding program's run count and time, with kernel.bpf_stats_enabled)
+rec = [uw, "record", "-v", "-e", "cpu-clock", "-o", out]
 configs = [
     ("alone", []),
-    ("unwound record (CPU samples only)", [uw, "record", "-e", "cpu-clock", "-o", out, "--"]),
-    ("unwound record --off-cpu", [uw, "record", "--off-cpu", "-e", "cpu-clock", "-o", out, "--"]),
-    ("unwound record --off-cpu --off-cpu-every 10",
-     [uw, "record", "--off-cpu", "--off-cpu-every", "10", "-e", "cpu-clock", "-o", out, "--"]),
-    ("unwound record --off-cpu --off-cpu-every 100",
-     [uw, "record", "--off-cpu", "--off-cpu-every", "100", "-e", "cpu-clock", "-o", out, "--"]),
-    ("unwound record --off-cpu --stack-size 2048",
-     [uw, "record", "--off-cpu", "--stack-size", "2048", "-e", "cpu-clock", "-o", out, "--"]),
+    ("unwound record (CPU samples only)", rec + ["--"]),
+    ("unwound record --off-cpu --unwind kernel (stacks walked at the switch)",
+     rec + ["--off-cpu", "--unwind", "kernel", "--"]),
+    ("unwound record --off-cpu --unwind copy (16 KiB copied per switch)", rec + ["--off-cpu", "--unwind", "copy", "--"]),
+    ("unwound record --off-cpu --unwind kernel --off-cpu-every 10",
+     rec + ["--off-cpu", "--unwind", "kernel", "--off-cpu-every", "10", "--"]),
+    ("unwound record --off-cpu --unwind kernel --off-cpu-every 100",
+     rec + ["--off-cpu", "--unwind", "kernel", "--off-cpu-every", "100", "--"]),
+    ("unwound record --off-cpu --unwind copy --off-cpu-every 100",
+     rec + ["--off-cpu", "--unwind", "copy", "--off-cpu-every", "100", "--"]),
+    ("unwound record --off-cpu --unwind copy --stack-size 2048",
+     rec + ["--off-cpu", "--unwind", "copy", "--stack-size", "2048", "--"]),
 ]
 probe = subprocess.run(["perf", "record", "--off-cpu", "-o", out, "--", "true"], capture_output=True, text=True)
 perf_offcpu = probe.returncode == 0 and "ignored" not in probe.stderr
@@ -82,17 +93,30 @@ def run(pre):
     cpu = re.search(r"own CPU ([\d.]+) s", err)
     oc = re.search(r"(\d+) switch-outs sampled.*?, (\d+) offcpu-time samples", err)
     lost = re.search(r"(\d+) lost", err) or re.search(r"lost (\d+) chunks", err)
+    where = re.search(r"off-CPU stacks: (\d+) walked in the kernel at the switch \((\d+) of them.*?, (\d+) copied", err)
+    prog = re.search(r"the program ran (\d+) times, (\d+) ns in all.*?at the switch-outs (\d+) times, (\d+) ns", err)
     return (rtt, float(cpu.group(1)) if cpu else 0.0,
-            (int(oc.group(1)), int(oc.group(2))) if oc else None, int(lost.group(1)) if lost else 0, cpurt)
+            (int(oc.group(1)), int(oc.group(2))) if oc else None, int(lost.group(1)) if lost else 0, cpurt,
+            (int(where.group(1)), int(where.group(3)), int(where.group(2))) if where else None,
+            (int(prog.group(1)), int(prog.group(2)), int(prog.group(3)), int(prog.group(4)))
+            if prog and int(prog.group(1)) + int(prog.group(3)) else None)
 
 
 load0 = f"{os.getloadavg()[0]:.1f}"
 res = {name: [] for name, _ in configs}
+# BPF_STATS=1: kernel.bpf_stats_enabled on during the runs (put back after), for the program's
+# own time per run (it adds ~20 ns to every BPF program of the machine while on)
+stats_path, stats_old = "/proc/sys/kernel/bpf_stats_enabled", None
+if os.environ.get("BPF_STATS") == "1":
+    stats_old = open(stats_path).read().strip()
+    open(stats_path, "w").write("1")
 try:
     for _ in range(runs):
         for name, pre in configs:
             res[name].append(run(pre))
 finally:
+    if stats_old is not None:
+        open(stats_path, "w").write(stats_old)
     if os.path.exists(out):
         os.unlink(out)
 base = statistics.median(r[0] for r in res["alone"])
@@ -101,8 +125,9 @@ cal = f"calibrated for {rate:,.0f} switch-outs/s alone" if rate else "none: as f
 print(f"{n} round trips, WORK={work} per pass ({cal}), "
       f"{runs} runs each, alternating; medians; load average {load0} before, {os.getloadavg()[0]:.1f} after\n")
 print("| configuration | wall ns per round trip | wall / alone | CPU ns per round trip | CPU / alone | "
-      "recorder CPU per switch-out | switch-outs with a stack | offcpu-time samples | records lost |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+      "recorder CPU per switch-out | switch-outs with a stack | stacks walked in the kernel (handed over) / copied | "
+      "program ns per run (samples / switch-outs) | offcpu-time samples | records lost |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for name, _ in configs:
     rtt = statistics.median(r[0] for r in res[name])
     cpurt = statistics.median(r[4] for r in res[name])
@@ -112,8 +137,15 @@ for name, _ in configs:
     written = statistics.median(o[1] for o in ocs) if ocs else 0
     lost = statistics.median(r[3] for r in res[name])
     per = f"{cpu / (2 * n) * 1e9:.0f} ns" if cpu else "-"
+    wh = [r[5] for r in res[name] if r[5]]
+    where = (f"{statistics.median(w[0] for w in wh):,.0f} ({statistics.median(w[2] for w in wh):,.0f}) / "
+             f"{statistics.median(w[1] for w in wh):,.0f}") if wh else "-"
+    # per run: the CPU samples' program / the switch-outs' (with BPF_STATS=1)
+    pr = [r[6] for r in res[name] if r[6]]
+    per_run = lambda c, t: f"{statistics.median(p[t] / p[c] for p in pr):,.0f}" if pr and all(p[c] for p in pr) else "-"
+    prog_ns = f"{per_run(0, 1)} / {per_run(2, 3)}" if pr else "-"
     print(f"| {name} | {rtt:.0f} | {rtt / base:.2f} | {cpurt:.0f} | {cpurt / base_cpu:.3f} | {per} | "
-          f"{sampled:,.0f} | {written:,.0f} | {lost:,.0f} |")
+          f"{sampled:,.0f} | {where} | {prog_ns} | {written:,.0f} | {lost:,.0f} |")
 if not perf_offcpu:
     print("\nperf record --off-cpu: not measured, this perf ignores it: "
           + (probe.stderr.strip().splitlines() or ["?"])[0][:120])

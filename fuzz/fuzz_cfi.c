@@ -3,7 +3,7 @@
  * slow-path interpreter. The first byte picks the section kind. */
 #include <stdint.h>
 
-#include "cfi/cfi.h"
+#include "cfi/cfi_find.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfi/cfi.h"
+#include "cfi/cfi_find.h"
 #include "elf/elfview.h"
 #include "symbolize/symtab.h"
 

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cfi/cfi.h"
+#include "cfi/cfi_find.h"
 #include "cfi/sframe.h"
 
 static int count(void *ctx, const struct sframe_row *r)

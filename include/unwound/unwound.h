@@ -734,14 +734,17 @@ UW_API UW_EXPERIMENTAL int uw_unwind_sample_walk(struct uw_tracker *t, const str
  *
  * Threads: a struct uw_event is read-only once made (any number of threads may decode with it);
  * a struct uw_order is used by one thread at a time. Neither needs a session.
+ *
+ * Experimental: every call of this section (and its types: struct uw_record, uw_order_opts,
+ * uw_order_stats, uw_order_fn).
  */
 
 /* An event's perf_event_attr, decoded once for the records of its rings. */
 struct uw_event;
-/* attr: a perf_event_attr of size bytes (PERF_ATTR_SIZE_VER0, 64, or more), copied. @return
+/* Experimental. attr: a perf_event_attr of size bytes (PERF_ATTR_SIZE_VER0, 64, or more), copied. @return
  * NULL with errno set: EINVAL for a size below 64 or past 4096, ENOMEM. */
-UW_API struct uw_event *uw_event_new(const void *attr, size_t size);
-UW_API void uw_event_free(struct uw_event *ev);
+UW_API UW_EXPERIMENTAL struct uw_event *uw_event_new(const void *attr, size_t size);
+UW_API UW_EXPERIMENTAL void uw_event_free(struct uw_event *ev);
 
 /* A record decoded: the fields its type has; the others are zero. Pointers point into the
  * record given (valid as long as it is). */
@@ -787,7 +790,7 @@ struct uw_record {
 	const char *error;
 };
 
-/* Decodes a raw record (perf_event_header and body, len bytes, 8-byte aligned as in a ring:
+/* Experimental. Decodes a raw record (perf_event_header and body, len bytes, 8-byte aligned as in a ring:
  * copy a record that wraps around the ring's end into a buffer of uint64_t) of event ev.
  * SAMPLE, MMAP, MMAP2, COMM, FORK, EXIT, LOST and LOST_SAMPLES are decoded; any other type
  * gets its header and sample_id trailer. out->sz set by the caller (fields past it are not
@@ -795,10 +798,10 @@ struct uw_record {
  * -UW_ETRUNC (len shorter than the header says, or than the fields the type has);
  * -UW_EFORMAT (sizes that do not add up: a callchain, registers or stack past the record's end,
  * a path or name not terminated); out->error says which. */
-UW_API int uw_record_decode(const struct uw_event *ev, const void *rec, size_t len, struct uw_record *out);
+UW_API UW_EXPERIMENTAL int uw_record_decode(const struct uw_event *ev, const void *rec, size_t len, struct uw_record *out);
 
 /*
- * Records of several rings merged in time order. Each ring's records come in its own order
+ * Experimental. Records of several rings merged in time order. Each ring's records come in its own order
  * (a per-CPU ring is in time order); the merge holds them and hands them to fn oldest first
  * (equal times in the order pushed).
  *
@@ -818,19 +821,21 @@ struct uw_order_opts {
 	size_t max_bytes;           /* bytes of records held (copied): past it a release hands on
 	                             * the oldest before their turn (late ones may follow); 0: 64 MiB */
 };
-/* @return NULL with errno set (EINVAL, E2BIG: a larger opts with a field this library does not
- * know set, ENOMEM). */
-UW_API struct uw_order *uw_order_new(const struct uw_order_opts *opts);
-UW_API void uw_order_free(struct uw_order *o);
+/* Experimental. @return NULL with errno set (EINVAL, E2BIG: a larger opts with a field this
+ * library does not know set, ENOMEM). */
+UW_API UW_EXPERIMENTAL struct uw_order *uw_order_new(const struct uw_order_opts *opts);
+UW_API UW_EXPERIMENTAL void uw_order_free(struct uw_order *o);
 /* A record handed on: its ring, time and bytes (valid during the call); non-zero stops the
  * release (returned by it; the records not handed on stay held). */
 typedef int (*uw_order_fn)(void *ctx, unsigned ring, uint64_t time, const void *rec, size_t len);
-/* Holds a record (copied) of ring `ring` with its time (uw_record_decode's; a record without
+/* Experimental. Holds a record (copied) of ring `ring` with its time (uw_record_decode's; a record without
  * one: the time of its ring's record before). @return 0, -EINVAL, -ENOMEM. */
-UW_API int uw_order_push(struct uw_order *o, unsigned ring, uint64_t time, const void *rec, size_t len);
-UW_API int uw_order_round(struct uw_order *o, uw_order_fn fn, void *ctx);
-UW_API int uw_order_release_to(struct uw_order *o, uint64_t time, uw_order_fn fn, void *ctx);
-UW_API int uw_order_flush(struct uw_order *o, uw_order_fn fn, void *ctx);
+UW_API UW_EXPERIMENTAL int uw_order_push(struct uw_order *o, unsigned ring, uint64_t time, const void *rec,
+                                         size_t len);
+/* Experimental. The releases (see above). */
+UW_API UW_EXPERIMENTAL int uw_order_round(struct uw_order *o, uw_order_fn fn, void *ctx);
+UW_API UW_EXPERIMENTAL int uw_order_release_to(struct uw_order *o, uint64_t time, uw_order_fn fn, void *ctx);
+UW_API UW_EXPERIMENTAL int uw_order_flush(struct uw_order *o, uw_order_fn fn, void *ctx);
 struct uw_order_stats {
 	size_t sz;
 	uint64_t pushed, released;
@@ -838,7 +843,8 @@ struct uw_order_stats {
 	uint64_t late;              /* pushed older than a record already released */
 	uint64_t early;             /* released before their turn to keep to max_bytes */
 };
-UW_API int uw_order_stats(const struct uw_order *o, struct uw_order_stats *st);
+/* Experimental. */
+UW_API UW_EXPERIMENTAL int uw_order_stats(const struct uw_order *o, struct uw_order_stats *st);
 
 /* ---------------------------------------------------------------- perf.data reader */
 
@@ -1051,6 +1057,15 @@ struct uw_record_status {
 	uint64_t kernel_lost;      /* samples the program could not hand over (its ring was full) */
 	uint64_t kernel_map_bytes; /* the most bytes held in BPF maps (tables and mappings) */
 	uint64_t kernel_tables;    /* module tables loaded into BPF maps */
+	/* (opts.off_cpu) where the switch-out stacks came from: */
+	uint64_t offcpu_kernel;    /* walked in the kernel at the switch (kernel unwinding: no stack
+	                            * copied; included in kernel_samples) */
+	uint64_t offcpu_kernel_finished; /* of those, finished in user space from the program's stack
+	                            * copy (included in kernel_finished) */
+	uint64_t offcpu_copied;    /* copied by the kernel at the switch (stack copies: --unwind
+	                            * copy, or kernel unwinding unavailable) */
+	uint64_t offcpu_blocked;   /* threads of -p/-t found blocked at the start, their stacks read
+	                            * with process_vm_readv */
 };
 
 struct uw_record_opts {

@@ -9,6 +9,9 @@
  * register + offset, where the return address and the frame pointer are saved. Anything else
  * (DWARF expressions, registers saved in registers, ...) is marked COMPLEX and re-derived from
  * the FDE for that one pc by the interpreter, which keeps the table small and exact.
+ *
+ * The lookup itself (cfi_table_find_cached, ...) is in cfi_find.h, for callers: it calls into
+ * cfi_table.c, which includes only this header.
  */
 #ifndef UW_CFI_H
 #define UW_CFI_H
@@ -196,11 +199,12 @@ int cfi_table_build_lazy(struct cfi_table *t, const struct cfi_arch *arch, const
                          const struct cfi_section *hdr);
 bool cfi_lazy_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule);
 
-/* The search for the rule covering pc. @return false when none does. */
-static inline bool cfi_table_search(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule)
+/* The search of a full-mode table (t->lazy false) for the rule covering pc. @return false when
+ * none does. (Lookups go through cfi_find.h, which chooses between this and cfi_lazy_find;
+ * always inlined so that the unwinder's code is the same as with one search function.) */
+__attribute__((always_inline)) static inline bool cfi_rows_search(const struct cfi_table *t, uint64_t pc,
+                                                                  const struct cfi_rule **rule)
 {
-	if (t->lazy)
-		return cfi_lazy_find(t, pc, rule);
 	if (UW_UNLIKELY(pc < t->base || pc >= t->end || !t->n))
 		return false;
 	uint64_t rel = pc - t->base;
@@ -228,31 +232,6 @@ static inline bool cfi_table_search(struct cfi_table *t, uint64_t pc, const stru
 
 /* A lookup that missed the cache: searched, and the entry filled. */
 bool cfi_cache_fill(struct cfi_table *t, struct cfi_cache_ent *e, uint64_t pc, const struct cfi_rule **rule);
-
-/* Finds the rule covering pc, through a lookup cache (NULL: none). @return false when none does.
- * (The hit path is every frame's: kept small, and inlined.) */
-__attribute__((always_inline)) static inline bool cfi_table_find_cached(struct cfi_table *t, struct cfi_cache *c,
-                                                                        uint64_t pc, const struct cfi_rule **rule)
-{
-	if (!c || !t->serial || pc == UINT64_MAX)
-		return cfi_table_search(t, pc, rule);
-	unsigned slot = (unsigned)t->serial & 63;
-	struct cfi_cache_ent *ents = c->recent[slot].serial == t->serial ? c->recent[slot].ents
-									 : cfi_cache_entries(c, t->serial);
-	if (!ents)
-		return cfi_table_search(t, pc, rule);
-	struct cfi_cache_ent *e = &ents[base_hash64(pc) & ((1u << CFI_CACHE_BITS) - 1)];
-	if (e->tag == pc + 1) {
-		*rule = e->rule;
-		return e->rule != NULL;
-	}
-	return cfi_cache_fill(t, e, pc, rule);
-}
-
-static inline bool cfi_table_find(struct cfi_table *t, uint64_t pc, const struct cfi_rule **rule)
-{
-	return cfi_table_search(t, pc, rule);
-}
 
 /* Slow path: the full rule set at pc for a COMPLEX rule (or any pc covered by an FDE at fde_off
  * in section secidx). @return 0 or a negative error. */

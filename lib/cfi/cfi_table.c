@@ -694,7 +694,7 @@ struct cfi_cache_ent *cfi_cache_entries(struct cfi_cache *c, uint64_t serial)
 
 bool cfi_cache_fill(struct cfi_table *t, struct cfi_cache_ent *e, uint64_t pc, const struct cfi_rule **rule)
 {
-	bool found = cfi_table_search(t, pc, rule);
+	bool found = t->lazy ? cfi_lazy_find(t, pc, rule) : cfi_rows_search(t, pc, rule);
 	e->tag = pc + 1;
 	e->rule = found ? *rule : NULL;
 	return found;

@@ -660,8 +660,11 @@ static __always_inline __u32 copy_stack(struct kunw_scratch *s, __u32 pos, __u64
 	return got;
 }
 
-SEC("perf_event")
-int kunw_sample(struct bpf_perf_event_data *ctx)
+/* A sample of an event: its stack walked, the record written. kind says what the event is to
+ * user space (KUNW_KIND_*): one body, two entry programs below, because what is attached to
+ * an event is inherited with it (a thread's copy of a per-task event gets the program, not the
+ * attach cookie). */
+static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 {
 	struct kunw_scratch *s = scratch();
 	struct kunw_counters *cnt = counters();
@@ -677,6 +680,7 @@ int kunw_sample(struct bpf_perf_event_data *ctx)
 	rec->cpu = bpf_get_smp_processor_id();
 	rec->time = bpf_ktime_get_ns();
 	rec->period = ctx->sample_period;
+	rec->kind = kind;
 	long kb = bpf_get_stack(ctx, s->data, KUNW_MAX_KFRAMES * 8, 0);
 	__u32 nk = kb > 0 ? (__u32)kb / 8 : 0;
 	if (nk > KUNW_MAX_KFRAMES)
@@ -753,4 +757,20 @@ int kunw_sample(struct bpf_perf_event_data *ctx)
 		cnt->records++;
 	/* the sample is delivered here, not in perf's buffer */
 	return 0;
+}
+
+/* A sampling event's sample (CPU samples). */
+SEC("perf_event")
+int kunw_sample(struct bpf_perf_event_data *ctx)
+{
+	return sample(ctx, KUNW_KIND_SAMPLE);
+}
+
+/* A switch-out (the context-switches software event of record --off-cpu): the stack the thread
+ * blocks in, walked in its context at the switch. Loaded only when asked for (kunw_opts.switches):
+ * the verifier checks the body again. */
+SEC("perf_event")
+int kunw_switch(struct bpf_perf_event_data *ctx)
+{
+	return sample(ctx, KUNW_KIND_SWITCH);
 }

@@ -106,6 +106,8 @@ struct kunw_opts {
 	unsigned max_modules;    /* module tables loaded (0: 4096) */
 	unsigned ring_bytes;     /* ring buffer (0: 32 MiB; a power of 2, >= 4096) */
 	bool verify;             /* every record also carries frame 0's registers and a copy */
+	bool switches;           /* also load the switch-out program (kunw_attach_switch); the
+	                          * verifier then checks the walk twice */
 };
 
 /* Opens and loads the program (the verifier runs here). On failure, a message (the end of the
@@ -115,8 +117,14 @@ int kunw_open(const struct kunw_opts *o, struct kunw **out, char *err, size_t er
 void kunw_close(struct kunw *k);
 
 /* Attaches the program to a perf event fd (a sampling event: its samples are then delivered as
- * records instead of in the event's own buffer). The fd stays the caller's. */
+ * records instead of in the event's own buffer, so the kernel copies no stack for them). The fd
+ * stays the caller's. */
 int kunw_attach(struct kunw *k, int perf_fd);
+/* The same for a context-switches software event (kunw_opts.switches): the same walk at each
+ * switch-out, its records of kind KUNW_KIND_SWITCH (kunw_attach's: KUNW_KIND_SAMPLE). Another
+ * entry program, not an attach cookie: a per-task event's copies in new threads (inherit) get
+ * the program but not the cookie. -EINVAL without kunw_opts.switches. */
+int kunw_attach_switch(struct kunw *k, int perf_fd);
 
 /* Sets the executable mappings of process pid (any order; copied), replacing what it had:
  * at once, for every CPU. Mappings whose module has no table loaded yet are handed to user
@@ -151,11 +159,12 @@ int kunw_poll(struct kunw *k, int timeout_ms, kunw_sample_fn fn, void *ctx);
 /* The program's counters, summed over CPUs. */
 int kunw_counters(struct kunw *k, struct kunw_counters *out);
 /* The program's run count and time (kernel.bpf_stats_enabled or bpf_enable_stats) and the
- * instructions the verifier processed. */
+ * instructions the verifier processed; the switch-out program's run count and time apart. */
 struct kunw_prog_info {
 	uint64_t run_cnt, run_time_ns;
 	uint32_t verified_insns;
 	uint32_t xlated_bytes, jited_bytes;
+	uint64_t switch_run_cnt, switch_run_time_ns; /* the switch-out program's (kunw_opts.switches) */
 };
 int kunw_prog_info(struct kunw *k, struct kunw_prog_info *out);
 #endif

@@ -135,6 +135,10 @@ enum {
 #define KUNW_F_VERIFY 0x08       /* (verify mode) regs and copy are frame 0's, for checking */
 #define KUNW_F_IS_CALL 0x10      /* the regs' pc is a return address */
 
+/* What the event sampled is (struct kunw_rec.kind) */
+#define KUNW_KIND_SAMPLE 0       /* a sampling event (CPU samples) */
+#define KUNW_KIND_SWITCH 1       /* a context-switches event: a switch-out (record --off-cpu) */
+
 struct kunw_rec {
 	__u32 size;          /* of the whole record */
 	__u16 nkernel;       /* kernel callchain entries */
@@ -148,7 +152,8 @@ struct kunw_rec {
 	__u32 copy_len;      /* stack bytes after the frames, from regs[KUNW_R_RSP] up */
 	__u32 gen;           /* the process's mapping generation the walk used */
 	__u32 valid;         /* (KUNW_F_REGS) valid registers, bit per DWARF number */
-	__u32 pad;
+	__u32 kind;          /* KUNW_KIND_*: which entry program wrote it (kunw_attach,
+	                      * kunw_attach_switch) */
 	__u64 time;          /* CLOCK_MONOTONIC, ns (bpf_ktime_get_ns) */
 	__u64 period;
 	__u64 regs[KUNW_NREGS]; /* (KUNW_F_REGS) DWARF order */

@@ -39,6 +39,7 @@ struct kunw {
 	unsigned max_procs, max_modules;
 	uint32_t gen;
 	int ncpus;
+	bool switches;             /* kunw_switch loaded */
 	kunw_sample_fn fn;
 	void *fn_ctx;
 	int fn_ret;
@@ -64,6 +65,7 @@ static void verifier_tail(const struct kunw_opts *o, int ncpus, char *err, size_
 		goto out;
 	bpf_map__set_max_entries(skel->maps.kunw_scratch, (uint32_t)ncpus);
 	skel->rodata->kunw_max_frames = o->max_frames;
+	bpf_program__set_autoload(skel->progs.kunw_switch, false); /* (the same body) */
 	bpf_program__set_log_buf(skel->progs.kunw_sample, log, size);
 	bpf_program__set_log_level(skel->progs.kunw_sample, 1);
 	if (kunw_bpf__load(skel) == 0)
@@ -139,6 +141,8 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 	s->rodata->kunw_max_frames = o.max_frames;
 	s->rodata->kunw_copy_bytes = o.copy_bytes;
 	s->rodata->kunw_verify = o.verify;
+	bpf_program__set_autoload(s->progs.kunw_switch, o.switches);
+	k->switches = o.switches;
 	s->rodata->kunw_wakeup_bytes = o.ring_bytes / 8;
 	if ((e = bpf_map__set_max_entries(s->maps.kunw_scratch, (uint32_t)ncpus)) ||
 	    (e = bpf_map__set_max_entries(s->maps.kunw_ring, o.ring_bytes)) ||
@@ -181,7 +185,21 @@ void kunw_close(struct kunw *k)
 	free(k);
 }
 
+static int attach(struct kunw *k, struct bpf_program *prog, int perf_fd);
+
 int kunw_attach(struct kunw *k, int perf_fd)
+{
+	return attach(k, k->skel->progs.kunw_sample, perf_fd);
+}
+
+int kunw_attach_switch(struct kunw *k, int perf_fd)
+{
+	if (!k->switches)
+		return -EINVAL;
+	return attach(k, k->skel->progs.kunw_switch, perf_fd);
+}
+
+static int attach(struct kunw *k, struct bpf_program *prog, int perf_fd)
 {
 	struct bpf_link **slot = base_vec_push(&k->links);
 	if (!slot)
@@ -189,7 +207,7 @@ int kunw_attach(struct kunw *k, int perf_fd)
 	/* (the link owns the fd it is given and closes it: it gets a copy) */
 	int fd = fcntl(perf_fd, F_DUPFD_CLOEXEC, 0);
 	libbpf_print_fn_t old = libbpf_set_print(libbpf_quiet);
-	struct bpf_link *l = fd >= 0 ? bpf_program__attach_perf_event(k->skel->progs.kunw_sample, fd) : NULL;
+	struct bpf_link *l = fd >= 0 ? bpf_program__attach_perf_event(prog, fd) : NULL;
 	libbpf_set_print(old);
 	if (!l) {
 		int e = -errno;
@@ -409,6 +427,14 @@ int kunw_prog_info(struct kunw *k, struct kunw_prog_info *out)
 	if (bpf_obj_get_info_by_fd(bpf_program__fd(k->skel->progs.kunw_sample), &info, &len))
 		return -errno;
 	*out = (struct kunw_prog_info){ info.run_cnt, info.run_time_ns, info.verified_insns, info.xlated_prog_len,
-		                        info.jited_prog_len };
+		                        info.jited_prog_len, 0, 0 };
+	if (k->switches) {
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(k->skel->progs.kunw_switch), &info, &len))
+			return -errno;
+		out->switch_run_cnt = info.run_cnt;
+		out->switch_run_time_ns = info.run_time_ns;
+	}
 	return 0;
 }

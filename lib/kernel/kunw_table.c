@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "cfi/cfi_find.h"
 #include "kernel/kunw.h"
 
 /* the program's methods are the public ones */

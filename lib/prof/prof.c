@@ -22,15 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "prof/prof.h"
-
-uint64_t iprof_now_ns(clockid_t clk)
-{
-	struct timespec ts;
-	if (clock_gettime(clk, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "prof/iprof.h"
 
 /* ---- fork */
 

@@ -4,7 +4,7 @@
  * uw_unwind_sample (the registers in perf's layout, the stack copy) against a live tracker of
  * this process, and adds the stack to the profile with the thread's name. It wakes every
  * scan period (250 ms), or sooner when a ring is half full; it also scans
- * /proc/self/task (iprof_threads.c) and watches the loaded objects (iprof_maps.c).
+ * /proc/self/task (prof_threads.c) and watches the loaded objects (prof_maps.c).
  *
  * Ordering with dlclose: records carry the mappings' generation they were taken in. A pass
  * first unwinds every record of the tracker's generation, then, if the generation moved,
@@ -20,7 +20,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "prof/prof.h"
+#include "prof/iprof.h"
 
 /* ---- thread names, interned: a profile keeps each sample's name by pointer */
 struct iprof_comm {
@@ -239,7 +239,7 @@ int iprof_collector_start(struct uw_prof *p)
 		return -ENOMEM;
 	atomic_store(&iprof_g.wake_fd, p->efd);
 	/* no signal is delivered to it (the program's process-wide signals go to its threads), and
-	 * what it creates is internal (iprof_threads.c) */
+	 * what it creates is internal (prof_threads.c) */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

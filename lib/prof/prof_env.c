@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "prof/prof.h"
+#include "prof/iprof.h"
 
 static struct uw_prof *env_prof;
 static char *env_out;

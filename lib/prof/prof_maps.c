@@ -5,17 +5,16 @@
  * dlopen loads is found when a sample first lands in it. What it must not do is keep a
  * mapping after the library was closed: another one loaded at the same address would be named
  * after the old. So:
- *  - dlclose is interposed: before the library goes, the caller waits (at most 200 ms) for the
- *    collector to unwind what was sampled until then; after it, the mappings' generation moves
- *    on, and the collector forgets every mapping (a new tracker; modules, their tables and
- *    symbols stay in the session) before it unwinds a sample taken later;
+ *  - dlclose is interposed (prof_dlclose.c): before the library goes, the caller waits (at most
+ *    200 ms) for the collector to unwind what was sampled until then; after it, the mappings'
+ *    generation moves on, and the collector forgets every mapping (a new tracker; modules, their
+ *    tables and symbols stay in the session) before it unwinds a sample taken later;
  *  - for objects closed or opened some other way (a dlclose the interposer does not see: a
  *    library bound to another definition, or libunwound-prof loaded with dlopen, which
  *    interposes nothing), the collector compares dl_iterate_phdr's counts of objects added and
  *    removed (dlpi_adds, dlpi_subs) at each pass: a change moves the generation on too.
  * Neither runs in the signal handler (dl_iterate_phdr takes the loader's lock).
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -23,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "prof/prof.h"
+#include "prof/iprof.h"
 
 struct dl_counts {
 	unsigned long long adds, subs;
@@ -81,24 +80,4 @@ int iprof_tracker_reset(struct uw_prof *p)
 	}
 	p->t = t;
 	return 0;
-}
-
-/* ---- dlclose, interposed */
-
-typedef int (*dlclose_fn)(void *);
-
-__attribute__((visibility("default"))) int dlclose(void *handle)
-{
-	static _Atomic(dlclose_fn) real;
-	dlclose_fn f = atomic_load_explicit(&real, memory_order_acquire);
-	if (!f) {
-		f = (dlclose_fn)dlsym(RTLD_NEXT, "dlclose");
-		atomic_store_explicit(&real, f, memory_order_release);
-	}
-	if (!f)
-		return -1;
-	iprof_collector_sync(200);
-	int r = f(handle);
-	atomic_fetch_add(&iprof_g.gen, 1);
-	return r;
 }

@@ -6,7 +6,7 @@
  * it allocates nothing,
  * takes no lock, and reads memory only within a stack it knows to be mapped:
  *  - the thread's own stack, [lo, hi) from pthread_getattr_np when the thread registered
- *    itself (iprof_threads.c), or the main thread's mapping;
+ *    itself (prof_threads.c), or the main thread's mapping;
  *  - the alternate signal stack the interrupted code ran on: the kernel saves the thread's
  *    sigaltstack settings in the signal's ucontext (uc_stack: include/linux/signal.h,
  *    unsafe_save_altstack; the flags are the settings', SS_ONSTACK is not set there), so an
@@ -24,7 +24,7 @@
  * drops the sample and counts it.
  *
  * The slot a signal is for comes in its sigev_value (the timer's key: generation and index), so
- * the handler needs no thread-local storage and no lookup. A slot is freed (iprof_threads.c)
+ * the handler needs no thread-local storage and no lookup. A slot is freed (prof_threads.c)
  * only after live is cleared and busy seen at zero; the handler raises busy before it reads live:
  * both sides use sequentially consistent atomics (Dekker), so a handler either sees live cleared
  * or is waited for. busy is a count, not a flag: a signal of a deleted timer may run the handler
@@ -42,7 +42,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "prof/prof.h"
+#include "prof/iprof.h"
 
 struct iprof_global iprof_g = {
 	.wake_fd = -1,
@@ -408,7 +408,14 @@ int iprof_install_handler(int signo)
 	return 0;
 }
 
-IPROF_NO_SANITIZE __attribute__((visibility("default"))) int sigaction(int signo, const struct sigaction *act, struct sigaction *oact)
+/* The interposers' C names are prof_sigaction and prof_signal; asm labels give them the
+ * symbols sigaction and signal, which the program's references bind to (and so do the calls of
+ * sigaction here and in prof.c, through the PLT, as before). A C function named sigaction would
+ * read as the definition every sigaction call in lib/ reaches. */
+IPROF_NO_SANITIZE __attribute__((visibility("default"))) int
+prof_sigaction(int signo, const struct sigaction *act, struct sigaction *oact) __asm__("sigaction");
+
+IPROF_NO_SANITIZE int prof_sigaction(int signo, const struct sigaction *act, struct sigaction *oact)
 {
 	sigaction_fn real = real_sigaction();
 	if (!real) {
@@ -438,7 +445,10 @@ IPROF_NO_SANITIZE __attribute__((visibility("default"))) int sigaction(int signo
 typedef void (*sighandler_fn)(int);
 typedef sighandler_fn (*signal_fn)(int, sighandler_fn);
 
-IPROF_NO_SANITIZE __attribute__((visibility("default"))) sighandler_fn signal(int signo, sighandler_fn h)
+IPROF_NO_SANITIZE __attribute__((visibility("default"))) sighandler_fn
+prof_signal(int signo, sighandler_fn h) __asm__("signal");
+
+IPROF_NO_SANITIZE sighandler_fn prof_signal(int signo, sighandler_fn h)
 {
 	if (signo > 0 && signo <= 64 && atomic_load(&iprof_g.installed[signo])) {
 		/* glibc's signal(): BSD semantics, the handler stays and calls restart */

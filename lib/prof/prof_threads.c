@@ -33,7 +33,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "prof/prof.h"
+#include "prof/iprof.h"
 
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
@@ -156,7 +156,7 @@ static struct iprof_slot *slot_take(struct uw_prof *p, int tid)
 	return NULL;
 }
 
-/* Waits out any handler inside the slot: live is cleared first (iprof_signal.c says why this
+/* Waits out any handler inside the slot: live is cleared first (prof_signal.c says why this
  * is enough). */
 void iprof_quiesce_slot(struct iprof_slot *sl)
 {
@@ -518,8 +518,14 @@ static void *tramp_main(void *v)
 	return ret;
 }
 
-IPROF_NO_SANITIZE __attribute__((visibility("default"))) int pthread_create(pthread_t *th, const pthread_attr_t *attr,
-							   void *(*fn)(void *), void *arg)
+/* The interposer's C name is prof_pthread_create; the asm label gives it the symbol
+ * pthread_create, which the program's references (and libunwound's own, through the PLT) bind to.
+ * A C function named pthread_create would read as the definition every call in lib/ reaches. */
+IPROF_NO_SANITIZE __attribute__((visibility("default"))) int
+prof_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+	__asm__("pthread_create");
+
+IPROF_NO_SANITIZE int prof_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
 	create_fn real = real_create();
 	if (!real)

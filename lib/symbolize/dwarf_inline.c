@@ -22,7 +22,11 @@
  * caches of their own as they are read) are under the handle's lock, d->mu; each unit's index
  * (its nodes grow as functions are walked) is under the unit's own lock, held for a whole lookup
  * in it. Our own walks and line tables, most of the work, need only the unit's lock, so threads
- * looking up addresses of different units run in parallel. Lock order: a unit's, then d->mu.
+ * looking up addresses of different units run in parallel. A unit already looked up in, and a
+ * unit already opened for names, are found without d->mu (the tables of units by address and by
+ * offset stay once built, and each entry's unit is published with release, read with acquire);
+ * the source line of an address is read after the unit's lock is let go. Lock order: a unit's,
+ * then d->mu.
  *
  * Files: this one holds the handle (its lock, the guard against libdw running out of memory),
  * a unit's index and the lookup; dwarf_inline_units.c the units by address and by offset,
@@ -193,6 +197,7 @@ void dwi_close(struct dwi *d)
 			dww_unit_free(val);
 	base_map_free(&d->attr_units);
 	free(d->unit_offs);
+	free(d->attr_unit_at);
 	base_map_free(&d->cus);
 	free(d->ar);
 	dwarf_end(d->dw);
@@ -430,7 +435,7 @@ static bool cu_fill(struct dwi *d, struct dwi_cu *c, bool lazy)
 {
 	Dwarf_Die *cudie = &c->die;
 	c->lines = dwi_unit_lines(d, cudie);
-	/* (without our table, libdw's: a lookup it fails for want of memory is said, in chain_at) */
+	/* (without our table, libdw's: a lookup it fails for want of memory is said, in position_at) */
 	if (!c->lines && dwi_lock(d)) {
 		if (dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
 			c->files = NULL;
@@ -614,22 +619,54 @@ static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, st
 /* ---- units by address */
 
 /* The unit over addr, indexed on first use, its lock held (cu_unlock); NULL when none. */
+/* The entry of d->ar over addr, or SIZE_MAX. */
+static size_t arange_at(const struct dwi *d, uint64_t addr)
+{
+	size_t k = base_upper_bound(d->ar, d->nar, sizeof(*d->ar), offsetof(struct dwi_arange, lo), addr);
+	/* ranges of different units do not overlap in valid DWARF; look a little further back
+	 * in case they do */
+	for (size_t i = k, guard = 0; i > 0 && guard < 8; i--, guard++)
+		if (addr < d->ar[i - 1].hi)
+			return i - 1;
+	return SIZE_MAX;
+}
+
+/* The unit's lock taken, the unit indexed on its first use. */
+static struct dwi_cu *unit_enter(struct dwi *d, struct dwi_cu *c)
+{
+	dwi_lock_hold(&c->mu);
+	if (c->state == CU_NEW) {
+		errno = 0;
+		c->state = cu_fill(d, c, true) ? CU_INDEXED : CU_FAILED;
+		if (c->state == CU_FAILED && errno == ENOMEM)
+			__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED);
+	}
+	if (c->state != CU_INDEXED) {
+		dwi_lock_release(&c->mu);
+		return NULL;
+	}
+	return c;
+}
+
 static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 {
+	/* a unit already looked up in is found without the handle's lock: the table of units by
+	 * address and the units it points to stay once published (every lookup took the handle's
+	 * lock for this, the lock two threads symbolizing one module waited for most) */
+	size_t ai = SIZE_MAX;
+	if (__atomic_load_n(&d->ar_ready, __ATOMIC_ACQUIRE) && (ai = arange_at(d, addr)) != SIZE_MAX) {
+		struct dwi_cu *c = __atomic_load_n(&d->ar[ai].cu, __ATOMIC_ACQUIRE);
+		if (c)
+			return unit_enter(d, c);
+	}
 	if (!dwi_lock(d))
 		return NULL;
 	if (!d->ar_built)
 		dwi_aranges_build(d);
 	uint64_t unit = UINT64_MAX;
-	size_t k = base_upper_bound(d->ar, d->nar, sizeof(*d->ar), offsetof(struct dwi_arange, lo), addr);
-	/* ranges of different units do not overlap in valid DWARF; look a little further back
-	 * in case they do */
-	for (size_t i = k, guard = 0; i > 0 && guard < 8; i--, guard++) {
-		if (addr < d->ar[i - 1].hi) {
-			unit = d->ar[i - 1].unit;
-			break;
-		}
-	}
+	ai = arange_at(d, addr);
+	if (ai != SIZE_MAX)
+		unit = d->ar[ai].unit;
 	Dwarf_Die cudie;
 	if (unit == UINT64_MAX) {
 		/* not in .debug_aranges (an incomplete table): libdw's search over the units */
@@ -657,25 +694,18 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 			return NULL;
 		}
 	}
+	if (ai != SIZE_MAX)
+		__atomic_store_n(&d->ar[ai].cu, c, __ATOMIC_RELEASE);
 	dwi_unlock(d);
-	dwi_lock_hold(&c->mu);
-	if (c->state == CU_NEW) {
-		errno = 0;
-		c->state = cu_fill(d, c, true) ? CU_INDEXED : CU_FAILED;
-		if (c->state == CU_FAILED && errno == ENOMEM)
-			__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED);
-	}
-	if (c->state != CU_INDEXED) {
-		dwi_lock_release(&c->mu);
-		return NULL;
-	}
-	return c;
+	return unit_enter(d, c);
 }
 
 static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
                        unsigned cap);
-static unsigned chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
-                         struct dwi_frame *out, unsigned cap);
+static int chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
+                    struct dwi_frame *out, unsigned cap);
+static void position_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
+                        const char **file, uint32_t *line);
 
 unsigned dwi_lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
                     unsigned cap)
@@ -714,23 +744,37 @@ static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t add
 	struct dwi_cu *c = unit_at(d, addr);
 	if (!c)
 		return 0;
-	unsigned n = chain_at(d, c, strings, addr, out, cap);
+	int n = chain_at(d, c, strings, addr, out, cap);
 	dwi_lock_release(&c->mu);
-	return n;
+	/* the innermost position, from the line table: after the unit's lock is let go (the
+	 * table stays once the unit is indexed; the file's name is interned under the strings'
+	 * lock, which two threads otherwise both waited for under the unit's) */
+	const char *file = NULL;
+	uint32_t line = 0;
+	if (n)
+		position_at(d, c, strings, addr, &file, &line);
+	if (n < 0) {
+		/* no function DIE covers addr (GCC's LTO units leave some out) but the line table
+		 * may: a position without a DWARF name; the ELF symbol names the frame */
+		if (!file)
+			return 0;
+		out[0] = (struct dwi_frame){ NULL, file, line };
+		return 1;
+	}
+	out[0].file = file;
+	out[0].line = line;
+	return (unsigned)n;
 }
 
-/* The lookup in the unit over addr (its lock held). */
-static unsigned chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
-                         struct dwi_frame *out, unsigned cap)
+/* The source position of addr in unit c (indexed; its lock not needed). */
+static void position_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
+                        const char **file, uint32_t *line)
 {
-	int32_t id = innermost(d, c, addr);
-	/* the innermost position, from the line table */
-	const char *file = NULL;
-	uint32_t line = 0, fidx;
+	uint32_t fidx;
 	if (c->lines) {
 		char buf[4096];
-		if (dwl_find(c->lines, addr, &fidx, &line))
-			file = dwi_intern(strings, dwl_file(c->lines, fidx, buf, sizeof(buf)));
+		if (dwl_find(c->lines, addr, &fidx, line))
+			*file = dwi_intern(strings, dwl_file(c->lines, fidx, buf, sizeof(buf)));
 	} else if (dwi_lock(d)) {
 		errno = 0;
 		Dwarf_Line *l = dwarf_getsrc_die(&c->die, (Dwarf_Addr)addr);
@@ -739,19 +783,24 @@ static unsigned chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *s
 		if (l) {
 			int ln = 0;
 			dwarf_lineno(l, &ln);
-			file = dwi_intern(strings, dwarf_linesrc(l, NULL, NULL));
-			line = ln > 0 ? (uint32_t)ln : 0;
+			*file = dwi_intern(strings, dwarf_linesrc(l, NULL, NULL));
+			*line = ln > 0 ? (uint32_t)ln : 0;
 		}
 		dwi_unlock(d);
 	}
-	if (id < 0) {
-		/* no function DIE covers addr (GCC's LTO units leave some out) but the line table
-		 * may: a position without a DWARF name; the ELF symbol names the frame */
-		if (!file)
-			return 0;
-		out[0] = (struct dwi_frame){ NULL, file, line };
-		return 1;
-	}
+}
+
+/* The chain over addr in its unit c (its lock held), innermost first; the innermost frame's
+ * file and line are left for the caller (position_at). @return the frames, or -1 when no scope
+ * covers addr. */
+static int chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
+                    struct dwi_frame *out, unsigned cap)
+{
+	int32_t id = innermost(d, c, addr);
+	if (id < 0)
+		return -1;
+	const char *file = NULL;
+	uint32_t line = 0;
 	unsigned n = 0;
 	for (unsigned guard = 0; id >= 0 && (size_t)id < c->nodes.len && n < cap && guard < DWI_MAX_DEPTH; guard++) {
 		struct dwi_node *nd = base_vec_at(&c->nodes, (size_t)id);
@@ -766,5 +815,5 @@ static unsigned chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *s
 		line = nd->call_line;
 		id = nd->parent;
 	}
-	return n;
+	return (int)n;
 }

@@ -68,6 +68,9 @@ struct dwi {
 	uint64_t *unit_offs;
 	size_t nunit_offs;
 	bool unit_offs_built;
+	bool unit_offs_ready; /* unit_offs, nunit_offs, attr_unit_at set and stay (atomic, as ar_ready) */
+	struct dww_unit **attr_unit_at; /* per unit_offs entry: its attr_units value once known
+	                                 * (atomic: published under the lock, read without it) */
 	struct base_map attr_units; /* unit header offset -> struct dww_unit * (or &no_unit) */
 	struct base_map cus;  /* unit header offset -> struct dwi_cu * */
 	struct dwi_file main;
@@ -78,6 +81,8 @@ struct dwi {
 	struct dwi_arange *ar; /* units by address, sorted by lo (built on the first lookup) */
 	size_t nar;
 	bool ar_built;
+	bool ar_ready;        /* ar and nar are set and stay (atomic: release when set; read without
+	                       * the lock after an acquire) */
 	bool ar_from_units;   /* built from the units' own ranges: complete, no libdw fallback */
 	struct dwp *(*find_package)(void *ctx);
 	void *find_package_ctx;
@@ -91,6 +96,8 @@ struct dwi {
 struct dwi_arange {
 	uint64_t lo, hi;
 	uint64_t unit;        /* the unit header's offset in .debug_info */
+	struct dwi_cu *cu;    /* the unit once in d->cus (atomic: published under the handle's lock,
+	                       * read without it: most lookups find their unit here) */
 };
 
 /* Sections the inline index never reads: left out of a decompressed image. */

@@ -13,8 +13,24 @@
 
 char dwi_no_unit; /* attr_units: a unit dww cannot read */
 
+static struct dww_unit *attr_unit_answer(struct dww_unit *w, uint64_t off)
+{
+	return !w || w == (void *)&dwi_no_unit || !dww_unit_has(w, off) ? NULL : w;
+}
+
 struct dww_unit *dwi_attr_unit(struct dwi *d, uint64_t off)
 {
+	/* a unit already opened is found without the handle's lock: the units' offsets and the
+	 * units opened stay once published (two threads naming functions otherwise took turns at
+	 * the lock for every name) */
+	if (__atomic_load_n(&d->unit_offs_ready, __ATOMIC_ACQUIRE)) {
+		size_t k = base_upper_bound(d->unit_offs, d->nunit_offs, sizeof(uint64_t), 0, off);
+		if (!k)
+			return NULL;
+		struct dww_unit *w = __atomic_load_n(&d->attr_unit_at[k - 1], __ATOMIC_ACQUIRE);
+		if (w)
+			return attr_unit_answer(w, off);
+	}
 	if (!dwi_lock(d))
 		return NULL;
 	if (!d->unit_offs_built) {
@@ -30,6 +46,9 @@ struct dww_unit *dwi_attr_unit(struct dwi *d, uint64_t off)
 		}
 		d->unit_offs = v.data;
 		d->nunit_offs = v.len;
+		d->attr_unit_at = v.len ? calloc(v.len, sizeof(*d->attr_unit_at)) : NULL;
+		if (d->attr_unit_at)
+			__atomic_store_n(&d->unit_offs_ready, true, __ATOMIC_RELEASE);
 	}
 	size_t k = base_upper_bound(d->unit_offs, d->nunit_offs, sizeof(uint64_t), 0, off);
 	if (!k) {
@@ -57,8 +76,11 @@ struct dww_unit *dwi_attr_unit(struct dwi *d, uint64_t off)
 			w = nw;
 		}
 	}
+	if (d->attr_unit_at)
+		__atomic_store_n(&d->attr_unit_at[k - 1], w ? w : (struct dww_unit *)(void *)&dwi_no_unit,
+				 __ATOMIC_RELEASE);
 	dwi_unlock(d);
-	return !w || w == (void *)&dwi_no_unit || !dww_unit_has(w, off) ? NULL : w;
+	return attr_unit_answer(w, off);
 }
 
 static int cmp_arange(const void *x, const void *y)
@@ -98,7 +120,7 @@ static bool aranges_parse(struct dwi *d, struct base_vec *out)
 			struct dwi_arange *r = base_vec_push(out);
 			if (!r)
 				return false;
-			*r = (struct dwi_arange){ lo, lo + n, unit };
+			*r = (struct dwi_arange){ lo, lo + n, unit, NULL };
 		}
 	}
 	return !c.bad;
@@ -125,7 +147,7 @@ void dwi_aranges_build(struct dwi *d)
 				while ((roff = dwarf_ranges(&cu, roff, &base, &lo, &hi)) > 0) {
 					struct dwi_arange *r = hi > lo ? base_vec_push(&v) : NULL;
 					if (r)
-						*r = (struct dwi_arange){ lo, hi, off };
+						*r = (struct dwi_arange){ lo, hi, off, NULL };
 				}
 			}
 			off = next;
@@ -135,4 +157,5 @@ void dwi_aranges_build(struct dwi *d)
 		qsort(v.data, v.len, sizeof(struct dwi_arange), cmp_arange);
 	d->ar = v.data;
 	d->nar = v.len;
+	__atomic_store_n(&d->ar_ready, true, __ATOMIC_RELEASE);
 }

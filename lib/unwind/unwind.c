@@ -3,6 +3,8 @@
 
 #include <errno.h>
 
+#include "cfi/cfi_find.h"
+
 enum step_status {
 	STEP_OK,
 	STEP_END,         /* outermost frame reached */

@@ -33,4 +33,15 @@ man=$(awk '/^\.SH EXPERIMENTAL/{on=1; next} /^\.SH/{on=0} on' "$src/docs/man/lib
 if [ "$hdr" != "$man" ]; then
     echo "FAIL: experimental calls: header says"; echo "$hdr"; echo "libunwound(3)'s EXPERIMENTAL section says"; echo "$man"; exit 1
 fi
-echo "marks ok: $(echo "$hdr" | wc -l) experimental calls, uw_perf_regs_user_mask deprecated"
+# the raw records' calls (uw_event_*, uw_record_decode, uw_order_*: new for the tracker-level
+# profiler, issue 25) are experimental: every call of that section of the header
+raw=$(awk '/^\/\* -+ raw perf records/{on=1; next} /^\/\* -+ /{on=0} on' "$src/include/unwound/unwound.h" |
+      tr '\n' ' ' | grep -oE 'UW_API [^;]*;' | grep -oE 'uw_[a-z0-9_]+\(' | tr -d '(' | sort -u)
+rawexp=$(awk '/^\/\* -+ raw perf records/{on=1; next} /^\/\* -+ /{on=0} on' "$src/include/unwound/unwound.h" |
+      tr '\n' ' ' | grep -oE 'UW_API UW_EXPERIMENTAL [^;]*;' | grep -oE 'uw_[a-z0-9_]+\(' | tr -d '(' | sort -u)
+echo "$raw" | grep -q uw_record_decode || { echo "FAIL: no uw_record_decode in the header's raw perf records section"; exit 1; }
+if [ "$raw" != "$rawexp" ]; then
+    echo "FAIL: calls of the raw perf records section not marked UW_EXPERIMENTAL:"
+    echo "$raw" | grep -vxF "$rawexp"; exit 1
+fi
+echo "marks ok: $(echo "$hdr" | wc -l) experimental calls ($(echo "$raw" | wc -l) of raw records), uw_perf_regs_user_mask deprecated"

@@ -7,6 +7,11 @@
         function, the offcpu-time whose stack holds it must equal in both, and be within 3% (+2
         ms) of the program's own measure of its waits (a wall time: the same on a busy machine);
         the threads that start and exit during the recording are each seen.
+    offcpu-check.py deep PERF_SCRIPT FOLDED PROGRAM_OUTPUT
+        the blocking stack 200 levels of 1 KiB frames deep (deeper than any stack copy): every
+        offcpu-time sample in oc_deep_sleep holds all DEPTH levels of oc_deep_recurse and
+        reaches main; their time equals in both readings and is within 3% (+2 ms) of the
+        program's measure; at least ROUNDS such samples (each sleep is one wait).
     offcpu-check.py block PERF_SCRIPT MIN_NS MAX_NS
         the process blocked for the whole recording: its offcpu-time in oc_block_forever lies
         between the recording's duration and the recorder's wall time.
@@ -83,6 +88,31 @@ if mode == "mix":
     # the short-lived threads: two per round, each seen in its sleep
     if len(tids["oc_thread_sleep"]) != 2 * rounds:
         fails.append(f"oc_thread_sleep: in {len(tids['oc_thread_sleep'])} threads, want {2 * rounds}")
+    for f in fails:
+        print("FAIL:", f)
+    sys.exit(1 if fails else 0)
+elif mode == "deep":
+    perf_txt, folded, prog_out = sys.argv[2], sys.argv[3], sys.argv[4]
+    meas = {k: int(v) for k, v in (kv.split("=") for kv in open(prog_out).read().split() if "=" in kv)}
+    depth, rounds, want = meas["depth"], meas["rounds"], meas["deep_sleep"]
+    fails = []
+    deep = [(t, p, f) for e, t, p, f in perf_samples(perf_txt) if e == "offcpu-time" and "oc_deep_sleep" in f]
+    whole = [1 for t, p, f in deep if f.count("oc_deep_recurse") == depth and "main" in f]
+    levels = sorted({f.count("oc_deep_recurse") for t, p, f in deep})
+    got = sum(p for t, p, f in deep)
+    uw = folded_by_function(folded, ["oc_deep_sleep"])["oc_deep_sleep"]
+    d = (got - want) / want * 100 if want else 0.0
+    print(f"deep blocking stack: {len(whole)} of {len(deep)} offcpu-time samples in oc_deep_sleep reach main "
+          f"through all {depth} levels (levels seen: {levels[:5]}{'...' if len(levels) > 5 else ''}); "
+          f"{got / 1e6:.2f} ms of offcpu-time, the program measured {want / 1e6:.2f} ms ({d:+.2f}%)")
+    if len(deep) < rounds:
+        fails.append(f"{len(deep)} offcpu-time samples in oc_deep_sleep, want at least {rounds} (one per sleep)")
+    if len(whole) != len(deep):
+        fails.append(f"{len(deep) - len(whole)} samples in oc_deep_sleep do not reach main through all {depth} levels")
+    if uw != got:
+        fails.append(f"oc_deep_sleep: unwound report says {uw} ns, perf script {got} ns")
+    if abs(got - want) > 0.03 * want + 2_000_000:
+        fails.append(f"oc_deep_sleep: {got / 1e6:.2f} ms of offcpu-time, the program measured {want / 1e6:.2f} ms")
     for f in fails:
         print("FAIL:", f)
     sys.exit(1 if fails else 0)

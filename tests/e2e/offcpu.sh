@@ -5,9 +5,17 @@
 # however much CPU it gets.
 #   mix      spin, nanosleep, pipe, mutex and short-lived threads: offcpu-time per function
 #            equals perf script's reading of the file and is within 3% (+2 ms) of the
-#            program's measure (tests/e2e/offcpu-check.py prints the table)
+#            program's measure (tests/e2e/offcpu-check.py prints the table); the blocking
+#            stacks copied at each switch (--unwind copy), none walked in the kernel
 #   all      mix recorded system-wide (-a with the command): the same expectations
-#   block    a process blocked for the whole recording (-p): counted from the start to the end
+#   kernel-mix, kernel-all   the same with kernel unwinding (--unwind kernel): every switch-out
+#            stack walked in the kernel by the eBPF program at the switch, none copied
+#   kernel-deep  a blocking stack 200 levels of 1 KiB frames deep (deeper than any copy),
+#            recorded with -p: every offcpu-time sample in it reaches main through all 200
+#            levels, its time within 3% (+2 ms) of the program's measure
+#   kernel-deep-tid  the same, the thread given with -t
+#   block    a process blocked for the whole recording (-p): counted from the start to the end;
+#            its stack read at the start (process_vm_readv), nothing copied at a switch
 #   tid      the same, the thread given with -t
 #   formats  perf evlist/report/script and hotspot-perfparser read the file; unwound report's
 #            outputs (top, script, folded, pprof, speedscope, html) of offcpu-time and --wall
@@ -21,28 +29,86 @@ prog=${UW_OFFCPU_PROG:-$B/tests/offcpu_prog} # (another build's unwound can be t
 U=$B/unwound
 [ -x "$prog" ] || { echo "FAIL: $prog is not built"; exit 1; }
 
+# Where the switch-out stacks came from, from the recorder's summary (rec.err):
+#   stacks_from kernel|copy|blocked
+# kernel: every switch-out sampled was walked in the kernel at the switch (but those of threads
+# found blocked at the start, read then), none copied;
+# copy: every one copied by the kernel, none walked; blocked: the one thread found blocked at the
+# start read, nothing else (it never switched out).
+stacks_from() {
+    local line sampled walked copied blocked
+    line=$(grep "^unwound record: off-CPU stacks: " rec.err) ||
+        { cat rec.err; echo "FAIL: the summary does not say where the switch-out stacks came from"; exit 1; }
+    sampled=$(sed -n 's/^unwound record: off-CPU: \([0-9]*\) switch-outs sampled.*/\1/p' rec.err)
+    read -r walked copied blocked < <(sed 's/.*stacks: \([0-9]*\) walked.*), \([0-9]*\) copied.*, \([0-9]*\) read from.*/\1 \2 \3/' <<<"$line")
+    echo "switch-outs sampled: $sampled; stacks walked in the kernel $walked, copied $copied, read at the start $blocked"
+    case $1 in
+    kernel) [ "$sampled" -gt 0 ] && [ $((walked + blocked)) -ge "$sampled" ] && [ "$copied" = 0 ] ||
+                { echo "$line"; echo "FAIL: want every one of $sampled switch-outs walked in the kernel, none copied"; exit 1; } ;;
+    copy) [ "$sampled" -gt 0 ] && [ "$copied" -ge "$sampled" ] && [ "$walked" = 0 ] ||
+              { echo "$line"; echo "FAIL: want every one of $sampled switch-outs copied (--unwind copy), none walked"; exit 1; } ;;
+    blocked) [ "$blocked" = 1 ] && [ "$copied" = 0 ] ||
+                 { echo "$line"; echo "FAIL: want the blocked thread read at the start, no stack copied"; exit 1; } ;;
+    esac
+}
+
 case $mode in
-mix)
-    rounds=8
-    "$U" record -q --off-cpu -e cpu-clock -o perf.data -- "$prog" mix $rounds 20 >prog.out 2>rec.err ||
-        { cat rec.err; echo "FAIL: unwound record --off-cpu"; exit 1; }
+mix | kernel-mix)
+    rounds=8 unwind=copy
+    [ $mode = kernel-mix ] && unwind=kernel
+    "$U" record --off-cpu --unwind $unwind -e cpu-clock -o perf.data -- "$prog" mix $rounds 20 >prog.out 2>rec.err ||
+        { cat rec.err; echo "FAIL: unwound record --off-cpu --unwind $unwind"; exit 1; }
     perf script -i perf.data -F tid,period,event,ip,sym >perf.txt 2>perf.err ||
         { cat perf.err; echo "FAIL: perf script"; exit 1; }
     "$U" report -i perf.data --event offcpu-time --folded -o folded.txt
     python3 "$S/tests/e2e/offcpu-check.py" mix perf.txt folded.txt prog.out $rounds
+    stacks_from $unwind
     ;;
-all)
+all | kernel-all)
     # every process of the machine is recorded; the program's functions are its own. A smaller
     # stack copy (its waits are a few frames deep) so that the rings keep up with the machine's
     # other switches
-    rounds=4
-    "$U" record -a --off-cpu --stack-size 8192 -m 2048 -e cpu-clock -o perf.data -- "$prog" mix $rounds 20 \
-        >prog.out 2>rec.err || { cat rec.err; echo "FAIL: unwound record -a --off-cpu"; exit 1; }
+    rounds=4 unwind=copy
+    [ $mode = kernel-all ] && unwind=kernel
+    "$U" record -a --off-cpu --unwind $unwind --stack-size 8192 -m 2048 -e cpu-clock -o perf.data -- "$prog" mix $rounds 20 \
+        >prog.out 2>rec.err || { cat rec.err; echo "FAIL: unwound record -a --off-cpu --unwind $unwind"; exit 1; }
     perf script -i perf.data -F tid,period,event,ip,sym >perf.txt 2>perf.err ||
         { cat perf.err; echo "FAIL: perf script"; exit 1; }
     "$U" report -i perf.data --event offcpu-time --folded -o folded.txt
     python3 "$S/tests/e2e/offcpu-check.py" mix perf.txt folded.txt prog.out $rounds ||
         { cat rec.err; echo "FAIL: (the recorder's summary above: records lost?)"; exit 1; }
+    stacks_from $unwind
+    ;;
+kernel-deep | kernel-deep-tid)
+    # The program waits on a pipe until the recording has begun (its tables and mappings loaded
+    # before the events are enabled: no switch-out is handed to user space for want of them),
+    # then sleeps at the bottom of 200 levels of 1 KiB frames
+    depth=200 rounds=20
+    mkfifo go
+    "$prog" deep $depth $rounds 5 <go >prog.out &
+    pid=$!
+    exec 3>go
+    trap 'kill $pid $rpid 2>/dev/null || true' EXIT
+    rpid=
+    for _ in $(seq 300); do grep -q ready prog.out && break; sleep 0.1; done
+    grep -q ready prog.out || { echo "FAIL: the deep program did not start"; exit 1; }
+    opt=-p; [ $mode = kernel-deep-tid ] && opt=-t # (its only thread: the tid is the pid)
+    "$U" record -v --off-cpu --unwind kernel -e cpu-clock $opt $pid -o perf.data 2>rec.err &
+    rpid=$!
+    for _ in $(seq 600); do grep -q "recording: events enabled" rec.err && break; sleep 0.1; done
+    grep -q "recording: events enabled" rec.err || { cat rec.err; echo "FAIL: the recording did not begin"; exit 1; }
+    echo go >&3
+    exec 3>&-
+    wait $pid || { echo "FAIL: the deep program failed"; exit 1; }
+    # (-p, -t: the recording ends when the task it follows has gone)
+    wait $rpid || { cat rec.err; echo "FAIL: unwound record --off-cpu --unwind kernel $opt"; exit 1; }
+    rpid=
+    # (perf script shows 127 frames by default: the whole chain asked for)
+    perf script --max-stack 1024 -i perf.data -F tid,period,event,ip,sym >perf.txt 2>perf.err ||
+        { cat perf.err; echo "FAIL: perf script"; exit 1; }
+    "$U" report -i perf.data --event offcpu-time --folded -o folded.txt
+    python3 "$S/tests/e2e/offcpu-check.py" deep perf.txt folded.txt prog.out
+    stacks_from kernel
     ;;
 block | tid)
     "$prog" block >prog.out &
@@ -52,13 +118,14 @@ block | tid)
     grep -q ready prog.out || { echo "FAIL: the blocked program did not start"; exit 1; }
     t0=$(date +%s%N)
     opt=-p; [ $mode = tid ] && opt=-t # (its only thread: the tid is the pid)
-    "$U" record -q --off-cpu -e cpu-clock $opt $pid --duration 1 -o perf.data 2>rec.err ||
+    "$U" record --off-cpu -e cpu-clock $opt $pid --duration 1 -o perf.data 2>rec.err ||
         { cat rec.err; echo "FAIL: unwound record --off-cpu $opt"; exit 1; }
     t1=$(date +%s%N)
     perf script -i perf.data -F tid,period,event,ip,sym >perf.txt 2>perf.err ||
         { cat perf.err; echo "FAIL: perf script"; exit 1; }
     # at least the recording's 1 s (it stops once 1 s has passed), at most the recorder's life
     python3 "$S/tests/e2e/offcpu-check.py" block perf.txt 1000000000 $((t1 - t0))
+    stacks_from blocked
     ;;
 formats)
     "$U" record -q --off-cpu -e cpu-clock -o perf.data -- "$prog" mix 4 10 >prog.out 2>rec.err ||

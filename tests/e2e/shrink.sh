@@ -19,12 +19,17 @@ cd "$W"
 U=$B/unwound
 fail() { echo "FAIL: $*"; exit 1; }
 loop=
-trap '[ -z "$loop" ] || kill $loop 2>/dev/null || true' EXIT
-rewrite() { # file: cut to 64 KiB and written back, in place, until killed
+trap '[ -z "$loop" ] || { touch "$W/stop"; kill $loop 2>/dev/null; } || true' EXIT
+rewrite() { # file: cut to 64 KiB and written back, in place, until stopped (stop_rewrite)
     cp "$1" "$1.orig"
-    ( while :; do truncate -s 65536 "$1"; cat "$1.orig" >"$1"; done ) &
+    rm -f "$W/stop"
+    ( while [ ! -e "$W/stop" ]; do truncate -s 65536 "$1"; cat "$1.orig" >"$1"; done ) &
     loop=$!
 }
+# (a stop flag, not kill: killing the loop's shell left its running truncate or cat behind,
+# which under load cut the library again after it was restored and killed the next round's
+# program before it was recorded: "record: process N: no such process")
+stop_rewrite() { touch "$W/stop"; wait $loop 2>/dev/null || true; loop=; }
 
 case $case in
 report)
@@ -48,7 +53,7 @@ report)
         eval "n$rc=\$((n$rc + 1))"
         i=$((i + 1))
     done
-    kill $loop; wait $loop 2>/dev/null || true; loop=
+    stop_rewrite
     echo "100 reports while the program was cut and written back: $n0 exit 0, $n3 exit 3 (the file shrank, said), none killed"
     ;;
 record)
@@ -66,7 +71,7 @@ record)
         sleep 0.5
         rewrite libbig.so
         rc=0; wait $rec || rc=$?
-        kill $loop; wait $loop 2>/dev/null || true; loop=
+        stop_rewrite
         cp libbig.so.orig libbig.so
         kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
         case $rc in

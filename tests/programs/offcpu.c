@@ -8,9 +8,16 @@
  *
  *   offcpu mix ROUNDS MS   ROUNDS rounds of: spin MS, sleep MS, pipe wait MS, mutex wait MS,
  *                          2 threads each sleeping MS; then prints the measured totals (ns):
- *                          "spin_wall= spin_cpu= sleep= pipe= mutex= thread="
+ *                          "spin_wall= spin_cpu= spin_preempted= sleep= pipe= mutex= thread="
+ *                          (spin_preempted: the spin's involuntary context switches)
  *   offcpu block           prints "ready" and blocks in read() on a pipe nobody writes to, until
  *                          killed
+ *   offcpu deep DEPTH ROUNDS MS  prints "ready", waits for a line on standard input, then
+ *                          recurses DEPTH levels through frames of about 1 KiB (oc_deep_recurse,
+ *                          no tail calls) and at the bottom sleeps MS ROUNDS times
+ *                          (oc_deep_sleep): a blocking stack deeper than any stack copy (200
+ *                          levels: 200 KiB; perf copies 64 KiB at most); prints the time slept
+ *                          (ns): "deep_sleep= depth= rounds="
  *   offcpu pingpong N [WORK]  two threads pass a byte through two pipes N times each way, each
  *                          doing WORK iterations of a loop (default 0) before passing it on;
  *                          prints the wall and CPU time (both threads, user and kernel: a stack
@@ -27,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,8 +65,12 @@ NOINLINE static void oc_spin(uint64_t ms, uint64_t *wall, uint64_t *cpu)
 			sink += (uint64_t)i * 7;
 		t = now_ns(CLOCK_MONOTONIC);
 	} while (t - t0 < ms * 1000000u);
+	/* the CPU clock read inside the wall clock's interval, at both ends: a preemption between the
+	 * last two reads is off-CPU time in oc_spin, which the recording counts (read the other way
+	 * round, one preemption of several ms on a busy machine was recorded and not measured:
+	 * offcpu.all and kernel-all failed with oc_spin 17-19% over) */
 	*cpu += now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
-	*wall += t - t0;
+	*wall += now_ns(CLOCK_MONOTONIC) - t0;
 }
 
 NOINLINE static void oc_sleep(uint64_t ms, uint64_t *total)
@@ -180,8 +192,13 @@ static int mix(int rounds, uint64_t ms)
 	if (pthread_create(&ht, NULL, helper_main, &h))
 		return 1;
 	uint64_t spin_wall = 0, spin_cpu = 0, slept = 0, piped = 0, locked = 0, threads = 0;
+	long preempted = 0; /* the spin's involuntary context switches */
 	for (int r = 0; r < rounds; r++) {
+		struct rusage ru0, ru1;
+		getrusage(RUSAGE_THREAD, &ru0);
 		oc_spin(ms, &spin_wall, &spin_cpu);
+		getrusage(RUSAGE_THREAD, &ru1);
+		preempted += ru1.ru_nivcsw - ru0.ru_nivcsw;
 		oc_sleep(ms, &slept);
 		oc_pipe_wait(&h, ms, &piped);
 		oc_mutex_wait(&h, ms, &locked);
@@ -202,9 +219,46 @@ static int mix(int rounds, uint64_t ms)
 	pthread_cond_broadcast(&h.cv);
 	pthread_mutex_unlock(&h.m);
 	pthread_join(ht, NULL);
-	printf("spin_wall=%llu spin_cpu=%llu sleep=%llu pipe=%llu mutex=%llu thread=%llu\n",
-	       (unsigned long long)spin_wall, (unsigned long long)spin_cpu, (unsigned long long)slept,
+	printf("spin_wall=%llu spin_cpu=%llu spin_preempted=%ld sleep=%llu pipe=%llu mutex=%llu thread=%llu\n",
+	       (unsigned long long)spin_wall, (unsigned long long)spin_cpu, preempted, (unsigned long long)slept,
 	       (unsigned long long)piped, (unsigned long long)locked, (unsigned long long)threads);
+	return 0;
+}
+
+/* ---- deep: the blocking stack deeper than a stack copy */
+
+NOINLINE static void oc_deep_sleep(int rounds, uint64_t ms, uint64_t *total)
+{
+	for (int i = 0; i < rounds; i++) {
+		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+		sleep_ns(ms * 1000000u);
+		*total += now_ns(CLOCK_MONOTONIC) - t0;
+	}
+}
+
+/* (noipa: no inlining, cloning or tail call: one frame of about 1 KiB per level) */
+__attribute__((noipa)) static uint64_t oc_deep_recurse(int depth, const volatile char *parent, int rounds,
+                                                        uint64_t ms, uint64_t *total)
+{
+	volatile char buf[1000];
+	buf[0] = (char)depth;
+	buf[depth % 1000] = parent ? parent[0] : 0;
+	uint64_t r = depth <= 1 ? (oc_deep_sleep(rounds, ms, total), 1) : oc_deep_recurse(depth - 1, buf, rounds, ms, total);
+	return r + (uint64_t)buf[depth % 1000]; /* (a use after the call: no tail call) */
+}
+
+static int deep(int depth, int rounds, uint64_t ms)
+{
+	if (depth < 1 || depth > 5000 || rounds < 1)
+		return 2;
+	printf("ready\n");
+	fflush(stdout);
+	char line[64];
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	uint64_t slept = 0;
+	sink += oc_deep_recurse(depth, NULL, rounds, ms, &slept);
+	printf("deep_sleep=%llu depth=%d rounds=%d\n", (unsigned long long)slept, depth, rounds);
 	return 0;
 }
 
@@ -271,8 +325,10 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		oc_block_forever(p[0]);
 	}
+	if (argc >= 5 && !strcmp(argv[1], "deep"))
+		return deep(atoi(argv[2]), atoi(argv[3]), strtoull(argv[4], NULL, 10));
 	if (argc >= 3 && !strcmp(argv[1], "pingpong"))
 		return pingpong(atol(argv[2]), argc >= 4 ? atol(argv[3]) : 0);
-	fprintf(stderr, "usage: offcpu mix ROUNDS MS | block | pingpong N [WORK]\n");
+	fprintf(stderr, "usage: offcpu mix ROUNDS MS | block | deep DEPTH ROUNDS MS | pingpong N [WORK]\n");
 	return 2;
 }

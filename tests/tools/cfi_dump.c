@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cfi/cfi.h"
+#include "cfi/cfi_find.h"
 #include "elf/elfview.h"
 
 static void print_rule(uint64_t pc, const struct cfi_rule *r)

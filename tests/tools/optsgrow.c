@@ -6,8 +6,9 @@
  * not; the padding after the last field counts (a field added there later would otherwise be
  * ignored unsaid). One struct of each kind of call: a constructor (uw_session_new,
  * uw_tracker_new, uw_profile_new), calls that take options (uw_symbolize_frames,
- * uw_profile_write_folded's siblings) and inputs (uw_tracker_mmap, uw_unwind_sample). Also:
- * UW_OPTS leaves the padding zero on a dirty stack. Public header of 0.1 only.
+ * uw_profile_write_folded's siblings) and inputs (uw_tracker_mmap, uw_unwind_sample); and the
+ * options of the raw-record calls (uw_order_new: the experimental calls of 0.2 take no other).
+ * Also: UW_OPTS leaves the padding zero on a dirty stack. Public header of 0.1 and those calls.
  *
  * usage: optsgrow      (prints one line per check; exit 1 on the first wrong answer)
  */
@@ -69,6 +70,15 @@ static int profile_new(const void *o)
 	struct uw_profile *x = uw_profile_new(s, o);
 	int e = x ? 0 : -errno;
 	uw_profile_free(x);
+	return e;
+}
+
+static int order_new(const void *o)
+{
+	errno = 0;
+	struct uw_order *x = uw_order_new(o);
+	int e = x ? 0 : -errno;
+	uw_order_free(x);
 	return e;
 }
 
@@ -170,6 +180,7 @@ int main(void)
 	      (u.o.pid = 7, u.o.addr = 0x400000, u.o.len = 4096, u.o.path = "/nonexistent/optsgrow"));
 	CHECK(uw_sample_regs, cpumode, 1, unwind,
 	      (u.o.pid = 7, u.o.abi = 2, u.o.regs = regs, u.o.regs_mask = (1ull << 6) | (1ull << 7) | (1ull << 8)));
+	CHECK(uw_order_opts, max_bytes, 1, order_new, u.o.max_bytes = 4096);
 	dirty_stack();
 	expect("UW_OPTS(uw_symbolize_opts) on a dirty stack: padding zero", padding_of_opts(), 0);
 	uw_tracker_free(t);

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "cfi/cfi.h"
+#include "cfi/cfi_find.h"
 #include "elf/elfview.h"
 #include "symbolize/symtab.h"
 #include "cfi_fixture.h"

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "cfi/cfi_find.h"
 #include "kernel/kunw.h"
 
 struct kinds {

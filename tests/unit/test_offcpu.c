@@ -146,6 +146,36 @@ static void test_late_switch_out(void **state)
 	offcpu_free(oc);
 }
 
+/* A switch-out sample delivered after the thread has run and waited again (its sample came
+ * later from another CPU's ring): closed by the switch-in that ended it, not by the last one,
+ * and the newer wait keeps its own stack. */
+static void test_late_switch_out_after_another_wait(void **state)
+{
+	(void)state;
+	struct got g = { 0 };
+	struct offcpu_opts o = { .min_ns = 1 };
+	struct offcpu *oc = offcpu_new(&o, emit, &g);
+	/* as it happened: out 1, in 2, out 6 (stack a), in 9, out 20 (stack b), in 30, out 40
+	 * (stack b), in 41; as delivered: the sample of out 6 after out 40 */
+	assert_int_equal(out(oc, 101, 1 * MS, stack_b, 2), 0);
+	assert_int_equal(offcpu_switch_in(oc, 100, 101, 2 * MS), 0);
+	assert_int_equal(offcpu_switch_in(oc, 100, 101, 9 * MS), 0);
+	assert_int_equal(out(oc, 101, 20 * MS, stack_b, 2), 0);
+	assert_int_equal(offcpu_switch_in(oc, 100, 101, 30 * MS), 0);
+	assert_int_equal(out(oc, 101, 40 * MS, stack_b, 2), 0);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(out(oc, 101, 6 * MS, stack_a, 3), 0);
+	assert_int_equal(g.n, 3);
+	assert_int_equal(g.s[2].nu, 2); /* stack a */
+	assert_int_equal(g.s[2].period, 3 * MS); /* 6 to 9: not 6 to 30 */
+	assert_int_equal(g.s[2].time, 9 * MS);
+	assert_int_equal(offcpu_switch_in(oc, 100, 101, 41 * MS), 0);
+	assert_int_equal(g.n, 4);
+	assert_int_equal(g.s[3].nu, 1); /* the wait from 40 kept stack b */
+	assert_int_equal(g.s[3].period, 1 * MS);
+	offcpu_free(oc);
+}
+
 static void test_one_stack_in_n(void **state)
 {
 	(void)state;
@@ -180,6 +210,7 @@ int main(void)
 		cmocka_unit_test(test_long_waits),       cmocka_unit_test(test_short_waits_added_up),
 		cmocka_unit_test(test_exit_and_end),     cmocka_unit_test(test_late_switch_out),
 		cmocka_unit_test(test_one_stack_in_n),
+		cmocka_unit_test(test_late_switch_out_after_another_wait),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

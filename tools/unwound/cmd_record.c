@@ -185,6 +185,11 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 		fprintf(stderr, "unwound record: off-CPU: %" PRIu64 " switch-outs sampled%s, %" PRIu64 " offcpu-time samples, %.3f s off the CPU in all, %" PRIu64 " threads still off the CPU at the end\n",
 			st->offcpu_switches, ro->off_cpu_every > 1 ? " with their stack (one in N)" : "", st->offcpu_samples,
 			(double)st->offcpu_ns * 1e-9, st->offcpu_open_at_end);
+	/* where the blocking stacks came from: walked in the kernel at the switch, or copied */
+	if (ro->off_cpu)
+		fprintf(stderr, "unwound record: off-CPU stacks: %" PRIu64 " walked in the kernel at the switch (%" PRIu64 " of them finished in user space from the program's copy), %" PRIu64 " copied by the kernel (%u bytes each), %" PRIu64 " read from threads blocked at the start\n",
+			st->offcpu_kernel, st->offcpu_kernel_finished, st->offcpu_copied, ro->stack_size ? ro->stack_size : 16384,
+			st->offcpu_blocked);
 	if (st->procmap_query || st->maps_scan)
 		fprintf(stderr, "unwound record: mappings found on demand: %" PRIu64 " with PROCMAP_QUERY, %" PRIu64 " from /proc/PID/maps\n",
 			st->procmap_query, st->maps_scan);

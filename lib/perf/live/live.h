@@ -72,7 +72,12 @@ struct live {
 	int *sw_fds;         /* --off-cpu: the switch events, writing into the rings */
 	uint64_t *sw_ids;
 	size_t nsw;
+	uint64_t sw_copied;  /* switch-out samples read from the rings: the kernel copied their stack */
+	uint64_t sw_blocked; /* threads found blocked at the start, their stacks read */
 };
+
+/* --off-cpu: the reader's attribute of the switch events (the CPU events' is 0) */
+#define LIVE_SWITCH_ATTR 1u
 
 
 struct evspec {
@@ -118,8 +123,9 @@ int live_drain_all(struct live *lv);
 /* ---- kernel unwinding (live_kunw.c) */
 /* Loads the program (the verifier runs): 0, or a negative error and why (one line). */
 int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, size_t len);
-/* Attaches it to a sampling event's fd. */
-int live_kunw_attach(struct live *lv, int fd);
+/* Attaches it to a sampling event's fd, or (sw) to a switch event of --off-cpu: its records are
+ * then samples of LIVE_SWITCH_ATTR. */
+int live_kunw_attach(struct live *lv, int fd, bool sw);
 /* The reader made: its side-band records and samples are followed from now on. */
 int live_kunw_start(struct live *lv);
 /* Processes that exist before the recording: their synthesized records delivered, their

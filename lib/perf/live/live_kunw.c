@@ -54,10 +54,11 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 	snprintf(why, len, "not compiled in (the build had no libbpf, clang BPF target, bpftool or kernel BTF)");
 	return -EOPNOTSUPP;
 }
-int live_kunw_attach(struct live *lv, int fd)
+int live_kunw_attach(struct live *lv, int fd, bool sw)
 {
 	(void)lv;
 	(void)fd;
+	(void)sw;
 	return -EOPNOTSUPP;
 }
 int live_kunw_start(struct live *lv)
@@ -134,6 +135,7 @@ struct live_kunw {
 	uint32_t next_id;
 	bool any_dirty, any_wanted;
 	uint64_t finished, stale, tables, peak_bytes, too_big;
+	uint64_t sw_walked, sw_finished; /* --off-cpu: switch-outs walked, finished in user space */
 	uint64_t build_until;   /* CLOCK_MONOTONIC ns: no more tables built in this update after */
 	uint8_t *buf;           /* a record being pushed */
 	int err;
@@ -335,9 +337,12 @@ static void on_sample(void *ctx, const struct kunw_sample *ks, struct tracker_pr
 			}
 		}
 	}
+	bool sw = lk->lv->nsw && smp->attr_index == LIVE_SWITCH_ATTR;
 	if (!finished)
 		return;
 	lk->finished++;
+	if (sw)
+		lk->sw_finished++;
 	/* what would have let the kernel walk it: the process's mappings, the modules' tables */
 	if (p && !p->exited && !kp->refused && (!kp->loaded || kr->fb_reason == KUNW_FB_NO_MAP ||
 					       kr->fb_reason == KUNW_FB_NO_TABLE || kr->fb_reason == KUNW_FB_NO_PROC)) {
@@ -555,10 +560,18 @@ static int on_kunw_record(void *ctx, const struct kunw_sample *s)
 	}
 	uint32_t type = PR_UW_KUNW;
 	uint16_t misc = 0, sz = (uint16_t)size;
+	/* the event it came from, by the program that wrote it: a switch-out is a sample of the
+	 * switch attribute (any of its events' ids names it), paired as a copied one is
+	 * (write/offcpu.c) */
+	uint64_t id = lk->lv->id0;
+	if (s->rec->kind == KUNW_KIND_SWITCH && lk->lv->nsw) {
+		id = lk->lv->sw_ids[0];
+		lk->sw_walked++;
+	}
 	memcpy(lk->buf, &type, 4);
 	memcpy(lk->buf + 4, &misc, 2);
 	memcpy(lk->buf + 6, &sz, 2);
-	memcpy(lk->buf + 8, &lk->lv->id0, 8);
+	memcpy(lk->buf + 8, &id, 8);
 	memset(lk->buf + size - 8, 0, 8);
 	memcpy(lk->buf + 16, s->rec, s->rec->size);
 	int err = uw_reader_push(lk->lv->r, lk->buf, size);
@@ -628,7 +641,9 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 				.max_bytes = o->kernel_max_bytes,
 				/* (tests: every record also carries frame 0's registers and stack, for the
 				 * reader to compare the program's frames with lib/unwind's) */
-				.verify = getenv("UW_KUNW_VERIFY") != NULL };
+				.verify = getenv("UW_KUNW_VERIFY") != NULL,
+				/* --off-cpu: the walk at each switch-out too */
+				.switches = o->off_cpu != 0 };
 	char err[512] = "";
 	int e = kunw_open(&ko, &lk->k, err, sizeof(err));
 	if (e) {
@@ -646,9 +661,11 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 	return 0;
 }
 
-int live_kunw_attach(struct live *lv, int fd)
+int live_kunw_attach(struct live *lv, int fd, bool sw)
 {
-	return lv->kunw ? kunw_attach(lv->kunw->k, fd) : -EINVAL;
+	if (!lv->kunw)
+		return -EINVAL;
+	return sw ? kunw_attach_switch(lv->kunw->k, fd) : kunw_attach(lv->kunw->k, fd);
 }
 
 int live_kunw_start(struct live *lv)
@@ -678,6 +695,8 @@ void live_kunw_status(struct live *lv, struct uw_record_status *st)
 	st->kernel_stale = lk->stale;
 	st->kernel_map_bytes = lk->peak_bytes;
 	st->kernel_tables = lk->tables;
+	st->offcpu_kernel = lk->sw_walked;
+	st->offcpu_kernel_finished = lk->sw_finished;
 }
 
 void live_kunw_close(struct live *lv)
@@ -694,8 +713,10 @@ void live_kunw_close(struct live *lv)
 	if (!kunw_prog_info(lk->k, &pi) && !kunw_counters(lk->k, &c))
 		base_log(&lv->s->log, UW_LOG_INFO,
 			 "kernel unwinding: the program ran %llu times, %llu ns in all (kernel.bpf_stats_enabled; 0 when "
-			 "off), %llu user frames walked, %llu records lost; %llu bytes in BPF maps at most",
-			 (unsigned long long)pi.run_cnt, (unsigned long long)pi.run_time_ns, (unsigned long long)c.frames,
+			 "off), at the switch-outs %llu times, %llu ns in all; %llu user frames walked, %llu records lost; "
+			 "%llu bytes in BPF maps at most",
+			 (unsigned long long)pi.run_cnt, (unsigned long long)pi.run_time_ns,
+			 (unsigned long long)pi.switch_run_cnt, (unsigned long long)pi.switch_run_time_ns, (unsigned long long)c.frames,
 			 (unsigned long long)c.lost, (unsigned long long)lk->peak_bytes);
 	if (!kunw_counters(lk->k, &c))
 		base_log(&lv->s->log, UW_LOG_INFO,

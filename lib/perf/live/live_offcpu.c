@@ -193,6 +193,7 @@ static int push_blocked(struct live *lv, const struct uw_record_opts *o, int32_t
 	memcpy(rec + 6, &size, 2);
 	int err = uw_reader_push(lv->r, rec, at);
 	free(rec);
+	lv->sw_blocked++;
 	return err;
 }
 

@@ -57,6 +57,14 @@ static int drain(struct live *lv, struct ring *rg)
 			lv->lost += n;
 		} else if (type == PR_THROTTLE) {
 			lv->throttled++;
+		} else if (type == PR_SAMPLE && lv->nsw && size >= 16) {
+			/* (--off-cpu: the other event writing here is the switch event; a switch-out
+			 * sample in the ring is one whose stack the kernel copied, where the program was
+			 * not attached) */
+			uint64_t id;
+			memcpy(&id, rec + 8, 8);
+			if (id != rg->id)
+				lv->sw_copied++;
 		}
 		err = uw_reader_push(lv->r, rec, size);
 		tail += size;

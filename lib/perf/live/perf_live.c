@@ -268,14 +268,25 @@ static int start_kernel_unwind(struct rec *rc)
 		return 0;
 	int err = live_kunw_open(lv, &rc->o, rc->unwind_why, sizeof(rc->unwind_why));
 	for (size_t i = 0; !err && i < lv->nrings; i++) {
-		err = live_kunw_attach(lv, lv->rings[i].fd);
+		err = live_kunw_attach(lv, lv->rings[i].fd, false);
 		if (err)
 			snprintf(rc->unwind_why, sizeof(rc->unwind_why), "the program could not be attached to the %s event: %s",
 				 rc->ec.ev.name, strerror(-err));
 	}
+	/* --off-cpu: the same walk at each switch-out (the context-switches events are sampling
+	 * events of the same kind; its own entry program marks the records as switch-outs): no
+	 * stack is copied per switch */
+	for (size_t i = 0; !err && i < lv->nsw; i++) {
+		err = live_kunw_attach(lv, lv->sw_fds[i], true);
+		if (err)
+			snprintf(rc->unwind_why, sizeof(rc->unwind_why),
+				 "the program could not be attached to the context-switches event (--off-cpu): %s",
+				 strerror(-err));
+	}
 	/* (libbpf enables an event it attaches to: off again until the recording begins) */
 	for (size_t i = 0; i < lv->nrings; i++)
 		ioctl(lv->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+	live_enable_offcpu(lv, PERF_EVENT_IOC_DISABLE);
 	if (!err)
 		return 0;
 	live_kunw_close(lv);
@@ -372,6 +383,27 @@ static int synthesize_existing(struct rec *rc)
 	int err = live_push_kernel_map(lv);
 	if (!err && (o->system_wide || o->npids))
 		err = live_synthesize_all(lv, o->pids, o->npids, o->system_wide);
+	/* -t with kernel unwinding: the threads' processes' mappings too, loaded into the program's
+	 * maps before the events are enabled (live_kunw_prime); the kernel walks only through
+	 * mappings it was given, and those found on demand come one at a time, after a sample
+	 * needed them: until then every stack would be handed over (a blocking stack deeper than
+	 * the copy then lost) */
+	if (!err && o->ntids && lv->kunw) {
+		int *pids = malloc(o->ntids * sizeof(*pids));
+		size_t np = 0;
+		if (!pids)
+			return -ENOMEM;
+		for (size_t i = 0; i < o->ntids; i++) {
+			int32_t pid = live_tgid_of(o->tids[i]);
+			size_t j = 0;
+			while (j < np && pids[j] != pid)
+				j++;
+			if (j == np)
+				pids[np++] = pid;
+		}
+		err = live_synthesize_all(lv, pids, np, false);
+		free(pids);
+	}
 	for (size_t i = 0; i < o->ntids && !err; i++) {
 		char p[64], comm[64] = "";
 		int32_t pid = o->tids[i];
@@ -423,6 +455,8 @@ static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct
 	st->offcpu_samples = rc->oc.samples;
 	st->offcpu_ns = rc->oc.ns;
 	st->offcpu_open_at_end = rc->oc.open_at_end;
+	st->offcpu_copied = rc->lv.sw_copied;
+	st->offcpu_blocked = rc->lv.sw_blocked;
 }
 
 /* Reads the rings until the command exits (or, for -p and -t, every task followed has), *stop

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfi/cfi_find.h"
 #include "perf/read/reader_deferred.h"
 #include "perf/read/reader_sample.h"
 

@@ -40,7 +40,11 @@ struct oc_thread {
 	bool pending, exited;
 	bool has_stack;          /* a switch-out sample came: s holds its stack */
 	bool just_sampled;       /* its switch-out record is still to come */
-	uint64_t last_in;        /* the time of its last switch-in (0: none seen) */
+	/* the times of its last OC_INS switch-ins (0: none), to close a switch-out delivered after
+	 * its switch-in with that switch-in: the first after it, not the last (a late sample of a
+	 * thread that has waited again since would take both waits and the time between) */
+	uint64_t ins[8];
+	unsigned next_in;
 	struct offcpu_stack s;   /* the pending switch-out; s.chain points into chain */
 	uint64_t *chain;
 	uint32_t cap;
@@ -167,6 +171,18 @@ static int account(struct offcpu *oc, struct offcpu_stack *s)
 	return err;
 }
 
+#define OC_INS 8u
+
+/* The first switch-in of t remembered after time (0: none). */
+static uint64_t first_in_after(const struct oc_thread *t, uint64_t time)
+{
+	uint64_t best = 0;
+	for (unsigned i = 0; i < OC_INS; i++)
+		if (t->ins[i] > time && (!best || t->ins[i] < best))
+			best = t->ins[i];
+	return best;
+}
+
 int offcpu_switch_out(struct offcpu *oc, const struct offcpu_stack *s)
 {
 	if (!s->pid || (oc->o.self_pid && s->pid == (uint32_t)oc->o.self_pid))
@@ -177,6 +193,15 @@ int offcpu_switch_out(struct offcpu *oc, const struct offcpu_stack *s)
 	if (t->exited)
 		return 0; /* the switch that ends a thread's life (after its EXIT) */
 	oc->st.switches_out++;
+	/* switched in again before this sample came (a reader that held it): closed now by the
+	 * switch-in that ended it; a newer wait already open keeps the thread's stack */
+	uint64_t in = first_in_after(t, s->time);
+	if (in && t->pending && t->s.time > s->time) {
+		struct offcpu_stack late = *s;
+		late.period = in - s->time;
+		late.time = in;
+		return account(oc, &late);
+	}
 	if (copy_chain(&t->chain, &t->cap, s))
 		return -ENOMEM;
 	t->s = *s;
@@ -184,10 +209,10 @@ int offcpu_switch_out(struct offcpu *oc, const struct offcpu_stack *s)
 	t->pid = s->pid;
 	t->has_stack = true;
 	t->just_sampled = true;
-	/* switched in again before this sample came (a reader that held it): closed now */
-	if (t->last_in > s->time) {
-		t->s.period = t->last_in - s->time;
-		t->s.time = t->last_in;
+	if (in) {
+		t->pending = false;
+		t->s.period = in - s->time;
+		t->s.time = in;
 		return account(oc, &t->s);
 	}
 	t->pending = true;
@@ -201,7 +226,7 @@ int offcpu_switch_in(struct offcpu *oc, uint32_t pid, uint32_t tid, uint64_t tim
 	struct oc_thread *t = thread_of(oc, pid, tid, false);
 	if (!t)
 		return 0; /* never seen switched out (or not sampled: --off-cpu-every) */
-	t->last_in = time;
+	t->ins[t->next_in++ % OC_INS] = time;
 	if (!t->pending)
 		return 0;
 	t->pending = false;

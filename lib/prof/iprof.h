@@ -7,14 +7,16 @@
  *   thread B ──timer──> SIGPROF ──> handler: registers + stack copy ──> ring of B ─┼─> collector:
  *   ...                                                                          ─┘   unwind, add
  *
- * Files: iprof_signal.c (the handler and the rings: the only code that runs in signal context),
- * iprof_threads.c (the slot table, per-thread timers, /proc/self/task scans, the pthread_create
- * interposer), iprof_collect.c (the collector thread), iprof_maps.c (dlopen/dlclose: when the
- * tracker's mappings are forgotten), prof.c (the public calls, fork), iprof_env.c (LD_PRELOAD
- * mode: the environment, the file at exit).
+ * Files: prof_signal.c (the handler and the rings: the only code that runs in signal context),
+ * prof_threads.c (the slot table, per-thread timers, /proc/self/task scans, the pthread_create
+ * interposer), prof_collect.c (the collector thread), prof_maps.c (dlopen/dlclose: when the
+ * tracker's mappings are forgotten), prof_dlclose.c (the dlclose interposer), prof.c (the public
+ * calls, fork), prof_env.c (LD_PRELOAD mode: the environment, the file at exit). This header is
+ * what they share (named apart from prof.c, whose calls only it uses: the files below prof.c
+ * include it, prof.c calls them).
  */
-#ifndef UW_PROF_PROF_H
-#define UW_PROF_PROF_H
+#ifndef UW_PROF_IPROF_H
+#define UW_PROF_IPROF_H
 
 #include <pthread.h>
 #include <signal.h>
@@ -42,7 +44,7 @@
 struct iprof_rec {
 	uint32_t len;            /* the whole record, header included, a multiple of 8 */
 	uint32_t kind;           /* IPROF_REC_* */
-	uint32_t gen;            /* the mappings' generation when it was taken (iprof_maps.c) */
+	uint32_t gen;            /* the mappings' generation when it was taken (prof_maps.c) */
 	uint32_t overrun;        /* the timer's overrun: expiries since the last signal, less one */
 	uint64_t time;           /* CLOCK_MONOTONIC, ns */
 	uint64_t regs[IPROF_NREGS];
@@ -82,7 +84,7 @@ enum iprof_slot_state { SLOT_FREE = 0, SLOT_ACTIVE, SLOT_DEAD };
 struct iprof_slot {
 	_Atomic uint64_t key;    /* the timer's sigev_value: IPROF_KEY(generation, index) */
 	_Atomic uint32_t live;   /* 1: the handler may write to the ring */
-	_Atomic uint32_t busy;   /* handlers inside (a count: see iprof_signal.c) */
+	_Atomic uint32_t busy;   /* handlers inside (a count: see prof_signal.c) */
 	_Atomic uintptr_t lo, hi;/* the thread's stack; hi 0: not known */
 	struct iprof_ring *_Atomic ring;
 	/* counters, written by the handler */
@@ -96,7 +98,7 @@ struct iprof_slot {
 	uint8_t main;            /* the main thread */
 	uint64_t start_ticks;    /* /proc/self/task/TID/stat's starttime (a reused tid is another thread) */
 	/* the collector's */
-	const char *comm;        /* interned (iprof_collect.c) */
+	const char *comm;        /* interned (prof_collect.c) */
 	uint64_t comm_read_ns;
 	uint64_t last_sample_ns;
 	uint64_t seen_samples;   /* n_samples when last looked at */
@@ -111,7 +113,7 @@ struct iprof_slot {
 /* the slot table and what the handler needs, shared by every profiler of the process's life */
 struct iprof_global {
 	struct iprof_slot *_Atomic tab; /* IPROF_MAX_SLOTS slots, mapped at the first start */
-	_Atomic uint32_t gen;          /* the mappings' generation (iprof_maps.c) */
+	_Atomic uint32_t gen;          /* the mappings' generation (prof_maps.c) */
 	_Atomic uint64_t foreign, stale;
 	_Atomic int wake_fd;           /* the collector's eventfd; -1: none */
 	_Atomic uint32_t stack_bytes;  /* the copy's cap */
@@ -121,7 +123,7 @@ struct iprof_global {
 	pthread_mutex_t work_lock;     /* held by the collector through a pass, and across fork (taken
 	                                * before lock): a child is never forked while the collector
 	                                * allocates or holds a lock of its own or of the library's */
-	/* dlclose's wait for a collector's pass (iprof_collect.c) */
+	/* dlclose's wait for a collector's pass (prof_collect.c) */
 	pthread_mutex_t sync_lock;
 	pthread_cond_t sync_cond;
 	uint64_t sync_req, sync_done;  /* under sync_lock */
@@ -182,7 +184,7 @@ struct uw_prof {
 	int forked_off;                 /* a child's copy: nothing to stop or free */
 };
 
-/* iprof_signal.c */
+/* prof_signal.c */
 void iprof_handler(int sig, siginfo_t *si, void *uc);
 struct iprof_ring *iprof_ring_new(uint64_t size);
 void iprof_ring_free(struct iprof_ring *r);
@@ -193,7 +195,7 @@ unsigned iprof_ring_drain(struct iprof_ring *r, iprof_rec_fn fn, void *ctx);
 int iprof_install_handler(int signo);
 void iprof_handler_check(struct uw_prof *p);
 
-/* iprof_threads.c */
+/* prof_threads.c */
 int iprof_slots_init(void);
 int iprof_register_self(uint64_t *key);
 int iprof_main_stack(uintptr_t *lo, uintptr_t *hi);
@@ -206,18 +208,26 @@ bool iprof_is_internal(struct uw_prof *p, int tid);
 void iprof_note_internal(int tid, bool add);
 extern _Thread_local int iprof_tls_internal;
 
-/* iprof_collect.c */
+/* prof_collect.c */
 int iprof_collector_start(struct uw_prof *p);
 void iprof_collector_stop(struct uw_prof *p);
 void iprof_collector_sync(unsigned timeout_ms);
 void iprof_comms_free(struct uw_prof *p);
 
-/* iprof_maps.c */
+/* prof_maps.c */
 void iprof_maps_check(struct uw_prof *p);
 int iprof_tracker_reset(struct uw_prof *p);
 
-/* prof.c */
-uint64_t iprof_now_ns(clockid_t clk);
+/* prof_threads.c */
 int iprof_gettid(void);
+
+/* The time on clock clk in ns (0 when it cannot be read). */
+static inline uint64_t iprof_now_ns(clockid_t clk)
+{
+	struct timespec ts;
+	if (clock_gettime(clk, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 #endif

@@ -6,12 +6,10 @@
  * the tracker, and samples unwound and passed to the caller.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <sys/mman.h> /* (PROT_* of MMAP records) */
-#include <sys/stat.h>
-#include <unistd.h>
+#include <time.h>
 
 #include "perf/read/reader.h"
 
@@ -31,7 +29,7 @@ uint64_t perf_reader_held_oldest(const struct uw_reader *r, uint64_t *newest)
 {
 	*newest = r->newest_delivered;
 	/* (samples waiting for a deferred callchain come late too) */
-	return UW_MIN(reader_stitch_oldest(r), reader_deferred_oldest(&r->def));
+	return UW_MIN(unw_stitch_oldest(&r->stitch), reader_deferred_oldest(&r->def));
 }
 
 const uint8_t *perf_reader_current_sample(const struct uw_reader *r, uint32_t *len)
@@ -40,18 +38,210 @@ const uint8_t *perf_reader_current_sample(const struct uw_reader *r, uint32_t *l
 	return r->cur_rec;
 }
 
-int reader_err(struct uw_reader *r, int err, uint64_t off, const char *what)
+const uint8_t *perf_reader_feature(const struct uw_reader *r, unsigned bit, size_t *n)
+{
+	if (bit >= FEAT_LAST || !r->hdr.ft.sec[bit].p) {
+		*n = 0;
+		return NULL;
+	}
+	*n = r->hdr.ft.sec[bit].n;
+	return r->hdr.ft.sec[bit].p;
+}
+
+void reader_set_kunw_hook(struct uw_reader *r, reader_kunw_fn fn, void *ctx)
+{
+	r->kunw.fn = fn;
+	r->kunw.ctx = ctx;
+}
+
+UW_API const char *uw_reader_info(const struct uw_reader *r, enum uw_info key)
+{
+	return (unsigned)key < UW_INFO__COUNT ? r->hdr.info[key] : NULL;
+}
+
+/* An error at a byte offset of the input, said in the session's message. */
+static int reader_err(struct uw_reader *r, int err, uint64_t off, const char *what)
 {
 	return base_err(&r->s->log, err, "%s: at byte offset %llu: %s", r->path, (unsigned long long)off, what);
 }
 
-int reader_input_err(struct uw_reader *r, int err)
+/* A stage's error (-UW_ETRUNC, -UW_EFORMAT, ...) said with the offset and reason it kept
+ * (none kept: err as it is); err returned. */
+static int stage_err(struct uw_reader *r, int err, uint64_t off, const char **what)
 {
-	const char *what = r->in.err_what;
-	if (err >= 0 || !what)
+	const char *w = *what;
+	if (err >= 0 || !w)
 		return err;
-	r->in.err_what = NULL;
-	return reader_err(r, err, r->in.err_off, what);
+	*what = NULL;
+	return reader_err(r, err, off, w);
+}
+
+static int reader_input_err(struct uw_reader *r, int err)
+{
+	return stage_err(r, err, r->in.err_off, &r->in.err_what);
+}
+
+/* ---- attributes */
+
+/* The reader's share of the attributes the file header added (at least one): their statistics,
+ * and the clock the first says. */
+static int header_attrs_added(struct uw_reader *r)
+{
+	r->evst = calloc(r->at.nattrs, sizeof(*r->evst));
+	if (!r->evst)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->at.nattrs; i++)
+		r->evst[i].sz = sizeof(*r->evst);
+	/* perf record -k 1 (CLOCK_MONOTONIC): sample times compare with a jitdump's */
+	const struct perf_attr *a = &r->at.attrs[0];
+	r->t->clock_monotonic = (a->flags & PA_USE_CLOCKID) && a->clockid == CLOCK_MONOTONIC;
+	return 0;
+}
+
+/* An attribute added (HEADER_ATTR, uw_reader_add_event) with its statistics (an error said at
+ * offset off). */
+static int reader_add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,
+                           uint64_t off)
+{
+	/* its statistics first: an attribute added has them */
+	struct uw_event_stats *ne = realloc(r->evst, (r->at.nattrs + 1) * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	r->evst = ne;
+	memset(&ne[r->at.nattrs], 0, sizeof(*ne));
+	ne[r->at.nattrs].sz = sizeof(*ne);
+	const char *what = NULL;
+	int err = reader_attrs_add(&r->at, p, size, ids, nids, &what);
+	if (err)
+		return what ? reader_err(r, err, off, what) : err;
+	/* perf record -k 1 (CLOCK_MONOTONIC): sample times compare with a jitdump's */
+	const struct perf_attr *a = &r->at.attrs[r->at.nattrs - 1];
+	if (r->at.nattrs == 1)
+		r->t->clock_monotonic = (a->flags & PA_USE_CLOCKID) && a->clockid == CLOCK_MONOTONIC;
+	return 0;
+}
+
+/* ---- samples handed on: held for their deferred callchains, stitched, delivered */
+
+/* The deferred stage's counts into the reader's stats. */
+static void deferred_counts(struct uw_reader *r)
+{
+	r->st.deferred_samples = r->def.n.samples;
+	r->st.deferred_stitched = r->def.n.stitched;
+	r->st.deferred_missing = r->def.n.missing;
+	r->st.deferred_records = r->def.n.records;
+	r->st.deferred_unmatched = r->def.n.unmatched;
+	r->st.deferred_malformed = r->def.n.malformed;
+}
+
+/* The stitching stage's counts into the reader's stats. */
+static void stitch_counts(struct uw_reader *r)
+{
+	r->st.stitched_samples = r->stitch.stitched_samples;
+	r->st.stitched_frames = r->stitch.stitched_frames;
+	r->st.stitch_failed = r->stitch.failed;
+	r->st.stitch_given_up = r->stitch.given_up;
+}
+
+/* A sample to its consumer: counted, then given to opts.on_sample. */
+static int deliver_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp)
+{
+	struct uw_event_stats *es = &r->evst[aidx];
+	if (smp->stop_reason != UW_STOP_NO_REGS || smp->nr_user) {
+		r->st.stop_reasons[smp->stop_reason]++;
+		es->stop_reasons[smp->stop_reason]++;
+	}
+	r->st.user_frames += smp->nr_user;
+	for (unsigned i = 0; i < smp->nr_user; i++)
+		r->st.frames_by_method[smp->user[i].method & (UW_METHOD_MAX - 1)]++;
+	r->st.samples_delivered++;
+	es->user_frames += smp->nr_user;
+	es->samples_delivered++;
+	es->period += smp->period;
+	if (r->o.on_sample && r->o.on_sample(r->o.ctx, smp))
+		return -UW_ECANCELED;
+	return 0;
+}
+
+/* The stitching stage's delivery: a sample it hands on, with the record writers see. */
+static int stitched(void *ctx, unsigned aidx, struct uw_sample *smp, const uint8_t *rec, uint32_t len)
+{
+	struct uw_reader *r = ctx;
+	const uint8_t *cur = r->cur_rec;
+	uint32_t cur_len = r->cur_len;
+	r->cur_rec = rec;
+	r->cur_len = len;
+	stitch_counts(r);
+	int err = deliver_sample(r, aidx, smp);
+	r->cur_rec = cur;
+	r->cur_len = cur_len;
+	return err;
+}
+
+int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp)
+{
+	int err = unw_stitch_sample(&r->stitch, aidx, smp, r->cur_rec, r->cur_len);
+	stitch_counts(r);
+	return err;
+}
+
+int reader_stitch_forget(struct uw_reader *r, uint32_t pid, uint32_t tid)
+{
+	int err = unw_stitch_forget(&r->stitch, pid, tid);
+	stitch_counts(r);
+	return err;
+}
+
+int reader_stitch_flush(struct uw_reader *r)
+{
+	int err = unw_stitch_flush(&r->stitch);
+	stitch_counts(r);
+	return err;
+}
+
+/* A SAMPLE record (how: as it comes to the sample stage). */
+static int sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, const struct cut *cut,
+                  uint64_t ord, unsigned how)
+{
+	struct uw_sample smp;
+	struct reader_sample_out out;
+	out.stack_of = 0;
+	switch (reader_sample_make(&r->smp, &r->at.attrs[aidx], aidx, &r->evst[aidx], rec, len, cut, ord, how, &smp, &out)) {
+	case READER_MADE:
+		/* (the stack prefix follows how far unwinding read) */
+		if (out.stack_of && r->in.cut_stacks)
+			reader_note_reach(&r->in, out.reach, out.stack_of);
+		/* through stitching when it is on, else to the consumer */
+		return r->o.stitch ? reader_stitch_sample(r, aidx, &smp) : deliver_sample(r, aidx, &smp);
+	case READER_HOLD: {
+		int err = reader_deferred_hold(&r->def, aidx, rec, len, out.tid, out.time, out.cookie, ord);
+		deferred_counts(r);
+		return err;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* The deferred stage's delivery: a held sample (its chain rewritten, or missing). */
+static int deferred_deliver(void *ctx, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t ord, bool missing)
+{
+	struct uw_reader *r = ctx;
+	r->cur_rec = rec; /* (what writers see) */
+	r->cur_len = len;
+	return sample(r, aidx, rec, len, NULL, ord, READER_SAMPLE_REDELIVERED | (missing ? READER_SAMPLE_MISSING : 0));
+}
+
+/* A PR_UW_KUNW record (a live recorder's). */
+static int kunw_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len)
+{
+	struct uw_sample smp;
+	int made = reader_kunw_make(&r->kunw, &r->at.attrs[aidx], aidx, &r->evst[aidx], rec, len, &smp);
+	if (made != READER_MADE)
+		return made < 0 ? made : 0;
+	r->cur_rec = r->kunw.raw;
+	r->cur_len = r->kunw.raw_len;
+	return r->o.stitch ? reader_stitch_sample(r, aidx, &smp) : deliver_sample(r, aidx, &smp);
 }
 
 /* ---- opening */
@@ -66,19 +256,13 @@ static int reader_init(struct uw_reader *r, struct uw_session *s, const struct u
 	if (!r->o.max_queue_bytes)
 		r->o.max_queue_bytes = QUEUE_BYTES_DEFAULT;
 	r->s = s;
-	r->in.fd = -1;
-	r->in.cur_aidx = -1;
-	unw_stitch_init(&r->stitch, s->opts.max_frames, reader_stitched, r);
-	r->in.at = &r->at;
-	reader_deferred_init(&r->def, &r->at, reader_deferred_deliver, r);
+	reader_input_init(&r->in, &r->at);
+	unw_stitch_init(&r->stitch, s->opts.max_frames, stitched, r);
+	reader_deferred_init(&r->def, &r->at, deferred_deliver, r);
 	r->path = strdup(path);
 	base_map_init(&r->at.ids);
 	r->st.sz = sizeof(r->st);
-	r->frames = calloc(s->opts.max_frames, sizeof(*r->frames));
-	r->regbuf = calloc(64, sizeof(*r->regbuf));
-	r->kcap = r->o.max_kernel_frames ? UW_MIN(r->o.max_kernel_frames, KERNEL_FRAMES_MAX) : KERNEL_FRAMES_DEFAULT;
-	r->kbuf = calloc(r->kcap, sizeof(*r->kbuf));
-	if (!r->path || !r->frames || !r->regbuf || !r->kbuf)
+	if (!r->path)
 		return -ENOMEM;
 	r->t = r->o.tracker;
 	if (!r->t) {
@@ -88,7 +272,9 @@ static int reader_init(struct uw_reader *r, struct uw_session *s, const struct u
 			return -ENOMEM;
 		r->own_tracker = true;
 	}
-	return 0;
+	reader_header_init(&r->hdr, s, r->t, r->path);
+	reader_kunw_init(&r->kunw, s, r->t, &r->o, &r->st);
+	return reader_samples_init(&r->smp, s, r->t, &r->o, &r->st, r->path, &r->in, &r->hdr.ft);
 }
 
 UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
@@ -113,44 +299,23 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	}
 	if (err)
 		goto fail;
-	if (strcmp(path, "-") == 0) {
-		r->in.fd = 0;
-	} else {
-		r->in.fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (r->in.fd < 0) {
-			err = base_err(&s->log, -errno, "%s: %s", path, strerror(errno));
-			goto fail;
-		}
-		r->in.close_fd = true;
-	}
-	/* A regular file is read with pread, never mapped: a recording cut short while it is read
-	 * (its writer restarted, a disk full, a user's truncate) ends in a clear error where a
-	 * mapping would take SIGBUS on the pages past the new end. */
-	struct stat st;
-	bool regular = fstat(r->in.fd, &st) == 0 && S_ISREG(st.st_mode);
-	if (regular && st.st_size > 0) {
-		r->in.seekable = true;
-		r->in.file_size = (uint64_t)st.st_size;
+	err = reader_input_open(&r->in, path);
+	if (err) {
+		err = base_err(&s->log, err, "%s: %s", path, strerror(-err));
+		goto fail;
 	}
 	uint64_t magic = 0, hsize = 0;
-	if (r->in.seekable) {
-		uint8_t h[16];
-		err = reader_pread(&r->in, h, 16, 0);
-		if (err) {
-			err = err == -UW_ETRUNC ? reader_err(r, err, 0, "file too short for a perf.data header") : err;
-			goto fail;
-		}
-		memcpy(&magic, h, 8);
-		memcpy(&hsize, h + 8, 8);
-	} else {
-		err = reader_fill(&r->in, 16);
-		if (err) {
-			err = reader_err(r, err == -UW_ETRUNC ? err : err, 0, "input too short for a perf.data header");
-			goto fail;
-		}
-		memcpy(&magic, r->in.buf, 8);
-		memcpy(&hsize, r->in.buf + 8, 8);
+	uint8_t h[16];
+	err = reader_input_head(&r->in, h);
+	if (err) {
+		if (!r->in.seekable)
+			err = reader_err(r, err, 0, "input too short for a perf.data header");
+		else if (err == -UW_ETRUNC)
+			err = reader_err(r, err, 0, "file too short for a perf.data header");
+		goto fail;
 	}
+	memcpy(&magic, h, 8);
+	memcpy(&hsize, h + 8, 8);
 	if (magic == PERF_MAGIC2_SWAPPED) {
 		err = reader_err(r, -UW_EUNSUPP, 0, "big-endian perf.data files are not supported");
 		goto fail;
@@ -161,37 +326,24 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	}
 	r->st.bytes = r->in.file_size;
 	if (hsize == 16) { /* pipe mode */
-		if (r->in.seekable) {
-			r->in.pos = 16;
-			r->in.end = r->in.file_size;
-		} else {
-			r->in.bufpos = 16;
-			r->in.stream_off = 16;
-		}
+		reader_input_records(&r->in, 16, r->in.file_size);
 	} else {
 		if (!r->in.seekable) {
 			err = reader_err(r, -UW_EUNSUPP, 0, "file-mode perf.data needs a seekable file, not a pipe");
 			goto fail;
 		}
 		r->file_mode = true;
-		err = reader_file_header(r);
+		err = stage_err(r, reader_file_header(&r->hdr, &r->in, &r->at), r->hdr.err_off, &r->hdr.err_what);
+		if (!err)
+			err = header_attrs_added(r);
 		if (err)
 			goto fail;
+		reader_input_records(&r->in, r->hdr.data_off, r->hdr.data_end);
+		r->st.unfinished = r->hdr.unfinished;
 	}
-	if (r->in.seekable) {
-		/* records read in windows with pread; a sample's stack cut to a prefix unless
-		 * full_stacks */
-		r->in.sparse = true;
-		r->in.cut_stacks = !r->o.full_stacks;
-		pthread_mutex_init(&r->in.psteps_mu, NULL);
-		atomic_init(&r->in.done_off, 0);
-		r->in.cbuf = malloc(1u << 16);
-		r->in.fullbuf = malloc(1u << 16);
-		if (!r->in.cbuf || !r->in.fullbuf) {
-			err = -ENOMEM;
-			goto fail;
-		}
-	}
+	/* records read in windows with pread; a sample's stack cut to a prefix unless full_stacks */
+	if (r->in.seekable && (err = reader_input_sparse(&r->in, !r->o.full_stacks)))
+		goto fail;
 	return r;
 fail:
 	uw_reader_free(r);
@@ -207,28 +359,17 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	if (!r)
 		return;
 	reader_ra_stop(&r->in);
-	reader_order_free(&r->q);
-	reader_ra_free(&r->in);
-	if (r->in.close_fd)
-		close(r->in.fd);
+	reader_order_free(&r->q); /* (before the input's chunks its records may lie in) */
+	reader_input_free(&r->in);
 	reader_attrs_free(&r->at);
 	free(r->evst);
-	reader_features_free(&r->ft);
+	reader_header_free(&r->hdr);
 	perf_decomp_free(r->decomp);
-	free(r->in.buf);
-	free(r->in.win);
-	free(r->in.cbuf);
-	free(r->in.fullbuf);
-	if (r->in.sparse)
-		reader_prefix_free(&r->in);
 	reader_deferred_free(&r->def);
-	free(r->def.defbuf);
 	free(r->fixbuf);
-	reader_stitch_free(r);
-	free(r->frames);
-	free(r->kunw.vframes);
-	free(r->regbuf);
-	free(r->kbuf);
+	unw_stitch_free(&r->stitch);
+	reader_samples_free(&r->smp);
+	reader_kunw_free(&r->kunw);
 	free(r->path);
 	if (r->own_tracker)
 		uw_tracker_free(r->t);
@@ -258,7 +399,7 @@ UW_API int uw_reader_stats(const struct uw_reader *r, struct uw_reader_stats *st
 	return 0;
 }
 
-int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time,
+static int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time,
                    const struct cut *cut, uint64_t ord)
 {
 	uint32_t type;
@@ -306,9 +447,9 @@ int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint3
 	case PR_SAMPLE:
 		r->cur_rec = rec;
 		r->cur_len = len;
-		return reader_sample(r, aidx, rec, len, cut, ord);
+		return sample(r, aidx, rec, len, cut, ord, 0);
 	case PR_UW_KUNW:
-		return reader_kunw_sample(r, aidx, rec, len, ord);
+		return kunw_sample(r, aidx, rec, len);
 	case PR_MMAP:
 	case PR_MMAP2: {
 		struct perf_sideband sb;
@@ -374,7 +515,7 @@ int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint3
 		return 0;
 	case PR_CALLCHAIN_DEFERRED: {
 		int err = reader_deferred_record(&r->def, aidx, rec, len, time);
-		reader_deferred_counts(r);
+		deferred_counts(r);
 		return err;
 	}
 	default:
@@ -407,7 +548,7 @@ static int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at
 	/* the end: samples still waiting for a deferred callchain go without it */
 	if (all && !err) {
 		err = reader_deferred_flush(&r->def);
-		reader_deferred_counts(r);
+		deferred_counts(r);
 	}
 	/* and those held for a stitching decision as they are */
 	if (all && !err)
@@ -543,7 +684,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 			break;
 		}
 		case PR_HEADER_BUILD_ID:
-			reader_build_ids(r, rec, len);
+			reader_build_ids(&r->hdr, rec, len);
 			break;
 		case PR_HEADER_FEATURE: /* pipe mode: u64 feature id, then the section's bytes */
 			if (len >= 16) {
@@ -551,8 +692,8 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 				memcpy(&feat, rec + 8, 8);
 				/* (an empty one is the end marker) */
 				if (feat < FEAT_LAST && feat != FEAT_BUILD_ID && len > 16) {
-					reader_keep_feature(&r->ft, (unsigned)feat, rec + 16, len - 16, true);
-					reader_feature(r, (unsigned)feat, rec + 16, len - 16);
+					reader_keep_feature(&r->hdr.ft, (unsigned)feat, rec + 16, len - 16, true);
+					reader_feature(&r->hdr, &r->at, (unsigned)feat, rec + 16, len - 16);
 				}
 			}
 			break;
@@ -741,7 +882,7 @@ UW_API int uw_reader_run(struct uw_reader *r)
 		if ((err = process_record(r, rec, len, off)))
 			break;
 	}
-	if (got == -UW_ETRUNC && r->unfinished) {
+	if (got == -UW_ETRUNC && r->hdr.unfinished) {
 		/* where the writer stopped: the end of what there is */
 		base_log(&r->s->log, UW_LOG_WARN, "%s: %s", r->path, base_errmsg(&r->s->log));
 		r->st.records_cut = 1;

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf/read/reader.h"
+#include "perf/read/reader_deferred.h"
 
 #define PC_USER_DEFERRED ((uint64_t)-640)
 #define DEFERRED_MAX_HELD 65536u  /* samples waiting at once: past it, the oldest go without */
@@ -291,6 +291,8 @@ void reader_deferred_free(struct reader_deferred *d)
 	if (d->deflast_init)
 		forget_last(d);
 	base_map_free(&d->deflast);
+	free(d->defbuf);
+	d->defbuf = NULL;
 }
 
 void reader_deferred_init(struct reader_deferred *d, const struct reader_attrs *at, reader_deferred_fn deliver,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A recording's description of itself: the file header, event attributes (and which one a
- * record belongs to), and the feature sections (build-ids, event names, host, clock, the stop
- * reasons unwound writes).
+ * A recording's description of itself: the file header and the feature sections (build-ids,
+ * event names, host, clock, the stop reasons unwound writes). The stage's state is struct
+ * reader_header; it adds the attributes to the table it is given (reader_attrs.c), reads the
+ * file through the input stage, and keeps an error's offset and reason for the reader to say.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,147 +11,33 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "perf/read/reader.h"
-
-/* ---- attributes */
-
-int reader_attrs_add(struct reader_attrs *at, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,
-                     const char **what)
-{
-	if (at->nattrs >= READER_ATTRS_MAX) {
-		*what = "more than 4096 event attributes";
-		return -UW_ELIMIT;
-	}
-	struct perf_attr a;
-	if (perf_attr_decode(p, size, &a)) {
-		*what = "perf_event_attr smaller than the first ABI version";
-		return -UW_EFORMAT;
-	}
-	struct perf_attr *na = realloc(at->attrs, (at->nattrs + 1) * sizeof(*na));
-	if (!na)
-		return -ENOMEM;
-	at->attrs = na;
-	a.name = perf_attr_default_name(&a);
-	a.raw_size = (uint32_t)UW_MIN(size, (size_t)PERF_ATTR_MAX);
-	memcpy(a.raw, p, a.raw_size);
-	a.ids = nids ? malloc(nids * 8) : NULL;
-	a.nids = a.ids ? nids : 0;
-	if (a.ids)
-		memcpy(a.ids, ids, nids * 8);
-	at->attrs[at->nattrs] = a;
-	for (size_t i = 0; i < nids; i++) {
-		uint64_t id;
-		memcpy(&id, ids + 8 * i, 8);
-		if (base_map_put(&at->ids, id, (void *)(uintptr_t)(at->nattrs + 1))) {
-			free(a.ids);
-			return -ENOMEM;
-		}
-	}
-	at->nattrs++;
-	return 0;
-}
-
-void reader_attrs_free(struct reader_attrs *at)
-{
-	base_map_free(&at->ids);
-	for (size_t i = 0; i < at->nattrs; i++)
-		free(at->attrs[i].ids);
-	free(at->attrs);
-	at->attrs = NULL;
-	at->nattrs = 0;
-}
-
-int reader_add_attr(struct uw_reader *r, const uint8_t *p, size_t size, const uint8_t *ids, size_t nids,
-                    uint64_t off)
-{
-	/* its statistics first: an attribute added has them */
-	struct uw_event_stats *ne = realloc(r->evst, (r->at.nattrs + 1) * sizeof(*ne));
-	if (!ne)
-		return -ENOMEM;
-	r->evst = ne;
-	memset(&ne[r->at.nattrs], 0, sizeof(*ne));
-	ne[r->at.nattrs].sz = sizeof(*ne);
-	const char *what = NULL;
-	int err = reader_attrs_add(&r->at, p, size, ids, nids, &what);
-	if (err)
-		return what ? reader_err(r, err, off, what) : err;
-	/* perf record -k 1 (CLOCK_MONOTONIC): sample times compare with a jitdump's */
-	const struct perf_attr *a = &r->at.attrs[r->at.nattrs - 1];
-	if (r->at.nattrs == 1)
-		r->t->clock_monotonic = (a->flags & PA_USE_CLOCKID) && a->clockid == CLOCK_MONOTONIC;
-	return 0;
-}
-
-const struct perf_attr *reader_attr_by_id(const struct reader_attrs *at, uint64_t id, unsigned *idx)
-{
-	uintptr_t v = (uintptr_t)base_map_get(&at->ids, id);
-	unsigned i = v ? (unsigned)(v - 1) : 0;
-	if (idx)
-		*idx = i;
-	return &at->attrs[i];
-}
-
-/* Which attribute a record belongs to. Samples carry the id first (IDENTIFIER) or at a fixed
- * position (ID); other records at the end of their sample_id trailer. */
-const struct perf_attr *reader_attr_of(const struct reader_attrs *at, const uint8_t *rec, uint32_t len,
-                                       unsigned *idx)
-{
-	const struct perf_attr *a0 = &at->attrs[0];
-	if (idx)
-		*idx = 0;
-	if (at->nattrs == 1)
-		return a0;
-	uint32_t type;
-	memcpy(&type, rec, 4);
-	uint64_t st = a0->sample_type, id;
-	const uint8_t *body = rec + 8;
-	size_t n = len - 8;
-	if (type == PR_SAMPLE || type == PR_UW_KUNW) {
-		size_t pos;
-		if (st & PS_IDENTIFIER || type == PR_UW_KUNW) {
-			pos = 0;
-		} else if (st & PS_ID) {
-			pos = 8 * (!!(st & PS_IP) + !!(st & PS_TID) + !!(st & PS_TIME) + !!(st & PS_ADDR));
-		} else {
-			return a0;
-		}
-		if (pos + 8 > n)
-			return a0;
-		memcpy(&id, body + pos, 8);
-		return reader_attr_by_id(at, id, idx);
-	}
-	if (!(a0->flags & PA_SAMPLE_ID_ALL))
-		return a0;
-	size_t back;
-	if (st & PS_IDENTIFIER)
-		back = 8;
-	else if (st & PS_ID)
-		back = 8 * (1 + !!(st & PS_STREAM_ID) + !!(st & PS_CPU));
-	else
-		return a0;
-	if (back > n)
-		return a0;
-	memcpy(&id, body + n - back, 8);
-	return reader_attr_by_id(at, id, idx);
-}
+#include "perf/read/reader_header.h"
 
 /* ---- feature sections (file mode) */
 
-void reader_build_ids(struct uw_reader *r, const uint8_t *p, uint64_t size)
+/* An error at a byte offset of the file: what and where kept for the reader to say; err returned. */
+static int hdr_err(struct reader_header *h, int err, uint64_t off, const char *what)
+{
+	h->err_off = off;
+	h->err_what = what;
+	return err;
+}
+
+void reader_build_ids(struct reader_header *h, const uint8_t *p, uint64_t size)
 {
 	size_t off = 0;
 	struct perf_bid_entry e;
 	while (perf_bid_next(p, (size_t)size, &off, &e))
-		tracker_note_build_id(r->t, e.path, e.id, e.len);
+		tracker_note_build_id(h->t, e.path, e.id, e.len);
 }
 
-static void parse_event_desc(struct uw_reader *r, const uint8_t *p, uint64_t size)
+static void parse_event_desc(struct reader_header *h, struct reader_attrs *at, const uint8_t *p, uint64_t size)
 {
 	struct base_cursor c = base_cursor(p, size);
 	uint32_t nr = base_cur_u32(&c), asz = base_cur_u32(&c);
 	if (c.bad || asz < PERF_ATTR_SIZE_VER0)
 		return;
-	for (uint32_t i = 0; i < nr && i < r->at.nattrs; i++) {
+	for (uint32_t i = 0; i < nr && i < at->nattrs; i++) {
 		base_cur_skip(&c, asz);
 		uint32_t nids = base_cur_u32(&c);
 		uint32_t slen = base_cur_u32(&c);
@@ -160,7 +47,7 @@ static void parse_event_desc(struct uw_reader *r, const uint8_t *p, uint64_t siz
 		size_t l = strnlen(nm, slen);
 		c.p += slen;
 		if (l)
-			r->at.attrs[i].name = session_intern(r->s, nm, l);
+			at->attrs[i].name = session_intern(h->s, nm, l);
 		if (nids > base_cur_left(&c) / 8)
 			return;
 		base_cur_skip(&c, (size_t)nids * 8);
@@ -168,7 +55,7 @@ static void parse_event_desc(struct uw_reader *r, const uint8_t *p, uint64_t siz
 }
 
 /* A perf header string: u32 length (padded), then the bytes, NUL-terminated within it. */
-static const char *feat_string(struct uw_reader *r, struct base_cursor *c)
+static const char *feat_string(struct reader_header *h, struct base_cursor *c)
 {
 	uint32_t len = base_cur_u32(c);
 	if (c->bad || len > base_cur_left(c)) {
@@ -177,7 +64,7 @@ static const char *feat_string(struct uw_reader *r, struct base_cursor *c)
 	}
 	const char *p = (const char *)c->p;
 	c->p += len;
-	return session_intern(r->s, p, strnlen(p, len));
+	return session_intern(h->s, p, strnlen(p, len));
 }
 
 /* FEAT_UW_STOPS (perf_writer.c): u32 version (1), u32 0, u64 samples, u64 runs, then the runs
@@ -226,16 +113,6 @@ int reader_stated_stop(const struct reader_features *ft, uint64_t ord)
 	return ord - run->first < run->count ? run->reason : -1;
 }
 
-const uint8_t *perf_reader_feature(const struct uw_reader *r, unsigned bit, size_t *n)
-{
-	if (bit >= FEAT_LAST || !r->ft.sec[bit].p) {
-		*n = 0;
-		return NULL;
-	}
-	*n = r->ft.sec[bit].n;
-	return r->ft.sec[bit].p;
-}
-
 /* Keeps a feature section's bytes for writers (a copy unless they lie in the mapping). */
 void reader_keep_feature(struct reader_features *ft, unsigned bit, const uint8_t *p, size_t n, bool copy)
 {
@@ -255,7 +132,7 @@ void reader_keep_feature(struct reader_features *ft, unsigned bit, const uint8_t
 	*f = (struct feat_sec){ p, n, true };
 }
 
-void reader_features_free(struct reader_features *ft)
+static void features_free(struct reader_features *ft)
 {
 	for (unsigned i = 0; i < FEAT_LAST; i++)
 		if (ft->sec[i].owned)
@@ -264,48 +141,48 @@ void reader_features_free(struct reader_features *ft)
 	memset(ft, 0, sizeof(*ft));
 }
 
-void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64_t size)
+void reader_feature(struct reader_header *h, struct reader_attrs *at, unsigned feat, const uint8_t *p, uint64_t size)
 {
 	struct base_cursor c = base_cursor(p, size);
 	char buf[4096];
 	switch (feat) {
 	case FEAT_UW_STOPS:
-		if (!parse_stops(&r->ft, p, size))
-			base_log(&r->s->log, UW_LOG_WARN, "%s: the section of stop reasons is malformed: ignored", r->path);
+		if (!parse_stops(&h->ft, p, size))
+			base_log(&h->s->log, UW_LOG_WARN, "%s: the section of stop reasons is malformed: ignored", h->path);
 		break;
 	case FEAT_CLOCK_DATA: { /* u32 version, u32 clockid, u64 wall ns, u64 clockid ns */
 		uint32_t version = base_cur_u32(&c), clockid = base_cur_u32(&c);
 		uint64_t tod = base_cur_u64(&c), cl = base_cur_u64(&c);
-		if (!c.bad && version >= 1 && r->at.nattrs && (r->at.attrs[0].flags & PA_USE_CLOCKID) &&
-		    (uint32_t)r->at.attrs[0].clockid == clockid) {
-			r->t->wall_offset = (int64_t)(tod - cl);
-			r->t->wall_known = true;
-			r->wall_exact = true;
+		if (!c.bad && version >= 1 && at->nattrs && (at->attrs[0].flags & PA_USE_CLOCKID) &&
+		    (uint32_t)at->attrs[0].clockid == clockid) {
+			h->t->wall_offset = (int64_t)(tod - cl);
+			h->t->wall_known = true;
+			h->wall_exact = true;
 		}
 		break;
 	}
 	case FEAT_SAMPLE_TIME: /* u64 first, u64 last */
 		base_cur_u64(&c);
-		r->last_sample_time = base_cur_u64(&c);
+		h->last_sample_time = base_cur_u64(&c);
 		break;
 	case FEAT_BUILD_ID:
-		reader_build_ids(r, p, size);
+		reader_build_ids(h, p, size);
 		break;
 	case FEAT_EVENT_DESC:
-		parse_event_desc(r, p, size);
+		parse_event_desc(h, at, p, size);
 		break;
-	case FEAT_HOSTNAME: r->info[UW_INFO_HOSTNAME] = feat_string(r, &c); break;
+	case FEAT_HOSTNAME: h->info[UW_INFO_HOSTNAME] = feat_string(h, &c); break;
 	case FEAT_OSRELEASE:
-		r->info[UW_INFO_OSRELEASE] = feat_string(r, &c);
-		tracker_note_kernel_release(r->t, r->info[UW_INFO_OSRELEASE]); /* its kernel's identity */
+		h->info[UW_INFO_OSRELEASE] = feat_string(h, &c);
+		tracker_note_kernel_release(h->t, h->info[UW_INFO_OSRELEASE]); /* its kernel's identity */
 		break;
-	case FEAT_VERSION: r->info[UW_INFO_PERF_VERSION] = feat_string(r, &c); break;
-	case FEAT_ARCH: r->info[UW_INFO_ARCH] = feat_string(r, &c); break;
+	case FEAT_VERSION: h->info[UW_INFO_PERF_VERSION] = feat_string(h, &c); break;
+	case FEAT_ARCH: h->info[UW_INFO_ARCH] = feat_string(h, &c); break;
 	case FEAT_NRCPUS: {
 		uint32_t avail = base_cur_u32(&c), online = base_cur_u32(&c);
 		if (!c.bad) {
 			int n = snprintf(buf, sizeof(buf), "%u/%u", online, avail);
-			r->info[UW_INFO_NRCPUS] = session_intern(r->s, buf, (size_t)n);
+			h->info[UW_INFO_NRCPUS] = session_intern(h->s, buf, (size_t)n);
 		}
 		break;
 	}
@@ -313,7 +190,7 @@ void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64
 		uint32_t nr = base_cur_u32(&c);
 		size_t n = 0;
 		for (uint32_t i = 0; i < nr && i < 4096 && !c.bad; i++) {
-			const char *a = feat_string(r, &c);
+			const char *a = feat_string(h, &c);
 			if (!a)
 				break;
 			int w = snprintf(buf + n, sizeof(buf) - n, "%s%s", i ? " " : "", a);
@@ -324,7 +201,7 @@ void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64
 			n += (size_t)w;
 		}
 		if (n)
-			r->info[UW_INFO_CMDLINE] = session_intern(r->s, buf, n);
+			h->info[UW_INFO_CMDLINE] = session_intern(h->s, buf, n);
 		break;
 	}
 	default:
@@ -332,18 +209,13 @@ void reader_feature(struct uw_reader *r, unsigned feat, const uint8_t *p, uint64
 	}
 }
 
-UW_API const char *uw_reader_info(const struct uw_reader *r, enum uw_info key)
-{
-	return (unsigned)key < UW_INFO__COUNT ? r->info[key] : NULL;
-}
-
 /* A section of the file read whole into a new buffer (bounded by the file's size). */
-static int read_section(struct uw_reader *r, uint64_t off, uint64_t size, uint8_t **out)
+static int read_section(struct reader_input *in, uint64_t off, uint64_t size, uint8_t **out)
 {
 	*out = malloc(size ? (size_t)size : 1);
 	if (!*out)
 		return -ENOMEM;
-	int err = reader_pread(&r->in, *out, (size_t)size, off);
+	int err = reader_pread(in, *out, (size_t)size, off);
 	if (err) {
 		free(*out);
 		*out = NULL;
@@ -351,13 +223,13 @@ static int read_section(struct uw_reader *r, uint64_t off, uint64_t size, uint8_
 	return err;
 }
 
-int reader_file_header(struct uw_reader *r)
+int reader_file_header(struct reader_header *h, struct reader_input *in, struct reader_attrs *at)
 {
-	uint64_t fsize = r->in.file_size;
+	uint64_t fsize = in->file_size;
 	uint8_t hdr[104] = { 0 };
-	int err = reader_pread(&r->in, hdr, (size_t)UW_MIN(fsize, (uint64_t)sizeof(hdr)), 0);
+	int err = reader_pread(in, hdr, (size_t)UW_MIN(fsize, (uint64_t)sizeof(hdr)), 0);
 	if (err)
-		return err == -UW_ETRUNC ? reader_err(r, err, 0, "the file ends in its header") : err;
+		return err == -UW_ETRUNC ? hdr_err(h, err, 0, "the file ends in its header") : err;
 	struct base_cursor c = base_cursor(hdr, (size_t)UW_MIN(fsize, (uint64_t)sizeof(hdr)));
 	base_cur_u64(&c); /* magic */
 	uint64_t hsize = base_cur_u64(&c), attr_size = base_cur_u64(&c);
@@ -372,38 +244,41 @@ int reader_file_header(struct uw_reader *r)
 	if (hsize == 72 && fsize >= 72)
 		memset(feat, 0, sizeof(feat));
 	else if (c.bad)
-		return reader_err(r, -UW_ETRUNC, 0, "file header truncated (104 bytes expected)");
+		return hdr_err(h, -UW_ETRUNC, 0, "file header truncated (104 bytes expected)");
 	else if (hsize < 104 || hsize > fsize)
-		return reader_err(r, -UW_EFORMAT, 8, "bad header size");
+		return hdr_err(h, -UW_EFORMAT, 8, "bad header size");
 	if (attr_size < PERF_ATTR_SIZE_VER0 + 16 || attr_size > 4096)
-		return reader_err(r, -UW_EFORMAT, 16, "bad attribute entry size");
+		return hdr_err(h, -UW_EFORMAT, 16, "bad attribute entry size");
 	if (attrs_off > fsize || attrs_size > fsize - attrs_off)
-		return reader_err(r, -UW_ETRUNC, 24, "attribute section lies past the end of the file");
+		return hdr_err(h, -UW_ETRUNC, 24, "attribute section lies past the end of the file");
 	if (data_off > fsize)
-		return reader_err(r, -UW_ETRUNC, 40, "data section lies past the end of the file");
+		return hdr_err(h, -UW_ETRUNC, 40, "data section lies past the end of the file");
 	uint64_t nattr = attrs_size / attr_size;
 	if (nattr == 0)
-		return reader_err(r, -UW_EFORMAT, 24, "no event attributes");
+		return hdr_err(h, -UW_EFORMAT, 24, "no event attributes");
 	uint8_t *attrs;
-	if ((err = read_section(r, attrs_off, nattr * attr_size, &attrs)))
-		return err == -UW_ETRUNC ? reader_err(r, err, attrs_off, "the file ends in its attribute section") : err;
+	if ((err = read_section(in, attrs_off, nattr * attr_size, &attrs)))
+		return err == -UW_ETRUNC ? hdr_err(h, err, attrs_off, "the file ends in its attribute section") : err;
 	for (uint64_t i = 0; i < nattr && !err; i++) {
 		const uint8_t *e = attrs + i * attr_size;
 		uint64_t ids_off, ids_size;
 		memcpy(&ids_off, e + attr_size - 16, 8);
 		memcpy(&ids_size, e + attr_size - 8, 8);
 		if (ids_off > fsize || ids_size > fsize - ids_off) {
-			err = reader_err(r, -UW_ETRUNC, attrs_off + i * attr_size, "event id list lies past the end of the file");
+			err = hdr_err(h, -UW_ETRUNC, attrs_off + i * attr_size, "event id list lies past the end of the file");
 			break;
 		}
 		uint8_t *ids;
-		if ((err = read_section(r, ids_off, ids_size / 8 * 8, &ids))) {
+		if ((err = read_section(in, ids_off, ids_size / 8 * 8, &ids))) {
 			if (err == -UW_ETRUNC)
-				err = reader_err(r, err, ids_off, "the file ends in an event id list");
+				err = hdr_err(h, err, ids_off, "the file ends in an event id list");
 			break;
 		}
-		err = reader_add_attr(r, e, attr_size - 16, ids, ids_size / 8, attrs_off + i * attr_size);
+		const char *what = NULL;
+		err = reader_attrs_add(at, e, attr_size - 16, ids, ids_size / 8, &what);
 		free(ids);
+		if (err && what)
+			err = hdr_err(h, err, attrs_off + i * attr_size, what);
 	}
 	free(attrs);
 	if (err)
@@ -417,19 +292,18 @@ int reader_file_header(struct uw_reader *r)
 	if (data_size == 0 || data_size > fsize - data_off || no_features) {
 		if (data_size > fsize - data_off)
 			truncated = true; /* damaged, not unfinished: a record cut short is an error */
-		r->unfinished = no_features || data_size == 0;
-		r->st.unfinished = r->unfinished;
+		h->unfinished = no_features || data_size == 0;
 		uint64_t counted = data_size;
 		data_size = fsize - data_off;
-		base_log(&r->s->log, UW_LOG_WARN,
+		base_log(&h->s->log, UW_LOG_WARN,
 			 "%s: the recording was not finished (%s): reading all %" PRIu64 " bytes of its data%s",
-			 r->path, truncated ? "its data section runs past the end of the file"
+			 h->path, truncated ? "its data section runs past the end of the file"
 				  : no_features && counted ? "no header features: its writer stopped before the end"
 							     : "its header has no data size",
 			 data_size, no_features && counted && counted < data_size ? ", past the size its header counts" : "");
 	}
-	r->in.pos = data_off;
-	r->in.end = data_off + data_size;
+	h->data_off = data_off;
+	h->data_end = data_off + data_size;
 	/* features follow the data section, one {offset, size} per set bit */
 	uint64_t fpos = data_off + data_size;
 	unsigned nfeat = 0;
@@ -438,8 +312,8 @@ int reader_file_header(struct uw_reader *r)
 	uint8_t *table = NULL;
 	if (!truncated && nfeat && fpos <= fsize) {
 		uint64_t tsize = UW_MIN((uint64_t)nfeat * 16, fsize - fpos);
-		if ((err = read_section(r, fpos, tsize, &table)))
-			return err == -UW_ETRUNC ? reader_err(r, err, fpos, "the file ends in its feature table") : err;
+		if ((err = read_section(in, fpos, tsize, &table)))
+			return err == -UW_ETRUNC ? hdr_err(h, err, fpos, "the file ends in its feature table") : err;
 		unsigned k = 0;
 		for (unsigned bit = 0; bit < FEAT_LAST; bit++) {
 			if (!(feat[bit / 64] & (1ull << (bit % 64))))
@@ -453,26 +327,38 @@ int reader_file_header(struct uw_reader *r)
 			if (off > fsize || size > fsize - off)
 				continue;
 			uint8_t *sec;
-			if ((err = read_section(r, off, size, &sec))) {
+			if ((err = read_section(in, off, size, &sec))) {
 				free(table);
-				return err == -UW_ETRUNC ? reader_err(r, err, off, "the file ends in a feature section") : err;
+				return err == -UW_ETRUNC ? hdr_err(h, err, off, "the file ends in a feature section") : err;
 			}
-			reader_feature(r, bit, sec, size);
-			reader_keep_feature(&r->ft, bit, sec, (size_t)size, false);
+			reader_feature(h, at, bit, sec, size);
+			reader_keep_feature(&h->ft, bit, sec, (size_t)size, false);
 		}
 		free(table);
 	}
 	/* without clock data, wall-clock time from the file: perf writes it last, just after the
 	 * last sample (approximate: used only to tell files older than a process) */
 	struct stat st;
-	if (!r->wall_exact && r->last_sample_time && fstat(r->in.fd, &st) == 0) {
+	if (!h->wall_exact && h->last_sample_time && fstat(in->fd, &st) == 0) {
 		int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, off;
 		/* (a sample time no clock gives: no offset) */
-		if (!__builtin_sub_overflow(mtime, (int64_t)r->last_sample_time, &off)) {
-			r->t->wall_offset = off;
-			r->t->wall_known = true;
+		if (!__builtin_sub_overflow(mtime, (int64_t)h->last_sample_time, &off)) {
+			h->t->wall_offset = off;
+			h->t->wall_known = true;
 		}
 	}
 	return 0;
 }
 
+void reader_header_init(struct reader_header *h, struct uw_session *s, struct uw_tracker *t, const char *path)
+{
+	memset(h, 0, sizeof(*h));
+	h->s = s;
+	h->t = t;
+	h->path = path;
+}
+
+void reader_header_free(struct reader_header *h)
+{
+	features_free(&h->ft);
+}

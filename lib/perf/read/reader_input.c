@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reading a recording's records: from a mapping, a stream (pipe mode), or in sparse windows of
- * a mapped file's data section, on a read-ahead thread when there is enough to read.
+ * Reading a recording's records: a regular file with pread, in sparse windows of its data
+ * section (on a read-ahead thread when there is enough to read), or a stream (a pipe). The
+ * stage's state is struct reader_input; an error's offset and reason are kept for the reader.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "perf/read/reader.h"
+#include "perf/read/reader_input.h"
 
 /* An error at a byte offset of the input: what and where kept for the reader to say
  * (reader_input_err); the error returned. */
@@ -138,7 +141,7 @@ static const uint8_t *win_get(struct reader_input *in, uint64_t off, size_t need
 
 /* Chooses the prefix that minimizes bytes read: the prefix on every sample plus, for the share of
  * samples that needed more, a whole stack read back and a second unwind (costed as 12 KiB more). */
-void reader_adapt_prefix(struct reader_input *in)
+static void adapt_prefix(struct reader_input *in)
 {
 	uint64_t avg = in->reach_stack_sum / in->reach_n, best = UINT64_MAX, best_p = PREFIX_START;
 	uint32_t below = 0;
@@ -179,12 +182,15 @@ void reader_adapt_prefix(struct reader_input *in)
 	in->reach_stack_sum = 0;
 }
 
-
-void reader_prefix_free(struct reader_input *in)
+void reader_note_reach(struct reader_input *in, uint64_t reach, uint64_t stack_size)
 {
-	free(in->psteps);
-	in->psteps = NULL;
-	pthread_mutex_destroy(&in->psteps_mu);
+	unsigned k = 0;
+	while (k < 16 && (1ull << k) < reach)
+		k++;
+	in->reach_hist[k]++;
+	in->reach_stack_sum += stack_size;
+	if (++in->reach_n == 256)
+		adapt_prefix(in);
 }
 
 /* Is the prefix of a record at pos decided (the records up to pos - PREFIX_LAG processed)? */
@@ -563,7 +569,7 @@ void reader_ra_stop(struct reader_input *in)
 	ra->joined = true;
 }
 
-void reader_ra_free(struct reader_input *in)
+static void ra_free(struct reader_input *in)
 {
 	struct ra *ra = in->ra;
 	if (!ra)
@@ -666,4 +672,78 @@ const uint8_t *reader_read_whole(struct reader_input *in, const struct cut *cut)
 		got += (size_t)n;
 	}
 	return in->fullbuf;
+}
+
+void reader_input_init(struct reader_input *in, const struct reader_attrs *at)
+{
+	memset(in, 0, sizeof(*in));
+	in->at = at;
+	in->fd = -1;
+	in->cur_aidx = -1;
+}
+
+int reader_input_open(struct reader_input *in, const char *path)
+{
+	if (strcmp(path, "-") == 0) {
+		in->fd = 0;
+	} else {
+		in->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (in->fd < 0)
+			return -errno;
+		in->close_fd = true;
+	}
+	struct stat st;
+	bool regular = fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode);
+	if (regular && st.st_size > 0) {
+		in->seekable = true;
+		in->file_size = (uint64_t)st.st_size;
+	}
+	return 0;
+}
+
+int reader_input_head(struct reader_input *in, uint8_t h[16])
+{
+	int err = in->seekable ? reader_pread(in, h, 16, 0) : reader_fill(in, 16);
+	if (!err && !in->seekable)
+		memcpy(h, in->buf, 16);
+	return err;
+}
+
+void reader_input_records(struct reader_input *in, uint64_t pos, uint64_t end)
+{
+	if (in->seekable) {
+		in->pos = pos;
+		in->end = end;
+	} else {
+		in->bufpos = pos;
+		in->stream_off = pos;
+	}
+}
+
+int reader_input_sparse(struct reader_input *in, bool cut_stacks)
+{
+	in->sparse = true;
+	in->cut_stacks = cut_stacks;
+	pthread_mutex_init(&in->psteps_mu, NULL);
+	atomic_init(&in->done_off, 0);
+	in->cbuf = malloc(1u << 16);
+	in->fullbuf = malloc(1u << 16);
+	return in->cbuf && in->fullbuf ? 0 : -ENOMEM;
+}
+
+void reader_input_free(struct reader_input *in)
+{
+	ra_free(in);
+	if (in->close_fd)
+		close(in->fd);
+	free(in->buf);
+	free(in->win);
+	free(in->cbuf);
+	free(in->fullbuf);
+	if (in->sparse) {
+		free(in->psteps);
+		pthread_mutex_destroy(&in->psteps_mu);
+	}
+	memset(in, 0, sizeof(*in));
+	in->fd = -1;
 }

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "perf/read/reader.h"
+#include "perf/read/reader_order.h"
 
 static int cmp_qent(const void *x, const void *y)
 {

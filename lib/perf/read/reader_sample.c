@@ -2,13 +2,18 @@
 /*
  * A sample record into a struct uw_sample: the filters, the kernel callchain, and the user
  * part: unwound by the tracker from the registers and stack copy, or taken from the
- * callchain the file has (frame-pointer recordings, unwound's output) and judged.
+ * callchain the file has (frame-pointer recordings, unwound's output) and judged. The stage's
+ * state is struct reader_samples; it says what became of the record and the reader hands the
+ * sample on (to stitching, then the consumer) or holds it for its deferred callchain.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cfi/cfi_find.h"
-#include "perf/read/reader.h"
+#include "perf/read/reader_deferred.h"
+#include "perf/read/reader_sample.h"
 
 static bool in_list(const int *v, size_t n, uint32_t x)
 {
@@ -19,9 +24,8 @@ static bool in_list(const int *v, size_t n, uint32_t x)
 }
 
 /* Does the sample pass the pid, tid and comm filters? */
-bool reader_sample_wanted(const struct uw_reader *r, uint32_t pid, uint32_t tid, const char *comm)
+bool reader_sample_wanted(const struct uw_reader_opts *o, uint32_t pid, uint32_t tid, const char *comm)
 {
-	const struct uw_reader_opts *o = &r->o;
 	if ((o->pid && pid != (uint32_t)o->pid) || (o->tid && tid != (uint32_t)o->tid))
 		return false;
 	if ((o->npids && !in_list(o->pids, o->npids, pid)) || (o->ntids && !in_list(o->tids, o->ntids, tid)))
@@ -63,7 +67,7 @@ static enum uw_stop_reason judge_chain(struct tracker_find_ctx *fc, const struct
 /* A cut sample's whole stack, read back from the file when unwinding first wants bytes past
  * the cut (the unwinder's memory-read hook: the unwind goes on in the same pass). */
 struct whole_ctx {
-	struct uw_reader *r;
+	struct reader_samples *ss;
 	const struct perf_attr *a;
 	const struct cut *cut;
 	struct uw_sample *smp;
@@ -72,114 +76,117 @@ struct whole_ctx {
 static const uint8_t *fetch_whole(void *ctx, uint64_t *size)
 {
 	struct whole_ctx *w = ctx;
-	struct uw_reader *r = w->r;
-	const uint8_t *whole = reader_read_whole(&r->in, w->cut);
+	struct reader_samples *ss = w->ss;
+	const uint8_t *whole = reader_read_whole(ss->in, w->cut);
 	struct perf_sample ws;
 	if (!whole || perf_sample_decode(w->a, whole + 8, w->cut->len - 8, &ws) || !ws.regs_abi || !ws.stack_dyn)
 		return NULL;
-	*size = r->o.stack_limit ? UW_MIN(ws.stack_dyn, r->o.stack_limit & ~7ull) : ws.stack_dyn;
+	*size = ss->o->stack_limit ? UW_MIN(ws.stack_dyn, ss->o->stack_limit & ~7ull) : ws.stack_dyn;
 	w->smp->stack = ws.stack;
 	w->smp->stack_size = ws.stack_dyn;
-	r->st.stack_rereads++;
-	r->st.stack_bytes_read += ws.stack_size;
+	ss->st->stack_rereads++;
+	ss->st->stack_bytes_read += ws.stack_size;
 	return ws.stack;
 }
 
 /* The user part of a sample with a register and stack copy: unwound by the tracker, the bytes
  * past a cut copy pulled from the file when the unwinding wants them. */
-static void unwind_user(struct uw_reader *r, const struct perf_attr *a, const struct perf_sample *ps, uint16_t misc,
-                        const struct cut *cut, uint64_t time, struct uw_sample *smp)
+static void unwind_user(struct reader_samples *ss, const struct perf_attr *a, const struct perf_sample *ps, uint16_t misc,
+                        const struct cut *cut, uint64_t time, struct uw_sample *smp, struct reader_sample_out *out)
 {
 	/* the register block may be unaligned inside the record: copy it (at most 64 bits set) */
-	memcpy(r->regbuf, ps->regs, ps->nregs * 8);
+	memcpy(ss->regbuf, ps->regs, ps->nregs * 8);
 	smp->stack = ps->stack;
 	smp->stack_size = ps->stack_dyn;
 	uint64_t dyn = ps->stack_dyn;
-	if (r->o.stack_limit && dyn > r->o.stack_limit)
-		dyn = r->o.stack_limit & ~7ull; /* (as a smaller copy would have been) */
+	if (ss->o->stack_limit && dyn > ss->o->stack_limit)
+		dyn = ss->o->stack_limit & ~7ull; /* (as a smaller copy would have been) */
 	/* (zeroed whole: its padding is checked) */
 	UW_OPTS(uw_sample_regs, in, .pid = ps->pid, .tid = ps->tid, .time = time, .abi = (uint32_t)ps->regs_abi,
-		.regs = r->regbuf, .regs_mask = a->sample_regs_user, .stack = ps->stack, .stack_size = dyn,
+		.regs = ss->regbuf, .regs_mask = a->sample_regs_user, .stack = ps->stack, .stack_size = dyn,
 		.cpumode = misc & PM_CPUMODE_MASK);
 	struct uw_unwind_result res = { .sz = sizeof(res) };
-	struct whole_ctx wc = { r, a, cut, smp };
+	struct whole_ctx wc = { ss, a, cut, smp };
 	struct unw_stack_more more = { fetch_whole, &wc, NULL, 0, false };
-	bool cut_short = cut && cut->cut && !(r->o.stack_limit && ps->stack_dyn >= r->o.stack_limit);
-	tracker_unwind(r->t, &in, cut_short ? &more : NULL, r->frames, r->s->opts.max_frames, &res);
+	bool cut_short = cut && cut->cut && !(ss->o->stack_limit && ps->stack_dyn >= ss->o->stack_limit);
+	tracker_unwind(ss->t, &in, cut_short ? &more : NULL, ss->frames, ss->s->opts.max_frames, &res);
 	smp->user_ip = res.ip;
 	smp->user_sp = res.sp;
 	smp->user_fp = res.fp;
-	uint64_t reach = res.stack_used;
-	r->st.stack_bytes_read += ps->stack_size;
-	if (r->in.cut_stacks && ps->stack_size)
-		reader_note_reach(&r->in, reach, cut && cut->cut ? cut->len : ps->stack_size);
+	ss->st->stack_bytes_read += ps->stack_size;
+	if (ps->stack_size) {
+		out->reach = res.stack_used;
+		out->stack_of = cut && cut->cut ? cut->len : ps->stack_size;
+	}
 	smp->nr_user = res.nr_frames;
 	smp->stop_reason = (uint8_t)res.stop;
 }
 
-int reader_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, const struct cut *cut,
-                  uint64_t ord)
+enum reader_made reader_sample_make(struct reader_samples *ss, const struct perf_attr *a, unsigned aidx,
+                                    struct uw_event_stats *es, const uint8_t *rec, uint32_t len,
+                                    const struct cut *cut, uint64_t ord, unsigned how, struct uw_sample *smp,
+                                    struct reader_sample_out *out)
 {
-	const struct perf_attr *a = &r->at.attrs[aidx];
-	struct uw_event_stats *es = &r->evst[aidx];
+	struct uw_reader_stats *st = ss->st;
 	struct perf_sample ps;
 	uint16_t misc;
 	memcpy(&misc, rec + 4, 2);
-	if (!r->deferred_stitching) {
-		r->st.samples++;
+	if (!(how & READER_SAMPLE_REDELIVERED)) {
+		st->samples++;
 		es->samples++;
 	}
 	if (perf_sample_decode(a, rec + 8, len - 8, &ps)) {
 		/* a malformed sample is dropped, not fatal: the rest of the file is fine */
-		if (!r->st.malformed_samples++)
-			base_log(&r->s->log, UW_LOG_WARN,
+		if (!st->malformed_samples++)
+			base_log(&ss->s->log, UW_LOG_WARN,
 				 "%s: sample %" PRIu64 " (%u bytes, event %u, sample_type %#" PRIx64 ") does not decode: "
 				 "dropped (the summary counts any others)",
-				 r->path, r->st.samples, len, aidx, a ? a->sample_type : 0);
-		return 0;
+				 ss->path, st->samples, len, aidx, a ? a->sample_type : 0);
+		return READER_DROPPED;
 	}
-	if (r->o.event && strcmp(a->name, r->o.event) != 0)
-		return 0;
+	if (ss->o->event && strcmp(a->name, ss->o->event) != 0)
+		return READER_DROPPED;
 	/* (live: a process no event told of is made, its mappings asked of the kernel) */
-	struct tracker_proc *p = tracker_sample_proc(r->t, (int32_t)ps.pid, (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX);
-	const char *comm = tracker_comm(r->t, ps.pid, ps.tid);
+	struct tracker_proc *p = tracker_sample_proc(ss->t, (int32_t)ps.pid, (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX);
+	const char *comm = tracker_comm(ss->t, ps.pid, ps.tid);
 	/* the idle task, which no COMM names: perf calls it swapper (machine__idle_thread) */
 	if (!ps.pid && !ps.tid && comm && comm[0] == ':')
 		comm = "swapper";
-	if (!reader_sample_wanted(r, ps.pid, ps.tid, comm))
-		return 0;
+	if (!reader_sample_wanted(ss->o, ps.pid, ps.tid, comm))
+		return READER_DROPPED;
 	/* a user part to come in a deferred callchain record (fp recordings: no stack copy): the
 	 * sample waits for it (reader_deferred.c) */
 	uint64_t cookie, at;
-	if (!r->deferred_stitching && (a->sample_type & PS_CALLCHAIN) && !(ps.regs_abi && ps.stack_dyn) &&
+	if (!(how & READER_SAMPLE_REDELIVERED) && (a->sample_type & PS_CALLCHAIN) && !(ps.regs_abi && ps.stack_dyn) &&
 	    reader_deferred_cookie(&ps, &cookie, &at)) {
-		int err = reader_deferred_hold(&r->def, aidx, rec, len, ps.tid, ps.time, cookie, ord);
-		reader_deferred_counts(r);
-		return err;
+		out->tid = ps.tid;
+		out->time = ps.time;
+		out->cookie = cookie;
+		return READER_HOLD;
 	}
 	if (p && p->exited)
-		r->st.exit_before_sample++;
+		st->exit_before_sample++;
 
-	struct uw_sample smp = { .sz = sizeof(smp) };
-	smp.pid = ps.pid;
-	smp.tid = ps.tid;
-	smp.cpu = (uint32_t)ps.cpu;
-	smp.has_cpu = (a->sample_type & PS_CPU) != 0;
-	smp.time = ps.time;
-	smp.period = ps.period ? ps.period : 1;
-	smp.ip = ps.ip;
-	smp.cpumode = misc & PM_CPUMODE_MASK;
-	smp.attr_index = aidx;
-	smp.comm = comm;
-	smp.event_name = a->name;
-	smp.recorded_kernel = uw_tracker_kernel(r->t); /* (its kernel frames are named with it) */
+	*smp = (struct uw_sample){ .sz = sizeof(*smp) };
+	smp->pid = ps.pid;
+	smp->tid = ps.tid;
+	smp->cpu = (uint32_t)ps.cpu;
+	smp->has_cpu = (a->sample_type & PS_CPU) != 0;
+	smp->time = ps.time;
+	smp->period = ps.period ? ps.period : 1;
+	smp->ip = ps.ip;
+	smp->cpumode = misc & PM_CPUMODE_MASK;
+	smp->attr_index = aidx;
+	smp->comm = comm;
+	smp->event_name = a->name;
+	smp->recorded_kernel = uw_tracker_kernel(ss->t); /* (its kernel frames are named with it) */
 
 	/* the kernel callchain: the part after PERF_CONTEXT_KERNEL; user entries are used only
 	 * when the sample carries no user stack to unwind (frame-pointer recordings) */
 	unsigned nk = 0, nu_chain = 0;
 	bool chain_full = false; /* user entries past max_frames */
 	uint64_t ctx = 0;
-	struct tracker_find_ctx fc = { .t = r->t, .p = p, .time = (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX };
+	struct tracker_find_ctx fc = { .t = ss->t, .p = p, .time = (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX };
 	bool have_stack = ps.regs_abi && ps.regs && ps.stack_dyn;
 	for (uint64_t i = 0; i < ps.nr_callchain; i++) {
 		uint64_t ip;
@@ -188,149 +195,82 @@ int reader_sample(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32
 			ctx = ip;
 			continue;
 		}
-		if (ctx == PC_KERNEL && nk < r->kcap) {
-			r->kbuf[nk++] = ip;
-		} else if (ctx == PC_USER && !have_stack && !ps.regs_abi && nu_chain < r->s->opts.max_frames) {
-			tracker_frame_at(&fc, ip, nu_chain ? UW_METHOD_CALLCHAIN : UW_METHOD_REGS, &r->frames[nu_chain]);
+		if (ctx == PC_KERNEL && nk < ss->kcap) {
+			ss->kbuf[nk++] = ip;
+		} else if (ctx == PC_USER && !have_stack && !ps.regs_abi && nu_chain < ss->s->opts.max_frames) {
+			tracker_frame_at(&fc, ip, nu_chain ? UW_METHOD_CALLCHAIN : UW_METHOD_REGS, &ss->frames[nu_chain]);
 			nu_chain++;
-		} else if (ctx == PC_USER && nu_chain == r->s->opts.max_frames) {
+		} else if (ctx == PC_USER && nu_chain == ss->s->opts.max_frames) {
 			chain_full = true;
 		}
 	}
-	smp.kernel = r->kbuf;
-	smp.nr_kernel = nk;
-	smp.user = r->frames;
-	smp.has_callchain = (a->sample_type & (PS_CALLCHAIN | PS_REGS_USER)) != 0;
+	smp->kernel = ss->kbuf;
+	smp->nr_kernel = nk;
+	smp->user = ss->frames;
+	smp->has_callchain = (a->sample_type & (PS_CALLCHAIN | PS_REGS_USER)) != 0;
 	if (have_stack) {
-		unwind_user(r, a, &ps, misc, cut, fc.time, &smp);
+		unwind_user(ss, a, &ps, misc, cut, fc.time, smp, out);
 	} else if (nu_chain) {
-		smp.nr_user = nu_chain;
-		int stated = r->ft.stops ? reader_stated_stop(&r->ft, ord) : -1;
+		smp->nr_user = nu_chain;
+		int stated = ss->ft->stops ? reader_stated_stop(ss->ft, ord) : -1;
 		if (stated >= 0) {
-			smp.stop_reason = (uint8_t)stated;
-			r->st.stops_stated++;
+			smp->stop_reason = (uint8_t)stated;
+			st->stops_stated++;
 		} else if (chain_full) {
-			smp.stop_reason = UW_STOP_MAX_FRAMES;
+			smp->stop_reason = UW_STOP_MAX_FRAMES;
 		} else {
-			smp.stop_reason = (uint8_t)judge_chain(&fc, &r->frames[nu_chain - 1], nu_chain == 1);
-			r->st.stops_judged++;
+			smp->stop_reason = (uint8_t)judge_chain(&fc, &ss->frames[nu_chain - 1], nu_chain == 1);
+			st->stops_judged++;
 		}
-	} else if (r->deferred_missing) {
-		smp.stop_reason = UW_STOP_DEFERRED_MISSING;
+	} else if (how & READER_SAMPLE_MISSING) {
+		smp->stop_reason = UW_STOP_DEFERRED_MISSING;
 	} else if (!(a->sample_type & (PS_CALLCHAIN | PS_REGS_USER))) {
 		/* no callchain at all: the sample's ip is the only frame */
 		if ((misc & PM_CPUMODE_MASK) == PM_KERNEL) {
-			r->kbuf[0] = ps.ip;
-			smp.nr_kernel = 1;
+			ss->kbuf[0] = ps.ip;
+			smp->nr_kernel = 1;
 		} else {
-			tracker_frame_at(&fc, ps.ip, UW_METHOD_REGS, &r->frames[0]);
-			smp.nr_user = 1;
+			tracker_frame_at(&fc, ps.ip, UW_METHOD_REGS, &ss->frames[0]);
+			smp->nr_user = 1;
 		}
-		smp.stop_reason = UW_STOP_NONE;
+		smp->stop_reason = UW_STOP_NONE;
 	} else if (!ps.regs_abi && (a->sample_type & PS_REGS_USER)) {
-		smp.nr_user = 0;
-		smp.stop_reason = UW_STOP_NO_REGS; /* a kernel thread: no user stack */
-		r->st.samples_no_user++;
+		smp->nr_user = 0;
+		smp->stop_reason = UW_STOP_NO_REGS; /* a kernel thread: no user stack */
+		st->samples_no_user++;
 		es->samples_no_user++;
 	} else if ((a->sample_type & PS_REGS_USER) || (misc & PM_CPUMODE_MASK) != PM_KERNEL) {
 		/* registers but no stack bytes; or a user-mode sample whose callchain has no user
 		 * part */
-		smp.stop_reason = (a->sample_type & PS_REGS_USER) ? UW_STOP_STACK_EXHAUSTED : UW_STOP_UNKNOWN;
+		smp->stop_reason = (a->sample_type & PS_REGS_USER) ? UW_STOP_STACK_EXHAUSTED : UW_STOP_UNKNOWN;
 	} else {
 		/* a callchain with only a kernel part, taken in the kernel: a kernel thread, or user
 		 * frames left out (exclude_callchain_user) */
-		smp.stop_reason = UW_STOP_NO_REGS;
-		r->st.samples_no_user++;
+		smp->stop_reason = UW_STOP_NO_REGS;
+		st->samples_no_user++;
 		es->samples_no_user++;
 	}
-	return r->o.stitch ? reader_stitch_sample(r, aidx, &smp) : reader_deliver_sample(r, aidx, &smp);
+	return READER_MADE;
 }
 
-int reader_deliver_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp)
+int reader_samples_init(struct reader_samples *ss, struct uw_session *s, struct uw_tracker *t,
+                        const struct uw_reader_opts *o, struct uw_reader_stats *st, const char *path,
+                        struct reader_input *in, const struct reader_features *ft)
 {
-	struct uw_event_stats *es = &r->evst[aidx];
-	if (smp->stop_reason != UW_STOP_NO_REGS || smp->nr_user) {
-		r->st.stop_reasons[smp->stop_reason]++;
-		es->stop_reasons[smp->stop_reason]++;
-	}
-	r->st.user_frames += smp->nr_user;
-	for (unsigned i = 0; i < smp->nr_user; i++)
-		r->st.frames_by_method[smp->user[i].method & (UW_METHOD_MAX - 1)]++;
-	r->st.samples_delivered++;
-	es->user_frames += smp->nr_user;
-	es->samples_delivered++;
-	es->period += smp->period;
-	if (r->o.on_sample && r->o.on_sample(r->o.ctx, smp))
-		return -UW_ECANCELED;
-	return 0;
+	*ss = (struct reader_samples){ .s = s, .t = t, .o = o, .st = st, .path = path, .in = in, .ft = ft };
+	ss->frames = calloc(s->opts.max_frames, sizeof(*ss->frames));
+	ss->regbuf = calloc(64, sizeof(*ss->regbuf));
+	ss->kcap = reader_kernel_frames(o);
+	ss->kbuf = calloc(ss->kcap, sizeof(*ss->kbuf));
+	return ss->frames && ss->regbuf && ss->kbuf ? 0 : -ENOMEM;
 }
 
-/* ---- the deferred callchains' stage (reader_deferred.c): its samples delivered */
-
-int reader_deferred_deliver(void *ctx, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t ord, bool missing)
+void reader_samples_free(struct reader_samples *ss)
 {
-	struct uw_reader *r = ctx;
-	r->deferred_missing = missing;
-	r->deferred_stitching = true;
-	r->cur_rec = rec; /* (what writers see) */
-	r->cur_len = len;
-	int err = reader_sample(r, aidx, rec, len, NULL, ord);
-	r->deferred_missing = r->deferred_stitching = false;
-	return err;
-}
-
-/* ---- the stitching stage (lib/unwind/stitch.c): samples through it, its counts into the stats */
-
-static void stitch_counts(struct uw_reader *r)
-{
-	r->st.stitched_samples = r->stitch.stitched_samples;
-	r->st.stitched_frames = r->stitch.stitched_frames;
-	r->st.stitch_failed = r->stitch.failed;
-	r->st.stitch_given_up = r->stitch.given_up;
-}
-
-/* A sample the stage hands on, with the record writers see. */
-int reader_stitched(void *ctx, unsigned aidx, struct uw_sample *smp, const uint8_t *rec, uint32_t len)
-{
-	struct uw_reader *r = ctx;
-	const uint8_t *cur = r->cur_rec;
-	uint32_t cur_len = r->cur_len;
-	r->cur_rec = rec;
-	r->cur_len = len;
-	stitch_counts(r);
-	int err = reader_deliver_sample(r, aidx, smp);
-	r->cur_rec = cur;
-	r->cur_len = cur_len;
-	return err;
-}
-
-int reader_stitch_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *smp)
-{
-	int err = unw_stitch_sample(&r->stitch, aidx, smp, r->cur_rec, r->cur_len);
-	stitch_counts(r);
-	return err;
-}
-
-int reader_stitch_forget(struct uw_reader *r, uint32_t pid, uint32_t tid)
-{
-	int err = unw_stitch_forget(&r->stitch, pid, tid);
-	stitch_counts(r);
-	return err;
-}
-
-int reader_stitch_flush(struct uw_reader *r)
-{
-	int err = unw_stitch_flush(&r->stitch);
-	stitch_counts(r);
-	return err;
-}
-
-uint64_t reader_stitch_oldest(const struct uw_reader *r)
-{
-	return unw_stitch_oldest(&r->stitch);
-}
-
-void reader_stitch_free(struct uw_reader *r)
-{
-	unw_stitch_free(&r->stitch);
+	free(ss->frames);
+	free(ss->regbuf);
+	free(ss->kbuf);
+	ss->frames = NULL;
+	ss->regbuf = NULL;
+	ss->kbuf = NULL;
 }

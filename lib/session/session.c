@@ -136,7 +136,8 @@ void session_file_shrunk(struct uw_session *s, struct elfv *v, const char *path)
 	}
 	__atomic_add_fetch(&s->res.shrunk, 1, __ATOMIC_RELAXED);
 	struct stat st;
-	if (err == -UW_ETRUNC && fstat(v->fd, &st) == 0)
+	/* (a read racing a truncation can fail with EIO rather than come up short: the size now says) */
+	if ((err == -UW_ETRUNC || err == -EIO) && fstat(v->fd, &st) == 0 && (err == -UW_ETRUNC || (size_t)st.st_size < v->size))
 		base_log(&s->log, UW_LOG_ERROR,
 			 "%s: the file shrank while it was read (%zu bytes when opened, %lld now: rebuilt or copied over "
 			 "in place?); what could not be read from it is missing",

@@ -42,6 +42,7 @@ struct table {
 	struct base_arena ar;
 	/* with a call graph: each stack's rows, innermost first (by the stack's index) */
 	struct trow ***seq;
+	const void ***seqfn;     /* ... and each frame's module: a graph's node is a row of one module */
 	uint32_t *seqlen;
 };
 
@@ -49,6 +50,9 @@ struct table {
  * in to the callees (UW_GRAPH_CALLER). */
 struct gnode {
 	struct trow *row;
+	const void *fn;          /* the frame's module (perf's call graph keeps one module's function
+	                          * apart from another's of the same name: ld.so's _start and the
+	                          * program's, whatever the sort keys merge) */
 	uint64_t w;
 	struct gnode *kids, *next;
 };
@@ -137,6 +141,7 @@ static struct trow *row_of(struct table *t, const struct pstack *st, const struc
 static int count_stack(struct table *t, const struct pstack *st, size_t idx, uint64_t w)
 {
 	struct trow *seq[4096];
+	const void *seqfn[4096];
 	uint32_t ns = 0;
 	if (!t->frame_keys || !st->n) {
 		struct trow *r = row_of(t, st, NULL, NULL);
@@ -161,15 +166,19 @@ static int count_stack(struct table *t, const struct pstack *st, size_t idx, uin
 				r->total += w;
 				r->mark = idx + 1;
 			}
-			if (ns < sizeof(seq) / sizeof(seq[0]))
+			if (ns < sizeof(seq) / sizeof(seq[0])) {
+				seqfn[ns] = st->f[k].mod;
 				seq[ns++] = r;
+			}
 		}
 	}
 	if (t->seq) {
 		t->seq[idx] = base_arena_alloc(&t->ar, (ns ? ns : 1) * sizeof(*seq));
-		if (!t->seq[idx])
+		t->seqfn[idx] = base_arena_alloc(&t->ar, (ns ? ns : 1) * sizeof(*seqfn));
+		if (!t->seq[idx] || !t->seqfn[idx])
 			return -ENOMEM;
 		memcpy(t->seq[idx], seq, ns * sizeof(*seq));
+		memcpy(t->seqfn[idx], seqfn, ns * sizeof(*seqfn));
 		t->seqlen[idx] = ns;
 	}
 	return 0;
@@ -246,13 +255,14 @@ static void graph_print(FILE *out, struct gnode *n, char *prefix, size_t plen, u
 static int write_graph(struct table *t, FILE *out, struct trow *r, uint32_t event, uint64_t total)
 {
 	struct uw_profile *p = t->p;
-	struct gnode top = { NULL, 0, NULL, NULL };
+	struct gnode top = { NULL, NULL, 0, NULL, NULL };
 	struct pstack **sv = p->order.data;
 	bool callers = t->o.call_graph == UW_GRAPH_CALLEE, self = t->o.columns == UW_TABLE_SELF;
 	for (size_t i = 0; i < p->order.len; i++) {
 		if (sv[i]->event != event || !t->seq[i] || !t->seqlen[i])
 			continue;
 		struct trow **q = t->seq[i];
+		const void **qf = t->seqfn[i];
 		uint32_t n = t->seqlen[i], at = n;
 		if (self) {
 			at = q[0] == r ? 0 : n;
@@ -277,13 +287,13 @@ static int write_graph(struct table *t, FILE *out, struct trow *r, uint32_t even
 		int64_t j = callers ? at : q[0] == r ? (int64_t)n - 1 : at, step = callers ? 1 : -1;
 		for (; j >= 0 && j < (int64_t)n; j += step) {
 			struct gnode *c = node->kids;
-			while (c && c->row != q[j])
+			while (c && (c->row != q[j] || c->fn != qf[j]))
 				c = c->next;
 			if (!c) {
 				c = base_arena_alloc(&t->ar, sizeof(*c));
 				if (!c)
 					return -ENOMEM;
-				*c = (struct gnode){ q[j], 0, NULL, node->kids };
+				*c = (struct gnode){ q[j], qf[j], 0, NULL, node->kids };
 				node->kids = c;
 			}
 			c->w += w;
@@ -387,8 +397,9 @@ static int write_event(struct table *t, FILE *out, uint32_t event)
 	struct pstack **sv = p->order.data;
 	if (t->o.call_graph) {
 		t->seq = calloc(p->order.len ? p->order.len : 1, sizeof(*t->seq));
+		t->seqfn = calloc(p->order.len ? p->order.len : 1, sizeof(*t->seqfn));
 		t->seqlen = calloc(p->order.len ? p->order.len : 1, sizeof(*t->seqlen));
-		if (!t->seq || !t->seqlen)
+		if (!t->seq || !t->seqfn || !t->seqlen)
 			return -ENOMEM;
 	}
 	for (size_t i = 0; i < p->order.len && !err; i++) {
@@ -511,8 +522,10 @@ static void table_reset(struct table *t)
 	base_vec_free(&t->order);
 	base_arena_free(&t->ar);
 	free(t->seq);
+	free(t->seqfn);
 	free(t->seqlen);
 	t->seq = NULL;
+	t->seqfn = NULL;
 	t->seqlen = NULL;
 	base_map_init(&t->rows);
 	t->order = BASE_VEC_INIT(struct trow *);

@@ -214,6 +214,14 @@ static const char *unversioned(struct symtab *t, const char *name, uint8_t type)
 	return s;
 }
 
+/* perf's end of the last symbol when it has no size: roundup(start, 4096) + 4096 */
+static uint64_t last_end(uint64_t start)
+{
+	if (start > UINT64_MAX - 8192)
+		return UINT64_MAX;
+	return ((start + 4095) & ~(uint64_t)4095) + 4096;
+}
+
 int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg, bool demangled)
 {
 	memset(t, 0, sizeof(*t));
@@ -270,10 +278,12 @@ int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg, bool dema
 		}
 		n++;
 	}
-	/* zero-sized symbols extend to the next symbol (perf's symbols__fixup_end) */
+	/* zero-sized symbols extend to the next symbol, the last one to the end of the page after
+	 * its own (perf's symbols__fixup_end: a sample in _fini, the last function and without a
+	 * size, is _fini+0x4 in perf) */
 	for (size_t i = 0; i < n; i++)
 		if (t->syms[i].end == t->syms[i].start)
-			t->syms[i].end = i + 1 < n ? t->syms[i + 1].start : t->syms[i].start + 1;
+			t->syms[i].end = i + 1 < n ? t->syms[i + 1].start : last_end(t->syms[i].start);
 	t->n = n;
 	base_vec_free(&c);
 	return 0;

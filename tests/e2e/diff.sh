@@ -17,7 +17,7 @@ U="$B/unwound"
 fail() { echo "FAIL: $*"; exit 1; }
 # perf diff's table
 # (perf's names from a symbol table carry their version, unwound's do not: README; a PLT entry's
-# name, lib_inner@plt, is not a version: a sample in the stub named lib_inner failed the test)
+# name keeps its @plt, which is not a version: lib_inner@plt on both sides)
 perf diff "$W/a.data" "$W/b.data" 2>/dev/null | grep -v '^#' | grep -v '^$' | awk '{$1=$1; print}' |
     sed '/@plt$/!s/@@\{0,1\}[A-Za-z_][A-Za-z0-9_.]*$//' | sort >"$W/perf.txt"
 "$U" diff "$W/a.data" "$W/b.data" -o "$W/functions.txt"

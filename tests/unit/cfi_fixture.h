@@ -9,26 +9,16 @@
 #include "cfi/cfi.h"
 #include "elf/elfview.h"
 #include "symbolize/symtab.h"
+#include "elf_sym.h"
 
 static struct elfv *V;
 static struct cfi_table T;
 static struct symtab Y;
 
-/* Any symbol of the object by name, labels inside functions included (read from .symtab
- * directly: symtab_build keeps only what names frames). */
+/* Any symbol of the object by name (elf_sym.h) */
 static uint64_t addr_of(const char *name)
 {
-	struct elfv_sec st, str;
-	if (elfv_section(V, ".symtab", &st) == 0 && elfv_section_at(V, st.link, &str) == 0) {
-		for (size_t i = 1; i < st.size / sizeof(Elf64_Sym); i++) {
-			Elf64_Sym sym;
-			memcpy(&sym, st.data + i * sizeof(sym), sizeof(sym));
-			if (sym.st_name < str.size && !strcmp((const char *)str.data + sym.st_name, name))
-				return sym.st_value;
-		}
-	}
-	fail_msg("no symbol %s", name);
-	return 0;
+	return elf_sym_addr(V, name);
 }
 
 static int fixture_setup(void **state)

@@ -15,7 +15,9 @@ and `-top`. Every failure says why and prints the traces that matter.
       --inline FUNC          some sample has FUNC as an inline frame (a line of a location)
       --mapping PATH=BUILDID the profile has a mapping of PATH with that build-id
 Patterns are frames outermost first, separated by ';', where '*' stands for any frames (none
-included) and a frame may end with '*' (a prefix); a pattern matches the whole stack.
+included) and a frame may end with '*' (a prefix); a pattern matches the whole stack. For --only,
+a stack whose innermost frame is a PLT stub `F@plt` is the call to F caught in its stub: it is
+allowed when the stack with F in its place is.
 """
 import fnmatch
 import os
@@ -156,7 +158,14 @@ def main():
         else:
             sys.exit("prof-check.py: unknown option %s" % opt)
     if only:
-        bad = [s for s in samples if not any(match(p, s[2]) for p in only)]
+        def allowed(frames):
+            if any(match(p, frames) for p in only):
+                return True
+            # a sample in the PLT stub of the next call: the stack of that call's entry
+            if frames and frames[-1].endswith("@plt"):
+                return allowed(frames[:-1] + [frames[-1][:-len("@plt")]])
+            return False
+        bad = [s for s in samples if not allowed(s[2])]
         if bad:
             print("FAIL: %d of %d samples match none of %s:" % (sum(c for c, _, _ in bad), total, only))
             show(bad)

@@ -120,8 +120,8 @@ void live_close_rings(struct live *lv);
 /* Every ring's records into the reader, then the end of a round. */
 int live_drain_all(struct live *lv);
 
-/* ---- kernel unwinding (live_kunw.c). Every call takes NULL (kernel unwinding not in use) and
- * then does nothing. */
+/* ---- kernel unwinding (live_kunw.c): uw_record's, and a reader's embedder's (uw_kernel_unwind,
+ * live_kunw_api.c). Every call takes NULL (kernel unwinding not in use) and then does nothing. */
 struct live_kunw_conf {
 	struct uw_session *s;
 	unsigned max_frames;    /* user frames per walk (0: the program's default) */
@@ -157,6 +157,8 @@ int live_kunw_drain(struct live_kunw *lk);
 /* The maps brought up to date with what the records delivered asked for (after a round). */
 int live_kunw_update(struct live_kunw *lk);
 void live_kunw_status(struct live_kunw *lk, struct uw_record_status *st);
+/* Counts so far (st: this library's size). */
+void live_kunw_stats(struct live_kunw *lk, struct uw_kernel_unwind_stats *st);
 /* Unloads the program, stops its threads, leaves the reader as before live_kunw_start, frees. */
 void live_kunw_close(struct live_kunw *lk);
 

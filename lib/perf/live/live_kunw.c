@@ -117,6 +117,11 @@ void live_kunw_status(struct live_kunw *lk, struct uw_record_status *st)
 	(void)lk;
 	(void)st;
 }
+void live_kunw_stats(struct live_kunw *lk, struct uw_kernel_unwind_stats *st)
+{
+	(void)lk;
+	(void)st;
+}
 void live_kunw_close(struct live_kunw *lk)
 {
 	(void)lk;
@@ -1343,6 +1348,39 @@ void live_kunw_status(struct live_kunw *lk, struct uw_record_status *st)
 	st->kernel_tables = lk->tables;
 	st->offcpu_kernel = lk->sw_walked;
 	st->offcpu_kernel_finished = lk->sw_finished;
+}
+
+void live_kunw_stats(struct live_kunw *lk, struct uw_kernel_unwind_stats *st)
+{
+	if (!lk)
+		return;
+	struct kunw_counters c;
+	if (!kunw_counters(lk->k, &c)) {
+		st->samples = c.samples;
+		st->frames = c.frames;
+		st->lost = c.lost;
+		st->handover_no_process = c.fallbacks[KUNW_FB_NO_PROC];
+		st->handover_no_mapping = c.fallbacks[KUNW_FB_NO_MAP];
+		st->handover_no_table = c.fallbacks[KUNW_FB_NO_TABLE];
+		st->handover_rule = c.fallbacks[KUNW_FB_RULE];
+		st->handover_frame0 = c.fallbacks[KUNW_FB_FP];
+		st->handover_bad_table = c.fallbacks[KUNW_FB_TABLE];
+	}
+	st->finished = lk->finished;
+	st->finished_missing = lk->missing;
+	st->late_samples = lk->late_total;
+	st->late_missing = lk->late_missing;
+	st->stale = lk->stale;
+	st->tables = lk->tables;
+	st->tables_built = lk->built;
+	st->tables_evicted = lk->evicted;
+	st->map_bytes = kunw_bytes(lk->k);
+	st->map_bytes_peak = UW_MAX(lk->peak_bytes, st->map_bytes);
+	struct kunw_prog_info pi;
+	if (!kunw_prog_info(lk->k, &pi)) {
+		st->run_count = pi.run_cnt;
+		st->run_time_ns = pi.run_time_ns;
+	}
 }
 
 void live_kunw_close(struct live_kunw *lk)

@@ -171,9 +171,11 @@ static void summary(struct uw_reader *r, struct uw_kernel_unwind *ku)
 		return;
 	fprintf(stderr,
 		"live_profiler: kernel unwinding: %llu samples walked, %llu finished in user space (%llu for want of "
-		"mappings or a table), %llu lost; %llu tables, %llu bytes in BPF maps at most\n",
+		"mappings or a table), %llu lost, %llu copied by the kernel instead; %llu tables, %llu bytes in BPF "
+		"maps at most\n",
 		(unsigned long long)ks.samples, (unsigned long long)ks.finished, (unsigned long long)ks.finished_missing,
-		(unsigned long long)ks.lost, (unsigned long long)ks.tables, (unsigned long long)ks.map_bytes_peak);
+		(unsigned long long)ks.lost, (unsigned long long)ks.copied, (unsigned long long)ks.tables,
+		(unsigned long long)ks.map_bytes_peak);
 }
 
 int main(int argc, char **argv)

@@ -1052,6 +1052,12 @@ UW_API int uw_reader_event_stats(const struct uw_reader *r, unsigned idx, struct
  *    REGS_USER and STACK_USER: what a sample walked in the kernel has (the kernel callchain
  *    where the event samples the kernel). REGS_USER and STACK_USER cost nothing once attached:
  *    the kernel writes no sample of its own to the event's ring then, only the side-band.
+ * Attach before the sampled task creates threads (a command not yet exec'd, as in the example): a
+ * thread created between an event's opening and its attach inherits the event without the
+ * program, and the kernel's context switches can then leave the task's other threads with such
+ * a copy on that CPU too (seen on 6.18). Their samples are written to the event's ring as
+ * without kernel unwinding (unwound from a stack copy with REGS_USER and STACK_USER) and counted
+ * as copied. For a process that runs already, load first and attach right after opening.
  *
  * A profiler's loop (the program's ring wakes its fd only once an eighth full, so drain it at
  * every pass whatever the poll says; a timeout of about 20 ms keeps the maps up to date):
@@ -1140,6 +1146,9 @@ struct uw_kernel_unwind_stats {
 	uint64_t samples;          /* samples the program walked (or began to) */
 	uint64_t frames;           /* user frames it walked */
 	uint64_t lost;             /* samples it could not hand over (its ring was full): lost */
+	uint64_t copied;           /* samples of the attached events' attribute pushed from the
+	                            * rings: the kernel wrote them itself, the program did not run
+	                            * for them (see "Attach before ..." above) */
 	uint64_t finished;         /* samples delivered whose stack was finished in user space from
 	                            * the program's stack copy */
 	uint64_t finished_missing; /* ... of those, for want of the process's mappings or a

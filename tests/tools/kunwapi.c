@@ -12,7 +12,8 @@
  *                    then the program attached to a cpu-clock event of this process: the event
  *                    left disabled by the attach, then sampled, its samples walked in the
  *                    kernel (methods BPF_*) once the process's mappings are loaded, reaching main;
- *                    the reader as before once freed
+ *                    a sample the kernel wrote itself counted as copied; the reader as before
+ *                    once freed
  *   kunwapi refused  (run without CAP_BPF) load says "not privileged" (-EPERM); the reader
  *                    still takes records
  *
@@ -362,6 +363,17 @@ int main(int argc, char **argv)
 		    ks.samples >= samples && ks.finished >= 1 && ks.handover_no_process >= 1 && ks.tables >= 1 &&
 			    ks.map_bytes_peak > 0 && ks.finished_missing <= ks.finished,
 		    d);
+	expect_true("... none copied by the kernel (no ring read)", ks.copied == 0, NULL);
+	/* a sample of the attribute written by the kernel itself (its event without the program):
+	 * counted as copied, and delivered as any sample */
+	uint64_t srec[7] = { (uint64_t)PERF_RECORD_SAMPLE | (uint64_t)PERF_RECORD_MISC_USER << 32 | 56ull << 48, id1,
+			     0x1000, (uint64_t)getpid() << 32 | (uint32_t)getpid(), 1, 0, 1 };
+	unsigned long before_copy = samples;
+	expect("a SAMPLE record of the attribute pushed", uw_reader_push(r, srec, sizeof(srec)), 0, NULL);
+	expect("... flushed", uw_reader_flush(r), 0, NULL);
+	expect("stats", uw_kernel_unwind_stats(ku, &ks), 0, NULL);
+	snprintf(d, sizeof(d), "copied %llu, samples %lu -> %lu", (unsigned long long)ks.copied, before_copy, samples);
+	expect_true("... counted as copied, delivered", ks.copied == 1 && samples == before_copy + 1, d);
 	struct uw_kernel_unwind_stats zs;
 	memset(&zs, 0, sizeof(zs));
 	expect("stats of size 0: EINVAL", uw_kernel_unwind_stats(ku, &zs), -EINVAL, NULL);

@@ -26,6 +26,7 @@ struct uw_kernel_unwind {
 	struct live_kunw *lk;   /* loaded (NULL before) */
 	unsigned aidx;          /* the attribute of the events attached */
 	uint32_t attached;      /* events attached */
+	uint64_t copied;        /* samples of that attribute pushed from the rings (not walked) */
 };
 
 /* What a sample walked in the kernel can have (reader_kunw.c makes its record from these). */
@@ -81,6 +82,14 @@ UW_API struct uw_kernel_unwind *uw_kernel_unwind_new(struct uw_reader *r, const 
 static int on_push(void *ctx, const uint8_t *rec, uint32_t len)
 {
 	struct uw_kernel_unwind *ku = ctx;
+	uint32_t type;
+	memcpy(&type, rec, 4);
+	/* a sample the kernel wrote itself: its event had no program (a thread's copy of it, made
+	 * before the attach) */
+	unsigned aidx;
+	if (type == PR_SAMPLE && ku->attached && ku->r->at.nattrs && reader_attr_of(&ku->r->at, rec, len, &aidx) &&
+	    aidx == ku->aidx)
+		ku->copied++;
 	live_kunw_read(ku->lk, rec, len);
 	return 0;
 }
@@ -207,6 +216,7 @@ UW_API int uw_kernel_unwind_stats(struct uw_kernel_unwind *ku, struct uw_kernel_
 	struct uw_kernel_unwind_stats all;
 	memset(&all, 0, sizeof(all));
 	live_kunw_stats(ku->lk, &all);
+	all.copied = ku->copied;
 	/* an older caller gets the fields it knows of; a newer one zeros past ours */
 	size_t want = st->sz;
 	memcpy(st, &all, UW_MIN(want, sizeof(all)));

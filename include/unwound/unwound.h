@@ -245,8 +245,9 @@ enum uw_frame_method {
 	UW_METHOD_SFRAME,       /* SFrame (.sframe): where no CFI covers the pc */
 	UW_METHOD_STITCHED,     /* appended from another sample of the thread (a truncated stack
 	                         * completed: same activation, same callers) */
-	UW_METHOD_BPF_ROWS,     /* walked in the kernel (uw_record's kernel unwinding) with the
-	                         * module's CFI or SFrame rows (also its PLT and signal-frame rules) */
+	UW_METHOD_BPF_ROWS,     /* walked in the kernel (kernel unwinding: uw_record's, or a
+	                         * reader's uw_kernel_unwind) with the module's CFI or SFrame rows
+	                         * (also its PLT and signal-frame rules) */
 	UW_METHOD_BPF_FP,       /* walked in the kernel with the frame-pointer rule */
 	UW_METHOD__COUNT
 };
@@ -1013,6 +1014,176 @@ struct uw_event_stats {
 /* @return 0, or -EINVAL when idx is not an event of the recording or st->sz is not set. */
 UW_API int uw_reader_event_stats(const struct uw_reader *r, unsigned idx, struct uw_event_stats *st);
 
+/* ---------------------------------------------------------------- kernel unwinding for a reader */
+/*
+ * Experimental: every call of this section and its types.
+ *
+ * For a live profiler that owns its perf_event_open events and rings and pushes their records
+ * into a reader (uw_reader_new, uw_reader_push, uw_reader_round: examples/live_profiler.c), the
+ * eBPF program uw_record unwinds with (docs/kernel-unwind.md): attached to the profiler's
+ * sampling events, it walks each sampled thread's user stack in the kernel, where it lives,
+ * with the unwind rows (CFI, SFrame, PLT and signal-frame rules; frame pointers where a module
+ * has none) of the modules under it, loaded into BPF maps as the records pushed tell of
+ * processes and their mappings. No stack is copied: a stack deeper than any copy (perf's at
+ * most 64 KiB) is whole, up to max_frames. Samples come out of the reader's on_sample as a
+ * stack copy's do, frames the kernel walked marked UW_METHOD_BPF_ROWS or UW_METHOD_BPF_FP.
+ * Where the walk cannot go on (a process or module whose mappings or table are not loaded yet:
+ * a program's first milliseconds; a rule the program does not follow) the program hands over
+ * the registers there and up to copy_bytes of stack, and the reader finishes the stack in user
+ * space (methods UW_METHOD_CFI, ...), as it unwinds a stack copy. A frame the walk found with
+ * mappings the process has changed since is cut off (never a wrong stack; counted as stale).
+ *
+ * Needs: a library built with it (uw_kernel_unwind_built), x86_64, Linux 5.17 with BTF
+ * (/sys/kernel/btf/vmlinux), root or CAP_BPF and CAP_PERFMON, no kernel lockdown
+ * (confidentiality). uw_kernel_unwind_load says which is missing; the profiler then goes on
+ * with stack copies (its events' PERF_SAMPLE_REGS_USER and PERF_SAMPLE_STACK_USER).
+ *
+ * The events, checked by uw_kernel_unwind_attach (-EINVAL and the reason in the session's
+ * message otherwise):
+ *  - sampling events (sample_period or sample_freq), added to the reader with all their ids
+ *    (uw_reader_add_event) before they are attached, all of one attribute: the program's
+ *    records do not say which event they come from, they are samples of the first attached;
+ *  - use_clockid with clockid CLOCK_MONOTONIC: the program's times are CLOCK_MONOTONIC
+ *    (bpf_ktime_get_ns), put in order with the side-band records' times;
+ *  - sample_id_all, and PERF_SAMPLE_TIME in sample_type: the side-band records carry their
+ *    time (MMAP2, COMM, FORK, EXIT: ask for them with mmap, mmap2, comm, comm_exec and task,
+ *    as for stack copies);
+ *  - sample_type within PERF_SAMPLE_IDENTIFIER, IP, TID, TIME, ID, CPU, PERIOD, CALLCHAIN,
+ *    REGS_USER and STACK_USER: what a sample walked in the kernel has (the kernel callchain
+ *    where the event samples the kernel). REGS_USER and STACK_USER cost nothing once attached:
+ *    the kernel writes no sample of its own to the event's ring then, only the side-band.
+ * Attach before the sampled task creates threads (a command not yet exec'd, as in the example): a
+ * thread created between an event's opening and its attach inherits the event without the
+ * program, and the kernel's context switches can then leave the task's other threads with such
+ * a copy on that CPU too (seen on 6.18). Their samples are written to the event's ring as
+ * without kernel unwinding (unwound from a stack copy with REGS_USER and STACK_USER) and counted
+ * as copied. For a process that runs already, load first and attach right after opening.
+ *
+ * A profiler's loop (the program's ring wakes its fd only once an eighth full, so drain it at
+ * every pass whatever the poll says; a timeout of about 20 ms keeps the maps up to date):
+ *
+ *     poll(the rings' fds and uw_kernel_unwind_fd(ku))
+ *     uw_kernel_unwind_drain(ku);     the program's records into the reader, first
+ *     uw_reader_push(r, ...);         every ring's records
+ *     uw_reader_round(r);
+ *     uw_kernel_unwind_update(ku);    the maps brought up to date
+ *
+ * and at the end uw_kernel_unwind_drain, the rings, uw_reader_flush. Every record pushed into
+ * the reader is looked at as it is pushed (a process's mappings are loaded from its records as
+ * they are read, before the reader has put them in order).
+ *
+ * Threads: a uw_kernel_unwind is used by the thread that pushes into its reader, one call at a
+ * time (the reader's rule); it runs two threads of its own (tables are built on one, the swaps
+ * into the program's maps made on the other). Owned by the caller; freed before its reader.
+ * The event fds stay the caller's: the program holds a reference to each event it is attached
+ * to until uw_kernel_unwind_free.
+ */
+struct uw_kernel_unwind;
+
+struct uw_kernel_unwind_opts {
+	size_t sz;
+	uint64_t max_bytes;        /* cap on the bytes of module tables and mappings in BPF maps
+	                            * (0: 64 MiB): at the cap, tables no process maps are dropped, and
+	                            * stacks through what does not fit are finished in user space */
+	unsigned max_frames;       /* user frames walked per sample (0: the session's max_frames;
+	                            * at most 2048) */
+	unsigned copy_bytes;       /* stack bytes handed over where a walk stops (0: 16384; at
+	                            * most 32768) */
+	unsigned ring_bytes;       /* the program's ring buffer (0: 32 MiB; a power of two, at least
+	                            * 4096) */
+	uint32_t reserved;         /* zero (where the next field goes: a library that does not know
+	                            * it refuses it, -E2BIG) */
+};
+
+/* Experimental. Kernel unwinding for the records pushed into r (a reader of pushed records,
+ * uw_reader_new; one per reader), not loaded yet. opts may be NULL.
+ * @return NULL with errno set, and the session's message saying why: EINVAL (no reader, a
+ * reader of a file, an option out of range), E2BIG (opts from a newer header with a field this
+ * library does not know set), EBUSY (r has one already), ENOMEM. */
+UW_API UW_EXPERIMENTAL struct uw_kernel_unwind *uw_kernel_unwind_new(struct uw_reader *r,
+                                                                     const struct uw_kernel_unwind_opts *opts);
+
+/* Experimental. Loads the program (the kernel's verifier checks it: ~0.2-0.5 s) and follows the
+ * reader's records from now on. A refusal leaves the reader as it was, for stack copies.
+ * @return 0, or with the reason in one line in the session's message (uw_session_errmsg):
+ * -EOPNOTSUPP (not compiled in, the kernel has no BTF, kernel lockdown), -EPERM (not
+ * privileged), -ENOSYS (a kernel without BPF), another error of the kernel's (the verifier
+ * refused the program: the end of its log), -EALREADY (loaded already). */
+UW_API UW_EXPERIMENTAL int uw_kernel_unwind_load(struct uw_kernel_unwind *ku);
+
+/* Experimental. Attaches the loaded program to a sampling event (its perf_event_open fd, which
+ * stays the caller's; see above for what the event must be). The event is left disabled
+ * (libbpf's attaching enables it): enable it when sampling should begin (PERF_EVENT_IOC_ENABLE,
+ * or enable_on_exec). @return 0, or, said in the session's message: -EINVAL (not loaded, not a
+ * perf event, an event not as required), -ENOENT (its id was not added to the reader), or the
+ * kernel's error. */
+UW_API UW_EXPERIMENTAL int uw_kernel_unwind_attach(struct uw_kernel_unwind *ku, int perf_fd);
+
+/* Experimental. A descriptor (ku's) to poll with the rings: readable when the program's ring has
+ * records to drain (an eighth full), a table was built, or every 2 ms for 150 ms after a
+ * program started (its mappings are read as they come). @return it, or -EINVAL (not loaded). */
+UW_API UW_EXPERIMENTAL int uw_kernel_unwind_fd(const struct uw_kernel_unwind *ku);
+
+/* Experimental. The program's records (one per sample) pushed into the reader: at every pass,
+ * before the rings' records (the side-band before each sample is in the rings by then).
+ * @return 0, -EINVAL (not loaded), or the reader's error (as uw_reader_push's). */
+UW_API UW_EXPERIMENTAL int uw_kernel_unwind_drain(struct uw_kernel_unwind *ku);
+
+/* Experimental. After uw_reader_round: the program's maps brought up to date with what the
+ * records read and delivered say (processes' mappings, tables built since, processes exited);
+ * the swaps are made on ku's thread. @return 0, -EINVAL (not loaded), -ENOMEM. */
+UW_API UW_EXPERIMENTAL int uw_kernel_unwind_update(struct uw_kernel_unwind *ku);
+
+/* Experimental. Optional, before the events are enabled, for processes that run already: the
+ * records pushed so far delivered (uw_reader_flush: a profiler's MMAP2 and COMM records of
+ * those processes, read from /proc), their mappings and their modules' tables loaded, waiting
+ * up to timeout_ms (0: 60 s) for the tables to be built: their stacks are then walked in the
+ * kernel from their first sample. @return 0, -EINVAL (not loaded), or the reader's error. */
+UW_API UW_EXPERIMENTAL int uw_kernel_unwind_prime(struct uw_kernel_unwind *ku, unsigned timeout_ms);
+
+struct uw_kernel_unwind_stats {
+	size_t sz;
+	uint64_t samples;          /* samples the program walked (or began to) */
+	uint64_t frames;           /* user frames it walked */
+	uint64_t lost;             /* samples it could not hand over (its ring was full): lost */
+	uint64_t copied;           /* samples of the attached events' attribute pushed from the
+	                            * rings: the kernel wrote them itself, the program did not run
+	                            * for them (see "Attach before ..." above) */
+	uint64_t finished;         /* samples delivered whose stack was finished in user space from
+	                            * the program's stack copy */
+	uint64_t finished_missing; /* ... of those, for want of the process's mappings or a
+	                            * module's table (not loaded yet, or refused at the cap) */
+	uint64_t late_samples;     /* samples of each program after its first 200 */
+	uint64_t late_missing;     /* ... of those, finished in user space for want of mappings
+	                            * or a table */
+	uint64_t stale;            /* stacks cut where the walk used mappings the process had
+	                            * changed since */
+	/* walks handed over to user space, by reason */
+	uint64_t handover_no_process;  /* no mappings loaded for the process */
+	uint64_t handover_no_mapping;  /* a pc in none of its mappings loaded */
+	uint64_t handover_no_table;    /* a module whose table is not loaded */
+	uint64_t handover_rule;        /* a rule the program does not follow (DWARF expressions) */
+	uint64_t handover_frame0;      /* frame 0 with no row and no usable frame pointer */
+	uint64_t handover_bad_table;   /* a table that does not hold together */
+	uint64_t tables;           /* module tables loaded into BPF maps */
+	uint64_t tables_built;     /* ... built (on ku's thread) */
+	uint64_t tables_evicted;   /* ... dropped to make room under max_bytes */
+	uint64_t map_bytes;        /* bytes in BPF maps now (tables and mappings) */
+	uint64_t map_bytes_peak;   /* ... at most */
+	uint64_t run_count;        /* the program's runs and their time, counted by the kernel while */
+	uint64_t run_time_ns;      /* kernel.bpf_stats_enabled is 1 (else 0) */
+	/* (new fields go here) */
+};
+/* Experimental. Counts so far (zero before uw_kernel_unwind_load). @return 0, or -EINVAL (st->sz
+ * not set). */
+UW_API UW_EXPERIMENTAL int uw_kernel_unwind_stats(struct uw_kernel_unwind *ku, struct uw_kernel_unwind_stats *st);
+
+/* Experimental. Detaches the program from every event, unloads it, ends its threads and frees
+ * ku; the reader is as before uw_kernel_unwind_load (records pushed later are not looked at).
+ * Call it after uw_reader_flush (a sample still held would be delivered without the check of
+ * changed mappings) and before uw_reader_free. NULL is ignored. */
+UW_API UW_EXPERIMENTAL void uw_kernel_unwind_free(struct uw_kernel_unwind *ku);
+
 /* ---------------------------------------------------------------- record */
 
 /* Deprecated: uw_regs_mask(UW_ARCH_X86_64) returns the same mask (the general registers and
@@ -1124,7 +1295,8 @@ struct uw_record_opts {
 #define UW_UNWIND_AUTO 0
 #define UW_UNWIND_KERNEL 1
 #define UW_UNWIND_COPY 2
-/* Was kernel unwinding (eBPF, uw_record_opts.unwind) compiled into this library? 1 or 0. */
+/* Was kernel unwinding (eBPF: uw_record_opts.unwind, uw_kernel_unwind) compiled into this
+ * library? 1 or 0. */
 UW_API int uw_kernel_unwind_built(void);
 #define UW_CALL_GRAPH_DWARF 0
 #define UW_CALL_GRAPH_FP 1

@@ -1,7 +1,14 @@
 #!/bin/sh
 # The examples, built against an installed copy of unwound, as its users build them:
 #  (a) examples/live_profiler.c with pkg-config: opens perf_event_open itself for a command
-#      and pushes raw ring records into a reader; its stacks are the workload's known ones;
+#      and pushes raw ring records into a reader, its stacks walked in the kernel
+#      (uw_kernel_unwind); its stacks are the workload's known ones;
+#  (e) the same on tests/deeprec (two threads recursing 200 levels through 1 KiB frames, no frame
+#      pointers): >= 97% of its samples at the bottom reach main or start_thread through all 200
+#      levels (a program's first milliseconds are finished in user space from a 16 KiB copy
+#      until its mappings are loaded); with -c (stack copies of 16 KiB) none does; BPF refused
+#      (capsh without CAP_BPF): one line says why, the stacks are copied and still right, and -k
+#      fails with the reason;
 #  (b) examples/self_unwind.c with the CMake package (shared library): feeds uw_tracker_mmap
 #      events and unwinds a register set and stack copy it captured itself;
 #  (d) examples/live_tracker.c with pkg-config: the same at the tracker level, on the public
@@ -41,6 +48,46 @@ echo "live_profiler: $total samples of e2e_nofp: tree_a $a, tree_b $b"
 [ "$total" -ge 500 ] || fail "too few samples ($total)"
 [ $((100 * (a + b))) -ge $((98 * total)) ] || fail "the known stacks are $((a + b)) of $total samples"
 [ "$a" -gt "$b" ] || fail "tree_a (twice tree_b's work) has fewer samples than tree_b"
+"$B/unwound" record --help | grep -q "Kernel unwinding is compiled in" ||
+    fail "kernel unwinding is not compiled in (needs libbpf-dev, clang, bpftool: scripts/install-deps build)"
+cat "$W/live.err"
+grep -q "kernel unwinding: [1-9][0-9]* samples walked" "$W/live.err" || fail "live_profiler: the stacks were not walked in the kernel"
+grep -q "BPF rows [1-9]" "$W/live.err" || fail "live_profiler: no frame found by the kernel's rows"
+
+# (e) deep stacks, walked in the kernel (the default) and copied (-c)
+deep() { # file: "rooted in-spin total" of deeprec's samples
+    awk '$2 ~ /^deeprec;/ { c = $1; t += c; if ($2 ~ /;spin$/) { s += c; n = gsub(/;recurse/, "&", $2);
+           if (n >= 200 && ($2 ~ /^deeprec;_start;__libc_start_main[^;]*;(__libc_start_call_main;)?main;/ ||
+                            $2 ~ /^deeprec;(clone3;)?start_thread;worker;/)) r += c } }
+         END { print r + 0, s + 0, t + 0 }' "$1"
+}
+"$W/live_profiler" -d 4 "$B/tests/deeprec" 200 >"$W/deep.txt" 2>"$W/deep.err" || { cat "$W/deep.err"; fail "live_profiler deeprec"; }
+cat "$W/deep.err"
+set -- $(deep "$W/deep.txt")
+echo "live_profiler, kernel unwinding: $1 of $2 samples in spin reach main or start_thread through 200 levels ($3 samples of deeprec)"
+[ "$2" -ge 200 ] || fail "too few samples of deeprec in spin ($2)"
+# (every sample went through the program: none written by the kernel into the rings, which happens
+# when the command creates threads before the attach, as ThreadSanitizer's runtime does in a child)
+case $SAN in *thread*) ;; *) grep -q " 0 copied by the kernel instead" "$W/deep.err" || fail "samples escaped the program" ;; esac
+[ $((100 * $1)) -ge $((97 * $2)) ] || { cut -c1-200 "$W/deep.txt" | head; fail "fewer than 97% of the deep stacks reach their root"; }
+"$W/live_profiler" -c -d 2 "$B/tests/deeprec" 200 >"$W/deepc.txt" 2>"$W/deepc.err" || { cat "$W/deepc.err"; fail "live_profiler -c deeprec"; }
+set -- $(deep "$W/deepc.txt")
+echo "live_profiler -c (16 KiB copies): $1 of $2 samples in spin reach main or start_thread"
+[ "$2" -ge 100 ] || fail "too few samples of deeprec in spin with copies ($2)"
+[ $((100 * $1)) -lt "$2" ] || fail "with 16 KiB copies, $1 of $2 deep stacks reached their root: the check cannot tell"
+! grep -q "kernel unwinding" "$W/deepc.err" || { cat "$W/deepc.err"; fail "-c used kernel unwinding"; }
+# BPF refused: one line, stack copies, the same stacks; -k: the reason and a failure
+command -v capsh >/dev/null || fail "capsh is not installed (libcap2-bin)"
+nobpf() { capsh --drop=cap_bpf,cap_sys_admin -- -c '"$0" "$@"' "$@"; }
+nobpf "$W/live_profiler" "$exe" calltree 1 >"$W/fb.txt" 2>"$W/fb.err" || { cat "$W/fb.err"; fail "live_profiler without CAP_BPF"; }
+n=$(grep -c "^live_profiler: kernel unwinding: not privileged (loading BPF needs root, or CAP_BPF and CAP_PERFMON); copying 16384 bytes of stack per sample instead$" "$W/fb.err" || true)
+[ "$n" = 1 ] || { cat "$W/fb.err"; fail "without CAP_BPF: expected the fallback line once, got $n"; }
+total=$(awk '$2 ~ /^e2e_nofp;/ {s += $1} END {print s + 0}' "$W/fb.txt")
+known=$(awk '$2 ~ /^e2e_nofp;_start;.*;main;(tree_a;tree_a2|tree_b);spin$/ {s += $1} END {print s + 0}' "$W/fb.txt")
+echo "live_profiler without CAP_BPF: stacks copied, $known of $total samples in the known stacks"
+[ "$total" -ge 500 ] && [ $((100 * known)) -ge $((98 * total)) ] || fail "without CAP_BPF: the known stacks are $known of $total samples"
+if nobpf "$W/live_profiler" -k "$exe" calltree 0.1 >/dev/null 2>"$W/fbk.err"; then fail "-k without CAP_BPF succeeded"; fi
+grep -q "^live_profiler: kernel unwinding: not privileged" "$W/fbk.err" || { cat "$W/fbk.err"; fail "-k without CAP_BPF: the reason"; }
 
 # (d) the tracker-level live profiler, pkg-config
 # shellcheck disable=SC2046,SC2086

@@ -120,28 +120,47 @@ void live_close_rings(struct live *lv);
 /* Every ring's records into the reader, then the end of a round. */
 int live_drain_all(struct live *lv);
 
-/* ---- kernel unwinding (live_kunw.c) */
-/* Loads the program (the verifier runs): 0, or a negative error and why (one line). */
-int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, size_t len);
-/* Attaches it to a sampling event's fd, or (sw) to a switch event of --off-cpu: its records are
- * then samples of LIVE_SWITCH_ATTR. */
-int live_kunw_attach(struct live *lv, int fd, bool sw);
-/* The reader made: its side-band records and samples are followed from now on. */
-int live_kunw_start(struct live *lv);
-/* Processes that exist before the recording: their synthesized records delivered, their
- * tables and mappings loaded before the events are enabled. */
-int live_kunw_prime(struct live *lv);
+/* ---- kernel unwinding (live_kunw.c): uw_record's, and a reader's embedder's (uw_kernel_unwind,
+ * live_kunw_api.c). Every call takes NULL (kernel unwinding not in use) and then does nothing. */
+struct live_kunw_conf {
+	struct uw_session *s;
+	unsigned max_frames;    /* user frames per walk (0: the program's default) */
+	unsigned copy_bytes;    /* stack bytes handed over (0: the program's default) */
+	unsigned ring_bytes;    /* the program's ring buffer (0: its default) */
+	uint64_t max_bytes;     /* cap on bytes in BPF maps (0: 64 MiB) */
+	bool switches;          /* --off-cpu: the walk at each switch-out too */
+	bool verify;            /* (tests) every record also carries frame 0's registers and stack,
+	                         * for the reader to compare the program's frames with lib/unwind's */
+};
+/* Loads the program (the verifier runs): 0 and *out, or a negative error and why (one line). */
+int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char *why, size_t len);
+/* Attaches it to a sampling event's fd, or (sw) to a switch event of --off-cpu. */
+int live_kunw_attach(struct live_kunw *lk, int fd, bool sw);
+/* The reader the program's records go into (its tracker's mappings are loaded): its side-band
+ * records and samples are followed from now on (its record function, a writer's, still gets
+ * every record). Once only. */
+void live_kunw_start(struct live_kunw *lk, struct uw_reader *r);
+/* The event id the program's records carry (a switch-out's: sw_id, a sample of attribute
+ * sw_attr; sw_id 0: none). */
+void live_kunw_ids(struct live_kunw *lk, uint64_t id, uint64_t sw_id, unsigned sw_attr);
+/* Processes that exist before the recording: their records pushed so far delivered, their
+ * tables and mappings loaded before the events are enabled (waiting timeout_ns at most for the
+ * tables to be built). */
+int live_kunw_prime(struct live_kunw *lk, uint64_t timeout_ns);
 /* An fd for poll: the program's ring has records, or a table was built (-1: none). */
-int live_kunw_fd(struct live *lv);
+int live_kunw_fd(const struct live_kunw *lk);
 /* A record as it is read from a ring, before the reader orders it: a process's mapping changes
  * (MMAP, MMAP2, COMM with exec, FORK, EXIT) loaded at the next update, not once delivered. */
-void live_kunw_read(struct live *lv, const uint8_t *rec, uint32_t len);
+void live_kunw_read(struct live_kunw *lk, const uint8_t *rec, uint32_t len);
 /* The program's records into the reader (before the rings' side-band of the same round). */
-int live_kunw_drain(struct live *lv);
+int live_kunw_drain(struct live_kunw *lk);
 /* The maps brought up to date with what the records delivered asked for (after a round). */
-int live_kunw_update(struct live *lv);
-void live_kunw_status(struct live *lv, struct uw_record_status *st);
-void live_kunw_close(struct live *lv);
+int live_kunw_update(struct live_kunw *lk);
+void live_kunw_status(struct live_kunw *lk, struct uw_record_status *st);
+/* Counts so far (st: this library's size). */
+void live_kunw_stats(struct live_kunw *lk, struct uw_kernel_unwind_stats *st);
+/* Unloads the program, stops its threads, leaves the reader as before live_kunw_start, frees. */
+void live_kunw_close(struct live_kunw *lk);
 
 /* ---- synthesized records (live_synth.c) */
 /* The kernel's text as perf record describes it, with the running kernel's build-id. */

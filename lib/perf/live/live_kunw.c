@@ -59,59 +59,72 @@ UW_API int uw_kernel_unwind_built(void)
 
 #ifndef UW_HAVE_KERNEL_UNWIND
 
-int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, size_t len)
+int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char *why, size_t len)
 {
-	(void)lv;
-	(void)o;
+	(void)c;
+	*out = NULL;
 	snprintf(why, len, "not compiled in (the build had no libbpf, clang BPF target, bpftool or kernel BTF)");
 	return -EOPNOTSUPP;
 }
-int live_kunw_attach(struct live *lv, int fd, bool sw)
+int live_kunw_attach(struct live_kunw *lk, int fd, bool sw)
 {
-	(void)lv;
+	(void)lk;
 	(void)fd;
 	(void)sw;
 	return -EOPNOTSUPP;
 }
-int live_kunw_start(struct live *lv)
+void live_kunw_start(struct live_kunw *lk, struct uw_reader *r)
 {
-	(void)lv;
-	return 0;
+	(void)lk;
+	(void)r;
 }
-int live_kunw_fd(struct live *lv)
+void live_kunw_ids(struct live_kunw *lk, uint64_t id, uint64_t sw_id, unsigned sw_attr)
 {
-	(void)lv;
+	(void)lk;
+	(void)id;
+	(void)sw_id;
+	(void)sw_attr;
+}
+int live_kunw_fd(const struct live_kunw *lk)
+{
+	(void)lk;
 	return -1;
 }
-int live_kunw_prime(struct live *lv)
+int live_kunw_prime(struct live_kunw *lk, uint64_t timeout_ns)
 {
-	(void)lv;
+	(void)lk;
+	(void)timeout_ns;
 	return 0;
 }
-int live_kunw_drain(struct live *lv)
+int live_kunw_drain(struct live_kunw *lk)
 {
-	(void)lv;
+	(void)lk;
 	return 0;
 }
-void live_kunw_read(struct live *lv, const uint8_t *rec, uint32_t len)
+void live_kunw_read(struct live_kunw *lk, const uint8_t *rec, uint32_t len)
 {
-	(void)lv;
+	(void)lk;
 	(void)rec;
 	(void)len;
 }
-int live_kunw_update(struct live *lv)
+int live_kunw_update(struct live_kunw *lk)
 {
-	(void)lv;
+	(void)lk;
 	return 0;
 }
-void live_kunw_status(struct live *lv, struct uw_record_status *st)
+void live_kunw_status(struct live_kunw *lk, struct uw_record_status *st)
 {
-	(void)lv;
+	(void)lk;
 	(void)st;
 }
-void live_kunw_close(struct live *lv)
+void live_kunw_stats(struct live_kunw *lk, struct uw_kernel_unwind_stats *st)
 {
-	(void)lv;
+	(void)lk;
+	(void)st;
+}
+void live_kunw_close(struct live_kunw *lk)
+{
+	(void)lk;
 }
 
 #else
@@ -195,7 +208,14 @@ struct builder {
 
 struct live_kunw {
 	struct kunw *k;
-	struct live *lv;
+	struct uw_session *s;
+	struct uw_reader *r;    /* the records go into it (live_kunw_start) */
+	struct uw_tracker *t;   /* its tracker */
+	perf_record_fn next_fn; /* the reader's record function before (a writer's): chained */
+	void *next_ctx;
+	uint64_t id;            /* the sampling events' id the program's records carry */
+	uint64_t sw_id;         /* --off-cpu: the switch events' (0: none) */
+	unsigned sw_attr;       /* ... their attribute */
 	struct base_map mods;   /* (uintptr_t)struct uw_module * -> struct kmod * */
 	struct base_map ids;    /* id -> struct kmod * */
 	struct base_map procs;  /* pid -> struct kproc * */
@@ -297,7 +317,7 @@ static void *builder_main(void *arg)
 {
 	struct live_kunw *lk = arg;
 	struct builder *b = &lk->b;
-	struct uw_session *s = lk->lv->s;
+	struct uw_session *s = lk->s;
 	pthread_mutex_lock(&b->mu);
 	for (;;) {
 		while (!b->stop && !b->queue)
@@ -479,7 +499,7 @@ static bool kmod_add(struct live_kunw *lk, struct kmod *km)
 	km->loaded = true;
 	km->idle_since = ++lk->clock;
 	lk->tables++;
-	base_log(&lk->lv->s->log, UW_LOG_INFO, "kernel unwinding: table of %s loaded (%u rows, %llu bytes, built in %.1f ms)",
+	base_log(&lk->s->log, UW_LOG_INFO, "kernel unwinding: table of %s loaded (%u rows, %llu bytes, built in %.1f ms)",
 		 km->m->path, km->nrows, (unsigned long long)km->bytes, (double)km->build_ns / 1e6);
 	if (km->tbl.nwords) {
 		lk->held_bytes -= km->bytes;
@@ -570,7 +590,7 @@ static void shadow_init(struct live_kunw *lk, struct kproc *kp, int32_t from)
 		return;
 	kp->shadow = true;
 	kp->smaps.len = 0;
-	struct tracker_proc *p = tracker_proc_get(lk->lv->t, from, false);
+	struct tracker_proc *p = tracker_proc_get(lk->t, from, false);
 	for (size_t i = 0; p && !p->exited && i < p->maps.len; i++) {
 		struct tracker_map *m = base_vec_at(&p->maps, i);
 		struct smap *sm;
@@ -629,10 +649,9 @@ static void shadow_map(struct kproc *kp, uint64_t start, uint64_t end, uint64_t 
 		}
 }
 
-void live_kunw_read(struct live *lv, const uint8_t *rec, uint32_t len)
+void live_kunw_read(struct live_kunw *lk, const uint8_t *rec, uint32_t len)
 {
-	struct live_kunw *lk = lv->kunw;
-	if (!lk || len < 8)
+	if (!lk || !lk->r || !lk->r->at.nattrs || len < 8)
 		return;
 	uint32_t type;
 	uint16_t misc;
@@ -654,7 +673,7 @@ void live_kunw_read(struct live *lv, const uint8_t *rec, uint32_t len)
 		if (cp)
 			cp->rcount++;
 	}
-	const struct perf_attr *a = reader_attr_of(&lv->r->at, rec, len, NULL);
+	const struct perf_attr *a = reader_attr_of(&lk->r->at, rec, len, NULL);
 	struct perf_sideband sb;
 	const char *what;
 	bool bid_ok = type == PR_MMAP2 && (misc & PM_MMAP_BUILD_ID) && a && (a->flags & PA_BUILD_ID);
@@ -676,10 +695,10 @@ void live_kunw_read(struct live *lv, const uint8_t *rec, uint32_t len)
 		char hex[2 * ELFV_MAX_BUILD_ID + 1] = "";
 		if (sb.blen)
 			base_hex(sb.bid, UW_MIN(sb.blen, (size_t)ELFV_MAX_BUILD_ID), hex);
-		else if (tracker_build_id(lv->t, sb.str, sb.str_len))
-			snprintf(hex, sizeof(hex), "%s", tracker_build_id(lv->t, sb.str, sb.str_len));
+		else if (tracker_build_id(lk->t, sb.str, sb.str_len))
+			snprintf(hex, sizeof(hex), "%s", tracker_build_id(lk->t, sb.str, sb.str_len));
 		/* (the module the tracker makes of the same record, when it is delivered) */
-		struct uw_module *m = module_get(lv->s, sb.str, sb.str_len, hex, sb.maj, sb.min, sb.ino);
+		struct uw_module *m = module_get(lk->s, sb.str, sb.str_len, hex, sb.maj, sb.min, sb.ino);
 		if (!m)
 			return;
 		if (!anon_code(m))
@@ -753,7 +772,7 @@ void live_kunw_read(struct live *lv, const uint8_t *rec, uint32_t len)
 static int on_record(void *ctx, const uint8_t *rec, uint32_t len)
 {
 	struct live_kunw *lk = ctx;
-	int err = cc_sink_record(lk->lv->sink, rec, len);
+	int err = lk->next_fn ? lk->next_fn(lk->next_ctx, rec, len) : 0;
 	uint32_t type, pid = 0, tid = 0;
 	uint16_t misc;
 	memcpy(&type, rec, 4);
@@ -851,7 +870,7 @@ static bool frame_agrees(struct live_kunw *lk, const struct kload *l, struct tra
 	const struct kunw_map *km = kmap_find(l, pc);
 	if (!km)
 		return false;
-	struct tracker_find_ctx fc = { lk->lv->t, p, time, false, 0 };
+	struct tracker_find_ctx fc = { lk->t, p, time, false, 0 };
 	struct unw_pc_info info = { 0 };
 	if (!tracker_find_pc(&fc, pc, &info))
 		return false;
@@ -889,7 +908,7 @@ static void on_sample(void *ctx, const struct kunw_sample *ks, struct tracker_pr
 			}
 		}
 	}
-	bool sw = lk->lv->nsw && smp->attr_index == LIVE_SWITCH_ATTR;
+	bool sw = lk->sw_id && smp->attr_index == lk->sw_attr;
 	bool missing = finished && (kr->fb_reason == KUNW_FB_NO_PROC || kr->fb_reason == KUNW_FB_NO_MAP ||
 				    kr->fb_reason == KUNW_FB_NO_TABLE);
 	lk->missing += missing;
@@ -965,7 +984,7 @@ static void map_push(struct live_kunw *lk, struct kunw_map *v, unsigned *n, uint
  * again; one from the tracker then vouches for the newest (its samples need no check). */
 static void kproc_load(struct live_kunw *lk, struct kproc *kp, bool from_shadow)
 {
-	struct uw_tracker *t = lk->lv->t;
+	struct uw_tracker *t = lk->t;
 	struct tracker_proc *p = NULL;
 	size_t cap;
 	if (from_shadow) {
@@ -1057,7 +1076,7 @@ static bool maps_fresh(struct live_kunw *lk, struct kproc *kp)
 		}
 		return false;
 	}
-	struct tracker_proc *p = tracker_proc_get(lk->lv->t, kp->pid, false);
+	struct tracker_proc *p = tracker_proc_get(lk->t, kp->pid, false);
 	for (size_t i = 0; p && i < p->maps.len; i++) {
 		struct tracker_map *m = base_vec_at(&p->maps, i);
 		struct kmod *km = m->exec && m->mod ? kmod_get(lk, m->mod, false) : NULL;
@@ -1120,10 +1139,9 @@ static int update(struct live_kunw *lk)
 	return lk->err ? lk->err : e;
 }
 
-int live_kunw_update(struct live *lv)
+int live_kunw_update(struct live_kunw *lk)
 {
-	struct live_kunw *lk = lv->kunw;
-	return lk ? update(lk) : 0;
+	return lk && lk->r ? update(lk) : 0;
 }
 
 /* ---- the program's ring */
@@ -1141,9 +1159,9 @@ static int on_kunw_record(void *ctx, const struct kunw_sample *s)
 	/* the event it came from, by the program that wrote it: a switch-out is a sample of the
 	 * switch attribute (any of its events' ids names it), paired as a copied one is
 	 * (write/offcpu.c) */
-	uint64_t id = lk->lv->id0;
-	if (s->rec->kind == KUNW_KIND_SWITCH && lk->lv->nsw) {
-		id = lk->lv->sw_ids[0];
+	uint64_t id = lk->id;
+	if (s->rec->kind == KUNW_KIND_SWITCH && lk->sw_id) {
+		id = lk->sw_id;
 		lk->sw_walked++;
 	}
 	memcpy(lk->buf, &type, 4);
@@ -1152,29 +1170,27 @@ static int on_kunw_record(void *ctx, const struct kunw_sample *s)
 	memcpy(lk->buf + 8, &id, 8);
 	memset(lk->buf + size - 8, 0, 8);
 	memcpy(lk->buf + 16, s->rec, s->rec->size);
-	int err = uw_reader_push(lk->lv->r, lk->buf, size);
+	int err = uw_reader_push(lk->r, lk->buf, size);
 	return err ? err : 0;
 }
 
-int live_kunw_drain(struct live *lv)
+int live_kunw_drain(struct live_kunw *lk)
 {
-	struct live_kunw *lk = lv->kunw;
-	if (!lk)
+	if (!lk || !lk->r)
 		return 0;
 	int n = kunw_poll(lk->k, 0, on_kunw_record, lk);
 	return n < 0 ? n : 0;
 }
 
-int live_kunw_prime(struct live *lv)
+int live_kunw_prime(struct live_kunw *lk, uint64_t timeout_ns)
 {
-	struct live_kunw *lk = lv->kunw;
-	if (!lk)
+	if (!lk || !lk->r)
 		return 0;
 	/* (nothing else is queued yet: the events are not enabled) */
-	int err = uw_reader_flush(lv->r);
+	int err = uw_reader_flush(lk->r);
 	/* everything that runs already, before the recording begins: its tables built and loaded
-	 * (a minute at most: what is not built by then is loaded as the recording goes) */
-	uint64_t until = now_ns() + 60ull * 1000000000u;
+	 * (within the timeout: what is not built by then is loaded as the recording goes) */
+	uint64_t until = now_ns() + timeout_ns;
 	for (;;) {
 		if (!err)
 			err = update(lk);
@@ -1194,9 +1210,9 @@ int live_kunw_prime(struct live *lv)
 	return err;
 }
 
-int live_kunw_fd(struct live *lv)
+int live_kunw_fd(const struct live_kunw *lk)
 {
-	return lv->kunw ? lv->kunw->epfd : -1;
+	return lk ? lk->epfd : -1;
 }
 
 /* Why BPF cannot be used here, when it is something the system says before loading. */
@@ -1220,8 +1236,9 @@ static bool system_refuses(char *why, size_t len)
 	return false;
 }
 
-int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, size_t len)
+int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char *why, size_t len)
 {
+	*out = NULL;
 	if (system_refuses(why, len))
 		return -EOPNOTSUPP;
 	struct live_kunw *lk = calloc(1, sizeof(*lk));
@@ -1230,18 +1247,17 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 		snprintf(why, len, "out of memory");
 		return -ENOMEM;
 	}
-	lk->lv = lv;
+	lk->s = c->s;
 	lk->epfd = lk->b.efd = lk->tfd = -1;
 	base_map_init(&lk->mods);
 	base_map_init(&lk->procs);
 	base_map_init(&lk->ids);
-	struct kunw_opts ko = { .max_frames = lv->s->opts.max_frames < KUNW_MAX_FRAMES ? lv->s->opts.max_frames : 0,
-				.max_bytes = o->kernel_max_bytes,
-				/* (tests: every record also carries frame 0's registers and stack, for the
-				 * reader to compare the program's frames with lib/unwind's) */
-				.verify = getenv("UW_KUNW_VERIFY") != NULL,
-				/* --off-cpu: the walk at each switch-out too */
-				.switches = o->off_cpu != 0,
+	struct kunw_opts ko = { .max_frames = c->max_frames,
+				.copy_bytes = c->copy_bytes,
+				.ring_bytes = c->ring_bytes,
+				.max_bytes = c->max_bytes,
+				.verify = c->verify,
+				.switches = c->switches,
 				/* swaps into the maps batched off the loop (each waits for a grace period) */
 				.deferred = true };
 	char err[512] = "";
@@ -1257,9 +1273,8 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 		free(lk);
 		return e;
 	}
-	lv->kunw = lk;
 	/* built tables kept unloaded (the cap refused them) at most as many bytes as the cap */
-	lk->cap = o->kernel_max_bytes ? o->kernel_max_bytes : 64ull << 20;
+	lk->cap = c->max_bytes ? c->max_bytes : 64ull << 20;
 	/* the builder, and a poll of its eventfd with the program's ring */
 	struct epoll_event ev = { .events = EPOLLIN };
 	base_map_init(&lk->b.idents);
@@ -1280,32 +1295,43 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 	lk->b.started = !e;
 	if (e) {
 		snprintf(why, len, "the table builder could not be started: %s", strerror(-e));
-		live_kunw_close(lv);
+		live_kunw_close(lk);
 		return e;
 	}
+	*out = lk;
 	return 0;
 }
 
-int live_kunw_attach(struct live *lv, int fd, bool sw)
+void live_kunw_ids(struct live_kunw *lk, uint64_t id, uint64_t sw_id, unsigned sw_attr)
 {
-	if (!lv->kunw)
-		return -EINVAL;
-	return sw ? kunw_attach_switch(lv->kunw->k, fd) : kunw_attach(lv->kunw->k, fd);
-}
-
-int live_kunw_start(struct live *lv)
-{
-	struct live_kunw *lk = lv->kunw;
 	if (!lk)
-		return 0;
-	perf_reader_set_record_fn(lv->r, on_record, lk);
-	reader_set_kunw_hook(lv->r, on_sample, lk);
-	return 0;
+		return;
+	lk->id = id;
+	lk->sw_id = sw_id;
+	lk->sw_attr = sw_attr;
 }
 
-void live_kunw_status(struct live *lv, struct uw_record_status *st)
+int live_kunw_attach(struct live_kunw *lk, int fd, bool sw)
 {
-	struct live_kunw *lk = lv->kunw;
+	if (!lk)
+		return -EINVAL;
+	return sw ? kunw_attach_switch(lk->k, fd) : kunw_attach(lk->k, fd);
+}
+
+void live_kunw_start(struct live_kunw *lk, struct uw_reader *r)
+{
+	if (!lk || lk->r)
+		return;
+	lk->r = r;
+	lk->t = uw_reader_tracker(r);
+	lk->next_fn = r->record_fn;
+	lk->next_ctx = r->record_ctx;
+	perf_reader_set_record_fn(r, on_record, lk);
+	reader_set_kunw_hook(r, on_sample, lk);
+}
+
+void live_kunw_status(struct live_kunw *lk, struct uw_record_status *st)
+{
 	if (!lk)
 		return;
 	st->kernel_unwind = 1;
@@ -1324,32 +1350,70 @@ void live_kunw_status(struct live *lv, struct uw_record_status *st)
 	st->offcpu_kernel_finished = lk->sw_finished;
 }
 
-void live_kunw_close(struct live *lv)
+void live_kunw_stats(struct live_kunw *lk, struct uw_kernel_unwind_stats *st)
 {
-	struct live_kunw *lk = lv->kunw;
 	if (!lk)
 		return;
-	if (lv->r && lv->r->kunw.compared)
-		base_log(&lv->s->log, UW_LOG_WARN,
+	struct kunw_counters c;
+	if (!kunw_counters(lk->k, &c)) {
+		st->samples = c.samples;
+		st->frames = c.frames;
+		st->lost = c.lost;
+		st->handover_no_process = c.fallbacks[KUNW_FB_NO_PROC];
+		st->handover_no_mapping = c.fallbacks[KUNW_FB_NO_MAP];
+		st->handover_no_table = c.fallbacks[KUNW_FB_NO_TABLE];
+		st->handover_rule = c.fallbacks[KUNW_FB_RULE];
+		st->handover_frame0 = c.fallbacks[KUNW_FB_FP];
+		st->handover_bad_table = c.fallbacks[KUNW_FB_TABLE];
+	}
+	st->finished = lk->finished;
+	st->finished_missing = lk->missing;
+	st->late_samples = lk->late_total;
+	st->late_missing = lk->late_missing;
+	st->stale = lk->stale;
+	st->tables = lk->tables;
+	st->tables_built = lk->built;
+	st->tables_evicted = lk->evicted;
+	st->map_bytes = kunw_bytes(lk->k);
+	st->map_bytes_peak = UW_MAX(lk->peak_bytes, st->map_bytes);
+	struct kunw_prog_info pi;
+	if (!kunw_prog_info(lk->k, &pi)) {
+		st->run_count = pi.run_cnt;
+		st->run_time_ns = pi.run_time_ns;
+	}
+}
+
+void live_kunw_close(struct live_kunw *lk)
+{
+	if (!lk)
+		return;
+	struct uw_reader *r = lk->r;
+	if (r) {
+		/* the reader as it was before live_kunw_start */
+		perf_reader_set_record_fn(r, lk->next_fn, lk->next_ctx);
+		reader_set_kunw_hook(r, NULL, NULL);
+	}
+	if (r && r->kunw.compared)
+		base_log(&lk->s->log, UW_LOG_WARN,
 			 "kernel unwinding verify: %llu samples compared where the copy reached a root, %llu differ",
-			 (unsigned long long)lv->r->kunw.compared, (unsigned long long)lv->r->kunw.differ);
+			 (unsigned long long)r->kunw.compared, (unsigned long long)r->kunw.differ);
 	struct kunw_prog_info pi;
 	struct kunw_counters c;
 	if (!kunw_prog_info(lk->k, &pi) && !kunw_counters(lk->k, &c))
-		base_log(&lv->s->log, UW_LOG_INFO,
+		base_log(&lk->s->log, UW_LOG_INFO,
 			 "kernel unwinding: the program ran %llu times, %llu ns in all (kernel.bpf_stats_enabled; 0 when "
 			 "off), at the switch-outs %llu times, %llu ns in all; %llu user frames walked, %llu records lost; "
 			 "%llu bytes in BPF maps at most",
 			 (unsigned long long)pi.run_cnt, (unsigned long long)pi.run_time_ns,
 			 (unsigned long long)pi.switch_run_cnt, (unsigned long long)pi.switch_run_time_ns, (unsigned long long)c.frames,
 			 (unsigned long long)c.lost, (unsigned long long)lk->peak_bytes);
-	base_log(&lv->s->log, UW_LOG_INFO,
+	base_log(&lk->s->log, UW_LOG_INFO,
 		 "kernel unwinding: %llu samples finished in user space for want of the process's mappings or a table; "
 		 "after each program's first %u samples: %llu of %llu (%.2f%%)",
 		 (unsigned long long)lk->missing, LATE_AFTER, (unsigned long long)lk->late_missing,
 		 (unsigned long long)lk->late_total, lk->late_total ? 100.0 * (double)lk->late_missing / (double)lk->late_total : 0.0);
 	if (!kunw_counters(lk->k, &c))
-		base_log(&lv->s->log, UW_LOG_INFO,
+		base_log(&lk->s->log, UW_LOG_INFO,
 			 "kernel unwinding: handed over: %llu with no mappings loaded for the process, %llu with the pc in "
 			 "none of them, %llu through a module without its table, %llu at a rule the program does not follow, "
 			 "%llu at frame 0 without a row or frame pointer, %llu at a table that does not hold together",
@@ -1372,7 +1436,7 @@ void live_kunw_close(struct live *lv)
 		close(lk->epfd);
 	if (lk->tfd >= 0)
 		close(lk->tfd);
-	base_log(&lv->s->log, UW_LOG_INFO,
+	base_log(&lk->s->log, UW_LOG_INFO,
 		 "kernel unwinding: %llu tables built (on the builder thread), %llu loaded, %llu evicted to make room",
 		 (unsigned long long)lk->built, (unsigned long long)lk->tables, (unsigned long long)lk->evicted);
 	size_t it = 0;
@@ -1392,7 +1456,6 @@ void live_kunw_close(struct live *lv)
 	kunw_close(lk->k);
 	free(lk->buf);
 	free(lk);
-	lv->kunw = NULL;
 }
 
 #endif

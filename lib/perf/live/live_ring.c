@@ -67,7 +67,7 @@ static int drain(struct live *lv, struct ring *rg)
 				lv->sw_copied++;
 		}
 		if (lv->kunw)
-			live_kunw_read(lv, rec, size);
+			live_kunw_read(lv->kunw, rec, size);
 		err = uw_reader_push(lv->r, rec, size);
 		tail += size;
 	}

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernel/kunw_abi.h"
 #include "perf/live/live.h"
 #include "unwind/unwind.h"
 
@@ -266,9 +267,17 @@ static int start_kernel_unwind(struct rec *rc)
 	struct live *lv = &rc->lv;
 	if (!rc->want_kernel)
 		return 0;
-	int err = live_kunw_open(lv, &rc->o, rc->unwind_why, sizeof(rc->unwind_why));
+	struct live_kunw_conf kc = { .s = s,
+				     .max_frames = s->opts.max_frames < KUNW_MAX_FRAMES ? s->opts.max_frames : 0,
+				     .max_bytes = rc->o.kernel_max_bytes,
+				     /* (tests: every record also carries frame 0's registers and stack, for
+				      * the reader to compare the program's frames with lib/unwind's) */
+				     .verify = getenv("UW_KUNW_VERIFY") != NULL,
+				     /* --off-cpu: the walk at each switch-out too */
+				     .switches = rc->o.off_cpu != 0 };
+	int err = live_kunw_open(&kc, &lv->kunw, rc->unwind_why, sizeof(rc->unwind_why));
 	for (size_t i = 0; !err && i < lv->nrings; i++) {
-		err = live_kunw_attach(lv, lv->rings[i].fd, false);
+		err = live_kunw_attach(lv->kunw, lv->rings[i].fd, false);
 		if (err)
 			snprintf(rc->unwind_why, sizeof(rc->unwind_why), "the program could not be attached to the %s event: %s",
 				 rc->ec.ev.name, strerror(-err));
@@ -277,7 +286,7 @@ static int start_kernel_unwind(struct rec *rc)
 	 * events of the same kind; its own entry program marks the records as switch-outs): no
 	 * stack is copied per switch */
 	for (size_t i = 0; !err && i < lv->nsw; i++) {
-		err = live_kunw_attach(lv, lv->sw_fds[i], true);
+		err = live_kunw_attach(lv->kunw, lv->sw_fds[i], true);
 		if (err)
 			snprintf(rc->unwind_why, sizeof(rc->unwind_why),
 				 "the program could not be attached to the context-switches event (--off-cpu): %s",
@@ -289,7 +298,8 @@ static int start_kernel_unwind(struct rec *rc)
 	live_enable_offcpu(lv, PERF_EVENT_IOC_DISABLE);
 	if (!err)
 		return 0;
-	live_kunw_close(lv);
+	live_kunw_close(lv->kunw);
+	lv->kunw = NULL;
 	if (rc->o.unwind == UW_UNWIND_KERNEL)
 		return base_err(&s->log, err, "kernel unwinding: %s", rc->unwind_why);
 	/* (a build without it says so in the summary and in --help, not as a warning at every run) */
@@ -349,7 +359,6 @@ static int create_output(struct rec *rc)
 	if (!lv->r || !lv->tmp)
 		return -ENOMEM;
 	cc_sink_attach(lv->sink, lv->r);
-	live_kunw_start(lv);
 	perf_host_features(cc_sink_writer(lv->sink), rc->o.cmd_argc, rc->o.cmd_argv, CLOCK_MONOTONIC);
 	struct kattr a;
 	live_attr_init(&a, &rc->ec, true, !rc->o.system_wide);
@@ -370,6 +379,10 @@ static int create_output(struct rec *rc)
 		if (!err)
 			err = cc_sink_offcpu(lv->sink, &oo, 1);
 	}
+	/* kernel unwinding: the program's records into the reader, samples of the events' ids (a
+	 * switch-out's: of the switch attribute, any of its events' ids names it) */
+	live_kunw_start(lv->kunw, lv->r);
+	live_kunw_ids(lv->kunw, lv->id0, lv->nsw ? lv->sw_ids[0] : 0, LIVE_SWITCH_ATTR);
 	return err;
 }
 
@@ -448,7 +461,7 @@ static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct
 	st->workload_wstatus = rc->wstatus;
 	st->workload_errno = rc->exec_errno;
 	st->workload_stopped = rc->stopped_child;
-	live_kunw_status(&rc->lv, st);
+	live_kunw_status(rc->lv.kunw, st);
 	if (!st->kernel_unwind)
 		snprintf(st->unwind_why, sizeof(st->unwind_why), "%s", rc->unwind_why);
 	st->offcpu_switches = rc->oc.switches_out;
@@ -471,7 +484,7 @@ static int record_loop(struct rec *rc)
 	for (size_t i = 0; i < lv->nrings; i++)
 		pfd[i] = (struct pollfd){ lv->rings[i].fd, POLLIN, 0 };
 	/* (kernel unwinding: the program's ring, last) */
-	int kfd = live_kunw_fd(lv);
+	int kfd = live_kunw_fd(lv->kunw);
 	pfd[lv->nrings] = (struct pollfd){ kfd, POLLIN, 0 };
 	double last_status = rc->t0;
 	int err = 0;
@@ -487,11 +500,11 @@ static int record_loop(struct rec *rc)
 			break;
 		}
 		/* the program's records first: the side-band before each is on the rings by now */
-		err = live_kunw_drain(lv);
+		err = live_kunw_drain(lv->kunw);
 		if (!err)
 			err = live_drain_all(lv);
 		if (!err)
-			err = live_kunw_update(lv);
+			err = live_kunw_update(lv->kunw);
 		/* A task's event whose task has exited, and every task that inherited it too, reports
 		 * POLLHUP from then on and gets nothing more: drained above, it is closed, else
 		 * every poll would return at once and the loop spin a CPU. */
@@ -578,7 +591,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	if (!err)
 		err = synthesize_existing(&rc);
 	if (!err)
-		err = live_kunw_prime(&rc.lv);
+		err = live_kunw_prime(rc.lv.kunw, 60ull * 1000000000u); /* (a minute at most) */
 	/* -a with a command: the system from before the command starts (its exec seen); a
 	 * command's own events begin at its exec (enable_on_exec) */
 	if (!err && rc.o.system_wide)
@@ -609,7 +622,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	/* a command that outlived the recording, or could not be recorded, is not left running */
 	end_command(&rc, err != 0);
 	if (!err)
-		err = live_kunw_drain(&rc.lv);
+		err = live_kunw_drain(rc.lv.kunw);
 	if (!err)
 		err = live_drain_all(&rc.lv);
 	if (!err)
@@ -634,7 +647,8 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		if (rc.execerr[i] >= 0)
 			close(rc.execerr[i]);
 	}
-	live_kunw_close(&rc.lv);
+	live_kunw_close(rc.lv.kunw);
+	rc.lv.kunw = NULL;
 	live_close_offcpu(&rc.lv);
 	live_close_rings(&rc.lv);
 	cc_sink_free(rc.lv.sink, NULL);

@@ -54,6 +54,12 @@ void reader_set_kunw_hook(struct uw_reader *r, reader_kunw_fn fn, void *ctx)
 	r->kunw.ctx = ctx;
 }
 
+void reader_set_push_hook(struct uw_reader *r, perf_record_fn fn, void *ctx)
+{
+	r->push_fn = fn;
+	r->push_ctx = ctx;
+}
+
 UW_API const char *uw_reader_info(const struct uw_reader *r, enum uw_info key)
 {
 	return (unsigned)key < UW_INFO__COUNT ? r->hdr.info[key] : NULL;
@@ -804,6 +810,7 @@ UW_API struct uw_reader *uw_reader_new(struct uw_session *s, const struct uw_rea
 		errno = -err;
 		return NULL;
 	}
+	r->pushed = true;
 	return r;
 }
 
@@ -829,7 +836,9 @@ UW_API int uw_reader_push(struct uw_reader *r, const void *rec, size_t len)
 		memcpy(&size, (const uint8_t *)rec + 6, 2);
 	if (len < 8 || size != len)
 		return -UW_EFORMAT; /* (not fatal: the record is refused, nothing else) */
-	int err = process_record(r, rec, (uint32_t)len, 0);
+	int err = r->push_fn ? r->push_fn(r->push_ctx, rec, (uint32_t)len) : 0;
+	if (!err)
+		err = process_record(r, rec, (uint32_t)len, 0);
 	if (err)
 		r->fatal = err;
 	return err;

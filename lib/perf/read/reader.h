@@ -45,6 +45,12 @@ struct uw_reader {
 	int fatal;
 	perf_record_fn record_fn; /* writers: every non-sample record delivered */
 	void *record_ctx;
+	bool pushed;             /* made by uw_reader_new: its records come by uw_reader_push */
+	/* kernel unwinding for the reader's embedder (uw_kernel_unwind, one per reader): every
+	 * record pushed, as it is pushed (before it is ordered) */
+	perf_record_fn push_fn;
+	void *push_ctx;
+	const void *kunw_owner;
 	uint64_t since_sweep, last_progress;
 	uint64_t sample_ord;     /* SAMPLE records read so far, in file order */
 	uint64_t cur_ord;        /* of the record being queued */
@@ -78,6 +84,8 @@ struct uw_reader {
 
 /* The live recorder's check of samples walked in the kernel. */
 void reader_set_kunw_hook(struct uw_reader *r, reader_kunw_fn fn, void *ctx);
+/* Each record pushed (uw_reader_push), as it is pushed, to fn (NULL: none). */
+void reader_set_push_hook(struct uw_reader *r, perf_record_fn fn, void *ctx);
 
 /* ---- truncated stacks completed (lib/unwind/stitch.c), through the dispatcher */
 /* A sample with stitching on: delivered now, or (a stack its copy cut short) held until its

@@ -36,8 +36,6 @@ static void sym_module_unload(struct module_ext *e)
 	sm->syms_done = false;
 	/* (the chains handed out stay in the arena: they live as long as the session) */
 	for (unsigned i = 0; i < SYM_SHARDS; i++) {
-		base_map_free(&sm->shard[i].syms);
-		base_map_init(&sm->shard[i].syms);
 		base_map_free(&sm->shard[i].inl);
 		base_map_init(&sm->shard[i].inl);
 	}
@@ -48,7 +46,6 @@ static void sym_module_free(struct module_ext *e)
 	struct sym_module *sm = (struct sym_module *)e;
 	sym_module_unload(e);
 	for (unsigned i = 0; i < SYM_SHARDS; i++) {
-		base_map_free(&sm->shard[i].syms);
 		base_map_free(&sm->shard[i].inl);
 		pthread_mutex_destroy(&sm->shard[i].mu);
 		pthread_cond_destroy(&sm->shard[i].cv);
@@ -76,7 +73,6 @@ struct sym_module *sym_module(struct uw_session *s, struct uw_module *m)
 		for (unsigned i = 0; i < SYM_SHARDS; i++) {
 			dwi_mutex_init(&sm->shard[i].mu);
 			pthread_cond_init(&sm->shard[i].cv, NULL);
-			base_map_init(&sm->shard[i].syms);
 			base_map_init(&sm->shard[i].inl);
 		}
 		dwi_mutex_init(&sm->arena_mu);
@@ -131,8 +127,6 @@ bool sym_symbols_ready(struct uw_session *s, struct sym_module *sm)
 	return __atomic_load_n(&sm->syms_done, __ATOMIC_ACQUIRE) || build_syms(s, sm, false);
 }
 
-static const struct sym no_sym;
-
 /* The shard of the caches holding rel. */
 static struct sym_shard *shard_of(struct sym_module *sm, uint64_t rel)
 {
@@ -141,22 +135,15 @@ static struct sym_shard *shard_of(struct sym_module *sm, uint64_t rel)
 	return &sm->shard[base_hash64(rel) >> 60 & (SYM_SHARDS - 1)];
 }
 
-/* The symbol at rel (NULL: none), cached per address. */
+/* The symbol at rel (NULL: none): a binary search in the table, which stays once built. (A cache
+ * of addresses looked up, under a lock per shard, cost more than the search it saved, and two
+ * threads naming distinct addresses wrote to the same lines: on the gcc bench recording, 52,000
+ * distinct addresses, a lock and a map put each.) */
 static struct sym *find_sym(struct uw_session *s, struct sym_module *sm, uint64_t rel)
 {
 	if (!__atomic_load_n(&sm->syms_done, __ATOMIC_ACQUIRE))
 		build_syms(s, sm, true);
-	struct sym_shard *sh = shard_of(sm, rel);
-	/* (a miss is looked up in the table under the shard's lock: a binary search, shorter than
-	 * letting go and taking it again) */
-	pthread_mutex_lock(&sh->mu);
-	const struct sym *hit = base_map_get(&sh->syms, rel);
-	if (!hit) {
-		hit = symtab_find(&sm->syms, rel);
-		base_map_put(&sh->syms, rel, (void *)(hit ? hit : &no_sym)); /* (no memory: looked up again) */
-	}
-	pthread_mutex_unlock(&sh->mu);
-	return hit == &no_sym ? NULL : (struct sym *)hit;
+	return (struct sym *)symtab_find(&sm->syms, rel);
 }
 
 /* The name a symbol is shown by (demangled unless the session says not), interned once: names

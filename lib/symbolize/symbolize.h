@@ -7,9 +7,9 @@
  * dwl_, dww_, dwp_, dwarf_image's).
  *
  * Threads: any thread may symbolize at once. What is made of a module (symbols, DWARF) is made
- * once under the module's lock (it reads the module's files), then read without it; the caches
- * of addresses already named have a lock per shard of a module's addresses, held for one lookup; names are interned in
- * the session's strings (alive with the session, any thread).
+ * once under the module's lock (it reads the module's files), then read without it; the cache
+ * of inline chains already looked up has a lock per shard of a module's addresses, held for one
+ * lookup; names are interned in the session's strings (alive with the session, any thread).
  */
 #ifndef UW_SYMBOLIZE_H
 #define UW_SYMBOLIZE_H
@@ -35,13 +35,12 @@ struct sym_module {
 	struct dwi *dwi;
 	struct elfv *dwp_elf;       /* its split DWARF's package (.dwp), or NULL (dwi's finder's) */
 	struct dwp *dwp;
-	/* the addresses named so far, in shards by address: threads naming different addresses
-	 * seldom take the same lock (one lock for the module's caches made 2 threads slower than
-	 * one on a batch of distinct addresses) */
+	/* the inline chains looked up so far, in shards by address: threads naming different
+	 * addresses seldom take the same lock (one lock for the module's caches made 2 threads
+	 * slower than one on a batch of distinct addresses) */
 	struct sym_shard {
 		pthread_mutex_t mu;
 		pthread_cond_t cv;          /* a pending lookup of the shard is done */
-		struct base_map syms;       /* rel pc -> struct sym * (or a sentinel for none) */
 		struct base_map inl;        /* rel pc -> struct sym_inline *, or pending on the helper */
 	} __attribute__((aligned(64))) shard[SYM_SHARDS];
 	pthread_mutex_t arena_mu;

@@ -92,6 +92,8 @@ UW_API int uw_symbolize_frames(struct uw_session *s, const struct uw_frame *fram
 	/* the same address in many frames (a batch of stacks shares its outer frames): once */
 	struct base_map seen;
 	base_map_init(&seen);
+	base_map_reserve(&seen, n); /* (grown at once, not by doubling as frames come: no memory,
+	                             * it grows as it goes) */
 	/* frames of a module whose symbol table another thread is building: their inline chains
 	 * looked up meanwhile, their names after the others (two threads starting on one large
 	 * module otherwise ran one at a time while its table was built); and the frames that

@@ -19,14 +19,17 @@
  *
  * Threads: lookups may run at once on one handle. What units share (the units by address, the map
  * of units, the units opened for names, the package) and every call into libdw (its handles fill
- * caches of their own as they are read) are under the handle's lock, d->mu; each unit's index
- * (its nodes grow as functions are walked) is under the unit's own lock, held for a whole lookup
- * in it. Our own walks and line tables, most of the work, need only the unit's lock, so threads
- * looking up addresses of different units run in parallel. A unit already looked up in, and a
- * unit already opened for names, are found without d->mu (the tables of units by address and by
- * offset stay once built, and each entry's unit is published with release, read with acquire);
- * the source line of an address is read after the unit's lock is let go. Lock order: a unit's,
- * then d->mu.
+ * caches of their own as they are read) are under the handle's lock, d->mu. A unit is indexed
+ * once, under its own lock, which only a thread wanting the unit before its index is made waits
+ * for; the index (the functions' nodes and segments) then stays as it is and is read without a
+ * lock. A function's subtree is walked into a table of its own, and the names of a chain's nodes
+ * read, under one of the unit's function locks, chosen by the function: threads looking up
+ * addresses of different functions of one unit run in parallel, as do threads in different
+ * units. Our own walks and line tables, most of the work, need no other lock. A unit already
+ * looked up in, and a unit already opened for names, are found without d->mu (the tables of
+ * units by address and by offset stay once built, and each entry's unit is published with
+ * release, read with acquire); the source line of an address is read after the function's lock
+ * is let go. Lock order: a unit's or a function's, then d->mu.
  *
  * Files: this one holds the handle (its lock, the guard against libdw running out of memory),
  * a unit's index and the lookup; dwarf_inline_units.c the units by address and by offset,
@@ -158,20 +161,36 @@ struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64
 	return d;
 }
 
+struct dwi_sub dwi_no_sub;
+
+static void sub_free(struct dwi_sub *sb)
+{
+	if (!sb || sb == &dwi_no_sub)
+		return;
+	for (uint32_t i = 0; i < sb->nnodes; i++)
+		sub_free(sb->nodes[i].sub);
+	free(sb->nodes);
+	free(sb->segs);
+	free(sb);
+}
+
 void dwi_cu_free(struct dwi_cu *c)
 {
 	if (!c)
 		return;
 	for (size_t i = 0; i < c->nodes.len; i++)
-		free(((struct dwi_node *)base_vec_at(&c->nodes, i))->sub);
+		sub_free(((struct dwi_node *)base_vec_at(&c->nodes, i))->sub);
 	base_vec_free(&c->nodes);
 	dww_unit_free(c->unit);
 	free(c->segs);
 	dwl_free(c->lines);
+	free(c->file_names);
 	dwl_free(c->call_lines);
 	dwp_close(c->dwo);
 	elfv_close(c->dwo_view);
 	pthread_mutex_destroy(&c->mu);
+	for (unsigned i = 0; i < DWI_FN_LOCKS; i++)
+		pthread_mutex_destroy(&c->fn_mu[i].mu);
 	free(c);
 }
 
@@ -342,7 +361,7 @@ int32_t dwi_on_die(void *ctx, const struct dww_die *w)
 	}
 	/* a function the shallow walk jumps over: its subtree is walked when asked for */
 	if (id >= 0 && sub && fc->shallow)
-		((struct dwi_node *)base_vec_at(fc->nodes, (size_t)id))->expanded = false;
+		((struct dwi_node *)base_vec_at(fc->nodes, (size_t)id))->lazy = true;
 	return id;
 }
 
@@ -426,6 +445,8 @@ static struct dwi_cu *cu_new(Dwarf_Die *cudie)
 	c->die = *cudie;
 	c->nodes = (struct base_vec)BASE_VEC_INIT(struct dwi_node);
 	dwi_mutex_init(&c->mu);
+	for (unsigned i = 0; i < DWI_FN_LOCKS; i++)
+		dwi_mutex_init(&c->fn_mu[i].mu);
 	return c;
 }
 
@@ -435,6 +456,8 @@ static bool cu_fill(struct dwi *d, struct dwi_cu *c, bool lazy)
 {
 	Dwarf_Die *cudie = &c->die;
 	c->lines = dwi_unit_lines(d, cudie);
+	/* (no memory: each lookup interns its file's name) */
+	c->file_names = c->lines && dwl_nfiles(c->lines) ? calloc(dwl_nfiles(c->lines), sizeof(*c->file_names)) : NULL;
 	/* (without our table, libdw's: a lookup it fails for want of memory is said, in position_at) */
 	if (!c->lines && dwi_lock(d)) {
 		if (dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
@@ -482,66 +505,96 @@ struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 	return c;
 }
 
-/* Walks a lazily indexed subprogram's subtree: its inlined subroutines become nodes, swept into
- * its own segments. On failure the function keeps no inline frames (its name stays). */
-static void expand(struct dwi *d, struct dwi_cu *c, int32_t id)
+/* Walks a lazily indexed subprogram's subtree (node id of c->nodes): its inlined subroutines
+ * become the nodes of a subtree of its own, swept into its own segments. On failure the function
+ * keeps no inline frames (its name stays). Under the function's lock; c->nodes does not change. */
+static const struct dwi_sub *expand(struct dwi *d, struct dwi_cu *c, int32_t id)
 {
 	struct dwi_node *n = base_vec_at(&c->nodes, (size_t)id);
-	n->expanded = true;
 	Dwarf_Off off = n->off;
-	size_t keep = c->nodes.len;
-	struct base_vec ranges = BASE_VEC_INIT(struct range), segs = BASE_VEC_INIT(struct dwi_seg);
-	struct fast_ctx fc = { d->dw, &c->nodes, &ranges, false, c->unit, d };
-	int rc = c->unit ? dww_walk_subtree(c->unit, off, id, dwi_on_die, &fc) : -1;
+	struct base_vec nodes = BASE_VEC_INIT(struct dwi_node), ranges = BASE_VEC_INIT(struct range),
+			segs = BASE_VEC_INIT(struct dwi_seg);
+	/* (the subtree's scope -1 is the function) */
+	struct fast_ctx fc = { d->dw, &nodes, &ranges, false, c->unit, d };
+	int rc = c->unit ? dww_walk_subtree(c->unit, off, -1, dwi_on_die, &fc) : -1;
 	if (rc && !c->own && dwi_lock(d)) {
 		/* a form the fast walk does not know, below the part the unit's walk jumped over */
-		c->nodes.len = keep;
+		nodes.len = 0;
 		ranges.len = 0;
 		Dwarf_Die die;
-		rc = dwarf_offdie(d->dw, off, &die) ? dwi_collect_libdw(&die, id, &c->nodes, &ranges) : -1;
+		rc = dwarf_offdie(d->dw, off, &die) ? dwi_collect_libdw(&die, -1, &nodes, &ranges) : -1;
 		dwi_unlock(d);
 	}
-	if (rc || sweep(&ranges, id, &segs)) {
-		c->nodes.len = keep;
-		base_vec_free(&segs);
+	struct dwi_sub *sb = NULL;
+	if (!rc && !sweep(&ranges, -1, &segs) && (sb = malloc(sizeof(*sb)))) {
+		*sb = (struct dwi_sub){ nodes.data, (uint32_t)nodes.len, (uint32_t)segs.len, segs.data };
 	} else {
-		n = base_vec_at(&c->nodes, (size_t)id);
-		n->sub = segs.data;
-		n->nsub = (uint32_t)segs.len;
+		base_vec_free(&nodes);
+		base_vec_free(&segs);
 	}
 	base_vec_free(&ranges);
+	n->sub = sb ? sb : &dwi_no_sub;
+	return n->sub;
 }
 
-/* The innermost scope over addr (-1: none), walking a function's subtree when first needed. */
-static int32_t innermost(struct dwi *d, struct dwi_cu *c, uint64_t addr)
+/* The segment of segs over addr: its node, or -1. */
+static int32_t seg_node(const struct dwi_seg *segs, uint32_t nsegs, uint64_t addr)
 {
-	size_t lo = base_upper_bound(c->segs, c->nsegs, sizeof(*c->segs), offsetof(struct dwi_seg, start), addr);
-	int32_t id = lo ? c->segs[lo - 1].node : -1;
+	size_t k = base_upper_bound(segs, nsegs, sizeof(*segs), offsetof(struct dwi_seg, start), addr);
+	return k ? segs[k - 1].node : -1;
+}
+
+/* The nodes of the chain over addr in unit c (indexed), innermost first, a function's subtree
+ * walked when first needed: with the lock that covers them held in *held (the function lock of
+ * the chain's outermost node of c->nodes; NULL when no scope covers addr, then -1). */
+static int chain_nodes(struct dwi *d, struct dwi_cu *c, uint64_t addr, struct dwi_node **out, unsigned cap,
+                       pthread_mutex_t **held)
+{
+	*held = NULL;
+	int32_t id = seg_node(c->segs, c->nsegs, addr);
 	if (id < 0 || (size_t)id >= c->nodes.len)
 		return -1;
-	struct dwi_node *n = base_vec_at(&c->nodes, (size_t)id);
-	if (!n->expanded) {
-		expand(d, c, id);
-		n = base_vec_at(&c->nodes, (size_t)id);
+	/* (c->nodes and their parents stay once the unit is indexed) */
+	int32_t top = id;
+	for (unsigned guard = 0; guard < DWI_MAX_DEPTH; guard++) {
+		const struct dwi_node *t = base_vec_at(&c->nodes, (size_t)top);
+		if (t->subprogram || t->parent < 0 || (size_t)t->parent >= c->nodes.len)
+			break;
+		top = t->parent;
 	}
-	if (n->nsub) {
-		size_t k = base_upper_bound(n->sub, n->nsub, sizeof(*n->sub), offsetof(struct dwi_seg, start), addr);
-		if (k)
-			id = n->sub[k - 1].node;
+	*held = &c->fn_mu[(uint32_t)top % DWI_FN_LOCKS].mu;
+	dwi_lock_hold(*held);
+	unsigned n = 0;
+	struct dwi_node *f = base_vec_at(&c->nodes, (size_t)id);
+	if (f->lazy) {
+		const struct dwi_sub *sb = f->sub ? f->sub : expand(d, c, id);
+		for (int32_t k = seg_node(sb->segs, sb->nsegs, addr); k >= 0 && (uint32_t)k < sb->nnodes && n < cap;) {
+			struct dwi_node *nd = &sb->nodes[k];
+			out[n++] = nd;
+			if (nd->subprogram)
+				return (int)n;
+			k = nd->parent;
+		}
 	}
-	return id;
+	for (int32_t k = id; k >= 0 && (size_t)k < c->nodes.len && n < cap;) {
+		struct dwi_node *nd = base_vec_at(&c->nodes, (size_t)k);
+		out[n++] = nd;
+		k = nd->subprogram ? -1 : nd->parent;
+	}
+	return (int)n;
 }
 
 /* The DIE offsets of the chain over addr, innermost first. */
 unsigned dwi_chain(struct dwi *d, struct dwi_cu *c, uint64_t addr, Dwarf_Off *out, unsigned cap)
 {
-	unsigned n = 0;
-	for (int32_t id = innermost(d, c, addr); id >= 0 && (size_t)id < c->nodes.len && n < cap;) {
-		struct dwi_node *nd = base_vec_at(&c->nodes, (size_t)id);
-		out[n++] = nd->off;
-		id = nd->subprogram ? -1 : nd->parent;
-	}
-	return n;
+	struct dwi_node *nodes[DWI_MAX_DEPTH];
+	pthread_mutex_t *held;
+	int n = chain_nodes(d, c, addr, nodes, UW_MIN(cap, (unsigned)DWI_MAX_DEPTH), &held);
+	for (int i = 0; i < n; i++)
+		out[i] = nodes[i]->off;
+	if (held)
+		dwi_lock_release(held);
+	return n < 0 ? 0 : (unsigned)n;
 }
 
 /* The unit holding the DIE at off, opened for dww_attrs (and kept); NULL when dww cannot read it. */
@@ -631,21 +684,23 @@ static size_t arange_at(const struct dwi *d, uint64_t addr)
 	return SIZE_MAX;
 }
 
-/* The unit's lock taken, the unit indexed on its first use. */
-static struct dwi_cu *unit_enter(struct dwi *d, struct dwi_cu *c)
+/* The unit, indexed on its first use (under its lock, which other threads wanting it wait for);
+ * NULL when it cannot be. The index stays once made: read without the lock. */
+static struct dwi_cu *unit_ready(struct dwi *d, struct dwi_cu *c)
 {
-	dwi_lock_hold(&c->mu);
-	if (c->state == CU_NEW) {
-		errno = 0;
-		c->state = cu_fill(d, c, true) ? CU_INDEXED : CU_FAILED;
-		if (c->state == CU_FAILED && errno == ENOMEM)
-			__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED);
-	}
-	if (c->state != CU_INDEXED) {
+	uint8_t st = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
+	if (st == CU_NEW) {
+		dwi_lock_hold(&c->mu);
+		if ((st = __atomic_load_n(&c->state, __ATOMIC_RELAXED)) == CU_NEW) {
+			errno = 0;
+			st = cu_fill(d, c, true) ? CU_INDEXED : CU_FAILED;
+			if (st == CU_FAILED && errno == ENOMEM)
+				__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED);
+			__atomic_store_n(&c->state, st, __ATOMIC_RELEASE);
+		}
 		dwi_lock_release(&c->mu);
-		return NULL;
 	}
-	return c;
+	return st == CU_INDEXED ? c : NULL;
 }
 
 static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
@@ -657,7 +712,7 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 	if (__atomic_load_n(&d->ar_ready, __ATOMIC_ACQUIRE) && (ai = arange_at(d, addr)) != SIZE_MAX) {
 		struct dwi_cu *c = __atomic_load_n(&d->ar[ai].cu, __ATOMIC_ACQUIRE);
 		if (c)
-			return unit_enter(d, c);
+			return unit_ready(d, c);
 	}
 	if (!dwi_lock(d))
 		return NULL;
@@ -697,7 +752,7 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 	if (ai != SIZE_MAX)
 		__atomic_store_n(&d->ar[ai].cu, c, __ATOMIC_RELEASE);
 	dwi_unlock(d);
-	return unit_enter(d, c);
+	return unit_ready(d, c);
 }
 
 static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
@@ -745,8 +800,7 @@ static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t add
 	if (!c)
 		return 0;
 	int n = chain_at(d, c, strings, addr, out, cap);
-	dwi_lock_release(&c->mu);
-	/* the innermost position, from the line table: after the unit's lock is let go (the
+	/* the innermost position, from the line table: after the function's lock is let go (the
 	 * table stays once the unit is indexed; the file's name is interned under the strings'
 	 * lock, which two threads otherwise both waited for under the unit's) */
 	const char *file = NULL;
@@ -773,8 +827,15 @@ static void position_at(struct dwi *d, struct dwi_cu *c, struct base_strings *st
 	uint32_t fidx;
 	if (c->lines) {
 		char buf[4096];
-		if (dwl_find(c->lines, addr, &fidx, line))
-			*file = dwi_intern(strings, dwl_file(c->lines, fidx, buf, sizeof(buf)));
+		if (!dwl_find(c->lines, addr, &fidx, line))
+			return;
+		/* each file's name interned once per unit (the strings' lock and table were taken at
+		 * every lookup; two threads may both intern it first: the same string) */
+		const char **slot = c->file_names && fidx < dwl_nfiles(c->lines) ? &c->file_names[fidx] : NULL;
+		const char *f = slot ? __atomic_load_n(slot, __ATOMIC_ACQUIRE) : NULL;
+		if (!f && (f = dwi_intern(strings, dwl_file(c->lines, fidx, buf, sizeof(buf)))) && slot)
+			__atomic_store_n(slot, f, __ATOMIC_RELEASE);
+		*file = f;
 	} else if (dwi_lock(d)) {
 		errno = 0;
 		Dwarf_Line *l = dwarf_getsrc_die(&c->die, (Dwarf_Addr)addr);
@@ -790,30 +851,27 @@ static void position_at(struct dwi *d, struct dwi_cu *c, struct base_strings *st
 	}
 }
 
-/* The chain over addr in its unit c (its lock held), innermost first; the innermost frame's
- * file and line are left for the caller (position_at). @return the frames, or -1 when no scope
- * covers addr. */
+/* The chain over addr in its unit c, innermost first, the names read under the lock of the
+ * chain's function; the innermost frame's file and line are left for the caller (position_at).
+ * @return the frames, or -1 when no scope covers addr. */
 static int chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
                     struct dwi_frame *out, unsigned cap)
 {
-	int32_t id = innermost(d, c, addr);
-	if (id < 0)
-		return -1;
+	struct dwi_node *nodes[DWI_MAX_DEPTH];
+	pthread_mutex_t *held;
+	int k = chain_nodes(d, c, addr, nodes, UW_MIN(cap, (unsigned)DWI_MAX_DEPTH), &held);
 	const char *file = NULL;
 	uint32_t line = 0;
-	unsigned n = 0;
-	for (unsigned guard = 0; id >= 0 && (size_t)id < c->nodes.len && n < cap && guard < DWI_MAX_DEPTH; guard++) {
-		struct dwi_node *nd = base_vec_at(&c->nodes, (size_t)id);
+	for (int i = 0; i < k; i++) {
+		struct dwi_node *nd = nodes[i];
 		node_resolve(d, c, nd, strings);
-		out[n].name = nd->name;
-		out[n].file = file;
-		out[n].line = line;
-		n++;
-		if (nd->subprogram)
-			break;
+		out[i].name = nd->name;
+		out[i].file = file;
+		out[i].line = line;
 		file = nd->call_file; /* where this inlined copy sits in its caller */
 		line = nd->call_line;
-		id = nd->parent;
 	}
-	return (int)n;
+	if (held)
+		dwi_lock_release(held);
+	return k;
 }

@@ -436,13 +436,16 @@ static int sweep(struct base_vec *ranges, int32_t base, struct base_vec *segs)
 }
 
 /* A unit not indexed yet. NULL without memory. */
-static struct dwi_cu *cu_new(Dwarf_Die *cudie)
+static struct dwi_cu *cu_new(uint64_t unit_off, const Dwarf_Die *cudie)
 {
 	struct dwi_cu *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	c->off = dwarf_dieoffset(cudie);
-	c->die = *cudie;
+	c->unit_off = unit_off;
+	if (cudie) {
+		c->die = *cudie;
+		c->die_ok = true;
+	}
 	c->nodes = (struct base_vec)BASE_VEC_INIT(struct dwi_node);
 	dwi_mutex_init(&c->mu);
 	for (unsigned i = 0; i < DWI_FN_LOCKS; i++)
@@ -450,14 +453,74 @@ static struct dwi_cu *cu_new(Dwarf_Die *cudie)
 	return c;
 }
 
+/* libdw's DIE of the unit, made on first need (under the handle's lock: libdw reads the unit's
+ * header and abbreviations then, 30,000 instructions a unit of CPython's). NULL when libdw
+ * cannot. Under the unit's lock. */
+static Dwarf_Die *cu_die(struct dwi *d, struct dwi_cu *c)
+{
+	if (c->die_ok)
+		return &c->die;
+	if (!dwi_lock(d))
+		return NULL;
+	Dwarf_Off next;
+	size_t hsize;
+	c->die_ok = dwarf_nextcu(d->dw, c->unit_off, &next, &hsize, NULL, NULL, NULL) == 0 &&
+		    dwarf_offdie(d->dw, c->unit_off + hsize, &c->die);
+	dwi_unlock(d);
+	return c->die_ok ? &c->die : NULL;
+}
+
+/* A unit indexed by our readers alone, libdw's view of it never made (nor the handle's lock
+ * taken): the unit DIE's line program and directory read by dww, its table by dwl, its DIEs by
+ * the fast walk. @return false, having kept nothing, when one of them cannot (libdw then). */
+static bool cu_fill_fast(struct dwi *d, struct dwi_cu *c, bool lazy)
+{
+	uint64_t stmt_list;
+	const char *comp_dir;
+	struct dww_unit *u = d->sec.info && d->lsec.line ? dww_unit_open(&d->sec, c->unit_off) : NULL;
+	if (!u || !dww_unit_lines(u, &stmt_list, &comp_dir) ||
+	    !(c->lines = dwl_build_stored(&d->lsec, stmt_list, comp_dir, d->lstore))) {
+		dww_unit_free(u);
+		return false;
+	}
+	struct base_vec ranges = BASE_VEC_INIT(struct range), segs = BASE_VEC_INIT(struct dwi_seg);
+	struct fast_ctx fc = { d->dw, &c->nodes, &ranges, lazy, u, d };
+	if (dww_walk_unit(u, lazy, dwi_on_die, &fc) || sweep(&ranges, -1, &segs)) {
+		for (size_t i = 0; i < c->nodes.len; i++)
+			sub_free(((struct dwi_node *)base_vec_at(&c->nodes, i))->sub);
+		c->nodes.len = 0;
+		base_vec_free(&ranges);
+		base_vec_free(&segs);
+		dwl_free(c->lines);
+		c->lines = NULL;
+		dww_unit_free(u);
+		return false;
+	}
+	base_vec_free(&ranges);
+	if (lazy)
+		c->unit = u;
+	else
+		dww_unit_free(u);
+	c->segs = segs.data;
+	c->nsegs = (uint32_t)segs.len;
+	return true;
+}
+
 /* Indexes a unit: lazy (functions now, their inlined subroutines when asked for) or, for the
  * tests' reference, whole. @return false on failure. */
 static bool cu_fill(struct dwi *d, struct dwi_cu *c, bool lazy)
 {
-	Dwarf_Die *cudie = &c->die;
-	c->lines = dwi_unit_lines(d, cudie);
+	Dwarf_Die *cudie = NULL;
+	bool fast = cu_fill_fast(d, c, lazy);
+	if (!fast) {
+		if (!(cudie = cu_die(d, c)))
+			return false;
+		c->lines = dwi_unit_lines(d, cudie);
+	}
 	/* (no memory: each lookup interns its file's name) */
 	c->file_names = c->lines && dwl_nfiles(c->lines) ? calloc(dwl_nfiles(c->lines), sizeof(*c->file_names)) : NULL;
+	if (fast)
+		return true;
 	/* (without our table, libdw's: a lookup it fails for want of memory is said, in position_at) */
 	if (!c->lines && dwi_lock(d)) {
 		if (dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
@@ -497,7 +560,7 @@ static bool cu_fill(struct dwi *d, struct dwi_cu *c, bool lazy)
 
 struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 {
-	struct dwi_cu *c = cu_new(cudie);
+	struct dwi_cu *c = cu_new(dwarf_dieoffset(cudie) - dwarf_cuoffset(cudie), cudie);
 	if (c && !cu_fill(d, c, lazy)) {
 		dwi_cu_free(c);
 		return NULL;
@@ -723,6 +786,7 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 	if (ai != SIZE_MAX)
 		unit = d->ar[ai].unit;
 	Dwarf_Die cudie;
+	bool have_die = false;
 	if (unit == UINT64_MAX) {
 		/* not in .debug_aranges (an incomplete table): libdw's search over the units */
 		if (d->ar_from_units || !dwarf_addrdie(d->dw, (Dwarf_Addr)addr, &cudie)) {
@@ -730,18 +794,13 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 			return NULL;
 		}
 		unit = dwarf_dieoffset(&cudie) - dwarf_cuoffset(&cudie);
+		have_die = true;
 	}
 	struct dwi_cu *c = base_map_get(&d->cus, unit);
 	if (!c) {
-		Dwarf_Off next;
-		size_t hsize;
-		if (dwarf_nextcu(d->dw, unit, &next, &hsize, NULL, NULL, NULL) != 0 ||
-		    !dwarf_offdie(d->dw, unit + hsize, &cudie)) {
-			dwi_unlock(d);
-			return NULL;
-		}
-		/* indexed below, under its own lock: others meanwhile look up in other units */
-		if (!(c = cu_new(&cudie)) || base_map_put(&d->cus, unit, c)) {
+		/* indexed below, under its own lock: others meanwhile look up in other units (and
+		 * libdw's view of it, when needed, is made then) */
+		if (!(c = cu_new(unit, have_die ? &cudie : NULL)) || base_map_put(&d->cus, unit, c)) {
 			__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED); /* (ours: said as libdw's are) */
 			if (c)
 				dwi_cu_free(c);
@@ -836,7 +895,7 @@ static void position_at(struct dwi *d, struct dwi_cu *c, struct base_strings *st
 		if (!f && (f = dwi_intern(strings, dwl_file(c->lines, fidx, buf, sizeof(buf)))) && slot)
 			__atomic_store_n(slot, f, __ATOMIC_RELEASE);
 		*file = f;
-	} else if (dwi_lock(d)) {
+	} else if (c->die_ok && dwi_lock(d)) {
 		errno = 0;
 		Dwarf_Line *l = dwarf_getsrc_die(&c->die, (Dwarf_Addr)addr);
 		if (!l && errno == ENOMEM) /* (said by the caller: a line lost is not silent) */

@@ -55,7 +55,8 @@ enum { CU_NEW, CU_INDEXED, CU_FAILED };
 struct dwi_cu {
 	pthread_mutex_t mu;   /* indexing it, on its first lookup */
 	uint8_t state;        /* CU_*: published with release once indexed (read with acquire) */
-	Dwarf_Off off;        /* the unit DIE */
+	uint64_t unit_off;    /* the unit's header in .debug_info */
+	bool die_ok;          /* die is made (libdw's view of the unit: made only when needed) */
 	Dwarf_Die die;
 	struct base_vec nodes; /* struct dwi_node; grows as subprograms are walked */
 	struct dww_unit *unit; /* for walking subprograms later; NULL when all was walked */

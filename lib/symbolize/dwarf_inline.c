@@ -19,17 +19,17 @@
  *
  * Threads: lookups may run at once on one handle. What units share (the units by address, the map
  * of units, the units opened for names, the package) and every call into libdw (its handles fill
- * caches of their own as they are read) are under the handle's lock, d->mu. A unit is indexed
- * once, under its own lock, which only a thread wanting the unit before its index is made waits
- * for; the index (the functions' nodes and segments) then stays as it is and is read without a
- * lock. A function's subtree is walked into a table of its own, and the names of a chain's nodes
- * read, under one of the unit's function locks, chosen by the function: threads looking up
- * addresses of different functions of one unit run in parallel, as do threads in different
- * units. Our own walks and line tables, most of the work, need no other lock. A unit already
- * looked up in, and a unit already opened for names, are found without d->mu (the tables of
- * units by address and by offset stay once built, and each entry's unit is published with
- * release, read with acquire); the source line of an address is read after the function's lock
- * is let go. Lock order: a unit's or a function's, then d->mu.
+ * caches of their own as they are read) are under the handle's lock, d->mu; a unit is indexed by
+ * our own readers without libdw (libdw's view of it is made only for a fallback). A unit is
+ * indexed once, under its own lock, which only a thread wanting the unit before its index is made
+ * waits for; a function's subtree is walked once into a table of its own, under one of the unit's
+ * function locks, chosen by the function. What is made then stays as it is and is read without a
+ * lock (published with release, read with acquire); a node's name and call site are read once
+ * and published in the node (a thread that finds another reading them reads its own copy). So
+ * threads looking up addresses in one unit, even one function, wait only for what is made the
+ * first time. A unit already looked up in, and a unit already opened for names, are found without
+ * d->mu (the tables of units by address and by offset stay once built, and each entry's unit is
+ * published with release, read with acquire). Lock order: a unit's or a function's, then d->mu.
  *
  * Files: this one holds the handle (its lock, the guard against libdw running out of memory),
  * a unit's index and the lookup; dwarf_inline_units.c the units by address and by offset,
@@ -569,8 +569,9 @@ struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 }
 
 /* Walks a lazily indexed subprogram's subtree (node id of c->nodes): its inlined subroutines
- * become the nodes of a subtree of its own, swept into its own segments. On failure the function
- * keeps no inline frames (its name stays). Under the function's lock; c->nodes does not change. */
+ * become the nodes of a subtree of its own, swept into its own segments, published for lookups
+ * without a lock. On failure the function keeps no inline frames (its name stays). Under the
+ * function's lock; c->nodes does not change. */
 static const struct dwi_sub *expand(struct dwi *d, struct dwi_cu *c, int32_t id)
 {
 	struct dwi_node *n = base_vec_at(&c->nodes, (size_t)id);
@@ -596,8 +597,10 @@ static const struct dwi_sub *expand(struct dwi *d, struct dwi_cu *c, int32_t id)
 		base_vec_free(&segs);
 	}
 	base_vec_free(&ranges);
-	n->sub = sb ? sb : &dwi_no_sub;
-	return n->sub;
+	if (!sb)
+		sb = &dwi_no_sub;
+	__atomic_store_n(&n->sub, sb, __ATOMIC_RELEASE);
+	return sb;
 }
 
 /* The segment of segs over addr: its node, or -1. */
@@ -608,29 +611,26 @@ static int32_t seg_node(const struct dwi_seg *segs, uint32_t nsegs, uint64_t add
 }
 
 /* The nodes of the chain over addr in unit c (indexed), innermost first, a function's subtree
- * walked when first needed: with the lock that covers them held in *held (the function lock of
- * the chain's outermost node of c->nodes; NULL when no scope covers addr, then -1). */
-static int chain_nodes(struct dwi *d, struct dwi_cu *c, uint64_t addr, struct dwi_node **out, unsigned cap,
-                       pthread_mutex_t **held)
+ * walked when first needed (under the function lock of the chain's outermost node of c->nodes,
+ * taken only then). @return -1 when no scope covers addr. */
+static int chain_nodes(struct dwi *d, struct dwi_cu *c, uint64_t addr, struct dwi_node **out, unsigned cap)
 {
-	*held = NULL;
 	int32_t id = seg_node(c->segs, c->nsegs, addr);
 	if (id < 0 || (size_t)id >= c->nodes.len)
 		return -1;
-	/* (c->nodes and their parents stay once the unit is indexed) */
-	int32_t top = id;
-	for (unsigned guard = 0; guard < DWI_MAX_DEPTH; guard++) {
-		const struct dwi_node *t = base_vec_at(&c->nodes, (size_t)top);
-		if (t->subprogram || t->parent < 0 || (size_t)t->parent >= c->nodes.len)
-			break;
-		top = t->parent;
-	}
-	*held = &c->fn_mu[(uint32_t)top % DWI_FN_LOCKS].mu;
-	dwi_lock_hold(*held);
+	/* (c->nodes, their parents and the subtrees once published stay as they are) */
 	unsigned n = 0;
 	struct dwi_node *f = base_vec_at(&c->nodes, (size_t)id);
 	if (f->lazy) {
-		const struct dwi_sub *sb = f->sub ? f->sub : expand(d, c, id);
+		const struct dwi_sub *sb = __atomic_load_n(&f->sub, __ATOMIC_ACQUIRE);
+		if (!sb) {
+			/* (a lazy node is a subprogram: the outermost of its chain) */
+			pthread_mutex_t *mu = &c->fn_mu[(uint32_t)id % DWI_FN_LOCKS].mu;
+			dwi_lock_hold(mu);
+			if (!(sb = __atomic_load_n(&f->sub, __ATOMIC_RELAXED)))
+				sb = expand(d, c, id);
+			dwi_lock_release(mu);
+		}
 		for (int32_t k = seg_node(sb->segs, sb->nsegs, addr); k >= 0 && (uint32_t)k < sb->nnodes && n < cap;) {
 			struct dwi_node *nd = &sb->nodes[k];
 			out[n++] = nd;
@@ -651,12 +651,9 @@ static int chain_nodes(struct dwi *d, struct dwi_cu *c, uint64_t addr, struct dw
 unsigned dwi_chain(struct dwi *d, struct dwi_cu *c, uint64_t addr, Dwarf_Off *out, unsigned cap)
 {
 	struct dwi_node *nodes[DWI_MAX_DEPTH];
-	pthread_mutex_t *held;
-	int n = chain_nodes(d, c, addr, nodes, UW_MIN(cap, (unsigned)DWI_MAX_DEPTH), &held);
+	int n = chain_nodes(d, c, addr, nodes, UW_MIN(cap, (unsigned)DWI_MAX_DEPTH));
 	for (int i = 0; i < n; i++)
 		out[i] = nodes[i]->off;
-	if (held)
-		dwi_lock_release(held);
 	return n < 0 ? 0 : (unsigned)n;
 }
 
@@ -721,14 +718,33 @@ bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, stru
 	return true;
 }
 
-static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_strings *strings)
+/* A node's name and call site into *out (name, call_file, call_line): read once and published
+ * in the node for every thread (n->named: 0 not yet, 1 being read, 2 published with release); a
+ * thread that finds another reading them reads its own copy (the same interned strings). */
+static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_strings *strings,
+                         struct dwi_node *out)
 {
-	if (n->resolved)
+	uint8_t st = __atomic_load_n(&n->named, __ATOMIC_ACQUIRE);
+	if (st == 2) {
+		/* (field by field: n's subtree pointer may be written meanwhile) */
+		out->name = n->name;
+		out->call_file = n->call_file;
+		out->call_line = n->call_line;
 		return;
-	n->resolved = true;
-	if (!dwi_attrs_resolve(d, c, n, strings) && dwi_lock(d)) {
-		dwi_libdw_resolve(d, c, n, strings);
+	}
+	uint8_t expect = 0;
+	bool mine = st == 0 && __atomic_compare_exchange_n(&n->named, &expect, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+	/* (only what stays is read from n: its DIE and kind) */
+	*out = (struct dwi_node){ .off = n->off, .subprogram = n->subprogram };
+	if (!dwi_attrs_resolve(d, c, out, strings) && dwi_lock(d)) {
+		dwi_libdw_resolve(d, c, out, strings);
 		dwi_unlock(d);
+	}
+	if (mine) {
+		n->name = out->name;
+		n->call_file = out->call_file;
+		n->call_line = out->call_line;
+		__atomic_store_n(&n->named, 2, __ATOMIC_RELEASE);
 	}
 }
 
@@ -910,27 +926,23 @@ static void position_at(struct dwi *d, struct dwi_cu *c, struct base_strings *st
 	}
 }
 
-/* The chain over addr in its unit c, innermost first, the names read under the lock of the
- * chain's function; the innermost frame's file and line are left for the caller (position_at).
- * @return the frames, or -1 when no scope covers addr. */
+/* The chain over addr in its unit c, innermost first; the innermost frame's file and line are
+ * left for the caller (position_at). @return the frames, or -1 when no scope covers addr. */
 static int chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
                     struct dwi_frame *out, unsigned cap)
 {
 	struct dwi_node *nodes[DWI_MAX_DEPTH];
-	pthread_mutex_t *held;
-	int k = chain_nodes(d, c, addr, nodes, UW_MIN(cap, (unsigned)DWI_MAX_DEPTH), &held);
+	int k = chain_nodes(d, c, addr, nodes, UW_MIN(cap, (unsigned)DWI_MAX_DEPTH));
 	const char *file = NULL;
 	uint32_t line = 0;
 	for (int i = 0; i < k; i++) {
-		struct dwi_node *nd = nodes[i];
-		node_resolve(d, c, nd, strings);
-		out[i].name = nd->name;
+		struct dwi_node nd;
+		node_resolve(d, c, nodes[i], strings, &nd);
+		out[i].name = nd.name;
 		out[i].file = file;
 		out[i].line = line;
-		file = nd->call_file; /* where this inlined copy sits in its caller */
-		line = nd->call_line;
+		file = nd.call_file; /* where this inlined copy sits in its caller */
+		line = nd.call_line;
 	}
-	if (held)
-		dwi_lock_release(held);
 	return k;
 }

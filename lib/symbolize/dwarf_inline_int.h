@@ -22,10 +22,11 @@ struct dwi_node {
 	int32_t parent;       /* enclosing scope in the same array (-1: none; a subprogram has none;
 	                       * in a function's walked subtree, the function) */
 	bool subprogram;
-	bool resolved;
+	uint8_t named;        /* name, call_file, call_line: 0 not read, 1 being read, 2 published
+	                       * (atomic: written once, read with acquire) */
 	bool lazy;            /* a subprogram whose subtree is walked when one of its addresses is
 	                       * first asked for (into sub) */
-	const char *name;     /* interned, when resolved */
+	const char *name;     /* interned, when named */
 	const char *call_file;
 	uint32_t call_line;
 	struct dwi_sub *sub;  /* a lazy subprogram's walked subtree (dwi_no_sub when it could not be) */
@@ -45,9 +46,9 @@ struct dwi_sub {
 };
 extern struct dwi_sub dwi_no_sub;
 
-/* A function's subtree walk and the names of its chains' nodes are made under one of a unit's
- * function locks, chosen by the function's node (threads naming different functions of one unit
- * seldom wait for each other); the unit's own lock only while it is indexed. */
+/* A function's subtree is walked under one of a unit's function locks, chosen by the function's
+ * node (threads naming different functions of one unit do not wait for each other); the unit's
+ * own lock is held only while it is indexed; lookups in what is made take no lock. */
 #define DWI_FN_LOCKS 8
 
 enum { CU_NEW, CU_INDEXED, CU_FAILED };

@@ -132,7 +132,7 @@ static struct sym_shard *shard_of(struct sym_module *sm, uint64_t rel)
 {
 	/* (by the hash's top bits: a shard's map places its keys by the low ones, which would
 	 * otherwise be alike for all of them, in one sixteenth of its slots) */
-	return &sm->shard[base_hash64(rel) >> 60 & (SYM_SHARDS - 1)];
+	return &sm->shard[base_hash64(rel) >> (64 - SYM_SHARD_BITS)];
 }
 
 /* The symbol at rel (NULL: none): a binary search in the table, which stays once built. (A cache

@@ -21,7 +21,8 @@
 #include "symbolize/symtab.h"
 
 /* ---- what the symbolizer keeps of a module (symbolize.c): the module's ext */
-#define SYM_SHARDS 16
+#define SYM_SHARD_BITS 6
+#define SYM_SHARDS (1u << SYM_SHARD_BITS)
 struct sym_module {
 	struct module_ext ext;
 	struct uw_module *m;

@@ -28,7 +28,8 @@
  * thread and of THREADS threads (all of them), the CPU-bound speed-up (1 thread's CPU / the
  * busiest thread's: what the split allows if no thread ever waited or was preempted), and the
  * time the THREADS threads spent off a CPU (their wall time less their CPU time, summed:
- * sleeping on a lock, or waiting for a CPU). It checks that every run named every frame alike.
+ * sleeping on a lock, or waiting for a CPU). It checks that every run named every frame alike
+ * (-v prints, per round, a digest of the names, lines and inline chains: to compare builds).
  * --fifo PRIO runs the timed threads (only them: the reading stays at the normal policy, and
  * does not spend the real-time budget) under SCHED_FIFO, ahead of the machine's other work.
  * The threads are named symscale-NxI (the I-th of N) for profiles.
@@ -437,9 +438,9 @@ int main(int argc, char **argv)
 			off[k] = shared.off;
 			if (o.verbose)
 				fprintf(stderr, "%s round %u: 1 thread %.1f ms (CPU %.1f), %u threads %.1f ms (CPU %.1f, busiest %.1f, "
-						"off %.1f), speed-up %.2fx, copies %.1f ms: ceiling %.2fx\n",
+						"off %.1f), speed-up %.2fx, copies %.1f ms: ceiling %.2fx; digest %016" PRIx64 "\n",
 					argv[i], k, one.wall * 1e3, one.cpu * 1e3, o.nthreads, shared.wall * 1e3, shared.cpu * 1e3,
-					shared.cpu_max * 1e3, shared.off * 1e3, sp[k], copies.wall * 1e3, ceil[k]);
+					shared.cpu_max * 1e3, shared.off * 1e3, sp[k], copies.wall * 1e3, ceil[k], one.digest);
 		}
 		struct quart q1 = quartiles(t1, R), qn = quartiles(tn, R), qs = quartiles(sp, R), qc = quartiles(ceil, R),
 			     qc1 = quartiles(c1, R), qcn = quartiles(cn, R), qcb = quartiles(cb, R), qo = quartiles(off, R);

@@ -765,11 +765,17 @@ static size_t arange_at(const struct dwi *d, uint64_t addr)
 
 /* The unit, indexed on its first use (under its lock, which other threads wanting it wait for);
  * NULL when it cannot be. The index stays once made: read without the lock. */
-static struct dwi_cu *unit_ready(struct dwi *d, struct dwi_cu *c)
+static struct dwi_cu *unit_ready(struct dwi *d, struct dwi_cu *c, bool *busy)
 {
 	uint8_t st = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
 	if (st == CU_NEW) {
-		dwi_lock_hold(&c->mu);
+		/* (another thread indexing it: a caller that does not wait is told) */
+		if (!busy) {
+			dwi_lock_hold(&c->mu);
+		} else if (!dwi_lock_try(&c->mu)) {
+			*busy = true;
+			return NULL;
+		}
 		if ((st = __atomic_load_n(&c->state, __ATOMIC_RELAXED)) == CU_NEW) {
 			errno = 0;
 			st = cu_fill(d, c, true) ? CU_INDEXED : CU_FAILED;
@@ -782,7 +788,7 @@ static struct dwi_cu *unit_ready(struct dwi *d, struct dwi_cu *c)
 	return st == CU_INDEXED ? c : NULL;
 }
 
-static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
+static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr, bool *busy)
 {
 	/* a unit already looked up in is found without the handle's lock: the table of units by
 	 * address and the units it points to stay once published (every lookup took the handle's
@@ -791,10 +797,22 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 	if (__atomic_load_n(&d->ar_ready, __ATOMIC_ACQUIRE) && (ai = arange_at(d, addr)) != SIZE_MAX) {
 		struct dwi_cu *c = __atomic_load_n(&d->ar[ai].cu, __ATOMIC_ACQUIRE);
 		if (c)
-			return unit_ready(d, c);
+			return unit_ready(d, c, busy);
 	}
-	if (!dwi_lock(d))
+	/* (the handle's lock held by another thread, maybe for long: libdw's first search of the
+	 * module's units by address; a caller that does not wait is told) */
+	if (busy) {
+		if (!dwi_lock_try(&d->mu)) {
+			*busy = true;
+			return NULL;
+		}
+		if (__atomic_load_n(&d->oom, __ATOMIC_RELAXED)) {
+			dwi_lock_release(&d->mu);
+			return NULL;
+		}
+	} else if (!dwi_lock(d)) {
 		return NULL;
+	}
 	if (!d->ar_built)
 		dwi_aranges_build(d);
 	uint64_t unit = UINT64_MAX;
@@ -827,18 +845,18 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 	if (ai != SIZE_MAX)
 		__atomic_store_n(&d->ar[ai].cu, c, __ATOMIC_RELEASE);
 	dwi_unlock(d);
-	return unit_ready(d, c);
+	return unit_ready(d, c, busy);
 }
 
 static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
-                       unsigned cap);
+                       unsigned cap, bool *busy);
 static int chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
                     struct dwi_frame *out, unsigned cap);
 static void position_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
                         const char **file, uint32_t *line);
 
 unsigned dwi_lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
-                    unsigned cap)
+                    unsigned cap, bool *busy)
 {
 	if (!d || !cap || __atomic_load_n(&d->oom, __ATOMIC_RELAXED))
 		return 0;
@@ -854,7 +872,7 @@ unsigned dwi_lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, 
 		return 0;
 	}
 	errno = 0;
-	unsigned n = lookup(d, strings, addr, out, cap);
+	unsigned n = lookup(d, strings, addr, out, cap, busy);
 	dwi_guard_top = g.prev;
 	/* nothing found where an allocation failed on the way (libdw's own, which return errors
 	 * rather than call its handler, or ours): said, never an answer silently without lines */
@@ -869,9 +887,9 @@ bool dwi_out_of_memory(const struct dwi *d)
 }
 
 static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
-                       unsigned cap)
+                       unsigned cap, bool *busy)
 {
-	struct dwi_cu *c = unit_at(d, addr);
+	struct dwi_cu *c = unit_at(d, addr, busy);
 	if (!c)
 		return 0;
 	int n = chain_at(d, c, strings, addr, out, cap);

@@ -164,6 +164,16 @@ static inline void dwi_lock_hold(pthread_mutex_t *mu)
 	if (g && g->nheld < UW_ARRAY_SIZE(g->held))
 		g->held[g->nheld++] = mu;
 }
+/* The same when the lock is free now. @return whether it was taken. */
+static inline bool dwi_lock_try(pthread_mutex_t *mu)
+{
+	if (pthread_mutex_trylock(mu))
+		return false;
+	struct dwi_guard *g = dwi_guard_top;
+	if (g && g->nheld < UW_ARRAY_SIZE(g->held))
+		g->held[g->nheld++] = mu;
+	return true;
+}
 static inline void dwi_lock_release(pthread_mutex_t *mu)
 {
 	struct dwi_guard *g = dwi_guard_top;

@@ -322,14 +322,24 @@ static bool open_dwarf(struct uw_session *s, struct sym_module *sm)
 
 /* The chain at pc from the module's DWARF, names demangled, in the module's arena. NULL: out of
  * memory. */
-static const struct sym_inline *inline_make(struct uw_session *s, struct sym_module *sm, uint64_t pc)
+static const struct sym_inline *inline_make(struct uw_session *s, struct sym_module *sm, uint64_t pc, bool *busy)
 {
 	struct dwi_frame tmp[DWI_MAX_DEPTH];
 	unsigned k = 0;
+	/* (a caller that does not wait: not while another thread opens the module's DWARF) */
+	if (busy && !__atomic_load_n(&sm->dwi_done, __ATOMIC_ACQUIRE)) {
+		if (pthread_mutex_trylock(&sm->m->mu)) {
+			*busy = true;
+			return NULL;
+		}
+		pthread_mutex_unlock(&sm->m->mu);
+	}
 	if (open_dwarf(s, sm)) {
 		/* (lookups in one handle run at once: see dwarf_inline.c) */
 		bool oom = dwi_out_of_memory(sm->dwi);
-		k = dwi_lookup(sm->dwi, &s->strings, pc, tmp, DWI_MAX_DEPTH);
+		k = dwi_lookup(sm->dwi, &s->strings, pc, tmp, DWI_MAX_DEPTH, busy);
+		if (busy && *busy)
+			return NULL;
 		if (!oom && dwi_out_of_memory(sm->dwi)) /* said once: no more lookups in it */
 			session_resource_fail(s, -ENOMEM, sm->m->path);
 	}
@@ -421,7 +431,7 @@ static void *inl_main(void *arg)
 		module_use(j.m);
 		struct sym_module *sm = sym_module(w->s, j.m);
 		if (sm)
-			inline_keep(sm, j.pc, inline_make(w->s, sm, j.pc));
+			inline_keep(sm, j.pc, inline_make(w->s, sm, j.pc, NULL));
 		module_unuse(j.m);
 		pthread_mutex_lock(&w->mu);
 		w->done++;
@@ -550,8 +560,8 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 	return err;
 }
 
-int sym_inline_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
-                    unsigned *n)
+static int inline_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
+                       unsigned *n, bool *busy)
 {
 	*frames = NULL;
 	*n = 0;
@@ -561,15 +571,36 @@ int sym_inline_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, 
 		/* asked ahead: the helper's, when it is done */
 		struct sym_shard *sh = shard_of(sm, rel_pc);
 		pthread_mutex_lock(&sh->mu);
-		while ((e = base_map_get(&sh->inl, rel_pc)) == PENDING)
+		while ((e = base_map_get(&sh->inl, rel_pc)) == PENDING && !busy)
 			pthread_cond_wait(&sh->cv, &sh->mu);
 		pthread_mutex_unlock(&sh->mu);
-		if (!e)
-			e = inline_keep(sm, rel_pc, inline_make(s, sm, rel_pc));
+		if (e == PENDING) {
+			*busy = true;
+			return -EAGAIN;
+		}
+		if (!e) {
+			const struct sym_inline *made = inline_make(s, sm, rel_pc, busy);
+			if (busy && *busy)
+				return -EAGAIN; /* (nothing kept: asked again later) */
+			e = inline_keep(sm, rel_pc, made);
+		}
 	}
 	if (e && e->n) {
 		*frames = e->f;
 		*n = e->n;
 	}
 	return e ? 0 : -ENOMEM;
+}
+
+int sym_inline_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
+                    unsigned *n)
+{
+	return inline_used(s, m, rel_pc, frames, n, NULL);
+}
+
+int sym_inline_try(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
+                   unsigned *n)
+{
+	bool busy = false;
+	return inline_used(s, m, rel_pc, frames, n, &busy);
 }

@@ -65,6 +65,11 @@ int sym_lookup_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, 
 bool sym_symbols_ready(struct uw_session *s, struct sym_module *sm);
 int sym_inline_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
                     unsigned *n);
+/* The same without waiting for what another thread makes once (the module's DWARF opened, its
+ * units by address, a unit's index, a chain the helper looks up): -EAGAIN then, nothing kept;
+ * ask again (batches name other frames meanwhile). */
+int sym_inline_try(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
+                   unsigned *n);
 /* The symbol at rel_pc: its name in the symbol table (system) and as shown (demangled unless the
  * session says not), both interned; NULLs without one. */
 void sym_names(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const char **sys, const char **shown);

@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		base_strings_init(&strings);
 		struct dwi_frame f[DWI_MAX_DEPTH];
 		for (uint64_t a = 0; a < 0x4000; a += 0x40)
-			dwi_lookup(d, &strings, a, f, DWI_MAX_DEPTH);
+			dwi_lookup(d, &strings, a, f, DWI_MAX_DEPTH, NULL);
 		size_t u, fast, differ;
 		dwi_compare_walks(d, &u, &fast, &differ);
 		base_strings_free(&strings);

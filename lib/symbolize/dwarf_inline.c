@@ -19,14 +19,17 @@
  *
  * Threads: lookups may run at once on one handle. What units share (the units by address, the map
  * of units, the units opened for names, the package) and every call into libdw (its handles fill
- * caches of their own as they are read) are under the handle's lock, d->mu; each unit's index
- * (its nodes grow as functions are walked) is under the unit's own lock, held for a whole lookup
- * in it. Our own walks and line tables, most of the work, need only the unit's lock, so threads
- * looking up addresses of different units run in parallel. A unit already looked up in, and a
- * unit already opened for names, are found without d->mu (the tables of units by address and by
- * offset stay once built, and each entry's unit is published with release, read with acquire);
- * the source line of an address is read after the unit's lock is let go. Lock order: a unit's,
- * then d->mu.
+ * caches of their own as they are read) are under the handle's lock, d->mu; a unit is indexed by
+ * our own readers without libdw (libdw's view of it is made only for a fallback). A unit is
+ * indexed once, under its own lock, which only a thread wanting the unit before its index is made
+ * waits for; a function's subtree is walked once into a table of its own, under one of the unit's
+ * function locks, chosen by the function. What is made then stays as it is and is read without a
+ * lock (published with release, read with acquire); a node's name and call site are read once
+ * and published in the node (a thread that finds another reading them reads its own copy). So
+ * threads looking up addresses in one unit, even one function, wait only for what is made the
+ * first time. A unit already looked up in, and a unit already opened for names, are found without
+ * d->mu (the tables of units by address and by offset stay once built, and each entry's unit is
+ * published with release, read with acquire). Lock order: a unit's or a function's, then d->mu.
  *
  * Files: this one holds the handle (its lock, the guard against libdw running out of memory),
  * a unit's index and the lookup; dwarf_inline_units.c the units by address and by offset,
@@ -158,20 +161,36 @@ struct dwi *dwi_open(struct elfv *v, struct elfv *alt, const char *cache, uint64
 	return d;
 }
 
+struct dwi_sub dwi_no_sub;
+
+static void sub_free(struct dwi_sub *sb)
+{
+	if (!sb || sb == &dwi_no_sub)
+		return;
+	for (uint32_t i = 0; i < sb->nnodes; i++)
+		sub_free(sb->nodes[i].sub);
+	free(sb->nodes);
+	free(sb->segs);
+	free(sb);
+}
+
 void dwi_cu_free(struct dwi_cu *c)
 {
 	if (!c)
 		return;
 	for (size_t i = 0; i < c->nodes.len; i++)
-		free(((struct dwi_node *)base_vec_at(&c->nodes, i))->sub);
+		sub_free(((struct dwi_node *)base_vec_at(&c->nodes, i))->sub);
 	base_vec_free(&c->nodes);
 	dww_unit_free(c->unit);
 	free(c->segs);
 	dwl_free(c->lines);
+	free(c->file_names);
 	dwl_free(c->call_lines);
 	dwp_close(c->dwo);
 	elfv_close(c->dwo_view);
 	pthread_mutex_destroy(&c->mu);
+	for (unsigned i = 0; i < DWI_FN_LOCKS; i++)
+		pthread_mutex_destroy(&c->fn_mu[i].mu);
 	free(c);
 }
 
@@ -342,7 +361,7 @@ int32_t dwi_on_die(void *ctx, const struct dww_die *w)
 	}
 	/* a function the shallow walk jumps over: its subtree is walked when asked for */
 	if (id >= 0 && sub && fc->shallow)
-		((struct dwi_node *)base_vec_at(fc->nodes, (size_t)id))->expanded = false;
+		((struct dwi_node *)base_vec_at(fc->nodes, (size_t)id))->lazy = true;
 	return id;
 }
 
@@ -417,24 +436,91 @@ static int sweep(struct base_vec *ranges, int32_t base, struct base_vec *segs)
 }
 
 /* A unit not indexed yet. NULL without memory. */
-static struct dwi_cu *cu_new(Dwarf_Die *cudie)
+static struct dwi_cu *cu_new(uint64_t unit_off, const Dwarf_Die *cudie)
 {
 	struct dwi_cu *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	c->off = dwarf_dieoffset(cudie);
-	c->die = *cudie;
+	c->unit_off = unit_off;
+	if (cudie) {
+		c->die = *cudie;
+		c->die_ok = true;
+	}
 	c->nodes = (struct base_vec)BASE_VEC_INIT(struct dwi_node);
 	dwi_mutex_init(&c->mu);
+	for (unsigned i = 0; i < DWI_FN_LOCKS; i++)
+		dwi_mutex_init(&c->fn_mu[i].mu);
 	return c;
+}
+
+/* libdw's DIE of the unit, made on first need (under the handle's lock: libdw reads the unit's
+ * header and abbreviations then, 30,000 instructions a unit of CPython's). NULL when libdw
+ * cannot. Under the unit's lock. */
+static Dwarf_Die *cu_die(struct dwi *d, struct dwi_cu *c)
+{
+	if (c->die_ok)
+		return &c->die;
+	if (!dwi_lock(d))
+		return NULL;
+	Dwarf_Off next;
+	size_t hsize;
+	c->die_ok = dwarf_nextcu(d->dw, c->unit_off, &next, &hsize, NULL, NULL, NULL) == 0 &&
+		    dwarf_offdie(d->dw, c->unit_off + hsize, &c->die);
+	dwi_unlock(d);
+	return c->die_ok ? &c->die : NULL;
+}
+
+/* A unit indexed by our readers alone, libdw's view of it never made (nor the handle's lock
+ * taken): the unit DIE's line program and directory read by dww, its table by dwl, its DIEs by
+ * the fast walk. @return false, having kept nothing, when one of them cannot (libdw then). */
+static bool cu_fill_fast(struct dwi *d, struct dwi_cu *c, bool lazy)
+{
+	uint64_t stmt_list;
+	const char *comp_dir;
+	struct dww_unit *u = d->sec.info && d->lsec.line ? dww_unit_open(&d->sec, c->unit_off) : NULL;
+	if (!u || !dww_unit_lines(u, &stmt_list, &comp_dir) ||
+	    !(c->lines = dwl_build_stored(&d->lsec, stmt_list, comp_dir, d->lstore))) {
+		dww_unit_free(u);
+		return false;
+	}
+	struct base_vec ranges = BASE_VEC_INIT(struct range), segs = BASE_VEC_INIT(struct dwi_seg);
+	struct fast_ctx fc = { d->dw, &c->nodes, &ranges, lazy, u, d };
+	if (dww_walk_unit(u, lazy, dwi_on_die, &fc) || sweep(&ranges, -1, &segs)) {
+		for (size_t i = 0; i < c->nodes.len; i++)
+			sub_free(((struct dwi_node *)base_vec_at(&c->nodes, i))->sub);
+		c->nodes.len = 0;
+		base_vec_free(&ranges);
+		base_vec_free(&segs);
+		dwl_free(c->lines);
+		c->lines = NULL;
+		dww_unit_free(u);
+		return false;
+	}
+	base_vec_free(&ranges);
+	if (lazy)
+		c->unit = u;
+	else
+		dww_unit_free(u);
+	c->segs = segs.data;
+	c->nsegs = (uint32_t)segs.len;
+	return true;
 }
 
 /* Indexes a unit: lazy (functions now, their inlined subroutines when asked for) or, for the
  * tests' reference, whole. @return false on failure. */
 static bool cu_fill(struct dwi *d, struct dwi_cu *c, bool lazy)
 {
-	Dwarf_Die *cudie = &c->die;
-	c->lines = dwi_unit_lines(d, cudie);
+	Dwarf_Die *cudie = NULL;
+	bool fast = cu_fill_fast(d, c, lazy);
+	if (!fast) {
+		if (!(cudie = cu_die(d, c)))
+			return false;
+		c->lines = dwi_unit_lines(d, cudie);
+	}
+	/* (no memory: each lookup interns its file's name) */
+	c->file_names = c->lines && dwl_nfiles(c->lines) ? calloc(dwl_nfiles(c->lines), sizeof(*c->file_names)) : NULL;
+	if (fast)
+		return true;
 	/* (without our table, libdw's: a lookup it fails for want of memory is said, in position_at) */
 	if (!c->lines && dwi_lock(d)) {
 		if (dwarf_getsrcfiles(cudie, &c->files, &c->nfiles) != 0)
@@ -474,7 +560,7 @@ static bool cu_fill(struct dwi *d, struct dwi_cu *c, bool lazy)
 
 struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 {
-	struct dwi_cu *c = cu_new(cudie);
+	struct dwi_cu *c = cu_new(dwarf_dieoffset(cudie) - dwarf_cuoffset(cudie), cudie);
 	if (c && !cu_fill(d, c, lazy)) {
 		dwi_cu_free(c);
 		return NULL;
@@ -482,66 +568,93 @@ struct dwi_cu *dwi_cu_index(struct dwi *d, Dwarf_Die *cudie, bool lazy)
 	return c;
 }
 
-/* Walks a lazily indexed subprogram's subtree: its inlined subroutines become nodes, swept into
- * its own segments. On failure the function keeps no inline frames (its name stays). */
-static void expand(struct dwi *d, struct dwi_cu *c, int32_t id)
+/* Walks a lazily indexed subprogram's subtree (node id of c->nodes): its inlined subroutines
+ * become the nodes of a subtree of its own, swept into its own segments, published for lookups
+ * without a lock. On failure the function keeps no inline frames (its name stays). Under the
+ * function's lock; c->nodes does not change. */
+static const struct dwi_sub *expand(struct dwi *d, struct dwi_cu *c, int32_t id)
 {
 	struct dwi_node *n = base_vec_at(&c->nodes, (size_t)id);
-	n->expanded = true;
 	Dwarf_Off off = n->off;
-	size_t keep = c->nodes.len;
-	struct base_vec ranges = BASE_VEC_INIT(struct range), segs = BASE_VEC_INIT(struct dwi_seg);
-	struct fast_ctx fc = { d->dw, &c->nodes, &ranges, false, c->unit, d };
-	int rc = c->unit ? dww_walk_subtree(c->unit, off, id, dwi_on_die, &fc) : -1;
+	struct base_vec nodes = BASE_VEC_INIT(struct dwi_node), ranges = BASE_VEC_INIT(struct range),
+			segs = BASE_VEC_INIT(struct dwi_seg);
+	/* (the subtree's scope -1 is the function) */
+	struct fast_ctx fc = { d->dw, &nodes, &ranges, false, c->unit, d };
+	int rc = c->unit ? dww_walk_subtree(c->unit, off, -1, dwi_on_die, &fc) : -1;
 	if (rc && !c->own && dwi_lock(d)) {
 		/* a form the fast walk does not know, below the part the unit's walk jumped over */
-		c->nodes.len = keep;
+		nodes.len = 0;
 		ranges.len = 0;
 		Dwarf_Die die;
-		rc = dwarf_offdie(d->dw, off, &die) ? dwi_collect_libdw(&die, id, &c->nodes, &ranges) : -1;
+		rc = dwarf_offdie(d->dw, off, &die) ? dwi_collect_libdw(&die, -1, &nodes, &ranges) : -1;
 		dwi_unlock(d);
 	}
-	if (rc || sweep(&ranges, id, &segs)) {
-		c->nodes.len = keep;
-		base_vec_free(&segs);
+	struct dwi_sub *sb = NULL;
+	if (!rc && !sweep(&ranges, -1, &segs) && (sb = malloc(sizeof(*sb)))) {
+		*sb = (struct dwi_sub){ nodes.data, (uint32_t)nodes.len, (uint32_t)segs.len, segs.data };
 	} else {
-		n = base_vec_at(&c->nodes, (size_t)id);
-		n->sub = segs.data;
-		n->nsub = (uint32_t)segs.len;
+		base_vec_free(&nodes);
+		base_vec_free(&segs);
 	}
 	base_vec_free(&ranges);
+	if (!sb)
+		sb = &dwi_no_sub;
+	__atomic_store_n(&n->sub, sb, __ATOMIC_RELEASE);
+	return sb;
 }
 
-/* The innermost scope over addr (-1: none), walking a function's subtree when first needed. */
-static int32_t innermost(struct dwi *d, struct dwi_cu *c, uint64_t addr)
+/* The segment of segs over addr: its node, or -1. */
+static int32_t seg_node(const struct dwi_seg *segs, uint32_t nsegs, uint64_t addr)
 {
-	size_t lo = base_upper_bound(c->segs, c->nsegs, sizeof(*c->segs), offsetof(struct dwi_seg, start), addr);
-	int32_t id = lo ? c->segs[lo - 1].node : -1;
+	size_t k = base_upper_bound(segs, nsegs, sizeof(*segs), offsetof(struct dwi_seg, start), addr);
+	return k ? segs[k - 1].node : -1;
+}
+
+/* The nodes of the chain over addr in unit c (indexed), innermost first, a function's subtree
+ * walked when first needed (under the function lock of the chain's outermost node of c->nodes,
+ * taken only then). @return -1 when no scope covers addr. */
+static int chain_nodes(struct dwi *d, struct dwi_cu *c, uint64_t addr, struct dwi_node **out, unsigned cap)
+{
+	int32_t id = seg_node(c->segs, c->nsegs, addr);
 	if (id < 0 || (size_t)id >= c->nodes.len)
 		return -1;
-	struct dwi_node *n = base_vec_at(&c->nodes, (size_t)id);
-	if (!n->expanded) {
-		expand(d, c, id);
-		n = base_vec_at(&c->nodes, (size_t)id);
+	/* (c->nodes, their parents and the subtrees once published stay as they are) */
+	unsigned n = 0;
+	struct dwi_node *f = base_vec_at(&c->nodes, (size_t)id);
+	if (f->lazy) {
+		const struct dwi_sub *sb = __atomic_load_n(&f->sub, __ATOMIC_ACQUIRE);
+		if (!sb) {
+			/* (a lazy node is a subprogram: the outermost of its chain) */
+			pthread_mutex_t *mu = &c->fn_mu[(uint32_t)id % DWI_FN_LOCKS].mu;
+			dwi_lock_hold(mu);
+			if (!(sb = __atomic_load_n(&f->sub, __ATOMIC_RELAXED)))
+				sb = expand(d, c, id);
+			dwi_lock_release(mu);
+		}
+		for (int32_t k = seg_node(sb->segs, sb->nsegs, addr); k >= 0 && (uint32_t)k < sb->nnodes && n < cap;) {
+			struct dwi_node *nd = &sb->nodes[k];
+			out[n++] = nd;
+			if (nd->subprogram)
+				return (int)n;
+			k = nd->parent;
+		}
 	}
-	if (n->nsub) {
-		size_t k = base_upper_bound(n->sub, n->nsub, sizeof(*n->sub), offsetof(struct dwi_seg, start), addr);
-		if (k)
-			id = n->sub[k - 1].node;
+	for (int32_t k = id; k >= 0 && (size_t)k < c->nodes.len && n < cap;) {
+		struct dwi_node *nd = base_vec_at(&c->nodes, (size_t)k);
+		out[n++] = nd;
+		k = nd->subprogram ? -1 : nd->parent;
 	}
-	return id;
+	return (int)n;
 }
 
 /* The DIE offsets of the chain over addr, innermost first. */
 unsigned dwi_chain(struct dwi *d, struct dwi_cu *c, uint64_t addr, Dwarf_Off *out, unsigned cap)
 {
-	unsigned n = 0;
-	for (int32_t id = innermost(d, c, addr); id >= 0 && (size_t)id < c->nodes.len && n < cap;) {
-		struct dwi_node *nd = base_vec_at(&c->nodes, (size_t)id);
-		out[n++] = nd->off;
-		id = nd->subprogram ? -1 : nd->parent;
-	}
-	return n;
+	struct dwi_node *nodes[DWI_MAX_DEPTH];
+	int n = chain_nodes(d, c, addr, nodes, UW_MIN(cap, (unsigned)DWI_MAX_DEPTH));
+	for (int i = 0; i < n; i++)
+		out[i] = nodes[i]->off;
+	return n < 0 ? 0 : (unsigned)n;
 }
 
 /* The unit holding the DIE at off, opened for dww_attrs (and kept); NULL when dww cannot read it. */
@@ -605,14 +718,33 @@ bool dwi_attrs_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, stru
 	return true;
 }
 
-static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_strings *strings)
+/* A node's name and call site into *out (name, call_file, call_line): read once and published
+ * in the node for every thread (n->named: 0 not yet, 1 being read, 2 published with release); a
+ * thread that finds another reading them reads its own copy (the same interned strings). */
+static void node_resolve(struct dwi *d, struct dwi_cu *c, struct dwi_node *n, struct base_strings *strings,
+                         struct dwi_node *out)
 {
-	if (n->resolved)
+	uint8_t st = __atomic_load_n(&n->named, __ATOMIC_ACQUIRE);
+	if (st == 2) {
+		/* (field by field: n's subtree pointer may be written meanwhile) */
+		out->name = n->name;
+		out->call_file = n->call_file;
+		out->call_line = n->call_line;
 		return;
-	n->resolved = true;
-	if (!dwi_attrs_resolve(d, c, n, strings) && dwi_lock(d)) {
-		dwi_libdw_resolve(d, c, n, strings);
+	}
+	uint8_t expect = 0;
+	bool mine = st == 0 && __atomic_compare_exchange_n(&n->named, &expect, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+	/* (only what stays is read from n: its DIE and kind) */
+	*out = (struct dwi_node){ .off = n->off, .subprogram = n->subprogram };
+	if (!dwi_attrs_resolve(d, c, out, strings) && dwi_lock(d)) {
+		dwi_libdw_resolve(d, c, out, strings);
 		dwi_unlock(d);
+	}
+	if (mine) {
+		n->name = out->name;
+		n->call_file = out->call_file;
+		n->call_line = out->call_line;
+		__atomic_store_n(&n->named, 2, __ATOMIC_RELEASE);
 	}
 }
 
@@ -631,24 +763,32 @@ static size_t arange_at(const struct dwi *d, uint64_t addr)
 	return SIZE_MAX;
 }
 
-/* The unit's lock taken, the unit indexed on its first use. */
-static struct dwi_cu *unit_enter(struct dwi *d, struct dwi_cu *c)
+/* The unit, indexed on its first use (under its lock, which other threads wanting it wait for);
+ * NULL when it cannot be. The index stays once made: read without the lock. */
+static struct dwi_cu *unit_ready(struct dwi *d, struct dwi_cu *c, bool *busy)
 {
-	dwi_lock_hold(&c->mu);
-	if (c->state == CU_NEW) {
-		errno = 0;
-		c->state = cu_fill(d, c, true) ? CU_INDEXED : CU_FAILED;
-		if (c->state == CU_FAILED && errno == ENOMEM)
-			__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED);
-	}
-	if (c->state != CU_INDEXED) {
+	uint8_t st = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
+	if (st == CU_NEW) {
+		/* (another thread indexing it: a caller that does not wait is told) */
+		if (!busy) {
+			dwi_lock_hold(&c->mu);
+		} else if (!dwi_lock_try(&c->mu)) {
+			*busy = true;
+			return NULL;
+		}
+		if ((st = __atomic_load_n(&c->state, __ATOMIC_RELAXED)) == CU_NEW) {
+			errno = 0;
+			st = cu_fill(d, c, true) ? CU_INDEXED : CU_FAILED;
+			if (st == CU_FAILED && errno == ENOMEM)
+				__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED);
+			__atomic_store_n(&c->state, st, __ATOMIC_RELEASE);
+		}
 		dwi_lock_release(&c->mu);
-		return NULL;
 	}
-	return c;
+	return st == CU_INDEXED ? c : NULL;
 }
 
-static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
+static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr, bool *busy)
 {
 	/* a unit already looked up in is found without the handle's lock: the table of units by
 	 * address and the units it points to stay once published (every lookup took the handle's
@@ -657,10 +797,22 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 	if (__atomic_load_n(&d->ar_ready, __ATOMIC_ACQUIRE) && (ai = arange_at(d, addr)) != SIZE_MAX) {
 		struct dwi_cu *c = __atomic_load_n(&d->ar[ai].cu, __ATOMIC_ACQUIRE);
 		if (c)
-			return unit_enter(d, c);
+			return unit_ready(d, c, busy);
 	}
-	if (!dwi_lock(d))
+	/* (the handle's lock held by another thread, maybe for long: libdw's first search of the
+	 * module's units by address; a caller that does not wait is told) */
+	if (busy) {
+		if (!dwi_lock_try(&d->mu)) {
+			*busy = true;
+			return NULL;
+		}
+		if (__atomic_load_n(&d->oom, __ATOMIC_RELAXED)) {
+			dwi_lock_release(&d->mu);
+			return NULL;
+		}
+	} else if (!dwi_lock(d)) {
 		return NULL;
+	}
 	if (!d->ar_built)
 		dwi_aranges_build(d);
 	uint64_t unit = UINT64_MAX;
@@ -668,6 +820,7 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 	if (ai != SIZE_MAX)
 		unit = d->ar[ai].unit;
 	Dwarf_Die cudie;
+	bool have_die = false;
 	if (unit == UINT64_MAX) {
 		/* not in .debug_aranges (an incomplete table): libdw's search over the units */
 		if (d->ar_from_units || !dwarf_addrdie(d->dw, (Dwarf_Addr)addr, &cudie)) {
@@ -675,18 +828,13 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 			return NULL;
 		}
 		unit = dwarf_dieoffset(&cudie) - dwarf_cuoffset(&cudie);
+		have_die = true;
 	}
 	struct dwi_cu *c = base_map_get(&d->cus, unit);
 	if (!c) {
-		Dwarf_Off next;
-		size_t hsize;
-		if (dwarf_nextcu(d->dw, unit, &next, &hsize, NULL, NULL, NULL) != 0 ||
-		    !dwarf_offdie(d->dw, unit + hsize, &cudie)) {
-			dwi_unlock(d);
-			return NULL;
-		}
-		/* indexed below, under its own lock: others meanwhile look up in other units */
-		if (!(c = cu_new(&cudie)) || base_map_put(&d->cus, unit, c)) {
+		/* indexed below, under its own lock: others meanwhile look up in other units (and
+		 * libdw's view of it, when needed, is made then) */
+		if (!(c = cu_new(unit, have_die ? &cudie : NULL)) || base_map_put(&d->cus, unit, c)) {
 			__atomic_store_n(&d->oom, true, __ATOMIC_RELAXED); /* (ours: said as libdw's are) */
 			if (c)
 				dwi_cu_free(c);
@@ -697,18 +845,18 @@ static struct dwi_cu *unit_at(struct dwi *d, uint64_t addr)
 	if (ai != SIZE_MAX)
 		__atomic_store_n(&d->ar[ai].cu, c, __ATOMIC_RELEASE);
 	dwi_unlock(d);
-	return unit_enter(d, c);
+	return unit_ready(d, c, busy);
 }
 
 static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
-                       unsigned cap);
+                       unsigned cap, bool *busy);
 static int chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
                     struct dwi_frame *out, unsigned cap);
 static void position_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
                         const char **file, uint32_t *line);
 
 unsigned dwi_lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
-                    unsigned cap)
+                    unsigned cap, bool *busy)
 {
 	if (!d || !cap || __atomic_load_n(&d->oom, __ATOMIC_RELAXED))
 		return 0;
@@ -724,7 +872,7 @@ unsigned dwi_lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, 
 		return 0;
 	}
 	errno = 0;
-	unsigned n = lookup(d, strings, addr, out, cap);
+	unsigned n = lookup(d, strings, addr, out, cap, busy);
 	dwi_guard_top = g.prev;
 	/* nothing found where an allocation failed on the way (libdw's own, which return errors
 	 * rather than call its handler, or ours): said, never an answer silently without lines */
@@ -739,14 +887,13 @@ bool dwi_out_of_memory(const struct dwi *d)
 }
 
 static unsigned lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
-                       unsigned cap)
+                       unsigned cap, bool *busy)
 {
-	struct dwi_cu *c = unit_at(d, addr);
+	struct dwi_cu *c = unit_at(d, addr, busy);
 	if (!c)
 		return 0;
 	int n = chain_at(d, c, strings, addr, out, cap);
-	dwi_lock_release(&c->mu);
-	/* the innermost position, from the line table: after the unit's lock is let go (the
+	/* the innermost position, from the line table: after the function's lock is let go (the
 	 * table stays once the unit is indexed; the file's name is interned under the strings'
 	 * lock, which two threads otherwise both waited for under the unit's) */
 	const char *file = NULL;
@@ -773,9 +920,16 @@ static void position_at(struct dwi *d, struct dwi_cu *c, struct base_strings *st
 	uint32_t fidx;
 	if (c->lines) {
 		char buf[4096];
-		if (dwl_find(c->lines, addr, &fidx, line))
-			*file = dwi_intern(strings, dwl_file(c->lines, fidx, buf, sizeof(buf)));
-	} else if (dwi_lock(d)) {
+		if (!dwl_find(c->lines, addr, &fidx, line))
+			return;
+		/* each file's name interned once per unit (the strings' lock and table were taken at
+		 * every lookup; two threads may both intern it first: the same string) */
+		const char **slot = c->file_names && fidx < dwl_nfiles(c->lines) ? &c->file_names[fidx] : NULL;
+		const char *f = slot ? __atomic_load_n(slot, __ATOMIC_ACQUIRE) : NULL;
+		if (!f && (f = dwi_intern(strings, dwl_file(c->lines, fidx, buf, sizeof(buf)))) && slot)
+			__atomic_store_n(slot, f, __ATOMIC_RELEASE);
+		*file = f;
+	} else if (c->die_ok && dwi_lock(d)) {
 		errno = 0;
 		Dwarf_Line *l = dwarf_getsrc_die(&c->die, (Dwarf_Addr)addr);
 		if (!l && errno == ENOMEM) /* (said by the caller: a line lost is not silent) */
@@ -790,30 +944,23 @@ static void position_at(struct dwi *d, struct dwi_cu *c, struct base_strings *st
 	}
 }
 
-/* The chain over addr in its unit c (its lock held), innermost first; the innermost frame's
- * file and line are left for the caller (position_at). @return the frames, or -1 when no scope
- * covers addr. */
+/* The chain over addr in its unit c, innermost first; the innermost frame's file and line are
+ * left for the caller (position_at). @return the frames, or -1 when no scope covers addr. */
 static int chain_at(struct dwi *d, struct dwi_cu *c, struct base_strings *strings, uint64_t addr,
                     struct dwi_frame *out, unsigned cap)
 {
-	int32_t id = innermost(d, c, addr);
-	if (id < 0)
-		return -1;
+	struct dwi_node *nodes[DWI_MAX_DEPTH];
+	int k = chain_nodes(d, c, addr, nodes, UW_MIN(cap, (unsigned)DWI_MAX_DEPTH));
 	const char *file = NULL;
 	uint32_t line = 0;
-	unsigned n = 0;
-	for (unsigned guard = 0; id >= 0 && (size_t)id < c->nodes.len && n < cap && guard < DWI_MAX_DEPTH; guard++) {
-		struct dwi_node *nd = base_vec_at(&c->nodes, (size_t)id);
-		node_resolve(d, c, nd, strings);
-		out[n].name = nd->name;
-		out[n].file = file;
-		out[n].line = line;
-		n++;
-		if (nd->subprogram)
-			break;
-		file = nd->call_file; /* where this inlined copy sits in its caller */
-		line = nd->call_line;
-		id = nd->parent;
+	for (int i = 0; i < k; i++) {
+		struct dwi_node nd;
+		node_resolve(d, c, nodes[i], strings, &nd);
+		out[i].name = nd.name;
+		out[i].file = file;
+		out[i].line = line;
+		file = nd.call_file; /* where this inlined copy sits in its caller */
+		line = nd.call_line;
 	}
-	return (int)n;
+	return k;
 }

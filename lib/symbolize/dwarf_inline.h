@@ -51,10 +51,12 @@ void dwi_set_package_finder(struct dwi *d, struct dwp *(*find)(void *ctx), void 
 
 /* The chain at module address addr, innermost first: inlined functions, then the function that
  * contains them. file:line of frame i is where frame i's code is (for frame 0 the line table at
- * addr, for the others the call site of the frame inside them).
+ * addr, for the others the call site of the frame inside them). busy (NULL: wait): when the
+ * lookup would wait for what another thread makes once (the units by address, a unit's index),
+ * it returns 0 with *busy set, having changed nothing; ask again later.
  * @return the number of frames (0 when addr is in no unit with DWARF). */
 unsigned dwi_lookup(struct dwi *d, struct base_strings *strings, uint64_t addr, struct dwi_frame *out,
-                    unsigned cap);
+                    unsigned cap, bool *busy);
 /* Whether memory ran out in a lookup (libdw's handler never exits the process: the handle is
  * given up, and every later lookup returns 0). */
 bool dwi_out_of_memory(const struct dwi *d);

@@ -15,30 +15,49 @@
 
 #define DWI_MAX_NODES (1u << 24)
 
+struct dwi_sub;
+
 struct dwi_node {
 	Dwarf_Off off;        /* the DIE */
-	int32_t parent;       /* enclosing scope (-1: none; a subprogram has none) */
+	int32_t parent;       /* enclosing scope in the same array (-1: none; a subprogram has none;
+	                       * in a function's walked subtree, the function) */
 	bool subprogram;
-	bool resolved;
-	bool expanded;        /* its subtree has been walked (always, but for lazy subprograms) */
-	const char *name;     /* interned, when resolved */
+	uint8_t named;        /* name, call_file, call_line: 0 not read, 1 being read, 2 published
+	                       * (atomic: written once, read with acquire) */
+	bool lazy;            /* a subprogram whose subtree is walked when one of its addresses is
+	                       * first asked for (into sub) */
+	const char *name;     /* interned, when named */
 	const char *call_file;
 	uint32_t call_line;
-	uint32_t nsub;
-	struct dwi_seg *sub;  /* a lazily walked subprogram: the innermost scopes over its ranges */
+	struct dwi_sub *sub;  /* a lazy subprogram's walked subtree (dwi_no_sub when it could not be) */
 };
 
 struct dwi_seg {
 	uint64_t start;
-	int32_t node;         /* innermost scope from start on; -1: none */
+	int32_t node;         /* innermost scope from start on; -1: none (in a subtree: the function) */
 };
+
+/* A lazy subprogram's subtree: its inlined subroutines (and nested functions) and the innermost
+ * of them over each address. Made once, then read only. */
+struct dwi_sub {
+	struct dwi_node *nodes;
+	uint32_t nnodes, nsegs;
+	struct dwi_seg *segs;
+};
+extern struct dwi_sub dwi_no_sub;
+
+/* A function's subtree is walked under one of a unit's function locks, chosen by the function's
+ * node (threads naming different functions of one unit do not wait for each other); the unit's
+ * own lock is held only while it is indexed; lookups in what is made take no lock. */
+#define DWI_FN_LOCKS 8
 
 enum { CU_NEW, CU_INDEXED, CU_FAILED };
 
 struct dwi_cu {
-	pthread_mutex_t mu;   /* its lookups (unit_at: indexing it, walking its functions, names) */
-	uint8_t state;        /* CU_*: indexed on its first lookup */
-	Dwarf_Off off;        /* the unit DIE */
+	pthread_mutex_t mu;   /* indexing it, on its first lookup */
+	uint8_t state;        /* CU_*: published with release once indexed (read with acquire) */
+	uint64_t unit_off;    /* the unit's header in .debug_info */
+	bool die_ok;          /* die is made (libdw's view of the unit: made only when needed) */
 	Dwarf_Die die;
 	struct base_vec nodes; /* struct dwi_node; grows as subprograms are walked */
 	struct dww_unit *unit; /* for walking subprograms later; NULL when all was walked */
@@ -47,6 +66,8 @@ struct dwi_cu {
 	Dwarf_Files *files;   /* libdw's: when lines could not be read by dwl, and a split unit's */
 	size_t nfiles;
 	struct dwl_table *lines;
+	const char **file_names; /* lines' files' names as interned, each set on its first lookup
+	                          * (atomic: any thread, the same string); NULL: none kept */
 	Dwarf *ndw;           /* where the nodes' DIE offsets are: a split unit's .dwo, else NULL */
 	/* a split unit from a package: its sections (unit reads them), names and call sites read
 	 * by dww_attrs, call files from its own line table's names */
@@ -56,6 +77,10 @@ struct dwi_cu {
 	struct dwl_table *call_lines;
 	struct dwp *dwo;      /* the unit's .dwo file, read here (owned), or NULL */
 	struct elfv *dwo_view;
+	struct {
+		pthread_mutex_t mu;
+		char pad[64 - sizeof(pthread_mutex_t) % 64]; /* (a line each: no false sharing) */
+	} fn_mu[DWI_FN_LOCKS];
 };
 
 struct dwi {
@@ -138,6 +163,16 @@ static inline void dwi_lock_hold(pthread_mutex_t *mu)
 	struct dwi_guard *g = dwi_guard_top;
 	if (g && g->nheld < UW_ARRAY_SIZE(g->held))
 		g->held[g->nheld++] = mu;
+}
+/* The same when the lock is free now. @return whether it was taken. */
+static inline bool dwi_lock_try(pthread_mutex_t *mu)
+{
+	if (pthread_mutex_trylock(mu))
+		return false;
+	struct dwi_guard *g = dwi_guard_top;
+	if (g && g->nheld < UW_ARRAY_SIZE(g->held))
+		g->held[g->nheld++] = mu;
+	return true;
 }
 static inline void dwi_lock_release(pthread_mutex_t *mu)
 {

@@ -22,7 +22,6 @@ int32_t dwi_add_node(struct base_vec *nodes, Dwarf_Off off, bool subprogram, int
 	memset(n, 0, sizeof(*n));
 	n->off = off;
 	n->subprogram = subprogram;
-	n->expanded = true;
 	n->parent = subprogram ? -1 : scope;
 	return (int32_t)(nodes->len - 1);
 }

@@ -446,6 +446,11 @@ const char *dwl_file(const struct dwl_table *t, uint32_t idx, char *buf, size_t 
 	return n > 0 && (size_t)n < cap ? buf : f->name;
 }
 
+uint32_t dwl_nfiles(const struct dwl_table *t)
+{
+	return t ? t->nfiles : 0;
+}
+
 bool dwl_same(const struct dwl_table *a, const struct dwl_table *b)
 {
 	return a && b && a->nrows == b->nrows && a->nfiles == b->nfiles &&

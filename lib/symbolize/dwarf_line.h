@@ -44,5 +44,7 @@ bool dwl_find(const struct dwl_table *t, uint64_t addr, uint32_t *file, uint32_t
 /* File idx as libdw's dwarf_filesrc names it (directory joined unless the name is absolute),
  * possibly written into buf; NULL for a bad index. */
 const char *dwl_file(const struct dwl_table *t, uint32_t idx, char *buf, size_t cap);
+/* The number of files (indexes dwl_file takes are below it). */
+uint32_t dwl_nfiles(const struct dwl_table *t);
 
 #endif

@@ -285,6 +285,10 @@ struct dww_unit {
 	struct unit u;
 	struct abbrevs ab;
 	const uint8_t *children;  /* the unit DIE's first child; NULL: none */
+	/* the unit DIE's line program and directory (dww_unit_lines) */
+	bool lines_ok;            /* both read as libdw reads them (no skeleton, no odd form) */
+	uint64_t stmt_list;
+	const char *comp_dir;     /* NULL: none */
 };
 
 void dww_unit_free(struct dww_unit *w)
@@ -294,6 +298,8 @@ void dww_unit_free(struct dww_unit *w)
 	abbrevs_free(&w->ab);
 	free(w);
 }
+
+static const char *str_value(const struct unit *u, uint32_t form, const uint8_t *p, uint64_t v);
 
 struct dww_unit *dww_unit_open(const struct dww_sections *sec, uint64_t cu_off)
 {
@@ -369,16 +375,33 @@ struct dww_unit *dww_unit_open(const struct dww_sections *sec, uint64_t cu_off)
 	if (!base_uleb(&p, u->end, &code) || code == 0 || code >= w->ab.na || !w->ab.a[code].used)
 		goto bad;
 	const struct abbrev *a = &w->ab.a[code];
-	uint64_t low = 0;
-	uint32_t low_form = 0;
+	uint64_t low = 0, dir_v = 0;
+	uint32_t low_form = 0, dir_form = 0;
+	const uint8_t *dir_at = NULL;
+	bool has_stmt = false, odd = false;
 	u->raw_addrx = true;
 	for (uint32_t i = 0; i < a->nattr; i++) {
 		const struct spec *sp = &w->ab.s[a->first + i];
+		const uint8_t *at = p;
 		uint64_t v;
 		bool is_addr;
 		if (!attr_value(u, sp->form, sp->implicit, &p, &v, &is_addr))
 			goto bad;
 		switch (sp->name) {
+		case DW_AT_stmt_list:
+			/* (the forms libdw's dwarf_formudata takes as a line program's offset) */
+			has_stmt = sp->form == DW_FORM_sec_offset || sp->form == DW_FORM_data4 || sp->form == DW_FORM_data8;
+			odd |= !has_stmt;
+			w->stmt_list = v;
+			break;
+		case DW_AT_comp_dir:
+			dir_form = sp->form;
+			dir_at = at;
+			dir_v = v;
+			break;
+		case DW_AT_dwo_name: case DW_AT_GNU_dwo_name:
+			odd = true; /* a skeleton: its lines and units through libdw */
+			break;
 		case DW_AT_addr_base: case DW_AT_GNU_addr_base:
 			u->addr_base = v;
 			u->have_addr_base = true;
@@ -400,6 +423,7 @@ struct dww_unit *dww_unit_open(const struct dww_sections *sec, uint64_t cu_off)
 				u->dwo_id = v;
 				u->have_dwo_id = true;
 			}
+			odd |= !u->split;
 			break;
 		default:
 			break;
@@ -414,6 +438,11 @@ struct dww_unit *dww_unit_open(const struct dww_sections *sec, uint64_t cu_off)
 			goto bad;
 	}
 	w->children = a->children ? p : NULL;
+	/* (the directory read after the loop: a string index needs DW_AT_str_offsets_base, which
+	 * may come after it) */
+	if (dir_form && !(w->comp_dir = str_value(u, dir_form, dir_at, dir_v)))
+		odd = true; /* another file's string (dwz), or one not read here */
+	w->lines_ok = has_stmt && !odd && !u->split;
 	return w;
 bad:
 	dww_unit_free(w);
@@ -824,6 +853,13 @@ bool dww_dwo_id(const struct dww_unit *w, uint64_t *id)
 {
 	*id = w->u.dwo_id;
 	return w->u.have_dwo_id;
+}
+
+bool dww_unit_lines(const struct dww_unit *w, uint64_t *stmt_list, const char **comp_dir)
+{
+	*stmt_list = w->stmt_list;
+	*comp_dir = w->comp_dir;
+	return w->lines_ok;
 }
 
 bool dww_is_split(const struct dww_unit *w)

@@ -64,6 +64,11 @@ struct dww_attrs {
 };
 int dww_attrs(const struct dww_unit *w, uint64_t die_off, struct dww_attrs *out);
 bool dww_is_split(const struct dww_unit *w);
+/* The unit DIE's line program offset (DW_AT_stmt_list) and compilation directory (NULL: none),
+ * as libdw's dwarf_formudata and dwarf_formstring give them. false when libdw must be asked: no
+ * line program, a split-DWARF skeleton or split unit, a form not read here (a directory in a dwz
+ * supplementary file). */
+bool dww_unit_lines(const struct dww_unit *w, uint64_t *stmt_list, const char **comp_dir);
 /* A split unit's id (DWARF 5: its header's; GNU DWARF 4: DW_AT_GNU_dwo_id). false: none. */
 bool dww_dwo_id(const struct dww_unit *w, uint64_t *id);
 /* Whether the DIE at die_off is inside the unit. */

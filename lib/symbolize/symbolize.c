@@ -36,8 +36,6 @@ static void sym_module_unload(struct module_ext *e)
 	sm->syms_done = false;
 	/* (the chains handed out stay in the arena: they live as long as the session) */
 	for (unsigned i = 0; i < SYM_SHARDS; i++) {
-		base_map_free(&sm->shard[i].syms);
-		base_map_init(&sm->shard[i].syms);
 		base_map_free(&sm->shard[i].inl);
 		base_map_init(&sm->shard[i].inl);
 	}
@@ -48,7 +46,6 @@ static void sym_module_free(struct module_ext *e)
 	struct sym_module *sm = (struct sym_module *)e;
 	sym_module_unload(e);
 	for (unsigned i = 0; i < SYM_SHARDS; i++) {
-		base_map_free(&sm->shard[i].syms);
 		base_map_free(&sm->shard[i].inl);
 		pthread_mutex_destroy(&sm->shard[i].mu);
 		pthread_cond_destroy(&sm->shard[i].cv);
@@ -76,7 +73,6 @@ struct sym_module *sym_module(struct uw_session *s, struct uw_module *m)
 		for (unsigned i = 0; i < SYM_SHARDS; i++) {
 			dwi_mutex_init(&sm->shard[i].mu);
 			pthread_cond_init(&sm->shard[i].cv, NULL);
-			base_map_init(&sm->shard[i].syms);
 			base_map_init(&sm->shard[i].inl);
 		}
 		dwi_mutex_init(&sm->arena_mu);
@@ -131,32 +127,23 @@ bool sym_symbols_ready(struct uw_session *s, struct sym_module *sm)
 	return __atomic_load_n(&sm->syms_done, __ATOMIC_ACQUIRE) || build_syms(s, sm, false);
 }
 
-static const struct sym no_sym;
-
 /* The shard of the caches holding rel. */
 static struct sym_shard *shard_of(struct sym_module *sm, uint64_t rel)
 {
 	/* (by the hash's top bits: a shard's map places its keys by the low ones, which would
 	 * otherwise be alike for all of them, in one sixteenth of its slots) */
-	return &sm->shard[base_hash64(rel) >> 60 & (SYM_SHARDS - 1)];
+	return &sm->shard[base_hash64(rel) >> (64 - SYM_SHARD_BITS)];
 }
 
-/* The symbol at rel (NULL: none), cached per address. */
+/* The symbol at rel (NULL: none): a binary search in the table, which stays once built. (A cache
+ * of addresses looked up, under a lock per shard, cost more than the search it saved, and two
+ * threads naming distinct addresses wrote to the same lines: on the gcc bench recording, 52,000
+ * distinct addresses, a lock and a map put each.) */
 static struct sym *find_sym(struct uw_session *s, struct sym_module *sm, uint64_t rel)
 {
 	if (!__atomic_load_n(&sm->syms_done, __ATOMIC_ACQUIRE))
 		build_syms(s, sm, true);
-	struct sym_shard *sh = shard_of(sm, rel);
-	/* (a miss is looked up in the table under the shard's lock: a binary search, shorter than
-	 * letting go and taking it again) */
-	pthread_mutex_lock(&sh->mu);
-	const struct sym *hit = base_map_get(&sh->syms, rel);
-	if (!hit) {
-		hit = symtab_find(&sm->syms, rel);
-		base_map_put(&sh->syms, rel, (void *)(hit ? hit : &no_sym)); /* (no memory: looked up again) */
-	}
-	pthread_mutex_unlock(&sh->mu);
-	return hit == &no_sym ? NULL : (struct sym *)hit;
+	return (struct sym *)symtab_find(&sm->syms, rel);
 }
 
 /* The name a symbol is shown by (demangled unless the session says not), interned once: names
@@ -335,14 +322,24 @@ static bool open_dwarf(struct uw_session *s, struct sym_module *sm)
 
 /* The chain at pc from the module's DWARF, names demangled, in the module's arena. NULL: out of
  * memory. */
-static const struct sym_inline *inline_make(struct uw_session *s, struct sym_module *sm, uint64_t pc)
+static const struct sym_inline *inline_make(struct uw_session *s, struct sym_module *sm, uint64_t pc, bool *busy)
 {
 	struct dwi_frame tmp[DWI_MAX_DEPTH];
 	unsigned k = 0;
+	/* (a caller that does not wait: not while another thread opens the module's DWARF) */
+	if (busy && !__atomic_load_n(&sm->dwi_done, __ATOMIC_ACQUIRE)) {
+		if (pthread_mutex_trylock(&sm->m->mu)) {
+			*busy = true;
+			return NULL;
+		}
+		pthread_mutex_unlock(&sm->m->mu);
+	}
 	if (open_dwarf(s, sm)) {
 		/* (lookups in one handle run at once: see dwarf_inline.c) */
 		bool oom = dwi_out_of_memory(sm->dwi);
-		k = dwi_lookup(sm->dwi, &s->strings, pc, tmp, DWI_MAX_DEPTH);
+		k = dwi_lookup(sm->dwi, &s->strings, pc, tmp, DWI_MAX_DEPTH, busy);
+		if (busy && *busy)
+			return NULL;
 		if (!oom && dwi_out_of_memory(sm->dwi)) /* said once: no more lookups in it */
 			session_resource_fail(s, -ENOMEM, sm->m->path);
 	}
@@ -434,7 +431,7 @@ static void *inl_main(void *arg)
 		module_use(j.m);
 		struct sym_module *sm = sym_module(w->s, j.m);
 		if (sm)
-			inline_keep(sm, j.pc, inline_make(w->s, sm, j.pc));
+			inline_keep(sm, j.pc, inline_make(w->s, sm, j.pc, NULL));
 		module_unuse(j.m);
 		pthread_mutex_lock(&w->mu);
 		w->done++;
@@ -563,8 +560,8 @@ UW_API int uw_symbolize_inline(struct uw_session *s, struct uw_module *m, uint64
 	return err;
 }
 
-int sym_inline_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
-                    unsigned *n)
+static int inline_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
+                       unsigned *n, bool *busy)
 {
 	*frames = NULL;
 	*n = 0;
@@ -574,15 +571,36 @@ int sym_inline_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, 
 		/* asked ahead: the helper's, when it is done */
 		struct sym_shard *sh = shard_of(sm, rel_pc);
 		pthread_mutex_lock(&sh->mu);
-		while ((e = base_map_get(&sh->inl, rel_pc)) == PENDING)
+		while ((e = base_map_get(&sh->inl, rel_pc)) == PENDING && !busy)
 			pthread_cond_wait(&sh->cv, &sh->mu);
 		pthread_mutex_unlock(&sh->mu);
-		if (!e)
-			e = inline_keep(sm, rel_pc, inline_make(s, sm, rel_pc));
+		if (e == PENDING) {
+			*busy = true;
+			return -EAGAIN;
+		}
+		if (!e) {
+			const struct sym_inline *made = inline_make(s, sm, rel_pc, busy);
+			if (busy && *busy)
+				return -EAGAIN; /* (nothing kept: asked again later) */
+			e = inline_keep(sm, rel_pc, made);
+		}
 	}
 	if (e && e->n) {
 		*frames = e->f;
 		*n = e->n;
 	}
 	return e ? 0 : -ENOMEM;
+}
+
+int sym_inline_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
+                    unsigned *n)
+{
+	return inline_used(s, m, rel_pc, frames, n, NULL);
+}
+
+int sym_inline_try(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
+                   unsigned *n)
+{
+	bool busy = false;
+	return inline_used(s, m, rel_pc, frames, n, &busy);
 }

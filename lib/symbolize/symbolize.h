@@ -7,9 +7,9 @@
  * dwl_, dww_, dwp_, dwarf_image's).
  *
  * Threads: any thread may symbolize at once. What is made of a module (symbols, DWARF) is made
- * once under the module's lock (it reads the module's files), then read without it; the caches
- * of addresses already named have a lock per shard of a module's addresses, held for one lookup; names are interned in
- * the session's strings (alive with the session, any thread).
+ * once under the module's lock (it reads the module's files), then read without it; the cache
+ * of inline chains already looked up has a lock per shard of a module's addresses, held for one
+ * lookup; names are interned in the session's strings (alive with the session, any thread).
  */
 #ifndef UW_SYMBOLIZE_H
 #define UW_SYMBOLIZE_H
@@ -21,7 +21,8 @@
 #include "symbolize/symtab.h"
 
 /* ---- what the symbolizer keeps of a module (symbolize.c): the module's ext */
-#define SYM_SHARDS 16
+#define SYM_SHARD_BITS 6
+#define SYM_SHARDS (1u << SYM_SHARD_BITS)
 struct sym_module {
 	struct module_ext ext;
 	struct uw_module *m;
@@ -35,13 +36,12 @@ struct sym_module {
 	struct dwi *dwi;
 	struct elfv *dwp_elf;       /* its split DWARF's package (.dwp), or NULL (dwi's finder's) */
 	struct dwp *dwp;
-	/* the addresses named so far, in shards by address: threads naming different addresses
-	 * seldom take the same lock (one lock for the module's caches made 2 threads slower than
-	 * one on a batch of distinct addresses) */
+	/* the inline chains looked up so far, in shards by address: threads naming different
+	 * addresses seldom take the same lock (one lock for the module's caches made 2 threads
+	 * slower than one on a batch of distinct addresses) */
 	struct sym_shard {
 		pthread_mutex_t mu;
 		pthread_cond_t cv;          /* a pending lookup of the shard is done */
-		struct base_map syms;       /* rel pc -> struct sym * (or a sentinel for none) */
 		struct base_map inl;        /* rel pc -> struct sym_inline *, or pending on the helper */
 	} __attribute__((aligned(64))) shard[SYM_SHARDS];
 	pthread_mutex_t arena_mu;
@@ -65,6 +65,11 @@ int sym_lookup_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, 
 bool sym_symbols_ready(struct uw_session *s, struct sym_module *sm);
 int sym_inline_used(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
                     unsigned *n);
+/* The same without waiting for what another thread makes once (the module's DWARF opened, its
+ * units by address, a unit's index, a chain the helper looks up): -EAGAIN then, nothing kept;
+ * ask again (batches name other frames meanwhile). */
+int sym_inline_try(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const struct uw_source_frame **frames,
+                   unsigned *n);
 /* The symbol at rel_pc: its name in the symbol table (system) and as shown (demangled unless the
  * session says not), both interned; NULLs without one. */
 void sym_names(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const char **sys, const char **shown);

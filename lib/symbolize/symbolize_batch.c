@@ -26,33 +26,44 @@ UW_API const char *uw_sym_reason_str(enum uw_sym_reason r)
 	return (unsigned)r < UW_SYM__COUNT ? names[r] : "unknown";
 }
 
-/* The name of frame o (its module and rel_pc set), then, with lines, its source line and inline
- * chain; or, when sym_first is false, its chain o->inlined/nr_inlined already looked up. */
-static void symbolize_one(struct uw_session *s, struct uw_symbolized *o, uint64_t call_pc, bool lines, bool sym_first)
+/* The name of frame o (its module and rel_pc set). @return false when it has none (its reason
+ * set, its chain dropped: an unnamed frame shows none). */
+static bool name_one(struct uw_session *s, struct uw_symbolized *o, uint64_t call_pc)
 {
-	struct uw_module *m = o->module;
 	struct uw_symbol sym;
-	sym_lookup_used(s, m, o->rel_pc, &sym, &o->reason);
+	sym_lookup_used(s, o->module, o->rel_pc, &sym, &o->reason);
 	if (!sym.name) {
 		o->inlined = NULL; /* (looked up ahead: an unnamed frame shows none) */
 		o->nr_inlined = 0;
-		return;
+		return false;
 	}
 	o->name = sym.name;
 	o->sym_start = sym.start;
 	o->sym_size = sym.size;
 	o->offset = call_pc - sym.start;
 	o->reason = UW_SYM_OK;
-	if (!lines)
-		return;
-	if (sym_first) {
-		const struct uw_source_frame *fr;
-		unsigned n;
-		if (sym_inline_used(s, m, o->rel_pc, &fr, &n) == 0 && n) {
-			o->inlined = fr;
-			o->nr_inlined = n;
-		}
+	return true;
+}
+
+/* Frame o's inline chain. wait false: not when the lookup would wait for what another thread
+ * makes once (then false, nothing set: asked again later). */
+static bool chain_one(struct uw_session *s, struct uw_symbolized *o, bool wait)
+{
+	const struct uw_source_frame *fr;
+	unsigned n;
+	int err = wait ? sym_inline_used(s, o->module, o->rel_pc, &fr, &n) : sym_inline_try(s, o->module, o->rel_pc, &fr, &n);
+	if (err == -EAGAIN)
+		return false;
+	if (err == 0 && n) {
+		o->inlined = fr;
+		o->nr_inlined = n;
 	}
+	return true;
+}
+
+/* A named frame's source line, from its chain. */
+static void finish_one(struct uw_symbolized *o)
+{
 	if (o->nr_inlined) {
 		o->file = o->inlined[0].file;
 		o->line = o->inlined[0].line;
@@ -92,14 +103,20 @@ UW_API int uw_symbolize_frames(struct uw_session *s, const struct uw_frame *fram
 	/* the same address in many frames (a batch of stacks shares its outer frames): once */
 	struct base_map seen;
 	base_map_init(&seen);
-	/* frames of a module whose symbol table another thread is building: their inline chains
-	 * looked up meanwhile, their names after the others (two threads starting on one large
-	 * module otherwise ran one at a time while its table was built); and the frames that
-	 * repeat one of them, copied at the end */
+	base_map_reserve(&seen, n); /* (grown at once, not by doubling as frames come: no memory,
+	                             * it grows as it goes) */
+	/* Frames whose work would wait for another thread put off to the end of the batch, the other
+	 * frames named meanwhile (two threads starting on one large module otherwise ran one at a
+	 * time): their name, when another thread builds their module's symbol table (their chain is
+	 * looked up meanwhile); their chain, when its lookup would wait for what another thread
+	 * makes once (a DWARF unit's index, the units by address, the module's DWARF opened). The
+	 * frames that repeat one of them are copied at the end. */
+	enum { NEED_NAME = 1, NEED_CHAIN = 2 };
 	struct copy {
 		size_t to, from;
 	};
 	struct base_vec later = BASE_VEC_INIT(size_t), copies = BASE_VEC_INIT(struct copy);
+	uint8_t *need = NULL; /* per frame, made when the first is put off */
 	bool lines = o.lines != 0;
 	struct uw_module *used = NULL;
 	for (size_t i = 0; i < n; i++) {
@@ -128,24 +145,74 @@ UW_API int uw_symbolize_frames(struct uw_session *s, const struct uw_frame *fram
 		}
 		use(&used, f->module);
 		struct sym_module *sm = sym_module(s, f->module);
-		size_t *l;
-		if (sm && !sym_symbols_ready(s, sm) && (l = base_vec_push(&later))) {
-			*l = i;
-			const struct uw_source_frame *fr;
-			unsigned k;
-			if (lines && sym_inline_used(s, f->module, y->rel_pc, &fr, &k) == 0 && k) {
-				y->inlined = fr;
-				y->nr_inlined = k;
-			}
+		uint8_t want = 0;
+		if (sm && !sym_symbols_ready(s, sm))
+			want = NEED_NAME;
+		else if (!name_one(s, y, f->rel_pc) || !lines)
 			continue;
+		if (lines && !chain_one(s, y, false))
+			want |= NEED_CHAIN;
+		if (want) {
+			size_t *l = (need || (need = calloc(n, 1))) ? base_vec_push(&later) : NULL;
+			if (l) {
+				*l = i;
+				need[i] = want;
+				continue;
+			}
+			/* (no memory to put it off: done now, waiting) */
+			if ((want & NEED_CHAIN))
+				chain_one(s, y, true);
+			if ((want & NEED_NAME) && (!name_one(s, y, f->rel_pc) || !lines))
+				continue;
 		}
-		symbolize_one(s, y, f->rel_pc, lines, true);
+		finish_one(y);
 	}
-	for (size_t j = 0; j < later.len; j++) {
-		size_t i = ((size_t *)later.data)[j];
-		use(&used, frames[i].module);
-		symbolize_one(s, &r->syms[i], frames[i].rel_pc, lines, false);
+	/* the frames put off: whatever no longer waits, in turns; when all wait, the first waiting */
+	while (later.len) {
+		size_t *v = later.data, kept = 0;
+		bool moved = false;
+		for (size_t j = 0; j < later.len; j++) {
+			size_t i = v[j];
+			struct uw_symbolized *y = &r->syms[i];
+			bool wait = j == 0 && !moved && later.len == 1; /* (the only one left) */
+			use(&used, frames[i].module);
+			if ((need[i] & NEED_CHAIN) && chain_one(s, y, wait)) {
+				need[i] &= ~NEED_CHAIN;
+				moved = true;
+			}
+			if (need[i] & NEED_NAME) {
+				struct sym_module *sm = sym_module(s, frames[i].module);
+				if (wait || !sm || sym_symbols_ready(s, sm)) {
+					need[i] &= ~NEED_NAME;
+					moved = true;
+					if (!name_one(s, y, frames[i].rel_pc) || !lines) {
+						need[i] = 0; /* (unnamed: no chain shown, none wanted) */
+						continue;
+					}
+				}
+			}
+			if (need[i]) {
+				v[kept++] = i;
+				continue;
+			}
+			finish_one(y);
+		}
+		later.len = kept;
+		if (!moved && kept) {
+			/* every one waits for another thread: the first, waiting */
+			size_t i = v[0];
+			struct uw_symbolized *y = &r->syms[i];
+			use(&used, frames[i].module);
+			if (need[i] & NEED_CHAIN)
+				chain_one(s, y, true);
+			bool named = !(need[i] & NEED_NAME) || (name_one(s, y, frames[i].rel_pc) && lines);
+			need[i] = 0;
+			if (named)
+				finish_one(y);
+			memmove(v, v + 1, --later.len * sizeof(*v));
+		}
 	}
+	free(need);
 	use(&used, NULL);
 	for (size_t j = 0; j < copies.len; j++) {
 		const struct copy *c = base_vec_at(&copies, j);

@@ -12,6 +12,7 @@ struct cand {
 	const char *name;
 	const char *shown;   /* the demangled name while aliases are compared, else NULL */
 	uint8_t bind, type;
+	bool demangled;      /* shown is made (demangling only the aliases whose names decide) */
 	uint32_t seq;
 };
 
@@ -34,7 +35,16 @@ static unsigned leading_underscores(const char *s)
  * leading underscores, longer name (both of the name as shown: perf demangles as it loads
  * symbols, so 22 folded template instances in node are told apart by demangled length); then
  * the first seen. Returns <0 if a is better. */
-static int better(const struct cand *a, const struct cand *b)
+static const char *shown_of(struct cand *c, bool demangle)
+{
+	if (demangle && !c->demangled) {
+		c->demangled = true;
+		c->shown = sym_demangle_dup(c->name);
+	}
+	return c->shown ? c->shown : c->name;
+}
+
+static int better(struct cand *a, struct cand *b, bool demangle)
 {
 	if (!!a->size != !!b->size)
 		return a->size ? -1 : 1;
@@ -44,7 +54,7 @@ static int better(const struct cand *a, const struct cand *b)
 	bool ag = a->bind == STB_GLOBAL, bg = b->bind == STB_GLOBAL;
 	if (ag != bg)
 		return ag ? -1 : 1;
-	const char *na = a->shown ? a->shown : a->name, *nb = b->shown ? b->shown : b->name;
+	const char *na = shown_of(a, demangle), *nb = shown_of(b, demangle);
 	unsigned ua = leading_underscores(na), ub = leading_underscores(nb);
 	if (ua != ub)
 		return ua < ub ? -1 : 1;
@@ -134,6 +144,7 @@ static int read_table(struct elfv *v, const char *secname, struct base_vec *out)
 		c->type = (uint8_t)type;
 		c->seq = (uint32_t)out->len;
 		c->shown = NULL;
+		c->demangled = false;
 		added++;
 	}
 	return added;
@@ -191,6 +202,7 @@ static int add_plt(struct symtab *t, struct elfv *v, struct base_vec *out)
 		c->type = STT_FUNC;
 		c->seq = (uint32_t)out->len;
 		c->shown = NULL;
+		c->demangled = false;
 	}
 	return 0;
 }
@@ -257,14 +269,11 @@ int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg, bool dema
 		size_t best = i, j = i + 1;
 		while (j < c.len && cs[j].start == cs[i].start)
 			j++;
-		if (demangled && j - i > 1)
-			for (size_t k = i; k < j; k++)
-				cs[k].shown = sym_demangle_dup(cs[k].name);
 		for (size_t k = i + 1; k < j; k++)
-			if (better(&cs[k], &cs[best]) < 0)
+			if (better(&cs[k], &cs[best], demangled) < 0)
 				best = k;
-		if (demangled && j - i > 1)
-			for (size_t k = i; k < j; k++)
+		for (size_t k = i; k < j; k++)
+			if (cs[k].demangled)
 				free((char *)cs[k].shown);
 		i = j;
 		if (n && inside(&t->syms[n - 1], &cs[best]))

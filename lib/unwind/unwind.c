@@ -16,36 +16,59 @@ enum step_status {
 	STEP_UNSUPP,      /* an SFrame rule the compact rules cannot follow */
 };
 
+/* The stack as the steps read it: the caller's copy, then, once the hook has given it, the
+ * whole copy in its place, so that every later read takes the inline path. */
 struct step_ctx {
-	const struct unw_stack *stack;
+	uint64_t base;
+	const uint8_t *data;
+	uint64_t size;
+	uint64_t reach;              /* the end offset of the furthest read asked for */
+	struct unw_stack_more *more; /* NULL once asked */
 	const struct unw_regs *regs;
 	enum step_status memfail;
 };
 
-static enum step_status classify(const struct unw_stack *s, uint64_t addr)
+/* A read outside the copy: the hook asked once for the whole copy, else the failure said. */
+__attribute__((noinline)) static bool read_slow(struct step_ctx *c, uint64_t addr, void *buf, unsigned n)
 {
-	return addr >= s->base + unw_stack_size(s) ? STEP_MEM_HIGH : STEP_MEM_BAD;
+	struct unw_stack_more *m = c->more;
+	if (m) {
+		c->more = NULL;
+		if (!m->tried) {
+			m->tried = true;
+			m->data = m->fetch(m->ctx, &m->size);
+		}
+		if (m->data) {
+			c->data = m->data;
+			c->size = m->size;
+			uint64_t off = addr - c->base;
+			if (off <= c->size && c->size - off >= n) {
+				memcpy(buf, c->data + off, n);
+				return true;
+			}
+		}
+	}
+	c->memfail = addr >= c->base + c->size ? STEP_MEM_HIGH : STEP_MEM_BAD;
+	return false;
 }
 
-bool unw_stack_read_more(const struct unw_stack *s, uint64_t addr, void *buf, unsigned n)
+/* Reads n bytes at addr (n a constant where it is inlined: no call to memcpy). An address
+ * below the copy wraps to an offset past it. */
+static inline bool stack_read(struct step_ctx *c, uint64_t addr, void *buf, unsigned n)
 {
-	struct unw_stack_more *m = s->more;
-	if (!m->tried) {
-		m->tried = true;
-		m->data = m->fetch(m->ctx, &m->size);
+	uint64_t off = addr - c->base;
+	if (off < ((uint64_t)1 << 32) && off + n > c->reach)
+		c->reach = off + n;
+	if (UW_LIKELY(off <= c->size && c->size - off >= n)) {
+		memcpy(buf, c->data + off, n);
+		return true;
 	}
-	if (!m->data || addr < s->base || addr - s->base > m->size || m->size - (addr - s->base) < n)
-		return false;
-	memcpy(buf, m->data + (addr - s->base), n);
-	return true;
+	return read_slow(c, addr, buf, n);
 }
 
 static bool read_u64(struct step_ctx *c, uint64_t addr, uint64_t *v)
 {
-	if (unw_stack_read(c->stack, addr, v, 8))
-		return true;
-	c->memfail = classify(c->stack, addr);
-	return false;
+	return stack_read(c, addr, v, 8);
 }
 
 static bool expr_reg(void *ctx, unsigned regno, uint64_t *val)
@@ -59,11 +82,7 @@ static bool expr_reg(void *ctx, unsigned regno, uint64_t *val)
 
 static bool expr_mem(void *ctx, uint64_t addr, void *buf, unsigned n)
 {
-	struct step_ctx *c = ctx;
-	if (unw_stack_read(c->stack, addr, buf, n))
-		return true;
-	c->memfail = classify(c->stack, addr);
-	return false;
+	return stack_read(ctx, addr, buf, n);
 }
 
 /* Fast path: one compiled rule. */
@@ -195,7 +214,7 @@ static enum step_status step_fp(struct step_ctx *c, const struct cfi_arch *a, st
 	if (bp < regs->r[a->sp])
 		/* into the part of the copy already unwound: a chain that loops back down the
 		 * stack; anywhere else, rbp is not a frame pointer here */
-		return bp >= c->stack->base ? STEP_DOWN : STEP_NO_INFO;
+		return bp >= c->base ? STEP_DOWN : STEP_NO_INFO;
 	if (!read_u64(c, bp, &nbp) || !read_u64(c, bp + 8, &ra))
 		return c->memfail;
 	regs->r[a->fp] = nbp;
@@ -314,12 +333,10 @@ void unw_run(const struct unw_opts *opts, struct unw_regs *regs, const struct un
 	unw_run_from(opts, NULL, regs, stack, find, find_ctx, frames, res);
 }
 
-void unw_run_from(const struct unw_opts *opts, const struct unw_resume *from, struct unw_regs *regs,
-                  const struct unw_stack *stack, unw_find_fn find, void *find_ctx, struct uw_frame *frames,
-                  struct unw_result *res)
+static void run(const struct unw_opts *opts, const struct unw_resume *from, struct unw_regs *regs,
+                struct step_ctx *c, unw_find_fn find, void *find_ctx, struct uw_frame *frames, struct unw_result *res)
 {
 	const struct cfi_arch *a = opts->arch;
-	struct step_ctx c = { .stack = stack, .regs = regs, .memfail = STEP_MEM_BAD };
 	/* frame 0 and frames interrupted by a signal have an exact pc */
 	bool is_call = from && from->depth && from->is_call;
 	uint8_t found_by = from && from->depth ? from->method : UW_METHOD_REGS;
@@ -368,7 +385,7 @@ void unw_run_from(const struct unw_opts *opts, const struct unw_resume *from, st
 		const struct cfi_rule *rule = NULL;
 		uint8_t method = UW_METHOD_CFI;
 		bool signal = false;
-		c.memfail = STEP_MEM_BAD;
+		c->memfail = STEP_MEM_BAD;
 		bool found = info.code && info.code->cfi && cfi_table_find_cached(info.code->cfi, opts->cache, lookup, &rule);
 		/* A sample taken in a syscall has the user pc just after the `syscall` instruction,
 		 * which may be the end of its FDE (rt_sigreturn in __restore_rt): the instruction
@@ -402,7 +419,7 @@ void unw_run_from(const struct unw_opts *opts, const struct unw_resume *from, st
 				s = STEP_UNSUPP;
 			} else if (via_sframe && (rule->flags & CFI_F_FLEX)) {
 				const struct cfi_table *t = info.code->sframe;
-				s = (uint32_t)rule->cfa_off < t->nflex ? step_flex(&c, a, &t->flex[rule->cfa_off], regs)
+				s = (uint32_t)rule->cfa_off < t->nflex ? step_flex(c, a, &t->flex[rule->cfa_off], regs)
 								       : STEP_BAD_CFI;
 			} else if (rule->flags & CFI_F_COMPLEX) {
 				struct cfi_state st;
@@ -410,20 +427,20 @@ void unw_run_from(const struct unw_opts *opts, const struct unw_resume *from, st
 				if (cfi_state_at(info.code->cfi, rule->cfa_reg, (uint32_t)rule->cfa_off, lookup, &st))
 					s = STEP_BAD_CFI;
 				else
-					s = step_full(&c, a, &st, regs);
+					s = step_full(c, a, &st, regs);
 			} else {
-				s = step_rule(&c, a, rule, regs);
+				s = step_rule(c, a, rule, regs);
 			}
 			if (signal)
 				method = UW_METHOD_SIGNAL;
 		} else if (info.code && in_plt(info.code, lookup)) {
 			method = UW_METHOD_PLT;
-			s = step_plt(&c, a, regs);
+			s = step_plt(c, a, regs);
 		} else if (!opts->no_fp) {
 			method = UW_METHOD_FP;
 			res->nfp++;
 			struct unw_regs saved = *regs;
-			s = step_fp(&c, a, regs);
+			s = step_fp(c, a, regs);
 			/* Frame 0 at the first instruction of a function without CFI (crti's _init,
 			 * run by ld.so; _fini, run at exit): nothing pushed yet, the return address is
 			 * at the stack pointer. Taken only when the frame pointer gives nothing usable
@@ -431,10 +448,10 @@ void unw_run_from(const struct unw_opts *opts, const struct unw_resume *from, st
 			 * caller's data) and the value looks like a return address: its module's CFI
 			 * covers the call before it. */
 			bool fp_usable = s == STEP_END || (s == STEP_OK && fp_target_mapped(a, regs, find, find_ctx));
-			if (!fp_usable && FRAME0() && return_address_at_sp(&c, a, &saved, find, find_ctx, opts->cache)) {
+			if (!fp_usable && FRAME0() && return_address_at_sp(c, a, &saved, find, find_ctx, opts->cache)) {
 				*regs = saved;
 				method = UW_METHOD_PLT;
-				s = step_plt(&c, a, regs);
+				s = step_plt(c, a, regs);
 			}
 			if (s == STEP_NO_INFO && !mapped) {
 				res->stop = UW_STOP_NO_MODULE;
@@ -459,6 +476,16 @@ void unw_run_from(const struct unw_opts *opts, const struct unw_resume *from, st
 		found_by = method;
 	}
 #undef FRAME0
+}
+
+void unw_run_from(const struct unw_opts *opts, const struct unw_resume *from, struct unw_regs *regs,
+                  const struct unw_stack *stack, unw_find_fn find, void *find_ctx, struct uw_frame *frames,
+                  struct unw_result *res)
+{
+	struct step_ctx c = { stack->base, stack->data, stack->size, 0, stack->more, regs, STEP_MEM_BAD };
+	run(opts, from, regs, &c, find, find_ctx, frames, res);
+	if (stack->reach && c.reach > *stack->reach)
+		*stack->reach = c.reach;
 }
 
 /* perf_regs x86_64 order (PERF_REG_X86_*): AX BX CX DX SI DI BP SP IP FLAGS CS SS DS ES FS GS

@@ -77,8 +77,9 @@ struct unw_stack {
 	uint64_t base;         /* address of data[0] (the sampled stack pointer) */
 	const uint8_t *data;
 	uint64_t size;
-	/* optional: raised to the end offset (from data[0]) of every read asked for, so a caller
-	 * that passed a prefix of the stack learns whether the unwind wanted more */
+	/* optional: raised, when the walk ends, to the end offset (from data[0]) of the furthest
+	 * read asked for, so a caller that passed a prefix of the stack learns whether the unwind
+	 * wanted more */
 	uint64_t *reach;
 	struct unw_stack_more *more; /* optional */
 };
@@ -127,25 +128,5 @@ enum { UNW_PERF_X86_CX = 2, UNW_PERF_X86_BP = 6, UNW_PERF_X86_SP = 7, UNW_PERF_X
 void unw_x86_64_from_perf(uint64_t mask, const uint64_t *vals, unsigned nvals, struct unw_regs *regs);
 /* The perf register mask the x86_64 unwinder uses (general registers and ip). */
 uint64_t unw_x86_64_perf_mask(void);
-
-/* A read past the copy, through the hook (unwind.c). */
-bool unw_stack_read_more(const struct unw_stack *s, uint64_t addr, void *buf, unsigned n);
-
-/* Reads n bytes at addr from the stack copy. */
-static inline bool unw_stack_read(const struct unw_stack *s, uint64_t addr, void *buf, unsigned n)
-{
-	if (s->reach && addr >= s->base && addr - s->base < ((uint64_t)1 << 32) && addr - s->base + n > *s->reach)
-		*s->reach = addr - s->base + n;
-	if (addr < s->base || addr - s->base > s->size || s->size - (addr - s->base) < n)
-		return s->more && unw_stack_read_more(s, addr, buf, n);
-	memcpy(buf, s->data + (addr - s->base), n);
-	return true;
-}
-
-/* The stack's size as known now (the hook's copy once fetched). */
-static inline uint64_t unw_stack_size(const struct unw_stack *s)
-{
-	return s->more && s->more->data ? s->more->size : s->size;
-}
 
 #endif

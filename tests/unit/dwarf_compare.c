@@ -42,6 +42,36 @@ int dwi_compare_walks(struct dwi *d, size_t *units, size_t *fast, size_t *differ
 	return 0;
 }
 
+/* Every unit's line program offset and directory read by dww (dww_unit_lines) against libdw's:
+ * units, units dww read, units that differ. */
+int dwi_compare_unit_lines(struct dwi *d, size_t *units, size_t *fast, size_t *differ)
+{
+	*units = *fast = *differ = 0;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	while (dwarf_nextcu(d->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cudie;
+		struct dww_unit *w = d->sec.info ? dww_unit_open(&d->sec, off) : NULL;
+		uint64_t stmt;
+		const char *dir;
+		if (dwarf_offdie(d->dw, off + hsize, &cudie)) {
+			(*units)++;
+			if (w && dww_unit_lines(w, &stmt, &dir)) {
+				Dwarf_Attribute a;
+				Dwarf_Word lstmt;
+				(*fast)++;
+				bool has = dwarf_formudata(dwarf_attr(&cudie, DW_AT_stmt_list, &a), &lstmt) == 0;
+				const char *ldir = dwarf_formstring(dwarf_attr(&cudie, DW_AT_comp_dir, &a));
+				if (!has || lstmt != stmt || !ldir != !dir || (dir && strcmp(dir, ldir)))
+					(*differ)++;
+			}
+		}
+		dww_unit_free(w);
+		off = next;
+	}
+	return 0;
+}
+
 /* The unit's line table through dwl, or NULL (libdw's then). */
 
 int dwi_compare_stored_lines(struct dwi *d, const char *path, size_t *units, size_t *differ, size_t *stored,

@@ -16,6 +16,9 @@ int dwi_compare_lookups(struct dwi *d, size_t *units, size_t *addrs, size_t *dif
 /* Tests: every node's name and call site read by dww_attrs against libdw's: nodes, nodes read
  * by dww_attrs, nodes that differ. */
 int dwi_compare_names(struct dwi *d, size_t *nodes, size_t *fast, size_t *differ);
+/* Tests: every unit's line program offset and directory read by dww_unit_lines against libdw's:
+ * units, units dww read, units that differ. */
+int dwi_compare_unit_lines(struct dwi *d, size_t *units, size_t *fast, size_t *differ);
 /* Tests: line tables read by dwl against libdw's (see dwarf_inline.c). */
 int dwi_compare_lines(struct dwi *d, size_t *units, size_t *fast, size_t *differ);
 /* Tests: every unit's line table through a store of rows at path against one decoded now, then

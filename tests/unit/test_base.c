@@ -24,6 +24,29 @@ static void test_map(void **state)
 		n++;
 	assert_int_equal(n, 5000);
 	base_map_free(&m);
+	/* every key value is a key, also the one that marks a free slot (kept apart) */
+	base_map_init(&m);
+	const uint64_t odd[] = { 0x8d2c5b1e7f3a9e61ull, 0, UINT64_MAX };
+	assert_null(base_map_get(&m, odd[0]));
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(base_map_put(&m, odd[i], (void *)(uintptr_t)(i + 1)), 0);
+	assert_int_equal(m.len, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_true(base_map_has(&m, odd[i]));
+		assert_ptr_equal(base_map_get(&m, odd[i]), (void *)(uintptr_t)(i + 1));
+	}
+	uint64_t key;
+	void *val;
+	for (it = 0, n = 0; base_map_next(&m, &it, &key, &val); n++)
+		assert_ptr_equal(val, (void *)(uintptr_t)(key == odd[0] ? 1 : key == 0 ? 2 : 3));
+	assert_int_equal(n, 3);
+	assert_ptr_equal(base_map_del(&m, odd[0]), (void *)1);
+	assert_false(base_map_has(&m, odd[0]));
+	assert_int_equal(m.len, 2);
+	assert_int_equal(base_map_reserve(&m, 1000), 0);
+	assert_true(m.cap * 3 >= 1000 * 4);
+	assert_ptr_equal(base_map_get(&m, UINT64_MAX), (void *)3);
+	base_map_free(&m);
 }
 
 static void test_intern(void **state)

@@ -45,6 +45,10 @@ static void test_walks_agree(void **state)
 		printf("%s: %zu names and call sites, %zu read directly, %zu differ\n", files[i], nodes, fast, differ);
 		assert_int_equal(differ, 0);
 		assert_true(fast * 10 >= nodes * 9);
+		dwi_compare_unit_lines(d, &units, &fast, &differ);
+		printf("%s: %zu units' line programs, %zu read directly, %zu differ\n", files[i], units, fast, differ);
+		assert_int_equal(differ, 0);
+		assert_true(fast * 10 >= units * 9);
 		dwi_compare_lines(d, &units, &fast, &differ);
 		printf("%s: %zu line tables, %zu read directly, %zu lookups differ\n", files[i], units, fast, differ);
 		assert_int_equal(differ, 0);

@@ -6,6 +6,8 @@
  * on from that frame exactly as it unwinds a perf sample's stack copy.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 
 #include "kernel/kunw.h"
 
@@ -106,4 +108,27 @@ void kunw_finish(const struct kunw_sample *s, const struct unw_opts *opts, unw_f
 	res->n = n + ur.n;
 	res->stop = ur.stop;
 	res->finished = true;
+}
+
+void kunw_timing_print(const struct kunw_timing *t, void *file)
+{
+	static const char *const names[KUNW_T__COUNT] = {
+		"sample", "kernel callchain", "user registers", "walk", "  mapping searches", "  rule searches",
+		"  stack reads", "hand-over copy", "record output", "clock pair",
+	};
+	FILE *f = file;
+	uint64_t samples = t->n[KUNW_T_ALL];
+	fprintf(f, "kernel unwinding stages: %" PRIu64 " samples (ns per sample; per call; calls and bytes per "
+	           "sample; stages include the clock reads of stages inside them)\n",
+	        samples);
+	for (unsigned i = 0; i < KUNW_T__COUNT; i++) {
+		if (!t->n[i])
+			continue;
+		double per = samples ? (double)t->ns[i] / (double)samples : 0;
+		fprintf(f, "  %-20s %9.1f ns/sample %8.1f ns/call %7.2f calls/sample", names[i], per,
+		        (double)t->ns[i] / (double)t->n[i], samples ? (double)t->n[i] / (double)samples : 0);
+		if (t->bytes[i])
+			fprintf(f, " %9.1f bytes/sample", samples ? (double)t->bytes[i] / (double)samples : 0);
+		fprintf(f, "\n");
+	}
 }

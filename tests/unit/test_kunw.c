@@ -77,13 +77,21 @@ static void check_file(const char *path, struct kinds *kinds)
 	assert_true(lo < hi);
 	lo = lo > 4096 ? lo - 4096 : 0;
 	for (uint64_t pc = lo; pc < hi + 4096; pc++) {
-		struct kunw_rule k;
-		assert_true(kunw_table_find(&t, pc, &k));
+		struct kunw_rule k, got;
+		uint32_t a, z;
+		assert_true(kunw_table_find(&t, pc, &k, &a, &z));
 		expect_rule(&c.code, pc, &k, kinds);
+		/* the extent the program's cache keeps the rule for: the same rule at both ends */
+		assert_true(a <= pc && pc < z);
+		assert_true(kunw_table_find(&t, a, &got, NULL, NULL));
+		assert_memory_equal(&got, &k, sizeof(k));
+		assert_true(kunw_table_find(&t, z - 1, &got, NULL, NULL));
+		assert_memory_equal(&got, &k, sizeof(k));
 	}
-	/* 8 bytes a row, the rules deduplicated */
+	/* 8 bytes a row, the rules deduplicated, in 64-byte lines */
 	assert_true(t.nrules < t.nrows || t.nrows < 4);
-	assert_true(kunw_table_bytes(&t) < (uint64_t)t.nrows * 8 + (uint64_t)t.nrules * 16 + t.nblocks * 4 + 64);
+	assert_true(kunw_table_bytes(&t) <= (uint64_t)t.nrows * 8 + (uint64_t)t.nrules * 16 +
+	                                        ((uint64_t)t.nblocks / KUNW_INDEX_PER_LINE + 1) * 64 + 3 * 64);
 	kunw_table_free(&t);
 	unw_tables_free(&c);
 	elfv_close(v);

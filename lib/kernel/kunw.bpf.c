@@ -124,13 +124,16 @@ struct kunw_top {
 
 struct kunw_scratch {
 	struct kunw_walk w;
+	__u64 regs0[KUNW_NREGS]; /* (verify mode) frame 0's registers */
+	__u64 unwoken;       /* record bytes this CPU wrote since it last woke the reader */
 	struct kunw_cache_ent cache[KUNW_CACHE_SLOTS];
 	struct kunw_mcache_ent mcache[MCACHE];
 	__u32 mnext, pad;
 	struct kunw_top tops[TOPS];
 	struct kunw_rec rec;
-	/* kernel[nk], user[n], stack copy; 4 KiB of slack for the page-wise copy's bound */
-	__u64 data[KUNW_MAX_KFRAMES + KUNW_MAX_FRAMES + KUNW_COPY_MAX / 8 + 512];
+	/* kernel[nk], user[n], registers and stack copy; 4 KiB of slack for the page-wise copy's
+	 * bound */
+	__u64 data[KUNW_MAX_KFRAMES + KUNW_MAX_FRAMES + KUNW_NREGS + KUNW_COPY_MAX / 8 + 512];
 };
 
 struct {
@@ -438,9 +441,10 @@ static __always_inline bool chunk_fill(struct kunw_walk *w, __u64 lo, __u64 end,
 /* CFA from rsp or rbp, return address, rbp and the callee-saved registers from the stack. A
  * save slot below the stack pointer was popped already (an epilogue whose CFI keeps the old
  * rule): the register holds the value. When every slot lies in the 64 bytes below the CFA
- * (KUNW_RF_WINDOW: nearly every rule), they are taken from the bytes read ahead (chunk_fill),
- * else read one by one. A global function (checked once); which slots a rule has comes from the
- * table (r->slots), so the verifier does not follow each combination apart. */
+ * (KUNW_RF_WINDOW: nearly every rule), they are taken from the bytes read ahead (chunk_fill) or
+ * from one read of those 64 bytes, else read one by one. A global function (checked once); which
+ * slots a rule has comes from the table (r->slots), so the verifier does not follow each
+ * combination apart. */
 #define SLOTS (2 + KUNW_NSAVED) /* return address, rbp, rbx, r12..r15 */
 
 __noinline int kunw_step_rule(struct kunw_walk *w, const struct kunw_rule *r)
@@ -456,13 +460,10 @@ __noinline int kunw_step_rule(struct kunw_walk *w, const struct kunw_rule *r)
 		return S_BAD_CFI;
 	__u64 cfa = base + (__s64)r->cfa_off;
 	__u32 has = r->slots;
-	__s64 off[SLOTS] = { r->ra_off, r->bp_off };
-	for (int i = 0; i < KUNW_NSAVED; i++)
-		off[2 + i] = 8 * (__s64)r->saved[i];
-	__u64 val[SLOTS] = { 0 };
-	bool got = false;
 	if (r->flags & KUNW_RF_WINDOW) {
-		__u64 lo = cfa - KUNW_WINDOW, at = w->chunk_at;
+		/* the window: 8 words, word k at cfa - 64 + 8 k, so a slot at cfa + off is word
+		 * (off + 64) / 8 */
+		__u64 lo = cfa - KUNW_WINDOW, at = w->chunk_at, *win = NULL;
 		bool in = w->chunk_len && lo >= at && cfa <= at + w->chunk_len && !((lo - at) & 7);
 		if (!in && chunk_fill(w, lo, cfa, cfa - sp)) {
 			at = lo;
@@ -470,21 +471,51 @@ __noinline int kunw_step_rule(struct kunw_walk *w, const struct kunw_rule *r)
 		}
 		if (in) {
 			__u64 first = (lo - at) >> 3;
-			for (int i = 0; i < SLOTS; i++)
-				val[i] = w->chunk[(first + ((off[i] + KUNW_WINDOW) >> 3)) & (CHUNK / 8 - 1)];
-			got = true;
+			BARRIER_VAR(first);
+			if (first <= CHUNK / 8 - KUNW_WINDOW / 8)
+				win = &w->chunk[first];
 		} else if (!read_user(w->sig, KUNW_WINDOW, lo)) {
-			for (int i = 0; i < SLOTS; i++)
-				val[i] = w->sig[((off[i] + KUNW_WINDOW) >> 3) & (KUNW_WINDOW / 8 - 1)];
-			got = true;
+			win = w->sig;
+		}
+		if (win) {
+#define WIN(off) win[((__u64)((off) + KUNW_WINDOW) >> 3) & 7]
+			__u64 ra = WIN(r->ra_off);
+			if ((has & 2) && cfa + r->bp_off >= sp) {
+				w->regs[KUNW_R_RBP] = WIN(r->bp_off);
+				w->valid |= BIT(KUNW_R_RBP);
+			} else if (r->flags & KUNW_RF_BP_UNDEF) {
+				w->valid &= ~BIT(KUNW_R_RBP);
+			}
+			if (has & 0x7c) {
+				__s64 o = 8 * (__s64)r->saved[0];
+				if ((has & 4) && cfa + o >= sp) {
+					w->regs[KUNW_R_RBX] = WIN(o);
+					w->valid |= BIT(KUNW_R_RBX);
+				}
+				for (int i = 1; i < KUNW_NSAVED; i++) {
+					o = 8 * (__s64)r->saved[i];
+					if (((has >> (2 + i)) & 1) && cfa + o >= sp) {
+						w->regs[KUNW_R_R12 + i - 1] = WIN(o);
+						w->valid |= BIT(KUNW_R_R12 + i - 1);
+					}
+				}
+			}
+#undef WIN
+			w->regs[KUNW_R_RSP] = cfa;
+			w->regs[KUNW_R_RIP] = ra;
+			return S_OK;
 		}
 	}
-	for (int i = 0; i < SLOTS && !got; i++) {
+	/* slot by slot, all read before any register changes */
+	__s64 off[SLOTS] = { r->ra_off, r->bp_off };
+	for (int i = 0; i < KUNW_NSAVED; i++)
+		off[2 + i] = 8 * (__s64)r->saved[i];
+	__u64 val[SLOTS] = { 0 };
+	for (int i = 0; i < SLOTS; i++) {
 		__u64 at = cfa + off[i];
 		if (((has >> i) & 1) && (i == 0 || at >= sp) && !read_u64(at, &val[i]))
 			return S_MEM;
 	}
-	/* everything read: commit */
 	if ((has & 2) && cfa + off[1] >= sp) {
 		w->regs[KUNW_R_RBP] = val[1];
 		w->valid |= BIT(KUNW_R_RBP);
@@ -709,45 +740,46 @@ static long walk_frame(__u32 i, void *ctx)
 static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct kunw_scratch *s, bool user_mode)
 {
 	struct kunw_walk *w = &s->w;
-	struct pt_regs *pt = &w->pt;
+	__u64 *r = w->regs;
 	if (user_mode) {
-		pt->ax = CTX_REG(ctx, ax);
-		pt->dx = CTX_REG(ctx, dx);
-		pt->cx = CTX_REG(ctx, cx);
-		pt->bx = CTX_REG(ctx, bx);
-		pt->si = CTX_REG(ctx, si);
-		pt->di = CTX_REG(ctx, di);
-		pt->bp = CTX_REG(ctx, bp);
-		pt->sp = CTX_REG(ctx, sp);
-		pt->r8 = CTX_REG(ctx, r8);
-		pt->r9 = CTX_REG(ctx, r9);
-		pt->r10 = CTX_REG(ctx, r10);
-		pt->r11 = CTX_REG(ctx, r11);
-		pt->r12 = CTX_REG(ctx, r12);
-		pt->r13 = CTX_REG(ctx, r13);
-		pt->r14 = CTX_REG(ctx, r14);
-		pt->r15 = CTX_REG(ctx, r15);
-		pt->ip = CTX_REG(ctx, ip);
-		pt->csx = CTX_REG(ctx, cs);
-	} else {
-		/* in the kernel: the registers user space left at its entry */
-		struct task_struct *task = bpf_get_current_task_btf();
-		if (!BPF_CORE_READ(task, mm))
-			return false; /* a kernel thread */
-		struct pt_regs *u = (struct pt_regs *)bpf_task_pt_regs(task);
-		if (bpf_probe_read_kernel(pt, sizeof(*pt), u))
-			return false;
-		s->rec.flags |= KUNW_F_KERNEL_MODE;
-		/* a syscall (not a fault or an interrupt, whose pc is exact) left its return pc in
-		 * rcx as well */
-		if (pt->cx == pt->ip) {
-			w->in_syscall = 1;
-			s->rec.flags |= KUNW_F_IN_SYSCALL;
-		}
+		r[0] = CTX_REG(ctx, ax);
+		r[1] = CTX_REG(ctx, dx);
+		r[2] = CTX_REG(ctx, cx);
+		r[3] = CTX_REG(ctx, bx);
+		r[4] = CTX_REG(ctx, si);
+		r[5] = CTX_REG(ctx, di);
+		r[6] = CTX_REG(ctx, bp);
+		r[7] = CTX_REG(ctx, sp);
+		r[8] = CTX_REG(ctx, r8);
+		r[9] = CTX_REG(ctx, r9);
+		r[10] = CTX_REG(ctx, r10);
+		r[11] = CTX_REG(ctx, r11);
+		r[12] = CTX_REG(ctx, r12);
+		r[13] = CTX_REG(ctx, r13);
+		r[14] = CTX_REG(ctx, r14);
+		r[15] = CTX_REG(ctx, r15);
+		r[16] = CTX_REG(ctx, ip);
+		w->valid = (1u << KUNW_NREGS) - 1;
+		/* not __USER_CS: a 32-bit task */
+		return (CTX_REG(ctx, cs) & 0xffff) == 0x33;
+	}
+	/* in the kernel: the registers user space left at its entry */
+	struct pt_regs *pt = &w->pt;
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (!BPF_CORE_READ(task, mm))
+		return false; /* a kernel thread */
+	struct pt_regs *u = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (bpf_probe_read_kernel(pt, sizeof(*pt), u))
+		return false;
+	s->rec.flags |= KUNW_F_KERNEL_MODE;
+	/* a syscall (not a fault or an interrupt, whose pc is exact) left its return pc in rcx as
+	 * well */
+	if (pt->cx == pt->ip) {
+		w->in_syscall = 1;
+		s->rec.flags |= KUNW_F_IN_SYSCALL;
 	}
 	if ((pt->csx & 0xffff) != 0x33)
 		return false; /* not __USER_CS: a 32-bit task */
-	__u64 *r = w->regs;
 	r[0] = pt->ax;
 	r[1] = pt->dx;
 	r[2] = pt->cx;
@@ -882,8 +914,10 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 		struct kunw_top *tp = &s->tops[rec->tid & (TOPS - 1)];
 		w->top = tp->tid == rec->tid && tp->pid == rec->pid && tp->top > w->sp0 ? tp->top : 0;
 		/* frame 0's registers, kept for verify mode */
-		__builtin_memcpy(rec->regs, w->regs, sizeof(rec->regs));
-		rec->valid = w->valid;
+		if (kunw_verify) {
+			__builtin_memcpy(s->regs0, w->regs, sizeof(s->regs0));
+			rec->valid = w->valid;
+		}
 		t0 = t_start();
 		if (!c.procs) {
 			w->stop = KUNW_STOP_FALLBACK;
@@ -900,20 +934,25 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 			tp->pid = rec->pid;
 			tp->top = w->reach;
 		}
+		/* the registers (those of the frame handed over, or frame 0's) after the frames, and
+		 * the stack from there */
+		__u64 *regs = NULL;
 		if (w->stop == KUNW_STOP_FALLBACK) {
-			__builtin_memcpy(rec->regs, w->regs, sizeof(rec->regs));
+			regs = w->regs;
 			rec->valid = w->valid;
 			rec->method = w->found_by;
 			rec->flags |= KUNW_F_REGS | (w->is_call ? KUNW_F_IS_CALL : 0);
 		} else if (kunw_verify) {
+			regs = s->regs0;
 			rec->flags |= KUNW_F_REGS | KUNW_F_VERIFY;
 		}
-		if (rec->flags & KUNW_F_REGS) {
+		if (regs) {
 			__u32 words = nk + w->n;
 			if (words > KUNW_MAX_KFRAMES + KUNW_MAX_FRAMES)
 				words = KUNW_MAX_KFRAMES + KUNW_MAX_FRAMES;
+			__builtin_memcpy(&s->data[words], regs, KUNW_NREGS * 8);
 			t0 = t_start();
-			copy = copy_stack(s, words * 8, rec->regs[KUNW_R_RSP], kunw_verify);
+			copy = copy_stack(s, (words + KUNW_NREGS) * 8, regs[KUNW_R_RSP], kunw_verify);
 			t_stop(KUNW_T_COPY, t0, copy);
 		}
 	}
@@ -933,15 +972,19 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 		cnt->stops[stop]++;
 	if (fb < KUNW_FB__COUNT)
 		cnt->fallbacks[fb]++;
-	__u64 size = sizeof(*rec) + (__u64)(nk + nu) * 8 + copy;
+	__u64 size = sizeof(*rec) + (__u64)(nk + nu + ((rec->flags & KUNW_F_REGS) ? KUNW_NREGS : 0)) * 8 + copy;
 	if (size > sizeof(*rec) + sizeof(s->data))
 		size = sizeof(*rec) + sizeof(s->data);
 	rec->size = (__u32)size;
 	/* Waking the reader costs more than a whole walk (~3.5 us of an interrupt per record on
-	 * this VM): it is woken once the ring holds kunw_wakeup_bytes, and reads at its own pace
-	 * otherwise (kunw_poll's timeout). */
-	__u64 flags = bpf_ringbuf_query(&kunw_ring, BPF_RB_AVAIL_DATA) >= kunw_wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-	                                                                                   : BPF_RB_NO_WAKEUP;
+	 * this VM): it is woken each time this CPU wrote kunw_wakeup_bytes (the loader's share of
+	 * an eighth of the ring), and reads at its own pace otherwise (kunw_poll's timeout). */
+	__u64 flags = BPF_RB_NO_WAKEUP;
+	s->unwoken += size;
+	if (s->unwoken >= kunw_wakeup_bytes) {
+		s->unwoken = 0;
+		flags = BPF_RB_FORCE_WAKEUP;
+	}
 	if (bpf_ringbuf_output(&kunw_ring, rec, size, flags))
 		cnt->lost++;
 	else

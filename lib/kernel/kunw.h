@@ -72,7 +72,8 @@ struct kunw_sample {
 	const struct kunw_rec *rec;
 	const uint64_t *kernel;  /* rec->nkernel kernel pcs, innermost first */
 	const uint64_t *user;    /* rec->nuser user frames: pc | method << KUNW_METHOD_SHIFT */
-	const uint8_t *stack;    /* rec->copy_len bytes from rec->regs[KUNW_R_RSP] */
+	const uint64_t *regs;    /* (KUNW_F_REGS, else NULL) KUNW_NREGS registers, DWARF order */
+	const uint8_t *stack;    /* rec->copy_len bytes from regs[KUNW_R_RSP] */
 };
 /* @return 0, or -UW_EFORMAT when the bytes are not a whole record. */
 int kunw_sample_decode(const void *data, size_t size, struct kunw_sample *out);

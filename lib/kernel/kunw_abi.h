@@ -163,15 +163,16 @@ struct kunw_rec {
 	__u8 fb_reason;      /* (KUNW_STOP_FALLBACK) KUNW_FB_* */
 	__u32 pid, tid;
 	__u32 cpu;
-	__u32 copy_len;      /* stack bytes after the frames, from regs[KUNW_R_RSP] up */
+	__u32 copy_len;      /* stack bytes after the registers, from regs[KUNW_R_RSP] up */
 	__u32 gen;           /* the process's mapping generation the walk used */
 	__u32 valid;         /* (KUNW_F_REGS) valid registers, bit per DWARF number */
 	__u32 kind;          /* KUNW_KIND_*: which entry program wrote it (kunw_attach,
 	                      * kunw_attach_switch) */
 	__u64 time;          /* CLOCK_MONOTONIC, ns (bpf_ktime_get_ns) */
 	__u64 period;
-	__u64 regs[KUNW_NREGS]; /* (KUNW_F_REGS) DWARF order */
-	/* followed by __u64 kernel[nkernel], __u64 user[nuser], __u8 stack[copy_len] */
+	/* followed by __u64 kernel[nkernel], __u64 user[nuser], and with KUNW_F_REGS
+	 * __u64 regs[KUNW_NREGS] (DWARF order) and __u8 stack[copy_len] (from regs[KUNW_R_RSP]
+	 * up): a record without them is 56 bytes and its frames */
 };
 
 /* ---- counters (per-CPU array, one element): what the program did */

@@ -205,7 +205,7 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 	s->rodata->kunw_slot_mask = (1u << k->slot_bits) - 1;
 	bpf_program__set_autoload(s->progs.kunw_switch, o.switches);
 	k->switches = o.switches;
-	s->rodata->kunw_wakeup_bytes = o.ring_bytes / 8;
+	s->rodata->kunw_wakeup_bytes = o.ring_bytes / 8 / (unsigned)ncpus;
 	if ((e = bpf_map__set_max_entries(s->maps.kunw_scratch, (uint32_t)ncpus)) ||
 	    (e = bpf_map__set_max_entries(s->maps.kunw_ring, o.ring_bytes)) ||
 	    (e = bpf_map__set_max_entries(s->maps.kunw_procs, o.max_procs)) ||

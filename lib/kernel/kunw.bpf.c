@@ -98,10 +98,11 @@ struct kunw_walk {
 	__u32 nmaps;         /* their number */
 	__u64 top;           /* where the thread's stack ended when last walked whole (0: unknown) */
 	__u64 reach;         /* the end of the highest stack slot this walk read */
-	__u64 sig[KUNW_NREGS]; /* a signal frame's registers, or a frame's 64-byte window, as read */
 	__u64 chunk_at, chunk_len; /* the stack's bytes [chunk_at, chunk_at + chunk_len) are in chunk */
-	__u64 chunk[CHUNK / 8];
+	/* (the large parts last: the fields above share a few cache lines) */
+	__u64 sig[KUNW_NREGS]; /* a signal frame's registers, or a frame's 64-byte window, as read */
 	struct pt_regs pt;   /* the user registers of a sample taken in the kernel */
+	__u64 chunk[CHUNK / 8];
 };
 
 /* A rule and the module addresses [lo, hi) where it holds (the row's extent). */
@@ -123,18 +124,22 @@ struct kunw_top {
 };
 
 struct kunw_scratch {
-	struct kunw_walk w;
-	__u64 regs0[KUNW_NREGS]; /* (verify mode) frame 0's registers */
+	/* what every sample touches (within the reach of an instruction's 16-bit offset) */
 	__u64 unwoken;       /* record bytes this CPU wrote since it last woke the reader */
-	struct kunw_cache_ent cache[KUNW_CACHE_SLOTS];
-	struct kunw_mcache_ent mcache[MCACHE];
 	__u32 mnext, pad;
+	struct kunw_mcache_ent mcache[MCACHE];
 	struct kunw_top tops[TOPS];
+	__u64 regs0[KUNW_NREGS]; /* (verify mode) frame 0's registers */
+	struct kunw_walk w;
+	/* the record: its header, then (contiguous: written to the ring in one piece) kernel[nk],
+	 * user[n], registers and stack copy; 4 KiB of slack for the page-wise copy's bound */
 	struct kunw_rec rec;
-	/* kernel[nk], user[n], registers and stack copy; 4 KiB of slack for the page-wise copy's
-	 * bound */
 	__u64 data[KUNW_MAX_KFRAMES + KUNW_MAX_FRAMES + KUNW_NREGS + KUNW_COPY_MAX / 8 + 512];
+	struct kunw_cache_ent cache[KUNW_CACHE_SLOTS];
 };
+_Static_assert(__builtin_offsetof(struct kunw_scratch, data) ==
+                   __builtin_offsetof(struct kunw_scratch, rec) + sizeof(struct kunw_rec),
+               "a record is its header and the data after it");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -1,17 +1,29 @@
 #!/usr/bin/env python3
 """Kernel unwinding's figures (issue 26, docs/kernel-unwind.md), against stack copies and perf.
 
-    bench/kernel.py BUILD [overhead] [deep] [system]      (all three without a part named)
+    bench/kernel.py BUILD [overhead] [samplecost] [deep] [system]   (all without a part named)
 
 overhead  The workload's own CPU time (user + system, from wait4 of the workload alone, its
           children included) at 999 Hz, unprofiled and under each recorder, interleaved: every
-          round runs each configuration once, in an order rotated from round to round; medians
-          over ROUNDS rounds (default 7). Two workloads: a compressor (xz -9 -T1 of XZ_MIB,
-          default 6, MiB of shared libraries) and a compiler (gcc -O2 -g -c of lib/'s first
-          COMPILE_FILES, default 16, sources in name order, one after another: a driver, cc1
-          and as per file). Also the recorder's own CPU (its process tree's minus the
-          workload's), and the BPF program's run time per sample (bpf_prog_info run_time_ns /
-          run_cnt, with kernel.bpf_stats_enabled set for the run and put back after).
+          round runs each configuration once, in an order rotated from round to round, over
+          ROUNDS rounds (default 11). Each run against the same round's unprofiled run (paired):
+          the median, and the mean with its 95% confidence interval (Student's t over the
+          rounds). With PIN=1 (the default on 2 CPUs or more) the recorder runs on CPU 0 and the
+          workload on the last CPU (taskset; less migration noise). Two workloads (WORKLOADS:
+          xz, gcc or both): a compressor (xz -9 -T1 of XZ_MIB, default 6, MiB of shared
+          libraries) and a compiler (gcc -O2 -g -c of lib/'s first COMPILE_FILES, default 16,
+          sources in name order, one after another: a driver, cc1 and as per file). Also the
+          recorder's own CPU (its process tree's minus the workload's), and the BPF program's
+          run time per sample (bpf_prog_info run_time_ns / run_cnt, with
+          kernel.bpf_stats_enabled set for the run and put back after).
+samplecost  The time one sample takes from the sampled program, interrupt included, for each
+          recorder and for perf without a call graph (the cost any sampling has): tests/stolen
+          (STOLEN="DEPTH FRAME THRASH_MIB", default "14 96 0" and "14 96 64": a stack of 14
+          frames, caches warm or thrashed) reads the time stamp counter in a loop and logs each
+          gap; a gap holding a sample's time (the recorder's perf.data, CLOCK_MONOTONIC) is that
+          sample's cost, which the host's own interruptions of this virtual machine are not.
+          Median over a run's samples, median over ROUNDS (default 5) interleaved runs of SECS_ST
+          (default 3) seconds, pinned as above.
 deep      tests/deeprec 200 (two threads recursing 200 levels through 1 KiB frames, no frame
           pointers): share of samples reaching main or start_thread through all 200 levels, for
           each recorder (perf's files read by `unwound report`, which unwinds perf's copies).
@@ -24,6 +36,7 @@ Results are printed and written to BUILD/bench/kernel.md. Needs root. A benchmar
 nothing fails on a slow run. The machine's load is printed with the figures (its noise is
 several percent on a shared VM: the medians of interleaved runs are what to compare).
 """
+import bisect
 import os
 import re
 import statistics
@@ -34,17 +47,21 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
-ROUNDS = int(os.environ.get("ROUNDS", "7"))
+ROUNDS = int(os.environ.get("ROUNDS", "11"))
+PIN = os.environ.get("PIN", "1" if (os.cpu_count() or 1) >= 2 else "0") == "1"
+WORKLOAD_CPU = str((os.cpu_count() or 1) - 1)
 SECS = int(os.environ.get("SECS", "60"))
 FREQ = "999"
 
 
-def rusage_run(out, cmd):
-    """Runs cmd, writes 'user sys wall' of it (its reaped descendants included) to out."""
+def rusage_run(out, cmd, cpu=None):
+    """Runs cmd (on CPU cpu), writes 'user sys wall' of it (its reaped descendants included) to out."""
     t0 = time.monotonic()
     pid = os.fork()
     if pid == 0:
         try:
+            if cpu is not None:
+                os.sched_setaffinity(0, {int(cpu)})
             os.execvp(cmd[0], cmd)
         finally:
             os._exit(127)
@@ -67,6 +84,25 @@ def sysctl_bpf_stats(value):
     with open(path, "w") as f:
         f.write(value)
     return old
+
+
+# Student's t, two-sided 95%, by degrees of freedom (beyond 30: 2.0)
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 11: 2.20,
+       12: 2.18, 13: 2.16, 14: 2.14, 15: 2.13, 16: 2.12, 17: 2.11, 18: 2.10, 19: 2.09, 20: 2.09, 25: 2.06, 30: 2.04}
+
+
+def mean_ci(v):
+    """The mean of v and the half-width of its 95% confidence interval."""
+    m = statistics.fmean(v)
+    if len(v) < 2:
+        return m, float("nan")
+    df = len(v) - 1
+    t = T95.get(df) or (2.0 if df > 30 else T95[max(k for k in T95 if k <= df)])
+    return m, t * statistics.stdev(v) / len(v) ** 0.5
+
+
+def pinned(cmd):
+    return (["taskset", "-c", "0"] + cmd) if PIN and cmd else cmd
 
 
 def recorders(uw, out):
@@ -110,6 +146,8 @@ def overhead(build, tmp, lines):
         f"gcc -O2 -g -c of lib/'s first {NFILES} sources, one after another": ["sh", "-c", COMPILE.format(
             src=SRC, tmp=tmp, n=NFILES)],
     }
+    which = os.environ.get("WORKLOADS", "xz gcc").split()
+    workloads = {k: v for k, v in workloads.items() if k.split()[0] in which}
     out = os.path.join(tmp, "rec.data")
     recs = recorders(uw, out)
     names = list(recs)
@@ -126,7 +164,8 @@ def overhead(build, tmp, lines):
                 order = names[r % len(names):] + names[:r % len(names)]
                 for n in order:
                     fin, fout, ferr = (os.path.join(tmp, x) for x in ("inner", "outer", "err"))
-                    cmd = recs[n] + [sys.executable, __file__, "--rusage", fin, "--"] + wcmd
+                    cmd = pinned(recs[n]) + [sys.executable, __file__, "--rusage", fin] + \
+                        (["--cpu", WORKLOAD_CPU] if PIN else []) + ["--"] + wcmd
                     with open(ferr, "w") as e:
                         pid = os.fork()
                         if pid == 0:
@@ -153,16 +192,18 @@ def overhead(build, tmp, lines):
             base = statistics.median(inner["unprofiled"])
             base_outer = statistics.median(o - i for o, i in zip(outer["unprofiled"], inner["unprofiled"]))
             lines.append(f"\n### {wname}: {ROUNDS} interleaved rounds, 1-minute load at the rounds' starts "
-                         f"{min(loads):.0f}-{max(loads):.0f} on {os.cpu_count()} CPUs\n")
-            lines.append("| recorder | workload CPU (median) | vs unprofiled | each round vs the round's unprofiled "
-                         "(median) | recorder's own CPU (median) |")
-            lines.append("|---|---:|---:|---:|---:|")
+                         f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} CPUs"
+                         f"{', recorder on CPU 0, workload on CPU ' + WORKLOAD_CPU if PIN else ''}\n")
+            lines.append("| recorder | workload CPU (median) | vs unprofiled | each round vs the round's unprofiled: "
+                         "median | mean, 95% CI | recorder's own CPU (median) |")
+            lines.append("|---|---:|---:|---:|---:|---:|")
             for n in names:
                 med = statistics.median(inner[n])
-                paired = statistics.median((a - b) / b * 100 for a, b in zip(inner[n], inner["unprofiled"]))
+                d = [(a - b) / b * 100 for a, b in zip(inner[n], inner["unprofiled"])]
+                m, ci = mean_ci(d)
                 own = statistics.median(o - i for o, i in zip(outer[n], inner[n])) - base_outer
-                lines.append(f"| {n} | {med:.3f} s | {100 * (med - base) / base:+.2f}% | {paired:+.2f}% | "
-                             f"{'' if n == 'unprofiled' else f'{own:.3f} s'} |")
+                lines.append(f"| {n} | {med:.3f} s | {100 * (med - base) / base:+.2f}% | {statistics.median(d):+.2f}% | "
+                             f"{m:+.2f}% ± {ci:.2f} | {'' if n == 'unprofiled' else f'{own:.3f} s'} |")
             runs = sum(b[0] for b in bpf)
             ns = sum(b[1] for b in bpf)
             if runs:
@@ -263,20 +304,81 @@ def system(build, tmp, lines):
     print("\n".join(lines[-(len(summ) + 4):]), flush=True)
 
 
+def samplecost(build, tmp, lines):
+    uw = os.path.join(build, "unwound")
+    st = os.path.join(build, "tests", "stolen")
+    out, gaps = os.path.join(tmp, "st.data"), os.path.join(tmp, "gaps")
+    perf = ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock", "-F", FREQ, "-o", out]
+    recs = {
+        "perf, no call graph": perf + ["--"],
+        "unwound record (kernel)": [uw, "record", "-q", "-e", "cpu-clock", "-F", FREQ, "--unwind", "kernel", "-o", out,
+                                    "--"],
+        "unwound record --unwind copy": [uw, "record", "-q", "-e", "cpu-clock", "-F", FREQ, "--unwind", "copy", "-o",
+                                         out, "--"],
+        "perf --call-graph dwarf": perf + ["--call-graph", "dwarf", "--"],
+        "perf --call-graph fp": perf + ["--call-graph", "fp", "--"],
+    }
+    names = list(recs)
+    rounds = int(os.environ.get("ROUNDS_ST", "5"))
+    secs = os.environ.get("SECS_ST", "3")
+    shapes = [x.split() for x in os.environ.get("STOLEN", "14 96 0;14 96 64").split(";")]
+    for shape in shapes:
+        per = {n: [] for n in names}
+        matched = {n: [] for n in names}
+        loads = []
+        for r in range(rounds):
+            loads.append(os.getloadavg()[0])
+            for n in names[r % len(names):] + names[:r % len(names)]:
+                wl = (["taskset", "-c", WORKLOAD_CPU] if PIN else []) + [st, secs] + shape + ["1000"]
+                subprocess.run(pinned(recs[n]) + wl, env=dict(os.environ, STOLEN_GAPS=gaps), check=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                g = [tuple(map(int, ln.split())) for ln in open(gaps)]
+                starts = [x[0] for x in g]
+                sc = subprocess.run(["perf", "script", "-i", out, "-F", "comm,time", "--ns"], capture_output=True,
+                                    text=True).stdout
+                times = [int(round(float(ln.split()[-1].rstrip(":")) * 1e9)) for ln in sc.splitlines()
+                         if ln.strip().startswith("stolen")]
+                hit = []
+                for t in times:
+                    i = bisect.bisect_right(starts, t) - 1
+                    if i >= 0 and g[i][0] <= t <= g[i][1] and not g[i][2]:
+                        hit.append(g[i][1] - g[i][0])
+                if hit:
+                    per[n].append(statistics.median(hit))
+                    matched[n].append(len(hit) / max(1, len(times)))
+        lines.append(f"\n### Cost of a sample in the sampled program: tests/stolen, {shape[0]} frames of {shape[1]} "
+                     f"bytes, {'caches thrashed (' + shape[2] + ' MiB)' if shape[2] != '0' else 'caches warm'}; "
+                     f"{rounds} interleaved rounds of {secs} s, load {min(loads):.1f}-{max(loads):.1f}\n")
+        lines.append("| recorder | median gap holding a sample (median of rounds) | rounds' range | beyond perf "
+                     "without a call graph | samples matched to a gap |")
+        lines.append("|---|---:|---:|---:|---:|")
+        base = statistics.median(per[names[0]]) if per[names[0]] else float("nan")
+        for n in names:
+            if not per[n]:
+                lines.append(f"| {n} | — | | | |")
+                continue
+            m = statistics.median(per[n])
+            lines.append(f"| {n} | {m / 1000:.2f} µs | {min(per[n]) / 1000:.2f}-{max(per[n]) / 1000:.2f} | "
+                         f"{(m - base) / 1000:+.2f} µs | {100 * statistics.median(matched[n]):.0f}% |")
+        print("\n".join(lines[-(len(names) + 3):]), flush=True)
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--rusage":
+        if sys.argv[3] == "--cpu":
+            sys.exit(rusage_run(sys.argv[2], sys.argv[6:], sys.argv[4]))
         sys.exit(rusage_run(sys.argv[2], sys.argv[4:]))
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     build = os.path.abspath(sys.argv[1])
-    parts = sys.argv[2:] or ["overhead", "deep", "system"]
+    parts = sys.argv[2:] or ["overhead", "samplecost", "deep", "system"]
     os.makedirs(os.path.join(build, "bench"), exist_ok=True)
     uname = os.uname()
     lines = [f"# Kernel unwinding: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, Linux {uname.release}, "
              f"{os.cpu_count()} CPUs, load {load()}"]
     with tempfile.TemporaryDirectory(prefix="uw-kbench-") as tmp:
         for part in parts:
-            {"overhead": overhead, "deep": deep, "system": system}[part](build, tmp, lines)
+            {"overhead": overhead, "samplecost": samplecost, "deep": deep, "system": system}[part](build, tmp, lines)
     with open(os.path.join(build, "bench", "kernel.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -29,6 +29,8 @@ const volatile __u32 kunw_max_frames = 1024;
 const volatile __u32 kunw_copy_bytes = 16384;
 const volatile __u32 kunw_verify = 0;
 const volatile __u64 kunw_wakeup_bytes = 1 << 20;
+const volatile __u32 kunw_timing = 0; /* stage timing (a diagnostic; off: compiled away by the verifier) */
+const volatile __u32 kunw_slot_mask = 4095; /* a module value's slot bits (kunw_map.module) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -57,17 +59,23 @@ struct kunw_table_map {
 	__uint(map_flags, BPF_F_INNER_MAP);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, __u64[KUNW_LINE_WORDS]); /* struct kunw_line (its BTF as an array: a struct used only
+	                                        * through pointers is a forward declaration there) */
 };
 
+/* by slot (an array: the lookup is a load, no hash) */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__array(values, struct kunw_table_map);
 } kunw_modules SEC(".maps");
 
-#define CHUNK 512 /* stack bytes read ahead for small frames */
+#define CHUNK 4096     /* stack bytes read ahead: most stacks in one read */
+#define BIG_FRAME 256  /* a frame at least this large (CFA - sp) reads its own slots alone,
+                        * unless the thread's stack end is known to be within CHUNK */
+#define MCACHE 8       /* mappings remembered per CPU, by process and generation */
+#define TOPS 64        /* threads' stack ends remembered per CPU */
 
 /* The walk's state and the record being built, one per CPU (a perf_event program does not nest
  * on a CPU: the kernel skips it while another BPF program runs there). */
@@ -84,25 +92,54 @@ struct kunw_walk {
 	__u8 sp_stayed;
 	__u8 in_syscall;
 	__u8 stop, fb_reason;
-	__u8 pad[2];
+	__u8 other_stack;    /* a signal frame moved the walk to another stack */
+	__u8 pad;
+	__u32 gen;           /* the generation of the process's mappings the walk uses */
+	__u32 nmaps;         /* their number */
+	__u64 top;           /* where the thread's stack ended when last walked whole (0: unknown) */
+	__u64 reach;         /* the end of the highest stack slot this walk read */
+	__u64 chunk_at, chunk_len; /* the stack's bytes [chunk_at, chunk_at + chunk_len) are in chunk */
+	/* (the large parts last: the fields above share a few cache lines) */
 	__u64 sig[KUNW_NREGS]; /* a signal frame's registers, or a frame's 64-byte window, as read */
-	__u64 chunk_at;      /* the stack's bytes [chunk_at, chunk_at + CHUNK) are in chunk; 0: none */
-	__u64 chunk[CHUNK / 8];
 	struct pt_regs pt;   /* the user registers of a sample taken in the kernel */
+	__u64 chunk[CHUNK / 8];
 };
 
+/* A rule and the module addresses [lo, hi) where it holds (the row's extent). */
 struct kunw_cache_ent {
-	__u32 module, rel;   /* module 0: empty (ids start at 1) */
+	__u32 module;        /* 0: empty (ids start at 1) */
+	__u32 lo, hi;
+	__u32 pad;
 	struct kunw_rule rule;
 };
 
-struct kunw_scratch {
-	struct kunw_walk w;
-	struct kunw_cache_ent cache[KUNW_CACHE_SLOTS];
-	struct kunw_rec rec;
-	/* kernel[nk], user[n], stack copy; 4 KiB of slack for the page-wise copy's bound */
-	__u64 data[KUNW_MAX_KFRAMES + KUNW_MAX_FRAMES + KUNW_COPY_MAX / 8 + 512];
+struct kunw_mcache_ent {
+	__u32 pid, gen;
+	struct kunw_map map;
 };
+
+struct kunw_top {
+	__u32 tid, pid;
+	__u64 top;
+};
+
+struct kunw_scratch {
+	/* what every sample touches (within the reach of an instruction's 16-bit offset) */
+	__u64 unwoken;       /* record bytes this CPU wrote since it last woke the reader */
+	__u32 mnext, pad;
+	struct kunw_mcache_ent mcache[MCACHE];
+	struct kunw_top tops[TOPS];
+	__u64 regs0[KUNW_NREGS]; /* (verify mode) frame 0's registers */
+	struct kunw_walk w;
+	/* the record: its header, then (contiguous: written to the ring in one piece) kernel[nk],
+	 * user[n], registers and stack copy; 4 KiB of slack for the page-wise copy's bound */
+	struct kunw_rec rec;
+	__u64 data[KUNW_MAX_KFRAMES + KUNW_MAX_FRAMES + KUNW_NREGS + KUNW_COPY_MAX / 8 + 512];
+	struct kunw_cache_ent cache[KUNW_CACHE_SLOTS];
+};
+_Static_assert(__builtin_offsetof(struct kunw_scratch, data) ==
+                   __builtin_offsetof(struct kunw_scratch, rec) + sizeof(struct kunw_rec),
+               "a record is its header and the data after it");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -117,6 +154,20 @@ struct {
 	__type(key, __u32);
 	__type(value, struct kunw_counters);
 } kunw_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kunw_timing);
+} kunw_times SEC(".maps");
+
+/* The walk's context, on the sample's stack: what every frame uses, looked up once per sample. */
+struct walk_ctx {
+	struct kunw_scratch *s;
+	struct kunw_counters *cnt;
+	void *procs;         /* the process's mappings (an inner map of kunw_procs) */
+};
 
 /* step results */
 enum {
@@ -133,41 +184,52 @@ enum {
 /* Keeps clang from folding a bound into another register than the one the verifier checks. */
 #define BARRIER_VAR(v) asm volatile("" : "+r"(v))
 
-static __always_inline struct kunw_scratch *scratch(void)
+/* ---- stage timing (kunw_timing): a stage's start, and its end added to its counters */
+static __always_inline __u64 t_start(void)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
-	return bpf_map_lookup_elem(&kunw_scratch, &cpu);
+	return kunw_timing ? bpf_ktime_get_ns() : 0;
 }
 
-static __always_inline struct kunw_counters *counters(void)
+static __always_inline void t_stop(__u32 stage, __u64 t0, __u64 bytes)
 {
+	if (!kunw_timing)
+		return;
+	__u64 t1 = bpf_ktime_get_ns();
 	__u32 zero = 0;
-	return bpf_map_lookup_elem(&kunw_stats, &zero);
+	struct kunw_timing *t = bpf_map_lookup_elem(&kunw_times, &zero);
+	if (!t || stage >= KUNW_T__COUNT)
+		return;
+	t->ns[stage] += t1 - t0;
+	t->n[stage]++;
+	t->bytes[stage] += bytes;
+}
+
+/* bpf_probe_read_user, timed as a read of the walk */
+static __always_inline long read_user(void *dst, __u32 size, __u64 addr)
+{
+	__u64 t0 = t_start();
+	long e = bpf_probe_read_user(dst, size, (const void *)addr);
+	t_stop(KUNW_T_READ, t0, size);
+	return e;
 }
 
 static __always_inline bool read_u64(__u64 addr, __u64 *v)
 {
-	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr) == 0;
+	return read_user(v, sizeof(*v), addr) == 0;
 }
 
 /* ---- mappings */
 
-/* The mapping of pc among the process's sorted intervals, copied to out. A global function:
- * the verifier checks it once, not once per path into it. @return 0 or -KUNW_FB_*. */
-__noinline int kunw_find_map(__u32 pid, __u64 pc, struct kunw_map *out)
+/* The mapping of pc among the process's n sorted intervals (procs: its inner map), copied to
+ * out. @return 0 or -KUNW_FB_*. */
+static __noinline int find_map(void *procs, __u32 n, __u64 pc, struct kunw_map *out)
 {
-	void *p = bpf_map_lookup_elem(&kunw_procs, &pid);
-	if (!p)
-		return -KUNW_FB_NO_PROC;
-	__u32 k = 0;
-	struct kunw_map *m = bpf_map_lookup_elem(p, &k);
-	if (!m || !out)
-		return -KUNW_FB_TABLE;
+	struct kunw_map *m;
+	__u32 k, lo = 1, hi = n + 1;
 	/* entries 1..n; lo: the first starting above pc */
-	__u32 lo = 1, hi = (__u32)m->start + 1;
 	for (int i = 0; i < KUNW_MAP_STEPS && lo < hi; i++) {
 		k = lo + ((hi - lo) >> 1);
-		m = bpf_map_lookup_elem(p, &k);
+		m = bpf_map_lookup_elem(procs, &k);
 		if (!m)
 			return -KUNW_FB_TABLE;
 		if (m->start <= pc)
@@ -176,7 +238,7 @@ __noinline int kunw_find_map(__u32 pid, __u64 pc, struct kunw_map *out)
 			hi = k;
 	}
 	k = lo - 1;
-	if (lo < hi || k == 0 || !(m = bpf_map_lookup_elem(p, &k)))
+	if (lo < hi || k == 0 || !(m = bpf_map_lookup_elem(procs, &k)))
 		return lo < hi ? -KUNW_FB_TABLE : -KUNW_FB_NO_MAP;
 	if (pc >= m->end)
 		return -KUNW_FB_NO_MAP;
@@ -184,128 +246,210 @@ __noinline int kunw_find_map(__u32 pid, __u64 pc, struct kunw_map *out)
 	return 0;
 }
 
-/* Makes the walk's current mapping the one of pc. @return 0 or -KUNW_FB_*. */
-static __always_inline int enter_map(struct kunw_walk *w, __u64 pc)
+/* The mapping of pc: from the per-CPU mappings of the process's generation the walk uses (a
+ * walk crosses a few modules, the same from sample to sample), else searched and remembered. */
+static __always_inline int lookup_map(struct walk_ctx *c, __u64 pc, struct kunw_map *out)
 {
-	if (pc >= w->map.start && pc < w->map.end)
-		return 0;
-	return kunw_find_map(w->pid, pc, &w->map);
+	struct kunw_scratch *s = c->s;
+	struct kunw_walk *w = &s->w;
+	for (int i = 0; i < MCACHE; i++) {
+		struct kunw_mcache_ent *e = &s->mcache[i];
+		if (e->pid == w->pid && e->gen == w->gen && pc >= e->map.start && pc < e->map.end) {
+			*out = e->map;
+			return 0;
+		}
+	}
+	__u64 t0 = t_start();
+	int err = find_map(c->procs, w->nmaps, pc, out);
+	t_stop(KUNW_T_MAP, t0, 0);
+	if (err)
+		return err;
+	struct kunw_mcache_ent *e = &s->mcache[s->mnext++ & (MCACHE - 1)];
+	e->pid = w->pid;
+	e->gen = w->gen;
+	e->map = *out;
+	return 0;
 }
 
-static __always_inline bool pc_mapped(struct kunw_walk *w, __u64 pc)
+/* Makes the walk's current mapping the one of pc. @return 0 or -KUNW_FB_*. */
+static __always_inline int enter_map(struct walk_ctx *c, __u64 pc)
 {
+	struct kunw_walk *w = &c->s->w;
+	if (pc >= w->map.start && pc < w->map.end)
+		return 0;
+	return lookup_map(c, pc, &w->map);
+}
+
+static __always_inline bool pc_mapped(struct walk_ctx *c, __u64 pc)
+{
+	struct kunw_walk *w = &c->s->w;
 	struct kunw_map m;
-	return (pc >= w->map.start && pc < w->map.end) || kunw_find_map(w->pid, pc, &m) == 0;
+	return (pc >= w->map.start && pc < w->map.end) || lookup_map(c, pc, &m) == 0;
 }
 
 /* ---- rows */
 
-static __always_inline bool word(void *t, __u32 i, __u64 *v)
+static __always_inline struct kunw_line *line(void *t, __u32 i)
 {
-	__u64 *p = bpf_map_lookup_elem(t, &i);
-	if (!p)
-		return false;
-	*v = *p;
-	return true;
+	return bpf_map_lookup_elem(t, &i);
 }
 
-/* block[b] of the table (two u32 per word from word 2) */
-static __always_inline bool block_at(void *t, __u32 b, __u32 *v)
+/* The rule in force at address rel of a module, searched in its table (kunw_abi.h): the block
+ * index narrows the rows to those of 256 bytes of code (at most 257: pcs are distinct), then a
+ * binary search of KUNW_SEARCH_STEPS, a line of eight rows fetched only when a probe leaves the
+ * last one. out gets the rule and the module addresses [lo, hi) where it holds, for the cache
+ * (the row's extent as far as its line tells, else the address alone); out->module is the
+ * caller's. A global function (checked once). @return 0, or -KUNW_FB_*. */
+__noinline int kunw_search_rule(__u32 module, __u64 rel, struct kunw_cache_ent *out)
 {
-	__u64 x;
-	if (!word(t, 2 + (b >> 1), &x))
-		return false;
-	*v = (b & 1) ? (__u32)(x >> 32) : (__u32)x;
-	return true;
-}
-
-/* The rule in force at address rel of a module, searched in its table: the block index
- * narrows the rows to at most 1025 (pcs are distinct, a block is 1 KiB), then a binary search
- * of KUNW_SEARCH_STEPS. A global function (checked once). @return 0, or -KUNW_FB_*. */
-__noinline int kunw_search_rule(__u32 module, __u64 rel, struct kunw_rule *out)
-{
-	void *t = bpf_map_lookup_elem(&kunw_modules, &module);
+	__u32 slot = module & kunw_slot_mask;
+	void *t = module == KUNW_MODULE_NONE ? NULL : bpf_map_lookup_elem(&kunw_modules, &slot);
 	if (!t)
 		return -KUNW_FB_NO_TABLE;
 	if (!out)
 		return -KUNW_FB_TABLE;
-	__u64 h0, h1;
-	if (!word(t, 0, &h0) || !word(t, 1, &h1))
+	__builtin_memset(&out->rule, 0, sizeof(out->rule)); /* KUNW_K_NONE */
+	/* (rel < 2^32: the caller's) */
+	out->lo = (__u32)rel;
+	out->hi = (__u32)rel + 1;
+	struct kunw_line *h = line(t, 0), *x, *cur = NULL;
+	if (!h)
 		return -KUNW_FB_TABLE;
-	__u32 base = (__u32)h0, span = (__u32)(h0 >> 32);
-	__u32 rules_at = (__u32)h1, rows_at = (__u32)(h1 >> 32);
-	if (rel < base || rel - base >= span) {
-		__builtin_memset(out, 0, sizeof(*out)); /* KUNW_K_NONE */
+	/* a slot loaded again since the mappings were: not this module's table */
+	if ((__u32)h->w[3] != module)
+		return -KUNW_FB_NO_TABLE;
+	__u32 base = (__u32)h->w[0], span = (__u32)(h->w[0] >> 32);
+	__u32 rules_at = (__u32)h->w[1], rows_at = (__u32)(h->w[1] >> 32);
+	__u32 index_at = (__u32)h->w[2], nrows = (__u32)(h->w[2] >> 32);
+	if (rel < base || rel - base >= span)
 		return 0;
-	}
-	__u32 off = (__u32)(rel - base), b = off >> KUNW_BLOCK_SHIFT, lo, hi;
-	if (!block_at(t, b, &lo) || !block_at(t, b + 1, &hi))
+	__u32 off = (__u32)(rel - base), b = off >> KUNW_BLOCK_SHIFT, i = b % KUNW_INDEX_PER_LINE;
+	if (!(x = line(t, index_at + b / KUNW_INDEX_PER_LINE)))
 		return -KUNW_FB_TABLE;
-	/* the row in force is in [block[b] - 1, block[b + 1] - 1] */
+	/* (the verifier does not bound a remainder: the bound said again) */
+	BARRIER_VAR(i);
+	if (i >= KUNW_INDEX_PER_LINE)
+		return -KUNW_FB_TABLE;
+	__u32 lo = (__u32)(x->w[i >> 1] >> ((i & 1) * 32));
+	__u32 hi = (__u32)(x->w[(i + 1) >> 1] >> (((i + 1) & 1) * 32)), have = 0xffffffff;
+	/* the row in force is in [block[b] - 1, block[b + 1] - 1]: pc(lo) <= off < pc(hi) */
 	lo = lo ? lo - 1 : 0;
 	if (hi <= lo)
 		hi = lo + 1;
-	__u64 row;
-	for (int i = 0; i < KUNW_SEARCH_STEPS && hi - lo > 1; i++) {
+	/* a binary search, a line fetched only when the probe leaves the last one */
+	for (int p = 0; p < KUNW_SEARCH_STEPS && hi - lo > 1; p++) {
 		__u32 mid = lo + ((hi - lo) >> 1);
-		if (!word(t, rows_at + mid, &row))
-			return -KUNW_FB_TABLE;
-		if ((__u32)row <= off)
+		if (!cur || (mid >> 3) != have) {
+			if (!(cur = line(t, rows_at + (mid >> 3))))
+				return -KUNW_FB_TABLE;
+			have = mid >> 3;
+		}
+		if ((__u32)cur->w[mid & 7] <= off)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	if (hi - lo > 1 || !word(t, rows_at + lo, &row))
+	if (hi - lo > 1 || lo >= nrows)
 		return -KUNW_FB_TABLE;
-	if ((__u32)row > off) {
-		__builtin_memset(out, 0, sizeof(*out));
+	if (!cur || have != lo >> 3)
+		cur = line(t, rows_at + (lo >> 3));
+	if (!cur)
+		return -KUNW_FB_TABLE;
+	__u64 row = cur->w[lo & 7];
+	if ((__u32)row > off)
 		return 0;
-	}
 	__u32 ri = (__u32)(row >> 32);
-	__u64 r[2];
-	if (!word(t, rules_at + 2 * ri, &r[0]) || !word(t, rules_at + 2 * ri + 1, &r[1]))
+	struct kunw_line *r = line(t, rules_at + (ri >> 2));
+	if (!r)
 		return -KUNW_FB_TABLE;
-	__builtin_memcpy(out, r, sizeof(*out));
+	__u32 at = (ri & 3) * 2;
+	__u64 rw[2] = { r->w[at & 7], r->w[(at + 1) & 7] };
+	__builtin_memcpy(&out->rule, rw, sizeof(out->rule));
+	/* the row holds from its pc to the next row's; that one is known in this line, else only
+	 * the address asked for is vouched for */
+	out->lo = base + (__u32)row;
+	if ((lo & 7) != 7 && lo + 1 < nrows)
+		out->hi = base + (__u32)cur->w[(lo + 1) & 7];
 	return 0;
 }
 
-/* The rule at module address rel of module, through the per-CPU cache (return addresses repeat
- * within a stack and across samples; module ids are never reused, so an entry never lies).
- * @return 0, or -KUNW_FB_*. */
-static __always_inline int rule_at(struct kunw_scratch *s, struct kunw_counters *cnt, __u32 module, __u64 rel,
-                                   struct kunw_rule *out)
+/* The rule at module address rel of module, through the per-CPU cache of rows: an entry holds
+ * a row's rule and extent, in the slot of a 16-byte granule of code (return addresses repeat
+ * within a stack and across samples, and frame 0's pcs fall in the same hot rows); module ids
+ * are never reused, so an entry never lies. @return 0, or -KUNW_FB_*. */
+static __always_inline int rule_at(struct walk_ctx *c, __u32 module, __u64 rel, struct kunw_rule *out)
 {
 	if (rel >> 32) {
 		__builtin_memset(out, 0, sizeof(*out));
 		return 0;
 	}
-	__u32 slot = ((__u32)rel * 2654435761u ^ module * 40503u) & (KUNW_CACHE_SLOTS - 1);
-	struct kunw_cache_ent *e = &s->cache[slot];
-	if (e->module == module && e->rel == (__u32)rel) {
+	__u32 r32 = (__u32)rel;
+	__u32 slot = ((r32 >> 4) * 2654435761u ^ module * 40503u) & (KUNW_CACHE_SLOTS - 1);
+	struct kunw_cache_ent *e = &c->s->cache[slot];
+	if (e->module == module && r32 >= e->lo && r32 < e->hi) {
 		*out = e->rule;
-		if (cnt)
-			cnt->cache_hits++;
+		c->cnt->cache_hits++;
 		return 0;
 	}
-	if (cnt)
-		cnt->cache_misses++;
-	int err = kunw_search_rule(module, rel, out);
+	c->cnt->cache_misses++;
+	e->module = 0;
+	__u64 t0 = t_start();
+	int err = kunw_search_rule(module, rel, e);
+	t_stop(KUNW_T_RULE, t0, 0);
 	if (err)
 		return err;
 	e->module = module;
-	e->rel = (__u32)rel;
-	e->rule = *out;
+	*out = e->rule;
 	return 0;
 }
 
 /* ---- steps (lib/unwind/unwind.c: step_rule, step_fp, step_plt, the signal frame) */
 
+/* Reads the stack ahead into the chunk from lo, for a frame whose slots lie in [lo, end): up to
+ * CHUNK bytes, to where the thread's stack ended when last walked whole if that is known (one
+ * read for the whole stack), else to the end of end's page (mapped: the frame's slots are
+ * there); a frame of BIG_FRAME bytes or more with its stack's end not in reach reads its window
+ * alone (a read of a few cache lines costs far less than one of pages). @return whether
+ * [lo, end) is in the chunk. */
+static __always_inline bool chunk_fill(struct kunw_walk *w, __u64 lo, __u64 end, __u64 frame)
+{
+	__u64 len, top = w->top;
+	if (top >= end && top - lo <= CHUNK) {
+		len = top - lo;
+	} else if (frame >= BIG_FRAME) {
+		return false;
+	} else if (top >= end) {
+		len = CHUNK;
+	} else {
+		len = (((end - 1) | 4095) + 1) - lo;
+		if (len > CHUNK)
+			len = CHUNK;
+	}
+	BARRIER_VAR(len);
+	if (len > CHUNK || len < end - lo)
+		return false;
+	if (read_user(w->chunk, (__u32)len, lo)) {
+		/* a thread's stack end remembered wrongly (its tid reused): read to the page's end */
+		__u64 pe = ((end - 1) | 4095) + 1;
+		len = pe - lo;
+		BARRIER_VAR(len);
+		if (top < end || len > CHUNK || len < end - lo || read_user(w->chunk, (__u32)len, lo)) {
+			w->chunk_len = 0;
+			return false;
+		}
+	}
+	w->chunk_at = lo;
+	w->chunk_len = len;
+	return true;
+}
+
 /* CFA from rsp or rbp, return address, rbp and the callee-saved registers from the stack. A
  * save slot below the stack pointer was popped already (an epilogue whose CFI keeps the old
  * rule): the register holds the value. When every slot lies in the 64 bytes below the CFA
- * (KUNW_RF_WINDOW: nearly every rule), they are read with one read (a read costs far more than
- * its bytes), else one by one. A global function (checked once); which slots a rule has comes
- * from the table (r->slots), so the verifier does not follow each combination apart. */
+ * (KUNW_RF_WINDOW: nearly every rule), they are taken from the bytes read ahead (chunk_fill) or
+ * from one read of those 64 bytes, else read one by one. A global function (checked once); which
+ * slots a rule has comes from the table (r->slots), so the verifier does not follow each
+ * combination apart. */
 #define SLOTS (2 + KUNW_NSAVED) /* return address, rbp, rbx, r12..r15 */
 
 __noinline int kunw_step_rule(struct kunw_walk *w, const struct kunw_rule *r)
@@ -321,37 +465,62 @@ __noinline int kunw_step_rule(struct kunw_walk *w, const struct kunw_rule *r)
 		return S_BAD_CFI;
 	__u64 cfa = base + (__s64)r->cfa_off;
 	__u32 has = r->slots;
+	if (r->flags & KUNW_RF_WINDOW) {
+		/* the window: 8 words, word k at cfa - 64 + 8 k, so a slot at cfa + off is word
+		 * (off + 64) / 8 */
+		__u64 lo = cfa - KUNW_WINDOW, at = w->chunk_at, *win = NULL;
+		bool in = w->chunk_len && lo >= at && cfa <= at + w->chunk_len && !((lo - at) & 7);
+		if (!in && chunk_fill(w, lo, cfa, cfa - sp)) {
+			at = lo;
+			in = true;
+		}
+		if (in) {
+			__u64 first = (lo - at) >> 3;
+			BARRIER_VAR(first);
+			if (first <= CHUNK / 8 - KUNW_WINDOW / 8)
+				win = &w->chunk[first];
+		} else if (!read_user(w->sig, KUNW_WINDOW, lo)) {
+			win = w->sig;
+		}
+		if (win) {
+#define WIN(off) win[((__u64)((off) + KUNW_WINDOW) >> 3) & 7]
+			__u64 ra = WIN(r->ra_off);
+			if ((has & 2) && cfa + r->bp_off >= sp) {
+				w->regs[KUNW_R_RBP] = WIN(r->bp_off);
+				w->valid |= BIT(KUNW_R_RBP);
+			} else if (r->flags & KUNW_RF_BP_UNDEF) {
+				w->valid &= ~BIT(KUNW_R_RBP);
+			}
+			if (has & 0x7c) {
+				__s64 o = 8 * (__s64)r->saved[0];
+				if ((has & 4) && cfa + o >= sp) {
+					w->regs[KUNW_R_RBX] = WIN(o);
+					w->valid |= BIT(KUNW_R_RBX);
+				}
+				for (int i = 1; i < KUNW_NSAVED; i++) {
+					o = 8 * (__s64)r->saved[i];
+					if (((has >> (2 + i)) & 1) && cfa + o >= sp) {
+						w->regs[KUNW_R_R12 + i - 1] = WIN(o);
+						w->valid |= BIT(KUNW_R_R12 + i - 1);
+					}
+				}
+			}
+#undef WIN
+			w->regs[KUNW_R_RSP] = cfa;
+			w->regs[KUNW_R_RIP] = ra;
+			return S_OK;
+		}
+	}
+	/* slot by slot, all read before any register changes */
 	__s64 off[SLOTS] = { r->ra_off, r->bp_off };
 	for (int i = 0; i < KUNW_NSAVED; i++)
 		off[2 + i] = 8 * (__s64)r->saved[i];
 	__u64 val[SLOTS] = { 0 };
-	bool got = false;
-	if (r->flags & KUNW_RF_WINDOW) {
-		/* a small frame reads CHUNK bytes from its window up: its callers' slots come with it */
-		__u64 lo = cfa - KUNW_WINDOW, at = w->chunk_at;
-		if (!at || lo < at || cfa > at + CHUNK || ((lo - at) & 7)) {
-			at = 0;
-			if (cfa - sp < CHUNK / 2 && !bpf_probe_read_user(w->chunk, CHUNK, (const void *)lo))
-				at = lo;
-			w->chunk_at = at;
-		}
-		if (at) {
-			__u64 first = (lo - at) >> 3;
-			for (int i = 0; i < SLOTS; i++)
-				val[i] = w->chunk[(first + ((off[i] + KUNW_WINDOW) >> 3)) & (CHUNK / 8 - 1)];
-			got = true;
-		} else if (!bpf_probe_read_user(w->sig, KUNW_WINDOW, (const void *)lo)) {
-			for (int i = 0; i < SLOTS; i++)
-				val[i] = w->sig[((off[i] + KUNW_WINDOW) >> 3) & (KUNW_WINDOW / 8 - 1)];
-			got = true;
-		}
-	}
-	for (int i = 0; i < SLOTS && !got; i++) {
+	for (int i = 0; i < SLOTS; i++) {
 		__u64 at = cfa + off[i];
 		if (((has >> i) & 1) && (i == 0 || at >= sp) && !read_u64(at, &val[i]))
 			return S_MEM;
 	}
-	/* everything read: commit */
 	if ((has & 2) && cfa + off[1] >= sp) {
 		w->regs[KUNW_R_RBP] = val[1];
 		w->valid |= BIT(KUNW_R_RBP);
@@ -389,7 +558,7 @@ static __always_inline int step_fp(struct kunw_walk *w, __u64 pair[2])
 	 * back down), else rbp is no frame pointer here */
 	if (bp < w->regs[KUNW_R_RSP])
 		return bp >= w->sp0 ? S_DOWN : S_NO_INFO;
-	if (bpf_probe_read_user(pair, 2 * sizeof(__u64), (const void *)bp))
+	if (read_user(pair, 2 * sizeof(__u64), bp))
 		return S_MEM;
 	return S_OK;
 }
@@ -414,7 +583,7 @@ static __always_inline int step_plt(struct kunw_walk *w, __u64 pc, const struct 
  * DWARF expressions; the table marks the rows whose expressions say exactly this. */
 static __always_inline int step_signal(struct kunw_walk *w)
 {
-	if (bpf_probe_read_user(w->sig, sizeof(w->sig), (const void *)(w->regs[KUNW_R_RSP] + 40)))
+	if (read_user(w->sig, sizeof(w->sig), w->regs[KUNW_R_RSP] + 40))
 		return S_MEM;
 	for (int i = 0; i < 8; i++)
 		w->regs[8 + i] = w->sig[i];
@@ -428,6 +597,8 @@ static __always_inline int step_signal(struct kunw_walk *w)
 	w->regs[7] = w->sig[15];  /* rsp */
 	w->regs[16] = w->sig[16]; /* rip */
 	w->valid = (1u << KUNW_NREGS) - 1;
+	/* (the interrupted stack may be another one: an alternate signal stack's handler) */
+	w->other_stack = 1;
 	return S_OK;
 }
 
@@ -455,8 +626,9 @@ static __always_inline __u8 stop_of(int st)
 }
 
 /* Walks one frame. @return true to go on. */
-static __always_inline bool frame(struct kunw_scratch *s, struct kunw_counters *cnt)
+static __always_inline bool frame(struct walk_ctx *c)
 {
+	struct kunw_scratch *s = c->s;
 	struct kunw_walk *w = &s->w;
 	__u64 pc = w->regs[KUNW_R_RIP];
 	if (pc == 0 && w->n > 0) {
@@ -467,7 +639,7 @@ static __always_inline bool frame(struct kunw_scratch *s, struct kunw_counters *
 		w->stop = KUNW_STOP_MAX_FRAMES;
 		return false;
 	}
-	int e = enter_map(w, pc);
+	int e = enter_map(c, pc);
 	struct kunw_rule r;
 	if (!e) {
 		/* every frame but the first and those a signal interrupted: the pc is a return
@@ -476,11 +648,11 @@ static __always_inline bool frame(struct kunw_scratch *s, struct kunw_counters *
 		if (w->map.module == KUNW_MODULE_ANON) {
 			__builtin_memset(&r, 0, sizeof(r));
 		} else {
-			e = rule_at(s, cnt, w->map.module, rel, &r);
+			e = rule_at(c, w->map.module, rel, &r);
 			/* in a syscall, frame 0's pc follows the instruction and may be past its
 			 * function's rows (rt_sigreturn): the instruction before has the same */
 			if (!e && r.kind == KUNW_K_NONE && w->n == 0 && w->in_syscall)
-				e = rule_at(s, cnt, w->map.module, rel - 1, &r);
+				e = rule_at(c, w->map.module, rel - 1, &r);
 		}
 	}
 	if (e) {
@@ -516,7 +688,7 @@ static __always_inline bool frame(struct kunw_scratch *s, struct kunw_counters *
 		/* frame 0 with nothing usable from the frame pointer (none, or a return address
 		 * outside every mapping): user space tries the return address at the stack pointer
 		 * (_init, _fini: nothing pushed yet) */
-		if (w->n == 0 && st != S_END && (st != S_OK || (pair[1] != 0 && !pc_mapped(w, pair[1])))) {
+		if (w->n == 0 && st != S_END && (st != S_OK || (pair[1] != 0 && !pc_mapped(c, pair[1])))) {
 			st = S_FB_FP;
 		} else if (st == S_OK) {
 			w->regs[KUNW_R_RSP] = w->regs[KUNW_R_RBP] + 16;
@@ -549,6 +721,9 @@ static __always_inline bool frame(struct kunw_scratch *s, struct kunw_counters *
 		w->stop = KUNW_STOP_NO_PROGRESS;
 		return false;
 	}
+	/* every slot a step reads lies below the caller's stack pointer (a signal frame aside) */
+	if (new_sp > w->reach)
+		w->reach = new_sp;
 	w->sp_stayed = new_sp == old_sp;
 	w->is_call = !(r.flags & KUNW_RF_SIGNAL);
 	w->found_by = method;
@@ -558,11 +733,7 @@ static __always_inline bool frame(struct kunw_scratch *s, struct kunw_counters *
 static long walk_frame(__u32 i, void *ctx)
 {
 	(void)i;
-	(void)ctx;
-	struct kunw_scratch *s = scratch();
-	if (!s)
-		return 1;
-	return frame(s, counters()) ? 0 : 1;
+	return frame(ctx) ? 0 : 1;
 }
 
 /* ---- the sample */
@@ -571,48 +742,49 @@ static long walk_frame(__u32 i, void *ctx)
 #define CTX_REG(ctx, field) (*(const __u64 *)((const char *)&(ctx)->regs + __builtin_offsetof(struct pt_regs, field)))
 
 /* The user registers of the sample, in DWARF order. @return false when there are none. */
-static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct kunw_scratch *s)
+static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct kunw_scratch *s, bool user_mode)
 {
 	struct kunw_walk *w = &s->w;
+	__u64 *r = w->regs;
+	if (user_mode) {
+		r[0] = CTX_REG(ctx, ax);
+		r[1] = CTX_REG(ctx, dx);
+		r[2] = CTX_REG(ctx, cx);
+		r[3] = CTX_REG(ctx, bx);
+		r[4] = CTX_REG(ctx, si);
+		r[5] = CTX_REG(ctx, di);
+		r[6] = CTX_REG(ctx, bp);
+		r[7] = CTX_REG(ctx, sp);
+		r[8] = CTX_REG(ctx, r8);
+		r[9] = CTX_REG(ctx, r9);
+		r[10] = CTX_REG(ctx, r10);
+		r[11] = CTX_REG(ctx, r11);
+		r[12] = CTX_REG(ctx, r12);
+		r[13] = CTX_REG(ctx, r13);
+		r[14] = CTX_REG(ctx, r14);
+		r[15] = CTX_REG(ctx, r15);
+		r[16] = CTX_REG(ctx, ip);
+		w->valid = (1u << KUNW_NREGS) - 1;
+		/* not __USER_CS: a 32-bit task */
+		return (CTX_REG(ctx, cs) & 0xffff) == 0x33;
+	}
+	/* in the kernel: the registers user space left at its entry */
 	struct pt_regs *pt = &w->pt;
-	if ((CTX_REG(ctx, cs) & 3) == 3) {
-		pt->ax = CTX_REG(ctx, ax);
-		pt->dx = CTX_REG(ctx, dx);
-		pt->cx = CTX_REG(ctx, cx);
-		pt->bx = CTX_REG(ctx, bx);
-		pt->si = CTX_REG(ctx, si);
-		pt->di = CTX_REG(ctx, di);
-		pt->bp = CTX_REG(ctx, bp);
-		pt->sp = CTX_REG(ctx, sp);
-		pt->r8 = CTX_REG(ctx, r8);
-		pt->r9 = CTX_REG(ctx, r9);
-		pt->r10 = CTX_REG(ctx, r10);
-		pt->r11 = CTX_REG(ctx, r11);
-		pt->r12 = CTX_REG(ctx, r12);
-		pt->r13 = CTX_REG(ctx, r13);
-		pt->r14 = CTX_REG(ctx, r14);
-		pt->r15 = CTX_REG(ctx, r15);
-		pt->ip = CTX_REG(ctx, ip);
-		pt->csx = CTX_REG(ctx, cs);
-	} else {
-		/* in the kernel: the registers user space left at its entry */
-		struct task_struct *task = bpf_get_current_task_btf();
-		if (!BPF_CORE_READ(task, mm))
-			return false; /* a kernel thread */
-		struct pt_regs *u = (struct pt_regs *)bpf_task_pt_regs(task);
-		if (bpf_probe_read_kernel(pt, sizeof(*pt), u))
-			return false;
-		s->rec.flags |= KUNW_F_KERNEL_MODE;
-		/* a syscall (not a fault or an interrupt, whose pc is exact) left its return pc in
-		 * rcx as well */
-		if (pt->cx == pt->ip) {
-			w->in_syscall = 1;
-			s->rec.flags |= KUNW_F_IN_SYSCALL;
-		}
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (!BPF_CORE_READ(task, mm))
+		return false; /* a kernel thread */
+	struct pt_regs *u = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (bpf_probe_read_kernel(pt, sizeof(*pt), u))
+		return false;
+	s->rec.flags |= KUNW_F_KERNEL_MODE;
+	/* a syscall (not a fault or an interrupt, whose pc is exact) left its return pc in rcx as
+	 * well */
+	if (pt->cx == pt->ip) {
+		w->in_syscall = 1;
+		s->rec.flags |= KUNW_F_IN_SYSCALL;
 	}
 	if ((pt->csx & 0xffff) != 0x33)
 		return false; /* not __USER_CS: a 32-bit task */
-	__u64 *r = w->regs;
 	r[0] = pt->ax;
 	r[1] = pt->dx;
 	r[2] = pt->cx;
@@ -634,13 +806,28 @@ static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct ku
 	return true;
 }
 
-/* Copies the stack from sp into the record at byte pos, page by page, up to kunw_copy_bytes or
- * the first page that cannot be read (the stack's end). @return bytes copied. */
-static __always_inline __u32 copy_stack(struct kunw_scratch *s, __u32 pos, __u64 sp)
+/* Copies the stack from sp into the record at byte pos, up to kunw_copy_bytes. The main
+ * thread's stack is mapped from sp up to the page of its initial stack pointer (mm->start_stack:
+ * every frame lies below it), which one read copies; otherwise, or when that read fails (sp not
+ * on that stack), page by page up to the first page that cannot be read (the stack's end).
+ * @return bytes copied. */
+static __always_inline __u32 copy_stack(struct kunw_scratch *s, __u32 pos, __u64 sp, bool whole)
 {
 	__u32 want = kunw_copy_bytes, got = 0;
 	if (want > KUNW_COPY_MAX)
 		want = KUNW_COPY_MAX;
+	if (!whole && s->rec.pid == s->rec.tid) {
+		struct task_struct *task = bpf_get_current_task_btf();
+		__u64 end = (BPF_CORE_READ(task, mm, start_stack) | 4095) + 1;
+		if (sp < end && end - sp < want) {
+			__u32 len = (__u32)(end - sp), at = pos;
+			BARRIER_VAR(len);
+			BARRIER_VAR(at);
+			if (at <= sizeof(s->data) - KUNW_COPY_MAX && len <= KUNW_COPY_MAX &&
+			    !bpf_probe_read_user((char *)s->data + at, len, (const void *)sp))
+				return len;
+		}
+	}
 	for (int i = 0; i < KUNW_COPY_MAX / 4096 + 1; i++) {
 		if (got >= want)
 			break;
@@ -666,8 +853,14 @@ static __always_inline __u32 copy_stack(struct kunw_scratch *s, __u32 pos, __u64
  * attach cookie). */
 static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 {
-	struct kunw_scratch *s = scratch();
-	struct kunw_counters *cnt = counters();
+	__u64 t_all = t_start();
+	if (kunw_timing) {
+		__u64 c0 = t_start();
+		t_stop(KUNW_T_CLOCK, c0, 0);
+	}
+	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
+	struct kunw_scratch *s = bpf_map_lookup_elem(&kunw_scratch, &cpu);
+	struct kunw_counters *cnt = bpf_map_lookup_elem(&kunw_stats, &zero);
 	if (!s || !cnt)
 		return 0;
 	cnt->samples++;
@@ -677,14 +870,21 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 	__builtin_memset(rec, 0, sizeof(*rec));
 	rec->pid = (__u32)(id >> 32);
 	rec->tid = (__u32)id;
-	rec->cpu = bpf_get_smp_processor_id();
+	rec->cpu = cpu;
 	rec->time = bpf_ktime_get_ns();
 	rec->period = ctx->sample_period;
 	rec->kind = kind;
-	long kb = bpf_get_stack(ctx, s->data, KUNW_MAX_KFRAMES * 8, 0);
-	__u32 nk = kb > 0 ? (__u32)kb / 8 : 0;
-	if (nk > KUNW_MAX_KFRAMES)
-		nk = KUNW_MAX_KFRAMES;
+	/* the kernel callchain: none when the sample interrupted user space */
+	bool user_mode = (CTX_REG(ctx, cs) & 3) == 3;
+	__u32 nk = 0;
+	if (!user_mode) {
+		__u64 t0 = t_start();
+		long kb = bpf_get_stack(ctx, s->data, KUNW_MAX_KFRAMES * 8, 0);
+		t_stop(KUNW_T_KSTACK, t0, 0);
+		nk = kb > 0 ? (__u32)kb / 8 : 0;
+		if (nk > KUNW_MAX_KFRAMES)
+			nk = KUNW_MAX_KFRAMES;
+	}
 	rec->nkernel = (__u16)nk;
 
 	w->n = 0;
@@ -694,45 +894,80 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 	w->is_call = 0;
 	w->found_by = KUNW_M_REGS;
 	w->sp_stayed = 0;
+	w->other_stack = 0;
 	w->stop = KUNW_STOP_END;
 	w->fb_reason = KUNW_FB_NONE;
 	w->map.start = w->map.end = 0;
-	w->chunk_at = 0;
+	w->chunk_len = 0;
+	/* the process's mappings, one generation for the whole walk */
+	struct walk_ctx c = { .s = s, .cnt = cnt };
+	c.procs = bpf_map_lookup_elem(&kunw_procs, &w->pid);
+	struct kunw_map *h = c.procs ? bpf_map_lookup_elem(c.procs, &zero) : NULL;
+	w->gen = h ? (__u32)h->end : 0;
+	w->nmaps = h ? (__u32)h->start : 0;
+	rec->gen = w->gen;
 	__u32 copy = 0;
-	if (!user_regs(ctx, s)) {
+	__u64 t0 = t_start();
+	bool have_regs = user_regs(ctx, s, user_mode);
+	t_stop(KUNW_T_REGS, t0, 0);
+	if (!have_regs) {
 		w->stop = KUNW_STOP_NO_USER;
 	} else {
 		w->sp0 = w->regs[KUNW_R_RSP];
+		w->reach = w->sp0;
+		/* where the thread's stack ended when last walked whole: the walk reads up to there */
+		struct kunw_top *tp = &s->tops[rec->tid & (TOPS - 1)];
+		w->top = tp->tid == rec->tid && tp->pid == rec->pid && tp->top > w->sp0 ? tp->top : 0;
 		/* frame 0's registers, kept for verify mode */
-		__builtin_memcpy(rec->regs, w->regs, sizeof(rec->regs));
-		rec->valid = w->valid;
-		bpf_loop(kunw_max_frames + 1, walk_frame, NULL, 0);
+		if (kunw_verify) {
+			__builtin_memcpy(s->regs0, w->regs, sizeof(s->regs0));
+			rec->valid = w->valid;
+		}
+		t0 = t_start();
+		if (!c.procs) {
+			w->stop = KUNW_STOP_FALLBACK;
+			w->fb_reason = KUNW_FB_NO_PROC;
+		} else if (!h) {
+			w->stop = KUNW_STOP_FALLBACK;
+			w->fb_reason = KUNW_FB_TABLE;
+		} else {
+			bpf_loop(kunw_max_frames + 1, walk_frame, &c, 0);
+		}
+		t_stop(KUNW_T_WALK, t0, 0);
+		if (w->stop == KUNW_STOP_END && !w->other_stack && w->reach > w->sp0) {
+			tp->tid = rec->tid;
+			tp->pid = rec->pid;
+			tp->top = w->reach;
+		}
+		/* the registers (those of the frame handed over, or frame 0's) after the frames, and
+		 * the stack from there */
+		__u64 *regs = NULL;
 		if (w->stop == KUNW_STOP_FALLBACK) {
-			__builtin_memcpy(rec->regs, w->regs, sizeof(rec->regs));
+			regs = w->regs;
 			rec->valid = w->valid;
 			rec->method = w->found_by;
 			rec->flags |= KUNW_F_REGS | (w->is_call ? KUNW_F_IS_CALL : 0);
 		} else if (kunw_verify) {
+			regs = s->regs0;
 			rec->flags |= KUNW_F_REGS | KUNW_F_VERIFY;
 		}
-		if (rec->flags & KUNW_F_REGS) {
+		if (regs) {
 			__u32 words = nk + w->n;
 			if (words > KUNW_MAX_KFRAMES + KUNW_MAX_FRAMES)
 				words = KUNW_MAX_KFRAMES + KUNW_MAX_FRAMES;
-			copy = copy_stack(s, words * 8, rec->regs[KUNW_R_RSP]);
+			__builtin_memcpy(&s->data[words], regs, KUNW_NREGS * 8);
+			t0 = t_start();
+			copy = copy_stack(s, (words + KUNW_NREGS) * 8, regs[KUNW_R_RSP], kunw_verify);
+			t_stop(KUNW_T_COPY, t0, copy);
 		}
 	}
+	t0 = t_start();
 	__u32 nu = w->n;
 	if (nu > KUNW_MAX_FRAMES)
 		nu = KUNW_MAX_FRAMES;
 	rec->nuser = (__u16)nu;
 	rec->stop = w->stop;
 	rec->fb_reason = w->fb_reason;
-	void *p = bpf_map_lookup_elem(&kunw_procs, &w->pid);
-	__u32 zero = 0;
-	struct kunw_map *h = p ? bpf_map_lookup_elem(p, &zero) : NULL;
-	if (h)
-		rec->gen = (__u32)h->end;
 	rec->copy_len = copy;
 	cnt->frames += nu;
 	__u32 stop = w->stop, fb = w->fb_reason;
@@ -742,19 +977,25 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 		cnt->stops[stop]++;
 	if (fb < KUNW_FB__COUNT)
 		cnt->fallbacks[fb]++;
-	__u64 size = sizeof(*rec) + (__u64)(nk + nu) * 8 + copy;
+	__u64 size = sizeof(*rec) + (__u64)(nk + nu + ((rec->flags & KUNW_F_REGS) ? KUNW_NREGS : 0)) * 8 + copy;
 	if (size > sizeof(*rec) + sizeof(s->data))
 		size = sizeof(*rec) + sizeof(s->data);
 	rec->size = (__u32)size;
 	/* Waking the reader costs more than a whole walk (~3.5 us of an interrupt per record on
-	 * this VM): it is woken once the ring holds kunw_wakeup_bytes, and reads at its own pace
-	 * otherwise (kunw_poll's timeout). */
-	__u64 flags = bpf_ringbuf_query(&kunw_ring, BPF_RB_AVAIL_DATA) >= kunw_wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-	                                                                                   : BPF_RB_NO_WAKEUP;
+	 * this VM): it is woken each time this CPU wrote kunw_wakeup_bytes (the loader's share of
+	 * an eighth of the ring), and reads at its own pace otherwise (kunw_poll's timeout). */
+	__u64 flags = BPF_RB_NO_WAKEUP;
+	s->unwoken += size;
+	if (s->unwoken >= kunw_wakeup_bytes) {
+		s->unwoken = 0;
+		flags = BPF_RB_FORCE_WAKEUP;
+	}
 	if (bpf_ringbuf_output(&kunw_ring, rec, size, flags))
 		cnt->lost++;
 	else
 		cnt->records++;
+	t_stop(KUNW_T_OUTPUT, t0, size);
+	t_stop(KUNW_T_ALL, t_all, 0);
 	/* the sample is delivered here, not in perf's buffer */
 	return 0;
 }

@@ -40,10 +40,10 @@
  * then); a malformed SFrame section is not used, as the module cache does not use it. */
 int kunw_code_build(struct unw_tables *t, struct elfv *elf, struct elfv *dbg);
 
-/* A module's table in the program's layout (kunw_abi.h): 64-bit words. */
+/* A module's table in the program's layout (kunw_abi.h): 64-byte lines of 64-bit words. */
 struct kunw_table {
 	uint64_t *words;
-	uint32_t nwords;
+	uint32_t nwords;         /* KUNW_LINE_WORDS a line */
 	uint32_t nrows, nrules, nblocks;
 	/* rows by kind: handed to user space (DWARF expressions, CFA from another register, SFrame
 	 * flexible rows), PLT stubs, signal frames, from SFrame */
@@ -56,8 +56,9 @@ struct kunw_table {
 int kunw_table_build(struct kunw_table *t, const struct unw_code *code);
 void kunw_table_free(struct kunw_table *t);
 /* The rule the program finds at module address rel (KUNW_K_NONE when none), by the same
- * search (for tests). @return false when the table does not hold together. */
-bool kunw_table_find(const struct kunw_table *t, uint64_t rel, struct kunw_rule *out);
+ * search, and the module addresses [*lo, *hi) where the program's cache takes it to hold (for
+ * tests; lo and hi may be NULL). @return false when the table does not hold together. */
+bool kunw_table_find(const struct kunw_table *t, uint64_t rel, struct kunw_rule *out, uint32_t *lo, uint32_t *hi);
 /* Bytes the table takes in its BPF map. */
 static inline uint64_t kunw_table_bytes(const struct kunw_table *t)
 {
@@ -71,7 +72,8 @@ struct kunw_sample {
 	const struct kunw_rec *rec;
 	const uint64_t *kernel;  /* rec->nkernel kernel pcs, innermost first */
 	const uint64_t *user;    /* rec->nuser user frames: pc | method << KUNW_METHOD_SHIFT */
-	const uint8_t *stack;    /* rec->copy_len bytes from rec->regs[KUNW_R_RSP] */
+	const uint64_t *regs;    /* (KUNW_F_REGS, else NULL) KUNW_NREGS registers, DWARF order */
+	const uint8_t *stack;    /* rec->copy_len bytes from regs[KUNW_R_RSP] */
 };
 /* @return 0, or -UW_EFORMAT when the bytes are not a whole record. */
 int kunw_sample_decode(const void *data, size_t size, struct kunw_sample *out);
@@ -113,6 +115,10 @@ struct kunw_opts {
 	 * such update waits for an RCU grace period in the kernel (10-30 ms on a busy machine),
 	 * which a recording loop cannot afford per process. */
 	bool deferred;
+	/* Stage timing (a diagnostic: where the program's time goes, kunw_timing_read). Also set
+	 * by the environment variable UW_KUNW_TIMING=FILE, which has kunw_close append the stages
+	 * to FILE (how a recorder built on this layer is measured without changing it). */
+	bool timing;
 };
 
 /* Opens and loads the program (the verifier runs here). On failure, a message (the end of the
@@ -183,6 +189,10 @@ struct kunw_prog_info {
 	uint64_t switch_run_cnt, switch_run_time_ns; /* the switch-out program's (kunw_opts.switches) */
 };
 int kunw_prog_info(struct kunw *k, struct kunw_prog_info *out);
+/* The stage timing (kunw_opts.timing), summed over CPUs. -ENOENT without timing. */
+int kunw_timing_read(struct kunw *k, struct kunw_timing *out);
 #endif
+/* The stages of t as text lines (what kunw_close writes for UW_KUNW_TIMING). */
+void kunw_timing_print(const struct kunw_timing *t, void *file);
 
 #endif

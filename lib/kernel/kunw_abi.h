@@ -21,10 +21,12 @@
 #define KUNW_MAX_KFRAMES 128   /* kernel callchain entries (perf's default is 127) */
 #define KUNW_COPY_MAX 32768    /* stack bytes handed over for user space to finish a stack */
 #define KUNW_PROC_MAPS 8191    /* executable mappings per process */
-#define KUNW_CACHE_SLOTS 512   /* per-CPU cache of rules by (module, pc) */
+#define KUNW_CACHE_SLOTS 1024  /* per-CPU cache of rows by (module, 16 bytes of code) */
 #define KUNW_NREGS 17          /* DWARF 0..16 */
-#define KUNW_BLOCK_SHIFT 10    /* rows' block index: one entry per 1 KiB of code */
-#define KUNW_SEARCH_STEPS 11   /* rows in one block's search span <= 1025 (distinct pcs) */
+#define KUNW_BLOCK_SHIFT 8     /* rows' block index: one entry per 256 bytes of code */
+#define KUNW_LINE_WORDS 8      /* a table is an array of 64-byte lines */
+#define KUNW_INDEX_PER_LINE 15 /* block entries per index line (a 16th repeats the next line's first) */
+#define KUNW_SEARCH_STEPS 9    /* rows in one block's search span <= 257 (distinct pcs) */
 #define KUNW_MAP_STEPS 13      /* log2(KUNW_PROC_MAPS + 1) */
 
 /* DWARF register numbers the walk uses */
@@ -40,20 +42,32 @@
  * by start, not overlapping. The module-relative address of pc in a mapping is
  * pc - start + rel_start (rel_start: the module address the mapping's first byte holds). */
 #define KUNW_MODULE_ANON 0u  /* executable memory without a module (JIT): frame pointers only */
+#define KUNW_MODULE_NONE 0xffffffffu /* a module whose table is not loaded */
 struct kunw_map {
 	__u64 start, end;
-	__u32 module;        /* id of the module's table (kunw_modules), or KUNW_MODULE_ANON */
+	__u32 module;        /* the module's table: its slot in kunw_modules (the low kunw_slot_bits)
+	                      * and a tag the table's header repeats (the slot's loads told apart);
+	                      * KUNW_MODULE_ANON, or KUNW_MODULE_NONE. User space names modules by
+	                      * id; the loader writes these. */
 	__u32 rel_start;
 };
 
-/* ---- per-module tables: hash of maps, module id -> an array of 64-bit words:
- *   word 0          span << 32 | base      rows cover module addresses [base, base + span)
- *   word 1          rows_at << 32 | rules_at   (word indexes)
- *   word 2...       nblocks + 1 u32, two per word (low half first): block[b] is the first row
- *                   whose pc >= base + (b << KUNW_BLOCK_SHIFT)
- *   rules_at...     the module's distinct rules, struct kunw_rule, two words each
- *   rows_at...      rule index << 32 | (pc - base), ascending pc; a row holds until the next
+/* ---- per-module tables: array of maps, slot -> an array of 64-byte lines (struct kunw_line),
+ * so that a lookup brings a cache line (a search takes four or five):
+ *   line 0          w[0] = span << 32 | base   rows cover module addresses [base, base + span)
+ *                   w[1] = rows_at << 32 | rules_at, w[2] = nrows << 32 | index_at (line
+ *                   indexes), w[3] = the module value its mappings carry (kunw_map.module)
+ *   index_at...     u32 block[b], the first row whose pc >= base + (b << KUNW_BLOCK_SHIFT), for
+ *                   b in 0..nblocks: KUNW_INDEX_PER_LINE a line (half-word i of line L is
+ *                   block[15 L + i], low half first), the 16th half-word repeating block[15 (L + 1)]
+ *                   so that block[b + 1] is in block[b]'s line
+ *   rules_at...     the module's distinct rules, struct kunw_rule, four a line
+ *   rows_at...      rule index << 32 | (pc - base), ascending pc, eight a line; a row holds until
+ *                   the next
  */
+struct kunw_line {
+	__u64 w[KUNW_LINE_WORDS];
+};
 
 /* Rule kinds. A rule says how to find the caller's registers from a frame's. */
 enum {
@@ -149,15 +163,16 @@ struct kunw_rec {
 	__u8 fb_reason;      /* (KUNW_STOP_FALLBACK) KUNW_FB_* */
 	__u32 pid, tid;
 	__u32 cpu;
-	__u32 copy_len;      /* stack bytes after the frames, from regs[KUNW_R_RSP] up */
+	__u32 copy_len;      /* stack bytes after the registers, from regs[KUNW_R_RSP] up */
 	__u32 gen;           /* the process's mapping generation the walk used */
 	__u32 valid;         /* (KUNW_F_REGS) valid registers, bit per DWARF number */
 	__u32 kind;          /* KUNW_KIND_*: which entry program wrote it (kunw_attach,
 	                      * kunw_attach_switch) */
 	__u64 time;          /* CLOCK_MONOTONIC, ns (bpf_ktime_get_ns) */
 	__u64 period;
-	__u64 regs[KUNW_NREGS]; /* (KUNW_F_REGS) DWARF order */
-	/* followed by __u64 kernel[nkernel], __u64 user[nuser], __u8 stack[copy_len] */
+	/* followed by __u64 kernel[nkernel], __u64 user[nuser], and with KUNW_F_REGS
+	 * __u64 regs[KUNW_NREGS] (DWARF order) and __u8 stack[copy_len] (from regs[KUNW_R_RSP]
+	 * up): a record without them is 56 bytes and its frames */
 };
 
 /* ---- counters (per-CPU array, one element): what the program did */
@@ -169,6 +184,28 @@ struct kunw_counters {
 	__u64 cache_hits, cache_misses;
 	__u64 stops[KUNW_STOP__COUNT];
 	__u64 fallbacks[KUNW_FB__COUNT];
+};
+
+/* ---- (kunw_opts.timing, a diagnostic) where the program's time goes: nanoseconds, counts and
+ * bytes per stage, per-CPU array, one element. Nested stages include their inner stages and the
+ * clock reads those take (KUNW_T_CLOCK: the cost of one pair of reads, to subtract). */
+enum {
+	KUNW_T_ALL = 0,      /* the whole sample, from the program's start to its end */
+	KUNW_T_KSTACK,       /* bpf_get_stack: the kernel callchain */
+	KUNW_T_REGS,         /* the user registers */
+	KUNW_T_WALK,         /* the walk (bpf_loop), stages below included */
+	KUNW_T_MAP,          /* mapping searches (a pc outside the walk's last interval) */
+	KUNW_T_RULE,         /* rule searches in a table (rule cache misses) */
+	KUNW_T_READ,         /* the walk's reads of the stack (bytes: bytes read) */
+	KUNW_T_COPY,         /* the hand-over's stack copy (bytes: bytes copied) */
+	KUNW_T_OUTPUT,       /* the record's end: generation, counters, ring buffer (bytes: record) */
+	KUNW_T_CLOCK,        /* a pair of clock reads back to back */
+	KUNW_T__COUNT
+};
+struct kunw_timing {
+	__u64 ns[KUNW_T__COUNT];
+	__u64 n[KUNW_T__COUNT];
+	__u64 bytes[KUNW_T__COUNT];
 };
 
 #endif

@@ -4,10 +4,18 @@
  * data, attaching it to perf events, feeding its maps and reading its ring buffer.
  *
  * Each process's mappings and each module's table is a BPF array map of its own, inserted into
- * a hash of maps (BPF_F_INNER_MAP lets each be sized to its content): an update builds the new
+ * a map of maps (BPF_F_INNER_MAP lets each be sized to its content): an update builds the new
  * array whole and swaps it in with one map update, so a walk on another CPU sees the old array
  * or the new one, never half of each, and the kernel frees the old one after the walks that
  * hold it (RCU). Memory is counted per map from the kernel's own figure (fdinfo's memlock).
+ *
+ * Processes are keyed by pid (a hash of maps); tables by a slot (an array of maps, whose lookup
+ * the program makes without hashing). The caller names modules by id; a table gets a free slot
+ * when added and a tag, the slot's count of loads, and the value slot | tag << slot_bits is
+ * what the mappings carry (kunw_proc_set writes it) and what the table's header repeats: a walk
+ * with mappings older than a slot's reuse finds another tag there and hands the stack over. The
+ * program's rule cache is keyed by that value, which is never the same for two loads (until a
+ * slot's tag wraps: 2^(32 - slot_bits) loads of one slot).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -59,11 +67,17 @@ struct kunw {
 	struct base_vec links;     /* struct bpf_link * */
 	struct base_map procs;     /* pid -> bytes held */
 	struct base_map modules;   /* id -> bytes held */
+	struct base_map modval;    /* id -> its module value (kunw_map.module) */
+	uint32_t *slot_tag;        /* per slot: its loads so far */
+	uint32_t *free_slots, nfree;
+	unsigned slot_bits;
 	uint64_t bytes, max_bytes;
 	unsigned max_procs, max_modules;
 	uint32_t gen;
 	int ncpus;
 	bool switches;             /* kunw_switch loaded */
+	bool timing;               /* stage timing on */
+	char *timing_file;         /* (UW_KUNW_TIMING) where kunw_close writes the stages */
 	kunw_sample_fn fn;
 	void *fn_ctx;
 	int fn_ret;
@@ -153,6 +167,7 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 	k->links = BASE_VEC_INIT(struct bpf_link *);
 	base_map_init(&k->procs);
 	base_map_init(&k->modules);
+	base_map_init(&k->modval);
 	pthread_mutex_init(&k->c.mu, NULL);
 	pthread_cond_init(&k->c.cv, NULL);
 	pthread_cond_init(&k->c.idle, NULL);
@@ -161,6 +176,16 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 	k->max_modules = o.max_modules;
 	k->ncpus = ncpus;
 	int e = 0;
+	while ((1u << k->slot_bits) < o.max_modules)
+		k->slot_bits++;
+	k->slot_tag = calloc(o.max_modules, sizeof(*k->slot_tag));
+	k->free_slots = malloc(o.max_modules * sizeof(*k->free_slots));
+	if (!k->slot_tag || !k->free_slots || k->slot_bits > 20) {
+		e = set_err(err, errlen, k->slot_bits > 20 ? -EINVAL : -ENOMEM, "kernel unwinding");
+		goto fail;
+	}
+	for (unsigned i = 0; i < o.max_modules; i++)
+		k->free_slots[k->nfree++] = o.max_modules - 1 - i;
 	k->skel = kunw_bpf__open();
 	if (!k->skel) {
 		e = set_err(err, errlen, -errno, "opening the BPF object");
@@ -170,9 +195,17 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 	s->rodata->kunw_max_frames = o.max_frames;
 	s->rodata->kunw_copy_bytes = o.copy_bytes;
 	s->rodata->kunw_verify = o.verify;
+	const char *tf = getenv("UW_KUNW_TIMING");
+	if (tf && *tf && !(k->timing_file = strdup(tf))) {
+		e = set_err(err, errlen, -ENOMEM, "kernel unwinding");
+		goto fail;
+	}
+	k->timing = o.timing || k->timing_file;
+	s->rodata->kunw_timing = k->timing;
+	s->rodata->kunw_slot_mask = (1u << k->slot_bits) - 1;
 	bpf_program__set_autoload(s->progs.kunw_switch, o.switches);
 	k->switches = o.switches;
-	s->rodata->kunw_wakeup_bytes = o.ring_bytes / 8;
+	s->rodata->kunw_wakeup_bytes = o.ring_bytes / 8 / (unsigned)ncpus;
 	if ((e = bpf_map__set_max_entries(s->maps.kunw_scratch, (uint32_t)ncpus)) ||
 	    (e = bpf_map__set_max_entries(s->maps.kunw_ring, o.ring_bytes)) ||
 	    (e = bpf_map__set_max_entries(s->maps.kunw_procs, o.max_procs)) ||
@@ -211,6 +244,15 @@ void kunw_close(struct kunw *k)
 {
 	if (!k)
 		return;
+	struct kunw_timing t;
+	if (k->timing_file && !kunw_timing_read(k, &t)) {
+		FILE *f = fopen(k->timing_file, "ae");
+		if (f) {
+			kunw_timing_print(&t, f);
+			fclose(f);
+		}
+	}
+	free(k->timing_file);
 	if (k->c.started) {
 		pthread_mutex_lock(&k->c.mu);
 		k->c.stop = true;
@@ -236,6 +278,9 @@ void kunw_close(struct kunw *k)
 	kunw_bpf__destroy(k->skel);
 	base_map_free(&k->procs);
 	base_map_free(&k->modules);
+	base_map_free(&k->modval);
+	free(k->slot_tag);
+	free(k->free_slots);
 	free(k);
 }
 
@@ -460,8 +505,9 @@ static uint64_t map_bytes(int fd, uint64_t fallback)
 	return m && sscanf(m, "memlock: %" SCNu64, &v) == 1 && v ? v : fallback;
 }
 
-/* A frozen array map holding n values of size vsize, as the inner maps' template wants. */
-static int inner_map(const char *name, uint32_t vsize, uint32_t n, const void *values, int *out)
+/* A frozen array map holding n values of size vsize, as the inner maps' template wants (first,
+ * when not NULL, in place of the first value). */
+static int inner_map(const char *name, uint32_t vsize, uint32_t n, const void *values, const void *first, int *out)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_INNER_MAP);
 	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, name, sizeof(uint32_t), vsize, n, &mo);
@@ -478,6 +524,9 @@ static int inner_map(const char *name, uint32_t vsize, uint32_t n, const void *v
 			e = -errno;
 		at += count;
 	}
+	uint32_t zero = 0;
+	if (!e && first && n && bpf_map_update_elem(fd, &zero, first, BPF_ANY))
+		e = -errno;
 	free(keys);
 	if (!e && bpf_map_freeze(fd))
 		e = -errno;
@@ -508,6 +557,10 @@ int kunw_proc_set(struct kunw *k, uint32_t pid, const struct kunw_map *maps, uns
 	for (unsigned i = 1; i <= n && !e; i++)
 		if (v[i].start >= v[i].end || (i > 1 && v[i].start < v[i - 1].end))
 			e = -EINVAL;
+	for (unsigned i = 1; i <= n; i++)
+		if (v[i].module != KUNW_MODULE_ANON)
+			v[i].module = base_map_has(&k->modval, v[i].module) ? (uint32_t)(uintptr_t)base_map_get(&k->modval, v[i].module)
+			                                                    : KUNW_MODULE_NONE;
 	v[0] = (struct kunw_map){ .start = n, .end = ++k->gen };
 	bool known = base_map_has(&k->procs, pid);
 	uint64_t old = (uintptr_t)base_map_get(&k->procs, pid);
@@ -516,7 +569,7 @@ int kunw_proc_set(struct kunw *k, uint32_t pid, const struct kunw_map *maps, uns
 		e = -ENOSPC;
 	int fd = -1;
 	if (!e)
-		e = inner_map("kunw_proc", sizeof(*v), n + 1, v, &fd);
+		e = inner_map("kunw_proc", sizeof(*v), n + 1, v, NULL, &fd);
 	free(v);
 	if (e)
 		return e;
@@ -551,22 +604,37 @@ int kunw_ring_fd(const struct kunw *k)
 
 int kunw_module_add(struct kunw *k, uint32_t id, const struct kunw_table *t)
 {
-	if (!id || !t->nwords)
+	if (!id || !t->nwords || t->nwords % KUNW_LINE_WORDS)
 		return -EINVAL;
 	if (base_map_has(&k->modules, id))
 		return -EEXIST;
 	uint64_t est = kunw_table_bytes(t);
-	if (k->bytes + est > k->max_bytes || k->modules.len >= k->max_modules)
+	if (k->bytes + est > k->max_bytes || k->modules.len >= k->max_modules || !k->nfree)
 		return -ENOSPC;
-	int fd, e = inner_map("kunw_table", sizeof(uint64_t), t->nwords, t->words, &fd);
+	/* a slot and its next tag (never 0: the value is never KUNW_MODULE_ANON; never all ones:
+	 * never KUNW_MODULE_NONE) */
+	uint32_t slot = k->free_slots[k->nfree - 1];
+	uint64_t tags = 1ull << (32 - k->slot_bits);
+	uint32_t tag = (uint32_t)(k->slot_tag[slot] % (tags - 2) + 1);
+	uint32_t value = slot | tag << k->slot_bits;
+	struct kunw_line head;
+	memcpy(&head, t->words, sizeof(head));
+	head.w[3] = value;
+	int fd, e = inner_map("kunw_table", sizeof(struct kunw_line), t->nwords / KUNW_LINE_WORDS, t->words, &head, &fd);
 	if (e)
 		return e;
 	uint64_t bytes = map_bytes(fd, est);
-	e = swap(k, true, id, fd, BPF_NOEXIST);
+	e = swap(k, true, slot, fd, BPF_ANY);
 	if (e)
 		return e == -E2BIG ? -ENOSPC : e;
-	if (base_map_put(&k->modules, id, (void *)(uintptr_t)bytes))
+	if (base_map_put(&k->modules, id, (void *)(uintptr_t)bytes) ||
+	    base_map_put(&k->modval, id, (void *)(uintptr_t)value)) {
+		base_map_del(&k->modules, id);
+		swap(k, true, slot, -1, 0);
 		return -ENOMEM;
+	}
+	k->nfree--;
+	k->slot_tag[slot] = tag;
 	k->bytes += bytes;
 	return 0;
 }
@@ -576,7 +644,9 @@ int kunw_module_drop(struct kunw *k, uint32_t id)
 	if (!base_map_has(&k->modules, id))
 		return -ENOENT;
 	k->bytes -= (uintptr_t)base_map_del(&k->modules, id);
-	return swap(k, true, id, -1, 0);
+	uint32_t slot = (uint32_t)(uintptr_t)base_map_del(&k->modval, id) & ((1u << k->slot_bits) - 1);
+	k->free_slots[k->nfree++] = slot;
+	return swap(k, true, slot, -1, 0);
 }
 
 uint64_t kunw_bytes(const struct kunw *k)
@@ -653,4 +723,24 @@ int kunw_prog_info(struct kunw *k, struct kunw_prog_info *out)
 		out->switch_run_time_ns = info.run_time_ns;
 	}
 	return 0;
+}
+
+int kunw_timing_read(struct kunw *k, struct kunw_timing *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!k->timing)
+		return -ENOENT;
+	struct kunw_timing *v = calloc((size_t)k->ncpus, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	uint32_t zero = 0;
+	int e = bpf_map_lookup_elem(bpf_map__fd(k->skel->maps.kunw_times), &zero, v) ? -errno : 0;
+	for (int c = 0; !e && c < k->ncpus; c++) {
+		const uint64_t *src = (const uint64_t *)&v[c];
+		uint64_t *dst = (uint64_t *)out;
+		for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+			dst[i] += src[i];
+	}
+	free(v);
+	return e;
 }

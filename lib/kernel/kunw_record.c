@@ -6,21 +6,26 @@
  * on from that frame exactly as it unwinds a perf sample's stack copy.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 
 #include "kernel/kunw.h"
 
 int kunw_sample_decode(const void *data, size_t size, struct kunw_sample *out)
 {
 	const struct kunw_rec *r = data;
-	if (size < sizeof(*r) || r->size > size || r->nkernel > KUNW_MAX_KFRAMES || r->nuser > KUNW_MAX_FRAMES ||
-	    r->copy_len > KUNW_COPY_MAX ||
-	    sizeof(*r) + ((size_t)r->nkernel + r->nuser) * 8 + r->copy_len != r->size)
+	if (size < sizeof(*r))
+		return -UW_EFORMAT;
+	size_t nregs = (r->flags & KUNW_F_REGS) ? KUNW_NREGS : 0;
+	if (r->size > size || r->nkernel > KUNW_MAX_KFRAMES || r->nuser > KUNW_MAX_FRAMES || r->copy_len > KUNW_COPY_MAX ||
+	    (!nregs && r->copy_len) || sizeof(*r) + ((size_t)r->nkernel + r->nuser + nregs) * 8 + r->copy_len != r->size)
 		return -UW_EFORMAT;
 	const uint8_t *p = (const uint8_t *)data + sizeof(*r);
 	out->rec = r;
 	out->kernel = (const uint64_t *)p;
 	out->user = out->kernel + r->nkernel;
-	out->stack = (const uint8_t *)(out->user + r->nuser);
+	out->regs = nregs ? out->user + r->nuser : NULL;
+	out->stack = (const uint8_t *)(out->user + r->nuser + nregs);
 	return 0;
 }
 
@@ -38,15 +43,15 @@ enum uw_stop_reason kunw_stop_reason(unsigned kunw_stop)
 	}
 }
 
-/* The record's registers and stack copy, as unw_run takes them. */
+/* The record's registers and stack copy (KUNW_F_REGS), as unw_run takes them. */
 static void regs_of(const struct kunw_sample *s, struct unw_regs *regs, struct unw_stack *stk)
 {
 	const struct kunw_rec *r = s->rec;
 	memset(regs, 0, sizeof(*regs));
 	for (unsigned i = 0; i < KUNW_NREGS && i < UNW_MAX_REGS; i++)
-		regs->r[i] = r->regs[i];
+		regs->r[i] = s->regs[i];
 	regs->valid = r->valid & ((1u << UNW_MAX_REGS) - 1);
-	*stk = (struct unw_stack){ r->regs[KUNW_R_RSP], s->stack, r->copy_len, NULL, NULL };
+	*stk = (struct unw_stack){ s->regs[KUNW_R_RSP], s->stack, r->copy_len, NULL, NULL };
 }
 
 void kunw_unwind_copy(const struct kunw_sample *s, const struct unw_opts *opts, unw_find_fn find, void *find_ctx,
@@ -56,7 +61,7 @@ void kunw_unwind_copy(const struct kunw_sample *s, const struct unw_opts *opts, 
 	struct unw_stack stk;
 	struct unw_opts o = *opts;
 	memset(res, 0, sizeof(*res));
-	if (!(s->rec->flags & KUNW_F_REGS)) {
+	if (!s->regs) {
 		res->stop = UW_STOP_NO_REGS;
 		return;
 	}
@@ -98,7 +103,7 @@ void kunw_finish(const struct kunw_sample *s, const struct unw_opts *opts, unw_f
 	if (r->stop != KUNW_STOP_FALLBACK)
 		return;
 	struct unw_result ur;
-	if (!(r->flags & KUNW_F_REGS) || (r->flags & KUNW_F_VERIFY) || n >= cap) {
+	if (!s->regs || (r->flags & KUNW_F_VERIFY) || n >= cap) {
 		res->stop = n >= cap ? UW_STOP_MAX_FRAMES : UW_STOP_UNKNOWN;
 		return;
 	}
@@ -106,4 +111,27 @@ void kunw_finish(const struct kunw_sample *s, const struct unw_opts *opts, unw_f
 	res->n = n + ur.n;
 	res->stop = ur.stop;
 	res->finished = true;
+}
+
+void kunw_timing_print(const struct kunw_timing *t, void *file)
+{
+	static const char *const names[KUNW_T__COUNT] = {
+		"sample", "kernel callchain", "user registers", "walk", "  mapping searches", "  rule searches",
+		"  stack reads", "hand-over copy", "record output", "clock pair",
+	};
+	FILE *f = file;
+	uint64_t samples = t->n[KUNW_T_ALL];
+	fprintf(f, "kernel unwinding stages: %" PRIu64 " samples (ns per sample; per call; calls and bytes per "
+	           "sample; stages include the clock reads of stages inside them)\n",
+	        samples);
+	for (unsigned i = 0; i < KUNW_T__COUNT; i++) {
+		if (!t->n[i])
+			continue;
+		double per = samples ? (double)t->ns[i] / (double)samples : 0;
+		fprintf(f, "  %-20s %9.1f ns/sample %8.1f ns/call %7.2f calls/sample", names[i], per,
+		        (double)t->ns[i] / (double)t->n[i], samples ? (double)t->n[i] / (double)samples : 0);
+		if (t->bytes[i])
+			fprintf(f, " %9.1f bytes/sample", samples ? (double)t->bytes[i] / (double)samples : 0);
+		fprintf(f, "\n");
+	}
 }

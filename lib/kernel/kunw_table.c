@@ -264,15 +264,16 @@ struct row {
 	uint32_t rule;
 };
 
-/* Lays out the table's words (kunw_abi.h) from its rows and rules. */
+/* Lays out the table's lines (kunw_abi.h) from its rows and rules. */
 static int lay_out(struct kunw_table *t, const struct row *rows, size_t n, const struct rules *rs)
 {
 	uint64_t base = n ? rows[0].pc : 0, span = n ? rows[n - 1].pc - base + 1 : 0;
 	if (base + span > UINT32_MAX || n > INT32_MAX)
 		return -UW_ELIMIT;
 	uint64_t nblocks = span ? ((span - 1) >> KUNW_BLOCK_SHIFT) + 1 : 0;
-	uint64_t blocks_words = (nblocks + 2) / 2, rules_at = 2 + blocks_words, rows_at = rules_at + 2 * rs->v.len;
-	uint64_t nwords = rows_at + n;
+	uint64_t index_at = 1, index_lines = nblocks / KUNW_INDEX_PER_LINE + 1;
+	uint64_t rules_at = index_at + index_lines, rows_at = rules_at + (rs->v.len + 3) / 4;
+	uint64_t nlines = rows_at + (n + 7) / 8, nwords = nlines * KUNW_LINE_WORDS;
 	if (nwords > INT32_MAX)
 		return -UW_ELIMIT;
 	uint64_t *w = calloc(nwords, sizeof(*w));
@@ -280,17 +281,24 @@ static int lay_out(struct kunw_table *t, const struct row *rows, size_t n, const
 		return -ENOMEM;
 	w[0] = span << 32 | base;
 	w[1] = rows_at << 32 | rules_at;
-	/* block[b]: the first row at or after base + (b << shift), for b in 0..nblocks */
+	w[2] = (uint64_t)n << 32 | index_at;
+	/* block[b]: the first row at or after base + (b << shift), for b in 0..nblocks; each line's
+	 * 16th half-word repeats the next line's first (n beyond the last block) */
+	uint32_t *half = (uint32_t *)(w + index_at * KUNW_LINE_WORDS);
 	size_t row = 0;
-	for (uint64_t b = 0; b <= nblocks; b++) {
+	for (uint64_t b = 0; b < (index_lines + 1) * KUNW_INDEX_PER_LINE; b++) {
 		uint64_t start = base + (b << KUNW_BLOCK_SHIFT);
 		while (row < n && rows[row].pc < start)
 			row++;
-		w[2 + b / 2] |= (uint64_t)row << (32 * (b & 1));
+		uint64_t line = b / KUNW_INDEX_PER_LINE, at = b % KUNW_INDEX_PER_LINE;
+		if (line < index_lines)
+			half[line * 2 * KUNW_LINE_WORDS + at] = (uint32_t)row;
+		if (at == 0 && line > 0)
+			half[(line - 1) * 2 * KUNW_LINE_WORDS + KUNW_INDEX_PER_LINE] = (uint32_t)row;
 	}
-	memcpy(&w[rules_at], rs->v.data, rs->v.len * sizeof(struct kunw_rule));
+	memcpy(&w[rules_at * KUNW_LINE_WORDS], rs->v.data, rs->v.len * sizeof(struct kunw_rule));
 	for (size_t i = 0; i < n; i++)
-		w[rows_at + i] = (uint64_t)rows[i].rule << 32 | (rows[i].pc - base);
+		w[rows_at * KUNW_LINE_WORDS + i] = (uint64_t)rows[i].rule << 32 | (rows[i].pc - base);
 	t->words = w;
 	t->nwords = (uint32_t)nwords;
 	t->nrows = (uint32_t)n;
@@ -360,56 +368,68 @@ void kunw_table_free(struct kunw_table *t)
 
 /* ---------------------------------------------------------------- the program's search */
 
-static bool word(const struct kunw_table *t, uint64_t i, uint64_t *v)
+static const uint64_t *line_at(const struct kunw_table *t, uint64_t l)
 {
-	if (i >= t->nwords)
-		return false;
-	*v = t->words[i];
-	return true;
-}
-
-static bool block_at(const struct kunw_table *t, uint32_t b, uint32_t *v)
-{
-	uint64_t x;
-	if (!word(t, 2 + (b >> 1), &x))
-		return false;
-	*v = (b & 1) ? (uint32_t)(x >> 32) : (uint32_t)x;
-	return true;
+	return (l + 1) * KUNW_LINE_WORDS <= t->nwords ? t->words + l * KUNW_LINE_WORDS : NULL;
 }
 
 /* kunw.bpf.c's kunw_search_rule, step for step (the same bounds) */
-bool kunw_table_find(const struct kunw_table *t, uint64_t rel, struct kunw_rule *out)
+bool kunw_table_find(const struct kunw_table *t, uint64_t rel, struct kunw_rule *out, uint32_t *lo_out,
+                     uint32_t *hi_out)
 {
-	uint64_t h0, h1, row, r[2];
 	memset(out, 0, sizeof(*out));
-	if (!word(t, 0, &h0) || !word(t, 1, &h1))
+	uint32_t dummy[2];
+	lo_out = lo_out ? lo_out : &dummy[0];
+	hi_out = hi_out ? hi_out : &dummy[1];
+	*lo_out = (uint32_t)rel;
+	*hi_out = (uint32_t)rel + 1;
+	const uint64_t *h = line_at(t, 0), *x, *cur = NULL;
+	if (!h)
 		return false;
-	uint32_t base = (uint32_t)h0, span = (uint32_t)(h0 >> 32);
-	uint32_t rules_at = (uint32_t)h1, rows_at = (uint32_t)(h1 >> 32);
-	if (rel >> 32 || rel < base || rel - base >= span)
+	if (rel >> 32)
 		return true;
-	uint32_t off = (uint32_t)(rel - base), b = off >> KUNW_BLOCK_SHIFT, lo, hi;
-	if (!block_at(t, b, &lo) || !block_at(t, b + 1, &hi))
+	uint32_t base = (uint32_t)h[0], span = (uint32_t)(h[0] >> 32);
+	uint32_t rules_at = (uint32_t)h[1], rows_at = (uint32_t)(h[1] >> 32);
+	uint32_t index_at = (uint32_t)h[2], nrows = (uint32_t)(h[2] >> 32);
+	if (rel < base || rel - base >= span)
+		return true;
+	uint32_t off = (uint32_t)(rel - base), b = off >> KUNW_BLOCK_SHIFT;
+	uint32_t i = b % KUNW_INDEX_PER_LINE;
+	if (!(x = line_at(t, (uint64_t)index_at + b / KUNW_INDEX_PER_LINE)))
 		return false;
+	const uint32_t *half = (const uint32_t *)x;
+	uint32_t lo = half[i], hi = half[i + 1], have = UINT32_MAX;
+	/* the row in force is in [block[b] - 1, block[b + 1] - 1]: pc(lo) <= off < pc(hi) */
 	lo = lo ? lo - 1 : 0;
 	if (hi <= lo)
 		hi = lo + 1;
-	for (int i = 0; i < KUNW_SEARCH_STEPS && hi - lo > 1; i++) {
+	for (int p = 0; p < KUNW_SEARCH_STEPS && hi - lo > 1; p++) {
 		uint32_t mid = lo + ((hi - lo) >> 1);
-		if (!word(t, (uint64_t)rows_at + mid, &row))
-			return false;
-		if ((uint32_t)row <= off)
+		if (!cur || (mid >> 3) != have) {
+			if (!(cur = line_at(t, (uint64_t)rows_at + (mid >> 3))))
+				return false;
+			have = mid >> 3;
+		}
+		if ((uint32_t)cur[mid & 7] <= off)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	if (hi - lo > 1 || !word(t, (uint64_t)rows_at + lo, &row))
+	if (hi - lo > 1 || lo >= nrows)
 		return false;
+	if ((!cur || have != lo >> 3) && !(cur = line_at(t, (uint64_t)rows_at + (lo >> 3))))
+		return false;
+	uint64_t row = cur[lo & 7];
 	if ((uint32_t)row > off)
 		return true;
 	uint64_t ri = row >> 32;
-	if (!word(t, rules_at + 2 * ri, &r[0]) || !word(t, rules_at + 2 * ri + 1, &r[1]))
+	const uint64_t *r = line_at(t, rules_at + (ri >> 2));
+	if (!r)
 		return false;
-	memcpy(out, r, sizeof(*out));
+	memcpy(out, r + (ri & 3) * 2, sizeof(*out));
+	/* the row holds from its pc to the next row's; that one is known in this line, else only
+	 * the pc asked for is vouched for */
+	*lo_out = base + (uint32_t)row;
+	*hi_out = (lo & 7) != 7 && lo + 1 < nrows ? base + (uint32_t)cur[(lo + 1) & 7] : (uint32_t)rel + 1;
 	return true;
 }

@@ -6,8 +6,9 @@
  * thread must give the same frames beyond frame 0, and those are known:
  *   spin, recurse x DEPTH, main or worker, then libc's and _start's frames to the root.
  *
- *   kunwcheck PROGRAM [--depth N] [--samples N] [--copy-check] [--fallback]
+ *   kunwcheck PROGRAM [--depth N] [--samples N] [--copy-check] [--fallback] [--timing]
  *   kunwcheck --pid PID [--samples N] [--copy-check] [--min-root PERCENT] [--min-kernel PERCENT]
+ *             [--timing]
  *
  * With --pid, a running process of any shape: the rows and verify phases without an expected
  * stack (the share reaching a root, frames per sample, the run time, and lib/unwind's agreement
@@ -22,7 +23,8 @@
  *             program's, frame for frame, as far as the copy reaches;
  *   fallback  (--fallback) libc's table dropped: every walk reaches libc and is handed to user
  *             space, which must finish it with the same frames as the rows phase.
- * Exit status 0 when every check holds; each failure says why.
+ * --timing prints where the program's time went, stage by stage (kunw_opts.timing), after each
+ * phase. Exit status 0 when every check holds; each failure says why.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -520,6 +522,9 @@ static int run_phase(const char *name, struct check *c, const struct kunw_opts *
 		printf("%s: run time %.0f ns per sample (%" PRIu64 " runs, %" PRIu64 " ns)\n", name,
 		       (double)pi.run_time_ns / (double)pi.run_cnt, pi.run_cnt, pi.run_time_ns);
 	printf("%s: map bytes %" PRIu64 " (tables and mappings, the kernel's count)\n", name, kunw_bytes(k));
+	struct kunw_timing tm;
+	if (ko->timing && kunw_timing_read(k, &tm) == 0)
+		kunw_timing_print(&tm, stdout);
 out:
 	if (stats_fd >= 0)
 		close(stats_fd);
@@ -569,9 +574,9 @@ static void report(const char *name, struct check *c)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: kunwcheck PROGRAM [--depth N] [--samples N] [--copy-check] [--fallback]\n"
+	fprintf(stderr, "usage: kunwcheck PROGRAM [--depth N] [--samples N] [--copy-check] [--fallback] [--timing]\n"
 	                "       kunwcheck --pid PID [--samples N] [--copy-check] [--min-root PERCENT]\n"
-	                "                 [--min-kernel PERCENT]\n");
+	                "                 [--min-kernel PERCENT] [--timing]\n");
 	exit(2);
 }
 
@@ -582,7 +587,7 @@ int main(int argc, char **argv)
 	const char *prog = NULL;
 	int depth = 200, attach = 0;
 	unsigned want = 2000, min_root = 0, min_kernel = 0;
-	bool copy = false, fallback = false;
+	bool copy = false, fallback = false, timing = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--depth") && i + 1 < argc)
 			depth = atoi(argv[++i]);
@@ -598,6 +603,8 @@ int main(int argc, char **argv)
 			copy = true;
 		else if (!strcmp(argv[i], "--fallback"))
 			fallback = true;
+		else if (!strcmp(argv[i], "--timing"))
+			timing = true;
 		else if (argv[i][0] != '-' && !prog)
 			prog = argv[i];
 		else
@@ -669,7 +676,7 @@ int main(int argc, char **argv)
 	}
 	/* every phase's samples must have the frames of the first good one */
 	static struct ref ref;
-	struct kunw_opts ko = { .max_frames = KUNW_MAX_FRAMES };
+	struct kunw_opts ko = { .max_frames = KUNW_MAX_FRAMES, .timing = timing };
 	if (!e && !failures) {
 		c = (struct check){ .sp = &sp, .ref = &ref, .depth = depth, .want = want, .any = attach != 0,
 			            .min_root = min_root, .min_kernel = min_kernel };

@@ -77,13 +77,21 @@ static void check_file(const char *path, struct kinds *kinds)
 	assert_true(lo < hi);
 	lo = lo > 4096 ? lo - 4096 : 0;
 	for (uint64_t pc = lo; pc < hi + 4096; pc++) {
-		struct kunw_rule k;
-		assert_true(kunw_table_find(&t, pc, &k));
+		struct kunw_rule k, got;
+		uint32_t a, z;
+		assert_true(kunw_table_find(&t, pc, &k, &a, &z));
 		expect_rule(&c.code, pc, &k, kinds);
+		/* the extent the program's cache keeps the rule for: the same rule at both ends */
+		assert_true(a <= pc && pc < z);
+		assert_true(kunw_table_find(&t, a, &got, NULL, NULL));
+		assert_memory_equal(&got, &k, sizeof(k));
+		assert_true(kunw_table_find(&t, z - 1, &got, NULL, NULL));
+		assert_memory_equal(&got, &k, sizeof(k));
 	}
-	/* 8 bytes a row, the rules deduplicated */
+	/* 8 bytes a row, the rules deduplicated, in 64-byte lines */
 	assert_true(t.nrules < t.nrows || t.nrows < 4);
-	assert_true(kunw_table_bytes(&t) < (uint64_t)t.nrows * 8 + (uint64_t)t.nrules * 16 + t.nblocks * 4 + 64);
+	assert_true(kunw_table_bytes(&t) <= (uint64_t)t.nrows * 8 + (uint64_t)t.nrules * 16 +
+	                                        ((uint64_t)t.nblocks / KUNW_INDEX_PER_LINE + 1) * 64 + 3 * 64);
 	kunw_table_free(&t);
 	unw_tables_free(&c);
 	elfv_close(v);
@@ -150,12 +158,22 @@ static void test_decode(void **state)
 	memset(REC, 0, sizeof(REC));
 	r->nkernel = 2;
 	r->nuser = 3;
-	r->copy_len = 16;
-	r->size = sizeof(*r) + 5 * 8 + 16;
+	/* frames alone */
+	r->size = sizeof(*r) + 5 * 8;
+	assert_int_equal(sizeof(*r), 56);
 	assert_int_equal(kunw_sample_decode(REC, r->size, &s), 0);
 	assert_ptr_equal(s.kernel, (uint64_t *)(r + 1));
 	assert_ptr_equal(s.user, s.kernel + 2);
-	assert_ptr_equal(s.stack, (uint8_t *)(s.user + 3));
+	assert_null(s.regs);
+	r->copy_len = 16; /* a copy without registers */
+	r->size += 16;
+	assert_int_equal(kunw_sample_decode(REC, r->size, &s), -UW_EFORMAT);
+	/* registers and a copy after the frames */
+	r->flags = KUNW_F_REGS;
+	r->size = sizeof(*r) + (5 + KUNW_NREGS) * 8 + 16;
+	assert_int_equal(kunw_sample_decode(REC, r->size, &s), 0);
+	assert_ptr_equal(s.regs, s.user + 3);
+	assert_ptr_equal(s.stack, (uint8_t *)(s.regs + KUNW_NREGS));
 	assert_int_equal(kunw_sample_decode(REC, r->size - 1, &s), -UW_EFORMAT);
 	r->copy_len = 24;
 	assert_int_equal(kunw_sample_decode(REC, sizeof(REC), &s), -UW_EFORMAT);
@@ -178,18 +196,19 @@ static void test_finish(void **state)
 	r->fb_reason = KUNW_FB_NO_TABLE;
 	r->flags = KUNW_F_REGS | KUNW_F_IS_CALL;
 	r->method = KUNW_M_CFI;
-	r->regs[KUNW_R_RIP] = 0x1020;
-	r->regs[KUNW_R_RSP] = sp;
-	r->regs[KUNW_R_RBP] = sp + 16;
 	r->valid = (1u << KUNW_NREGS) - 1;
 	uint64_t *p = (uint64_t *)(r + 1);
 	p[0] = 0xffffffff81000000ull;                        /* kernel */
 	p[1] = 0x1000;                                       /* frame 0 */
 	p[2] = 0x1010 | (uint64_t)KUNW_M_CFI << KUNW_METHOD_SHIFT;
+	uint64_t *regs = p + 3;                              /* the registers of the third frame */
+	regs[KUNW_R_RIP] = 0x1020;
+	regs[KUNW_R_RSP] = sp;
+	regs[KUNW_R_RBP] = sp + 16;
 	uint64_t stack[4] = { 0, 0, 0 /* caller's rbp: the root */, 0x1030 };
-	memcpy(p + 3, stack, sizeof(stack));
+	memcpy(regs + KUNW_NREGS, stack, sizeof(stack));
 	r->copy_len = sizeof(stack);
-	r->size = sizeof(*r) + 3 * 8 + sizeof(stack);
+	r->size = sizeof(*r) + (3 + KUNW_NREGS) * 8 + sizeof(stack);
 	struct kunw_sample s;
 	assert_int_equal(kunw_sample_decode(REC, r->size, &s), 0);
 	struct uw_frame f[8];

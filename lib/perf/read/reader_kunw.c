@@ -147,7 +147,8 @@ int reader_kunw_make(struct reader_kunw *k, const struct perf_attr *a, unsigned 
 		st->exit_before_sample++;
 	bool kmode = kr->flags & KUNW_F_KERNEL_MODE;
 	uint16_t misc = kmode ? PM_KERNEL : PM_USER;
-	uint64_t ip = kmode ? (kr->nkernel ? ks.kernel[0] : 0) : (kr->nuser ? ks.user[0] & KUNW_PC_MASK : kr->regs[KUNW_R_RIP]);
+	uint64_t ip = kmode ? (kr->nkernel ? ks.kernel[0] : 0)
+	                    : (kr->nuser ? ks.user[0] & KUNW_PC_MASK : ks.regs ? ks.regs[KUNW_R_RIP] : 0);
 	k->raw_len = raw_sample(k->raw, a->sample_type, id, misc, ip, kr);
 	if (!k->raw_len) {
 		st->malformed_samples++;

@@ -774,3 +774,6 @@ int kunw_switch(struct bpf_perf_event_data *ctx)
 {
 	return sample(ctx, KUNW_KIND_SWITCH);
 }
+
+/* waits timed at the sched_switch tracepoint (record --off-cpu): its own file */
+#include "kunw_wait.bpf.h"

@@ -18,6 +18,12 @@
  *                          (oc_deep_sleep): a blocking stack deeper than any stack copy (200
  *                          levels: 200 KiB; perf copies 64 KiB at most); prints the time slept
  *                          (ns): "deep_sleep= depth= rounds="
+ *   offcpu keyed N MS_A MS_B  a thread asks another N times through a pipe for an answer it
+ *                          waits for in one of two functions, oc_key_a (two times in three: the
+ *                          answer comes after MS_A ms of spinning) and oc_key_b (one in three,
+ *                          two calls deeper, after MS_B ms), measuring each wait; prints the
+ *                          totals (ns): "key_a= key_b= n_a= n_b=" (waits timed in the kernel
+ *                          with few stacks walked: each given the stack walked with its key)
  *   offcpu pingpong N [WORK]  two threads pass a byte through two pipes N times each way, each
  *                          doing WORK iterations of a loop (default 0) before passing it on;
  *                          prints the wall and CPU time (both threads, user and kernel: a stack
@@ -313,6 +319,89 @@ NOINLINE static int pingpong(long n, long work)
 	return 0;
 }
 
+/* ---- keyed: two blocking places of one thread, waits of known lengths */
+
+struct keyed {
+	int req[2], resp[2];
+	long n;
+};
+
+/* the answering thread: spins the time asked for (a byte: ms) then answers */
+NOINLINE static void *oc_key_serve(void *arg)
+{
+	struct keyed *k = arg;
+	unsigned char ms;
+	for (long i = 0; i < k->n; i++) {
+		if (read(k->req[0], &ms, 1) != 1)
+			abort();
+		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+		while (now_ns(CLOCK_MONOTONIC) - t0 < ms * 1000000ull)
+			sink++;
+		if (write(k->resp[1], &ms, 1) != 1)
+			abort();
+	}
+	return NULL;
+}
+
+/* asks for an answer after ms and waits for it: the wait, as this thread sees it */
+__attribute__((noipa)) static uint64_t ask(struct keyed *k, unsigned char ms)
+{
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+	if (write(k->req[1], &ms, 1) != 1 || read(k->resp[0], &ms, 1) != 1)
+		abort();
+	return now_ns(CLOCK_MONOTONIC) - t0;
+}
+
+/* (noipa: frames of their own, no tail calls: a use after each call; oc_key_b blocks at the same
+ * pc as oc_key_a, two frames and a few hundred bytes of stack deeper) */
+__attribute__((noipa)) static uint64_t oc_key_a(struct keyed *k, unsigned char ms)
+{
+	volatile char pad[1];
+	pad[0] = 0;
+	uint64_t r = ask(k, ms);
+	return r + (uint64_t)pad[0];
+}
+
+__attribute__((noipa)) static uint64_t oc_key_b_inner(struct keyed *k, unsigned char ms)
+{
+	volatile char pad[256];
+	pad[0] = 0;
+	uint64_t r = ask(k, ms);
+	return r + (uint64_t)pad[0];
+}
+
+__attribute__((noipa)) static uint64_t oc_key_b(struct keyed *k, unsigned char ms)
+{
+	volatile char pad[128];
+	pad[0] = 0;
+	uint64_t r = oc_key_b_inner(k, ms);
+	return r + (uint64_t)pad[0];
+}
+
+static int keyed(long n, int ms_a, int ms_b)
+{
+	struct keyed k = { .n = n };
+	if (pipe(k.req) || pipe(k.resp) || ms_a < 0 || ms_a > 255 || ms_b < 0 || ms_b > 255)
+		return 1;
+	pthread_t t;
+	if (pthread_create(&t, NULL, oc_key_serve, &k))
+		return 1;
+	uint64_t a = 0, b = 0;
+	long na = 0, nb = 0;
+	for (long i = 0; i < n; i++) {
+		if (i % 3 == 2) {
+			b += oc_key_b(&k, (unsigned char)ms_b);
+			nb++;
+		} else {
+			a += oc_key_a(&k, (unsigned char)ms_a);
+			na++;
+		}
+	}
+	pthread_join(t, NULL);
+	printf("key_a=%llu key_b=%llu n_a=%ld n_b=%ld\n", (unsigned long long)a, (unsigned long long)b, na, nb);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 4 && !strcmp(argv[1], "mix"))
@@ -327,8 +416,10 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 5 && !strcmp(argv[1], "deep"))
 		return deep(atoi(argv[2]), atoi(argv[3]), strtoull(argv[4], NULL, 10));
+	if (argc >= 5 && !strcmp(argv[1], "keyed"))
+		return keyed(atol(argv[2]), atoi(argv[3]), atoi(argv[4]));
 	if (argc >= 3 && !strcmp(argv[1], "pingpong"))
 		return pingpong(atol(argv[2]), argc >= 4 ? atol(argv[3]) : 0);
-	fprintf(stderr, "usage: offcpu mix ROUNDS MS | block | deep DEPTH ROUNDS MS | pingpong N [WORK]\n");
+	fprintf(stderr, "usage: offcpu mix ROUNDS MS | block | deep DEPTH ROUNDS MS | keyed N MS_A MS_B | pingpong N [WORK]\n");
 	return 2;
 }

@@ -83,6 +83,11 @@ int live_kunw_fd(struct live *lv)
 	(void)lv;
 	return -1;
 }
+struct kunw *live_kunw_handle(struct live *lv)
+{
+	(void)lv;
+	return NULL;
+}
 int live_kunw_prime(struct live *lv)
 {
 	(void)lv;
@@ -889,7 +894,7 @@ static void on_sample(void *ctx, const struct kunw_sample *ks, struct tracker_pr
 			}
 		}
 	}
-	bool sw = lk->lv->nsw && smp->attr_index == LIVE_SWITCH_ATTR;
+	bool sw = lk->lv->oc_on && smp->attr_index == LIVE_SWITCH_ATTR;
 	bool missing = finished && (kr->fb_reason == KUNW_FB_NO_PROC || kr->fb_reason == KUNW_FB_NO_MAP ||
 				    kr->fb_reason == KUNW_FB_NO_TABLE);
 	lk->missing += missing;
@@ -1142,8 +1147,10 @@ static int on_kunw_record(void *ctx, const struct kunw_sample *s)
 	 * switch attribute (any of its events' ids names it), paired as a copied one is
 	 * (write/offcpu.c) */
 	uint64_t id = lk->lv->id0;
-	if (s->rec->kind == KUNW_KIND_SWITCH && lk->lv->nsw) {
-		id = lk->lv->sw_ids[0];
+	if (s->rec->kind == KUNW_KIND_WAIT_IN || s->rec->kind == KUNW_KIND_WAIT_SUM)
+		return live_offcpu_kwait_record(lk->lv, s->rec); /* (waits timed in the kernel: no stack) */
+	if ((s->rec->kind == KUNW_KIND_SWITCH || s->rec->kind == KUNW_KIND_WAIT) && lk->lv->oc_on) {
+		id = lk->lv->oc_id;
 		lk->sw_walked++;
 	}
 	memcpy(lk->buf, &type, 4);
@@ -1199,6 +1206,11 @@ int live_kunw_fd(struct live *lv)
 	return lv->kunw ? lv->kunw->epfd : -1;
 }
 
+struct kunw *live_kunw_handle(struct live *lv)
+{
+	return lv->kunw ? lv->kunw->k : NULL;
+}
+
 /* Why BPF cannot be used here, when it is something the system says before loading. */
 static bool system_refuses(char *why, size_t len)
 {
@@ -1240,8 +1252,14 @@ int live_kunw_open(struct live *lv, const struct uw_record_opts *o, char *why, s
 				/* (tests: every record also carries frame 0's registers and stack, for the
 				 * reader to compare the program's frames with lib/unwind's) */
 				.verify = getenv("UW_KUNW_VERIFY") != NULL,
-				/* --off-cpu: the walk at each switch-out too */
-				.switches = o->off_cpu != 0,
+				/* --off-cpu: the walk at each switch-out too, or the waits timed in the
+				 * kernel (live_offcpu.c) */
+				.switches = o->off_cpu && !lv->kwait,
+				.wait = lv->kwait,
+				.wait_all = o->system_wide != 0,
+				.wait_self = (uint32_t)getpid(),
+				.wait_min_ns = o->off_cpu_min_ns,
+				.wait_walks = o->off_cpu_walks,
 				/* swaps into the maps batched off the loop (each waits for a grace period) */
 				.deferred = true };
 	char err[512] = "";
@@ -1290,7 +1308,10 @@ int live_kunw_attach(struct live *lv, int fd, bool sw)
 {
 	if (!lv->kunw)
 		return -EINVAL;
-	return sw ? kunw_attach_switch(lv->kunw->k, fd) : kunw_attach(lv->kunw->k, fd);
+	if (sw)
+		return kunw_attach_switch(lv->kunw->k, fd);
+	/* (waits timed in the kernel: the events are per CPU, the followed tasks' samples kept) */
+	return lv->kwait ? kunw_attach_followed(lv->kunw->k, fd) : kunw_attach(lv->kunw->k, fd);
 }
 
 int live_kunw_start(struct live *lv)

@@ -97,6 +97,7 @@ static void verifier_tail(const struct kunw_opts *o, int ncpus, char *err, size_
 	bpf_program__set_autoload(skel->progs.kunw_wait_switch, false);
 	bpf_program__set_autoload(skel->progs.kunw_wait_fork, false);
 	bpf_program__set_autoload(skel->progs.kunw_wait_exit, false);
+	bpf_program__set_autoload(skel->progs.kunw_wait_exec, false);
 	bpf_program__set_autoload(skel->progs.kunw_wait_end, false);
 	/* (with the waits, the program most likely refused is theirs: the sched_switch one alone) */
 	struct bpf_program *p = o->wait ? skel->progs.kunw_wait_switch : skel->progs.kunw_sample;
@@ -189,6 +190,7 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 	bpf_program__set_autoload(s->progs.kunw_wait_switch, o.wait);
 	bpf_program__set_autoload(s->progs.kunw_wait_fork, o.wait);
 	bpf_program__set_autoload(s->progs.kunw_wait_exit, o.wait);
+	bpf_program__set_autoload(s->progs.kunw_wait_exec, o.wait);
 	bpf_program__set_autoload(s->progs.kunw_wait_end, o.wait);
 	k->wait = o.wait;
 	if (o.wait) {
@@ -733,7 +735,7 @@ int kunw_wait_attach(struct kunw *k)
 	if (!k->wait)
 		return -EINVAL;
 	struct bpf_program *progs[] = { k->skel->progs.kunw_wait_fork, k->skel->progs.kunw_wait_exit,
-		                        k->skel->progs.kunw_wait_switch };
+		                        k->skel->progs.kunw_wait_exec, k->skel->progs.kunw_wait_switch };
 	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
 		struct bpf_link **slot = base_vec_push(&k->links);
 		if (!slot)

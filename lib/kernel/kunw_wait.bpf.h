@@ -161,9 +161,9 @@ static __always_inline struct kw_task *kw_task_of(struct task_struct *t, bool cr
 /* The runqueue's clock on this CPU (t runs or ran here), else CLOCK_MONOTONIC. */
 static __always_inline __u64 kw_clock(struct task_struct *t)
 {
+	/* (loads through the task's pointers: a probe read costs ~100 ns each here) */
 	if (bpf_core_field_exists(t->se.cfs_rq)) {
-		struct cfs_rq *cr = BPF_CORE_READ(t, se.cfs_rq);
-		__u64 c = cr ? BPF_CORE_READ(cr, rq, clock) : 0;
+		__u64 c = t->se.cfs_rq->rq->clock;
 		if (c)
 			return c;
 	}
@@ -241,6 +241,10 @@ __noinline int kunw_wait_slot(struct kw_task *k, __u64 key, __u64 ip, __u64 ids,
 {
 	if (!k)
 		return -1;
+	/* (the last wait's slot first: a thread waits at the same place again and again) */
+	__u32 last = k->slot;
+	if (last < KW_SLOTS && k->s[last].key == key)
+		return (int)last | (k->s[last].walks ? KW_KNOWN : 0);
 	for (int j = 0; j < KW_SLOTS; j++)
 		if (k->s[j].key == key)
 			return j | (k->s[j].walks ? KW_KNOWN : 0);
@@ -445,8 +449,8 @@ static __always_inline void kw_out(void *ctx, struct task_struct *prev, bool pre
 	__u64 ip = 0, sp = 0;
 	if (prev->mm) {
 		struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(prev);
-		ip = BPF_CORE_READ(r, ip);
-		sp = BPF_CORE_READ(r, sp);
+		ip = r->ip;
+		sp = r->sp;
 	}
 	__u64 key = kw_key(ip, sp, preempt);
 	__u64 now = kw_clock(prev);
@@ -565,6 +569,24 @@ int BPF_PROG(kunw_wait_exit, struct task_struct *p)
 		bool all = f && (*f & KUNW_WAIT_PROC_ALL);
 		if (!bpf_map_delete_elem(&kw_procs, &tgid) && all)
 			__sync_fetch_and_add(&kunw_wait_live, -1);
+	}
+	return 0;
+}
+
+/* A followed task execs: its keys (pcs and stack pointers of the old program) written and
+ * forgotten, another program's waits are not given their stacks. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(kunw_wait_exec, struct task_struct *p)
+{
+	(void)ctx;
+	struct kw_task *k = bpf_task_storage_get(&kw_tasks, p, 0, 0);
+	if (!k || !k->followed)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	for (int i = 0; i < KW_SLOTS; i++) {
+		kw_flush(kw_ids(p), &k->s[i], now);
+		k->s[i].key = 0;
+		k->s[i].walks = 0;
 	}
 	return 0;
 }

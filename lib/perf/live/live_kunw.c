@@ -1359,10 +1359,11 @@ void live_kunw_close(struct live *lv)
 	if (!kunw_prog_info(lk->k, &pi) && !kunw_counters(lk->k, &c))
 		base_log(&lv->s->log, UW_LOG_INFO,
 			 "kernel unwinding: the program ran %llu times, %llu ns in all (kernel.bpf_stats_enabled; 0 when "
-			 "off), at the switch-outs %llu times, %llu ns in all; %llu user frames walked, %llu records lost; "
-			 "%llu bytes in BPF maps at most",
+			 "off), at the switch-outs %llu times, %llu ns in all, at the sched_switch tracepoint %llu times, "
+			 "%llu ns in all; %llu user frames walked, %llu records lost; %llu bytes in BPF maps at most",
 			 (unsigned long long)pi.run_cnt, (unsigned long long)pi.run_time_ns,
-			 (unsigned long long)pi.switch_run_cnt, (unsigned long long)pi.switch_run_time_ns, (unsigned long long)c.frames,
+			 (unsigned long long)pi.switch_run_cnt, (unsigned long long)pi.switch_run_time_ns,
+			 (unsigned long long)pi.wait_run_cnt, (unsigned long long)pi.wait_run_time_ns, (unsigned long long)c.frames,
 			 (unsigned long long)c.lost, (unsigned long long)lk->peak_bytes);
 	base_log(&lv->s->log, UW_LOG_INFO,
 		 "kernel unwinding: %llu samples finished in user space for want of the process's mappings or a table; "

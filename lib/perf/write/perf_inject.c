@@ -161,6 +161,13 @@ static bool offcpu_record(struct inject *in, const uint8_t *rec, uint32_t len, i
 		offcpu_task(in->oc, tid, type == PR_EXIT);
 		return false;
 	}
+	if (type == PR_COMM && (misc & PM_COMM_EXEC) && len >= 16 && in->oc_keyed) {
+		/* exec: another program, whose waits are not given the old one's stacks (keyed) */
+		uint32_t tid;
+		memcpy(&tid, rec + 12, 4);
+		offcpu_task(in->oc, tid, false);
+		return false;
+	}
 	size_t na;
 	const struct perf_attr *a = perf_reader_attrs(in->r, &na);
 	if (type == PR_UW_OFFCPU) {

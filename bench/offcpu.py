@@ -11,7 +11,7 @@ it, writing the records, is charged to the thread switching out). The configurat
 alternately, N times each (env N, default 9), medians.
 
 Prints a Markdown table: per round trip the wall time and the program's CPU time, their ratios
-to the program alone, the workload CPU added per switch-out, the recorder's own CPU per
+to the program alone (the CPU's with the first and third quartiles of the runs' ratios), the workload CPU added per switch-out, the recorder's own CPU per
 switch-out (its summary line's "own CPU" less the same recorder's on a run of one round trip:
 loading and verifying the program, building the tables are a cost per run, not per switch),
 the switch-outs whose stack was taken (waits timed in the kernel: waits / walked), how many
@@ -31,7 +31,9 @@ when this perf has it (a BPF skeleton build; without one perf ignores the option
 and always perf's recording of the same data as unwound's switch mechanism (a context-switches
 sample with a DWARF stack copy at every switch-out, plus switch records), processed offline.
 
-usage: [N=9] [RATE=100000] [BPF_STATS=1] [PIN=1] bench/offcpu.py BUILD [ROUND_TRIPS]
+ROWS=0,1,2 keeps those rows only (in the order above; 0, alone, is always kept).
+
+usage: [N=9] [RATE=100000] [BPF_STATS=1] [PIN=1] [ROWS=...] bench/offcpu.py BUILD [ROUND_TRIPS]
 """
 import os, re, statistics, subprocess, sys, tempfile
 
@@ -89,6 +91,9 @@ if perf_offcpu:
 configs.append(("perf record -e cs -c 1 --switch-events --call-graph dwarf",
                 rec_pre + ["perf", "record", "-q", "-e", "context-switches", "-c", "1", "--switch-events",
                            "--call-graph", "dwarf,16384", "-o", out, "--"]))
+if os.environ.get("ROWS"):
+    keep = {int(x) for x in os.environ["ROWS"].split(",")} | {0}
+    configs = [c for i, c in enumerate(configs) if i in keep]
 
 
 def parse(err):
@@ -175,7 +180,9 @@ for name, _ in configs:
     per_sw = f"{statistics.median(p[3] for p in pr) / (2 * n):,.0f}" if pr else "-"
     prog_ns = f"{per_run(0, 1)} / {per_run(2, 3)}; {per_sw}" if pr else "-"
     added = (cpurt - base_cpu) / 2
-    print(f"| {name} | {rtt:.0f} | {rtt / base:.2f} | {cpurt:.0f} | {cpurt / base_cpu:.3f} | {added:.0f} ns | {per} | "
+    # (the spread: each run's CPU against the median alone, first and third quartiles)
+    q = statistics.quantiles([r[1] / base_cpu for r in rs], n=4) if len(rs) > 1 else [cpurt / base_cpu] * 3
+    print(f"| {name} | {rtt:.0f} | {rtt / base:.2f} | {cpurt:.0f} | {cpurt / base_cpu:.3f} ({q[0]:.2f}–{q[2]:.2f}) | {added:.0f} ns | {per} | "
           f"{timed:,.0f} / {taken:,.0f} | {where} | {prog_ns} | {written:,.0f} | {lost:,.0f} |")
 if not perf_offcpu:
     print("\nperf record --off-cpu: not measured, this perf ignores it: "

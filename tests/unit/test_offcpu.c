@@ -309,6 +309,32 @@ static void test_keyed_exit(void **state)
 	offcpu_free(oc);
 }
 
+/* A thread keeps its 1024 newest keys: the oldest one's held time is written (its pc alone)
+ * when a new key would pass that. */
+static void test_keyed_cap(void **state)
+{
+	(void)state;
+	struct got g = { 0 };
+	struct offcpu_opts o = { .min_ns = 1, .keyed = true };
+	struct offcpu *oc = offcpu_new(&o, emit, &g);
+	/* key 0x1000 held (never walked), then 1023 others walked: all kept */
+	assert_int_equal(sum(oc, 105, 1 * MS, 0x1000, 0x407000, 1 * MS, 1), 0);
+	for (uint64_t k = 1; k < 1024; k++)
+		assert_int_equal(walk(oc, 105, 2 * MS + k, stack_a, 3, 0x1000 + k), 0);
+	assert_int_equal(g.n, 0);
+	/* one more: the oldest (0x1000) goes, its time with its pc alone */
+	assert_int_equal(walk(oc, 105, 3 * MS, stack_b, 2, 0x5000), 0);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.s[0].period, 1 * MS);
+	assert_int_equal(g.first[0], 0x407000);
+	/* the newest are kept: a total of one of them goes to its stack */
+	assert_int_equal(sum(oc, 105, 4 * MS, 0x1000 + 1023, 0x401000, 2 * MS, 2), 0);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.s[1].nu, 2);
+	assert_int_equal(g.first[1], stack_a[0]);
+	offcpu_free(oc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,6 +343,7 @@ int main(void)
 		cmocka_unit_test(test_one_stack_in_n),
 		cmocka_unit_test(test_late_switch_out_after_another_wait),
 		cmocka_unit_test(test_keyed),            cmocka_unit_test(test_keyed_exit),
+		cmocka_unit_test(test_keyed_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

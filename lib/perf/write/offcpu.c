@@ -47,7 +47,8 @@
 struct oc_key;
 
 struct oc_thread {
-	struct oc_key *keys;     /* (keyed) its keys */
+	struct oc_key *keys;     /* (keyed) its keys, the newest first */
+	unsigned nkeys;
 	uint32_t pid, tid;
 	bool pending, exited;
 	bool has_stack;          /* a switch-out sample came: s holds its stack */
@@ -69,8 +70,11 @@ struct oc_agg {
 	struct oc_agg *next;     /* in the list of every aggregate, for the end */
 };
 
-/* (keyed) the stacks walked with one thread's key, and its unwalked time not yet given */
+/* (keyed) the stacks walked with one thread's key, and its unwalked time not yet given; a
+ * thread keeps its OC_KEYS_MAX newest keys (the kernel holds 8 a thread: an older one whose total
+ * comes again waits for its next walk) */
 #define OC_KEY_STACKS 4
+#define OC_KEYS_MAX 1024
 struct oc_kstack {
 	uint64_t *chain;
 	uint32_t nk, nu;
@@ -222,6 +226,9 @@ static uint64_t first_in_after(const struct oc_thread *t, uint64_t time)
 
 /* ---- keyed: unwalked waits given the stack walked with their key */
 
+static int key_unwalked(struct offcpu *oc, struct oc_key *k, uint64_t time);
+static int key_drop_oldest(struct offcpu *oc, struct oc_thread *t);
+
 static uint64_t key_hash(uint32_t tid, uint64_t key)
 {
 	return base_hash64(key ^ base_hash64((uint64_t)tid << 1 | 1));
@@ -236,7 +243,11 @@ static struct oc_key *key_of(struct offcpu *oc, uint32_t pid, uint32_t tid, uint
 	if (!create)
 		return NULL;
 	struct oc_thread *t = thread_of(oc, pid, tid, true);
-	if (!t || !(k = calloc(1, sizeof(*k))))
+	if (!t)
+		return NULL;
+	if (t->nkeys >= OC_KEYS_MAX && key_drop_oldest(oc, t))
+		return NULL;
+	if (!(k = calloc(1, sizeof(*k))))
 		return NULL;
 	if (base_map_put(&oc->keys, h, k)) {
 		free(k);
@@ -248,6 +259,7 @@ static struct oc_key *key_of(struct offcpu *oc, uint32_t pid, uint32_t tid, uint
 	k->tid = tid;
 	k->next = t->keys;
 	t->keys = k;
+	t->nkeys++;
 	return k;
 }
 
@@ -345,6 +357,31 @@ int offcpu_add(struct offcpu *oc, const struct offcpu_sum *s)
 	return 0;
 }
 
+static void key_free(struct offcpu *oc, struct oc_key *k)
+{
+	base_map_del(&oc->keys, k->h);
+	for (unsigned i = 0; i < k->nst; i++)
+		free(k->st[i].chain);
+	free(k);
+}
+
+/* The thread's oldest key dropped (its held time written with its pc alone). @return emit's
+ * error. */
+static int key_drop_oldest(struct offcpu *oc, struct oc_thread *t)
+{
+	struct oc_key **pp = &t->keys;
+	while (*pp && (*pp)->next)
+		pp = &(*pp)->next;
+	struct oc_key *k = *pp;
+	if (!k)
+		return 0;
+	int err = key_unwalked(oc, k, k->pend_time);
+	*pp = NULL;
+	t->nkeys--;
+	key_free(oc, k);
+	return err;
+}
+
 /* A thread's keys dropped (it exits, or its number names another thread): their held time
  * written with its pc alone. */
 static int keys_drop(struct offcpu *oc, struct oc_thread *t, uint64_t time)
@@ -354,12 +391,10 @@ static int keys_drop(struct offcpu *oc, struct oc_thread *t, uint64_t time)
 		n = k->next;
 		if (!err)
 			err = key_unwalked(oc, k, time ? time : k->pend_time);
-		base_map_del(&oc->keys, k->h);
-		for (unsigned i = 0; i < k->nst; i++)
-			free(k->st[i].chain);
-		free(k);
+		key_free(oc, k);
 	}
 	t->keys = NULL;
+	t->nkeys = 0;
 	return err;
 }
 

@@ -72,7 +72,7 @@ if(UW_HAVE_KERNEL_UNWIND)
     COMMAND ${UW_BPF_CLANG} -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall -Wextra -Werror
             -I${gen} -I${src} -c ${src}/kunw.bpf.c -o ${gen}/kunw.bpf.o
     ${strip_cmd}
-    DEPENDS ${src}/kunw.bpf.c ${src}/kunw_abi.h ${gen}/vmlinux.h
+    DEPENDS ${src}/kunw.bpf.c ${src}/kunw_wait.bpf.h ${src}/kunw_abi.h ${gen}/vmlinux.h
     COMMENT "Compiling the BPF program kunw.bpf.c" VERBATIM)
   add_custom_command(OUTPUT ${gen}/kunw.skel.h
     COMMAND ${UW_BPFTOOL} gen skeleton ${gen}/kunw.bpf.o name kunw_bpf > ${gen}/kunw.skel.h.tmp

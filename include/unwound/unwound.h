@@ -1237,6 +1237,19 @@ struct uw_record_status {
 	                            * copy, or kernel unwinding unavailable) */
 	uint64_t offcpu_blocked;   /* threads of -p/-t found blocked at the start, their stacks read
 	                            * with process_vm_readv */
+	/* (opts.off_cpu) waits timed in the kernel (UW_OFFCPU_KERNEL): */
+	int offcpu_kernel_timed;   /* 1: every wait was timed by the eBPF program at the sched_switch
+	                            * tracepoint (no context-switches event, no switch records) */
+	uint32_t reserved;
+	uint64_t offcpu_waits;     /* waits of the followed threads (their switch-outs), each timed */
+	uint64_t offcpu_walked;    /* of those, their stack walked at the switch-out (included in
+	                            * offcpu_kernel) */
+	uint64_t offcpu_keyed;     /* waits not walked, given the stack walked at the same user pc and
+	                            * stack pointer of their thread (their key) */
+	uint64_t offcpu_keyed_ns;  /* ... their time, ns */
+	uint64_t offcpu_unkeyed;   /* waits not walked whose key never was: written with their user pc
+	                            * alone */
+	uint64_t offcpu_unkeyed_ns;
 };
 
 struct uw_record_opts {
@@ -1291,7 +1304,21 @@ struct uw_record_opts {
 	                            * UW_UNWIND_COPY (stack copies) */
 	uint32_t reserved2;        /* zero (no padding inside the struct) */
 	uint64_t kernel_max_bytes; /* kernel unwinding: cap on BPF map bytes (0: 64 MiB) */
+	/* (off_cpu) how waits are timed: UW_OFFCPU_AUTO (default: UW_OFFCPU_KERNEL where the stacks
+	 * are walked in the kernel and off_cpu_every is 0, else UW_OFFCPU_SWITCH), UW_OFFCPU_KERNEL
+	 * (every wait timed by the eBPF program at the sched_switch tracepoint, in the kernel; its
+	 * stack walked at the switch-out within off_cpu_walks, else given the stack walked at the
+	 * same user pc and stack pointer of its thread; the CPU samples' events opened per CPU, the
+	 * followed threads' samples kept by the program; needs kernel unwinding, else fails), or
+	 * UW_OFFCPU_SWITCH (the context-switches event with switch records: every switch-out
+	 * sampled, off_cpu_every N one in N) */
+	int off_cpu_mode;
+	unsigned off_cpu_walks;    /* UW_OFFCPU_KERNEL: stacks walked per second and CPU at most
+	                            * (0: 500) */
 };
+#define UW_OFFCPU_AUTO 0
+#define UW_OFFCPU_KERNEL 1
+#define UW_OFFCPU_SWITCH 2
 #define UW_UNWIND_AUTO 0
 #define UW_UNWIND_KERNEL 1
 #define UW_UNWIND_COPY 2

@@ -741,36 +741,13 @@ static long walk_frame(__u32 i, void *ctx)
 /* A u64 of the sampled registers (perf_event contexts are read 8 bytes at a time). */
 #define CTX_REG(ctx, field) (*(const __u64 *)((const char *)&(ctx)->regs + __builtin_offsetof(struct pt_regs, field)))
 
-/* The user registers of the sample, in DWARF order. @return false when there are none. */
-static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct kunw_scratch *s, bool user_mode)
+/* The registers user space left at task's entry into the kernel (task: current), in DWARF
+ * order. @return false when there are none (a kernel thread, a 32-bit task). */
+static __always_inline bool task_user_regs(struct task_struct *task, struct kunw_scratch *s)
 {
 	struct kunw_walk *w = &s->w;
 	__u64 *r = w->regs;
-	if (user_mode) {
-		r[0] = CTX_REG(ctx, ax);
-		r[1] = CTX_REG(ctx, dx);
-		r[2] = CTX_REG(ctx, cx);
-		r[3] = CTX_REG(ctx, bx);
-		r[4] = CTX_REG(ctx, si);
-		r[5] = CTX_REG(ctx, di);
-		r[6] = CTX_REG(ctx, bp);
-		r[7] = CTX_REG(ctx, sp);
-		r[8] = CTX_REG(ctx, r8);
-		r[9] = CTX_REG(ctx, r9);
-		r[10] = CTX_REG(ctx, r10);
-		r[11] = CTX_REG(ctx, r11);
-		r[12] = CTX_REG(ctx, r12);
-		r[13] = CTX_REG(ctx, r13);
-		r[14] = CTX_REG(ctx, r14);
-		r[15] = CTX_REG(ctx, r15);
-		r[16] = CTX_REG(ctx, ip);
-		w->valid = (1u << KUNW_NREGS) - 1;
-		/* not __USER_CS: a 32-bit task */
-		return (CTX_REG(ctx, cs) & 0xffff) == 0x33;
-	}
-	/* in the kernel: the registers user space left at its entry */
 	struct pt_regs *pt = &w->pt;
-	struct task_struct *task = bpf_get_current_task_btf();
 	if (!BPF_CORE_READ(task, mm))
 		return false; /* a kernel thread */
 	struct pt_regs *u = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -804,6 +781,38 @@ static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct ku
 	r[16] = pt->ip;
 	w->valid = (1u << KUNW_NREGS) - 1;
 	return true;
+}
+
+
+/* The user registers of the sample, in DWARF order. @return false when there are none. */
+static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct kunw_scratch *s, bool user_mode)
+{
+	struct kunw_walk *w = &s->w;
+	__u64 *r = w->regs;
+	if (user_mode) {
+		r[0] = CTX_REG(ctx, ax);
+		r[1] = CTX_REG(ctx, dx);
+		r[2] = CTX_REG(ctx, cx);
+		r[3] = CTX_REG(ctx, bx);
+		r[4] = CTX_REG(ctx, si);
+		r[5] = CTX_REG(ctx, di);
+		r[6] = CTX_REG(ctx, bp);
+		r[7] = CTX_REG(ctx, sp);
+		r[8] = CTX_REG(ctx, r8);
+		r[9] = CTX_REG(ctx, r9);
+		r[10] = CTX_REG(ctx, r10);
+		r[11] = CTX_REG(ctx, r11);
+		r[12] = CTX_REG(ctx, r12);
+		r[13] = CTX_REG(ctx, r13);
+		r[14] = CTX_REG(ctx, r14);
+		r[15] = CTX_REG(ctx, r15);
+		r[16] = CTX_REG(ctx, ip);
+		w->valid = (1u << KUNW_NREGS) - 1;
+		/* not __USER_CS: a 32-bit task */
+		return (CTX_REG(ctx, cs) & 0xffff) == 0x33;
+	}
+	/* in the kernel: the registers user space left at its entry */
+	return task_user_regs(bpf_get_current_task_btf(), s);
 }
 
 /* Copies the stack from sp into the record at byte pos, up to kunw_copy_bytes. The main
@@ -847,50 +856,18 @@ static __always_inline __u32 copy_stack(struct kunw_scratch *s, __u32 pos, __u64
 	return got;
 }
 
-/* A sample of an event: its stack walked, the record written. kind says what the event is to
- * user space (KUNW_KIND_*): one body, two entry programs below, because what is attached to
- * an event is inherited with it (a thread's copy of a per-task event gets the program, not the
- * attach cookie). */
-static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
+/* The walk from frame 0's registers (have_regs: in s->w.regs, from user_regs or
+ * task_user_regs) and the record written to the ring: s->rec's header filled in but for the
+ * walk's fields, its nk kernel frames in s->data. The body every entry program shares. */
+static __always_inline void walk_output(struct kunw_scratch *s, struct kunw_counters *cnt, __u32 nk, bool have_regs,
+					__u64 t_all)
 {
-	__u64 t_all = t_start();
-	if (kunw_timing) {
-		__u64 c0 = t_start();
-		t_stop(KUNW_T_CLOCK, c0, 0);
-	}
-	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
-	struct kunw_scratch *s = bpf_map_lookup_elem(&kunw_scratch, &cpu);
-	struct kunw_counters *cnt = bpf_map_lookup_elem(&kunw_stats, &zero);
-	if (!s || !cnt)
-		return 0;
-	cnt->samples++;
+	__u32 zero = 0;
 	struct kunw_walk *w = &s->w;
 	struct kunw_rec *rec = &s->rec;
-	__u64 id = bpf_get_current_pid_tgid();
-	__builtin_memset(rec, 0, sizeof(*rec));
-	rec->pid = (__u32)(id >> 32);
-	rec->tid = (__u32)id;
-	rec->cpu = cpu;
-	rec->time = bpf_ktime_get_ns();
-	rec->period = ctx->sample_period;
-	rec->kind = kind;
-	/* the kernel callchain: none when the sample interrupted user space */
-	bool user_mode = (CTX_REG(ctx, cs) & 3) == 3;
-	__u32 nk = 0;
-	if (!user_mode) {
-		__u64 t0 = t_start();
-		long kb = bpf_get_stack(ctx, s->data, KUNW_MAX_KFRAMES * 8, 0);
-		t_stop(KUNW_T_KSTACK, t0, 0);
-		nk = kb > 0 ? (__u32)kb / 8 : 0;
-		if (nk > KUNW_MAX_KFRAMES)
-			nk = KUNW_MAX_KFRAMES;
-	}
-	rec->nkernel = (__u16)nk;
-
 	w->n = 0;
 	w->nk = nk;
 	w->pid = rec->pid;
-	w->in_syscall = 0;
 	w->is_call = 0;
 	w->found_by = KUNW_M_REGS;
 	w->sp_stayed = 0;
@@ -907,9 +884,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 	w->nmaps = h ? (__u32)h->start : 0;
 	rec->gen = w->gen;
 	__u32 copy = 0;
-	__u64 t0 = t_start();
-	bool have_regs = user_regs(ctx, s, user_mode);
-	t_stop(KUNW_T_REGS, t0, 0);
+	__u64 t0;
 	if (!have_regs) {
 		w->stop = KUNW_STOP_NO_USER;
 	} else {
@@ -996,6 +971,52 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 		cnt->records++;
 	t_stop(KUNW_T_OUTPUT, t0, size);
 	t_stop(KUNW_T_ALL, t_all, 0);
+}
+
+/* A sample of an event: its stack walked, the record written. kind says what the event is to
+ * user space (KUNW_KIND_*): one body, two entry programs below, because what is attached to
+ * an event is inherited with it (a thread's copy of a per-task event gets the program, not the
+ * attach cookie). */
+static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
+{
+	__u64 t_all = t_start();
+	if (kunw_timing) {
+		__u64 c0 = t_start();
+		t_stop(KUNW_T_CLOCK, c0, 0);
+	}
+	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
+	struct kunw_scratch *s = bpf_map_lookup_elem(&kunw_scratch, &cpu);
+	struct kunw_counters *cnt = bpf_map_lookup_elem(&kunw_stats, &zero);
+	if (!s || !cnt)
+		return 0;
+	cnt->samples++;
+	struct kunw_rec *rec = &s->rec;
+	__u64 id = bpf_get_current_pid_tgid();
+	__builtin_memset(rec, 0, sizeof(*rec));
+	rec->pid = (__u32)(id >> 32);
+	rec->tid = (__u32)id;
+	rec->cpu = cpu;
+	rec->time = bpf_ktime_get_ns();
+	rec->period = ctx->sample_period;
+	rec->kind = kind;
+	/* the kernel callchain: none when the sample interrupted user space */
+	bool user_mode = (CTX_REG(ctx, cs) & 3) == 3;
+	__u32 nk = 0;
+	if (!user_mode) {
+		__u64 t0 = t_start();
+		long kb = bpf_get_stack(ctx, s->data, KUNW_MAX_KFRAMES * 8, 0);
+		t_stop(KUNW_T_KSTACK, t0, 0);
+		nk = kb > 0 ? (__u32)kb / 8 : 0;
+		if (nk > KUNW_MAX_KFRAMES)
+			nk = KUNW_MAX_KFRAMES;
+	}
+	rec->nkernel = (__u16)nk;
+
+	s->w.in_syscall = 0;
+	__u64 t0 = t_start();
+	bool have_regs = user_regs(ctx, s, user_mode);
+	t_stop(KUNW_T_REGS, t0, 0);
+	walk_output(s, cnt, nk, have_regs, t_all);
 	/* the sample is delivered here, not in perf's buffer */
 	return 0;
 }
@@ -1015,3 +1036,6 @@ int kunw_switch(struct bpf_perf_event_data *ctx)
 {
 	return sample(ctx, KUNW_KIND_SWITCH);
 }
+
+/* waits timed at the sched_switch tracepoint (record --off-cpu): its own file */
+#include "kunw_wait.bpf.h"

@@ -74,6 +74,7 @@ struct kunw_sample {
 	const uint64_t *user;    /* rec->nuser user frames: pc | method << KUNW_METHOD_SHIFT */
 	const uint64_t *regs;    /* (KUNW_F_REGS, else NULL) KUNW_NREGS registers, DWARF order */
 	const uint8_t *stack;    /* rec->copy_len bytes from regs[KUNW_R_RSP] */
+	const uint64_t *sum;     /* (KUNW_KIND_WAIT_SUM, else NULL) KUNW_SUM_WORDS words */
 };
 /* @return 0, or -UW_EFORMAT when the bytes are not a whole record. */
 int kunw_sample_decode(const void *data, size_t size, struct kunw_sample *out);
@@ -119,6 +120,15 @@ struct kunw_opts {
 	 * by the environment variable UW_KUNW_TIMING=FILE, which has kunw_close append the stages
 	 * to FILE (how a recorder built on this layer is measured without changing it). */
 	bool timing;
+	/* Waits timed in the kernel (kunw_wait.bpf.h, docs/offcpu.md): load the sched_switch, fork
+	 * and exit programs (kunw_wait_attach), the sampling program that walks only the followed
+	 * tasks' samples (kunw_attach_followed, instead of kunw_attach) and the end's iterator. */
+	bool wait;
+	bool wait_all;           /* every task followed but wait_self's (the recorder's process) */
+	uint32_t wait_self;
+	uint64_t wait_min_ns;    /* unwalked waits are written when their key's total reaches it
+	                          * (0: 500 us) */
+	unsigned wait_walks;     /* stacks walked per second and CPU at most (0: 500) */
 };
 
 /* Opens and loads the program (the verifier runs here). On failure, a message (the end of the
@@ -187,10 +197,38 @@ struct kunw_prog_info {
 	uint32_t verified_insns;
 	uint32_t xlated_bytes, jited_bytes;
 	uint64_t switch_run_cnt, switch_run_time_ns; /* the switch-out program's (kunw_opts.switches) */
+	uint64_t wait_run_cnt, wait_run_time_ns;     /* the sched_switch program's (kunw_opts.wait) */
 };
 int kunw_prog_info(struct kunw *k, struct kunw_prog_info *out);
 /* The stage timing (kunw_opts.timing), summed over CPUs. -ENOENT without timing. */
 int kunw_timing_read(struct kunw *k, struct kunw_timing *out);
+
+/* ---- waits timed in the kernel (kunw_opts.wait) */
+/* The sampling program for events opened per CPU: a sample of a task not followed is dropped. */
+int kunw_attach_followed(struct kunw *k, int perf_fd);
+/* Followed: process pid, all its threads (a command, -p); or thread tid alone, the side-band of
+ * its process pid wanted (-t). Before kunw_wait_attach. */
+int kunw_wait_follow_proc(struct kunw *k, uint32_t pid);
+int kunw_wait_follow_thread(struct kunw *k, uint32_t tid, uint32_t pid);
+/* The sched_switch, fork and exit programs attached (they time nothing until kunw_wait_on). */
+int kunw_wait_attach(struct kunw *k);
+/* The recording runs (on) or not: waits begun, switch-ins and samples counted only while on. */
+void kunw_wait_on(struct kunw *k, bool on);
+/* A thread user space found blocked at the start (its switch-out made by it at mono time t0):
+ * its next switch-in is written as a KUNW_KIND_WAIT_IN record. add false: not blocked after all
+ * (taken back). */
+int kunw_wait_blocked(struct kunw *k, uint32_t tid, uint64_t t0, bool add);
+/* Does process pid's side-band matter (a thread of it followed)? 1, 0, or a negative error. */
+int kunw_wait_sideband(struct kunw *k, uint32_t pid);
+/* Followed targets alive: the processes (a command, -p, and the processes they created) or
+ * threads (-t, and the threads they created) that have not exited. */
+int64_t kunw_wait_live(struct kunw *k);
+/* The end at mono (CLOCK_MONOTONIC): the waits off, every followed thread's open unwalked wait
+ * (up to mono) and its keys' totals written into the ring (KUNW_KIND_WAIT_SUM records, for
+ * kunw_poll). @return 0 or a negative error. */
+int kunw_wait_end(struct kunw *k, uint64_t mono);
+/* The wait programs' counters, summed over CPUs. */
+int kunw_wait_counters(struct kunw *k, struct kunw_wait_counters *out);
 #endif
 /* The stages of t as text lines (what kunw_close writes for UW_KUNW_TIMING). */
 void kunw_timing_print(const struct kunw_timing *t, void *file);

@@ -152,6 +152,13 @@ enum {
 /* What the event sampled is (struct kunw_rec.kind) */
 #define KUNW_KIND_SAMPLE 0       /* a sampling event (CPU samples) */
 #define KUNW_KIND_SWITCH 1       /* a context-switches event: a switch-out (record --off-cpu) */
+/* waits timed in the kernel (kunw_wait.bpf.h, kunw_opts.wait) */
+#define KUNW_KIND_WAIT 2         /* a switch-out walked at the sched_switch tracepoint: period is
+                                  * the wait's key */
+#define KUNW_KIND_WAIT_IN 3      /* the switch-in that ends a walked wait (no frames) */
+#define KUNW_KIND_WAIT_SUM 4     /* unwalked waits of one key: period their time (ns); no frames,
+                                  * the header followed by __u64 sum[KUNW_SUM_WORDS] */
+#define KUNW_SUM_WORDS 3         /* a KUNW_KIND_WAIT_SUM's words: the key, the user pc, how many */
 
 struct kunw_rec {
 	__u32 size;          /* of the whole record */
@@ -206,6 +213,18 @@ struct kunw_timing {
 	__u64 ns[KUNW_T__COUNT];
 	__u64 n[KUNW_T__COUNT];
 	__u64 bytes[KUNW_T__COUNT];
+};
+
+/* ---- waits timed in the kernel (kunw_wait.bpf.h): kw_procs values, counters */
+#define KUNW_WAIT_PROC_ALL 1      /* every thread of the process is followed */
+#define KUNW_WAIT_PROC_SIDEBAND 2 /* the process's side-band records are wanted (a thread of it
+                                   * followed) */
+struct kunw_wait_counters {
+	__u64 waits;             /* switch-outs of followed threads (waits begun) */
+	__u64 walked;            /* of those, walked at the switch */
+	__u64 ns;                /* unwalked waits' time (ns) */
+	__u64 records;           /* records written (switch-ins, totals) */
+	__u64 lost;              /* ... that did not fit in the ring */
 };
 
 #endif

@@ -78,6 +78,7 @@ struct kunw {
 	bool switches;             /* kunw_switch loaded */
 	bool timing;               /* stage timing on */
 	char *timing_file;         /* (UW_KUNW_TIMING) where kunw_close writes the stages */
+	bool wait;                 /* the wait programs loaded (kunw_opts.wait) */
 	kunw_sample_fn fn;
 	void *fn_ctx;
 	int fn_ret;
@@ -106,8 +107,19 @@ static void verifier_tail(const struct kunw_opts *o, int ncpus, char *err, size_
 	bpf_map__set_max_entries(skel->maps.kunw_scratch, (uint32_t)ncpus);
 	skel->rodata->kunw_max_frames = o->max_frames;
 	bpf_program__set_autoload(skel->progs.kunw_switch, false); /* (the same body) */
-	bpf_program__set_log_buf(skel->progs.kunw_sample, log, size);
-	bpf_program__set_log_level(skel->progs.kunw_sample, 1);
+	bpf_program__set_autoload(skel->progs.kunw_sample_followed, false);
+	bpf_program__set_autoload(skel->progs.kunw_wait_switch, false);
+	bpf_program__set_autoload(skel->progs.kunw_wait_fork, false);
+	bpf_program__set_autoload(skel->progs.kunw_wait_exit, false);
+	bpf_program__set_autoload(skel->progs.kunw_wait_exec, false);
+	bpf_program__set_autoload(skel->progs.kunw_wait_end, false);
+	/* (with the waits, the program most likely refused is theirs: the sched_switch one alone) */
+	struct bpf_program *p = o->wait ? skel->progs.kunw_wait_switch : skel->progs.kunw_sample;
+	if (o->wait)
+		bpf_program__set_autoload(skel->progs.kunw_sample, false);
+	bpf_program__set_autoload(p, true);
+	bpf_program__set_log_buf(p, log, size);
+	bpf_program__set_log_level(p, 1);
 	if (kunw_bpf__load(skel) == 0)
 		goto out;
 	/* the last lines say why */
@@ -205,6 +217,21 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 	s->rodata->kunw_slot_mask = (1u << k->slot_bits) - 1;
 	bpf_program__set_autoload(s->progs.kunw_switch, o.switches);
 	k->switches = o.switches;
+	/* waits timed in the kernel: the CPU samples' program is the followed tasks' one */
+	bpf_program__set_autoload(s->progs.kunw_sample, !o.wait);
+	bpf_program__set_autoload(s->progs.kunw_sample_followed, o.wait);
+	bpf_program__set_autoload(s->progs.kunw_wait_switch, o.wait);
+	bpf_program__set_autoload(s->progs.kunw_wait_fork, o.wait);
+	bpf_program__set_autoload(s->progs.kunw_wait_exit, o.wait);
+	bpf_program__set_autoload(s->progs.kunw_wait_exec, o.wait);
+	bpf_program__set_autoload(s->progs.kunw_wait_end, o.wait);
+	k->wait = o.wait;
+	if (o.wait) {
+		s->rodata->kunw_wait_all = o.wait_all;
+		s->rodata->kunw_wait_self = o.wait_self;
+		s->rodata->kunw_wait_min_ns = o.wait_min_ns ? o.wait_min_ns : 500000;
+		s->rodata->kunw_wait_walk_ns = 1000000000ull / (o.wait_walks ? o.wait_walks : 500);
+	}
 	s->rodata->kunw_wakeup_bytes = o.ring_bytes / 8 / (unsigned)ncpus;
 	if ((e = bpf_map__set_max_entries(s->maps.kunw_scratch, (uint32_t)ncpus)) ||
 	    (e = bpf_map__set_max_entries(s->maps.kunw_ring, o.ring_bytes)) ||
@@ -710,10 +737,19 @@ int kunw_prog_info(struct kunw *k, struct kunw_prog_info *out)
 	struct bpf_prog_info info;
 	uint32_t len = sizeof(info);
 	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(bpf_program__fd(k->skel->progs.kunw_sample), &info, &len))
+	struct bpf_program *sp = k->wait ? k->skel->progs.kunw_sample_followed : k->skel->progs.kunw_sample;
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(sp), &info, &len))
 		return -errno;
 	*out = (struct kunw_prog_info){ info.run_cnt, info.run_time_ns, info.verified_insns, info.xlated_prog_len,
-		                        info.jited_prog_len, 0, 0 };
+		                        info.jited_prog_len, 0, 0, 0, 0 };
+	if (k->wait) {
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(k->skel->progs.kunw_wait_switch), &info, &len))
+			return -errno;
+		out->wait_run_cnt = info.run_cnt;
+		out->wait_run_time_ns = info.run_time_ns;
+	}
 	if (k->switches) {
 		memset(&info, 0, sizeof(info));
 		len = sizeof(info);
@@ -740,6 +776,155 @@ int kunw_timing_read(struct kunw *k, struct kunw_timing *out)
 		uint64_t *dst = (uint64_t *)out;
 		for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 			dst[i] += src[i];
+	}
+	free(v);
+	return e;
+}
+
+/* ---------------------------------------------------------------- waits timed in the kernel */
+
+int kunw_attach_followed(struct kunw *k, int perf_fd)
+{
+	if (!k->wait)
+		return -EINVAL;
+	return attach(k, k->skel->progs.kunw_sample_followed, perf_fd);
+}
+
+static int wait_put(int fd, uint32_t key, uint32_t v, uint64_t flags)
+{
+	return bpf_map_update_elem(fd, &key, &v, flags) ? -errno : 0;
+}
+
+int kunw_wait_follow_proc(struct kunw *k, uint32_t pid)
+{
+	if (!k->wait)
+		return -EINVAL;
+	int e = wait_put(bpf_map__fd(k->skel->maps.kw_procs), pid, KUNW_WAIT_PROC_ALL | KUNW_WAIT_PROC_SIDEBAND,
+			 BPF_NOEXIST);
+	if (!e)
+		__atomic_fetch_add(&k->skel->bss->kunw_wait_live, 1, __ATOMIC_RELAXED);
+	return e == -EEXIST ? 0 : e;
+}
+
+int kunw_wait_follow_thread(struct kunw *k, uint32_t tid, uint32_t pid)
+{
+	if (!k->wait)
+		return -EINVAL;
+	int e = wait_put(bpf_map__fd(k->skel->maps.kw_tids), tid, 1, BPF_NOEXIST);
+	if (!e)
+		__atomic_fetch_add(&k->skel->bss->kunw_wait_live, 1, __ATOMIC_RELAXED);
+	if (e && e != -EEXIST)
+		return e;
+	/* (a process followed whole keeps its flags) */
+	e = wait_put(bpf_map__fd(k->skel->maps.kw_procs), pid, KUNW_WAIT_PROC_SIDEBAND, BPF_NOEXIST);
+	return e == -EEXIST ? 0 : e;
+}
+
+int kunw_wait_attach(struct kunw *k)
+{
+	if (!k->wait)
+		return -EINVAL;
+	struct bpf_program *progs[] = { k->skel->progs.kunw_wait_fork, k->skel->progs.kunw_wait_exit,
+		                        k->skel->progs.kunw_wait_exec, k->skel->progs.kunw_wait_switch };
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		struct bpf_link **slot = base_vec_push(&k->links);
+		if (!slot)
+			return -ENOMEM;
+		libbpf_print_fn_t old = libbpf_set_print(libbpf_quiet);
+		struct bpf_link *l = bpf_program__attach(progs[i]);
+		libbpf_set_print(old);
+		if (!l) {
+			int e = -errno;
+			k->links.len--;
+			return e ? e : -EINVAL;
+		}
+		*slot = l;
+	}
+	return 0;
+}
+
+void kunw_wait_on(struct kunw *k, bool on)
+{
+	if (k->wait)
+		__atomic_store_n(&k->skel->bss->kunw_wait_on, on, __ATOMIC_SEQ_CST);
+}
+
+int kunw_wait_blocked(struct kunw *k, uint32_t tid, uint64_t t0, bool add)
+{
+	if (!k->wait)
+		return -EINVAL;
+	int fd = bpf_map__fd(k->skel->maps.kw_blocked);
+	if (add) {
+		if (bpf_map_update_elem(fd, &tid, &t0, BPF_NOEXIST))
+			return -errno;
+		__atomic_fetch_add(&k->skel->bss->kunw_wait_nblocked, 1, __ATOMIC_SEQ_CST);
+		return 0;
+	}
+	/* (the program may have taken it since: then it is its count to lower) */
+	if (bpf_map_delete_elem(fd, &tid))
+		return errno == ENOENT ? 0 : -errno;
+	__atomic_fetch_sub(&k->skel->bss->kunw_wait_nblocked, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+int kunw_wait_sideband(struct kunw *k, uint32_t pid)
+{
+	if (!k->wait)
+		return -EINVAL;
+	uint32_t v;
+	if (bpf_map_lookup_elem(bpf_map__fd(k->skel->maps.kw_procs), &pid, &v))
+		return errno == ENOENT ? 0 : -errno;
+	return (v & KUNW_WAIT_PROC_SIDEBAND) != 0;
+}
+
+int64_t kunw_wait_live(struct kunw *k)
+{
+	return k->wait ? __atomic_load_n(&k->skel->bss->kunw_wait_live, __ATOMIC_RELAXED) : 0;
+}
+
+int kunw_wait_end(struct kunw *k, uint64_t mono)
+{
+	if (!k->wait)
+		return -EINVAL;
+	kunw_wait_on(k, false);
+	k->skel->bss->kunw_wait_end_mono = mono;
+	libbpf_print_fn_t old = libbpf_set_print(libbpf_quiet);
+	struct bpf_link *l = bpf_program__attach_iter(k->skel->progs.kunw_wait_end, NULL);
+	libbpf_set_print(old);
+	if (!l)
+		return errno ? -errno : -EINVAL;
+	int e = 0, fd = bpf_iter_create(bpf_link__fd(l));
+	if (fd < 0) {
+		e = -errno;
+	} else {
+		char buf[256];
+		ssize_t n;
+		while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+			;
+		if (n < 0)
+			e = -errno;
+		close(fd);
+	}
+	bpf_link__destroy(l);
+	return e;
+}
+
+int kunw_wait_counters(struct kunw *k, struct kunw_wait_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!k->wait)
+		return 0;
+	struct kunw_wait_counters *v = calloc((size_t)k->ncpus, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	uint32_t zero = 0;
+	int e = bpf_map_lookup_elem(bpf_map__fd(k->skel->maps.kw_stats), &zero, v) ? -errno : 0;
+	for (int c = 0; !e && c < k->ncpus; c++) {
+		out->waits += v[c].waits;
+		out->walked += v[c].walked;
+		out->ns += v[c].ns;
+		out->records += v[c].records;
+		out->lost += v[c].lost;
 	}
 	free(v);
 	return e;

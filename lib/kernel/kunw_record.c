@@ -17,8 +17,10 @@ int kunw_sample_decode(const void *data, size_t size, struct kunw_sample *out)
 	if (size < sizeof(*r))
 		return -UW_EFORMAT;
 	size_t nregs = (r->flags & KUNW_F_REGS) ? KUNW_NREGS : 0;
+	size_t nsum = r->kind == KUNW_KIND_WAIT_SUM ? KUNW_SUM_WORDS : 0;
 	if (r->size > size || r->nkernel > KUNW_MAX_KFRAMES || r->nuser > KUNW_MAX_FRAMES || r->copy_len > KUNW_COPY_MAX ||
-	    (!nregs && r->copy_len) || sizeof(*r) + ((size_t)r->nkernel + r->nuser + nregs) * 8 + r->copy_len != r->size)
+	    (!nregs && r->copy_len) || (nsum && (nregs || r->nkernel || r->nuser)) ||
+	    sizeof(*r) + ((size_t)r->nkernel + r->nuser + nregs + nsum) * 8 + r->copy_len != r->size)
 		return -UW_EFORMAT;
 	const uint8_t *p = (const uint8_t *)data + sizeof(*r);
 	out->rec = r;
@@ -26,6 +28,7 @@ int kunw_sample_decode(const void *data, size_t size, struct kunw_sample *out)
 	out->user = out->kernel + r->nkernel;
 	out->regs = nregs ? out->user + r->nuser : NULL;
 	out->stack = (const uint8_t *)(out->user + r->nuser + nregs);
+	out->sum = nsum ? out->user : NULL;
 	return 0;
 }
 

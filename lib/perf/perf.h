@@ -198,12 +198,22 @@ struct offcpu_stack {           /* a sample of offcpu-time, as the sink writes i
 	uint8_t reason;         /* the user stack's stop reason */
 	uint32_t nk, nu;
 	const uint64_t *chain;  /* nk kernel addresses, then nu user pcs as written */
+	uint64_t key;           /* (waits timed in the kernel) the wait's key: its user pc and stack
+	                         * pointer, hashed; 0: none */
 };
 typedef int (*offcpu_emit_fn)(void *ctx, const struct offcpu_stack *s);
 struct offcpu_opts {
 	uint64_t min_ns;        /* shorter waits are aggregated per thread and stack (0: none) */
 	unsigned every;         /* one switch in every N sampled: periods scaled by N (0: 1) */
 	int32_t self_pid;       /* the recorder's own waits are left out (0: none) */
+	bool keyed;             /* waits timed in the kernel: switch-outs carry their key */
+};
+/* Waits timed in the kernel and not walked: their total for one thread and key. */
+struct offcpu_sum {
+	uint64_t id, time, cpu; /* the sample's (time: when written in the kernel) */
+	uint32_t pid, tid;
+	uint64_t key, ip;       /* the key and the user pc it was made of */
+	uint64_t ns, n;         /* their time and number */
 };
 struct offcpu_stats {
 	uint64_t switches_out;  /* switch-out samples of threads followed */
@@ -213,6 +223,8 @@ struct offcpu_stats {
 	uint64_t open_at_end;   /* threads still off the CPU at the end */
 	uint64_t ns;            /* off-CPU time in all */
 	uint64_t unattributed;  /* (every > 1) waits of threads with no stack taken yet */
+	uint64_t keyed, keyed_ns;     /* (keyed) waits given the stack walked with their key */
+	uint64_t unkeyed, unkeyed_ns; /* ... whose key no walk had: written with their pc alone */
 };
 struct offcpu;
 struct offcpu *offcpu_new(const struct offcpu_opts *o, offcpu_emit_fn emit, void *ctx);
@@ -223,6 +235,10 @@ int offcpu_switch_out(struct offcpu *oc, const struct offcpu_stack *s);
 void offcpu_switch_out_record(struct offcpu *oc, uint32_t pid, uint32_t tid, uint64_t time);
 /* A thread back on a CPU: its wait written (emit) or aggregated. */
 int offcpu_switch_in(struct offcpu *oc, uint32_t pid, uint32_t tid, uint64_t time);
+/* Unwalked waits' total (keyed): given to the stacks walked with their thread's key, split by
+ * how many walks found each; held until one is walked, else written with their pc alone when
+ * the thread exits or at the end. */
+int offcpu_add(struct offcpu *oc, const struct offcpu_sum *s);
 /* EXIT (exit true): the thread's pending wait and later switch-outs are dropped; FORK or COMM
  * exec of that number (exit false): a thread again. */
 void offcpu_task(struct offcpu *oc, uint32_t tid, bool exit);

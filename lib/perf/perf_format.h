@@ -52,6 +52,11 @@ enum {
 	PR_BPF_METADATA = 84, PR_SCHEDSTAT_CPU = 85, PR_SCHEDSTAT_DOMAIN = 86,
 	PR_TYPES = 87,       /* record types named by perf_record_type_name */
 };
+/* Waits timed in the kernel and not walked (record --off-cpu with kernel unwinding): {header;
+ * u64 key, ip, ns, n; the sample_id trailer of the off-CPU attribute}, pushed by the live
+ * recorder into its reader for the writer (write/offcpu.c offcpu_add); a private type below the
+ * kernel's range (as reader_attrs.h PR_UW_KUNW), never written. */
+#define PR_UW_OFFCPU 61
 
 /* header misc */
 #define PM_CPUMODE_MASK 7

@@ -20,14 +20,14 @@ good() {
     --sort) echo sym ;; --group) echo line ;; --weight) echo samples ;; --format) echo folded ;;
     -F|--freq) echo 99 ;; -c|--count) echo 100000 ;; -m|--mmap-pages) echo 16 ;; --stack-size|--stack-limit) echo 4096 ;;
     --duration) echo 0.2 ;; -C|--cpu) echo 0 ;; --call-graph) echo dwarf,4096 ;;
-    --off-cpu-every) echo 10 ;; --off-cpu-min) echo 100 ;;
+    --off-cpu-every) echo 10 ;; --off-cpu-min) echo 100 ;; --off-cpu-mode) echo switch ;; --off-cpu-walks) echo 100 ;;
     --unwind) echo copy ;; --bpf-map-bytes) echo 1048576 ;;
     --pid|--tid) echo 1 ;; --time) echo 0, ;; --fields) echo overhead,sym ;; --percentage) echo relative ;;
     *) echo "" ;;
     esac
 }
 # what an option needs beside it
-with() { case $1 in --off-cpu-every|--off-cpu-min) echo --off-cpu ;; esac; }
+with() { case $1 in --off-cpu-every|--off-cpu-min|--off-cpu-mode|--off-cpu-walks) echo --off-cpu ;; esac; }
 bad_values="abc 5abc -1 0x 1e999 99999999999999999999999 ''"
 perf record -q -e cpu-clock -F 99 --call-graph dwarf,1024 -o in.data -- sleep 0.1 2>/dev/null
 

@@ -8,8 +8,15 @@
 #            program's measure (tests/e2e/offcpu-check.py prints the table); the blocking
 #            stacks copied at each switch (--unwind copy), none walked in the kernel
 #   all      mix recorded system-wide (-a with the command): the same expectations
-#   kernel-mix, kernel-all   the same with kernel unwinding (--unwind kernel): every switch-out
-#            stack walked in the kernel by the eBPF program at the switch, none copied
+#   kernel-mix, kernel-all   the same with kernel unwinding (--unwind kernel): the waits timed
+#            in the kernel by the eBPF program at the sched_switch tracepoint (--off-cpu-mode
+#            kernel, the default there), their stacks walked there, none copied
+#   switch-mix  the same with the switch events (--off-cpu-mode switch --unwind kernel): every
+#            switch-out stack walked in the kernel by the program at the context-switches event
+#   kernel-keyed  one thread waiting at one pc in two functions (the second two frames deeper)
+#            at several hundred waits a second, with 5 stacks walked a second (--off-cpu-walks 5)
+#            and 20 ms totals (--off-cpu-min 20000): most waits given the stack walked with
+#            their key; each function's time within 3% (+2 ms) of the program's measure
 #   kernel-deep  a blocking stack 200 levels of 1 KiB frames deep (deeper than any copy),
 #            recorded with -p: every offcpu-time sample in it reaches main through all 200
 #            levels, its time within 3% (+2 ms) of the program's measure
@@ -32,13 +39,32 @@ U=$B/unwound
 # Where the switch-out stacks came from, from the recorder's summary (rec.err):
 #   stacks_from kernel|copy|blocked
 # kernel: every switch-out sampled was walked in the kernel at the switch (but those of threads
-# found blocked at the start, read then), none copied;
+# found blocked at the start, read then), none copied; with the waits timed in the kernel: the
+# summary says so, some were walked, none copied, none left with its pc alone;
 # copy: every one copied by the kernel, none walked; blocked: the one thread found blocked at the
 # start read, nothing else (it never switched out).
 stacks_from() {
+    # (waits, kw, keyed, unkeyed: left set for the caller)
     local line sampled walked copied blocked
     line=$(grep "^unwound record: off-CPU stacks: " rec.err) ||
         { cat rec.err; echo "FAIL: the summary does not say where the switch-out stacks came from"; exit 1; }
+    if grep -q "^unwound record: off-CPU: [0-9]* waits timed in the kernel" rec.err; then
+        read -r waits kw keyed unkeyed < <(sed -n 's/^unwound record: off-CPU: \([0-9]*\) waits timed in the kernel[^,]*, \([0-9]*\) with their stack walked[^,]*, \([0-9]*\) given the stack[^,]*, \([0-9]*\) with no stack walked.*/\1 \2 \3 \4/p' rec.err)
+        read -r walked copied blocked < <(sed 's/.*stacks: \([0-9]*\) walked.*), \([0-9]*\) copied.*, \([0-9]*\) read from.*/\1 \2 \3/' <<<"$line")
+        echo "waits timed in the kernel: $waits; walked $kw, given their key's stack $keyed, their pc alone $unkeyed; copied $copied, read at the start $blocked"
+        case $1 in
+        kernel) [ "${waits:-0}" -gt 0 ] && [ "$kw" -gt 0 ] && [ "$copied" = 0 ] && [ "$unkeyed" = 0 ] ||
+                    { grep "off-CPU" rec.err; echo "FAIL: want waits timed in the kernel, stacks walked, none copied, none left with its pc alone"; exit 1; } ;;
+        # (the walk budget spent: some waits of keys never walked, their pc alone; -a shares it
+        # with every process of the machine)
+        kernel-budget) [ "${waits:-0}" -gt 0 ] && [ "$kw" -gt 0 ] && [ "$copied" = 0 ] ||
+                    { grep "off-CPU" rec.err; echo "FAIL: want waits timed in the kernel, stacks walked, none copied"; exit 1; } ;;
+        blocked) [ "$blocked" = 1 ] && [ "$copied" = 0 ] ||
+                     { echo "$line"; echo "FAIL: want the blocked thread read at the start, no stack copied"; exit 1; } ;;
+        *) grep "off-CPU" rec.err; echo "FAIL: want $1, the waits were timed in the kernel"; exit 1 ;;
+        esac
+        return
+    fi
     sampled=$(sed -n 's/^unwound record: off-CPU: \([0-9]*\) switch-outs sampled.*/\1/p' rec.err)
     read -r walked copied blocked < <(sed 's/.*stacks: \([0-9]*\) walked.*), \([0-9]*\) copied.*, \([0-9]*\) read from.*/\1 \2 \3/' <<<"$line")
     echo "switch-outs sampled: $sampled; stacks walked in the kernel $walked, copied $copied, read at the start $blocked"
@@ -53,11 +79,12 @@ stacks_from() {
 }
 
 case $mode in
-mix | kernel-mix)
-    rounds=8 unwind=copy
-    [ $mode = kernel-mix ] && unwind=kernel
-    "$U" record --off-cpu --unwind $unwind -e cpu-clock -o perf.data -- "$prog" mix $rounds 20 >prog.out 2>rec.err ||
-        { cat rec.err; echo "FAIL: unwound record --off-cpu --unwind $unwind"; exit 1; }
+mix | kernel-mix | switch-mix)
+    rounds=8 unwind=copy opts=
+    [ $mode != mix ] && unwind=kernel
+    [ $mode = switch-mix ] && opts="--off-cpu-mode switch"
+    "$U" record --off-cpu $opts --unwind $unwind -e cpu-clock -o perf.data -- "$prog" mix $rounds 20 >prog.out 2>rec.err ||
+        { cat rec.err; echo "FAIL: unwound record --off-cpu $opts --unwind $unwind"; exit 1; }
     perf script -i perf.data -F tid,period,event,ip,sym >perf.txt 2>perf.err ||
         { cat perf.err; echo "FAIL: perf script"; exit 1; }
     "$U" report -i perf.data --event offcpu-time --folded -o folded.txt
@@ -70,13 +97,18 @@ all | kernel-all)
     # other switches
     rounds=4 unwind=copy
     [ $mode = kernel-all ] && unwind=kernel
-    "$U" record -a --off-cpu --unwind $unwind --stack-size 8192 -m 2048 -e cpu-clock -o perf.data -- "$prog" mix $rounds 20 \
+    # (waits timed in the kernel: a walk budget for the machine's every process, whose new
+    # keys, at the start of each, would otherwise take the program's turn on a busy machine)
+    opts=
+    [ $unwind = kernel ] && opts="--off-cpu-walks 5000"
+    "$U" record -a --off-cpu $opts --unwind $unwind --stack-size 8192 -m 2048 -e cpu-clock -o perf.data -- "$prog" mix $rounds 20 \
         >prog.out 2>rec.err || { cat rec.err; echo "FAIL: unwound record -a --off-cpu --unwind $unwind"; exit 1; }
     perf script -i perf.data -F tid,period,event,ip,sym >perf.txt 2>perf.err ||
         { cat perf.err; echo "FAIL: perf script"; exit 1; }
     "$U" report -i perf.data --event offcpu-time --folded -o folded.txt
     python3 "$S/tests/e2e/offcpu-check.py" mix perf.txt folded.txt prog.out $rounds ||
         { cat rec.err; echo "FAIL: (the recorder's summary above: records lost?)"; exit 1; }
+    [ $unwind = kernel ] && unwind=kernel-budget
     stacks_from $unwind
     ;;
 kernel-deep | kernel-deep-tid)
@@ -109,6 +141,20 @@ kernel-deep | kernel-deep-tid)
     "$U" report -i perf.data --event offcpu-time --folded -o folded.txt
     python3 "$S/tests/e2e/offcpu-check.py" deep perf.txt folded.txt prog.out
     stacks_from kernel
+    ;;
+kernel-keyed)
+    # 240 waits, two in three in oc_key_a (3 ms each), one in three two frames deeper in
+    # oc_key_b (7 ms), at the same pc (read); 5 stacks walked a second, 20 ms totals
+    "$U" record --off-cpu --off-cpu-mode kernel --off-cpu-walks 5 --off-cpu-min 20000 -e cpu-clock -o perf.data -- \
+        "$prog" keyed 240 3 7 >prog.out 2>rec.err || { cat rec.err; echo "FAIL: unwound record --off-cpu-mode kernel"; exit 1; }
+    perf script -i perf.data -F tid,period,event,ip,sym >perf.txt 2>perf.err ||
+        { cat perf.err; echo "FAIL: perf script"; exit 1; }
+    "$U" report -i perf.data --event offcpu-time --folded -o folded.txt
+    python3 "$S/tests/e2e/offcpu-check.py" keyed perf.txt folded.txt prog.out || { grep "off-CPU" rec.err; exit 1; }
+    stacks_from kernel-budget
+    # most waits not walked: given their key's stack (what the test is of)
+    [ "$keyed" -gt $((waits / 2)) ] ||
+        { grep "off-CPU" rec.err; echo "FAIL: want most of the $waits waits given their key's stack, $keyed were"; exit 1; }
     ;;
 block | tid)
     "$prog" block >prog.out &

@@ -58,12 +58,19 @@ static void record_usage(FILE *f)
 		   "  --stack-size BYTES  user stack copied per sample (default 16384, at most 65528)\n"
 		   "  --duration SECS     stop after this long (also: Ctrl-C, SIGTERM, SIGHUP, the command's exit)\n"
 		   "  -m, --mmap-pages N  data pages per ring buffer (power of two, default 1024)\n"
-		   "  --off-cpu           off-CPU time too: each switch-out of a followed thread sampled\n"
-		   "                      with its stack; when it runs again, one sample of the event\n"
-		   "                      offcpu-time whose period is the time off the CPU in ns\n"
-		   "  --off-cpu-every N   take the stack at one switch-out in N (default 1: every one);\n"
+		   "  --off-cpu           off-CPU time too: where each followed thread waits and how long,\n"
+		   "                      written as samples of the event offcpu-time whose period is\n"
+		   "                      the time off the CPU in ns, with the stack it blocked in\n"
+		   "  --off-cpu-mode kernel|switch  kernel (the default where stacks are walked in the\n"
+		   "                      kernel): every wait timed by the eBPF program at the\n"
+		   "                      sched_switch tracepoint, its stack walked there within a\n"
+		   "                      budget, else given the stack walked at the same pc and stack\n"
+		   "                      pointer; switch: a sample at every switch-out with its stack\n"
+		   "                      and switch records (the only one with --unwind copy)\n"
+		   "  --off-cpu-walks N   (kernel) stacks walked per second and CPU at most (default 500)\n"
+		   "  --off-cpu-every N   (switch) take the stack at one switch-out in N (default 1);\n"
 		   "                      every wait is still timed, one without a stack of its own\n"
-		   "                      counted in its thread's last: less overhead on switch-heavy work\n"
+		   "                      counted in its thread's last\n"
 		   "  --off-cpu-min USEC  shorter waits are added up per thread and stack, written when\n"
 		   "                      their total reaches USEC or at the end (default 500; 0: none)\n"
 		   "  --debug-dir DIR, --offline, --no-fp, --stitch   as for report\n"
@@ -181,7 +188,13 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 			st->unwind_why[0] ? "; kernel unwinding unavailable: " : "", st->unwind_why,
 			!st->unwind_why[0] && !uw_kernel_unwind_built() ? " (kernel unwinding not compiled in)" : "");
 	}
-	if (ro->off_cpu)
+	if (ro->off_cpu && st->offcpu_kernel_timed)
+		fprintf(stderr, "unwound record: off-CPU: %" PRIu64 " waits timed in the kernel (sched_switch tracepoint), %" PRIu64 " with their stack walked at the switch-out (%.2f%%), %" PRIu64 " given the stack walked at the same pc and stack pointer (%.3f s), %" PRIu64 " with no stack walked (their pc alone, %.3f s); %" PRIu64 " offcpu-time samples, %.3f s off the CPU in all, %" PRIu64 " threads still off the CPU at the end\n",
+			st->offcpu_waits, st->offcpu_walked,
+			st->offcpu_waits ? 100.0 * (double)st->offcpu_walked / (double)st->offcpu_waits : 0.0, st->offcpu_keyed,
+			(double)st->offcpu_keyed_ns * 1e-9, st->offcpu_unkeyed, (double)st->offcpu_unkeyed_ns * 1e-9,
+			st->offcpu_samples, (double)st->offcpu_ns * 1e-9, st->offcpu_open_at_end);
+	else if (ro->off_cpu)
 		fprintf(stderr, "unwound record: off-CPU: %" PRIu64 " switch-outs sampled%s, %" PRIu64 " offcpu-time samples, %.3f s off the CPU in all, %" PRIu64 " threads still off the CPU at the end\n",
 			st->offcpu_switches, ro->off_cpu_every > 1 ? " with their stack (one in N)" : "", st->offcpu_samples,
 			(double)st->offcpu_ns * 1e-9, st->offcpu_open_at_end);
@@ -198,7 +211,7 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 int cmd_record(int argc, char **argv)
 {
 	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH, O_STITCH, O_OFFCPU, O_OCEVERY,
-	       O_OCMIN, O_UNWIND, O_BPFBYTES };
+	       O_OCMIN, O_UNWIND, O_BPFBYTES, O_OCMODE, O_OCWALKS };
 	static const struct option lo[] = {
 		{ "freq", required_argument, 0, 'F' }, { "count", required_argument, 0, 'c' },
 		{ "event", required_argument, 0, 'e' }, { "all-cpus", no_argument, 0, 'a' },
@@ -211,6 +224,7 @@ int cmd_record(int argc, char **argv)
 		{ "stitch", no_argument, 0, O_STITCH }, { "off-cpu", no_argument, 0, O_OFFCPU },
 		{ "off-cpu-every", required_argument, 0, O_OCEVERY }, { "off-cpu-min", required_argument, 0, O_OCMIN },
 		{ "unwind", required_argument, 0, O_UNWIND }, { "bpf-map-bytes", required_argument, 0, O_BPFBYTES },
+		{ "off-cpu-mode", required_argument, 0, O_OCMODE }, { "off-cpu-walks", required_argument, 0, O_OCWALKS },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	UW_OPTS(uw_record_opts, ro, .stop = &stop_flag);
@@ -296,6 +310,20 @@ int cmd_record(int argc, char **argv)
 			}
 			break;
 		case O_OFFCPU: ro.off_cpu = 1; break;
+		case O_OCMODE:
+			if (!strcmp(optarg, "kernel")) {
+				ro.off_cpu_mode = UW_OFFCPU_KERNEL;
+			} else if (!strcmp(optarg, "switch")) {
+				ro.off_cpu_mode = UW_OFFCPU_SWITCH;
+			} else {
+				fprintf(stderr, "unwound record: --off-cpu-mode takes kernel or switch, not '%s'\n", optarg);
+				goto out;
+			}
+			break;
+		case O_OCWALKS:
+			if (cli_unsigned("record", "--off-cpu-walks", optarg, 1, 1000000, &ro.off_cpu_walks))
+				goto out;
+			break;
 		case O_OCEVERY:
 			if (cli_unsigned("record", "--off-cpu-every", optarg, 1, 1u << 20, &ro.off_cpu_every))
 				goto out;
@@ -315,8 +343,8 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "unwound record: -F and -c both set the sampling rate: give one\n");
 		goto out;
 	}
-	if ((ro.off_cpu_every || ro.off_cpu_min_ns) && !ro.off_cpu) {
-		fprintf(stderr, "unwound record: --off-cpu-every and --off-cpu-min go with --off-cpu\n");
+	if ((ro.off_cpu_every || ro.off_cpu_min_ns || ro.off_cpu_mode || ro.off_cpu_walks) && !ro.off_cpu) {
+		fprintf(stderr, "unwound record: --off-cpu-mode, --off-cpu-walks, --off-cpu-every and --off-cpu-min go with --off-cpu\n");
 		goto out;
 	}
 	if (optind < argc)

@@ -74,10 +74,24 @@ struct live {
 	size_t nsw;
 	uint64_t sw_copied;  /* switch-out samples read from the rings: the kernel copied their stack */
 	uint64_t sw_blocked; /* threads found blocked at the start, their stacks read */
+	/* --off-cpu: the reader's off-CPU attribute (LIVE_SWITCH_ATTR) is there, one of its ids, its
+	 * sample_type (the trailer of records made for it) */
+	bool oc_on;
+	uint64_t oc_id;
+	uint64_t oc_sample_type;
+	/* waits timed in the kernel (live_offcpu.c): the events are per CPU; with oc_filter (a
+	 * command, -p, -t) the side-band of processes not followed is dropped as read */
+	bool kwait;
+	bool oc_filter;
+	struct base_map oc_procs; /* pid -> OC_PROC_* */
+	uint64_t oc_dropped;      /* side-band records dropped */
 };
 
 /* --off-cpu: the reader's attribute of the switch events (the CPU events' is 0) */
 #define LIVE_SWITCH_ATTR 1u
+/* ... its id when waits are timed in the kernel (no event has it: the records that name it are
+ * the recorder's) */
+#define LIVE_WAIT_ID UINT64_C(0xfffffffffff0c001)
 
 
 struct evspec {
@@ -90,6 +104,8 @@ struct evconf {
 	struct evspec ev;
 	const struct uw_record_opts *o;
 	bool user_only;         /* the kernel may not be sampled (perf_event_paranoid 2) */
+	bool percpu;            /* a command's events opened per CPU (waits timed in the kernel):
+	                         * enabled by the recorder, not at its exec */
 };
 
 
@@ -129,6 +145,18 @@ struct live_kunw_conf {
 	unsigned ring_bytes;    /* the program's ring buffer (0: its default) */
 	uint64_t max_bytes;     /* cap on bytes in BPF maps (0: 64 MiB) */
 	bool switches;          /* --off-cpu: the walk at each switch-out too */
+	/* --off-cpu, waits timed in the kernel (lib/kernel/kunw_wait.bpf.h, live_offcpu.c): the
+	 * sampling events are then per CPU, attached for the followed tasks only; wait_all: every
+	 * task followed (-a), but wait_self (the recorder's pid); waits shorter than wait_min_ns
+	 * summed per key, wait_walks the stacks walked at switch-outs (kunw_opts) */
+	bool wait, wait_all;
+	uint32_t wait_self;
+	uint64_t wait_min_ns;
+	unsigned wait_walks;
+	/* ... the program's records of waits that are no samples (KUNW_KIND_WAIT_IN,
+	 * KUNW_KIND_WAIT_SUM; rec: a struct kunw_sample) go to wait_fn */
+	int (*wait_fn)(void *ctx, const void *rec);
+	void *wait_ctx;
 	bool verify;            /* (tests) every record also carries frame 0's registers and stack,
 	                         * for the reader to compare the program's frames with lib/unwind's */
 };
@@ -149,6 +177,8 @@ void live_kunw_ids(struct live_kunw *lk, uint64_t id, uint64_t sw_id, unsigned s
 int live_kunw_prime(struct live_kunw *lk, uint64_t timeout_ns);
 /* An fd for poll: the program's ring has records, or a table was built (-1: none). */
 int live_kunw_fd(const struct live_kunw *lk);
+/* lib/kernel's handle of the loaded program (NULL: none), for live_offcpu.c. */
+struct kunw *live_kunw_handle(struct live_kunw *lk);
 /* A record as it is read from a ring, before the reader orders it: a process's mapping changes
  * (MMAP, MMAP2, COMM with exec, FORK, EXIT) loaded at the next update, not once delivered. */
 void live_kunw_read(struct live_kunw *lk, const uint8_t *rec, uint32_t len);
@@ -186,5 +216,22 @@ void live_close_offcpu(struct live *lv);
 int live_offcpu_blocked(struct live *lv, const struct uw_record_opts *o, uint64_t time);
 uint64_t live_now_ns(void);
 int32_t live_tgid_of(int32_t tid);
+
+/* ---- off-CPU, waits timed in the kernel (live_offcpu.c, lib/kernel/kunw_wait.bpf.h) */
+/* The followed targets into the program's maps, then its sched_switch, fork and exit programs
+ * attached (timing nothing until live_offcpu_kwait_on). child: the command's pid (0: none). */
+int live_offcpu_kwait_start(struct live *lv, const struct uw_record_opts *o, int32_t child);
+void live_offcpu_kwait_on(struct live *lv, bool on);
+/* Followed targets alive (-p, -t: the recording ends at 0). */
+int64_t live_offcpu_kwait_live(struct live *lv);
+/* The end at time end: the waits off, what they hold written into the program's ring. */
+int live_offcpu_kwait_end(struct live *lv, uint64_t end);
+/* A side-band record read from a per-CPU ring: is it of a process followed (oc_filter)? */
+bool live_offcpu_wanted(struct live *lv, const uint8_t *rec, uint32_t len);
+/* A record of the program that is no sample (KUNW_KIND_WAIT_IN, KUNW_KIND_WAIT_SUM) made into the
+ * reader's record: a switch-in (PR_SWITCH) or a total (PR_UW_OFFCPU) of the off-CPU attribute.
+ * rec: a struct kunw_sample, decoded. */
+int live_offcpu_kwait_record(struct live *lv, const void *rec);
+void live_offcpu_kwait_status(struct live *lv, struct uw_record_status *st);
 
 #endif

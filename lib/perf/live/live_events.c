@@ -120,7 +120,7 @@ void live_attr_init(struct kattr *a, const struct evconf *ec, bool sideband, boo
 	if (ec->user_only)
 		a->flags |= BIT(5) | BIT(6); /* exclude_kernel, exclude_hv */
 	/* a command's events begin at its exec; with -a the system's begin at once */
-	if (o->argv && !o->system_wide)
+	if (o->argv && !o->system_wide && !ec->percpu)
 		a->flags |= BIT(A_ENABLE_ON_EXEC);
 	/* No build-ids in MMAP2 (attr.build_id): while one event asks for them, kernels up to at
 	 * least 6.18 mark every other session's MMAP2 records PERF_RECORD_MISC_MMAP_BUILD_ID over

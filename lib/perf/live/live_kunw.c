@@ -90,6 +90,11 @@ int live_kunw_fd(const struct live_kunw *lk)
 	(void)lk;
 	return -1;
 }
+struct kunw *live_kunw_handle(struct live_kunw *lk)
+{
+	(void)lk;
+	return NULL;
+}
 int live_kunw_prime(struct live_kunw *lk, uint64_t timeout_ns)
 {
 	(void)lk;
@@ -216,6 +221,9 @@ struct live_kunw {
 	uint64_t id;            /* the sampling events' id the program's records carry */
 	uint64_t sw_id;         /* --off-cpu: the switch events' (0: none) */
 	unsigned sw_attr;       /* ... their attribute */
+	bool wait;              /* waits timed in the kernel (live_kunw_conf.wait) */
+	int (*wait_fn)(void *ctx, const void *rec); /* ... their records (live_kunw_conf.wait_fn) */
+	void *wait_ctx;
 	struct base_map mods;   /* (uintptr_t)struct uw_module * -> struct kmod * */
 	struct base_map ids;    /* id -> struct kmod * */
 	struct base_map procs;  /* pid -> struct kproc * */
@@ -1160,7 +1168,9 @@ static int on_kunw_record(void *ctx, const struct kunw_sample *s)
 	 * switch attribute (any of its events' ids names it), paired as a copied one is
 	 * (write/offcpu.c) */
 	uint64_t id = lk->id;
-	if (s->rec->kind == KUNW_KIND_SWITCH && lk->sw_id) {
+	if (s->rec->kind == KUNW_KIND_WAIT_IN || s->rec->kind == KUNW_KIND_WAIT_SUM) /* (waits timed in the kernel: no stack) */
+		return lk->wait_fn ? lk->wait_fn(lk->wait_ctx, s) : 0;
+	if ((s->rec->kind == KUNW_KIND_SWITCH || s->rec->kind == KUNW_KIND_WAIT) && lk->sw_id) {
 		id = lk->sw_id;
 		lk->sw_walked++;
 	}
@@ -1215,6 +1225,11 @@ int live_kunw_fd(const struct live_kunw *lk)
 	return lk ? lk->epfd : -1;
 }
 
+struct kunw *live_kunw_handle(struct live_kunw *lk)
+{
+	return lk ? lk->k : NULL;
+}
+
 /* Why BPF cannot be used here, when it is something the system says before loading. */
 static bool system_refuses(char *why, size_t len)
 {
@@ -1248,6 +1263,9 @@ int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char 
 		return -ENOMEM;
 	}
 	lk->s = c->s;
+	lk->wait = c->wait;
+	lk->wait_fn = c->wait_fn;
+	lk->wait_ctx = c->wait_ctx;
 	lk->epfd = lk->b.efd = lk->tfd = -1;
 	base_map_init(&lk->mods);
 	base_map_init(&lk->procs);
@@ -1258,6 +1276,11 @@ int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char 
 				.max_bytes = c->max_bytes,
 				.verify = c->verify,
 				.switches = c->switches,
+				.wait = c->wait,
+				.wait_all = c->wait_all,
+				.wait_self = c->wait_self,
+				.wait_min_ns = c->wait_min_ns,
+				.wait_walks = c->wait_walks,
 				/* swaps into the maps batched off the loop (each waits for a grace period) */
 				.deferred = true };
 	char err[512] = "";
@@ -1315,7 +1338,10 @@ int live_kunw_attach(struct live_kunw *lk, int fd, bool sw)
 {
 	if (!lk)
 		return -EINVAL;
-	return sw ? kunw_attach_switch(lk->k, fd) : kunw_attach(lk->k, fd);
+	if (sw)
+		return kunw_attach_switch(lk->k, fd);
+	/* (waits timed in the kernel: the events are per CPU, the followed tasks' samples kept) */
+	return lk->wait ? kunw_attach_followed(lk->k, fd) : kunw_attach(lk->k, fd);
 }
 
 void live_kunw_start(struct live_kunw *lk, struct uw_reader *r)
@@ -1402,10 +1428,11 @@ void live_kunw_close(struct live_kunw *lk)
 	if (!kunw_prog_info(lk->k, &pi) && !kunw_counters(lk->k, &c))
 		base_log(&lk->s->log, UW_LOG_INFO,
 			 "kernel unwinding: the program ran %llu times, %llu ns in all (kernel.bpf_stats_enabled; 0 when "
-			 "off), at the switch-outs %llu times, %llu ns in all; %llu user frames walked, %llu records lost; "
-			 "%llu bytes in BPF maps at most",
+			 "off), at the switch-outs %llu times, %llu ns in all, at the sched_switch tracepoint %llu times, "
+			 "%llu ns in all; %llu user frames walked, %llu records lost; %llu bytes in BPF maps at most",
 			 (unsigned long long)pi.run_cnt, (unsigned long long)pi.run_time_ns,
-			 (unsigned long long)pi.switch_run_cnt, (unsigned long long)pi.switch_run_time_ns, (unsigned long long)c.frames,
+			 (unsigned long long)pi.switch_run_cnt, (unsigned long long)pi.switch_run_time_ns,
+			 (unsigned long long)pi.wait_run_cnt, (unsigned long long)pi.wait_run_time_ns, (unsigned long long)c.frames,
 			 (unsigned long long)c.lost, (unsigned long long)lk->peak_bytes);
 	base_log(&lk->s->log, UW_LOG_INFO,
 		 "kernel unwinding: %llu samples finished in user space for want of the process's mappings or a table; "

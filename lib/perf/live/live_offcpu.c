@@ -28,6 +28,9 @@
 
 #include "perf/live/live.h"
 #include "unwind/unwind.h"
+#ifdef UW_HAVE_KERNEL_UNWIND
+#include "kernel/kunw.h"
+#endif
 
 #define PERF_EVENT_IOC_SET_OUTPUT 0x2405
 #define A_CONTEXT_SWITCH 26
@@ -139,8 +142,23 @@ static bool blocked_at(int32_t tid, uint64_t *sp, uint64_t *pc)
 static int push_blocked(struct live *lv, const struct uw_record_opts *o, int32_t pid, int32_t tid, uint64_t time)
 {
 	uint64_t sp, pc;
-	if (!lv->nsw || !blocked_at(tid, &sp, &pc))
+	if (!lv->oc_on)
 		return 0;
+#ifdef UW_HAVE_KERNEL_UNWIND
+	/* waits timed in the kernel: its next switch-in ends the wait (said before its state is
+	 * read: a wake-up in between then ends a wait user space did not open, which is nothing) */
+	struct kunw *k = lv->kwait ? live_kunw_handle(lv->kunw) : NULL;
+	if (k && kunw_wait_blocked(k, (uint32_t)tid, time, true))
+		k = NULL;
+	if (!blocked_at(tid, &sp, &pc)) {
+		if (k)
+			kunw_wait_blocked(k, (uint32_t)tid, 0, false);
+		return 0;
+	}
+#else
+	if (!blocked_at(tid, &sp, &pc))
+		return 0;
+#endif
 	uint64_t mask = unw_x86_64_perf_mask();
 	unsigned nregs = (unsigned)__builtin_popcountll(mask);
 	size_t fixed = 8 + 8 * 6 + 8 + 8 + 8 * nregs + 8 + 8;
@@ -167,7 +185,7 @@ static int push_blocked(struct live *lv, const struct uw_record_opts *o, int32_t
 		got += want;
 	}
 	size_t at = 8;
-	uint64_t v[] = { lv->sw_ids[0], pc, (uint64_t)(uint32_t)tid << 32 | (uint32_t)pid, time, 0, 1, 0 };
+	uint64_t v[] = { lv->oc_id, pc, (uint64_t)(uint32_t)tid << 32 | (uint32_t)pid, time, 0, 1, 0 };
 	for (size_t i = 0; i < UW_ARRAY_SIZE(v); i++, at += 8)
 		memcpy(rec + at, &v[i], 8); /* id, ip, pid/tid, time, cpu, period, callchain nr 0 */
 	uint64_t abi = 2; /* PERF_SAMPLE_REGS_ABI_64 */
@@ -222,3 +240,220 @@ int live_offcpu_blocked(struct live *lv, const struct uw_record_opts *o, uint64_
 	}
 	return err;
 }
+
+/* ---- waits timed in the kernel */
+
+enum { OC_PROC_WANTED = 1, OC_PROC_OTHER = 2 };
+
+#ifdef UW_HAVE_KERNEL_UNWIND
+
+/* The sample_id trailer of a record of the off-CPU attribute, at b: @return its length. */
+static size_t oc_trailer(const struct live *lv, uint8_t *b, uint32_t pid, uint32_t tid, uint64_t time, uint32_t cpu)
+{
+	uint64_t st = lv->oc_sample_type, v[6];
+	unsigned n = 0;
+	if (st & PS_TID)
+		v[n++] = (uint64_t)tid << 32 | pid;
+	if (st & PS_TIME)
+		v[n++] = time;
+	if (st & PS_ID)
+		v[n++] = lv->oc_id;
+	if (st & PS_STREAM_ID)
+		v[n++] = lv->oc_id;
+	if (st & PS_CPU)
+		v[n++] = cpu;
+	if (st & PS_IDENTIFIER)
+		v[n++] = lv->oc_id;
+	memcpy(b, v, (size_t)n * 8);
+	return (size_t)n * 8;
+}
+
+static bool oc_proc(struct live *lv, uint32_t pid, bool *known)
+{
+	uintptr_t v = (uintptr_t)base_map_get(&lv->oc_procs, pid);
+	*known = v != 0;
+	return v == OC_PROC_WANTED;
+}
+
+static void oc_proc_put(struct live *lv, uint32_t pid, bool wanted)
+{
+	/* (without memory: asked of the program again next time) */
+	(void)base_map_put(&lv->oc_procs, pid, (void *)(uintptr_t)(wanted ? OC_PROC_WANTED : OC_PROC_OTHER));
+}
+
+int live_offcpu_kwait_start(struct live *lv, const struct uw_record_opts *o, int32_t child)
+{
+	struct kunw *k = live_kunw_handle(lv->kunw);
+	if (!k)
+		return -EINVAL;
+	lv->oc_filter = !o->system_wide;
+	int e = 0;
+	if (child > 0)
+		e = kunw_wait_follow_proc(k, (uint32_t)child);
+	for (size_t i = 0; !e && i < o->npids; i++)
+		e = kunw_wait_follow_proc(k, (uint32_t)o->pids[i]);
+	for (size_t i = 0; !e && i < o->ntids; i++)
+		e = kunw_wait_follow_thread(k, (uint32_t)o->tids[i], (uint32_t)live_tgid_of(o->tids[i]));
+	/* their side-band is wanted (the rest is learnt from FORK records, else asked of the
+	 * program's map) */
+	if (child > 0)
+		oc_proc_put(lv, (uint32_t)child, true);
+	for (size_t i = 0; i < o->npids; i++)
+		oc_proc_put(lv, (uint32_t)o->pids[i], true);
+	for (size_t i = 0; i < o->ntids; i++)
+		oc_proc_put(lv, (uint32_t)live_tgid_of(o->tids[i]), true);
+	if (!e)
+		e = kunw_wait_attach(k);
+	return e;
+}
+
+void live_offcpu_kwait_on(struct live *lv, bool on)
+{
+	struct kunw *k = lv->kwait ? live_kunw_handle(lv->kunw) : NULL;
+	if (k)
+		kunw_wait_on(k, on);
+}
+
+int64_t live_offcpu_kwait_live(struct live *lv)
+{
+	struct kunw *k = lv->kwait ? live_kunw_handle(lv->kunw) : NULL;
+	return k ? kunw_wait_live(k) : 0;
+}
+
+int live_offcpu_kwait_end(struct live *lv, uint64_t end)
+{
+	struct kunw *k = lv->kwait ? live_kunw_handle(lv->kunw) : NULL;
+	return k ? kunw_wait_end(k, end) : 0;
+}
+
+bool live_offcpu_wanted(struct live *lv, const uint8_t *rec, uint32_t len)
+{
+	uint32_t type, pid, ppid;
+	if (!lv->oc_filter || len < 16)
+		return true;
+	memcpy(&type, rec, 4);
+	memcpy(&pid, rec + 8, 4);
+	bool known;
+	switch (type) {
+	case PR_FORK:
+		/* FORK: pid, ppid, tid, ptid. A new process is followed as its parent is (before
+		 * the program's fork hook has said so, which comes after the record) */
+		memcpy(&ppid, rec + 12, 4);
+		if (pid != ppid) {
+			bool w = oc_proc(lv, ppid, &known);
+			if (!known) {
+				struct kunw *k = live_kunw_handle(lv->kunw);
+				w = k && kunw_wait_sideband(k, ppid) > 0;
+				oc_proc_put(lv, ppid, w);
+			}
+			oc_proc_put(lv, pid, w);
+			if (!w)
+				lv->oc_dropped++;
+			return w;
+		}
+		break;
+	case PR_MMAP:
+	case PR_MMAP2:
+	case PR_COMM:
+	case PR_EXIT:
+	case PR_NAMESPACES:
+		if (pid == UINT32_MAX)
+			return true; /* the kernel's */
+		break;
+	default:
+		return true;
+	}
+	bool w = oc_proc(lv, pid, &known);
+	if (!known) {
+		/* (a process's records read before its FORK, from another CPU's ring: the program
+		 * marked it at its fork, before it ran) */
+		struct kunw *k = live_kunw_handle(lv->kunw);
+		int r = k ? kunw_wait_sideband(k, pid) : 0;
+		w = r > 0;
+		if (r >= 0)
+			oc_proc_put(lv, pid, w);
+	}
+	if (!w)
+		lv->oc_dropped++;
+	return w;
+}
+
+int live_offcpu_kwait_record(struct live *lv, const void *p)
+{
+	const struct kunw_sample *ks = p;
+	const struct kunw_rec *r = ks->rec;
+	uint8_t b[8 + 32 + 64];
+	size_t at = 8;
+	uint32_t type = PR_SWITCH;
+	if (r->kind == KUNW_KIND_WAIT_SUM && ks->sum) {
+		uint64_t v[4] = { ks->sum[0], ks->sum[1], r->period, ks->sum[2] };
+		memcpy(b + at, v, sizeof(v));
+		at += sizeof(v);
+		type = PR_UW_OFFCPU;
+	}
+	at += oc_trailer(lv, b + at, r->pid, r->tid, r->time, r->cpu);
+	uint16_t misc = 0, size = (uint16_t)at; /* (PR_SWITCH: the switch in) */
+	memcpy(b, &type, 4);
+	memcpy(b + 4, &misc, 2);
+	memcpy(b + 6, &size, 2);
+	return uw_reader_push(lv->r, b, at);
+}
+
+void live_offcpu_kwait_status(struct live *lv, struct uw_record_status *st)
+{
+	struct kunw *k = lv->kwait ? live_kunw_handle(lv->kunw) : NULL;
+	struct kunw_wait_counters c;
+	if (!k || kunw_wait_counters(k, &c))
+		return;
+	st->offcpu_kernel_timed = 1;
+	st->offcpu_waits = c.waits;
+	st->offcpu_walked = c.walked;
+	/* (records of the program lost with its ring full are lost records) */
+	st->lost += c.lost;
+}
+
+#else
+
+int live_offcpu_kwait_start(struct live *lv, const struct uw_record_opts *o, int32_t child)
+{
+	(void)lv;
+	(void)o;
+	(void)child;
+	return -EOPNOTSUPP;
+}
+void live_offcpu_kwait_on(struct live *lv, bool on)
+{
+	(void)lv;
+	(void)on;
+}
+int64_t live_offcpu_kwait_live(struct live *lv)
+{
+	(void)lv;
+	return 0;
+}
+int live_offcpu_kwait_end(struct live *lv, uint64_t end)
+{
+	(void)lv;
+	(void)end;
+	return 0;
+}
+bool live_offcpu_wanted(struct live *lv, const uint8_t *rec, uint32_t len)
+{
+	(void)lv;
+	(void)rec;
+	(void)len;
+	return true;
+}
+int live_offcpu_kwait_record(struct live *lv, const void *rec)
+{
+	(void)lv;
+	(void)rec;
+	return 0;
+}
+void live_offcpu_kwait_status(struct live *lv, struct uw_record_status *st)
+{
+	(void)lv;
+	(void)st;
+}
+
+#endif

@@ -66,6 +66,12 @@ static int drain(struct live *lv, struct ring *rg)
 			if (id != rg->id)
 				lv->sw_copied++;
 		}
+		/* (waits timed in the kernel: per-CPU rings, the side-band of the followed processes
+		 * only) */
+		if (lv->oc_filter && !live_offcpu_wanted(lv, rec, size)) {
+			tail += size;
+			continue;
+		}
 		if (lv->kunw)
 			live_kunw_read(lv->kunw, rec, size);
 		err = uw_reader_push(lv->r, rec, size);

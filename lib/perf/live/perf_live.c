@@ -119,6 +119,17 @@ static int check_opts(struct rec *rc)
 					rc->ncpu - 1);
 	if (o->off_cpu && !o->off_cpu_min_ns)
 		o->off_cpu_min_ns = 500000;
+	if (o->off_cpu_mode != UW_OFFCPU_AUTO && o->off_cpu_mode != UW_OFFCPU_KERNEL && o->off_cpu_mode != UW_OFFCPU_SWITCH)
+		return base_err(&s->log, -EINVAL, "unknown off-CPU mode %d", o->off_cpu_mode);
+	if (o->off_cpu && o->off_cpu_mode == UW_OFFCPU_KERNEL && !rc->want_kernel)
+		return base_err(&s->log, -EINVAL, "--off-cpu-mode kernel: the waits are timed by the kernel unwinder's program, "
+				"not with --unwind copy, --call-graph fp or --stitch");
+	if (o->off_cpu && o->off_cpu_mode == UW_OFFCPU_KERNEL && o->off_cpu_every > 1)
+		return base_err(&s->log, -EINVAL, "--off-cpu-every samples the switch events: not with --off-cpu-mode kernel");
+	/* the waits timed in the kernel where the stacks are walked there (else a sample at every
+	 * switch-out, docs/offcpu.md) */
+	rc->lv.kwait = o->off_cpu && rc->want_kernel && o->off_cpu_mode != UW_OFFCPU_SWITCH && o->off_cpu_every <= 1;
+	rc->ec.percpu = rc->lv.kwait && !o->system_wide;
 	rc->ev_default = !o->event;
 	if (!live_parse_event(rc->ev_default ? "cycles" : o->event, &rc->ec.ev))
 		return base_err(&s->log, -EINVAL, "unknown event '%s' (cycles, instructions, cpu-clock, task-clock, page-faults)",
@@ -188,7 +199,9 @@ static int open_events(struct rec *rc)
 					i < o->npids ? "process" : "thread");
 	}
 	for (int attempt = 0; attempt < 3; attempt++) {
-		if (o->system_wide) {
+		/* (waits timed in the kernel: per CPU for a command, -p and -t too, the program keeps
+		 * the followed tasks' samples; no per-task event costs every context switch) */
+		if (o->system_wide || lv->kwait) {
 			for (int c = 0; c < rc->ncpu && !err; c++) {
 				if (!live_cpu_wanted(o, c))
 					continue;
@@ -227,7 +240,7 @@ static int open_events(struct rec *rc)
 		}
 		/* not allowed to sample the kernel (perf_event_paranoid 2): user space only, as perf
 		 * does */
-		if ((err == -EACCES || err == -EPERM) && !rc->ec.user_only && !o->system_wide) {
+		if ((err == -EACCES || err == -EPERM) && !rc->ec.user_only && !o->system_wide && !lv->kwait) {
 			live_close_rings(lv);
 			rc->ec.user_only = true;
 			base_log(&s->log, UW_LOG_WARN, "kernel samples excluded: kernel.perf_event_paranoid does not allow them "
@@ -237,8 +250,9 @@ static int open_events(struct rec *rc)
 		}
 		break;
 	}
-	/* --off-cpu: a switch event beside each one, into its ring */
-	if (!err && o->off_cpu) {
+	/* --off-cpu: a switch event beside each one, into its ring (not when the waits are timed in
+	 * the kernel) */
+	if (!err && o->off_cpu && !lv->kwait) {
 		err = live_open_offcpu(lv, &rc->ec, !o->system_wide);
 		if (err == -EACCES || err == -EPERM)
 			return base_err(&s->log, err, "--off-cpu: the context-switches event with the kernel's frames was "
@@ -259,23 +273,85 @@ static int open_events(struct rec *rc)
 	return 0;
 }
 
-/* Kernel unwinding: the program loaded and attached to every event, or (UW_UNWIND_AUTO) stack
- * copies, with one line saying why. */
-static int start_kernel_unwind(struct rec *rc)
+/* The program's records of waits timed in the kernel that are no samples (live_kunw_conf.wait_fn). */
+static int kwait_record(void *ctx, const void *rec)
+{
+	return live_offcpu_kwait_record(ctx, rec);
+}
+
+/* The program loaded (the verifier runs), as the recording's options ask. */
+static int kunw_open(struct rec *rc)
 {
 	struct uw_session *s = rc->s;
 	struct live *lv = &rc->lv;
-	if (!rc->want_kernel)
-		return 0;
 	struct live_kunw_conf kc = { .s = s,
 				     .max_frames = s->opts.max_frames < KUNW_MAX_FRAMES ? s->opts.max_frames : 0,
 				     .max_bytes = rc->o.kernel_max_bytes,
 				     /* (tests: every record also carries frame 0's registers and stack, for
 				      * the reader to compare the program's frames with lib/unwind's) */
 				     .verify = getenv("UW_KUNW_VERIFY") != NULL,
-				     /* --off-cpu: the walk at each switch-out too */
-				     .switches = rc->o.off_cpu != 0 };
-	int err = live_kunw_open(&kc, &lv->kunw, rc->unwind_why, sizeof(rc->unwind_why));
+				     /* --off-cpu: the walk at each switch-out too, or the waits timed in
+				      * the kernel (live_offcpu.c) */
+				     .switches = rc->o.off_cpu && !lv->kwait,
+				     .wait = lv->kwait,
+				     .wait_all = rc->o.system_wide != 0,
+				     .wait_self = (uint32_t)getpid(),
+				     .wait_min_ns = rc->o.off_cpu_min_ns,
+				     .wait_walks = rc->o.off_cpu_walks,
+				     .wait_fn = kwait_record,
+				     .wait_ctx = lv };
+	return live_kunw_open(&kc, &lv->kunw, rc->unwind_why, sizeof(rc->unwind_why));
+}
+
+/* Kernel unwinding: the program loaded (the verifier runs) before the events are opened (waits
+ * timed in the kernel open them per CPU), with its programs for the waits attached; where those
+ * cannot be (UW_OFFCPU_AUTO), switch events instead; where the program cannot be loaded
+ * (UW_UNWIND_AUTO), stack copies, with one line saying why. */
+static int load_kernel_unwind(struct rec *rc)
+{
+	struct uw_session *s = rc->s;
+	struct live *lv = &rc->lv;
+	if (!rc->want_kernel)
+		return 0;
+	int err = kunw_open(rc);
+	if (!err && lv->kwait) {
+		err = live_offcpu_kwait_start(lv, &rc->o, rc->child > 0 ? rc->child : 0);
+		if (err)
+			snprintf(rc->unwind_why, sizeof(rc->unwind_why),
+				 "the off-CPU programs could not be attached (the sched_switch tracepoint): %s", strerror(-err));
+	}
+	if (err && lv->kwait && rc->o.off_cpu_mode != UW_OFFCPU_KERNEL) {
+		base_log(&s->log, UW_LOG_WARN, "--off-cpu: the waits cannot be timed in the kernel here (%s): a sample at "
+			 "every switch-out and switch records instead", rc->unwind_why);
+		live_kunw_close(lv->kunw);
+		lv->kunw = NULL;
+		lv->kwait = false;
+		rc->ec.percpu = false;
+		err = kunw_open(rc);
+	}
+	if (!err)
+		return 0;
+	live_kunw_close(lv->kunw);
+	lv->kunw = NULL;
+	if (rc->o.unwind == UW_UNWIND_KERNEL || lv->kwait)
+		return base_err(&s->log, err, "kernel unwinding: %s", rc->unwind_why);
+	rc->want_kernel = false;
+	/* (a build without it says so in the summary and in --help, not as a warning at every run) */
+	if (uw_kernel_unwind_built())
+		base_log(&s->log, UW_LOG_WARN, "kernel unwinding unavailable: %s; copying %u bytes of stack per sample instead",
+			 rc->unwind_why, rc->o.stack_size);
+	return 0;
+}
+
+/* Kernel unwinding: the program attached to every event, or (UW_UNWIND_AUTO) stack copies,
+ * with one line saying why. */
+static int start_kernel_unwind(struct rec *rc)
+{
+	struct uw_session *s = rc->s;
+	struct live *lv = &rc->lv;
+	if (!lv->kunw)
+		return 0;
+	int err = 0;
 	for (size_t i = 0; !err && i < lv->nrings; i++) {
 		err = live_kunw_attach(lv->kunw, lv->rings[i].fd, false);
 		if (err)
@@ -300,7 +376,8 @@ static int start_kernel_unwind(struct rec *rc)
 		return 0;
 	live_kunw_close(lv->kunw);
 	lv->kunw = NULL;
-	if (rc->o.unwind == UW_UNWIND_KERNEL)
+	/* (events per CPU, for the waits timed in the kernel: recorded only through the program) */
+	if (rc->o.unwind == UW_UNWIND_KERNEL || lv->kwait)
 		return base_err(&s->log, err, "kernel unwinding: %s", rc->unwind_why);
 	/* (a build without it says so in the summary and in --help, not as a warning at every run) */
 	if (uw_kernel_unwind_built())
@@ -371,18 +448,24 @@ static int create_output(struct rec *rc)
 	free(ids);
 	lv->id0 = lv->nrings ? lv->rings[0].id : 0;
 	if (!err && rc->o.off_cpu) {
-		/* attribute 1: the switch-outs, written as offcpu-time */
+		/* attribute 1: the switch-outs, written as offcpu-time (waits timed in the kernel:
+		 * no event of its own, an id for the recorder's records) */
 		live_offcpu_attr(&a, &rc->ec, !rc->o.system_wide);
-		err = uw_reader_add_event(lv->r, &a, sizeof(a), lv->sw_ids, lv->nsw, "context-switches");
+		uint64_t wid = LIVE_WAIT_ID;
+		lv->oc_on = true;
+		lv->oc_id = lv->kwait ? wid : lv->nsw ? lv->sw_ids[0] : 0;
+		lv->oc_sample_type = a.sample_type;
+		err = uw_reader_add_event(lv->r, &a, sizeof(a), lv->kwait ? &wid : lv->sw_ids, lv->kwait ? 1 : lv->nsw,
+					  "context-switches");
 		struct offcpu_opts oo = { .min_ns = rc->o.off_cpu_min_ns, .every = rc->o.off_cpu_every,
-					  .self_pid = rc->o.system_wide ? getpid() : 0 };
+					  .self_pid = rc->o.system_wide ? getpid() : 0, .keyed = lv->kwait };
 		if (!err)
 			err = cc_sink_offcpu(lv->sink, &oo, 1);
 	}
 	/* kernel unwinding: the program's records into the reader, samples of the events' ids (a
 	 * switch-out's: of the switch attribute, any of its events' ids names it) */
 	live_kunw_start(lv->kunw, lv->r);
-	live_kunw_ids(lv->kunw, lv->id0, lv->nsw ? lv->sw_ids[0] : 0, LIVE_SWITCH_ATTR);
+	live_kunw_ids(lv->kunw, lv->id0, lv->oc_on ? lv->oc_id : 0, LIVE_SWITCH_ATTR);
 	return err;
 }
 
@@ -470,6 +553,11 @@ static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct
 	st->offcpu_open_at_end = rc->oc.open_at_end;
 	st->offcpu_copied = rc->lv.sw_copied;
 	st->offcpu_blocked = rc->lv.sw_blocked;
+	st->offcpu_keyed = rc->oc.keyed;
+	st->offcpu_keyed_ns = rc->oc.keyed_ns;
+	st->offcpu_unkeyed = rc->oc.unkeyed;
+	st->offcpu_unkeyed_ns = rc->oc.unkeyed_ns;
+	live_offcpu_kwait_status(&rc->lv, st);
 }
 
 /* Reads the rings until the command exits (or, for -p and -t, every task followed has), *stop
@@ -518,8 +606,10 @@ static int record_loop(struct rec *rc)
 		double now = now_s(CLOCK_MONOTONIC);
 		if (rc->child > 0 && waitpid(rc->child, &rc->wstatus, WNOHANG) == rc->child)
 			rc->child = -1; /* reaped */
+		/* (waits timed in the kernel: per-CPU rings; the program counts the tasks followed) */
+		bool gone = follow_tasks && (rc->lv.kwait ? live_offcpu_kwait_live(&rc->lv) <= 0 : !open_rings);
 		bool stop = (o->argv && rc->child < 0) || (o->stop && *o->stop) ||
-			    (o->duration > 0 && now - rc->t0 >= o->duration) || (follow_tasks && !open_rings);
+			    (o->duration > 0 && now - rc->t0 >= o->duration) || gone;
 		if (now - last_status >= 1.0 || stop) {
 			last_status = now;
 			/* what processes and modules that came and went freed goes back to the system:
@@ -566,13 +656,14 @@ static void enable_rings(struct live *lv, unsigned long req)
 UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final)
 {
 	struct rec rc = { .s = s, .child = -1, .go = { -1, -1 }, .execerr = { -1, -1 }, .wstatus = -1 };
-	int oe = BASE_OPTS_COPY(&rc.o, uw_record_opts, kernel_max_bytes, opts);
+	int oe = BASE_OPTS_COPY(&rc.o, uw_record_opts, off_cpu_walks, opts);
 	if (oe)
 		return oe;
 	if (!s)
 		return -EINVAL;
 	rc.ncpu = live_ncpus();
 	rc.lv.s = s;
+	base_map_init(&rc.lv.oc_procs);
 	base_errmsg_clear(&s->log); /* what goes wrong below says why */
 	int err = check_opts(&rc);
 	if (err)
@@ -582,6 +673,8 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	 * one killed at any time leaves either that or a file that reads (cc_sink_publish). */
 	if (rc.o.argv)
 		err = fork_command(&rc);
+	if (!err)
+		err = load_kernel_unwind(&rc);
 	if (!err)
 		err = open_events(&rc);
 	if (!err)
@@ -594,8 +687,11 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		err = live_kunw_prime(rc.lv.kunw, 60ull * 1000000000u); /* (a minute at most) */
 	/* -a with a command: the system from before the command starts (its exec seen); a
 	 * command's own events begin at its exec (enable_on_exec) */
-	if (!err && rc.o.system_wide)
+	if (!err && (rc.o.system_wide || rc.lv.kwait)) {
 		enable_rings(&rc.lv, PERF_EVENT_IOC_ENABLE);
+		/* (waits timed in the kernel: from here; the per-CPU events see the command's exec) */
+		live_offcpu_kwait_on(&rc.lv, true);
+	}
 	if (!err && rc.o.argv)
 		err = start_command(&rc);
 	if (!err)
@@ -614,6 +710,9 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 			err = record_loop(&rc);
 		rc.end_ns = live_now_ns();
 		enable_rings(&rc.lv, PERF_EVENT_IOC_DISABLE);
+		/* waits timed in the kernel: off, what they hold written up to the end */
+		if (!err && rc.lv.kwait)
+			err = live_offcpu_kwait_end(&rc.lv, rc.end_ns);
 	}
 	if (err == -UW_ECANCELED && cc_sink_error(rc.lv.sink))
 		err = cc_sink_error(rc.lv.sink); /* the writing failed (said): disk full, ... */
@@ -650,6 +749,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	live_kunw_close(rc.lv.kunw);
 	rc.lv.kunw = NULL;
 	live_close_offcpu(&rc.lv);
+	base_map_free(&rc.lv.oc_procs);
 	live_close_rings(&rc.lv);
 	cc_sink_free(rc.lv.sink, NULL);
 	uw_reader_free(rc.lv.r);

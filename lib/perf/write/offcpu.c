@@ -28,6 +28,15 @@
  *
  * At the end of the recording a thread still off the CPU is closed at the end: its wait so far.
  * A thread that exits (PERF_RECORD_EXIT) is forgotten: its last switch-out is its death.
+ *
+ * Waits timed in the kernel (keyed, docs/offcpu.md): the walked ones come as above (a
+ * switch-out, a switch-in); the others as totals per thread and key (the user pc and stack
+ * pointer of the wait, hashed), given to the stack walked at a switch-out of that thread with
+ * that key: waits that left user space at the same instruction with the same stack pointer are
+ * taken to have the same stack (the same return addresses above it). Where walks of one key
+ * found several stacks (another path to the same pc at the same depth), the total is split
+ * among them by how many walks found each. A total whose key no walk had yet is held until one
+ * does, else written with its pc alone when its thread exits or at the end.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -35,7 +44,11 @@
 
 #include "perf/perf.h"
 
+struct oc_key;
+
 struct oc_thread {
+	struct oc_key *keys;     /* (keyed) its keys, the newest first */
+	unsigned nkeys;
 	uint32_t pid, tid;
 	bool pending, exited;
 	bool has_stack;          /* a switch-out sample came: s holds its stack */
@@ -57,10 +70,32 @@ struct oc_agg {
 	struct oc_agg *next;     /* in the list of every aggregate, for the end */
 };
 
+/* (keyed) the stacks walked with one thread's key, and its unwalked time not yet given; a
+ * thread keeps its OC_KEYS_MAX newest keys (the kernel holds 8 a thread: an older one whose total
+ * comes again waits for its next walk) */
+#define OC_KEY_STACKS 4
+#define OC_KEYS_MAX 1024
+struct oc_kstack {
+	uint64_t *chain;
+	uint32_t nk, nu;
+	uint64_t ip, walks;
+	uint16_t misc;
+	uint8_t reason;
+};
+struct oc_key {
+	uint64_t h, key, ip;
+	uint32_t pid, tid;
+	struct oc_kstack st[OC_KEY_STACKS];
+	unsigned nst;
+	uint64_t pend_ns, pend_n, pend_time, pend_cpu, id;
+	struct oc_key *next;     /* its thread's */
+};
+
 struct offcpu {
 	struct offcpu_opts o;
 	offcpu_emit_fn emit;
 	void *ctx;
+	struct base_map keys;    /* hash of tid and key -> oc_key */
 	struct base_map threads; /* tid -> oc_thread */
 	struct base_map aggs;    /* hash of tid and chain -> oc_agg */
 	struct oc_agg *agg_list;
@@ -79,6 +114,7 @@ struct offcpu *offcpu_new(const struct offcpu_opts *o, offcpu_emit_fn emit, void
 	oc->ctx = ctx;
 	base_map_init(&oc->threads);
 	base_map_init(&oc->aggs);
+	base_map_init(&oc->keys);
 	return oc;
 }
 
@@ -132,11 +168,11 @@ static int write_out(struct offcpu *oc, struct offcpu_stack *s)
 	return oc->emit(oc->ctx, s);
 }
 
-/* A wait of s (s->time: its end, s->period: its length) written, or added to its stack's
- * total. */
-static int account(struct offcpu *oc, struct offcpu_stack *s)
+/* nwaits waits of s (s->time: the end, s->period: their length) written, or added to its
+ * stack's total. */
+static int account_n(struct offcpu *oc, struct offcpu_stack *s, uint64_t nwaits)
 {
-	oc->st.waits++;
+	oc->st.waits += nwaits;
 	oc->st.ns += s->period;
 	if (s->period >= oc->o.min_ns || !oc->o.min_ns)
 		return write_out(oc, s);
@@ -171,6 +207,11 @@ static int account(struct offcpu *oc, struct offcpu_stack *s)
 	return err;
 }
 
+static int account(struct offcpu *oc, struct offcpu_stack *s)
+{
+	return account_n(oc, s, 1);
+}
+
 #define OC_INS 8u
 
 /* The first switch-in of t remembered after time (0: none). */
@@ -183,6 +224,180 @@ static uint64_t first_in_after(const struct oc_thread *t, uint64_t time)
 	return best;
 }
 
+/* ---- keyed: unwalked waits given the stack walked with their key */
+
+static int key_unwalked(struct offcpu *oc, struct oc_key *k, uint64_t time);
+static int key_drop_oldest(struct offcpu *oc, struct oc_thread *t);
+
+static uint64_t key_hash(uint32_t tid, uint64_t key)
+{
+	return base_hash64(key ^ base_hash64((uint64_t)tid << 1 | 1));
+}
+
+static struct oc_key *key_of(struct offcpu *oc, uint32_t pid, uint32_t tid, uint64_t key, bool create)
+{
+	uint64_t h = key_hash(tid, key);
+	struct oc_key *k = base_map_get(&oc->keys, h);
+	if (k)
+		return k->tid == tid && k->key == key ? k : NULL; /* (a collision: taken as none) */
+	if (!create)
+		return NULL;
+	struct oc_thread *t = thread_of(oc, pid, tid, true);
+	if (!t)
+		return NULL;
+	if (t->nkeys >= OC_KEYS_MAX && key_drop_oldest(oc, t))
+		return NULL;
+	if (!(k = calloc(1, sizeof(*k))))
+		return NULL;
+	if (base_map_put(&oc->keys, h, k)) {
+		free(k);
+		return NULL;
+	}
+	k->h = h;
+	k->key = key;
+	k->pid = pid;
+	k->tid = tid;
+	k->next = t->keys;
+	t->keys = k;
+	t->nkeys++;
+	return k;
+}
+
+/* ns of n waits of key k given to its stacks (split by their walks), at time on cpu. */
+static int key_give(struct offcpu *oc, struct oc_key *k, uint64_t ns, uint64_t n, uint64_t time, uint64_t cpu)
+{
+	uint64_t walks = 0;
+	for (unsigned i = 0; i < k->nst; i++)
+		walks += k->st[i].walks;
+	oc->st.keyed += n;
+	oc->st.keyed_ns += ns;
+	uint64_t left = ns, nleft = n;
+	int err = 0;
+	for (unsigned i = 0; i < k->nst && !err; i++) {
+		struct oc_kstack *ks = &k->st[i];
+		bool last = i + 1 == k->nst;
+		uint64_t part = last ? left : (uint64_t)((unsigned __int128)ns * ks->walks / walks);
+		uint64_t pn = last ? nleft : n * ks->walks / walks;
+		left -= part;
+		nleft -= pn;
+		if (!part)
+			continue;
+		struct offcpu_stack s = { .id = k->id, .ip = ks->ip, .time = time, .cpu = cpu, .period = part,
+					  .pid = k->pid, .tid = k->tid, .misc = ks->misc, .reason = ks->reason,
+					  .nk = ks->nk, .nu = ks->nu, .chain = ks->chain, .key = k->key };
+		err = account_n(oc, &s, pn);
+	}
+	return err;
+}
+
+/* A key's time held for want of a walk: written with its pc alone. */
+static int key_unwalked(struct offcpu *oc, struct oc_key *k, uint64_t time)
+{
+	if (!k->pend_ns && !k->pend_n)
+		return 0;
+	oc->st.unkeyed += k->pend_n;
+	oc->st.unkeyed_ns += k->pend_ns;
+	uint64_t pc = k->ip;
+	struct offcpu_stack s = { .id = k->id, .ip = pc, .time = time, .cpu = k->pend_cpu, .period = k->pend_ns,
+				  .pid = k->pid, .tid = k->tid, .misc = PM_USER, .reason = UW_STOP_UNKNOWN,
+				  .nk = 0, .nu = pc ? 1 : 0, .chain = &pc, .key = k->key };
+	uint64_t n = k->pend_n;
+	k->pend_ns = k->pend_n = 0;
+	return account_n(oc, &s, n);
+}
+
+/* A walk of s's key: its stack noted; time held for it given. */
+static int key_walked(struct offcpu *oc, const struct offcpu_stack *s)
+{
+	struct oc_key *k = key_of(oc, s->pid, s->tid, s->key, true);
+	if (!k)
+		return 0; /* (without memory: the key's totals go unattributed) */
+	k->id = s->id;
+	unsigned i = 0;
+	while (i < k->nst && !(k->st[i].nk == s->nk && k->st[i].nu == s->nu &&
+			       !memcmp(k->st[i].chain, s->chain, (size_t)(s->nk + s->nu) * sizeof(uint64_t))))
+		i++;
+	if (i == k->nst && k->nst < OC_KEY_STACKS) {
+		struct oc_kstack *ks = &k->st[k->nst];
+		uint32_t cap = 0;
+		if (copy_chain(&ks->chain, &cap, s))
+			return -ENOMEM;
+		*ks = (struct oc_kstack){ ks->chain, s->nk, s->nu, s->ip, 0, s->misc, s->reason };
+		k->nst++;
+	}
+	if (i < k->nst)
+		k->st[i].walks++;
+	if (!k->pend_ns && !k->pend_n)
+		return 0;
+	uint64_t ns = k->pend_ns, n = k->pend_n;
+	k->pend_ns = k->pend_n = 0;
+	return key_give(oc, k, ns, n, s->time, k->pend_cpu);
+}
+
+int offcpu_add(struct offcpu *oc, const struct offcpu_sum *s)
+{
+	if (!s->pid || (oc->o.self_pid && s->pid == (uint32_t)oc->o.self_pid))
+		return 0;
+	struct oc_thread *t = thread_of(oc, s->pid, s->tid, true);
+	struct oc_key *k = t && !t->exited ? key_of(oc, s->pid, s->tid, s->key, true) : NULL;
+	if (!k) {
+		/* (no memory, or a thread gone: its pc alone, now) */
+		struct oc_key one = { .key = s->key, .ip = s->ip, .pid = s->pid, .tid = s->tid, .pend_ns = s->ns,
+				      .pend_n = s->n, .pend_cpu = s->cpu, .id = s->id };
+		return key_unwalked(oc, &one, s->time);
+	}
+	k->ip = s->ip;
+	k->id = s->id;
+	if (k->nst)
+		return key_give(oc, k, s->ns, s->n, s->time, s->cpu);
+	k->pend_ns += s->ns;
+	k->pend_n += s->n;
+	k->pend_time = s->time;
+	k->pend_cpu = s->cpu;
+	return 0;
+}
+
+static void key_free(struct offcpu *oc, struct oc_key *k)
+{
+	base_map_del(&oc->keys, k->h);
+	for (unsigned i = 0; i < k->nst; i++)
+		free(k->st[i].chain);
+	free(k);
+}
+
+/* The thread's oldest key dropped (its held time written with its pc alone). @return emit's
+ * error. */
+static int key_drop_oldest(struct offcpu *oc, struct oc_thread *t)
+{
+	struct oc_key **pp = &t->keys;
+	while (*pp && (*pp)->next)
+		pp = &(*pp)->next;
+	struct oc_key *k = *pp;
+	if (!k)
+		return 0;
+	int err = key_unwalked(oc, k, k->pend_time);
+	*pp = NULL;
+	t->nkeys--;
+	key_free(oc, k);
+	return err;
+}
+
+/* A thread's keys dropped (it exits, or its number names another thread): their held time
+ * written with its pc alone. */
+static int keys_drop(struct offcpu *oc, struct oc_thread *t, uint64_t time)
+{
+	int err = 0;
+	for (struct oc_key *k = t->keys, *n; k; k = n) {
+		n = k->next;
+		if (!err)
+			err = key_unwalked(oc, k, time ? time : k->pend_time);
+		key_free(oc, k);
+	}
+	t->keys = NULL;
+	t->nkeys = 0;
+	return err;
+}
+
 int offcpu_switch_out(struct offcpu *oc, const struct offcpu_stack *s)
 {
 	if (!s->pid || (oc->o.self_pid && s->pid == (uint32_t)oc->o.self_pid))
@@ -193,6 +408,11 @@ int offcpu_switch_out(struct offcpu *oc, const struct offcpu_stack *s)
 	if (t->exited)
 		return 0; /* the switch that ends a thread's life (after its EXIT) */
 	oc->st.switches_out++;
+	if (oc->o.keyed && s->key) {
+		int e = key_walked(oc, s);
+		if (e)
+			return e;
+	}
 	/* switched in again before this sample came (a reader that held it): closed now by the
 	 * switch-in that ended it; a newer wait already open keeps the thread's stack */
 	uint64_t in = first_in_after(t, s->time);
@@ -265,6 +485,8 @@ void offcpu_task(struct offcpu *oc, uint32_t tid, bool exit)
 	struct oc_thread *t = thread_of(oc, tid, tid, false);
 	if (!t)
 		return;
+	/* (an error of writing is the sink's to say: it stops at the next sample) */
+	(void)keys_drop(oc, t, 0);
 	t->pending = false;
 	t->exited = exit; /* a FORK or COMM exec: the number is a thread's again */
 }
@@ -284,6 +506,9 @@ int offcpu_finish(struct offcpu *oc, uint64_t end)
 		t->s.time = end;
 		err = account(oc, &t->s);
 	}
+	/* keys whose time no walk took: their pc alone */
+	for (size_t i = 0; !err && base_map_next(&oc->threads, &i, &k, &v);)
+		err = keys_drop(oc, v, end);
 	/* the totals of short waits not yet written, oldest stack first */
 	struct oc_agg *rev = NULL;
 	for (struct oc_agg *a = oc->agg_list, *n; a; a = n) {
@@ -314,6 +539,12 @@ void offcpu_free(struct offcpu *oc)
 	void *v;
 	for (size_t i = 0; base_map_next(&oc->threads, &i, &k, &v);) {
 		struct oc_thread *t = v;
+		for (struct oc_key *x = t->keys, *n; x; x = n) {
+			n = x->next;
+			for (unsigned j = 0; j < x->nst; j++)
+				free(x->st[j].chain);
+			free(x);
+		}
 		free(t->chain);
 		free(t);
 	}
@@ -324,5 +555,6 @@ void offcpu_free(struct offcpu *oc)
 	}
 	base_map_free(&oc->threads);
 	base_map_free(&oc->aggs);
+	base_map_free(&oc->keys);
 	free(oc);
 }

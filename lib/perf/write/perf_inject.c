@@ -32,6 +32,7 @@ struct inject {
 	struct offcpu *oc;     /* record --off-cpu: samples of attribute oc_attr held there */
 	uint32_t oc_attr;
 	uint64_t *oc_chain;    /* a switch-out's chain, as written */
+	bool oc_keyed;         /* waits timed in the kernel: walks carry their key as period */
 	uint32_t oc_cap;
 };
 
@@ -160,10 +161,30 @@ static bool offcpu_record(struct inject *in, const uint8_t *rec, uint32_t len, i
 		offcpu_task(in->oc, tid, type == PR_EXIT);
 		return false;
 	}
-	if (type != PR_SWITCH && type != PR_SWITCH_CPU_WIDE)
+	if (type == PR_COMM && (misc & PM_COMM_EXEC) && len >= 16 && in->oc_keyed) {
+		/* exec: another program, whose waits are not given the old one's stacks (keyed) */
+		uint32_t tid;
+		memcpy(&tid, rec + 12, 4);
+		offcpu_task(in->oc, tid, false);
 		return false;
+	}
 	size_t na;
 	const struct perf_attr *a = perf_reader_attrs(in->r, &na);
+	if (type == PR_UW_OFFCPU) {
+		/* waits timed in the kernel, not walked: given to their key's stack (never written) */
+		struct perf_sample_id sid;
+		uint64_t v[4];
+		if (in->oc_attr < na && len >= 8 + sizeof(v) &&
+		    !perf_sample_id_decode(&a[in->oc_attr], rec + 8 + sizeof(v), len - 8 - sizeof(v), &sid) && sid.has_time) {
+			memcpy(v, rec + 8, sizeof(v));
+			struct offcpu_sum s = { .id = sid.id, .time = sid.time, .cpu = sid.cpu,
+						.pid = sid.pid, .tid = sid.tid, .key = v[0], .ip = v[1], .ns = v[2], .n = v[3] };
+			*err = offcpu_add(in->oc, &s);
+		}
+		return true;
+	}
+	if (type != PR_SWITCH && type != PR_SWITCH_CPU_WIDE)
+		return false;
 	size_t skip = type == PR_SWITCH_CPU_WIDE ? 8 : 0;
 	struct perf_sample_id sid;
 	if (in->oc_attr < na && len >= 8 + skip &&
@@ -285,7 +306,9 @@ static int hold_switch_out(struct inject *in, const struct uw_sample *smp, const
 		in->oc_chain[smp->nr_kernel + i] = smp->user[i].pc - smp->user[i].is_call;
 	struct offcpu_stack s = { .id = ps->id, .ip = ps->ip, .time = ps->time, .cpu = ps->cpu, .pid = ps->pid,
 				  .tid = ps->tid, .misc = misc, .reason = smp->stop_reason, .nk = smp->nr_kernel,
-				  .nu = smp->nr_user, .chain = in->oc_chain };
+				  .nu = smp->nr_user, .chain = in->oc_chain,
+				  /* (waits timed in the kernel: a walk's period is its key) */
+				  .key = in->oc_keyed && smp->period > 1 ? smp->period : 0 };
 	return offcpu_switch_out(in->oc, &s);
 }
 
@@ -456,6 +479,7 @@ int cc_sink_offcpu(struct cc_sink *k, const struct offcpu_opts *o, uint32_t attr
 	struct inject *in = (struct inject *)k;
 	in->oc = offcpu_new(o, emit_offcpu, in);
 	in->oc_attr = attr_index;
+	in->oc_keyed = o->keyed;
 	return in->oc ? 0 : -ENOMEM;
 }
 

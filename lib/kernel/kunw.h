@@ -183,7 +183,8 @@ uint64_t kunw_bytes(const struct kunw *k);
 /* Called for each record; a non-zero return stops the poll and is returned by it. */
 typedef int (*kunw_sample_fn)(void *ctx, const struct kunw_sample *s);
 /* Waits up to timeout_ms for records and passes each to fn. The program wakes a waiting reader
- * only once the ring is an eighth full (a wakeup per record costs more than the walk): records
+ * only each time a CPU wrote its share of an eighth of the ring (a wakeup per record costs more
+ * than the walk): records
  * arrive in batches, at the latest after timeout_ms. @return the records consumed, fn's non-zero
  * return, or a negative error. */
 int kunw_poll(struct kunw *k, int timeout_ms, kunw_sample_fn fn, void *ctx);

@@ -216,8 +216,17 @@ static __always_inline void kw_emit(__u64 ids, __u32 kind, __u64 time, __u64 key
 	sum[0] = key;
 	sum[1] = ip;
 	sum[2] = n;
-	__u64 flags = bpf_ringbuf_query(&kunw_ring, BPF_RB_AVAIL_DATA) >= kunw_wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-	                                                                                   : BPF_RB_NO_WAKEUP;
+	/* the reader woken as walk_output wakes it: each time this CPU wrote its share */
+	__u64 flags = BPF_RB_NO_WAKEUP;
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct kunw_scratch *s = bpf_map_lookup_elem(&kunw_scratch, &cpu);
+	if (s) {
+		s->unwoken += size;
+		if (s->unwoken >= kunw_wakeup_bytes) {
+			s->unwoken = 0;
+			flags = BPF_RB_FORCE_WAKEUP;
+		}
+	}
 	bpf_ringbuf_submit(r, flags);
 	if (cnt)
 		cnt->records++;

@@ -68,12 +68,14 @@ common() { # every sample unwound, none lost
 
 case $case in
 calltree)
-    # the known call tree, both shapes of it, in the known proportions (2:1 by work)
+    # the known call tree, both shapes of it, in the known proportions (2:1 by work); a sample
+    # in a caller's own instructions around its call (1 in 400 now and then) is a path of it too
     run "$P" calltree "$W/p.pb.gz" 400
     common; expect_eq root "$(val samples)"
     $CHECK "$W/p.pb.gz" --type cpu --samples-min 400 --root-share 100 \
         --only "$MAIN;run_calltree;tree_a;tree_a2;spin" --only "$MAIN;run_calltree;tree_b;spin" \
         --only "$MAIN;run_calltree;samples;*" --only "$MAIN;run_calltree;samples" --only "$MAIN;run_calltree" \
+        --only "$MAIN;run_calltree;tree_a" --only "$MAIN;run_calltree;tree_a;tree_a2" --only "$MAIN;run_calltree;tree_b" \
         --share tree_a=55:78 --label thread=profwork_$v
     ;;
 api)

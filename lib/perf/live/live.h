@@ -192,6 +192,12 @@ void live_kunw_stats(struct live_kunw *lk, struct uw_kernel_unwind_stats *st);
 /* Unloads the program, stops its threads, leaves the reader as before live_kunw_start, frees. */
 void live_kunw_close(struct live_kunw *lk);
 
+/* ---- the followed processes' side-band (live_sideband.c) */
+/* A side-band record read from a per-CPU ring: is it of a process followed (oc_filter)? */
+bool live_sideband_wanted(struct live *lv, const uint8_t *rec, uint32_t len);
+/* Process pid is followed: its side-band records are kept. */
+void live_sideband_follow(struct live *lv, uint32_t pid);
+
 /* ---- synthesized records (live_synth.c) */
 /* The kernel's text as perf record describes it, with the running kernel's build-id. */
 int live_push_kernel_map(struct live *lv);
@@ -226,8 +232,6 @@ void live_offcpu_kwait_on(struct live *lv, bool on);
 int64_t live_offcpu_kwait_live(struct live *lv);
 /* The end at time end: the waits off, what they hold written into the program's ring. */
 int live_offcpu_kwait_end(struct live *lv, uint64_t end);
-/* A side-band record read from a per-CPU ring: is it of a process followed (oc_filter)? */
-bool live_offcpu_wanted(struct live *lv, const uint8_t *rec, uint32_t len);
 /* A record of the program that is no sample (KUNW_KIND_WAIT_IN, KUNW_KIND_WAIT_SUM) made into the
  * reader's record: a switch-in (PR_SWITCH) or a total (PR_UW_OFFCPU) of the off-CPU attribute.
  * rec: a struct kunw_sample, decoded. */

@@ -243,8 +243,6 @@ int live_offcpu_blocked(struct live *lv, const struct uw_record_opts *o, uint64_
 
 /* ---- waits timed in the kernel */
 
-enum { OC_PROC_WANTED = 1, OC_PROC_OTHER = 2 };
-
 #ifdef UW_HAVE_KERNEL_UNWIND
 
 /* The sample_id trailer of a record of the off-CPU attribute, at b: @return its length. */
@@ -268,19 +266,6 @@ static size_t oc_trailer(const struct live *lv, uint8_t *b, uint32_t pid, uint32
 	return (size_t)n * 8;
 }
 
-static bool oc_proc(struct live *lv, uint32_t pid, bool *known)
-{
-	uintptr_t v = (uintptr_t)base_map_get(&lv->oc_procs, pid);
-	*known = v != 0;
-	return v == OC_PROC_WANTED;
-}
-
-static void oc_proc_put(struct live *lv, uint32_t pid, bool wanted)
-{
-	/* (without memory: asked of the program again next time) */
-	(void)base_map_put(&lv->oc_procs, pid, (void *)(uintptr_t)(wanted ? OC_PROC_WANTED : OC_PROC_OTHER));
-}
-
 int live_offcpu_kwait_start(struct live *lv, const struct uw_record_opts *o, int32_t child)
 {
 	struct kunw *k = live_kunw_handle(lv->kunw);
@@ -297,11 +282,11 @@ int live_offcpu_kwait_start(struct live *lv, const struct uw_record_opts *o, int
 	/* their side-band is wanted (the rest is learnt from FORK records, else asked of the
 	 * program's map) */
 	if (child > 0)
-		oc_proc_put(lv, (uint32_t)child, true);
+		live_sideband_follow(lv, (uint32_t)child);
 	for (size_t i = 0; i < o->npids; i++)
-		oc_proc_put(lv, (uint32_t)o->pids[i], true);
+		live_sideband_follow(lv, (uint32_t)o->pids[i]);
 	for (size_t i = 0; i < o->ntids; i++)
-		oc_proc_put(lv, (uint32_t)live_tgid_of(o->tids[i]), true);
+		live_sideband_follow(lv, (uint32_t)live_tgid_of(o->tids[i]));
 	if (!e)
 		e = kunw_wait_attach(k);
 	return e;
@@ -324,58 +309,6 @@ int live_offcpu_kwait_end(struct live *lv, uint64_t end)
 {
 	struct kunw *k = lv->kwait ? live_kunw_handle(lv->kunw) : NULL;
 	return k ? kunw_wait_end(k, end) : 0;
-}
-
-bool live_offcpu_wanted(struct live *lv, const uint8_t *rec, uint32_t len)
-{
-	uint32_t type, pid, ppid;
-	if (!lv->oc_filter || len < 16)
-		return true;
-	memcpy(&type, rec, 4);
-	memcpy(&pid, rec + 8, 4);
-	bool known;
-	switch (type) {
-	case PR_FORK:
-		/* FORK: pid, ppid, tid, ptid. A new process is followed as its parent is (before
-		 * the program's fork hook has said so, which comes after the record) */
-		memcpy(&ppid, rec + 12, 4);
-		if (pid != ppid) {
-			bool w = oc_proc(lv, ppid, &known);
-			if (!known) {
-				struct kunw *k = live_kunw_handle(lv->kunw);
-				w = k && kunw_wait_sideband(k, ppid) > 0;
-				oc_proc_put(lv, ppid, w);
-			}
-			oc_proc_put(lv, pid, w);
-			if (!w)
-				lv->oc_dropped++;
-			return w;
-		}
-		break;
-	case PR_MMAP:
-	case PR_MMAP2:
-	case PR_COMM:
-	case PR_EXIT:
-	case PR_NAMESPACES:
-		if (pid == UINT32_MAX)
-			return true; /* the kernel's */
-		break;
-	default:
-		return true;
-	}
-	bool w = oc_proc(lv, pid, &known);
-	if (!known) {
-		/* (a process's records read before its FORK, from another CPU's ring: the program
-		 * marked it at its fork, before it ran) */
-		struct kunw *k = live_kunw_handle(lv->kunw);
-		int r = k ? kunw_wait_sideband(k, pid) : 0;
-		w = r > 0;
-		if (r >= 0)
-			oc_proc_put(lv, pid, w);
-	}
-	if (!w)
-		lv->oc_dropped++;
-	return w;
 }
 
 int live_offcpu_kwait_record(struct live *lv, const void *p)
@@ -436,13 +369,6 @@ int live_offcpu_kwait_end(struct live *lv, uint64_t end)
 	(void)lv;
 	(void)end;
 	return 0;
-}
-bool live_offcpu_wanted(struct live *lv, const uint8_t *rec, uint32_t len)
-{
-	(void)lv;
-	(void)rec;
-	(void)len;
-	return true;
 }
 int live_offcpu_kwait_record(struct live *lv, const void *rec)
 {

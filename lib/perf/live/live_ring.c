@@ -68,7 +68,7 @@ static int drain(struct live *lv, struct ring *rg)
 		}
 		/* (waits timed in the kernel: per-CPU rings, the side-band of the followed processes
 		 * only) */
-		if (lv->oc_filter && !live_offcpu_wanted(lv, rec, size)) {
+		if (lv->oc_filter && !live_sideband_wanted(lv, rec, size)) {
 			tail += size;
 			continue;
 		}

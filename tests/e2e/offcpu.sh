@@ -88,7 +88,8 @@ mix | kernel-mix | switch-mix)
     perf script -i perf.data -F tid,period,event,ip,sym >perf.txt 2>perf.err ||
         { cat perf.err; echo "FAIL: perf script"; exit 1; }
     "$U" report -i perf.data --event offcpu-time --folded -o folded.txt
-    python3 "$S/tests/e2e/offcpu-check.py" mix perf.txt folded.txt prog.out $rounds
+    python3 "$S/tests/e2e/offcpu-check.py" mix perf.txt folded.txt prog.out $rounds ||
+        { cat rec.err prog.out; echo "FAIL: (the recorder's summary and the program's measures above)"; exit 1; }
     stacks_from $unwind
     ;;
 all | kernel-all)

@@ -8,9 +8,11 @@
  *
  *   offcpu mix ROUNDS MS   ROUNDS rounds of: spin MS, sleep MS, pipe wait MS, mutex wait MS,
  *                          2 threads each sleeping MS; then prints the measured totals (ns):
- *                          "spin_wall= spin_cpu= spin_stolen= spin_preempted= sleep= pipe= mutex=
- *                          thread=" (spin_preempted: the spin's involuntary context switches;
- *                          spin_stolen: its time taken by the hypervisor, no wait)
+ *                          "spin_wall= spin_cpu= spin_stolen= spin_waited= spin_preempted= sleep=
+ *                          pipe= mutex= thread=" (spin_preempted: the spin's involuntary context
+ *                          switches; spin_stolen: its time taken by the hypervisor, no wait;
+ *                          spin_waited: the kernel's count of its time on a runqueue, -1 when
+ *                          the kernel has no schedstat)
  *   offcpu block           prints "ready" and blocks in read() on a pipe nobody writes to, until
  *                          killed
  *   offcpu deep DEPTH ROUNDS MS  prints "ready", waits for a line on standard input, then
@@ -36,6 +38,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,8 +72,28 @@ static volatile uint64_t sink;
  * the gaps of more than 200 us in which neither its CPU clock advanced nor a context switch
  * came (on this VM host ticks of ~4 ms failed offcpu.all and kernel-all 2 runs in
  * 30, the recording 4 ms under) */
-NOINLINE static void oc_spin(uint64_t ms, uint64_t *wall, uint64_t *cpu, uint64_t *stolen)
+/* The kernel's count of the time this thread has waited on a runqueue, ready to run but not
+ * running (ns: /proc/thread-self/schedstat's second field, CONFIG_SCHED_INFO); -1: not there. A
+ * thread that never blocks is off the CPU exactly then: from a preemption's switch-out to its
+ * switch-in, what the recording counts; the hypervisor's steal is not in it. */
+static int64_t run_delay_ns(void)
 {
+	char b[96];
+	int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	unsigned long long run, wait;
+	if (n <= 0)
+		return -1;
+	b[n] = 0;
+	return sscanf(b, "%llu %llu", &run, &wait) == 2 ? (int64_t)wait : -1;
+}
+
+NOINLINE static void oc_spin(uint64_t ms, uint64_t *wall, uint64_t *cpu, uint64_t *stolen, int64_t *waited)
+{
+	int64_t w0 = run_delay_ns();
 	struct rusage ru;
 	getrusage(RUSAGE_THREAD, &ru);
 	long nivcsw = ru.ru_nivcsw, nvcsw = ru.ru_nvcsw;
@@ -96,6 +119,11 @@ NOINLINE static void oc_spin(uint64_t ms, uint64_t *wall, uint64_t *cpu, uint64_
 	 * offcpu.all and kernel-all failed with oc_spin 17-19% over) */
 	*cpu += now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
 	*wall += now_ns(CLOCK_MONOTONIC) - t0;
+	int64_t w1 = run_delay_ns();
+	if (w0 < 0 || w1 < 0 || *waited < 0)
+		*waited = -1;
+	else
+		*waited += w1 - w0;
 }
 
 NOINLINE static void oc_sleep(uint64_t ms, uint64_t *total)
@@ -217,11 +245,12 @@ static int mix(int rounds, uint64_t ms)
 	if (pthread_create(&ht, NULL, helper_main, &h))
 		return 1;
 	uint64_t spin_wall = 0, spin_cpu = 0, spin_stolen = 0, slept = 0, piped = 0, locked = 0, threads = 0;
+	int64_t spin_waited = 0;
 	long preempted = 0; /* the spin's involuntary context switches */
 	for (int r = 0; r < rounds; r++) {
 		struct rusage ru0, ru1;
 		getrusage(RUSAGE_THREAD, &ru0);
-		oc_spin(ms, &spin_wall, &spin_cpu, &spin_stolen);
+		oc_spin(ms, &spin_wall, &spin_cpu, &spin_stolen, &spin_waited);
 		getrusage(RUSAGE_THREAD, &ru1);
 		preempted += ru1.ru_nivcsw - ru0.ru_nivcsw;
 		oc_sleep(ms, &slept);
@@ -244,9 +273,10 @@ static int mix(int rounds, uint64_t ms)
 	pthread_cond_broadcast(&h.cv);
 	pthread_mutex_unlock(&h.m);
 	pthread_join(ht, NULL);
-	printf("spin_wall=%llu spin_cpu=%llu spin_stolen=%llu spin_preempted=%ld sleep=%llu pipe=%llu mutex=%llu "
-	       "thread=%llu\n",
-	       (unsigned long long)spin_wall, (unsigned long long)spin_cpu, (unsigned long long)spin_stolen, preempted,
+	printf("spin_wall=%llu spin_cpu=%llu spin_stolen=%llu spin_waited=%lld spin_preempted=%ld sleep=%llu pipe=%llu "
+	       "mutex=%llu thread=%llu\n",
+	       (unsigned long long)spin_wall, (unsigned long long)spin_cpu, (unsigned long long)spin_stolen,
+	       (long long)spin_waited, preempted,
 	       (unsigned long long)slept,
 	       (unsigned long long)piped, (unsigned long long)locked, (unsigned long long)threads);
 	return 0;

@@ -150,13 +150,17 @@ exec)
     $CHECK "$W/p.pb.gz" --never 'main;tree_a' --never 'main;tree_b'
     ;;
 threads)
-    # workers that start, name themselves, work and exit, over and over
+    # workers that start, name themselves, work and exit, over and over (a sample in a caller's
+    # own instructions around its calls is a path too: clone3;start_thread;steady_main, 1 of
+    # 401 under load)
     run "$P" threads "$W/p.pb.gz" 400
     common; expect_eq root "$(val samples)"
     ! strict || expect_eq kernel_copy 0
     ! strict || expect_ge threads 100
     check_edges "$W/p.pb.gz" --samples-min 400 --root-share 100 --label 'thread=worker-*' --label thread=steady \
         --only 'clone3;start_thread;worker_main;worker_work;spin' --only 'clone3;start_thread;steady_main;worker_work;spin' \
+        --only 'clone3;start_thread;worker_main;worker_work' --only 'clone3;start_thread;steady_main;worker_work' \
+        --only 'clone3;start_thread;worker_main' --only 'clone3;start_thread;steady_main' \
         --only "$MAIN;run_threads;*" --only 'clone3;start_thread;*;timer_delete;*' \
         --only 'clone3;start_thread;__asan::AsanThread::ThreadStart;*'
     # (a thread's timer deleted as it exits, the caller a tail call; ASan's thread start, before

@@ -67,6 +67,42 @@ p=$(grep -c "^	ffffffffffffffff \[unknown\] (\[unknown\])$" "$W/small.perf" || t
 u=$(grep -c "^	ffffffffffffffff \[unknown\] (\[unknown\])$" "$W/small.uw" || true)
 echo "stacks cut short: perf script $p, unwound $u"
 [ "$p" -ge 10 ] || fail "perf script ends only $p stacks with ffffffffffffffff: the recording does not test it"
-[ "$p" = "$u" ] || fail "unwound ends $u stacks with perf's ffffffffffffffff line, perf script $p"
+# sample by sample: unwound ends with perf's line every stack of its own that stops short of a
+# root, and only those; where perf cut a stack, unwound cut it too unless it reached the root
+# (under check-asan beside a loaded machine unwound reached _start past __libc_start_main on 1
+# of 290 stacks perf cut: the count alone then differed)
+python3 - "$W/small.perf" "$W/small.uw" <<'PY' || fail "the ffffffffffffffff lines do not follow the stacks cut short"
+import sys
+def blocks(path):
+    out, cur = [], []
+    for line in open(path):
+        line = line.rstrip("\n")
+        if not line.strip():
+            if cur:
+                out.append(cur)
+            cur = []
+        else:
+            cur.append(line)
+    if cur:
+        out.append(cur)
+    return out
+FF = "\tffffffffffffffff [unknown] ([unknown])"
+ROOTS = (" _start+", " clone3+", " clone+")
+perf, uw = blocks(sys.argv[1]), blocks(sys.argv[2])
+if len(perf) != len(uw):
+    sys.exit("perf script has %d samples, unwound %d" % (len(perf), len(uw)))
+bad = further = 0
+for a, b in zip(perf, uw):
+    frames = [l for l in b[1:] if l != FF]
+    rooted = bool(frames) and any(r in frames[-1] for r in ROOTS)
+    cut = b[-1] == FF
+    if cut == rooted or (cut and a[-1] != FF):
+        bad += 1
+        if bad <= 3:
+            print("\n".join(a), "\n--- unwound:\n" + "\n".join(b))
+    further += a[-1] == FF and rooted
+print("unwound reached a root on %d stacks perf cut short" % further)
+sys.exit(1 if bad else 0)
+PY
 python3 "$S/tests/e2e/compare-script.py" "$W/small.perf" "$W/small.uw" --roots _start,clone3
 echo "counts: ok"

@@ -273,6 +273,26 @@ static int open_events(struct rec *rc)
 	return 0;
 }
 
+/* Kernel unwinding could not be set up (err, rc->unwind_why): the program unloaded; an error
+ * where it was asked for (--unwind kernel) or where the events are per CPU for the waits timed
+ * in the kernel (recorded only through the program), else stack copies with one line saying
+ * why. */
+static int kunw_unavailable(struct rec *rc, int err)
+{
+	struct uw_session *s = rc->s;
+	struct live *lv = &rc->lv;
+	live_kunw_close(lv->kunw);
+	lv->kunw = NULL;
+	if (rc->o.unwind == UW_UNWIND_KERNEL || lv->kwait)
+		return base_err(&s->log, err, "kernel unwinding: %s", rc->unwind_why);
+	rc->want_kernel = false;
+	/* (a build without it says so in the summary and in --help, not as a warning at every run) */
+	if (uw_kernel_unwind_built())
+		base_log(&s->log, UW_LOG_WARN, "kernel unwinding unavailable: %s; copying %u bytes of stack per sample instead",
+			 rc->unwind_why, rc->o.stack_size);
+	return 0;
+}
+
 /* The program's records of waits timed in the kernel that are no samples (live_kunw_conf.wait_fn). */
 static int kwait_record(void *ctx, const void *rec)
 {
@@ -329,25 +349,13 @@ static int load_kernel_unwind(struct rec *rc)
 		rc->ec.percpu = false;
 		err = kunw_open(rc);
 	}
-	if (!err)
-		return 0;
-	live_kunw_close(lv->kunw);
-	lv->kunw = NULL;
-	if (rc->o.unwind == UW_UNWIND_KERNEL || lv->kwait)
-		return base_err(&s->log, err, "kernel unwinding: %s", rc->unwind_why);
-	rc->want_kernel = false;
-	/* (a build without it says so in the summary and in --help, not as a warning at every run) */
-	if (uw_kernel_unwind_built())
-		base_log(&s->log, UW_LOG_WARN, "kernel unwinding unavailable: %s; copying %u bytes of stack per sample instead",
-			 rc->unwind_why, rc->o.stack_size);
-	return 0;
+	return err ? kunw_unavailable(rc, err) : 0;
 }
 
 /* Kernel unwinding: the program attached to every event, or (UW_UNWIND_AUTO) stack copies,
  * with one line saying why. */
 static int start_kernel_unwind(struct rec *rc)
 {
-	struct uw_session *s = rc->s;
 	struct live *lv = &rc->lv;
 	if (!lv->kunw)
 		return 0;
@@ -372,18 +380,7 @@ static int start_kernel_unwind(struct rec *rc)
 	for (size_t i = 0; i < lv->nrings; i++)
 		ioctl(lv->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
 	live_enable_offcpu(lv, PERF_EVENT_IOC_DISABLE);
-	if (!err)
-		return 0;
-	live_kunw_close(lv->kunw);
-	lv->kunw = NULL;
-	/* (events per CPU, for the waits timed in the kernel: recorded only through the program) */
-	if (rc->o.unwind == UW_UNWIND_KERNEL || lv->kwait)
-		return base_err(&s->log, err, "kernel unwinding: %s", rc->unwind_why);
-	/* (a build without it says so in the summary and in --help, not as a warning at every run) */
-	if (uw_kernel_unwind_built())
-		base_log(&s->log, UW_LOG_WARN, "kernel unwinding unavailable: %s; copying %u bytes of stack per sample instead",
-			 rc->unwind_why, rc->o.stack_size);
-	return 0;
+	return err ? kunw_unavailable(rc, err) : 0;
 }
 
 /* Is the output our standard output ("-", /dev/stdout, a path to the same pipe)? */

@@ -67,6 +67,22 @@ def folded_by_function(path, names):
     return tot
 
 
+def against(names, want, got, uw, note=""):
+    """Prints each function's measured and recorded off-CPU time; returns the failures: perf
+    script and unwound report disagreeing, or the recording off by more than 3% + 2 ms."""
+    fails = []
+    print(f"{'function':18} {'measured ms':>12} {'offcpu-time ms':>15} {'diff':>8}{note}")
+    for f, k in names.items():
+        m, g = want[k], got[f]
+        d = (g - m) / m * 100 if m else 0.0
+        print(f"{f:18} {m / 1e6:12.2f} {g / 1e6:15.2f} {d:7.2f}%")
+        if uw[f] != g:
+            fails.append(f"{f}: unwound report says {uw[f]} ns, perf script {g} ns")
+        if abs(g - m) > 0.03 * m + 2_000_000:
+            fails.append(f"{f}: {g / 1e6:.2f} ms of offcpu-time, the program measured {m / 1e6:.2f} ms")
+    return fails
+
+
 FUNCS = {"oc_spin": "spin", "oc_sleep": "sleep", "oc_pipe_wait": "pipe", "oc_mutex_wait": "mutex",
          "oc_thread_sleep": "thread"}
 
@@ -88,16 +104,7 @@ if mode == "mix":
     samples = perf_samples(perf_txt)
     got, tids = by_function(samples, FUNCS)
     uw = folded_by_function(folded, FUNCS)
-    fails = []
-    print(f"{'function':18} {'measured ms':>12} {'offcpu-time ms':>15} {'diff':>8}")
-    for f, k in FUNCS.items():
-        m, g = want[k], got[f]
-        d = (g - m) / m * 100 if m else 0.0
-        print(f"{f:18} {m / 1e6:12.2f} {g / 1e6:15.2f} {d:7.2f}%")
-        if uw[f] != g:
-            fails.append(f"{f}: unwound report says {uw[f]} ns, perf script {g} ns")
-        if abs(g - m) > 0.03 * m + 2_000_000:
-            fails.append(f"{f}: {g / 1e6:.2f} ms of offcpu-time, the program measured {m / 1e6:.2f} ms")
+    fails = against(FUNCS, want, got, uw)
     # the short-lived threads: two per round, each seen in its sleep
     if len(tids["oc_thread_sleep"]) != 2 * rounds:
         fails.append(f"oc_thread_sleep: in {len(tids['oc_thread_sleep'])} threads, want {2 * rounds}")
@@ -136,17 +143,7 @@ elif mode == "keyed":
     names = {"oc_key_a": "key_a", "oc_key_b": "key_b"}
     got, tids = by_function(samples, names)
     uw = folded_by_function(folded, names)
-    fails = []
-    print(f"{'function':18} {'measured ms':>12} {'offcpu-time ms':>15} {'diff':>8}  (waits: {meas['n_a']} in oc_key_a, "
-          f"{meas['n_b']} in oc_key_b)")
-    for f, k in names.items():
-        m, g = meas[k], got[f]
-        d = (g - m) / m * 100 if m else 0.0
-        print(f"{f:18} {m / 1e6:12.2f} {g / 1e6:15.2f} {d:7.2f}%")
-        if uw[f] != g:
-            fails.append(f"{f}: unwound report says {uw[f]} ns, perf script {g} ns")
-        if abs(g - m) > 0.03 * m + 2_000_000:
-            fails.append(f"{f}: {g / 1e6:.2f} ms of offcpu-time, the program measured {m / 1e6:.2f} ms")
+    fails = against(names, meas, got, uw, f"  (waits: {meas['n_a']} in oc_key_a, {meas['n_b']} in oc_key_b)")
     both = [1 for e, t, p, f in samples if e == "offcpu-time" and "oc_key_a" in f and "oc_key_b" in f]
     cut = [1 for e, t, p, f in samples if e == "offcpu-time" and ("oc_key_a" in f or "oc_key_b" in f) and "main" not in f]
     if both:

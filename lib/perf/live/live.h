@@ -204,6 +204,7 @@ int live_push_kernel_map(struct live *lv);
 /* Processes that exist (pids, or all for -a): their threads' names and executable mappings. */
 int live_synthesize_all(struct live *lv, const int *pids, size_t npids, bool all);
 int live_push_comm(struct live *lv, int32_t pid, int32_t tid, const char *comm);
+int live_push_lost_samples(struct live *lv, uint64_t lost, uint64_t time);
 /* A mapping the tracker found on demand, written to the output (tracker_map_fn). */
 void live_on_new_map(void *ctx, int32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t maj, uint32_t min,
                      uint64_t ino, const char *path, const uint8_t *bid, size_t blen, uint64_t time);

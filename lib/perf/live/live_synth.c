@@ -46,6 +46,21 @@ static int push_synth(struct live *lv, uint8_t *rec, size_t len, int32_t pid, in
 	return uw_reader_push(lv->r, rec, put_trailer(lv, rec, len, pid, tid, 0));
 }
 
+/* LOST_SAMPLES for the samples lost in all (the rings' and kernel unwinding's program's), at
+ * the end of the recording. perf record 6.0+ writes one from each event's lost count
+ * (PERF_FORMAT_LOST) and perf report then takes the loss from these records alone ("Total Lost
+ * Samples"; the kernel's LOST records are its "lost chunks"), as unwound's reader does: the
+ * samples a full BPF ring dropped, which no LOST record tells of, are counted there too. */
+int live_push_lost_samples(struct live *lv, uint64_t lost, uint64_t time)
+{
+	uint8_t rec[16 + 32];
+	memset(rec, 0, sizeof(rec));
+	uint32_t type = PR_LOST_SAMPLES;
+	memcpy(rec, &type, 4);
+	memcpy(rec + 8, &lost, 8);
+	return uw_reader_push(lv->r, rec, put_trailer(lv, rec, 16, 0, 0, time));
+}
+
 int live_push_comm(struct live *lv, int32_t pid, int32_t tid, const char *comm)
 {
 	uint8_t rec[8 + 8 + 24 + 32];

@@ -320,6 +320,10 @@ static int kunw_open(struct rec *rc)
 				     .wait_walks = rc->o.off_cpu_walks,
 				     .wait_fn = kwait_record,
 				     .wait_ctx = lv };
+	/* (tests: a small ring, for a recorder stopped to lose samples in the program) */
+	const char *rb = getenv("UW_KUNW_RING_BYTES");
+	if (rb)
+		kc.ring_bytes = (unsigned)strtoul(rb, NULL, 0);
 	return live_kunw_open(&kc, &lv->kunw, rc->unwind_why, sizeof(rc->unwind_why));
 }
 
@@ -557,6 +561,18 @@ static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct
 	live_offcpu_kwait_status(&rc->lv, st);
 }
 
+/* Samples the rings did not lose but kernel unwinding's program did (its ring full): the file
+ * says the whole loss in a LOST_SAMPLES record (live_push_lost_samples), else it would tell only
+ * the rings' part. A recording without such a loss is left as perf's LOST records describe it. */
+static int push_lost(struct rec *rc)
+{
+	struct uw_record_status st;
+	report_status(rc, now_s(CLOCK_MONOTONIC), 0, &st);
+	if (st.lost <= rc->lv.lost || !rc->lv.r)
+		return 0;
+	return live_push_lost_samples(&rc->lv, st.lost, rc->end_ns);
+}
+
 /* Reads the rings until the command exits (or, for -p and -t, every task followed has), *stop
  * is set or the duration has passed; the file's data size is brought up to date once a second. */
 static int record_loop(struct rec *rc)
@@ -721,6 +737,8 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		err = live_kunw_drain(rc.lv.kunw);
 	if (!err)
 		err = live_drain_all(&rc.lv);
+	if (!err)
+		err = push_lost(&rc);
 	if (!err)
 		err = uw_reader_flush(rc.lv.r);
 	if (!err)

@@ -35,7 +35,8 @@ static void record_usage(FILE *f)
 		   "  -c, --count N       one sample every N events instead\n"
 		   "  -e, --event EVENT   cycles (default; cpu-clock, said, where the machine has no\n"
 		   "                      hardware counters), instructions, cpu-clock, task-clock,\n"
-		   "                      page-faults\n"
+		   "                      page-faults; one per recording (a second -e, or a list,\n"
+		   "                      is refused)\n"
 		   "  -g                  record call graphs (unwound always does: --call-graph's method)\n"
 		   "  --call-graph MODE   dwarf[,SIZE] (default: user stacks copied, SIZE bytes, and unwound\n"
 		   "                      here), fp (the kernel's frame-pointer callchains, for programs\n"
@@ -250,7 +251,21 @@ int cmd_record(int argc, char **argv)
 			if (cli_u64("record", "-c/--count", optarg, 1, INT64_MAX, &ro.period))
 				goto out;
 			break;
-		case 'e': ro.event = optarg; break;
+		case 'e':
+			/* (perf records every -e; unwound one event: a second is an error, not the last
+			 * one silently) */
+			if (ro.event && strcmp(ro.event, optarg)) {
+				fprintf(stderr, "unwound record: one sampling event per recording, not -e %s and -e %s "
+					"(record each in a run of its own)\n", ro.event, optarg);
+				goto out;
+			}
+			if (strchr(optarg, ',')) {
+				fprintf(stderr, "unwound record: one sampling event per recording, not '%s' "
+					"(record each in a run of its own)\n", optarg);
+				goto out;
+			}
+			ro.event = optarg;
+			break;
 		case 'g': break; /* call graphs are what unwound records; --call-graph chooses how */
 		case O_CALLGRAPH:
 			if (parse_call_graph(optarg, &ro))

@@ -131,6 +131,9 @@ static int check_opts(struct rec *rc)
 	rc->lv.kwait = o->off_cpu && rc->want_kernel && o->off_cpu_mode != UW_OFFCPU_SWITCH && o->off_cpu_every <= 1;
 	rc->ec.percpu = rc->lv.kwait && !o->system_wide;
 	rc->ev_default = !o->event;
+	if (o->event && strchr(o->event, ','))
+		return base_err(&s->log, -EINVAL, "one sampling event per recording, not '%s' (record each in a run of its own)",
+				o->event);
 	if (!live_parse_event(rc->ev_default ? "cycles" : o->event, &rc->ec.ev))
 		return base_err(&s->log, -EINVAL, "unknown event '%s' (cycles, instructions, cpu-clock, task-clock, page-faults)",
 				o->event);

@@ -119,13 +119,13 @@ output)
     echo "output: links not followed, modes by the umask, nothing moved when nothing can be written"
     ;;
 killed)
-    "$U" record -q -o k.data -- "$E" calltree 10 >/dev/null 2>rec.err &
+    "$U" record -q -o k.data -- "$E" calltree 10.$$ >/dev/null 2>rec.err &
     rec=$!
     # killed once the command has had 2.6 s of CPU time (not of the clock: on a busy machine
     # it gets less, and so do its samples)
     prog= t=$(now)
     while [ -z "$prog" ]; do
-        prog=$(pgrep -P $rec -f "e2e_nofp calltree 10" || true)
+        prog=$(pgrep -P $rec -f "e2e_nofp calltree 10.$$" || true)
         awk -v d="$(elapsed "$t")" 'BEGIN { exit !(d > 60) }' && fail "the recorded command did not start: $(cat rec.err)"
         sleep 0.05
     done
@@ -133,7 +133,7 @@ killed)
     [ "$c" -ge 260 ] || fail "the command ended before 2.6 s of CPU time: $(cat rec.err)"
     kill -KILL $rec
     wait $rec 2>/dev/null || true
-    pkill -f "e2e_nofp calltree 10" || true
+    pkill -f "e2e_nofp calltree 10.$$" || true
     perf report -i k.data --stdio --no-children >perf.txt 2>perf.err || { cat perf.err; fail "perf report cannot read a killed recording"; }
     grep -q "spin" perf.txt || fail "perf report shows no samples"
     pn=$(perf script -i k.data -F period 2>/dev/null | wc -l)
@@ -145,7 +145,7 @@ killed)
     grep -q "was not finished" u.err || fail "report does not say the file was not finished"
     ;;
 hup)
-    "$U" record -q -o h.data -- "$E" calltree 30 >/dev/null 2>rec.err &
+    "$U" record -q -o h.data -- "$E" calltree 30.$$ >/dev/null 2>rec.err &
     rec=$!
     sleep 1
     t=$(now)
@@ -154,7 +154,7 @@ hup)
     d=$(elapsed "$t")
     echo "hup: the recorder stopped $d s after SIGHUP (exit $rc)"
     awk -v d="$d" 'BEGIN { exit !(d < 1.0) }' || fail "SIGHUP took $d s"
-    pgrep -f "e2e_nofp calltree 30" >/dev/null && fail "the command still runs"
+    pgrep -f "e2e_nofp calltree 30.$$" >/dev/null && fail "the command still runs"
     perf report -i h.data --stdio >/dev/null 2>&1 || fail "the recording is not complete"
     ;;
 refused)

@@ -113,12 +113,12 @@ check_chain all.folded "main;tree_a;tree_a2;spin"
 wait $prog
 
 # Ctrl-C: a valid file, the command stopped
-"$B/unwound" record -q -o int.data -- "$exe" calltree 30 >/dev/null 2>int.err &
+"$B/unwound" record -q -o int.data -- "$exe" calltree 30.$$ >/dev/null 2>int.err &
 rec=$!
 sleep 1.5
 kill -INT $rec
 wait $rec || { echo "FAIL: record after SIGINT"; cat int.err; exit 1; }
-pgrep -f "e2e_nofp calltree 30" >/dev/null && { echo "FAIL: the command outlived the recording"; exit 1; }
+pgrep -f "e2e_nofp calltree 30.$$" >/dev/null && { echo "FAIL: the command outlived the recording"; exit 1; }
 perf script -i int.data --no-inline 2>/dev/null | grep -q tree_a2 || { echo "FAIL: the file after SIGINT"; exit 1; }
 
 # without privileges (perf_event_paranoid 2 when this runs as root in CI): user space only for a

@@ -19,9 +19,10 @@ mkfifo ready.fifo
 UW_KUNW_RING_BYTES=4096 "$uw" record --unwind kernel -e cpu-clock -F 999 -o lost.data -- "$B/tests/deeprec" 200 \
     >ready.fifo 2>rec.err &
 rec=$!
-read -r line <ready.fifo || true
+# (the fifo kept open for reading to the end: a write with no reader would be a SIGPIPE)
+exec 3<ready.fifo
+read -r line <&3 || true
 [ "$line" = ready ] || { cat rec.err; fail "deeprec did not start under the recorder (got '$line')"; }
-cat ready.fifo >/dev/null &
 wl=$(pgrep -P "$rec" -x deeprec || true)
 [ -n "$wl" ] || fail "no deeprec child of the recorder"
 kill -STOP "$rec"

@@ -69,7 +69,15 @@ record)
         sleep 0.2
         timeout -s KILL 60 "$U" record -q -p $pid --duration 2 -o rec-$r.data 2>rec-$r.err &
         rec=$!
-        sleep 0.5
+        # the library cut once the recorder has its events open (a loaded machine takes more
+        # than the half second this waited before), or after 30 s
+        k=0
+        while [ $k -lt 300 ] && kill -0 $rec 2>/dev/null; do
+            u=$(pgrep -P $rec -x unwound || true)
+            [ -n "$u" ] && ls -l /proc/"$u"/fd 2>/dev/null | grep -q "perf_event" && break
+            k=$((k + 1)); sleep 0.1
+        done
+        sleep 0.3
         rewrite libbig.so
         rc=0; wait $rec || rc=$?
         stop_rewrite
@@ -77,9 +85,10 @@ record)
         kill $pid 2>/dev/null || true
         prc=0; wait $pid 2>/dev/null || prc=$?
         # the program killed by the cut library (SIGBUS, SIGSEGV) before the recorder attached
-        # (a loaded machine: `record -p` found no such process, exit 1): the round tells nothing
+        # (a loaded machine: `record -p` found no such process, exit 1, "No such process" from
+        # perf_event_open or "no such process" from the check before): the round tells nothing
         # of the recorder; run it again (at most 10 times in all)
-        if [ $rc = 1 ] && grep -q "no such process" rec-$r.err && [ $prc -gt 128 ] && [ $prc != $((128 + 15)) ]; then
+        if [ $rc = 1 ] && grep -qi "no such process" rec-$r.err && [ $prc -gt 128 ] && [ $prc != $((128 + 15)) ]; then
             retries=$((retries + 1))
             [ $retries -le 10 ] || { cat rec-$r.err; fail "round $r: the program died before the recorder attached, 10 times"; }
             echo "round $r: the program died (signal $((prc - 128))) before the recorder attached: again"

@@ -175,10 +175,19 @@ honest)
     want=$(sed -n 's/.*, \([0-9.]*\)% reach a root frame.*/\1/p' direct.txt)
     "$U" inject -i dwarf.data -o inj.data 2>/dev/null
     "$U" inject -i dwarf.data -o - 2>/dev/null >pipe.data
+    # (judged by its frames, a callchain that ends in ld.so's _start or _dl_start_user, a sample
+    # taken while ld.so starts the program, is "completeness unknown": that code has no CFI, and
+    # unwinding ends there on the zero frame pointer, a register the callchain does not carry.
+    # CI saw 1 such sample of 799: it counts as a root in the original, unknown in the pipe.)
+    nall=$(sed -n 's/^# unwinding: \([0-9]*\) samples,.*/\1/p' direct.txt)
+    count() { awk -v p="$1" -v n="$nall" 'BEGIN { printf "%d", p * n / 100 + 0.5 }'; }
     for f in inj pipe; do
         "$U" report -i $f.data >$f.txt
         got=$(sed -n 's/.*, \([0-9.]*\)% reach a root frame.*/\1/p' $f.txt)
-        [ "$got" = "$want" ] || fail "$f: $got% reach a root, unwinding the original: $want%"
+        unknown=0
+        [ $f = inj ] || unknown=$(sed -n 's/.*recorded callchain, completeness unknown: \([0-9]*\).*/\1/p' $f.txt)
+        [ "$(( $(count "$got") + ${unknown:-0} ))" = "$(count "$want")" ] && [ "${unknown:-0}" -le 3 ] ||
+            fail "$f: $got% reach a root (${unknown:-0} unknown), unwinding the original: $want% of $nall"
     done
     grep -q "0 with the stop reason the file states, [1-9][0-9]* judged" pipe.txt || fail "the pipe's callchains were not judged"
     # perf's own frame-pointer callchains: judged by their outermost frame, not counted complete

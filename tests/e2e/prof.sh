@@ -174,7 +174,15 @@ late)
     $CHECK "$W/p.pb.gz" --root-share 100 --label thread=early --expect 'clone3;start_thread;late_main;worker_work;spin'
     ;;
 fork)
-    # children stop profiling (and do not hang: threads, dlclose); one starts its own profiler
+    # children stop profiling (and do not hang: threads, dlclose); one starts its own profiler.
+    # Not under AddressSanitizer: GCC 12's does not hold its allocator's locks across fork, and a
+    # thread a child starts allocates in its start-up (pthread_getattr_np's free, a quarantine
+    # batch); check-asan hung 1 run in ~30 there, the child's new thread waiting for ever on an
+    # allocator region lock that was held at the fork (seen with gdb: writer bit set, no
+    # owner in the child). The normal and ThreadSanitizer suites run it.
+    case "${UW_SAN_FLAGS:-}" in
+    *address*) echo "skipped under AddressSanitizer (its allocator is not fork-safe with threads)"; exit 77 ;;
+    esac
     run "$P" fork "$W/p.pb.gz" 200
     common; expect_eq root "$(val samples)"
     ! strict || expect_eq children_failed 0

@@ -215,6 +215,10 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 			startup = true;
 		if (smp->nr_user == 1 && (!strcmp(ln, "clone3") || !strcmp(ln, "__clone3")))
 			startup = true;
+		/* the program's _start in its own instructions, before it calls __libc_start_main (CI
+		 * once: a sample at _start+0, its stack _start alone, complete) */
+		if (smp->nr_user == 1 && !strcmp(ln, "_start"))
+			startup = true;
 		/* a thread after its start routine returned: start_thread's own code and the thread's
 		 * cleanup (__libc_thread_freeres, TLS destructors), below clone3 */
 		if (smp->nr_user >= 2 && (!strcmp(ln, "clone3") || !strcmp(ln, "__clone3")) &&

@@ -87,12 +87,14 @@ api)
     $CHECK "$W/p.pb.gz" --samples-min 20
     ;;
 inline)
-    # pprof's locations carry inline chains (DWARF), mappings their build-ids
+    # pprof's locations carry inline chains (DWARF), mappings their build-ids. A sample in a
+    # caller's own instructions around its call is a path of the tree too (run_inline: CI once
+    # in 200; the same in fork's child, deep and coroutine)
     run "$P" inline "$W/p.pb.gz" 200
     common; expect_eq root "$(val samples)"
     bid=$(readelf -n "$P" | sed -n 's/.*Build ID: *//p')
     $CHECK "$W/p.pb.gz" --inline inl_mix --expect "$MAIN;run_inline;inl_work;inl_mix" \
-        --only "$MAIN;run_inline;inl_work;inl_mix" --only "$MAIN;run_inline;inl_work" --only "$MAIN;run_inline;samples*" --only "$MAIN;run_inline;samples;*" \
+        --only "$MAIN;run_inline;inl_work;inl_mix" --only "$MAIN;run_inline;inl_work" --only "$MAIN;run_inline;samples*" --only "$MAIN;run_inline;samples;*" --only "$MAIN;run_inline" \
         --mapping "$(readlink -f "$P")=$bid"
     ;;
 preload)
@@ -190,7 +192,8 @@ fork)
     # (the profiler leaves its own frames out of its stacks: libc's pthread_mutex_lock called by
     # uw_prof_stats, in the child's loop, sits right under run_fork: 1 of 20 samples under load)
     ! strict || $CHECK "$W/p.pb.gz.child" --samples-min 20 --root-share 100 --only "$MAIN;run_fork;child_work;spin" \
-        --only "$MAIN;run_fork;*;uw_prof_stats" --only "$MAIN;run_fork;pthread_mutex_*"
+        --only "$MAIN;run_fork;*;uw_prof_stats" --only "$MAIN;run_fork;pthread_mutex_*" \
+        --only "$MAIN;run_fork;child_work" --only "$MAIN;run_fork"
     ;;
 dlopen)
     # a hot library closed, and another one opened at its address: never named after the first
@@ -224,7 +227,7 @@ deep)
     common; expect_eq root 0
     ! strict || expect_eq "stop stack copy exhausted:" "$(val samples)"
     $CHECK "$W/p.pb.gz" --root-share 0 --only 'deep;deep;*;deep;spin' --only 'deep;deep;*;deep;samples' \
-        --only 'deep;deep;*;deep;samples;*'
+        --only 'deep;deep;*;deep;samples;*' --only 'deep;deep;*;deep'
     PROFWORK_STACK=262144 run "$P" deep "$W/big.pb.gz" 200 500
     common; expect_eq root "$(val samples)"
     $CHECK "$W/big.pb.gz" --root-share 100 --expect "$MAIN;deep;deep;*;deep;spin"
@@ -243,7 +246,7 @@ coroutine)
     run "$P" coroutine "$W/p.pb.gz" 100
     common; expect_eq kernel_copy "$(val samples)"
     $CHECK "$W/p.pb.gz" --samples-min 100 --only '*;co_entry;co_work;spin' \
-        --only '*;co_entry;co_work;samples' --only '*;co_entry;co_work;samples;*'
+        --only '*;co_entry;co_work;samples' --only '*;co_entry;co_work;samples;*' --only '*;co_entry;co_work'
     ;;
 cycles)
     # start and stop, over and over, while threads run, start and exit, and allocate

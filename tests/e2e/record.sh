@@ -75,7 +75,9 @@ if len(pids) < 150 or wrong or bad * 100 > total:
 PY
 
 # -p: a process that runs already (its libraries were mapped before recording)
-"$exe" calltree 3 >/dev/null &
+# (the programs below run until killed: a recorder slow to start, under ASan, found a program
+# of 3 s gone before it recorded)
+"$exe" calltree 60.$$ >/dev/null &
 prog=$!
 sleep 0.5
 "$B/unwound" record -q -p $prog --duration 1 -o pid.data 2>pid.err
@@ -88,11 +90,11 @@ grep -q "mappings found on demand: [1-9][0-9]* with PROCMAP_QUERY" tid.err || { 
 "$B/unwound" report -i tid.data --folded --no-kernel -o tid.folded
 check_chain tid.folded "main;tree_a;tree_a2;spin"
 perf script -i tid.data --no-inline 2>/dev/null | grep -q "tree_a2" || { echo "FAIL: perf script lacks the on-demand mappings"; exit 1; }
-wait $prog
+kill $prog 2>/dev/null || true; wait $prog 2>/dev/null || true
 # a program deleted while it runs, another file put at its path: the mapped file itself is read
 # through /proc/PID/map_files
 cp "$exe" victim
-./victim calltree 3 >/dev/null &
+./victim calltree 60.$$ >/dev/null &
 prog=$!
 # (deleted once it runs, however long the machine takes to start it)
 until case $(readlink /proc/$prog/exe) in */victim) true ;; *) ! [ -e /proc/$prog ] ;; esac; do sleep 0.01; done
@@ -102,15 +104,15 @@ cp /bin/true victim
 "$B/unwound" record -q -p $prog --duration 1 -o deleted.data 2>deleted.err
 "$B/unwound" report -i deleted.data --folded --no-kernel -o deleted.folded
 check_chain deleted.folded "main;tree_a;tree_a2;spin"
-wait $prog
+kill $prog 2>/dev/null || true; wait $prog 2>/dev/null || true
 # -a: every CPU, every process, the running program among them
-"$exe" calltree 3 >/dev/null &
+"$exe" calltree 60.$$ >/dev/null &
 prog=$!
 sleep 0.3
 "$B/unwound" record -q -a --duration 1 -o all.data 2>all.err
 "$B/unwound" report -i all.data --comm e2e_nofp --folded --no-kernel -o all.folded
 check_chain all.folded "main;tree_a;tree_a2;spin"
-wait $prog
+kill $prog 2>/dev/null || true; wait $prog 2>/dev/null || true
 
 # Ctrl-C: a valid file, the command stopped
 "$B/unwound" record -q -o int.data -- "$exe" calltree 30.$$ >/dev/null 2>int.err &

@@ -25,19 +25,20 @@ install: configure
 configure-tests:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUW_TESTS=ON $(CMAKE_FLAGS)
 
-# The test command: install, build with -Werror, run every test (unit, e2e with perf).
+# The test command: install, build with -Werror, run every test (unit, e2e with perf; two
+# perf-based tests at a time, those recording system-wide alone: tests/resources.json).
 check:
 	./scripts/install-deps check
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUW_WERROR=ON -DUW_TESTS=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS)
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --resource-spec-file $(CURDIR)/tests/resources.json
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (leak checking included).
 check-asan:
 	./scripts/install-deps check
 	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DUW_WERROR=ON -DUW_TESTS=ON -DUW_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-asan -j$(JOBS)
-	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
+	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS) --resource-spec-file $(CURDIR)/tests/resources.json
 
 # The ABI baselines (abi/libunwound.abi.xz, abi/libunwound-prof.abi.xz), after an intentional
 # change: tests/api/abi.sh.

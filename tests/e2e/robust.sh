@@ -5,9 +5,11 @@
 #    (each is pinned with the loop to one CPU: it gets about half of it);
 #  - every test script runs under bash with tests/errexit.sh, which names the command a `set -e`
 #    script stopped at (this script checks it runs so, and that a silent command is named);
-#  - every test that runs perf or records holds the perf lock (a system-wide recording beside
-#    another perf test makes the kernel mark that test's MMAP2 records, and perf 6.1 aborts),
-#    and the machine's lock (tests/machine-lock.sh) for the same between suites side by side.
+#  - every test that runs perf or records takes the CTest resource `perf` (two such tests side
+#    by side; one recording system-wide or with build-ids alone, as it takes both slots: a
+#    recording with build-ids makes the kernel mark the other sessions' MMAP2 records, and perf
+#    6.1 aborts), and the machine's lock (tests/machine-lock.sh) in the same mode, for the same
+#    between suites side by side.
 set -eu
 B=${UW_BUILD:?}
 S=${UW_SRC:?}
@@ -37,6 +39,9 @@ for t in json.load(open(path))["tests"]:
     cmd = t.get("command") or []
     props = {p["name"]: p["value"] for p in t.get("properties", [])}
     env = props.get("ENVIRONMENT", [])
+    # RESOURCE_GROUPS as ctest --show-only gives it: [{"requirements": [{".type", "slots"}]}]
+    groups = ",".join(f"{r['.type']}:{r['slots']}" for g in props.get("RESOURCE_GROUPS") or []
+                      for r in g.get("requirements", []))
     locked = len(cmd) > 1 and cmd[1].endswith("/tests/machine-lock.sh")
     scripts = [c for c in cmd if c.endswith(".sh") and not c.endswith("/tests/machine-lock.sh")]
     if scripts:
@@ -47,10 +52,35 @@ for t in json.load(open(path))["tests"]:
         text = open(scripts[0], errors="replace").read()
         # (perf record, perf script..., or unwound record: a perf session)
         if re.search(r"^[^#\n]*\b(perf (record|script|report|diff|inject)\b|record -q|\$U\" record|unwound\" record)", text, re.M):
-            if "perf" not in (props.get("RESOURCE_LOCK") or []):
-                bad.append(f"{t['name']}: runs perf or records, without RESOURCE_LOCK perf")
-        if "perf" in (props.get("RESOURCE_LOCK") or []) and not locked:
-            bad.append(f"{t['name']}: holds the perf lock but not the machine's (tests/machine-lock.sh)")
+            if not groups.startswith("perf:"):
+                bad.append(f"{t['name']}: runs perf or records, without the resource perf (RESOURCE_GROUPS)")
+        # recording system-wide or with build-ids: the script's lines the test runs (before its
+        # `case`, and its case's branch), echo and comments aside
+        args = cmd[cmd.index(scripts[0]) + 1:]
+        lines = text.split("\n")
+        top = next((i for i, l in enumerate(lines) if re.match(r"case \$\w+ in", l)), None)
+        if top is not None and args:
+            run = lines[:top]
+            on = False
+            for l in lines[top + 1:]:
+                m = re.match(r"([\w| -]+)\)\s*$", l)
+                if m and not l.startswith(" "):
+                    on = args[0] in [x.strip() for x in m.group(1).split("|")]
+                elif on:
+                    run.append(l)
+        else:
+            run = lines
+        alone = [l for l in run if not re.match(r"\s*(#|echo\b)", l) and "re.search(" not in l and
+                 (re.search(r"--buildid-mmap", l) or re.search(r"\brecord\b.*\s(-a|--all-cpus)(\s|$)", l))]
+        if alone and groups != "perf:2":
+            bad.append(f"{t['name']}: records system-wide or with build-ids ({alone[0].strip()[:60]}) without running alone (RESOURCE_GROUPS perf:2)")
+    if groups.startswith("perf:"):
+        if not locked:
+            bad.append(f"{t['name']}: takes the resource perf but not the machine's lock (tests/machine-lock.sh)")
+        # alone in the suite (both slots) exactly when alone on the machine
+        want = "exclusive" if groups == "perf:2" else "shared"
+        if f"UW_MACHINE_LOCK_MODE={want}" not in env:
+            bad.append(f"{t['name']}: RESOURCE_GROUPS {groups} without UW_MACHINE_LOCK_MODE={want}")
 for b in bad[:10]:
     print("FAIL: " + b)
 if len(bad) > 10:

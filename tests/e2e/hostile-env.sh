@@ -69,12 +69,17 @@ perfmap)
         ./jitlike $kind 200 60 >ready.txt &
         job=$!
         while [ ! -s ready.txt ]; do sleep 0.05; done
+        # the map is not read at the end of the recording: no wait on the FIFO (the wall time:
+        # a bound for a hang, not for speed, as neighbours take the CPU), no parse of the huge
+        # map (the recorder's CPU time: the huge map takes seconds to parse)
         t=$(now)
-        timeout 60 "$U" record -q -p $job --duration 2 -o $kind.data 2>rec.err || fail "$kind: record failed ($(cat rec.err))"
+        cpu_secs timeout 60 "$U" record -q -p $job --duration 2 -o $kind.data 2>rec.err || fail "$kind: record failed ($(cat rec.err))"
         d=$(elapsed "$t")
-        echo "$kind: record -p --duration 2 took $d s"
-        awk -v d="$d" 'BEGIN { exit !(d < 3.0) }' || fail "$kind: --duration 2 took $d s"
-        # SIGTERM stops it within a second
+        c=$(cat "$W/cpu.txt")
+        echo "$kind: record -p --duration 2 took $d s, $c s of CPU time"
+        awk -v d="$d" 'BEGIN { exit !(d < 10.0) }' || fail "$kind: --duration 2 took $d s"
+        awk -v c="$c" 'BEGIN { exit !(c < 2.0) }' || fail "$kind: --duration 2 took $c s of CPU time"
+        # SIGTERM stops it within a few seconds (a bound for a blocked read)
         "$U" record -q -p $job -o $kind-term.data 2>rec.err &
         rec=$!
         sleep 1
@@ -83,7 +88,7 @@ perfmap)
         wait $rec || fail "$kind: SIGTERM: exit $?"
         d=$(elapsed "$t")
         echo "$kind: stopped $d s after SIGTERM"
-        awk -v d="$d" 'BEGIN { exit !(d < 1.0) }' || fail "$kind: SIGTERM took $d s"
+        awk -v d="$d" 'BEGIN { exit !(d < 3.0) }' || fail "$kind: SIGTERM took $d s"
         # the report reads the map (or refuses it) quickly: its CPU time
         cpu_secs timeout 120 "$U" report -i $kind.data --folded -o $kind.folded 2>rep.err || fail "$kind: report: exit $?"
         d=$(cat "$W/cpu.txt")
@@ -153,7 +158,7 @@ hup)
     rc=0; wait $rec || rc=$?
     d=$(elapsed "$t")
     echo "hup: the recorder stopped $d s after SIGHUP (exit $rc)"
-    awk -v d="$d" 'BEGIN { exit !(d < 1.0) }' || fail "SIGHUP took $d s"
+    awk -v d="$d" 'BEGIN { exit !(d < 3.0) }' || fail "SIGHUP took $d s"
     pgrep -f "e2e_nofp calltree 30.$$" >/dev/null && fail "the command still runs"
     perf report -i h.data --stdio >/dev/null 2>&1 || fail "the recording is not complete"
     ;;

@@ -239,9 +239,10 @@ int offcpu_switch_in(struct offcpu *oc, uint32_t pid, uint32_t tid, uint64_t tim
  * how many walks found each; held until one is walked, else written with their pc alone when
  * the thread exits or at the end. */
 int offcpu_add(struct offcpu *oc, const struct offcpu_sum *s);
-/* EXIT (exit true): the thread's pending wait and later switch-outs are dropped; FORK or COMM
- * exec of that number (exit false): a thread again. */
-void offcpu_task(struct offcpu *oc, uint32_t tid, bool exit);
+/* EXIT at time (exit true): the thread's pending wait and its switch-outs from then on are
+ * dropped (a later-delivered sample of an earlier wait still closed by its switch-in); FORK
+ * or COMM exec of that number (exit false): a thread again. */
+void offcpu_task(struct offcpu *oc, uint32_t tid, bool exit, uint64_t time);
 /* Threads still off the CPU closed at end, then every aggregate not yet written. */
 int offcpu_finish(struct offcpu *oc, uint64_t end);
 void offcpu_stats(const struct offcpu *oc, struct offcpu_stats *st);

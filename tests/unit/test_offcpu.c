@@ -110,7 +110,7 @@ static void test_exit_and_end(void **state)
 	struct offcpu *oc = offcpu_new(&o, emit, &g);
 	/* a thread that exits: its last switch-out (after EXIT) is not a wait */
 	assert_int_equal(out(oc, 102, 1 * MS, stack_a, 3), 0);
-	offcpu_task(oc, 102, true);
+	offcpu_task(oc, 102, true, 1 * MS + 500);
 	assert_int_equal(out(oc, 102, 2 * MS, stack_a, 3), 0);
 	/* one blocked at the end: closed there */
 	assert_int_equal(out(oc, 103, 5 * MS, stack_b, 2), 0);
@@ -122,7 +122,7 @@ static void test_exit_and_end(void **state)
 	offcpu_stats(oc, &st);
 	assert_int_equal(st.open_at_end, 1);
 	/* the number given to a new thread (FORK): its waits count again */
-	offcpu_task(oc, 102, false);
+	offcpu_task(oc, 102, false, 0);
 	assert_int_equal(out(oc, 102, 10 * MS, stack_a, 3), 0);
 	assert_int_equal(offcpu_switch_in(oc, 100, 102, 12 * MS), 0);
 	assert_int_equal(g.n, 2);
@@ -174,6 +174,38 @@ static void test_late_switch_out_after_another_wait(void **state)
 	assert_int_equal(g.n, 4);
 	assert_int_equal(g.s[3].nu, 1); /* the wait from 40 kept stack b */
 	assert_int_equal(g.s[3].period, 1 * MS);
+	offcpu_free(oc);
+}
+
+/* A new thread's first wait whose sample comes after its switch-in, and after its EXIT (the
+ * sample from another CPU's ring, later than the records): the wait is closed by that
+ * switch-in; the switch that ends its life is not a wait. */
+static void test_late_first_switch_out(void **state)
+{
+	(void)state;
+	struct got g = { 0 };
+	struct offcpu_opts o = { .min_ns = 1 };
+	struct offcpu *oc = offcpu_new(&o, emit, &g);
+	/* as it happened: out 1 (stack a), in 21, EXIT 25, out 26 (its death); as delivered: in
+	 * 21, EXIT 25, out 26, then the sample of out 1 */
+	assert_int_equal(offcpu_switch_in(oc, 100, 105, 21 * MS), 0);
+	offcpu_task(oc, 105, true, 25 * MS);
+	assert_int_equal(out(oc, 105, 26 * MS, stack_b, 2), 0);
+	assert_int_equal(g.n, 0);
+	assert_int_equal(out(oc, 105, 1 * MS, stack_a, 3), 0);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.s[0].tid, 105);
+	assert_int_equal(g.s[0].nu, 2); /* stack a */
+	assert_int_equal(g.s[0].period, 20 * MS);
+	assert_int_equal(g.s[0].time, 21 * MS);
+	/* the same before the EXIT: in 40 delivered before the sample of out 30 */
+	assert_int_equal(offcpu_switch_in(oc, 100, 106, 40 * MS), 0);
+	assert_int_equal(out(oc, 106, 30 * MS, stack_b, 2), 0);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.s[1].tid, 106);
+	assert_int_equal(g.s[1].period, 10 * MS);
+	assert_int_equal(offcpu_finish(oc, 50 * MS), 0);
+	assert_int_equal(g.n, 2); /* nothing left open */
 	offcpu_free(oc);
 }
 
@@ -295,7 +327,7 @@ static void test_keyed_exit(void **state)
 	struct offcpu *oc = offcpu_new(&o, emit, &g);
 	assert_int_equal(sum(oc, 104, 1 * MS, 0x40, 0x406000, 300000, 4), 0);
 	assert_int_equal(g.n, 0);
-	offcpu_task(oc, 104, true);
+	offcpu_task(oc, 104, true, 0);
 	assert_int_equal(offcpu_finish(oc, 5 * MS), 0);
 	/* (under the minimum: added to its stack's total, written at the end) */
 	assert_int_equal(g.n, 1);
@@ -342,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_exit_and_end),     cmocka_unit_test(test_late_switch_out),
 		cmocka_unit_test(test_one_stack_in_n),
 		cmocka_unit_test(test_late_switch_out_after_another_wait),
+		cmocka_unit_test(test_late_first_switch_out),
 		cmocka_unit_test(test_keyed),            cmocka_unit_test(test_keyed_exit),
 		cmocka_unit_test(test_keyed_cap),
 	};

@@ -51,6 +51,7 @@ struct oc_thread {
 	unsigned nkeys;
 	uint32_t pid, tid;
 	bool pending, exited;
+	uint64_t exit_time;      /* (exited) its EXIT's time */
 	bool has_stack;          /* a switch-out sample came: s holds its stack */
 	bool just_sampled;       /* its switch-out record is still to come */
 	/* the times of its last OC_INS switch-ins (0: none), to close a switch-out delivered after
@@ -405,8 +406,19 @@ int offcpu_switch_out(struct offcpu *oc, const struct offcpu_stack *s)
 	struct oc_thread *t = thread_of(oc, s->pid, s->tid, true);
 	if (!t)
 		return -ENOMEM;
-	if (t->exited)
-		return 0; /* the switch that ends a thread's life (after its EXIT) */
+	if (t->exited) {
+		/* the switch that ends a thread's life (after its EXIT); or a sample of an earlier
+		 * wait delivered after the EXIT (from another CPU's ring): closed by the switch-in
+		 * that ended it */
+		uint64_t in = s->time < t->exit_time ? first_in_after(t, s->time) : 0;
+		if (!in)
+			return 0;
+		oc->st.switches_out++;
+		struct offcpu_stack late = *s;
+		late.period = in - s->time;
+		late.time = in;
+		return account(oc, &late);
+	}
 	oc->st.switches_out++;
 	if (oc->o.keyed && s->key) {
 		int e = key_walked(oc, s);
@@ -443,9 +455,11 @@ int offcpu_switch_in(struct offcpu *oc, uint32_t pid, uint32_t tid, uint64_t tim
 {
 	if (!pid)
 		return 0;
-	struct oc_thread *t = thread_of(oc, pid, tid, false);
+	/* (a thread not seen switched out yet is remembered: the sample of its first wait may
+	 * come after this, from another CPU's ring) */
+	struct oc_thread *t = thread_of(oc, pid, tid, true);
 	if (!t)
-		return 0; /* never seen switched out (or not sampled: --off-cpu-every) */
+		return -ENOMEM;
 	t->ins[t->next_in++ % OC_INS] = time;
 	if (!t->pending)
 		return 0;
@@ -480,7 +494,7 @@ void offcpu_switch_out_record(struct offcpu *oc, uint32_t pid, uint32_t tid, uin
 	t->pending = true;
 }
 
-void offcpu_task(struct offcpu *oc, uint32_t tid, bool exit)
+void offcpu_task(struct offcpu *oc, uint32_t tid, bool exit, uint64_t time)
 {
 	struct oc_thread *t = thread_of(oc, tid, tid, false);
 	if (!t)
@@ -489,6 +503,7 @@ void offcpu_task(struct offcpu *oc, uint32_t tid, bool exit)
 	(void)keys_drop(oc, t, 0);
 	t->pending = false;
 	t->exited = exit; /* a FORK or COMM exec: the number is a thread's again */
+	t->exit_time = exit ? time : 0;
 }
 
 int offcpu_finish(struct offcpu *oc, uint64_t end)

@@ -155,17 +155,19 @@ static bool offcpu_record(struct inject *in, const uint8_t *rec, uint32_t len, i
 	uint16_t misc;
 	memcpy(&type, rec, 4);
 	memcpy(&misc, rec + 4, 2);
-	if ((type == PR_EXIT || type == PR_FORK) && len >= 24) {
+	if ((type == PR_EXIT || type == PR_FORK) && len >= 32) {
 		uint32_t tid;
+		uint64_t time;
 		memcpy(&tid, rec + 16, 4);
-		offcpu_task(in->oc, tid, type == PR_EXIT);
+		memcpy(&time, rec + 24, 8);
+		offcpu_task(in->oc, tid, type == PR_EXIT, time);
 		return false;
 	}
 	if (type == PR_COMM && (misc & PM_COMM_EXEC) && len >= 16 && in->oc_keyed) {
 		/* exec: another program, whose waits are not given the old one's stacks (keyed) */
 		uint32_t tid;
 		memcpy(&tid, rec + 12, 4);
-		offcpu_task(in->oc, tid, false);
+		offcpu_task(in->oc, tid, false, 0);
 		return false;
 	}
 	size_t na;

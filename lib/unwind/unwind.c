@@ -176,6 +176,13 @@ static enum step_status step_full(struct step_ctx *c, const struct cfi_arch *a, 
 			e = cfi_expr_eval(&x, rr->expr, rr->expr_len, true, cfa, &at);
 			if (e)
 				return e == -EFAULT ? c->memfail : STEP_BAD_CFI;
+			/* A slot outside this frame [sp, CFA) is not this frame's: a rule computed from
+			 * a register the epilogue restored already (the DRAP functions' rbp at [rbp],
+			 * after `leave`: rbp is the caller's) names the caller's memory, or none. The
+			 * register holds its value. (Not in a signal frame: the registers lie in the
+			 * signal frame, which may be on another stack.) */
+			if (i != a->ra && !st->signal && (at < regs->r[a->sp] || at >= cfa))
+				continue;
 			if (!read_u64(c, at, &v))
 				return c->memfail;
 			break;
@@ -257,9 +264,17 @@ static enum step_status step_flex(struct step_ctx *c, const struct cfi_arch *a, 
 		return s;
 	bool fp_set = false;
 	if (fx->fp.kind != CFI_LOC_SAME) {
-		/* (a save slot below the stack pointer was popped already: the register holds it) */
-		bool popped = fx->fp.kind == CFI_LOC_AT && !fx->fp.from_reg && cfa + (int64_t)fx->fp.off < regs->r[a->sp];
-		if (!popped) {
+		/* A save slot outside this frame [sp, CFA) holds nothing of this frame's, and the
+		 * register holds its value: below the stack pointer, popped already; from a register
+		 * the epilogue restored already (the DRAP rbp at [rbp] after `leave`: rbp is the
+		 * caller's), the caller's memory or none. */
+		bool outside = false;
+		if (fx->fp.kind == CFI_LOC_AT && (!fx->fp.from_reg || (fx->fp.reg < UNW_MAX_REGS &&
+									(regs->valid & (1u << fx->fp.reg))))) {
+			uint64_t at = (fx->fp.from_reg ? regs->r[fx->fp.reg] : cfa) + (int64_t)fx->fp.off;
+			outside = at < regs->r[a->sp] || at >= cfa;
+		}
+		if (!outside) {
 			s = flex_value(c, &fx->fp, cfa, regs, &fp);
 			if (s != STEP_OK)
 				return s;

@@ -48,6 +48,34 @@ case_state_restored:
 	.cfi_endproc
 	.size case_state, .-case_state
 
+	/* A realigned stack with a DRAP register, as GCC writes it: CFA = *(rbp - 8), rbp saved at
+	 * [rbp] (an expression from rbp itself); after `leave` rbp is the caller's again and the
+	 * CFA is r10, but the rule for rbp stays */
+	.globl case_drap, case_drap_body, case_drap_left
+	.type case_drap, @function
+case_drap:
+	.cfi_startproc
+	lea 8(%rsp), %r10
+	.cfi_def_cfa %r10, 0
+	and $-16, %rsp
+	push -8(%r10)
+	push %rbp
+	mov %rsp, %rbp
+	.cfi_escape 0x10, 0x06, 0x02, 0x76, 0x00
+	push %r10
+	.cfi_escape 0x0f, 0x03, 0x76, 0x78, 0x06
+case_drap_body:
+	nop
+	mov -8(%rbp), %r10
+	leave
+case_drap_left:
+	.cfi_def_cfa %r10, 0
+	lea -8(%r10), %rsp
+	.cfi_def_cfa %rsp, 8
+	ret
+	.cfi_endproc
+	.size case_drap, .-case_drap
+
 	/* CFA = *(rsp + 8): needs the DWARF expression evaluator */
 	.globl case_expr
 	.type case_expr, @function

@@ -137,6 +137,42 @@ static void test_epilogue_keeps_popped_rbp(void **state)
 	assert_int_equal(r.r[6], 0x1234);
 }
 
+/* A DRAP function (realigned stack): in its body rbp is read from [rbp]; after `leave` the
+ * same rule would read the caller's memory at the caller's rbp (or fail on a value that is no
+ * address): the slot lies outside the frame, rbp is kept. */
+static void test_drap_epilogue_keeps_restored_rbp(void **state)
+{
+	(void)state;
+	uint64_t cfa = BASE + 0x40, callers[] = { 0x5555, BASE + 0x100 };
+	for (unsigned k = 0; k < 2; k++) {
+		memset(STACK, 0, sizeof(STACK));
+		put(cfa - 8, addr_of("case_root") + 1); /* the return address */
+		put(BASE + 0x28, addr_of("case_root") + 1); /* its copy, realigned */
+		put(BASE + 0x20, 0x4242);               /* the caller's rbp, saved */
+		put(BASE + 0x18, cfa);                  /* the DRAP register, saved */
+		put(BASE + 0x100, 0xdead);              /* the caller's memory: not to be read */
+		/* in the body */
+		struct unw_regs r = regs_at(addr_of("case_drap_body"), BASE + 0x18, BASE + 0x20);
+		struct uw_frame f[64];
+		struct unw_result res;
+		run(&r, f, &res);
+		assert_int_equal(res.n, 2);
+		assert_int_equal(res.stop, UW_STOP_END_OF_STACK);
+		assert_int_equal(r.r[6], 0x4242);
+		/* after `leave`: rbp is the caller's */
+		r = regs_at(addr_of("case_drap_left"), BASE + 0x28, callers[k]);
+		r.r[10] = cfa;
+		struct unw_stack st = { BASE, (const uint8_t *)STACK, sizeof(STACK), NULL, NULL };
+		struct unw_opts o = { .max_frames = 64, .arch = &cfi_arch_x86_64 };
+		r.valid = (1u << 6) | (1u << 7) | (1u << 10) | (1u << 16);
+		unw_run(&o, &r, &st, find, NULL, f, &res);
+		assert_int_equal(res.n, 2);
+		assert_int_equal(res.stop, UW_STOP_END_OF_STACK);
+		assert_int_equal(f[1].pc, addr_of("case_root") + 1);
+		assert_int_equal(r.r[6], callers[k]);
+	}
+}
+
 static void test_frame_pointer_fallback(void **state)
 {
 	(void)state;
@@ -360,7 +396,7 @@ int main(void)
 		cmocka_unit_test(test_cfa_from_rbp_then_root),
 		cmocka_unit_test(test_read_hook),
 		cmocka_unit_test(test_epilogue_keeps_popped_rbp),
-		cmocka_unit_test(test_frame_pointer_fallback),
+		cmocka_unit_test(test_drap_epilogue_keeps_restored_rbp), cmocka_unit_test(test_frame_pointer_fallback),
 		cmocka_unit_test(test_expression_loop_stops),
 		cmocka_unit_test(test_signal_frame_exact_pc),
 		cmocka_unit_test(test_stack_exhausted_and_limits),

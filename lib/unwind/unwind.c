@@ -128,6 +128,15 @@ static enum step_status step_rule(struct step_ctx *c, const struct cfi_arch *a, 
 	return STEP_OK;
 }
 
+/* A save slot outside the frame [sp, CFA) is not the frame's, and the register holds its
+ * value: a rule computed from a register the epilogue restored already (the DRAP functions'
+ * rbp at [rbp], kept after `leave`, when rbp is the caller's) names the caller's memory, or no
+ * address; one below the stack pointer was popped already. */
+static bool slot_outside_frame(uint64_t at, uint64_t sp, uint64_t cfa)
+{
+	return at < sp || at >= cfa;
+}
+
 /* Slow path: the full rule set from the FDE, with DWARF expressions. */
 static enum step_status step_full(struct step_ctx *c, const struct cfi_arch *a, const struct cfi_state *st,
                                   struct unw_regs *regs)
@@ -176,12 +185,9 @@ static enum step_status step_full(struct step_ctx *c, const struct cfi_arch *a, 
 			e = cfi_expr_eval(&x, rr->expr, rr->expr_len, true, cfa, &at);
 			if (e)
 				return e == -EFAULT ? c->memfail : STEP_BAD_CFI;
-			/* A slot outside this frame [sp, CFA) is not this frame's: a rule computed from
-			 * a register the epilogue restored already (the DRAP functions' rbp at [rbp],
-			 * after `leave`: rbp is the caller's) names the caller's memory, or none. The
-			 * register holds its value. (Not in a signal frame: the registers lie in the
-			 * signal frame, which may be on another stack.) */
-			if (i != a->ra && !st->signal && (at < regs->r[a->sp] || at >= cfa))
+			/* (not in a signal frame: its registers lie in the signal frame, which may be on
+			 * another stack) */
+			if (i != a->ra && !st->signal && slot_outside_frame(at, regs->r[a->sp], cfa))
 				continue;
 			if (!read_u64(c, at, &v))
 				return c->memfail;
@@ -230,9 +236,8 @@ static enum step_status step_fp(struct step_ctx *c, const struct cfi_arch *a, st
 	return STEP_OK;
 }
 
-/* A value by an SFrame flexible rule: the CFA or a register, plus off, read when AT. */
-static enum step_status flex_value(struct step_ctx *c, const struct cfi_loc *l, uint64_t cfa,
-                                   const struct unw_regs *regs, uint64_t *out)
+/* The address of an SFrame flexible rule: the CFA or a register, plus off. */
+static enum step_status flex_addr(const struct cfi_loc *l, uint64_t cfa, const struct unw_regs *regs, uint64_t *at)
 {
 	uint64_t base = cfa;
 	if (l->from_reg) {
@@ -240,7 +245,18 @@ static enum step_status flex_value(struct step_ctx *c, const struct cfi_loc *l, 
 			return STEP_BAD_CFI;
 		base = regs->r[l->reg];
 	}
-	uint64_t at = base + (int64_t)l->off;
+	*at = base + (int64_t)l->off;
+	return STEP_OK;
+}
+
+/* A value by an SFrame flexible rule: its address, read when AT. */
+static enum step_status flex_value(struct step_ctx *c, const struct cfi_loc *l, uint64_t cfa,
+                                   const struct unw_regs *regs, uint64_t *out)
+{
+	uint64_t at;
+	enum step_status s = flex_addr(l, cfa, regs, &at);
+	if (s != STEP_OK)
+		return s;
 	if (l->kind == CFI_LOC_VAL) {
 		*out = at;
 		return STEP_OK;
@@ -264,17 +280,11 @@ static enum step_status step_flex(struct step_ctx *c, const struct cfi_arch *a, 
 		return s;
 	bool fp_set = false;
 	if (fx->fp.kind != CFI_LOC_SAME) {
-		/* A save slot outside this frame [sp, CFA) holds nothing of this frame's, and the
-		 * register holds its value: below the stack pointer, popped already; from a register
-		 * the epilogue restored already (the DRAP rbp at [rbp] after `leave`: rbp is the
-		 * caller's), the caller's memory or none. */
-		bool outside = false;
-		if (fx->fp.kind == CFI_LOC_AT && (!fx->fp.from_reg || (fx->fp.reg < UNW_MAX_REGS &&
-									(regs->valid & (1u << fx->fp.reg))))) {
-			uint64_t at = (fx->fp.from_reg ? regs->r[fx->fp.reg] : cfa) + (int64_t)fx->fp.off;
-			outside = at < regs->r[a->sp] || at >= cfa;
-		}
-		if (!outside) {
+		uint64_t at;
+		s = flex_addr(&fx->fp, cfa, regs, &at);
+		if (s != STEP_OK)
+			return s;
+		if (fx->fp.kind != CFI_LOC_AT || !slot_outside_frame(at, regs->r[a->sp], cfa)) {
 			s = flex_value(c, &fx->fp, cfa, regs, &fp);
 			if (s != STEP_OK)
 				return s;

@@ -399,6 +399,15 @@ static int keys_drop(struct offcpu *oc, struct oc_thread *t, uint64_t time)
 	return err;
 }
 
+/* A switch-out whose sample came after the switch-in at in that ended its wait: that wait. */
+static int account_late(struct offcpu *oc, const struct offcpu_stack *s, uint64_t in)
+{
+	struct offcpu_stack late = *s;
+	late.period = in - s->time;
+	late.time = in;
+	return account(oc, &late);
+}
+
 int offcpu_switch_out(struct offcpu *oc, const struct offcpu_stack *s)
 {
 	if (!s->pid || (oc->o.self_pid && s->pid == (uint32_t)oc->o.self_pid))
@@ -414,10 +423,7 @@ int offcpu_switch_out(struct offcpu *oc, const struct offcpu_stack *s)
 		if (!in)
 			return 0;
 		oc->st.switches_out++;
-		struct offcpu_stack late = *s;
-		late.period = in - s->time;
-		late.time = in;
-		return account(oc, &late);
+		return account_late(oc, s, in);
 	}
 	oc->st.switches_out++;
 	if (oc->o.keyed && s->key) {
@@ -428,12 +434,8 @@ int offcpu_switch_out(struct offcpu *oc, const struct offcpu_stack *s)
 	/* switched in again before this sample came (a reader that held it): closed now by the
 	 * switch-in that ended it; a newer wait already open keeps the thread's stack */
 	uint64_t in = first_in_after(t, s->time);
-	if (in && t->pending && t->s.time > s->time) {
-		struct offcpu_stack late = *s;
-		late.period = in - s->time;
-		late.time = in;
-		return account(oc, &late);
-	}
+	if (in && t->pending && t->s.time > s->time)
+		return account_late(oc, s, in);
 	if (copy_chain(&t->chain, &t->cap, s))
 		return -ENOMEM;
 	t->s = *s;

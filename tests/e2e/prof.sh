@@ -154,7 +154,8 @@ exec)
 threads)
     # workers that start, name themselves, work and exit, over and over (a sample in a caller's
     # own instructions around its calls is a path too: clone3;start_thread;steady_main, 1 of
-    # 401 under load)
+    # 401 under load; so is one in the naming: worker_main;pthread_setname_np;__GI___prctl, 1 of
+    # 401 under load, and its snprintf)
     run "$P" threads "$W/p.pb.gz" 400
     common; expect_eq root "$(val samples)"
     ! strict || expect_eq kernel_copy 0
@@ -163,6 +164,8 @@ threads)
         --only 'clone3;start_thread;worker_main;worker_work;spin' --only 'clone3;start_thread;steady_main;worker_work;spin' \
         --only 'clone3;start_thread;worker_main;worker_work' --only 'clone3;start_thread;steady_main;worker_work' \
         --only 'clone3;start_thread;worker_main' --only 'clone3;start_thread;steady_main' \
+        --only 'clone3;start_thread;worker_main;pthread_setname_np;*' --only 'clone3;start_thread;steady_main;pthread_setname_np;*' \
+        --only 'clone3;start_thread;worker_main;*snprintf*;*' \
         --only "$MAIN;run_threads;*" --only 'clone3;start_thread;*;timer_delete;*' \
         --only 'clone3;start_thread;__asan::AsanThread::ThreadStart;*'
     # (a thread's timer deleted as it exits, the caller a tail call; ASan's thread start, before

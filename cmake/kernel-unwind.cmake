@@ -5,12 +5,11 @@
 # program is compiled out and the reason is said once at configure time.
 #
 # Always built into the library: the table conversion and record decoding (plain C); with
-# UW_HAVE_KERNEL_UNWIND also the loader, and the library links libbpf.
+# UW_HAVE_KERNEL_UNWIND also the loader, which loads libbpf.so.1 when first used (kunw_load.c).
 
 set(UW_VMLINUX_BTF /sys/kernel/btf/vmlinux CACHE FILEPATH "The kernel BTF the BPF program is compiled against")
 set(UW_HAVE_KERNEL_UNWIND OFF)
-set(UW_EXTRA_LIBS "")
-set(UW_PC_BPF "")
+set(UW_KUNW_INCLUDES "")
 set(UW_KUNW_MISSING "")
 if(UW_KERNEL_UNWIND)
   pkg_check_modules(LIBBPF IMPORTED_TARGET libbpf>=1.0)
@@ -52,8 +51,9 @@ endif()
 set(UW_KUNW_SOURCES lib/kernel/kunw_table.c lib/kernel/kunw_record.c)
 if(UW_HAVE_KERNEL_UNWIND)
   add_compile_definitions(UW_HAVE_KERNEL_UNWIND=1)
-  set(UW_EXTRA_LIBS PkgConfig::LIBBPF)
-  set(UW_PC_BPF " libbpf")
+  # libbpf's headers only: the library loads libbpf.so.1 when kernel unwinding is first used
+  # (kunw_load.c), so neither it nor a program linking it needs libbpf to start
+  set(UW_KUNW_INCLUDES ${LIBBPF_INCLUDE_DIRS})
   set(gen ${CMAKE_CURRENT_BINARY_DIR}/gen/kernel)
   set(UW_KUNW_GEN ${gen})
   set(src ${CMAKE_CURRENT_SOURCE_DIR}/lib/kernel)

@@ -132,8 +132,9 @@ struct kunw_opts {
 };
 
 /* Opens and loads the program (the verifier runs here). On failure, a message (the end of the
- * verifier's log, or what failed) is in err. @return 0 or a negative error: -EPERM (no
- * CAP_BPF/CAP_PERFMON), -ENOSYS (kernel without BPF), -EINVAL (bad options), ... */
+ * verifier's log, or what failed) is in err. @return 0 or a negative error: -ELIBACC (libbpf.so.1,
+ * or UNWOUND_LIBBPF's file, cannot be loaded: the first call loads it), -EPERM (no CAP_BPF/CAP_PERFMON), -ENOSYS (kernel
+ * without BPF), -EINVAL (bad options), ... */
 int kunw_open(const struct kunw_opts *o, struct kunw **out, char *err, size_t errlen);
 void kunw_close(struct kunw *k);
 

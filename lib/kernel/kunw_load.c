@@ -26,10 +26,132 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "kernel/kunw.h"
+
+/*
+ * libbpf is loaded when kernel unwinding is first asked for (kunw_open), not with the library:
+ * what never unwinds in the kernel (a report, an embedder's offline use) does not pay for
+ * loading and relocating it at start (~300,000 cycles in the dynamic linker by LD_DEBUG=statistics,
+ * ~0.1 ms of each `unwound report`), and the library runs where libbpf is not
+ * installed: kernel unwinding then is not available, and says why. Every call below goes
+ * through lb, filled from libbpf.so.1 (the soname of every libbpf 1.x, the ABI built against), or
+ * from the file the environment's UNWOUND_LIBBPF names.
+ */
+#define LIBBPF_CALLS(X) \
+	X(bpf_iter_create) \
+	X(bpf_link__destroy) \
+	X(bpf_link__fd) \
+	X(bpf_map__fd) \
+	X(bpf_map__set_max_entries) \
+	X(bpf_map_create) \
+	X(bpf_map_delete_batch) \
+	X(bpf_map_delete_elem) \
+	X(bpf_map_freeze) \
+	X(bpf_map_lookup_elem) \
+	X(bpf_map_update_batch) \
+	X(bpf_map_update_elem) \
+	X(bpf_obj_get_info_by_fd) \
+	X(bpf_object__attach_skeleton) \
+	X(bpf_object__destroy_skeleton) \
+	X(bpf_object__detach_skeleton) \
+	X(bpf_object__load_skeleton) \
+	X(bpf_object__open_skeleton) \
+	X(bpf_program__attach) \
+	X(bpf_program__attach_iter) \
+	X(bpf_program__attach_perf_event) \
+	X(bpf_program__fd) \
+	X(bpf_program__set_autoload) \
+	X(bpf_program__set_log_buf) \
+	X(bpf_program__set_log_level) \
+	X(libbpf_num_possible_cpus) \
+	X(libbpf_set_print) \
+	X(ring_buffer__consume) \
+	X(ring_buffer__epoll_fd) \
+	X(ring_buffer__free) \
+	X(ring_buffer__new) \
+	X(ring_buffer__poll)
+
+static struct {
+#define LB_MEMBER(f) __typeof__(f) *f;
+	LIBBPF_CALLS(LB_MEMBER)
+#undef LB_MEMBER
+} lb;
+static pthread_once_t lb_once = PTHREAD_ONCE_INIT;
+static bool lb_ok;
+static char lb_why[256];
+
+static void lb_load(void)
+{
+	/* (UNWOUND_LIBBPF: another file, such as a libbpf built elsewhere; not for setuid programs) */
+	const char *path = secure_getenv("UNWOUND_LIBBPF");
+	if (!path || !*path)
+		path = "libbpf.so.1";
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *e = dlerror();
+		snprintf(lb_why, sizeof(lb_why), "%s", e ? e : path);
+		return;
+	}
+#define LB_SYM(f)                                                                              \
+	if (!(lb.f = (__typeof__(f) *)dlsym(h, #f))) {                                          \
+		snprintf(lb_why, sizeof(lb_why), "%s has no %s (libbpf 1.0 or later needed)", path, #f); \
+		dlclose(h);                                                                      \
+		return;                                                                          \
+	}
+	LIBBPF_CALLS(LB_SYM)
+#undef LB_SYM
+	lb_ok = true; /* (the handle stays open for the process's life) */
+}
+
+/* libbpf loaded, once per process. @return 0, or -ELIBACC with why in err. */
+static int lb_need(char *err, size_t errlen)
+{
+	pthread_once(&lb_once, lb_load);
+	if (lb_ok)
+		return 0;
+	if (err && errlen)
+		snprintf(err, errlen, "%s", lb_why);
+	return -ELIBACC;
+}
+
+#define bpf_iter_create lb.bpf_iter_create
+#define bpf_link__destroy lb.bpf_link__destroy
+#define bpf_link__fd lb.bpf_link__fd
+#define bpf_map__fd lb.bpf_map__fd
+#define bpf_map__set_max_entries lb.bpf_map__set_max_entries
+#define bpf_map_create lb.bpf_map_create
+#define bpf_map_delete_batch lb.bpf_map_delete_batch
+#define bpf_map_delete_elem lb.bpf_map_delete_elem
+#define bpf_map_freeze lb.bpf_map_freeze
+#define bpf_map_lookup_elem lb.bpf_map_lookup_elem
+#define bpf_map_update_batch lb.bpf_map_update_batch
+#define bpf_map_update_elem lb.bpf_map_update_elem
+#define bpf_obj_get_info_by_fd lb.bpf_obj_get_info_by_fd
+#define bpf_object__attach_skeleton lb.bpf_object__attach_skeleton
+#define bpf_object__destroy_skeleton lb.bpf_object__destroy_skeleton
+#define bpf_object__detach_skeleton lb.bpf_object__detach_skeleton
+#define bpf_object__load_skeleton lb.bpf_object__load_skeleton
+#define bpf_object__open_skeleton lb.bpf_object__open_skeleton
+#define bpf_program__attach lb.bpf_program__attach
+#define bpf_program__attach_iter lb.bpf_program__attach_iter
+#define bpf_program__attach_perf_event lb.bpf_program__attach_perf_event
+#define bpf_program__fd lb.bpf_program__fd
+#define bpf_program__set_autoload lb.bpf_program__set_autoload
+#define bpf_program__set_log_buf lb.bpf_program__set_log_buf
+#define bpf_program__set_log_level lb.bpf_program__set_log_level
+#define libbpf_num_possible_cpus lb.libbpf_num_possible_cpus
+#define libbpf_set_print lb.libbpf_set_print
+#define ring_buffer__consume lb.ring_buffer__consume
+#define ring_buffer__epoll_fd lb.ring_buffer__epoll_fd
+#define ring_buffer__free lb.ring_buffer__free
+#define ring_buffer__new lb.ring_buffer__new
+#define ring_buffer__poll lb.ring_buffer__poll
+
 #include "kunw.skel.h"
 
 #define DEFAULT_MAX_FRAMES 1024u
@@ -149,6 +271,9 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 
 int kunw_open(const struct kunw_opts *opts, struct kunw **out, char *err, size_t errlen)
 {
+	int le = lb_need(err, errlen);
+	if (le)
+		return le;
 	libbpf_print_fn_t old = libbpf_set_print(libbpf_quiet);
 	int e = kunw_open_quiet(opts, out, err, errlen);
 	libbpf_set_print(old);

@@ -141,8 +141,9 @@ struct tracker_proc *tracker_proc_get(struct uw_tracker *t, int32_t pid, bool cr
  * asked of the kernel as pcs need them; one already gone from /proc is made as exited at time
  * (forgotten after the grace period). NULL for a process unknown to a tracker not live. */
 struct tracker_proc *tracker_sample_proc(struct uw_tracker *t, int32_t pid, uint64_t time);
-/* uw_unwind_sample for the library's own callers (in and res of this version), with the
- * memory-read hook: stack bytes past in->stack_size pulled through `more` (NULL: none). */
+/* uw_unwind_sample for the thread that feeds the tracker (a uw_reader; in and res of this
+ * version), with the memory-read hook: stack bytes past in->stack_size pulled through `more`
+ * (NULL: none). Without the read lock unless the tracker is live. */
 int tracker_unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct unw_stack_more *more,
                    struct uw_frame *frames, unsigned cap, struct uw_unwind_result *res);
 /* A process forgotten: its mappings let go of their modules. */

@@ -80,9 +80,12 @@ static int on_frame(void *ctx, const struct uw_frame *f, const struct unw_regs *
 
 /* Unwinds into frames[0..cap), or frame by frame through w (frames NULL). Under the tracker's
  * read lock; a live tracker's pc in no mapping is asked of the kernel under the write lock
- * between passes, and the walk redone (a callback's frames already delivered are not again). */
+ * between passes, and the walk redone (a callback's frames already delivered are not again).
+ * The thread that feeds a tracker not live (feeder: a uw_reader unwinding its own samples)
+ * reads without the lock: no other thread writes to it (tracker.h), and the lock's two atomic
+ * operations and calls were most of what the redesign added to a sample's instructions. */
 static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct unw_stack_more *more,
-                  struct uw_frame *frames, unsigned cap, struct walk *w, struct uw_unwind_result *res)
+                  struct uw_frame *frames, unsigned cap, struct walk *w, bool feeder, struct uw_unwind_result *res)
 {
 	res->nr_frames = 0;
 	res->stack_used = 0;
@@ -110,7 +113,10 @@ static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct 
 			       w ? on_frame : NULL, w };
 	uint64_t reach = 0;
 	struct unw_result r;
-	tracker_rdlock(t);
+	bool lock = !feeder || t->o.live;
+	if (lock)
+		tracker_rdlock(t);
+	/* (not live: no lock taken or given back on the way) */
 	struct tracker_find_ctx fc = { t, tracker_sample_proc_rd(t, (int32_t)in->pid, in->time), in->time, true, 0 };
 	for (unsigned tries = 0;; tries++) {
 		struct unw_regs regs = regs0;
@@ -133,7 +139,8 @@ static int unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct 
 		if (!cut && (!found || tries >= 8))
 			break;
 	}
-	tracker_unlock(t);
+	if (lock)
+		tracker_unlock(t);
 	tracker_cache_give(t, cache);
 	res->nr_frames = r.n;
 	res->stop = r.stop;
@@ -194,9 +201,9 @@ UW_API int uw_unwind_sample(struct uw_tracker *t, const struct uw_sample_regs *i
 	if (!t || (cap && !frames))
 		return -EINVAL;
 	if (res->sz == sizeof(*res))
-		return unwind(t, x, NULL, frames, cap, NULL, res);
+		return unwind(t, x, NULL, frames, cap, NULL, false, res);
 	struct uw_unwind_result r = { .sz = sizeof(r) };
-	err = unwind(t, x, NULL, frames, cap, NULL, &r);
+	err = unwind(t, x, NULL, frames, cap, NULL, false, &r);
 	give(res, &r);
 	return err;
 }
@@ -211,7 +218,7 @@ static int walk(struct uw_tracker *t, const struct uw_sample_regs *in, struct wa
 	if (!t)
 		return -EINVAL;
 	struct uw_unwind_result r = { .sz = sizeof(r) };
-	err = unwind(t, x, NULL, NULL, t->s->opts.max_frames, w, &r);
+	err = unwind(t, x, NULL, NULL, t->s->opts.max_frames, w, false, &r);
 	give(res, &r);
 	return err;
 }
@@ -247,5 +254,5 @@ UW_API int uw_frame_reg(const struct uw_frame_regs *regs, unsigned regno, uint64
 int tracker_unwind(struct uw_tracker *t, const struct uw_sample_regs *in, struct unw_stack_more *more,
                    struct uw_frame *frames, unsigned cap, struct uw_unwind_result *res)
 {
-	return unwind(t, in, more, frames, cap, NULL, res);
+	return unwind(t, in, more, frames, cap, NULL, true, res);
 }

@@ -3,7 +3,8 @@
 # `unwound record` copies stacks as before and says why in one line, with no other output from
 # libbpf; `--unwind kernel` makes it an error instead; --help and the summary say which method
 # was used. BPF is refused here by dropping CAP_BPF and CAP_SYS_ADMIN from a root shell (capsh),
-# which keeps CAP_PERFMON: perf_event_open still works, bpf() does not (EPERM).
+# which keeps CAP_PERFMON: perf_event_open still works, bpf() does not (EPERM); libbpf missing,
+# by UNWOUND_LIBBPF naming a file that is not there.
 set -eu
 B=${UW_BUILD:?}
 W=$B/tests/work/kernel-fallback
@@ -50,4 +51,20 @@ grep -q "takes kernel or copy, not 'bogus'" bad.err || { cat bad.err; fail "--un
 grep -q "stacks walked in the kernel (eBPF)" k.err || { cat k.err; fail "the summary does not say stacks were walked in the kernel"; }
 "$B/tests/stackcheck" k.data --callchains --comm e2e_nofp --roots main --min-root 99.5 --min-samples 10 \
     --expect "main;tree_a;tree_a2;spin" --expect "main;tree_b;spin"
+# 5. libbpf is loaded when kernel unwinding is first used: a report does not load it, and where
+#    it cannot be loaded (UNWOUND_LIBBPF naming a file that is not there) record copies stacks,
+#    saying why in one line, and --unwind kernel is an error
+LD_DEBUG=files "$uw" report -i k.data --folded 2>ld.err >/dev/null || { cat ld.err; fail "report of k.data"; }
+grep -q "file=libelf" ld.err || fail "LD_DEBUG=files names no library loaded (the check below would be empty)"
+! grep -q "file=libbpf" ld.err || { grep libbpf ld.err; fail "unwound report loaded libbpf"; }
+UNWOUND_LIBBPF=$W/no-libbpf.so.1 "$uw" record -o nolib.data -- "$B/tests/e2e_nofp" calltree 0.5 >/dev/null 2>nolib.err ||
+    { cat nolib.err; fail "record without libbpf"; }
+n=$(grep -cF "kernel unwinding unavailable: libbpf cannot be loaded ($W/no-libbpf.so.1: cannot open shared object file: No such file or directory); copying 16384 bytes of stack per sample instead" nolib.err || true)
+[ "$n" = 1 ] || { cat nolib.err; fail "expected the libbpf line once, got $n"; }
+"$B/tests/stackcheck" nolib.data --callchains --comm e2e_nofp --roots main --min-root 99.5 --min-samples 10 \
+    --expect "main;tree_a;tree_a2;spin" --expect "main;tree_b;spin"
+if UNWOUND_LIBBPF=$W/no-libbpf.so.1 "$uw" record --unwind kernel -o nolibk.data -- true 2>nolibk.err; then
+    fail "--unwind kernel without libbpf succeeded"
+fi
+grep -q "^unwound record: kernel unwinding: libbpf cannot be loaded" nolibk.err || { cat nolibk.err; fail "--unwind kernel's error without libbpf"; }
 echo PASS

@@ -1290,6 +1290,8 @@ int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char 
 			snprintf(why, len, "not privileged (loading BPF needs root, or CAP_BPF and CAP_PERFMON)");
 		else if (e == -ENOSYS)
 			snprintf(why, len, "the kernel has no BPF");
+		else if (e == -ELIBACC)
+			snprintf(why, len, "libbpf cannot be loaded (%.200s)", err);
 		else
 			snprintf(why, len, "the program could not be loaded (verifier refusal?): %.120s", err);
 		free(lk->buf);

@@ -1536,10 +1536,8 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 
 /* The same output through a writer that holds back a few windows of samples (a few thousand,
  * copied), asking for their frames' inline chains ahead (uw_symbolize_inline_ahead): the
- * session's helper thread looks them up while later samples are read and unwound; without
- * chains to print (no_inline, no srcline), one window of 256 samples, written when full. Samples
- * are written in the order added, all of them by uw_script_writer_close. new: NULL with errno
- * set. */
+ * session's helper thread looks them up while later samples are read and unwound. Samples are
+ * written in the order added. new: NULL with errno set. */
 struct uw_script_writer;
 UW_API struct uw_script_writer *uw_script_writer_new(struct uw_session *s, FILE *out, const struct uw_script_opts *opts);
 /* Copies the sample (it need live only during the call). @return 0, -ENOMEM or -EIO. */

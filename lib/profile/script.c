@@ -510,11 +510,7 @@ UW_API int uw_script_write_sample(struct uw_session *s, FILE *out, const struct 
 /* Samples are held back in windows of SW_WINDOW. The oldest window is written once the helper
  * has looked up every chain asked for up to its end, or when SW_MAX_WINDOWS windows or
  * SW_MAX_BYTES of copies are held: the first windows ask for most of a recording's distinct
- * pcs, so reading and unwinding go on far ahead while the helper catches up. Without chains to
- * look up, a window is written as soon as it is full: formatting a window's samples in one go
- * keeps the writer's code apart from the reader's and the unwinder's in the instruction cache
- * (sample by sample, the two evicted each other: cachegrind counts 57% fewer instruction-cache
- * misses on `report --script --no-inline` of bench/'s C++ recording). */
+ * pcs, so reading and unwinding go on far ahead while the helper catches up. */
 #define SW_WINDOW 256
 #define SW_MAX_WINDOWS 64
 #define SW_MAX_BYTES ((size_t)32 << 20)
@@ -644,7 +640,7 @@ static int sw_frames(struct uw_script_writer *w, struct sw_window *win, struct s
 		if (id == UINT32_MAX)
 			return -ENOMEM;
 		memcpy(win->buf + h->ids + k * sizeof(uint32_t), &id, sizeof(id));
-		if (w->ahead && isnew && f && f->module && uw_symbolize_inline_ahead(w->s, f->module, f->rel_pc - (f->is_call ? 1 : 0)))
+		if (isnew && f && f->module && uw_symbolize_inline_ahead(w->s, f->module, f->rel_pc - (f->is_call ? 1 : 0)))
 			return -ENOMEM;
 	}
 	return 0;
@@ -658,12 +654,14 @@ UW_API int uw_script_writer_add(struct uw_script_writer *w, const struct uw_samp
 	int err;
 	if (!(smp = prof_sample_in(smp, &tmp, &err)))
 		return err;
+	if (!w->ahead) /* nothing to look up ahead: written at once */
+		return w->err = script_write(w->s, w->out, smp, &w->o, &w->text);
 	struct sw_window *win = w->nwin ? &w->win[(w->first + w->nwin - 1) % SW_MAX_WINDOWS] : NULL;
 	if (!win || win->n == SW_WINDOW) {
 		if (win)
 			win->jobs = sym_inline_asked(w->s);
 		/* write what is ready; and the oldest anyway when too much is held */
-		while (w->nwin && (!w->ahead || sym_inline_done(w->s, w->win[w->first].jobs) || w->nwin == SW_MAX_WINDOWS ||
+		while (w->nwin && (sym_inline_done(w->s, w->win[w->first].jobs) || w->nwin == SW_MAX_WINDOWS ||
 				   w->bytes > SW_MAX_BYTES)) {
 			sw_write_oldest(w);
 			if (w->err)

@@ -11,7 +11,8 @@
  * inline chain innermost first (the containing function last, by its symbol); a Function per
  * distinct (name, system name, file), code without a symbol a function per address
  * ("module+0xoffset", the address the tables show); a Mapping per module with its path and
- * build-id, kernel frames in "[kernel.kallsyms]".
+ * build-id, kernel frames in "[kernel.kallsyms]". A sample with no frame has one location,
+ * function "[unknown]", without a mapping.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -116,6 +117,7 @@ struct pp {
 	struct base_map strs, funcs, locs, maps;
 	struct base_arena ar;
 	uint64_t nstr, nfunc, nloc, nmap;
+	uint64_t unknown_loc; /* the location of samples with no frame, 0 until one is written */
 	struct pb strtab, functab, loctab, maptab;
 };
 
@@ -281,6 +283,23 @@ static uint64_t location(struct pp *x, const struct pframe *f)
 	return e->id;
 }
 
+/* A sample with no frame (no user stack and no kernel one: a kernel thread's off-CPU sample
+ * without its kernel callchain, a user stack lost) still counts: one location, function
+ * "[unknown]" as perf report names it. go tool pprof leaves a sample with no location out of
+ * every total, so a profile would sum to less than the recording's samples. */
+static uint64_t unknown_location(struct pp *x)
+{
+	if (x->unknown_loc)
+		return x->unknown_loc;
+	x->unknown_loc = ++x->nloc;
+	struct pb loc = { 0 };
+	pb_uint(&loc, 1, x->unknown_loc);
+	line(x, &loc, "[unknown]", "[unknown]", NULL, 0);
+	pb_msg(&x->loctab, 4, &loc);
+	free(loc.p);
+	return x->unknown_loc;
+}
+
 static void value_type(struct pp *x, struct pb *b, unsigned field, const char *type, const char *unit)
 {
 	struct pb *m = &x->tmp2;
@@ -350,6 +369,8 @@ UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct 
 		struct pb ids = { 0 };
 		for (uint32_t k = 0; k < st->n; k++)
 			pb_varint(&ids, location(&x, &st->f[k]));
+		if (!st->n)
+			pb_varint(&ids, unknown_location(&x));
 		pb_bytes(&smp, 1, ids.p, ids.n);
 		free(ids.p);
 		struct pb vals = { 0 };

@@ -54,4 +54,13 @@ n=$(wc -l <"$W/strip-table.rows")
 diff "$W/strip-table.rows" "$W/strip-pprof.rows" ||
     { grep -i pprofstrip "$W/strip-top.txt" | head; echo "FAIL: go tool pprof's functions of the stripped library are not the table's addresses"; exit 1; }
 echo "stripped library: $n functions, one per address, with the table's shares"
+# samples with no frame at all (a kernel thread's, a stack lost): counted, at one "[unknown]"
+# location (a sample with none is in no total of go tool pprof's: an off-CPU recording's cpu
+# column summed to one sample less than perf script's)
+"$B/tests/frameless" "$W" || { echo "FAIL: tests/frameless"; exit 1; }
+[ "$(cat "$W/frameless.folded")" = "kworker 3" ] || { cat "$W/frameless.folded"; echo "FAIL: folded of 3 samples with no frame"; exit 1; }
+go tool pprof -top -sample_index=samples "$W/frameless.pb.gz" >"$W/frameless-top.txt" 2>&1
+grep -q "of 3 total" "$W/frameless-top.txt" && grep -q "^ *3 *100% .* \[unknown\]$" "$W/frameless-top.txt" ||
+    { cat "$W/frameless-top.txt"; echo "FAIL: go tool pprof does not count 3 samples with no frame, in [unknown]"; exit 1; }
+echo "samples with no frame: 3 of 3 counted, in [unknown]"
 echo "pprof: ok"

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Samples with no frame at all (no user stack and no kernel callchain: a kernel thread's
+ * off-CPU sample, a stack lost) added to a profile through the public API and written in every
+ * format, for tests/e2e/pprof.sh: each format must count them (go tool pprof leaves a sample
+ * with no location out of every total).
+ *
+ * usage: frameless DIR    writes DIR/frameless.{pb.gz,folded,speedscope.json,html}: 3 samples
+ *                         of "kworker" with no frame, period 1000000 ns each, of cpu-clock
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <unwound/unwound.h>
+
+static int write_one(struct uw_profile *p, const char *dir, const char *ext)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/frameless.%s", dir, ext);
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		return -1;
+	}
+	int e = !strcmp(ext, "pb.gz")   ? uw_profile_write_pprof(p, f, NULL)
+	        : !strcmp(ext, "folded") ? uw_profile_write_folded(p, f)
+	        : !strcmp(ext, "html")   ? uw_profile_write_html(p, f, NULL)
+	                                 : uw_profile_write_speedscope(p, f, NULL);
+	if (fclose(f) || e) {
+		fprintf(stderr, "frameless: %s: %s\n", path, uw_strerror(e ? e : -5));
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: frameless DIR\n");
+		return 2;
+	}
+	struct uw_session *s = uw_session_new(NULL);
+	UW_OPTS(uw_profile_opts, po, .keep_order = 1);
+	struct uw_profile *p = s ? uw_profile_new(s, &po) : NULL;
+	if (!p) {
+		fprintf(stderr, "frameless: no session or profile\n");
+		return 1;
+	}
+	for (int i = 0; i < 3; i++) {
+		struct uw_sample smp = { .sz = sizeof(smp), .pid = 0, .tid = 77, .time = 1000000000ull + i * 1000000ull,
+					 .period = 1000000, .cpumode = 1, .has_callchain = 1, .comm = "kworker",
+					 .event_name = "cpu-clock", .stop_reason = UW_STOP_NO_REGS };
+		if (uw_profile_add(p, &smp)) {
+			fprintf(stderr, "frameless: uw_profile_add failed\n");
+			return 1;
+		}
+	}
+	int rc = 0;
+	const char *exts[] = { "pb.gz", "folded", "speedscope.json", "html" };
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)
+		rc |= write_one(p, argv[1], exts[i]);
+	uw_profile_free(p);
+	uw_session_free(s);
+	return rc ? 1 : 0;
+}

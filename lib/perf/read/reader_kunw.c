@@ -182,10 +182,11 @@ int reader_kunw_make(struct reader_kunw *k, const struct perf_attr *a, unsigned 
 		smp->stop_reason = UW_STOP_NO_REGS;
 		st->samples_no_user++;
 		es->samples_no_user++;
-	} else if (kr->stop == KUNW_STOP_FALLBACK && !kr->nuser && !kr->copy_len) {
-		/* handed over at frame 0 with no stack readable (a sample in execve, the old stack
-		 * gone): as a copy with no bytes, no user frame (a register pc alone may be the old
-		 * program's) */
+	} else if (kr->stop == KUNW_STOP_FALLBACK && !kr->nuser && !kr->copy_len && kmode) {
+		/* handed over at frame 0 with no stack readable, in the kernel (a sample in execve,
+		 * the old stack gone): as a copy with no bytes, no user frame (a register pc alone may
+		 * be the old program's). In user mode the registers are finished below: their pc is
+		 * the leaf (a stack page not yet faulted in, as a new thread's first instants) */
 		smp->stop_reason = UW_STOP_STACK_EXHAUSTED;
 	} else {
 		struct uw_tracker *t = k->t;

@@ -187,7 +187,12 @@ enum reader_made reader_sample_make(struct reader_samples *ss, const struct perf
 	bool chain_full = false; /* user entries past max_frames */
 	uint64_t ctx = 0;
 	struct tracker_find_ctx fc = { .t = ss->t, .p = p, .time = (a->sample_type & PS_TIME) ? ps.time : UINT64_MAX };
-	bool have_stack = ps.regs_abi && ps.regs && ps.stack_dyn;
+	/* (in user mode the registers are unwound even with no stack bytes: their pc is the leaf,
+	 * the frame perf reports, when the kernel could not copy a byte at the stack pointer, a
+	 * page not yet faulted in; in the kernel the registers are the user ones saved on entry,
+	 * and in execve they may be the old program's) */
+	bool user_mode = (misc & PM_CPUMODE_MASK) != PM_KERNEL;
+	bool have_stack = ps.regs_abi && ps.regs && (ps.stack_dyn || (user_mode && (a->sample_type & PS_STACK_USER)));
 	for (uint64_t i = 0; i < ps.nr_callchain; i++) {
 		uint64_t ip;
 		memcpy(&ip, ps.callchain + 8 * i, 8);
@@ -239,10 +244,17 @@ enum reader_made reader_sample_make(struct reader_samples *ss, const struct perf
 		smp->stop_reason = UW_STOP_NO_REGS; /* a kernel thread: no user stack */
 		st->samples_no_user++;
 		es->samples_no_user++;
-	} else if ((a->sample_type & PS_REGS_USER) || (misc & PM_CPUMODE_MASK) != PM_KERNEL) {
-		/* registers but no stack bytes; or a user-mode sample whose callchain has no user
-		 * part */
-		smp->stop_reason = (a->sample_type & PS_REGS_USER) ? UW_STOP_STACK_EXHAUSTED : UW_STOP_UNKNOWN;
+	} else if (a->sample_type & PS_REGS_USER) {
+		/* registers but no stack bytes, taken in the kernel */
+		smp->stop_reason = UW_STOP_STACK_EXHAUSTED;
+	} else if (user_mode) {
+		/* a user-mode sample whose callchain has no user part: the sample's ip is the leaf,
+		 * as perf reports it */
+		if (a->sample_type & PS_IP) {
+			tracker_frame_at(&fc, ps.ip, UW_METHOD_REGS, &ss->frames[0]);
+			smp->nr_user = 1;
+		}
+		smp->stop_reason = UW_STOP_UNKNOWN;
 	} else {
 		/* a callchain with only a kernel part, taken in the kernel: a kernel thread, or user
 		 * frames left out (exclude_callchain_user) */

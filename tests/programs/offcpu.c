@@ -193,8 +193,10 @@ static void helper_start(struct helper *h, int job, uint64_t ms)
 	h->job = job;
 	h->ms = ms;
 	pthread_cond_broadcast(&h->cv);
-	/* the mutex job: wait until the helper holds it */
-	while (job == 2 && !h->holding)
+	/* the mutex job: wait until the helper holds it, or has held it already: a main thread
+	 * not run for MS after the helper took the job (a busy machine) finds the job done and
+	 * holding 0 again, and waiting for holding alone it waited forever */
+	while (job == 2 && h->job == 2 && !h->holding)
 		pthread_cond_wait(&h->cv, &h->m);
 	pthread_mutex_unlock(&h->m);
 }

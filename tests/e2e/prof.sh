@@ -55,6 +55,15 @@ run() {
 # (Seen once in 400 samples of the threads case: clone3;start_thread;__pthread_unregister_cancel.)
 # Under AddressSanitizer its thread start runs first, before the start routine: 1 of 400 in
 # check-asan was clone3;start_thread;asan_thread_start;__asan::SetCurrentThread;pthread_setspecific.
+# A preloaded library profiles the whole process: from its constructor, before main (the
+# program's constructors: ld.so's _dl_init, libc's call_init), to its destructor, after main
+# (exit and its handlers, _dl_fini): a sample there is a path of the process too.
+# check_proc FILE ARGS...: check with those stacks allowed as well.
+check_proc() {
+    f=$1; shift
+    $CHECK "$f" "$@" --only '_start;__libc_start_main*;__libc_start_call_main;exit;*' \
+        --only '_start;__libc_start_main*;call_init;*' --only '_dl_start_user;_dl_init;*'
+}
 # check_edges FILE ARGS...: check with those stacks allowed as well.
 check_edges() {
     f=$1; shift
@@ -122,22 +131,25 @@ preload)
     # its last line: printf, under ASan its interceptor, malloc and the sanitizer's own frames;
     # or the dynamic linker binding a function at main's first call of it: lazy binding, seen
     # under ASan in check-asan, 1 of 338 samples)
-    $CHECK "$W/calltree.pb.gz" --samples-min 10 --root-share 100 --only "$MAIN;tree_a;tree_a2;spin" --only "$MAIN;tree_b;spin" \
+    check_proc "$W/calltree.pb.gz" --samples-min 10 --root-share 100 --only "$MAIN;tree_a;tree_a2;spin" --only "$MAIN;tree_b;spin" \
         --only "$MAIN;tree_a" --only "$MAIN;tree_a;tree_a2" --only "$MAIN;tree_b" --only "$MAIN" --only "$MAIN;running;*" --only "$MAIN;thread_cpu;*" --only "$MAIN;thread_cpu" --only "$MAIN;running" --only "$MAIN;*printf;*" --only "$MAIN;_dl_runtime_resolve*;*" \
         --expect "$MAIN;tree_a;tree_a2;spin" --expect "$MAIN;tree_b;spin"
-    $CHECK "$W/shlib.pb.gz" --samples-min 10 --root-share 100 --only "$MAIN;lib_entry;lib_inner;spin_lib" \
+    check_proc "$W/shlib.pb.gz" --samples-min 10 --root-share 100 --only "$MAIN;lib_entry;lib_inner;spin_lib" \
         --only "$MAIN;lib_entry;lib_inner;exe_callback;spin" --only "$MAIN;lib_entry;lib_inner;exe_callback" \
         --only "$MAIN;lib_entry;lib_inner" --only "$MAIN;lib_entry" --only "$MAIN" --only "$MAIN;running;*" --only "$MAIN;thread_cpu;*" --only "$MAIN;thread_cpu" --only "$MAIN;running" --only "$MAIN;*printf;*" --only "$MAIN;_dl_runtime_resolve*;*" \
         --expect "$MAIN;lib_entry;lib_inner;spin_lib" --expect "$MAIN;lib_entry;lib_inner;exe_callback;spin"
     # (the trampoline that registers each thread is the library's: left out)
     check_edges "$W/threads.pb.gz" --samples-min 10 --root-share 100 --only 'clone3;start_thread;thread_main;thread_work;spin' \
+        --only '_start;__libc_start_main*;__libc_start_call_main;exit;*' \
+        --only '_start;__libc_start_main*;call_init;*' --only '_dl_start_user;_dl_init;*' \
         --only 'clone3;start_thread;thread_main;thread_work' --only 'clone3;start_thread;thread_main;thread_work;running;*' --only 'clone3;start_thread;thread_main;thread_work;thread_cpu;*' --only 'clone3;start_thread;thread_main;thread_work;thread_cpu' --only 'clone3;start_thread;thread_main;thread_work;running' \
         --only "$MAIN;*" --expect 'clone3;start_thread;thread_main;thread_work;spin'
     # folded stacks for a .folded name
     UNWOUND_PROF="$W/calltree.folded" LD_PRELOAD="$PRE" "$E" calltree 1 >/dev/null
     ! strict || grep -Eq "^e2e_$v;_start;__libc_start_main[^;]*;__libc_start_call_main;main;tree_a;tree_a2;spin [0-9]+$" "$W/calltree.folded" ||
         { head "$W/calltree.folded"; fail "folded: no main;tree_a;tree_a2;spin stack"; }
-    bad=$(grep -Ev "^e2e_$v;_start;__libc_start_main[^;]*;__libc_start_call_main;main(;tree_a(;tree_a2(;spin)?)?|;tree_b(;spin)?|;running(;.*)?|;thread_cpu(;.*)?|;[^;]*printf(;.*)?)? [0-9]+$" "$W/calltree.folded" || true)
+    bad=$(grep -Ev "^e2e_$v;_start;__libc_start_main[^;]*;__libc_start_call_main;main(;tree_a(;tree_a2(;spin)?)?|;tree_b(;spin)?|;running(;.*)?|;thread_cpu(;.*)?|;[^;]*printf(;.*)?|;_dl_runtime_resolve[^;]*(;.*)?)? [0-9]+$" "$W/calltree.folded" |
+        grep -Ev "^e2e_$v;(_start;__libc_start_main[^;]*;(__libc_start_call_main;exit|call_init)|_dl_start_user;_dl_init);.* [0-9]+$" || true)
     ! strict || [ -z "$bad" ] || { echo "$bad"; fail "folded: unexpected stacks"; }
     # wall-clock time (UNWOUND_PROF_CLOCK=wall): the main thread waiting in pthread_join is sampled
     UNWOUND_PROF="$W/wall.pb.gz" UNWOUND_PROF_CLOCK=wall LD_PRELOAD="$PRE" "$E" threads 0.5 >/dev/null

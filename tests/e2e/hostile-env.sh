@@ -68,7 +68,7 @@ perfmap)
     for kind in fifo urandom zero huge; do
         ./jitlike $kind 200 60 >ready.txt &
         job=$!
-        while [ ! -s ready.txt ]; do sleep 0.05; done
+        while [ ! -s ready.txt ]; do kill -0 $job 2>/dev/null || fail "jitlike $kind exited before it was ready"; sleep 0.05; done
         # the map is not read at the end of the recording: no wait on the FIFO (the wall time:
         # a bound for a hang, not for speed, as neighbours take the CPU), no parse of the huge
         # map (the recorder's CPU time: the huge map takes seconds to parse)

@@ -21,7 +21,7 @@ UW_KUNW_RING_BYTES=4096 "$uw" record --unwind kernel -e cpu-clock -F 999 -o lost
 rec=$!
 # (the fifo kept open for reading to the end: a write with no reader would be a SIGPIPE)
 exec 3<ready.fifo
-read -r line <&3 || true
+read -r -t 120 line <&3 || true
 [ "$line" = ready ] || { cat rec.err; fail "deeprec did not start under the recorder (got '$line')"; }
 wl=$(pgrep -P "$rec" -x deeprec || true)
 [ -n "$wl" ] || fail "no deeprec child of the recorder"
@@ -32,12 +32,16 @@ i=0
 while [ $(( $(cpu_ticks "$wl") - t0 )) -lt $(( 3 * hz / 10 )) ]; do
     i=$((i + 1))
     [ $i -lt 6000 ] || { kill -CONT "$rec"; kill -INT "$rec"; fail "the workload used no CPU in 10 minutes"; }
+    kill -0 "$wl" 2>/dev/null || { kill -CONT "$rec"; kill -INT "$rec"; fail "deeprec exited under the stopped recorder"; }
     sleep 0.1
 done
 kill -CONT "$rec"
 # (a few samples more after the stop, then the end)
 t0=$(cpu_ticks "$wl")
-while [ $(( $(cpu_ticks "$wl") - t0 )) -lt $(( hz / 10 )) ]; do sleep 0.1; done
+while [ $(( $(cpu_ticks "$wl") - t0 )) -lt $(( hz / 10 )) ]; do
+    kill -0 "$wl" 2>/dev/null || { kill -INT "$rec"; fail "deeprec exited under the recorder"; }
+    sleep 0.1
+done
 kill -INT "$rec"
 wait "$rec" || { cat rec.err; fail "unwound record failed"; }
 cat rec.err

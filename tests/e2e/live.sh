@@ -53,12 +53,12 @@ pool)
     # -p: three threads work, then exit while the process sleeps on
     mkdir ctl
     ./pool ctl 3 & job=$!
-    while [ "$(ntasks $job)" -lt 4 ]; do sleep 0.02; done
+    while [ "$(ntasks $job)" -lt 4 ]; do kill -0 $job 2>/dev/null || fail "pool exited before its threads ran"; sleep 0.02; done
     "$U" record -q -p $job -o p.data 2>rec.err & rec=$!
     while [ ! -s p.data ]; do kill -0 $rec 2>/dev/null || fail "record -p: $(cat rec.err)"; sleep 0.05; done
     sleep 0.5
     touch ctl/exit-threads
-    while [ ! -e ctl/joined ]; do sleep 0.05; done
+    while [ ! -e ctl/joined ]; do kill -0 $job 2>/dev/null || fail "pool exited before joining its threads"; sleep 0.05; done
     sleep 0.3
     kill -0 $rec 2>/dev/null || fail "record -p stopped while its process still runs"
     c0=$(ticks $rec); t=$(now)
@@ -79,7 +79,7 @@ pool)
     # -t: one thread, gone while its process runs on
     rm -rf ctl; mkdir ctl
     ./pool ctl 1 & job=$!
-    while [ "$(ntasks $job)" -lt 2 ]; do sleep 0.02; done
+    while [ "$(ntasks $job)" -lt 2 ]; do kill -0 $job 2>/dev/null || fail "pool exited before its thread ran"; sleep 0.02; done
     tid=$(ls /proc/$job/task | grep -vx $job)
     "$U" record -q -t $tid -o t.data 2>rec.err & rec=$!
     while [ ! -s t.data ]; do kill -0 $rec 2>/dev/null || fail "record -t: $(cat rec.err)"; sleep 0.05; done

@@ -24,8 +24,8 @@
 #   block    a process blocked for the whole recording (-p): counted from the start to the end;
 #            its stack read at the start (process_vm_readv), nothing copied at a switch
 #   tid      the same, the thread given with -t
-#   busy     the program alone (not recorded), on one CPU beside a spinning process: its mix
-#            ends (its main thread, not run for the length of a wait the helper thread did
+#   busy     the program alone (not recorded), on one CPU at real-time priority: its mix ends
+#            (its main thread, not run for the length of a wait the helper thread did
 #            meanwhile, waited for ever: seen once as a 300 s timeout of `record --off-cpu`)
 #   formats  perf evlist/report/script and hotspot-perfparser read the file; unwound report's
 #            outputs (top, script, folded, pprof, speedscope, html) of offcpu-time and --wall
@@ -83,18 +83,16 @@ stacks_from() {
 
 case $mode in
 busy)
-    # (2000 rounds of waits of 0 ms: the helper does its job before the main thread runs again;
-    # 1.3 s; the old wait hung in 3 runs of 3)
+    # (one CPU, real-time priority: a woken thread waits until the running one blocks, so the
+    # helper takes each job, does it and is done before the main thread runs again: the old
+    # wait hung in the first round, 8 runs of 8; this one ends 2000 rounds in 0.3 s whatever
+    # else runs, the timeout a bound for a hang only)
     cpu=$(taskset -pc $$ | sed 's/.*: *//; s/[-,].*//')
-    taskset -c "$cpu" sh -c 'while :; do :; done' &
-    spin=$!
-    trap 'kill $spin 2>/dev/null || true' EXIT
     rc=0
-    timeout 30 taskset -c "$cpu" "$prog" mix 2000 0 >prog.out || rc=$?
-    kill $spin
-    [ $rc = 0 ] || { echo "FAIL: offcpu_prog mix 2000 0 on CPU $cpu beside a spinning process: exit status $rc (124: it hung)"; exit 1; }
+    timeout 60 taskset -c "$cpu" chrt -f 1 "$prog" mix 2000 0 >prog.out || rc=$?
+    [ $rc = 0 ] || { echo "FAIL: offcpu_prog mix 2000 0 on CPU $cpu at SCHED_FIFO 1: exit status $rc (124: it hung)"; exit 1; }
     grep -q "^spin_wall=" prog.out || { cat prog.out; echo "FAIL: no measures printed"; exit 1; }
-    echo "mix of 2000 rounds on CPU $cpu beside a spinning process: ended"
+    echo "mix of 2000 rounds on CPU $cpu at real-time priority: ended"
     ;;
 mix | kernel-mix | switch-mix)
     rounds=8 unwind=copy opts=

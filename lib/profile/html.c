@@ -106,7 +106,7 @@ static uint32_t stack_id(struct hx *x, const struct pstack *st)
 	}
 	struct hstack *head = base_map_get(&x->stacks, h);
 	for (struct hstack *e = head; e; e = e->next) {
-		if (e->thread == th && e->n == n && !memcmp(e->ids, x->ids, n * sizeof(uint32_t))) {
+		if (e->thread == th && e->n == n && (!n || !memcmp(e->ids, x->ids, n * sizeof(uint32_t)))) {
 			if (base_map_put(&x->byst, (uintptr_t)st, (void *)(uintptr_t)(e->id + 1)))
 				x->err = -ENOMEM;
 			return e->id;
@@ -118,7 +118,8 @@ static uint32_t stack_id(struct hx *x, const struct pstack *st)
 		x->err = -ENOMEM;
 		return 0;
 	}
-	memcpy(ids, x->ids, n * sizeof(uint32_t));
+	if (n) /* (x->ids is made at the first stack with frames) */
+		memcpy(ids, x->ids, n * sizeof(uint32_t));
 	*e = (struct hstack){ head, h, th, (uint32_t)n, (uint32_t)x->stackv.len, ids };
 	vpush(x, &x->stackv, e);
 	if (base_map_put(&x->byst, (uintptr_t)st, (void *)(uintptr_t)(e->id + 1)))

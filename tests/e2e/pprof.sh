@@ -62,5 +62,8 @@ echo "stripped library: $n functions, one per address, with the table's shares"
 go tool pprof -top -sample_index=samples "$W/frameless.pb.gz" >"$W/frameless-top.txt" 2>&1
 grep -q "of 3 total" "$W/frameless-top.txt" && grep -q "^ *3 *100% .* \[unknown\]$" "$W/frameless-top.txt" ||
     { cat "$W/frameless-top.txt"; echo "FAIL: go tool pprof does not count 3 samples with no frame, in [unknown]"; exit 1; }
+for f in top table diff; do
+    grep -q "^ *100\.00% .*\[unknown\]" "$W/frameless.$f" || { cat "$W/frameless.$f"; echo "FAIL: $f of 3 samples with no frame: no [unknown] row of 100%"; exit 1; }
+done
 echo "samples with no frame: 3 of 3 counted, in [unknown]"
 echo "pprof: ok"

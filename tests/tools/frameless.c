@@ -5,8 +5,9 @@
  * format, for tests/e2e/pprof.sh: each format must count them (go tool pprof leaves a sample
  * with no location out of every total).
  *
- * usage: frameless DIR    writes DIR/frameless.{pb.gz,folded,speedscope.json,html}: 3 samples
- *                         of "kworker" with no frame, period 1000000 ns each, of cpu-clock
+ * usage: frameless DIR    writes DIR/frameless.{pb.gz,folded,speedscope.json,html,top,table,diff}:
+ *                         3 samples of "kworker" with no frame, period 1000000 ns each, of
+ *                         cpu-clock (the diff against the profile itself)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,9 @@ static int write_one(struct uw_profile *p, const char *dir, const char *ext)
 	int e = !strcmp(ext, "pb.gz")   ? uw_profile_write_pprof(p, f, NULL)
 	        : !strcmp(ext, "folded") ? uw_profile_write_folded(p, f)
 	        : !strcmp(ext, "html")   ? uw_profile_write_html(p, f, NULL)
+	        : !strcmp(ext, "top")    ? uw_profile_write_top(p, f, 0, UW_TOP_SELF)
+	        : !strcmp(ext, "table")  ? uw_profile_write_table(p, f, NULL)
+	        : !strcmp(ext, "diff")   ? uw_profile_write_diff(p, p, f, NULL)
 	                                 : uw_profile_write_speedscope(p, f, NULL);
 	if (fclose(f) || e) {
 		fprintf(stderr, "frameless: %s: %s\n", path, uw_strerror(e ? e : -5));
@@ -57,7 +61,7 @@ int main(int argc, char **argv)
 		}
 	}
 	int rc = 0;
-	const char *exts[] = { "pb.gz", "folded", "speedscope.json", "html" };
+	const char *exts[] = { "pb.gz", "folded", "speedscope.json", "html", "top", "table", "diff" };
 	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)
 		rc |= write_one(p, argv[1], exts[i]);
 	uw_profile_free(p);

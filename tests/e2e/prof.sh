@@ -64,10 +64,13 @@ check_proc() {
     $CHECK "$f" "$@" --only '_start;__libc_start_main*;__libc_start_call_main;exit;*' \
         --only '_start;__libc_start_main*;call_init;*' --only '_dl_start_user;_dl_init;*'
 }
-# check_edges FILE ARGS...: check with those stacks allowed as well.
+# check_edges FILE [--proc] ARGS...: check with those stacks allowed as well (--proc: and the
+# process's, check_proc's).
 check_edges() {
     f=$1; shift
-    $CHECK "$f" "$@" --only 'clone3;start_thread' --only 'clone3;start_thread;__pthread_*register_cancel' \
+    c=$CHECK
+    if [ "${1:-}" = --proc ]; then shift; c=check_proc; fi
+    $c "$f" "$@" --only 'clone3;start_thread' --only 'clone3;start_thread;__pthread_*register_cancel' \
         --only 'clone3;start_thread;*pthread_mutex_*lock*;*' --only 'clone3;start_thread;*timer_settime*;*' \
         --only 'clone3;start_thread;__asan::AsanThread::ThreadStart;*' --only 'clone3;start_thread;asan_thread_start;*'
 }
@@ -139,9 +142,7 @@ preload)
         --only "$MAIN;lib_entry;lib_inner" --only "$MAIN;lib_entry" --only "$MAIN" --only "$MAIN;running;*" --only "$MAIN;thread_cpu;*" --only "$MAIN;thread_cpu" --only "$MAIN;running" --only "$MAIN;*printf;*" --only "$MAIN;_dl_runtime_resolve*;*" \
         --expect "$MAIN;lib_entry;lib_inner;spin_lib" --expect "$MAIN;lib_entry;lib_inner;exe_callback;spin"
     # (the trampoline that registers each thread is the library's: left out)
-    check_edges "$W/threads.pb.gz" --samples-min 10 --root-share 100 --only 'clone3;start_thread;thread_main;thread_work;spin' \
-        --only '_start;__libc_start_main*;__libc_start_call_main;exit;*' \
-        --only '_start;__libc_start_main*;call_init;*' --only '_dl_start_user;_dl_init;*' \
+    check_edges "$W/threads.pb.gz" --proc --samples-min 10 --root-share 100 --only 'clone3;start_thread;thread_main;thread_work;spin' \
         --only 'clone3;start_thread;thread_main;thread_work' --only 'clone3;start_thread;thread_main;thread_work;running;*' --only 'clone3;start_thread;thread_main;thread_work;thread_cpu;*' --only 'clone3;start_thread;thread_main;thread_work;thread_cpu' --only 'clone3;start_thread;thread_main;thread_work;running' \
         --only "$MAIN;*" --expect 'clone3;start_thread;thread_main;thread_work;spin'
     # folded stacks for a .folded name

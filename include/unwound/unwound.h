@@ -1041,8 +1041,11 @@ UW_API int uw_reader_event_stats(const struct uw_reader *r, unsigned idx, struct
  * The events, checked by uw_kernel_unwind_attach (-EINVAL and the reason in the session's
  * message otherwise):
  *  - sampling events (sample_period or sample_freq), added to the reader with all their ids
- *    (uw_reader_add_event) before they are attached, all of one attribute: the program's
- *    records do not say which event they come from, they are samples of the first attached;
+ *    (uw_reader_add_event) before they are attached, of any number of attributes: each of the
+ *    program's records says the id of the event it is a sample of (an inherited copy's is its
+ *    parent's, as in the kernel's samples). On a kernel before Linux 6.2 (no
+ *    bpf_cast_to_kern_ctx) the records cannot say: the events attached must be of one
+ *    attribute, their samples are the first attached one's;
  *  - use_clockid with clockid CLOCK_MONOTONIC: the program's times are CLOCK_MONOTONIC
  *    (bpf_ktime_get_ns), put in order with the side-band records' times;
  *  - sample_id_all, and PERF_SAMPLE_TIME in sample_type: the side-band records carry their
@@ -1115,8 +1118,8 @@ UW_API UW_EXPERIMENTAL int uw_kernel_unwind_load(struct uw_kernel_unwind *ku);
  * stays the caller's; see above for what the event must be). The event is left disabled
  * (libbpf's attaching enables it): enable it when sampling should begin (PERF_EVENT_IOC_ENABLE,
  * or enable_on_exec). @return 0, or, said in the session's message: -EINVAL (not loaded, not a
- * perf event, an event not as required), -ENOENT (its id was not added to the reader), or the
- * kernel's error. */
+ * perf event, an event not as required, before Linux 6.2 an event of a second attribute),
+ * -ENOENT (its id was not added to the reader), or the kernel's error. */
 UW_API UW_EXPERIMENTAL int uw_kernel_unwind_attach(struct uw_kernel_unwind *ku, int perf_fd);
 
 /* Experimental. A descriptor (ku's) to poll with the rings: readable when the program's ring has

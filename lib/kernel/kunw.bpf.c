@@ -973,6 +973,21 @@ static __always_inline void walk_output(struct kunw_scratch *s, struct kunw_coun
 	t_stop(KUNW_T_ALL, t_all, 0);
 }
 
+/* The kernel's context of a perf_event program (Linux 6.2): its event. */
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
+
+/* The sampled event's id as its samples carry it (PERF_SAMPLE_ID): an inherited copy's is its
+ * parent's; 0 where the kernel cannot say. */
+static __always_inline __u64 event_id(struct bpf_perf_event_data *ctx)
+{
+	if (!bpf_cast_to_kern_ctx)
+		return 0;
+	struct bpf_perf_event_data_kern *k = bpf_cast_to_kern_ctx(ctx);
+	struct perf_event *ev = BPF_CORE_READ(k, event);
+	struct perf_event *parent = BPF_CORE_READ(ev, parent);
+	return parent ? BPF_CORE_READ(parent, id) : BPF_CORE_READ(ev, id);
+}
+
 /* A sample of an event: its stack walked, the record written. kind says what the event is to
  * user space (KUNW_KIND_*): one body, two entry programs below, because what is attached to
  * an event is inherited with it (a thread's copy of a per-task event gets the program, not the
@@ -999,6 +1014,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 	rec->time = bpf_ktime_get_ns();
 	rec->period = ctx->sample_period;
 	rec->kind = kind;
+	rec->event_id = event_id(ctx);
 	/* the kernel callchain: none when the sample interrupted user space */
 	bool user_mode = (CTX_REG(ctx, cs) & 3) == 3;
 	__u32 nk = 0;

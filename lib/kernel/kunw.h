@@ -142,6 +142,9 @@ void kunw_close(struct kunw *k);
  * records instead of in the event's own buffer, so the kernel copies no stack for them). The fd
  * stays the caller's. */
 int kunw_attach(struct kunw *k, int perf_fd);
+/* Do the program's records say which event they are a sample of (kunw_rec.event_id: the
+ * kernel has bpf_cast_to_kern_ctx, Linux 6.2)? Else they are samples of the first attached. */
+bool kunw_event_ids(const struct kunw *k);
 /* The same for a context-switches software event (kunw_opts.switches): the same walk at each
  * switch-out, its records of kind KUNW_KIND_SWITCH (kunw_attach's: KUNW_KIND_SAMPLE). Another
  * entry program, not an attach cookie: a per-task event's copies in new threads (inherit) get

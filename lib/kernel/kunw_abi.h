@@ -177,9 +177,12 @@ struct kunw_rec {
 	                      * kunw_attach_switch) */
 	__u64 time;          /* CLOCK_MONOTONIC, ns (bpf_ktime_get_ns) */
 	__u64 period;
+	__u64 event_id;      /* the sampled event's id as its samples carry it (PERF_SAMPLE_ID:
+	                      * an inherited copy's is its parent's); 0 where the kernel cannot
+	                      * say (no bpf_cast_to_kern_ctx: before Linux 6.2) */
 	/* followed by __u64 kernel[nkernel], __u64 user[nuser], and with KUNW_F_REGS
 	 * __u64 regs[KUNW_NREGS] (DWARF order) and __u8 stack[copy_len] (from regs[KUNW_R_RSP]
-	 * up): a record without them is 56 bytes and its frames */
+	 * up): a record without them is 64 bytes and its frames */
 };
 
 /* ---- counters (per-CPU array, one element): what the program did */

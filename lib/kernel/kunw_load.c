@@ -29,6 +29,7 @@
 #include <dlfcn.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "kernel/kunw.h"
@@ -43,6 +44,9 @@
  * from the file the environment's UNWOUND_LIBBPF names.
  */
 #define LIBBPF_CALLS(X) \
+	X(btf__find_by_name_kind) \
+	X(btf__free) \
+	X(btf__load_vmlinux_btf) \
 	X(bpf_iter_create) \
 	X(bpf_link__destroy) \
 	X(bpf_link__fd) \
@@ -119,6 +123,9 @@ static int lb_need(char *err, size_t errlen)
 	return -ELIBACC;
 }
 
+#define btf__find_by_name_kind lb.btf__find_by_name_kind
+#define btf__free lb.btf__free
+#define btf__load_vmlinux_btf lb.btf__load_vmlinux_btf
 #define bpf_iter_create lb.bpf_iter_create
 #define bpf_link__destroy lb.bpf_link__destroy
 #define bpf_link__fd lb.bpf_link__fd
@@ -201,6 +208,8 @@ struct kunw {
 	bool timing;               /* stage timing on */
 	char *timing_file;         /* (UW_KUNW_TIMING) where kunw_close writes the stages */
 	bool wait;                 /* the wait programs loaded (kunw_opts.wait) */
+	bool event_ids;            /* the records say their event (the kernel has
+	                            * bpf_cast_to_kern_ctx: Linux 6.2) */
 	kunw_sample_fn fn;
 	void *fn_ctx;
 	int fn_ret;
@@ -323,6 +332,12 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 	}
 	for (unsigned i = 0; i < o.max_modules; i++)
 		k->free_slots[k->nfree++] = o.max_modules - 1 - i;
+	/* (without the kfunc the program's weak reference is 0: the records' event_id too) */
+	struct btf *vb = btf__load_vmlinux_btf();
+	if (vb) {
+		k->event_ids = btf__find_by_name_kind(vb, "bpf_cast_to_kern_ctx", BTF_KIND_FUNC) > 0;
+		btf__free(vb);
+	}
 	k->skel = kunw_bpf__open();
 	if (!k->skel) {
 		e = set_err(err, errlen, -errno, "opening the BPF object");
@@ -437,6 +452,11 @@ void kunw_close(struct kunw *k)
 }
 
 static int attach(struct kunw *k, struct bpf_program *prog, int perf_fd);
+
+bool kunw_event_ids(const struct kunw *k)
+{
+	return k->event_ids;
+}
 
 int kunw_attach(struct kunw *k, int perf_fd)
 {

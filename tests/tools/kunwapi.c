@@ -8,10 +8,12 @@
  *                    one on a reader, calls before load (attach, fd, drain, update, prime),
  *                    load twice, descriptors that are no perf event, events not added to the
  *                    reader, events not as the program needs them (clock, sample_id_all, TIME,
- *                    sample_type, counting events), events of a second attribute, stats' size;
- *                    then the program attached to a cpu-clock event of this process: the event
- *                    left disabled by the attach, then sampled, its samples walked in the
- *                    kernel (methods BPF_*) once the process's mappings are loaded, reaching main;
+ *                    sample_type, counting events), before Linux 6.2 events of a second
+ *                    attribute, stats' size; then the program attached to a cpu-clock event of
+ *                    this process and (Linux 6.2) a task-clock event of a fixed period: the
+ *                    events left disabled by the attach, then sampled, their samples walked in
+ *                    the kernel (methods BPF_*) once the process's mappings are loaded, reaching
+ *                    main, each with its own event's name and period;
  *                    a sample the kernel wrote itself counted as copied; the reader as before
  *                    once freed
  *   kunwapi refused  (run without CAP_BPF) load says "not privileged" (-EPERM); the reader
@@ -29,6 +31,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +78,10 @@ static int ku_new(struct uw_reader *r, const void *o, struct uw_kernel_unwind **
 
 /* ---- samples delivered */
 static unsigned long samples, bpf_samples, rooted, bpf_rooted;
+/* task-clock's (the second attribute): samples, walked in the kernel and reaching main, and
+ * those whose period is not the event's */
+#define TASK_PERIOD 2000000ull
+static unsigned long task_samples, task_bpf_rooted, task_bad_period;
 
 static __attribute__((noinline)) int is_main(struct uw_module *m, uint64_t rel)
 {
@@ -97,6 +104,11 @@ static int on_sample(void *ctx, const struct uw_sample *smp)
 	bpf_samples += bpf;
 	rooted += root;
 	bpf_rooted += bpf && root;
+	if (smp->event_name && !strcmp(smp->event_name, "task-clock")) {
+		task_samples++;
+		task_bpf_rooted += bpf && root;
+		task_bad_period += smp->period != TASK_PERIOD;
+	}
 	return 0;
 }
 
@@ -320,9 +332,25 @@ int main(int argc, char **argv)
 	expect("attach a counting event: EINVAL", attach_as(r, ku, a, 1), -EINVAL, "not a sampling event");
 	expect("attach", uw_kernel_unwind_attach(ku, fd1), 0, NULL);
 	expect("attach a second event of the attribute", uw_kernel_unwind_attach(ku, fd2), 0, NULL);
-	a = ga;
-	a.sample_freq = 499;
-	expect("attach an event of another attribute: EINVAL", attach_as(r, ku, a, 1), -EINVAL, "attribute");
+	/* a second attribute: task-clock at a fixed period (Linux 6.2: the records say their event) */
+	struct utsname un;
+	unsigned kmaj = 0, kmin = 0;
+	if (!uname(&un))
+		sscanf(un.release, "%u.%u", &kmaj, &kmin);
+	int ids_said = kmaj > 6 || (kmaj == 6 && kmin >= 2);
+	struct perf_event_attr ta = ga;
+	ta.config = PERF_COUNT_SW_TASK_CLOCK;
+	ta.freq = 0;
+	ta.sample_period = TASK_PERIOD;
+	uint64_t tid3;
+	int fd3 = open_event(&ta, &tid3);
+	if (uw_reader_add_event(r, &ta, sizeof(ta), &tid3, 1, "task-clock"))
+		return 1;
+	if (ids_said)
+		expect("attach an event of another attribute (task-clock)", uw_kernel_unwind_attach(ku, fd3), 0, NULL);
+	else
+		expect("attach an event of another attribute: EINVAL (before Linux 6.2)", uw_kernel_unwind_attach(ku, fd3),
+		       -EINVAL, "Linux 6.2");
 
 	/* ---- the event left disabled by the attach (libbpf enables it) */
 	uint64_t t0 = time_enabled(fd1);
@@ -336,8 +364,11 @@ int main(int argc, char **argv)
 	 * was told of none, its tracker asks the kernel), then walked in the kernel */
 	int kfd = uw_kernel_unwind_fd(ku);
 	ioctl(fd1, PERF_EVENT_IOC_ENABLE, 0);
+	if (ids_said)
+		ioctl(fd3, PERF_EVENT_IOC_ENABLE, 0);
 	e = 0;
-	for (int round = 0; round < 100 && !e && (samples < 300 || bpf_rooted < 100); round++) {
+	for (int round = 0; round < 100 && !e && (samples < 300 || bpf_rooted < 100 || (ids_said && task_bpf_rooted < 50));
+	     round++) {
 		work(20, now_s() + 0.05);
 		e = uw_kernel_unwind_drain(ku);
 		if (!e)
@@ -346,6 +377,7 @@ int main(int argc, char **argv)
 			e = uw_kernel_unwind_update(ku);
 	}
 	ioctl(fd1, PERF_EVENT_IOC_DISABLE, 0);
+	ioctl(fd3, PERF_EVENT_IOC_DISABLE, 0);
 	expect("drain, round, update", e, 0, NULL);
 	expect("drain at the end", uw_kernel_unwind_drain(ku), 0, NULL);
 	expect("flush", uw_reader_flush(r), 0, NULL);
@@ -353,6 +385,12 @@ int main(int argc, char **argv)
 		 samples, rooted, bpf_samples, bpf_rooted);
 	expect_true("samples walked in the kernel reach main", samples >= 100 && bpf_rooted >= 50, d);
 	expect_true("... nearly all of them", bpf_rooted * 100 >= bpf_samples * 95, d);
+	if (ids_said) {
+		snprintf(d, sizeof(d), "%lu task-clock samples, %lu walked in the kernel reaching main, %lu of another period",
+			 task_samples, task_bpf_rooted, task_bad_period);
+		expect_true("task-clock's samples are its own: its name, its period, walked", task_samples >= 50 &&
+				    task_bpf_rooted >= 50 && !task_bad_period && task_samples < samples, d);
+	}
 	(void)kfd;
 	UW_OPTS(uw_kernel_unwind_stats, ks);
 	expect("stats", uw_kernel_unwind_stats(ku, &ks), 0, NULL);
@@ -400,6 +438,7 @@ int main(int argc, char **argv)
 	uw_kernel_unwind_free(ku);
 	close(fd1);
 	close(fd2);
+	close(fd3);
 	uw_reader_free(r);
 	uw_session_free(s);
 	printf("%s\n", failed ? "FAIL" : "PASS");

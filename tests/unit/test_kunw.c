@@ -160,7 +160,7 @@ static void test_decode(void **state)
 	r->nuser = 3;
 	/* frames alone */
 	r->size = sizeof(*r) + 5 * 8;
-	assert_int_equal(sizeof(*r), 56);
+	assert_int_equal(sizeof(*r), 64);
 	assert_int_equal(kunw_sample_decode(REC, r->size, &s), 0);
 	assert_ptr_equal(s.kernel, (uint64_t *)(r + 1));
 	assert_ptr_equal(s.user, s.kernel + 2);

@@ -177,6 +177,8 @@ void live_kunw_ids(struct live_kunw *lk, uint64_t id, uint64_t sw_id, unsigned s
 int live_kunw_prime(struct live_kunw *lk, uint64_t timeout_ns);
 /* An fd for poll: the program's ring has records, or a table was built (-1: none). */
 int live_kunw_fd(const struct live_kunw *lk);
+/* Do the program's records say their event (of several attributes)? (kunw_event_ids) */
+bool live_kunw_event_ids(const struct live_kunw *lk);
 /* lib/kernel's handle of the loaded program (NULL: none), for live_offcpu.c. */
 struct kunw *live_kunw_handle(struct live_kunw *lk);
 /* A record as it is read from a ring, before the reader orders it: a process's mapping changes

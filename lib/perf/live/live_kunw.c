@@ -85,6 +85,12 @@ void live_kunw_ids(struct live_kunw *lk, uint64_t id, uint64_t sw_id, unsigned s
 	(void)sw_id;
 	(void)sw_attr;
 }
+bool live_kunw_event_ids(const struct live_kunw *lk)
+{
+	(void)lk;
+	return false;
+}
+
 int live_kunw_fd(const struct live_kunw *lk)
 {
 	(void)lk;
@@ -1174,6 +1180,9 @@ static int on_kunw_record(void *ctx, const struct kunw_sample *s)
 		id = lk->sw_id;
 		lk->sw_walked++;
 	}
+	/* (the event the record says, where the kernel can say: its attribute, of several) */
+	if (s->rec->event_id)
+		id = s->rec->event_id;
 	memcpy(lk->buf, &type, 4);
 	memcpy(lk->buf + 4, &misc, 2);
 	memcpy(lk->buf + 6, &sz, 2);
@@ -1218,6 +1227,11 @@ int live_kunw_prime(struct live_kunw *lk, uint64_t timeout_ns)
 	young(lk);
 	tick(lk);
 	return err;
+}
+
+bool live_kunw_event_ids(const struct live_kunw *lk)
+{
+	return lk && kunw_event_ids(lk->k);
 }
 
 int live_kunw_fd(const struct live_kunw *lk)

@@ -7,7 +7,8 @@
  * pushed is read as it is pushed (the reader's push hook: live_kunw_read), the program's records
  * are drained into the reader before each pass over the rings and the maps updated after its
  * round. The events are the embedder's: what the program needs of them is checked at attach
- * (their attribute as added to the reader), and refused with the reason.
+ * (their attribute as added to the reader), and refused with the reason. Events of several
+ * attributes: each record says its event's id (Linux 6.2); on an older kernel, one attribute.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,7 +25,9 @@ struct uw_kernel_unwind {
 	struct uw_reader *r;
 	struct uw_kernel_unwind_opts o;
 	struct live_kunw *lk;   /* loaded (NULL before) */
-	unsigned aidx;          /* the attribute of the events attached */
+	unsigned aidx;          /* the attribute of the first event attached */
+	uint8_t *attr_on;       /* per attribute of the reader: 1 when an event of it is attached */
+	size_t nattr_on;
 	uint32_t attached;      /* events attached */
 	uint64_t copied;        /* samples of that attribute pushed from the rings (not walked) */
 };
@@ -88,7 +91,7 @@ static int on_push(void *ctx, const uint8_t *rec, uint32_t len)
 	 * before the attach) */
 	unsigned aidx;
 	if (type == PR_SAMPLE && ku->attached && ku->r->at.nattrs && reader_attr_of(&ku->r->at, rec, len, &aidx) &&
-	    aidx == ku->aidx)
+	    aidx < ku->nattr_on && ku->attr_on[aidx])
 		ku->copied++;
 	live_kunw_read(ku->lk, rec, len);
 	return 0;
@@ -165,16 +168,26 @@ UW_API int uw_kernel_unwind_attach(struct uw_kernel_unwind *ku, int perf_fd)
 	int e = check_attr(ku, a);
 	if (e)
 		return e;
-	if (ku->attached && aidx != ku->aidx)
+	if (ku->attached && aidx != ku->aidx && !live_kunw_event_ids(ku->lk))
 		return base_err(log, -EINVAL, "kernel unwinding: the event %s is not of the attribute of the events attached "
-			        "(%s, the reader's event %u): the program's records do not say which event they come "
-			        "from", a->name, ku->r->at.attrs[ku->aidx].name, ku->aidx);
+			        "(%s, the reader's event %u): on this kernel the program's records do not say which "
+			        "event they come from (that needs bpf_cast_to_kern_ctx, Linux 6.2)", a->name,
+			        ku->r->at.attrs[ku->aidx].name, ku->aidx);
+	if (aidx >= ku->nattr_on) {
+		uint8_t *on = realloc(ku->attr_on, aidx + 1);
+		if (!on)
+			return base_err(log, -ENOMEM, "kernel unwinding: out of memory");
+		memset(on + ku->nattr_on, 0, aidx + 1 - ku->nattr_on);
+		ku->attr_on = on;
+		ku->nattr_on = aidx + 1;
+	}
 	e = live_kunw_attach(ku->lk, perf_fd, false);
 	if (e)
 		return base_err(log, e, "kernel unwinding: the program could not be attached to the event %s: %s", a->name,
 				strerror(-e));
 	/* (libbpf enables an event it attaches to: off again until the caller enables it) */
 	ioctl(perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+	ku->attr_on[aidx] = 1;
 	if (!ku->attached++) {
 		ku->aidx = aidx;
 		live_kunw_ids(ku->lk, id, 0, 0);
@@ -234,5 +247,6 @@ UW_API void uw_kernel_unwind_free(struct uw_kernel_unwind *ku)
 		reader_set_push_hook(ku->r, NULL, NULL);
 	live_kunw_close(ku->lk);
 	ku->r->kunw_owner = NULL;
+	free(ku->attr_on);
 	free(ku);
 }

@@ -96,8 +96,12 @@ check_chain tid.folded "main;tree_a;tree_a2;spin"
 perf script -i tid.data --no-inline 2>/dev/null | grep -q "tree_a2" || { echo "FAIL: perf script lacks the on-demand mappings"; exit 1; }
 kill $prog 2>/dev/null || true; wait $prog 2>/dev/null || true
 # a program deleted while it runs, another file put at its path: the mapped file itself is read
-# through /proc/PID/map_files
+# through /proc/PID/map_files (its build-id recorded, its CFI used to unwind). The report names
+# the frames from a copy of the program found by that build-id (--search-path; unwound record
+# keeps no copies of the files it records, as perf record's build-id cache does: the test
+# passed only while perf's cache in ~/.debug held the program from other tests' recordings)
 cp "$exe" victim
+mkdir -p kept; cp "$exe" kept/victim
 ./victim calltree 60.$$ >/dev/null &
 prog=$!
 # (deleted once it runs, however long the machine takes to start it)
@@ -106,7 +110,7 @@ sleep 0.3
 rm victim
 cp /bin/true victim
 "$B/unwound" record -q -p $prog --duration 1 -o deleted.data 2>deleted.err
-"$B/unwound" report -i deleted.data --folded --no-kernel -o deleted.folded
+"$B/unwound" report -i deleted.data --folded --no-kernel --search-path kept -o deleted.folded
 check_chain deleted.folded "main;tree_a;tree_a2;spin"
 kill $prog 2>/dev/null || true; wait $prog 2>/dev/null || true
 # -a: every CPU, every process, the running program among them

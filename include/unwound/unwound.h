@@ -1260,7 +1260,12 @@ struct uw_record_opts {
 	const char *output;        /* NULL: "perf.data" */
 	const char *event;         /* "cycles" (default; "cpu-clock" where the machine has no
 				    * hardware counters, logged as a warning when asked for),
-				    * "cpu-clock", "task-clock", "instructions", "page-faults" */
+				    * "cpu-clock", "task-clock", "instructions", "page-faults"; or
+				    * several, separated by commas ("cpu-clock,page-faults", at most
+				    * 8, each once): attributes 0, 1, ... of the output in that order
+				    * (with off_cpu, offcpu-time follows them), each sample unwound.
+				    * Kernel unwinding of several events needs Linux 6.2 (else copies,
+				    * with uw_record_status.unwind_why saying so) */
 	unsigned freq;             /* samples per second and CPU (default 999) */
 	uint64_t period;           /* instead of freq: one sample every period events */
 	int system_wide;           /* -a: every CPU, every process (with argv: while it runs) */

@@ -152,14 +152,3 @@ rc=0; "$U" nosuchcommand >/dev/null 2>err.txt || rc=$?
 [ $rc = 2 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "unknown command 'nosuchcommand'" err.txt ||
     fail "an unknown command: $(cat err.txt)"
 echo "bad options: one line and the hint in report, record, inject and diff"
-# perf records every -e; unwound records one event: a second -e, or a list, is refused (it was
-# silently the last -e alone)
-for args in "-e cpu-clock -e page-faults" "-e cpu-clock,page-faults"; do
-    rc=0
-    # shellcheck disable=SC2086
-    "$U" record $args -o two.data -- true >/dev/null 2>err.txt || rc=$?
-    [ $rc = 2 ] && grep -q "^unwound record: one sampling event per recording" err.txt && [ ! -e two.data ] ||
-        fail "record $args: exit $rc: $(cat err.txt)"
-done
-"$U" record -q -e cpu-clock -e cpu-clock -o one.data -- true || fail "record with the same -e twice"
-echo "several events: refused in one line"

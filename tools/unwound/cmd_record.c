@@ -35,8 +35,8 @@ static void record_usage(FILE *f)
 		   "  -c, --count N       one sample every N events instead\n"
 		   "  -e, --event EVENT   cycles (default; cpu-clock, said, where the machine has no\n"
 		   "                      hardware counters), instructions, cpu-clock, task-clock,\n"
-		   "                      page-faults; one per recording (a second -e, or a list,\n"
-		   "                      is refused)\n"
+		   "                      page-faults; several: -e A -e B or -e A,B (at most 8), each\n"
+		   "                      sample with the stack, as perf record does\n"
 		   "  -g                  record call graphs (unwound always does: --call-graph's method)\n"
 		   "  --call-graph MODE   dwarf[,SIZE] (default: user stacks copied, SIZE bytes, and unwound\n"
 		   "                      here), fp (the kernel's frame-pointer callchains, for programs\n"
@@ -231,7 +231,7 @@ int cmd_record(int argc, char **argv)
 	UW_OPTS(uw_record_opts, ro, .stop = &stop_flag);
 	int *pids = NULL, *tids = NULL, *cpus = NULL, c, offline = 0, nofp = 0, quiet = 0, ret = CLI_EXIT_USAGE;
 	size_t npids = 0, ntids = 0, ncpus = 0;
-	char *debugdirs = NULL;
+	char *debugdirs = NULL, *events = NULL;
 	bool freq_set = false, count_set = false;
 	struct uw_session *s = NULL;
 	optind = 1;
@@ -251,21 +251,22 @@ int cmd_record(int argc, char **argv)
 			if (cli_u64("record", "-c/--count", optarg, 1, INT64_MAX, &ro.period))
 				goto out;
 			break;
-		case 'e':
-			/* (perf records every -e; unwound one event: a second is an error, not the last
-			 * one silently) */
-			if (ro.event && strcmp(ro.event, optarg)) {
-				fprintf(stderr, "unwound record: one sampling event per recording, not -e %s and -e %s "
-					"(record each in a run of its own)\n", ro.event, optarg);
+		case 'e': {
+			/* every -e is recorded, as perf does: the list joined with commas (uw_record
+			 * checks the names) */
+			size_t have = events ? strlen(events) + 1 : 0, add = strlen(optarg);
+			char *ne = realloc(events, have + add + 1);
+			if (!ne) {
+				fprintf(stderr, "unwound record: out of memory\n");
 				goto out;
 			}
-			if (strchr(optarg, ',')) {
-				fprintf(stderr, "unwound record: one sampling event per recording, not '%s' "
-					"(record each in a run of its own)\n", optarg);
-				goto out;
-			}
-			ro.event = optarg;
+			if (have)
+				ne[have - 1] = ',';
+			memcpy(ne + have, optarg, add + 1);
+			events = ne;
+			ro.event = events;
 			break;
+		}
 		case 'g': break; /* call graphs are what unwound records; --call-graph chooses how */
 		case O_CALLGRAPH:
 			if (parse_call_graph(optarg, &ro))
@@ -420,5 +421,6 @@ out:
 	free(tids);
 	free(cpus);
 	free(debugdirs);
+	free(events);
 	return ret;
 }

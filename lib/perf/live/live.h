@@ -46,6 +46,10 @@ enum {
 #define PERF_EVENT_IOC_ENABLE 0x2400
 #define PERF_EVENT_IOC_DISABLE 0x2401
 #define PERF_EVENT_IOC_ID 0x80082407
+#define PERF_EVENT_IOC_SET_OUTPUT 0x2405
+
+/* sampling events per recording (perf record -e A -e B) */
+#define LIVE_MAX_EVENTS 8
 
 struct ring {
 	int fd;              /* -1 once closed */
@@ -54,6 +58,11 @@ struct ring {
 	uint64_t id;
 	pid_t pid;           /* what it was opened for: a task (-1: all), a CPU (-1: any) */
 	int cpu;
+	/* the recording's other sampling events for the same task and CPU, writing into this
+	 * ring (PERF_EVENT_IOC_SET_OUTPUT): event k + 1's fd and id (xfd -1 once closed) */
+	unsigned nx;
+	int xfd[LIVE_MAX_EVENTS - 1];
+	uint64_t xid[LIVE_MAX_EVENTS - 1];
 };
 
 struct live_kunw;
@@ -74,9 +83,10 @@ struct live {
 	size_t nsw;
 	uint64_t sw_copied;  /* switch-out samples read from the rings: the kernel copied their stack */
 	uint64_t sw_blocked; /* threads found blocked at the start, their stacks read */
-	/* --off-cpu: the reader's off-CPU attribute (LIVE_SWITCH_ATTR) is there, one of its ids, its
-	 * sample_type (the trailer of records made for it) */
+	/* --off-cpu: the reader's off-CPU attribute (oc_attr: after the sampling events') is
+	 * there, one of its ids, its sample_type (the trailer of records made for it) */
 	bool oc_on;
+	unsigned oc_attr;
 	uint64_t oc_id;
 	uint64_t oc_sample_type;
 	/* waits timed in the kernel (live_offcpu.c): the events are per CPU; with oc_filter (a
@@ -85,11 +95,10 @@ struct live {
 	bool oc_filter;
 	struct base_map oc_procs; /* pid -> OC_PROC_* */
 	uint64_t oc_dropped;      /* side-band records dropped */
+	unsigned failed_ev;       /* the event live_open_events could not open */
 };
 
-/* --off-cpu: the reader's attribute of the switch events (the CPU events' is 0) */
-#define LIVE_SWITCH_ATTR 1u
-/* ... its id when waits are timed in the kernel (no event has it: the records that name it are
+/* --off-cpu: the off-CPU attribute's id when waits are timed in the kernel (no event has it: the records that name it are
  * the recorder's) */
 #define LIVE_WAIT_ID UINT64_C(0xfffffffffff0c001)
 
@@ -101,7 +110,8 @@ struct evspec {
 };
 
 struct evconf {
-	struct evspec ev;
+	struct evspec ev[LIVE_MAX_EVENTS]; /* the sampling events (the reader's attributes 0..nev-1) */
+	unsigned nev;
 	const struct uw_record_opts *o;
 	bool user_only;         /* the kernel may not be sampled (perf_event_paranoid 2) */
 	bool percpu;            /* a command's events opened per CPU (waits timed in the kernel):
@@ -117,7 +127,8 @@ int live_permission_error(struct uw_session *s, int err);
  * said in the session's message. */
 int live_probe_defer(struct uw_session *s);
 bool live_parse_event(const char *name, struct evspec *e);
-void live_attr_init(struct kattr *a, const struct evconf *ec, bool sideband, bool task);
+/* Event k's attribute (sideband: it carries the side-band records). */
+void live_attr_init(struct kattr *a, const struct evconf *ec, unsigned k, bool sideband, bool task);
 /* Is CPU c one the recording uses (-C)? */
 bool live_cpu_wanted(const struct uw_record_opts *o, int c);
 /* The threads of a process, from /proc/PID/task. */
@@ -127,6 +138,13 @@ int live_open_task(struct live *lv, const struct evconf *ec, pid_t tid, int ncpu
 
 /* ---- rings (live_ring.c) */
 int live_open_ring(struct live *lv, struct kattr *a, pid_t pid, int cpu, size_t pages);
+/* The recording's events for a task (-1: all) on a CPU (-1: any): the first with a ring and the
+ * side-band, the others writing into its ring. */
+int live_open_events(struct live *lv, const struct evconf *ec, pid_t pid, int cpu, size_t pages, bool task);
+/* PERF_EVENT_IOC_ENABLE or _DISABLE on every event of every ring (the switch events too). */
+void live_enable_events(struct live *lv, unsigned long req);
+/* Is id one of the ring's sampling events'? */
+bool live_ring_has_id(const struct ring *rg, uint64_t id);
 /* perf_event_open (close-on-exec, no group): the fd, or -errno. */
 int live_event_open(struct kattr *a, pid_t pid, int cpu);
 /* One ring unmapped and its event closed (an exited task's: it reports POLLHUP for ever); the

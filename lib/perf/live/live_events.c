@@ -86,13 +86,13 @@ bool live_parse_event(const char *name, struct evspec *e)
 }
 
 /* How the events of one recording are opened. */
-void live_attr_init(struct kattr *a, const struct evconf *ec, bool sideband, bool task)
+void live_attr_init(struct kattr *a, const struct evconf *ec, unsigned k, bool sideband, bool task)
 {
 	const struct uw_record_opts *o = ec->o;
 	memset(a, 0, sizeof(*a));
-	a->type = ec->ev.type;
+	a->type = ec->ev[k].type;
 	a->size = sizeof(*a);
-	a->config = ec->ev.config;
+	a->config = ec->ev[k].config;
 	if (o->period) {
 		a->sample_period_or_freq = o->period;
 	} else {
@@ -182,10 +182,8 @@ int live_open_task(struct live *lv, const struct evconf *ec, pid_t tid, int ncpu
 	for (int c = 0; c < ncpu; c++) {
 		if (!live_cpu_wanted(ec->o, c))
 			continue;
-		struct kattr a;
-		live_attr_init(&a, ec, true, true);
-		int err = live_open_ring(lv, &a, tid, c, pages);
-		if (err == -ENODEV || err == -EINVAL)
+		int err = live_open_events(lv, ec, tid, c, pages, true);
+		if ((err == -ENODEV || err == -EINVAL) && !lv->failed_ev)
 			continue; /* an offline CPU */
 		if (err)
 			return err;

@@ -32,13 +32,12 @@
 #include "kernel/kunw.h"
 #endif
 
-#define PERF_EVENT_IOC_SET_OUTPUT 0x2405
 #define A_CONTEXT_SWITCH 26
 
 void live_offcpu_attr(struct kattr *a, const struct evconf *ec, bool task)
 {
 	const struct uw_record_opts *o = ec->o;
-	live_attr_init(a, ec, false, task);
+	live_attr_init(a, ec, 0, false, task);
 	a->type = 1;   /* PERF_TYPE_SOFTWARE */
 	a->config = 3; /* PERF_COUNT_SW_CONTEXT_SWITCHES */
 	a->sample_period_or_freq = o->off_cpu_every ? o->off_cpu_every : 1;

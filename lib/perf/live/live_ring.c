@@ -63,7 +63,7 @@ static int drain(struct live *lv, struct ring *rg)
 			 * not attached) */
 			uint64_t id;
 			memcpy(&id, rec + 8, 8);
-			if (id != rg->id)
+			if (!live_ring_has_id(rg, id))
 				lv->sw_copied++;
 		}
 		/* (waits timed in the kernel: per-CPU rings, the side-band of the followed processes
@@ -120,7 +120,56 @@ int live_open_ring(struct live *lv, struct kattr *a, pid_t pid, int cpu, size_t 
 	rg->id = 0;
 	if (ioctl((int)fd, PERF_EVENT_IOC_ID, &rg->id) < 0)
 		rg->id = 0;
+	rg->nx = 0;
 	return 0;
+}
+
+int live_open_events(struct live *lv, const struct evconf *ec, pid_t pid, int cpu, size_t pages, bool task)
+{
+	struct kattr a;
+	live_attr_init(&a, ec, 0, true, task);
+	lv->failed_ev = 0;
+	int err = live_open_ring(lv, &a, pid, cpu, pages);
+	if (err)
+		return err;
+	struct ring *rg = &lv->rings[lv->nrings - 1];
+	for (unsigned k = 1; k < ec->nev && k < LIVE_MAX_EVENTS; k++) {
+		live_attr_init(&a, ec, k, false, task);
+		lv->failed_ev = k;
+		int fd = live_event_open(&a, pid, cpu);
+		if (fd < 0)
+			return fd; /* (the ring and the events so far closed with the others) */
+		rg->xfd[rg->nx] = fd;
+		rg->xid[rg->nx] = 0;
+		rg->nx++;
+		if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, rg->fd) < 0 || ioctl(fd, PERF_EVENT_IOC_ID, &rg->xid[rg->nx - 1]) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+bool live_ring_has_id(const struct ring *rg, uint64_t id)
+{
+	if (id == rg->id)
+		return true;
+	for (unsigned k = 0; k < rg->nx; k++)
+		if (rg->xid[k] == id)
+			return true;
+	return false;
+}
+
+void live_enable_events(struct live *lv, unsigned long req)
+{
+	for (size_t i = 0; i < lv->nrings; i++) {
+		const struct ring *rg = &lv->rings[i];
+		if (rg->fd < 0)
+			continue;
+		ioctl(rg->fd, req, 0);
+		for (unsigned k = 0; k < rg->nx; k++)
+			if (rg->xfd[k] >= 0)
+				ioctl(rg->xfd[k], req, 0);
+	}
+	live_enable_offcpu(lv, req);
 }
 
 void live_close_ring(struct live *lv, size_t i)
@@ -128,6 +177,12 @@ void live_close_ring(struct live *lv, size_t i)
 	struct ring *rg = &lv->rings[i];
 	if (!rg->base)
 		return;
+	/* (the events writing into it first) */
+	for (unsigned k = 0; k < rg->nx; k++)
+		if (rg->xfd[k] >= 0) {
+			close(rg->xfd[k]);
+			rg->xfd[k] = -1;
+		}
 	munmap(rg->base, rg->data_size + (size_t)sysconf(_SC_PAGESIZE));
 	close(rg->fd);
 	rg->base = NULL;

@@ -77,6 +77,58 @@ struct rec {
 	struct offcpu_stats oc;
 };
 
+/* The sampling events: a name, or several separated by commas (perf's -e A,B; the CLI's
+ * -e A -e B), each once. */
+static int parse_events(struct rec *rc, const char *list)
+{
+	struct uw_session *s = rc->s;
+	const char *p = list;
+	rc->ec.nev = 0;
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char name[64];
+		if (len == 0 || len >= sizeof(name))
+			return base_err(&s->log, -EINVAL, "unknown event '%.*s' in '%s' (cycles, instructions, cpu-clock, "
+					"task-clock, page-faults)", (int)(len < 64 ? len : 64), p, list);
+		memcpy(name, p, len);
+		name[len] = 0;
+		if (rc->ec.nev == LIVE_MAX_EVENTS)
+			return base_err(&s->log, -EINVAL, "at most %d sampling events per recording ('%s')", LIVE_MAX_EVENTS, list);
+		struct evspec *e = &rc->ec.ev[rc->ec.nev];
+		if (!live_parse_event(name, e))
+			return base_err(&s->log, -EINVAL, "unknown event '%s' (cycles, instructions, cpu-clock, task-clock, "
+					"page-faults)", name);
+		for (unsigned k = 0; k < rc->ec.nev; k++)
+			if (!strcmp(rc->ec.ev[k].name, e->name))
+				return base_err(&s->log, -EINVAL, "the event %s is asked for twice ('%s')", name, list);
+		rc->ec.nev++;
+		if (!end)
+			return 0;
+		p = end + 1;
+	}
+}
+
+/* The event that could not be opened (err) is cycles: it becomes cpu-clock (no hardware
+ * counters here), unless cpu-clock is recorded already. @return 1 when it did, 0 when it is
+ * not cycles, or a negative error (said). */
+static int cycles_to_cpu_clock(struct rec *rc, int err)
+{
+	struct evconf *ec = &rc->ec;
+	unsigned k = rc->lv.failed_ev;
+	if (k >= ec->nev || ec->ev[k].type != 0 || ec->ev[k].config != 0)
+		return 0;
+	for (unsigned j = 0; j < ec->nev; j++)
+		if (ec->ev[j].type == 1 && ec->ev[j].config == 0)
+			return base_err(&rc->s->log, err, "the cycles event is not supported here (no hardware counters: %s), "
+					"and cpu-clock, which would stand for it, is recorded already", strerror(-err));
+	base_log(&rc->s->log, rc->ev_default ? UW_LOG_INFO : UW_LOG_WARN,
+		 "the cycles event is not supported here (no hardware counters: %s): recording cpu-clock instead",
+		 strerror(-err));
+	live_parse_event("cpu-clock", &ec->ev[k]);
+	return 1;
+}
+
 static int check_opts(struct rec *rc)
 {
 	struct uw_session *s = rc->s;
@@ -131,12 +183,9 @@ static int check_opts(struct rec *rc)
 	rc->lv.kwait = o->off_cpu && rc->want_kernel && o->off_cpu_mode != UW_OFFCPU_SWITCH && o->off_cpu_every <= 1;
 	rc->ec.percpu = rc->lv.kwait && !o->system_wide;
 	rc->ev_default = !o->event;
-	if (o->event && strchr(o->event, ','))
-		return base_err(&s->log, -EINVAL, "one sampling event per recording, not '%s' (record each in a run of its own)",
-				o->event);
-	if (!live_parse_event(rc->ev_default ? "cycles" : o->event, &rc->ec.ev))
-		return base_err(&s->log, -EINVAL, "unknown event '%s' (cycles, instructions, cpu-clock, task-clock, page-faults)",
-				o->event);
+	int err = parse_events(rc, rc->ev_default ? "cycles" : o->event);
+	if (err)
+		return err;
 	rc->ec.o = o;
 	return 0;
 }
@@ -201,17 +250,15 @@ static int open_events(struct rec *rc)
 			return base_err(&s->log, -ESRCH, "%s %d: no such %s", i < o->npids ? "process" : "thread", id,
 					i < o->npids ? "process" : "thread");
 	}
-	for (int attempt = 0; attempt < 3; attempt++) {
+	for (int attempt = 0; attempt < 2 + LIVE_MAX_EVENTS; attempt++) {
 		/* (waits timed in the kernel: per CPU for a command, -p and -t too, the program keeps
 		 * the followed tasks' samples; no per-task event costs every context switch) */
 		if (o->system_wide || lv->kwait) {
 			for (int c = 0; c < rc->ncpu && !err; c++) {
 				if (!live_cpu_wanted(o, c))
 					continue;
-				struct kattr a;
-				live_attr_init(&a, &rc->ec, true, false);
-				err = live_open_ring(lv, &a, -1, c, pages);
-				if (err == -ENODEV)
+				err = live_open_events(lv, &rc->ec, -1, c, pages, false);
+				if (err == -ENODEV && !lv->failed_ev)
 					err = 0;
 			}
 		} else if (o->argv) {
@@ -232,14 +279,15 @@ static int open_events(struct rec *rc)
 		}
 		/* no hardware counters (a VM): cycles falls back to cpu-clock, as perf's does; said
 		 * when it was asked for */
-		if ((err == -ENOENT || err == -EOPNOTSUPP) && rc->ec.ev.type == 0 && rc->ec.ev.config == 0) {
-			live_close_rings(lv);
-			base_log(&s->log, rc->ev_default ? UW_LOG_INFO : UW_LOG_WARN,
-				 "the cycles event is not supported here (no hardware counters: %s): recording cpu-clock instead",
-				 strerror(-err));
-			live_parse_event("cpu-clock", &rc->ec.ev);
-			err = 0;
-			continue;
+		if (err == -ENOENT || err == -EOPNOTSUPP) {
+			int c = cycles_to_cpu_clock(rc, err);
+			if (c < 0)
+				return c;
+			if (c) {
+				live_close_rings(lv);
+				err = 0;
+				continue;
+			}
 		}
 		/* not allowed to sample the kernel (perf_event_paranoid 2): user space only, as perf
 		 * does */
@@ -266,11 +314,12 @@ static int open_events(struct rec *rc)
 	}
 	if (err == -EACCES || err == -EPERM)
 		return live_permission_error(s, err);
-	if ((err == -ENOENT || err == -EOPNOTSUPP) && rc->ec.ev.type == 0)
+	const char *failed = rc->ec.ev[lv->failed_ev < rc->ec.nev ? lv->failed_ev : 0].name;
+	if ((err == -ENOENT || err == -EOPNOTSUPP) && rc->ec.ev[lv->failed_ev < rc->ec.nev ? lv->failed_ev : 0].type == 0)
 		return base_err(&s->log, err, "the %s event is not supported here (no hardware counters: %s); "
-				"cpu-clock, task-clock and page-faults are software events", rc->ec.ev.name, strerror(-err));
+				"cpu-clock, task-clock and page-faults are software events", failed, strerror(-err));
 	if (err)
-		return base_err(&s->log, err, "perf_event_open (%s): %s", rc->ec.ev.name, strerror(-err));
+		return base_err(&s->log, err, "perf_event_open (%s): %s", failed, strerror(-err));
 	if (!lv->nrings)
 		return base_err(&s->log, -ENODEV, "no events could be opened on the CPUs asked for");
 	return 0;
@@ -367,11 +416,20 @@ static int start_kernel_unwind(struct rec *rc)
 	if (!lv->kunw)
 		return 0;
 	int err = 0;
+	/* several events: each record says its event (Linux 6.2) */
+	if (rc->ec.nev > 1 && !live_kunw_event_ids(lv->kunw)) {
+		snprintf(rc->unwind_why, sizeof(rc->unwind_why),
+			 "%u events: a walk's record says its event from Linux 6.2 on (bpf_cast_to_kern_ctx)", rc->ec.nev);
+		err = -EOPNOTSUPP;
+	}
 	for (size_t i = 0; !err && i < lv->nrings; i++) {
-		err = live_kunw_attach(lv->kunw, lv->rings[i].fd, false);
-		if (err)
-			snprintf(rc->unwind_why, sizeof(rc->unwind_why), "the program could not be attached to the %s event: %s",
-				 rc->ec.ev.name, strerror(-err));
+		const struct ring *rg = &lv->rings[i];
+		for (unsigned k = 0; !err && k <= rg->nx; k++) {
+			err = live_kunw_attach(lv->kunw, k ? rg->xfd[k - 1] : rg->fd, false);
+			if (err)
+				snprintf(rc->unwind_why, sizeof(rc->unwind_why),
+					 "the program could not be attached to the %s event: %s", rc->ec.ev[k].name, strerror(-err));
+		}
 	}
 	/* --off-cpu: the same walk at each switch-out (the context-switches events are sampling
 	 * events of the same kind; its own entry program marks the records as switch-outs): no
@@ -384,9 +442,7 @@ static int start_kernel_unwind(struct rec *rc)
 				 strerror(-err));
 	}
 	/* (libbpf enables an event it attaches to: off again until the recording begins) */
-	for (size_t i = 0; i < lv->nrings; i++)
-		ioctl(lv->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
-	live_enable_offcpu(lv, PERF_EVENT_IOC_DISABLE);
+	live_enable_events(lv, PERF_EVENT_IOC_DISABLE);
 	return err ? kunw_unavailable(rc, err) : 0;
 }
 
@@ -441,18 +497,24 @@ static int create_output(struct rec *rc)
 		return -ENOMEM;
 	cc_sink_attach(lv->sink, lv->r);
 	perf_host_features(cc_sink_writer(lv->sink), rc->o.cmd_argc, rc->o.cmd_argv, CLOCK_MONOTONIC);
+	/* attributes 0..nev-1: the sampling events, with every ring's id of each */
 	struct kattr a;
-	live_attr_init(&a, &rc->ec, true, !rc->o.system_wide);
-	uint64_t *ids = malloc(lv->nrings * sizeof(*ids));
+	uint64_t *ids = malloc((lv->nrings ? lv->nrings : 1) * sizeof(*ids));
 	if (!ids)
 		return -ENOMEM;
-	for (size_t i = 0; i < lv->nrings; i++)
-		ids[i] = lv->rings[i].id;
-	err = uw_reader_add_event(lv->r, &a, sizeof(a), ids, lv->nrings, NULL);
+	for (unsigned k = 0; !err && k < rc->ec.nev; k++) {
+		live_attr_init(&a, &rc->ec, k, k == 0, !rc->o.system_wide);
+		size_t n = 0;
+		for (size_t i = 0; i < lv->nrings; i++)
+			if (k == 0 || k <= lv->rings[i].nx)
+				ids[n++] = k ? lv->rings[i].xid[k - 1] : lv->rings[i].id;
+		err = uw_reader_add_event(lv->r, &a, sizeof(a), ids, n, NULL);
+	}
 	free(ids);
 	lv->id0 = lv->nrings ? lv->rings[0].id : 0;
+	lv->oc_attr = rc->ec.nev;
 	if (!err && rc->o.off_cpu) {
-		/* attribute 1: the switch-outs, written as offcpu-time (waits timed in the kernel:
+		/* attribute nev: the switch-outs, written as offcpu-time (waits timed in the kernel:
 		 * no event of its own, an id for the recorder's records) */
 		live_offcpu_attr(&a, &rc->ec, !rc->o.system_wide);
 		uint64_t wid = LIVE_WAIT_ID;
@@ -464,12 +526,12 @@ static int create_output(struct rec *rc)
 		struct offcpu_opts oo = { .min_ns = rc->o.off_cpu_min_ns, .every = rc->o.off_cpu_every,
 					  .self_pid = rc->o.system_wide ? getpid() : 0, .keyed = lv->kwait };
 		if (!err)
-			err = cc_sink_offcpu(lv->sink, &oo, 1);
+			err = cc_sink_offcpu(lv->sink, &oo, lv->oc_attr);
 	}
 	/* kernel unwinding: the program's records into the reader, samples of the events' ids (a
 	 * switch-out's: of the switch attribute, any of its events' ids names it) */
 	live_kunw_start(lv->kunw, lv->r);
-	live_kunw_ids(lv->kunw, lv->id0, lv->oc_on ? lv->oc_id : 0, LIVE_SWITCH_ATTR);
+	live_kunw_ids(lv->kunw, lv->id0, lv->oc_on ? lv->oc_id : 0, lv->oc_attr);
 	return err;
 }
 
@@ -661,13 +723,6 @@ static void end_command(struct rec *rc, bool failed)
 	rc->child = -1;
 }
 
-static void enable_rings(struct live *lv, unsigned long req)
-{
-	for (size_t i = 0; i < lv->nrings; i++)
-		if (lv->rings[i].fd >= 0)
-			ioctl(lv->rings[i].fd, req, 0);
-	live_enable_offcpu(lv, req);
-}
 
 UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final)
 {
@@ -704,7 +759,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	/* -a with a command: the system from before the command starts (its exec seen); a
 	 * command's own events begin at its exec (enable_on_exec) */
 	if (!err && (rc.o.system_wide || rc.lv.kwait)) {
-		enable_rings(&rc.lv, PERF_EVENT_IOC_ENABLE);
+		live_enable_events(&rc.lv, PERF_EVENT_IOC_ENABLE);
 		/* (waits timed in the kernel: from here; the per-CPU events see the command's exec) */
 		live_offcpu_kwait_on(&rc.lv, true);
 	}
@@ -713,7 +768,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	if (!err)
 		err = cc_sink_publish(rc.lv.sink);
 	if (!err) {
-		enable_rings(&rc.lv, PERF_EVENT_IOC_ENABLE);
+		live_enable_events(&rc.lv, PERF_EVENT_IOC_ENABLE);
 		rc.t0 = now_s(CLOCK_MONOTONIC);
 		/* (what a script waits for before the work it records: priming the kernel's tables of
 		 * every process can take seconds) */
@@ -725,7 +780,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		if (!err)
 			err = record_loop(&rc);
 		rc.end_ns = live_now_ns();
-		enable_rings(&rc.lv, PERF_EVENT_IOC_DISABLE);
+		live_enable_events(&rc.lv, PERF_EVENT_IOC_DISABLE);
 		/* waits timed in the kernel: off, what they hold written up to the end */
 		if (!err && rc.lv.kwait)
 			err = live_offcpu_kwait_end(&rc.lv, rc.end_ns);

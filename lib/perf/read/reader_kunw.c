@@ -147,7 +147,13 @@ int reader_kunw_make(struct reader_kunw *k, const struct perf_attr *a, unsigned 
 		st->exit_before_sample++;
 	bool kmode = kr->flags & KUNW_F_KERNEL_MODE;
 	uint16_t misc = kmode ? PM_KERNEL : PM_USER;
-	uint64_t ip = kmode ? (kr->nkernel ? ks.kernel[0] : 0)
+	/* bpf_get_stack in a perf_event program gives the event's own callchain where the event
+	 * has one (PERF_SAMPLE_CALLCHAIN), its context marker (PERF_CONTEXT_KERNEL) first: the
+	 * kernel's frames are its addresses (the marker was the sample's ip, and written twice) */
+	unsigned k0 = 0;
+	while (k0 < kr->nkernel && ks.kernel[k0] >= PC_MAX)
+		k0++;
+	uint64_t ip = kmode ? (k0 < kr->nkernel ? ks.kernel[k0] : 0)
 	                    : (kr->nuser ? ks.user[0] & KUNW_PC_MASK : ks.regs ? ks.regs[KUNW_R_RIP] : 0);
 	k->raw_len = raw_sample(k->raw, a->sample_type, id, misc, ip, kr);
 	if (!k->raw_len) {
@@ -173,8 +179,9 @@ int reader_kunw_make(struct reader_kunw *k, const struct perf_attr *a, unsigned 
 	smp->has_callchain = true;
 	unsigned nk = 0;
 	/* (the kernel's part only where the event samples the kernel) */
-	for (unsigned i = 0; i < kr->nkernel && nk < k->kcap && !(a->flags & (1ull << 5)) /* exclude_kernel */; i++)
-		k->kbuf[nk++] = ks.kernel[i];
+	for (unsigned i = k0; i < kr->nkernel && nk < k->kcap && !(a->flags & (1ull << 5)) /* exclude_kernel */; i++)
+		if (ks.kernel[i] < PC_MAX)
+			k->kbuf[nk++] = ks.kernel[i];
 	smp->kernel = k->kbuf;
 	smp->nr_kernel = nk;
 	smp->user = k->frames;

@@ -127,8 +127,9 @@ UW_API const char *uw_version_string(void);
  * Output files, created the one way unwound creates every output (recordings, text, pages):
  * never through a symbolic link (a link at the path is moved aside as PATH.old, not followed),
  * mode less the umask (recordings 0600, text 0644); a regular file already there is kept as
- * PATH.old. A character device or FIFO (or a link to one, such as /dev/stdout) is written as it
- * is; "-" is standard output.
+ * PATH.old. A character device or FIFO (or a link to one), and the path of an open descriptor
+ * (/dev/stdout, /dev/fd/N, /proc/self/fd/N: the file it is open on, at its offset) are written
+ * as they are; "-" is standard output.
  *
  * uw_output_open gives a file written without a name (O_TMPFILE) in the path's directory:
  * nothing at the path changes until uw_output_commit puts it there, complete; a writer that

@@ -15,6 +15,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,11 +57,73 @@ static struct uw_output *in_place(int fd)
 	return o;
 }
 
+/* Does the path name an open file descriptor: /proc/PID/fd/N (or /proc/PID/task/TID/fd/N,
+ * /proc/self/..., /proc/thread-self/...), /dev/fd/N, or a link that leads to one (/dev/stdout)?
+ * *own: N, when it is one of this process's descriptors (else -1). Such a path is a file already
+ * open, written where it is: replacing the path would replace /dev/stdout itself. */
+static bool names_descriptor(const char *path, int *own)
+{
+	char cur[PATH_MAX], link[PATH_MAX];
+	*own = -1;
+	if (strlen(path) >= sizeof(cur))
+		return false;
+	strcpy(cur, path);
+	for (int hop = 0; hop < 40; hop++) {
+		const char *fdp = NULL;
+		if (strncmp(cur, "/dev/fd/", 8) == 0) {
+			fdp = cur + 8;
+		} else if (strncmp(cur, "/proc/", 6) == 0) {
+			/* /proc/X/fd/N or /proc/X/task/T/fd/N */
+			const char *f = strstr(cur + 6, "/fd/");
+			const char *x = cur + 6, *sl = strchr(x, '/');
+			size_t xl = sl ? (size_t)(sl - x) : 0;
+			bool self = (xl == 4 && !strncmp(x, "self", 4)) || (xl == 11 && !strncmp(x, "thread-self", 11)) ||
+				    (xl && strtol(x, NULL, 10) == (long)getpid());
+			if (f && !strchr(f + 4, '/')) {
+				fdp = f + 4;
+				if (!self)
+					return true;
+			}
+		}
+		if (fdp) {
+			char *end;
+			long n = strtol(fdp, &end, 10);
+			if (*fdp && !*end && n >= 0 && n < INT32_MAX)
+				*own = (int)n;
+			return true;
+		}
+		ssize_t n = readlink(cur, link, sizeof(link) - 1);
+		if (n <= 0)
+			return false;
+		link[n] = 0;
+		if (link[0] == '/') {
+			strcpy(cur, link);
+		} else {
+			/* relative to the link's directory */
+			char *sl = strrchr(cur, '/');
+			size_t d = sl ? (size_t)(sl - cur + 1) : 0;
+			if (d + (size_t)n >= sizeof(cur))
+				return false;
+			memcpy(cur + d, link, (size_t)n + 1);
+		}
+	}
+	return false;
+}
+
 int base_output_open(const char *path, unsigned mode, struct uw_output **out)
 {
 	*out = NULL;
 	if (strcmp(path, "-") == 0) {
-		int fd = dup(1);
+		int fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0)
+			return -errno;
+		return (*out = in_place(fd)) ? 0 : -ENOMEM;
+	}
+	/* an open descriptor's path (/dev/stdout, /dev/fd/3, /proc/self/fd/1): the file as it is
+	 * open, at its offset, nothing truncated or moved (a shell's '> out.txt' or '>> out.txt') */
+	int own;
+	if (names_descriptor(path, &own)) {
+		int fd = own >= 0 ? fcntl(own, F_DUPFD_CLOEXEC, 3) : open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 		if (fd < 0)
 			return -errno;
 		return (*out = in_place(fd)) ? 0 : -ENOMEM;
@@ -115,6 +179,11 @@ int base_output_open(const char *path, unsigned mode, struct uw_output **out)
 int base_output_fd(const struct uw_output *o)
 {
 	return o->fd;
+}
+
+bool base_output_in_place(const struct uw_output *o)
+{
+	return !o->path;
 }
 
 /* The unnamed file linked at dst (which must not exist). */

@@ -215,9 +215,12 @@ int perf_writer_open(const char *path, struct perf_writer **out)
 		return err;
 	}
 	w->fd = base_output_fd(w->out);
-	/* and to a FIFO or device (/dev/stdout, /dev/null): nothing can be written back there */
+	/* and to a FIFO or device (/dev/stdout, /dev/null): nothing can be written back there; nor
+	 * to a file open already (-o /dev/stdout with '>> FILE', or not at its start) */
 	struct stat st;
-	w->pipe = strcmp(path, "-") == 0 || (fstat(w->fd, &st) == 0 && !S_ISREG(st.st_mode));
+	bool open_file = fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode) && base_output_in_place(w->out) &&
+			 ((fcntl(w->fd, F_GETFL) & O_APPEND) || lseek(w->fd, 0, SEEK_CUR) != 0);
+	w->pipe = strcmp(path, "-") == 0 || (fstat(w->fd, &st) == 0 && !S_ISREG(st.st_mode)) || open_file;
 	*out = w;
 	return 0;
 }

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* unwound: the command table; each command is in its cmd_*.c, the helpers they share in cli.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,8 +28,26 @@ static void usage(FILE *f)
 	fprintf(f, "\nRun 'unwound <command> --help' for the options of a command.\n");
 }
 
+/* Descriptors 0, 1 and 2 started closed ('2>&-'): each is held by /dev/null opened the other
+ * way round (reading from 1 and 2, writing to 0 fail with EBADF, as on a closed descriptor), so
+ * that no file the command opens (an output, a cache file) becomes its standard output or
+ * error and receives its messages. */
+static void hold_std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			int n = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+			if (n >= 0 && n != fd) {
+				/* (a lower one was closed too and is held now: this one in its turn) */
+				dup2(n, fd);
+				close(n);
+			}
+		}
+}
+
 int main(int argc, char **argv)
 {
+	hold_std_fds();
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;

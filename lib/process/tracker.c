@@ -238,61 +238,48 @@ int tracker_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len,
 	mod_ref(t, mod);
 	if (t->o.live && mod)
 		module_note_live(mod, pid, addr, end);
-	struct base_vec out = BASE_VEC_INIT(struct tracker_map);
-	if (base_vec_reserve(&out, p->maps.len + 2)) {
+	/* The mappings it overlaps, [lo, hi) (sorted by start and disjoint: by end too), are
+	 * replaced in place by what is left of the first and the last beside it and the new one:
+	 * a binary search and one move of the mappings above, not a copy of the whole list (a
+	 * process's mappings come in address order when synthesized, and the list was rebuilt for
+	 * each: quadratic in a recording's mappings, minutes for a file of a few hundred thousand). */
+	struct tracker_map *m = p->maps.data;
+	size_t n = p->maps.len;
+	size_t lo = base_upper_bound(m, n, sizeof(*m), offsetof(struct tracker_map, end), addr);
+	size_t hi = base_upper_bound(m, n, sizeof(*m), offsetof(struct tracker_map, start), end - 1);
+	if (hi < lo)
+		hi = lo;
+	struct tracker_map left, right;
+	bool has_left = lo < hi && m[lo].start < addr, has_right = lo < hi && m[hi - 1].end > end;
+	size_t put = 1 + has_left + has_right;
+	if (put > hi - lo && base_vec_reserve(&p->maps, n - (hi - lo) + put)) {
 		mod_unref(t, mod);
 		return -ENOMEM;
 	}
-	struct tracker_map *old = p->maps.data, *o = out.data;
-	size_t n = 0;
-	bool placed = false;
-	struct tracker_map nm = { .start = addr, .end = end, .pgoff = pgoff, .mod = mod, .exec = (prot & PROT_EXEC) != 0 };
-	for (size_t i = 0; i < p->maps.len; i++) {
-		struct tracker_map m = old[i];
-		if (m.end <= addr || m.start >= end) {
-			if (!placed && m.start >= end) {
-				o[n++] = nm;
-				placed = true;
-			}
-			o[n++] = m;
-			continue;
-		}
-		/* overlap: keep the parts of m outside [addr, end) */
-		bool kept = false;
-		if (m.start < addr) {
-			struct tracker_map left = m;
-			left.end = addr;
-			o[n++] = left;
-			kept = true;
-		}
-		if (!placed) {
-			o[n++] = nm;
-			placed = true;
-		}
-		if (m.end > end) {
-			struct tracker_map right = m;
-			right.pgoff += end - m.start;
-			right.start = end;
-			right.bias_known = m.bias_known; /* same segment, same bias */
-			if (n >= out.cap - 1 && base_vec_reserve(&out, out.cap + 2)) {
-				base_vec_free(&out);
-				mod_unref(t, mod);
-				return -ENOMEM;
-			}
-			o = out.data;
-			o[n++] = right;
-			if (kept)
-				mod_ref(t, m.mod); /* one mapping became two */
-			kept = true;
-		}
-		if (!kept)
-			mod_unref(t, m.mod);
+	m = p->maps.data;
+	if (has_left) {
+		left = m[lo];
+		left.end = addr;
+		mod_ref(t, left.mod);
 	}
-	if (!placed)
-		o[n++] = nm;
-	out.len = n;
-	base_vec_free(&p->maps);
-	p->maps = out;
+	if (has_right) {
+		right = m[hi - 1];
+		right.pgoff += end - right.start;
+		right.start = end;
+		right.bias_known = m[hi - 1].bias_known; /* same segment, same bias */
+		mod_ref(t, right.mod);
+	}
+	/* (what they keep referenced first: a module is let go only when no piece of it is left) */
+	for (size_t i = lo; i < hi; i++)
+		mod_unref(t, m[i].mod);
+	memmove(&m[lo + put], &m[hi], (n - hi) * sizeof(*m));
+	size_t at = lo;
+	if (has_left)
+		m[at++] = left;
+	m[at++] = (struct tracker_map){ .start = addr, .end = end, .pgoff = pgoff, .mod = mod, .exec = (prot & PROT_EXEC) != 0 };
+	if (has_right)
+		m[at++] = right;
+	p->maps.len = n - (hi - lo) + put;
 	return 0;
 }
 

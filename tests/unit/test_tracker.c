@@ -87,6 +87,68 @@ static void test_overlaps(void **state)
 	uw_session_free(s);
 }
 
+/* Random mappings over a small address space (most overlap others) against a model of its
+ * pages: after each, every page's module and file offset as the model says, the list sorted
+ * and disjoint, each module referenced once per mapping of it. */
+static void test_overlaps_random(void **state)
+{
+	(void)state;
+	enum { PAGES = 96, MODS = 4 };
+	struct uw_session *s = uw_session_new(NULL);
+	struct uw_tracker *t = uw_tracker_new(s, NULL);
+	struct uw_module *mods[MODS];
+	for (int i = 0; i < MODS; i++) {
+		char path[32];
+		snprintf(path, sizeof(path), "/lib/r%d.so", i);
+		mods[i] = mod(s, path);
+	}
+	int model_mod[PAGES];
+	uint64_t model_off[PAGES];
+	for (int i = 0; i < PAGES; i++)
+		model_mod[i] = -1;
+	uint32_t seed = 12345;
+	for (int round = 0; round < 4000; round++) {
+		seed = seed * 1103515245u + 12345u;
+		int first = (int)((seed >> 8) % PAGES);
+		seed = seed * 1103515245u + 12345u;
+		int n = 1 + (int)((seed >> 8) % (round % 3 == 0 ? 40 : 6));
+		if (first + n > PAGES)
+			n = PAGES - first;
+		int k = (int)((seed >> 20) % MODS);
+		uint64_t off = (uint64_t)((seed >> 4) % 64) * 0x1000;
+		assert_int_equal(tracker_mmap(t, 7, 0x100000 + (uint64_t)first * 0x1000, (uint64_t)n * 0x1000, off, 5, mods[k]), 0);
+		for (int i = 0; i < n; i++) {
+			model_mod[first + i] = k;
+			model_off[first + i] = off + (uint64_t)i * 0x1000;
+		}
+		struct tracker_proc *p = tracker_proc_get(t, 7, false);
+		const struct tracker_map *m = p->maps.data;
+		unsigned refs[MODS] = { 0 };
+		for (size_t i = 0; i < p->maps.len; i++) {
+			assert_true(m[i].start < m[i].end);
+			if (i)
+				assert_true(m[i - 1].end <= m[i].start);
+			for (int j = 0; j < MODS; j++)
+				refs[j] += m[i].mod == mods[j];
+		}
+		for (int j = 0; j < MODS; j++)
+			assert_int_equal(mods[j]->refs, refs[j]);
+		for (int i = 0; i < PAGES; i++) {
+			uint64_t a = 0x100000 + (uint64_t)i * 0x1000 + 0x123;
+			const struct tracker_map *f = tracker_find_map(p, a);
+			if (model_mod[i] < 0) {
+				assert_null(f);
+				continue;
+			}
+			assert_non_null(f);
+			assert_ptr_equal(f->mod, mods[model_mod[i]]);
+			assert_int_equal(a - f->start + f->pgoff, model_off[i] + 0x123);
+		}
+	}
+	uw_tracker_free(t);
+	uw_session_free(s);
+}
+
 static void test_fork_exec(void **state)
 {
 	(void)state;
@@ -286,6 +348,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_maps_lines),
 		cmocka_unit_test(test_overlaps),
+		cmocka_unit_test(test_overlaps_random),
 		cmocka_unit_test(test_fork_exec),
 		cmocka_unit_test(test_exit_then_late_sample),
 		cmocka_unit_test(test_jitdump),

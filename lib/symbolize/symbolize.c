@@ -310,8 +310,8 @@ static bool open_dwarf(struct uw_session *s, struct sym_module *sm)
 		else if (!sm->dwi && (why == -UW_ELIMIT || why2 == -UW_ELIMIT))
 			base_log(&s->log, UW_LOG_WARN,
 				 "%s: a compressed debug section claims more than the cap (--max-inflate, %" PRIu64
-				 " MiB) or more than %u times its compressed bytes (no DWARF compresses so well): "
-				 "no inline frames or source lines from %s",
+				 " MiB) or more than %u times its compressed bytes (no DWARF compresses so well), "
+				 "or its DWARF sections more than 4 caps: no inline frames or source lines from %s",
 				 m->path, (why == -UW_ELIMIT ? m->dbg : m->elf)->max_inflate >> 20, ELFV_MAX_RATIO,
 				 why == -UW_ELIMIT ? (m->dbg_path ? m->dbg_path : "its debug file") : "it");
 	}

@@ -14,6 +14,14 @@
 #              neither the memory nor the cache space
 #   cachecap   the DWARF cache stays under its cap, the least recently used files going first
 #   noids      an event without ids (inject copied them from NULL: undefined behaviour)
+#   stdfds     standard error (or input, output) closed: the output file took descriptor 2 and
+#              got the warnings, a perf.data perf could not read
+#   mmaps      200,000 MMAP2 records of one process (in address order, then the reverse): the
+#              mapping list was rebuilt at each, quadratic (80,000 took 10 s, 800,000 minutes)
+#   sparse     a debug section of 1 GiB in a sparse file of kilobytes (an untrusted --symfs): read
+#              whole into memory, past --max-inflate, which capped only compressed sections
+#   fdpath     -o /dev/stdout with standard output a regular file: /dev/stdout itself was moved
+#              to /dev/stdout.old and replaced by the report (as root; in a mount namespace here)
 set -eu
 case=$1
 B=${UW_BUILD:?}
@@ -101,6 +109,103 @@ perfmap)
         wait $job || true
         rm -f ready.txt
     done
+    ;;
+stdfds)
+    cp "$E" prog
+    perf record -q -e cpu-clock -F 999 --call-graph dwarf -o perf.data -- ./prog calltree 0.2 >/dev/null 2>&1
+    # a warning while the output is open: a symbolic link where the recorded file was
+    mv prog prog.real; ln -s prog.real prog
+    "$U" inject -i perf.data -o good.data 2>good.err
+    grep -q "warning" good.err || fail "no warning to be misdirected: $(cat good.err)"
+    "$U" inject -i perf.data -o closed.data 2>&-
+    cmp -s good.data closed.data || fail "inject with standard error closed: the output differs ($(grep -a -c warning closed.data) warning lines in it)"
+    perf report -i closed.data --stdio >/dev/null 2>&1 || fail "perf report cannot read what inject wrote with standard error closed"
+    "$U" report -i perf.data -o good.txt 2>/dev/null
+    "$U" report -i perf.data -o closed.txt 2>&- <&-
+    cmp -s good.txt closed.txt || fail "report with standard input and error closed: $(head -1 closed.txt)"
+    # standard output closed and nowhere else to write: an error, as on a closed descriptor
+    rc=0; "$U" report -i perf.data >&- 2>err.txt || rc=$?
+    [ $rc = 1 ] && grep -q "Bad file descriptor" err.txt || fail "report to a closed standard output: exit $rc, $(cat err.txt)"
+    echo "stdfds: closed standard descriptors stay closed to what the command opens"
+    ;;
+mmaps)
+    cat >gen.py <<'PYGEN'
+import struct, sys
+def rec(t, body, misc=0): return struct.pack('<IHH', t, misc, 8 + len(body)) + body
+def cstr(s):
+    b = s.encode() + b'\0'; return b + b'\0' * ((-len(b)) % 8)
+# cpu-clock, sample_type IP|TID|TIME|PERIOD, sample_id_all
+attr = struct.pack('<IIQQQQQIIQQQQIiQIHHIIQ', 1, 128, 0, 1000, 1 | 2 | 4 | 0x100, 0, 1 << 18, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+n = int(sys.argv[1]); order = sys.argv[2]; o = open(sys.argv[3], 'wb')
+o.write(b'PERFILE2' + struct.pack('<Q', 16))
+o.write(rec(64, attr + struct.pack('<Q', 1)))
+o.write(rec(3, struct.pack('<II', 100, 100) + cstr('maps') + struct.pack('<IIQ', 100, 100, 0)))
+idx = range(n) if order == 'up' else range(n - 1, -1, -1)
+o.write(b''.join(rec(10, struct.pack('<IIQQQIIQQII', 100, 100, 0x10000000 + i * 0x2000, 0x1000, 0, 8, 1, 7, 0, 5, 2)
+                     + cstr('/nonexistent/lib%d.so' % (i % 50)) + struct.pack('<IIQ', 100, 100, 1000 + i), 2) for i in idx))
+o.write(rec(9, struct.pack('<QIIQQ', 0x10000005, 100, 100, 10**9, 1000), 2))
+PYGEN
+    for order in up down; do
+        python3 gen.py 200000 $order m-$order.data
+        rc=0; cpu_secs "$U" report -i m-$order.data --folded -o m-$order.txt 2>m-$order.err || rc=$?
+        d=$(cat cpu.txt)
+        [ $rc = 0 ] || { cat m-$order.err; fail "$order: report failed (exit $rc)"; }
+        grep -q "^maps;\[lib0.so\] 1$" m-$order.txt || { cat m-$order.txt; fail "$order: the sample not in its mapping"; }
+        echo "mmaps $order: 200,000 mappings reported in $d s of CPU time"
+        awk -v d="$d" 'BEGIN { exit !(d < 10) }' || fail "$order: 200,000 mappings took $d s"
+    done
+    ;;
+sparse)
+    cp "$E" prog
+    perf record -q -e cpu-clock -F 999 --call-graph dwarf -o perf.data -- ./prog calltree 0.2 >/dev/null 2>&1
+    # the same program (build-id and all) in a --symfs, its .debug_line moved into a hole of 1 GiB
+    mkdir -p symfs"$W"
+    python3 - "$W/prog" symfs"$W/prog" <<'PYSP'
+import struct, sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+shoff, = struct.unpack_from('<Q', d, 0x28); shentsize, shnum, shstrndx = struct.unpack_from('<HHH', d, 0x3a)
+str_off, = struct.unpack_from('<Q', d, shoff + shstrndx * shentsize + 0x18)
+for i in range(shnum):
+    h = shoff + i * shentsize
+    name = d[str_off + struct.unpack_from('<I', d, h)[0]:].split(b'\0')[0]
+    if name == b'.debug_line':
+        struct.pack_into('<QQ', d, h + 0x18, 1 << 30, 1 << 30)  # sh_offset, sh_size
+f = open(sys.argv[2], 'wb'); f.write(d); f.truncate((1 << 31) + 4096)
+PYSP
+    [ "$(du -k symfs"$W/prog" | cut -f1)" -lt 4096 ] || fail "the sparse file takes space"
+    /usr/bin/time -f "%M" -o rss.txt "$U" report -i perf.data --symfs symfs --script --srcline --max-inflate 16 \
+        -o sparse.txt 2>sparse.err || { cat sparse.err; fail "report with the sparse debug section"; }
+    kb=$(tail -1 rss.txt)
+    grep -q "or its DWARF sections more than 4 caps" sparse.err || { cat sparse.err; fail "not said: the DWARF over the cap"; }
+    grep -q "tree_a2" sparse.txt || fail "the symbols were lost with the DWARF"
+    echo "sparse: a 1 GiB section in $(du -k symfs"$W/prog" | cut -f1) KiB: left unread, said; peak $kb KiB"
+    [ "$kb" -lt 262144 ] || fail "peak memory $kb KiB (the section was read)"
+    ;;
+fdpath)
+    perf record -q -e cpu-clock -F 999 --call-graph dwarf -o perf.data -- "$E" calltree 0.2 >/dev/null 2>&1
+    "$U" report -i perf.data -o ref.txt
+    "$U" inject -i perf.data -o ref.data
+    # (a private /dev: were /dev/stdout replaced, the machine's would not be)
+    cat >ns.sh <<NSEOF
+set -eu
+mount -t tmpfs tmpfs /dev
+mknod -m 666 /dev/null c 1 3
+ln -s /proc/self/fd /dev/fd
+ln -s /proc/self/fd/1 /dev/stdout
+"$U" report -i perf.data -o /dev/stdout >stdout.txt
+echo before >append.txt
+"$U" report -i perf.data -o /dev/stdout >>append.txt
+"$U" report -i perf.data -o /dev/fd/3 3>fd3.txt
+"$U" report -i perf.data -o /proc/self/fd/1 >self.txt
+"$U" inject -i perf.data -o /dev/stdout >inj.data
+[ -L /dev/stdout ] && [ ! -e /dev/stdout.old ] || { ls -la /dev; echo "FAIL: /dev/stdout replaced"; exit 1; }
+NSEOF
+    unshare -m --propagation private sh ns.sh || fail "the outputs through descriptors' paths"
+    for f in stdout.txt fd3.txt self.txt; do cmp -s ref.txt $f || fail "-o through $f: not the report"; done
+    [ "$(head -1 append.txt)" = before ] && tail -n +2 append.txt | cmp -s ref.txt - || fail "-o /dev/stdout with >>: not appended"
+    cmp -s ref.data inj.data || fail "inject -o /dev/stdout: not the file inject writes"
+    perf report -i inj.data --stdio >/dev/null 2>&1 || fail "perf report cannot read inject -o /dev/stdout"
+    echo "fdpath: /dev/stdout, /dev/fd/3, /proc/self/fd/1 written where they are open, /dev/stdout left as it was"
     ;;
 output)
     perf record -q -e cpu-clock -F 999 --call-graph dwarf -o perf.data -- "$E" calltree 0.2 >/dev/null 2>&1

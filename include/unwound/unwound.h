@@ -1622,7 +1622,8 @@ struct uw_prof_opts {
 	int format;              /* enum uw_prof_format */
 	unsigned hz;             /* samples per second of each thread's time; 0: 99; at most 10000 */
 	int clock;               /* enum uw_prof_clock */
-	int signal;              /* the timers' signal; 0: SIGPROF */
+	int signal;              /* the timers' signal; 0: SIGPROF; not SIGKILL, SIGSTOP nor a fault's
+	                          * (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS: -EINVAL) */
 	unsigned stack_bytes;    /* stack copied per sample; 0: 16384; 512 to 262144 */
 	unsigned ring_bytes;     /* each thread's ring; 0: 4 samples of stack_bytes (128 KiB by
 	                          * default; its pages are touched as they are used); at least 2

@@ -41,9 +41,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	iprof_g.forked = true;
-	int fd = atomic_exchange(&iprof_g.wake_fd, -1);
-	if (fd >= 0)
-		close(fd);
+	atomic_store(&iprof_g.waking, 0);
 	pthread_mutex_unlock(&iprof_g.lock);
 	pthread_mutex_unlock(&iprof_g.work_lock);
 }
@@ -119,6 +117,11 @@ static int opts_check(struct uw_prof_opts *o)
 		o->max_frames = 1024;
 	if (!o->scan_ms)
 		o->scan_ms = 250;
+	/* (not SIGKILL, SIGSTOP, nor a signal the kernel sends for a fault: a program's crash in
+	 * that signal would be taken for another's signal, and the faulting instruction run again) */
+	if (o->signal == SIGSEGV || o->signal == SIGBUS || o->signal == SIGILL || o->signal == SIGFPE ||
+	    o->signal == SIGTRAP || o->signal == SIGSYS)
+		return -EINVAL;
 	if (o->hz > 10000 || o->signal < 1 || o->signal > 64 || o->signal == SIGKILL || o->signal == SIGSTOP ||
 	    o->stack_bytes < 512 || o->stack_bytes > 262144 || o->max_threads > IPROF_MAX_SLOTS ||
 	    o->max_frames > 4096 || o->ring_bytes > (256u << 20) || (o->clock != UW_PROF_CPU && o->clock != UW_PROF_WALL) ||
@@ -161,9 +164,7 @@ static void iprof_destroy(struct uw_prof *p)
 	uw_tracker_free(p->t);
 	if (p->own_session)
 		uw_session_free(p->s);
-	if (p->efd > 0)
-		close(p->efd);
-	if (p->task_dir)
+	if (p->task_dir && iprof_fd_is(dirfd(p->task_dir), p->task_dev, p->task_ino))
 		closedir(p->task_dir);
 	iprof_comms_free(p);
 	free(p->frames);
@@ -194,7 +195,6 @@ UW_API struct uw_prof *uw_prof_start(const struct uw_prof_opts *opts)
 		return NULL;
 	}
 	p->o = o;
-	p->efd = -1;
 	p->regs_mask = mask;
 	p->period_ns = 1000000000ull / o.hz;
 	p->pid = getpid();

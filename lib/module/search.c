@@ -155,10 +155,14 @@ const char *module_search_next(struct uw_session *s, const char *name, const cha
 		return NULL;
 	const char *base = strrchr(name, '/');
 	base = base ? base + 1 : name;
-	struct search_ent *e = base_map_get(&ix->names, base_hash_bytes(base, strlen(base)));
+	/* a file deleted while mapped: the kernel's " (deleted)" is no part of its name */
+	size_t bl = strlen(base);
+	if (bl > 10 && strcmp(base + bl - 10, " (deleted)") == 0)
+		bl -= 10;
+	struct search_ent *e = base_map_get(&ix->names, base_hash_bytes(base, bl));
 	bool past = after == NULL;
 	for (; e; e = e->next) {
-		if (strcmp(e->name, base) != 0)
+		if (strncmp(e->name, base, bl) != 0 || e->name[bl])
 			continue;
 		if (past)
 			return e->path;

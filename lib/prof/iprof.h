@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <sys/stat.h>
 #include <unwound/unwound.h>
 
 /* The interposed functions, and what they call, may run before a sanitizer's runtime is
@@ -35,6 +36,14 @@
  * reports the ring's setup as racing with them. (Its deferral of signals to "safe points" also
  * moves samples.) The registry and the collector stay checked. */
 #define IPROF_NO_TSAN __attribute__((no_sanitize("thread")))
+
+/* Is fd still the file of that device and inode? (The program may close a descriptor the
+ * profiler opened, and open one of its own at the number.) */
+static inline bool iprof_fd_is(int fd, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
+}
 
 /* perf's x86-64 register numbers (arch/x86/include/uapi/asm/perf_regs.h): the record keeps one
  * value per number, the collector passes those of uw_regs_mask(UW_ARCH_X86_64) */
@@ -115,7 +124,10 @@ struct iprof_global {
 	struct iprof_slot *_Atomic tab; /* IPROF_MAX_SLOTS slots, mapped at the first start */
 	_Atomic uint32_t gen;          /* the mappings' generation (prof_maps.c) */
 	_Atomic uint64_t foreign, stale;
-	_Atomic int wake_fd;           /* the collector's eventfd; -1: none */
+	_Atomic uint32_t wake;         /* the collector's futex word: bumped and woken to wake it (no
+	                                * descriptor: a program that closes every descriptor it did
+	                                * not open, or reuses their numbers, cannot take it) */
+	_Atomic int waking;            /* a collector runs: wake it */
 	_Atomic uint32_t stack_bytes;  /* the copy's cap */
 	_Atomic int pid;
 	int signo;
@@ -157,9 +169,9 @@ struct uw_prof {
 	pthread_t collector;
 	bool collector_running;
 	int collector_tid;
-	int efd;
 	_Atomic int stopping;
 	void *task_dir;                 /* /proc/self/task (a DIR, the collector's) */
+	uint64_t task_dev, task_ino;    /* ... its identity (the program may close its descriptor) */
 	unsigned *snap;                 /* the collector's list of slots in a pass */
 	uint8_t *snap_dead;
 	uint64_t main_stack_ns;         /* when the main thread's mapping was last read */
@@ -209,6 +221,8 @@ void iprof_note_internal(int tid, bool add);
 extern _Thread_local int iprof_tls_internal;
 
 /* prof_collect.c */
+/* Wakes the collector (async-signal-safe: an atomic and a futex system call). */
+void iprof_wake(void);
 int iprof_collector_start(struct uw_prof *p);
 void iprof_collector_stop(struct uw_prof *p);
 void iprof_collector_sync(unsigned timeout_ms);

@@ -17,7 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "prof/iprof.h"
@@ -191,16 +192,14 @@ static void *collector_main(void *arg)
 	 * half full (its handler writes the eventfd), when dlclose or the stop asks, and otherwise
 	 * once a scan period; waiting does not lose samples, a full ring would */
 	unsigned poll_ms = p->o.scan_ms;
+	uint32_t seen = atomic_load(&iprof_g.wake);
 	for (;;) {
 		bool stopping = atomic_load(&p->stopping);
 		if (!stopping) {
-			struct pollfd pf = { p->efd, POLLIN, 0 };
-			if (poll(&pf, 1, (int)poll_ms) > 0) {
-				uint64_t v;
-				if (read(p->efd, &v, sizeof(v)) < 0) {
-					/* (nothing: the counter is reset by the read) */
-				}
-			}
+			/* until the word moves on from what this pass began with, or the period ends */
+			struct timespec ts = { (time_t)(poll_ms / 1000), (long)(poll_ms % 1000) * 1000000L };
+			syscall(SYS_futex, &iprof_g.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+			seen = atomic_load(&iprof_g.wake);
 		}
 		/* (no fork in the middle of a pass: prof.c) */
 		pthread_mutex_lock(&iprof_g.work_lock);
@@ -228,16 +227,19 @@ static void *collector_main(void *arg)
 	return NULL;
 }
 
+IPROF_NO_TSAN void iprof_wake(void)
+{
+	atomic_fetch_add_explicit(&iprof_g.wake, 1, memory_order_release);
+	syscall(SYS_futex, &iprof_g.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 int iprof_collector_start(struct uw_prof *p)
 {
-	p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (p->efd < 0)
-		return -errno;
 	p->snap = malloc(p->nslots * sizeof(*p->snap));
 	p->snap_dead = malloc(p->nslots);
 	if (!p->snap || !p->snap_dead)
 		return -ENOMEM;
-	atomic_store(&iprof_g.wake_fd, p->efd);
+	atomic_store(&iprof_g.waking, 1);
 	/* no signal is delivered to it (the program's process-wide signals go to its threads), and
 	 * what it creates is internal (prof_threads.c) */
 	sigset_t all, old;
@@ -258,14 +260,11 @@ void iprof_collector_stop(struct uw_prof *p)
 {
 	atomic_store(&p->stopping, 1);
 	if (p->collector_running) {
-		uint64_t one = 1;
-		if (write(p->efd, &one, sizeof(one)) < 0) {
-			/* (it polls with a timeout) */
-		}
+		iprof_wake();
 		pthread_join(p->collector, NULL);
 		p->collector_running = false;
 	}
-	atomic_store(&iprof_g.wake_fd, -1);
+	atomic_store(&iprof_g.waking, 0);
 	/* whoever waits for a pass: there will be none */
 	pthread_mutex_lock(&iprof_g.sync_lock);
 	iprof_g.sync_done = iprof_g.sync_req;
@@ -286,11 +285,7 @@ void iprof_collector_sync(unsigned timeout_ms)
 	pthread_mutex_lock(&iprof_g.sync_lock);
 	uint64_t my = ++iprof_g.sync_req;
 	pthread_mutex_unlock(&iprof_g.sync_lock);
-	int fd = atomic_load(&iprof_g.wake_fd);
-	uint64_t one = 1;
-	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0) {
-		/* (it polls with a timeout) */
-	}
+	iprof_wake();
 	struct timespec dl;
 	clock_gettime(CLOCK_REALTIME, &dl);
 	uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)timeout_ms * 1000000u;

@@ -45,7 +45,6 @@
 #include "prof/iprof.h"
 
 struct iprof_global iprof_g = {
-	.wake_fd = -1,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.work_lock = PTHREAD_MUTEX_INITIALIZER,
 	.sync_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -256,14 +255,10 @@ IPROF_NO_TSAN static void take_sample(struct iprof_slot *sl, const siginfo_t *si
 	atomic_store_explicit(&r->head, h, memory_order_release);
 	/* half full: wake the collector (once until it drains) */
 	if ((h - t) * 2 > r->size && !atomic_exchange_explicit(&r->wake, 1, memory_order_relaxed)) {
-		int fd = atomic_load_explicit(&iprof_g.wake_fd, memory_order_acquire);
-		uint64_t one = 1;
-		/* (the system call itself, as for process_vm_readv: a sanitizer's interceptor of write
-		 * would see the eventfd's creation on another thread, and not the atomics ordering it,
-		 * this function being outside ThreadSanitizer) */
-		if (fd >= 0 && syscall(SYS_write, fd, &one, sizeof(one)) < 0) {
-			/* (the collector wakes on its own within its period) */
-		}
+		/* (futex: a system call a signal handler may make; the collector wakes on its own
+		 * within its period otherwise) */
+		if (atomic_load_explicit(&iprof_g.waking, memory_order_acquire))
+			iprof_wake();
 	}
 }
 

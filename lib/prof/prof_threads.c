@@ -21,6 +21,7 @@
  * has its thread's start time compared.
  */
 #include <dirent.h>
+#include <sys/stat.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -356,10 +357,23 @@ static int cmp_int(const void *a, const void *b)
 static int *list_tasks(struct uw_prof *p, size_t *n)
 {
 	DIR *d = p->task_dir;
-	if (d)
+	/* the program closed its descriptor (a daemon's loop over every descriptor), perhaps
+	 * opened a file of its own at that number: let go of it, closing nothing of the program's
+	 * (the DIR's memory is left) */
+	if (d && !iprof_fd_is(dirfd(d), p->task_dev, p->task_ino)) {
+		p->task_dir = d = NULL;
+	}
+	if (d) {
 		rewinddir(d);
-	else if (!(d = p->task_dir = opendir("/proc/self/task")))
-		return NULL;
+	} else {
+		if (!(d = p->task_dir = opendir("/proc/self/task")))
+			return NULL;
+		struct stat st;
+		if (fstat(dirfd(d), &st) == 0) {
+			p->task_dev = (uint64_t)st.st_dev;
+			p->task_ino = (uint64_t)st.st_ino;
+		}
+	}
 	size_t cap = 64, k = 0;
 	int *v = malloc(cap * sizeof(*v));
 	struct dirent *de;

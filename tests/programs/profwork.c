@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -575,6 +576,13 @@ NOINLINE void run_api(void)
 	UW_OPTS(uw_prof_opts, bad_sig, .signal = SIGKILL);
 	errno = 0;
 	api_expect(!uw_prof_start(&bad_sig) && errno == EINVAL, "SIGKILL refused");
+	/* a fault's signal: a crash would be dropped as another's signal and fault again for ever */
+	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+		UW_OPTS(uw_prof_opts, fault_sig, .signal = faults[i]);
+		errno = 0;
+		api_expect(!uw_prof_start(&fault_sig) && errno == EINVAL, "a fault's signal refused");
+	}
 	UW_OPTS(uw_prof_opts, bad_stack, .stack_bytes = 100);
 	errno = 0;
 	api_expect(!uw_prof_start(&bad_stack) && errno == EINVAL, "stack_bytes 100 refused");
@@ -705,6 +713,33 @@ int main(int argc, char **argv)
 		atomic_store(&stop_workers, 1);
 		for (int i = 0; i < 2; i++)
 			pthread_join(t[i], NULL);
+		finish();
+		return 0;
+	}
+	if (!strcmp(mode, "closefds")) {
+		/* a daemon's start: every descriptor it did not open closed, files of its own opened
+		 * at those numbers; the profiler must neither write into them nor spin on what it had */
+		start(199);
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		int fds[8];
+		for (int i = 0; i < 8; i++) {
+			fds[i] = memfd_create("profwork-own", MFD_CLOEXEC);
+			if (fds[i] < 0)
+				die("memfd_create");
+		}
+		while (samples() < want)
+			worker_work();
+		/* the process's CPU time while this thread sleeps: the collector's */
+		struct timespec c0, c1, nap = { 0, 500000000 };
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+		nanosleep(&nap, NULL);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+		long long foreign = 0;
+		for (int i = 0; i < 8; i++)
+			foreign += lseek(fds[i], 0, SEEK_END);
+		printf("foreign_bytes %lld\nidle_cpu_ms %lld\n", foreign,
+		       ((long long)(c1.tv_sec - c0.tv_sec) * 1000000000ll + (c1.tv_nsec - c0.tv_nsec)) / 1000000);
 		finish();
 		return 0;
 	}

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -41,17 +42,33 @@ struct procmap_query { /* include/uapi/linux/fs.h, Linux 6.11 */
 #define PROCMAP_QUERY 0xC0686611u /* _IOWR('f', 17, struct procmap_query): 104 bytes */
 #define PMQ_EXECUTABLE 0x04
 
-int tracker_vma_query(int *maps_fd, int32_t pid, uint64_t pc, struct tracker_vma *v)
+bool tracker_fd_is(int fd, uint64_t dev, uint64_t ino)
 {
-	if (*maps_fd == 0) {
+	struct stat st;
+	return fd > 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
+}
+
+int tracker_vma_query(struct tracker_proc *p, uint64_t pc, struct tracker_vma *v)
+{
+	/* (in a process that profiles itself, the program may have closed the descriptor, and
+	 * another file have its number: not used, nor closed, then) */
+	if (p->maps_fd > 0 && !tracker_fd_is(p->maps_fd, p->maps_dev, p->maps_ino))
+		p->maps_fd = 0;
+	if (p->maps_fd == 0) {
 		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-		*maps_fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (*maps_fd == 0) { /* never 0 here: keep 0 for "not opened" */
-			close(*maps_fd);
-			*maps_fd = -1;
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
+		p->maps_fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (p->maps_fd == 0) { /* never 0 here: keep 0 for "not opened" */
+			close(p->maps_fd);
+			p->maps_fd = -1;
+		} else if (p->maps_fd > 0 && fstat(p->maps_fd, &st) == 0) {
+			p->maps_dev = (uint64_t)st.st_dev;
+			p->maps_ino = (uint64_t)st.st_ino;
 		}
 	}
+	int32_t pid = p->pid;
+	int *maps_fd = &p->maps_fd;
 	memset(v, 0, offsetof(struct tracker_vma, name));
 	v->name[0] = 0;
 	struct procmap_query q = { sizeof(q), PMQ_EXECUTABLE, pc, 0, 0, 0, 0, 0, 0, 0, 0, sizeof(v->name), sizeof(v->bid),

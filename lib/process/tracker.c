@@ -89,7 +89,7 @@ void tracker_proc_free(struct uw_tracker *t, struct tracker_proc *p)
 		mod_unref(t, maps[i].mod);
 	base_vec_free(&p->maps);
 	jit_dump_free(p->jd);
-	if (p->maps_fd > 0)
+	if (tracker_fd_is(p->maps_fd, p->maps_dev, p->maps_ino))
 		close(p->maps_fd);
 	free(p);
 }
@@ -132,6 +132,8 @@ static struct tracker_proc *sample_proc_make(struct uw_tracker *t, int32_t pid, 
 		/* (kept marked, so that its further samples do not look again) */
 		p->exited = true;
 		p->exit_time = time == UINT64_MAX ? 0 : time;
+		if (tracker_fd_is(p->maps_fd, p->maps_dev, p->maps_ino))
+			close(p->maps_fd);
 		p->maps_fd = -1;
 	}
 	return p;
@@ -727,7 +729,7 @@ bool tracker_ask_kernel(struct uw_tracker *t, struct tracker_proc *p, uint64_t p
 		if (p->missed[i] == page)
 			return false;
 	struct tracker_vma v;
-	int how = tracker_vma_query(&p->maps_fd, p->pid, pc, &v);
+	int how = tracker_vma_query(p, pc, &v);
 	if (!how) {
 		p->missed[p->nmissed++ % UW_ARRAY_SIZE(p->missed)] = page;
 		return false;

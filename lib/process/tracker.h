@@ -33,6 +33,7 @@ struct tracker_proc {
 	struct jitdump *jd;     /* jit-PID.dump, read when the recording shows its mmap */
 	bool jd_tried;
 	int maps_fd;            /* live: /proc/PID/maps, for PROCMAP_QUERY (0: not opened, -1: none) */
+	uint64_t maps_dev, maps_ino; /* ... its identity (the program may close it: profiling itself) */
 	uint64_t missed[16];    /* live: pages recently asked about in vain */
 	unsigned nmissed;
 	uint32_t last_map;      /* index of the mapping the last lookup hit (a hint; relaxed
@@ -191,7 +192,10 @@ struct tracker_vma {
 	char name[4096];              /* its path ("//anon": none) */
 };
 enum { TRACKER_VMA_QUERIED = 1, TRACKER_VMA_SCANNED };
-int tracker_vma_query(int *maps_fd, int32_t pid, uint64_t pc, struct tracker_vma *v);
+/* (p's /proc/PID/maps, opened the first time and kept: p->maps_fd) */
+int tracker_vma_query(struct tracker_proc *p, uint64_t pc, struct tracker_vma *v);
+/* Is fd still the file of that device and inode (a descriptor the program may have closed)? */
+bool tracker_fd_is(int fd, uint64_t dev, uint64_t ino);
 /* pc -> mapping, module and bias (unwinder callback; ctx is struct tracker_find_ctx) */
 struct tracker_find_ctx {
 	struct uw_tracker *t;

@@ -274,6 +274,15 @@ cycles)
     run "$P" cycles "$W/p.pb.gz" 1000
     expect_eq cycles 1000; expect_eq failed 0; expect_ge cycle_samples 1
     ;;
+closefds)
+    # a daemon closes every descriptor it did not open and opens files at those numbers: the
+    # profiler wrote its wake-up counter into one and its collector spun on the closed one
+    run "$P" closefds "$W/p.pb.gz" 200
+    common
+    expect_eq foreign_bytes 0
+    [ "$(val idle_cpu_ms)" -lt 100 ] || fail "the collector used $(val idle_cpu_ms) ms of CPU in 500 ms of the program's sleep"
+    $CHECK "$W/p.pb.gz" --samples-min 200
+    ;;
 wall)
     # wall-clock time: a sleeping thread is sampled as much as a working one
     run "$P" wall "$W/p.pb.gz" 400

@@ -111,8 +111,10 @@ perfmap)
     done
     ;;
 stdfds)
+    # (perf's build-id cache kept out: the program is only at its path)
+    export HOME=$W
     cp "$E" prog
-    perf record -q -e cpu-clock -F 999 --call-graph dwarf -o perf.data -- ./prog calltree 0.2 >/dev/null 2>&1
+    perf record -q -N -e cpu-clock -F 999 --call-graph dwarf -o perf.data -- ./prog calltree 0.2 >/dev/null 2>&1
     # a warning while the output is open: a symbolic link where the recorded file was
     mv prog prog.real; ln -s prog.real prog
     "$U" inject -i perf.data -o good.data 2>good.err
@@ -156,8 +158,10 @@ PYGEN
     done
     ;;
 sparse)
+    # (perf's build-id cache kept out: the program is found only in the --symfs)
+    export HOME=$W
     cp "$E" prog
-    perf record -q -e cpu-clock -F 999 --call-graph dwarf -o perf.data -- ./prog calltree 0.2 >/dev/null 2>&1
+    perf record -q -N -e cpu-clock -F 999 --call-graph dwarf -o perf.data -- ./prog calltree 0.2 >/dev/null 2>&1
     # the same program (build-id and all) in a --symfs, its .debug_line moved into a hole of 1 GiB
     mkdir -p symfs"$W"
     python3 - "$W/prog" symfs"$W/prog" <<'PYSP'

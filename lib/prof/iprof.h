@@ -170,6 +170,8 @@ struct uw_prof {
 	bool collector_running;
 	int collector_tid;
 	_Atomic int stopping;
+	_Atomic int alone;              /* the program's threads are all gone, its main thread's
+	                                 * pthread_exit waiting for the library's (iprof_scan_threads) */
 	void *task_dir;                 /* /proc/self/task (a DIR, the collector's) */
 	uint64_t task_dev, task_ino;    /* ... its identity (the program may close its descriptor) */
 	unsigned *snap;                 /* the collector's list of slots in a pass */

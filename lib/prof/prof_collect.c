@@ -223,6 +223,11 @@ static void *collector_main(void *arg)
 		pthread_mutex_unlock(&iprof_g.work_lock);
 		if (stopping)
 			break;
+		/* the program's threads are all gone (main's pthread_exit waiting for the others):
+		 * the process ends as with its last thread's pthread_exit, exit status 0, its exit
+		 * handlers and destructors run (a preloaded profiler's writes the profile) */
+		if (atomic_load(&p->alone))
+			exit(0);
 	}
 	return NULL;
 }
@@ -260,8 +265,12 @@ void iprof_collector_stop(struct uw_prof *p)
 {
 	atomic_store(&p->stopping, 1);
 	if (p->collector_running) {
-		iprof_wake();
-		pthread_join(p->collector, NULL);
+		/* (from the collector itself: its exit(0) when the program's threads were gone; its
+		 * last pass drained every ring) */
+		if (!pthread_equal(pthread_self(), p->collector)) {
+			iprof_wake();
+			pthread_join(p->collector, NULL);
+		}
 		p->collector_running = false;
 	}
 	atomic_store(&iprof_g.waking, 0);

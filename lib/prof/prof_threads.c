@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -398,6 +399,42 @@ static int *list_tasks(struct uw_prof *p, size_t *n)
 	return v;
 }
 
+/* A task's state letter (/proc/self/task/TID/stat), or 0. */
+static char task_state(int tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r <= 0)
+		return 0;
+	buf[r] = 0;
+	const char *c = strrchr(buf, ')');
+	return c && c[1] == ' ' ? c[2] : 0;
+}
+
+/* Only the library's threads live: the main thread has called pthread_exit (a zombie until the
+ * process ends) and every other thread of the program has ended. The kernel ends a process with
+ * its last thread; the library's would keep it alive for ever (registry lock held). */
+static bool program_gone(struct uw_prof *p, const int *tids, size_t n)
+{
+	int pid = getpid();
+	char st = task_state(pid);
+	if (st != 'Z' && st != 'X')
+		return false;
+	for (size_t k = 0; k < n; k++) {
+		if (tids[k] == pid || iprof_is_internal(p, tids[k]))
+			continue;
+		st = task_state(tids[k]);
+		if (st && st != 'Z' && st != 'X')
+			return false;
+	}
+	return true;
+}
+
 void iprof_scan_threads(struct uw_prof *p, uint64_t now_ns)
 {
 	size_t n = 0;
@@ -440,6 +477,8 @@ void iprof_scan_threads(struct uw_prof *p, uint64_t now_ns)
 		sl->last_sample_ns = now_ns;
 		slot_arm(p, sl);
 	}
+	if (program_gone(p, tids, n))
+		atomic_store(&p->alone, 1);
 	pthread_mutex_unlock(&iprof_g.lock);
 	free(known);
 	free(tids);

@@ -274,6 +274,39 @@ cycles)
     run "$P" cycles "$W/p.pb.gz" 1000
     expect_eq cycles 1000; expect_eq failed 0; expect_ge cycle_samples 1
     ;;
+mainexit)
+    # main calls pthread_exit while a thread works on: the process ends with that thread (status
+    # 0) and the preloaded library writes its profile; its collector, the last thread, kept the
+    # process alive for ever (every signal blocked: SIGTERM too)
+    cat >"$W/mainexit.c" <<'CEOF'
+#include <pthread.h>
+#include <time.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) static void work_on(double s)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+	do {
+		for (int i = 0; i < 10000; i++)
+			sink += (unsigned long)i;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+	} while ((double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9 < s);
+}
+static void *worker(void *arg) { (void)arg; work_on(0.5); return NULL; }
+int main(void)
+{
+	pthread_t t;
+	if (pthread_create(&t, NULL, worker, NULL))
+		return 1;
+	pthread_exit(NULL);
+}
+CEOF
+    cc -O1 -g -pthread ${UW_SAN_FLAGS:-} -o "$W/mainexit" "$W/mainexit.c"
+    rc=0; timeout -s KILL 60 env UNWOUND_PROF="$W/p.pb.gz" LD_PRELOAD="$PRE" "$W/mainexit" >"$W/out.txt" 2>&1 || rc=$?
+    [ $rc = 0 ] || { cat "$W/out.txt"; fail "main's pthread_exit under the library: exit status $rc (137: killed after 60 s), 0 expected"; }
+    [ -s "$W/p.pb.gz" ] || fail "no profile written"
+    $CHECK "$W/p.pb.gz" --samples-min 20 --expect 'clone3;start_thread;worker;work_on'
+    ;;
 closefds)
     # a daemon closes every descriptor it did not open and opens files at those numbers: the
     # profiler wrote its wake-up counter into one and its collector spun on the closed one

@@ -37,11 +37,14 @@ check() { # FILE MODE [offcpu]
         # (per unit of work: the program has 0.5 s of CPU, and at least 65,536 faults)
         min=200; [ $ev = page-faults ] && min=20
         [ "$got" -ge $min ] || fail "$mode: $ev: $got samples, at least $min expected"
-        # stacks: every one through main (a few of the first page faults are the loader's)
+        # stacks through main: the cpu-clock samples nearly all; of the page faults, the
+        # frequency mode's first periods are 1, so each of the recording's first faults (the
+        # exec's, the loader's) is a sample (9 of 148 in one run)
         "$U" report -i "$f" --event $ev --folded -o "$f.$ev.folded"
         tot=$(awk '{ s += $NF } END { print s }' "$f.$ev.folded")
         main=$(awk '/;main;/ { s += $NF } END { print s + 0 }' "$f.$ev.folded")
-        [ $((100 * main)) -ge $((95 * tot)) ] || fail "$mode: $ev: $main of $tot stacks through main"
+        pct=95; [ $ev = page-faults ] && pct=80
+        [ $((100 * main)) -ge $((pct * tot)) ] || fail "$mode: $ev: $main of $tot stacks through main"
     done
     leaves "$f" page-faults >"$f.pf-leaves"
     leaves "$f" cpu-clock >"$f.cc-leaves"

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define BASE_OPEN_NOFOLLOW 1u /* refuse a symbolic link as the last component (-ELOOP) */
 #define BASE_OPEN_IN_ROOT 2u  /* base_open_file_at: path resolved with dirfd as its root (a
@@ -25,6 +26,24 @@ int base_open_file_at(int dirfd, const char *path, unsigned flags, uint64_t max,
 /* Reads a file opened with base_open_file whole into a malloc'd buffer (NUL-terminated).
  * @return 0 or -errno. */
 int base_read_fd(int fd, uint64_t size, char **out, size_t *len);
+
+/* A descriptor kept open across code that is not ours (a program profiling itself may close it
+ * and open another file at its number): its identity when opened, and whether fd is still it.
+ * (Inline: the in-process profiler, which links none of these, uses them too.) */
+static inline bool base_fd_identity(int fd, uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st))
+		return false;
+	*dev = (uint64_t)st.st_dev;
+	*ino = (uint64_t)st.st_ino;
+	return true;
+}
+static inline bool base_fd_is(int fd, uint64_t dev, uint64_t ino)
+{
+	uint64_t d, i;
+	return base_fd_identity(fd, &d, &i) && d == dev && i == ino;
+}
 
 /* mkdir -p, 0700 for what it creates (dir is changed during the call, then restored) */
 bool base_make_dirs(char *dir);

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "process/tracker.h"
 
 bool tracker_maps_parse(char *line, struct tracker_maps_line *out)
@@ -42,29 +43,21 @@ struct procmap_query { /* include/uapi/linux/fs.h, Linux 6.11 */
 #define PROCMAP_QUERY 0xC0686611u /* _IOWR('f', 17, struct procmap_query): 104 bytes */
 #define PMQ_EXECUTABLE 0x04
 
-bool tracker_fd_is(int fd, uint64_t dev, uint64_t ino)
-{
-	struct stat st;
-	return fd > 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
-}
-
 int tracker_vma_query(struct tracker_proc *p, uint64_t pc, struct tracker_vma *v)
 {
 	/* (in a process that profiles itself, the program may have closed the descriptor, and
 	 * another file have its number: not used, nor closed, then) */
-	if (p->maps_fd > 0 && !tracker_fd_is(p->maps_fd, p->maps_dev, p->maps_ino))
+	if (p->maps_fd > 0 && !base_fd_is(p->maps_fd, p->maps_dev, p->maps_ino))
 		p->maps_fd = 0;
 	if (p->maps_fd == 0) {
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
 		p->maps_fd = open(path, O_RDONLY | O_CLOEXEC);
-		struct stat st;
 		if (p->maps_fd == 0) { /* never 0 here: keep 0 for "not opened" */
 			close(p->maps_fd);
 			p->maps_fd = -1;
-		} else if (p->maps_fd > 0 && fstat(p->maps_fd, &st) == 0) {
-			p->maps_dev = (uint64_t)st.st_dev;
-			p->maps_ino = (uint64_t)st.st_ino;
+		} else if (p->maps_fd > 0) {
+			base_fd_identity(p->maps_fd, &p->maps_dev, &p->maps_ino);
 		}
 	}
 	int32_t pid = p->pid;

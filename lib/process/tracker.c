@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "process/tracker.h"
 
 /* A mapping stops or starts referring to a module; with a live tracker, an unreferenced module
@@ -89,7 +90,7 @@ void tracker_proc_free(struct uw_tracker *t, struct tracker_proc *p)
 		mod_unref(t, maps[i].mod);
 	base_vec_free(&p->maps);
 	jit_dump_free(p->jd);
-	if (tracker_fd_is(p->maps_fd, p->maps_dev, p->maps_ino))
+	if (p->maps_fd > 0 && base_fd_is(p->maps_fd, p->maps_dev, p->maps_ino))
 		close(p->maps_fd);
 	free(p);
 }
@@ -132,7 +133,7 @@ static struct tracker_proc *sample_proc_make(struct uw_tracker *t, int32_t pid, 
 		/* (kept marked, so that its further samples do not look again) */
 		p->exited = true;
 		p->exit_time = time == UINT64_MAX ? 0 : time;
-		if (tracker_fd_is(p->maps_fd, p->maps_dev, p->maps_ino))
+		if (p->maps_fd > 0 && base_fd_is(p->maps_fd, p->maps_dev, p->maps_ino))
 			close(p->maps_fd);
 		p->maps_fd = -1;
 	}

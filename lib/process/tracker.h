@@ -194,8 +194,6 @@ struct tracker_vma {
 enum { TRACKER_VMA_QUERIED = 1, TRACKER_VMA_SCANNED };
 /* (p's /proc/PID/maps, opened the first time and kept: p->maps_fd) */
 int tracker_vma_query(struct tracker_proc *p, uint64_t pc, struct tracker_vma *v);
-/* Is fd still the file of that device and inode (a descriptor the program may have closed)? */
-bool tracker_fd_is(int fd, uint64_t dev, uint64_t ino);
 /* pc -> mapping, module and bias (unwinder callback; ctx is struct tracker_find_ctx) */
 struct tracker_find_ctx {
 	struct uw_tracker *t;

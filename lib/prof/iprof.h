@@ -25,8 +25,9 @@
 #include <stdint.h>
 #include <time.h>
 
-#include <sys/stat.h>
 #include <unwound/unwound.h>
+
+#include "base/file.h" /* (base_fd_is, base_fd_identity: inline, nothing linked) */
 
 /* The interposed functions, and what they call, may run before a sanitizer's runtime is
  * initialized (ThreadSanitizer's start installs its handlers with sigaction): never instrumented. */
@@ -36,14 +37,6 @@
  * reports the ring's setup as racing with them. (Its deferral of signals to "safe points" also
  * moves samples.) The registry and the collector stay checked. */
 #define IPROF_NO_TSAN __attribute__((no_sanitize("thread")))
-
-/* Is fd still the file of that device and inode? (The program may close a descriptor the
- * profiler opened, and open one of its own at the number.) */
-static inline bool iprof_fd_is(int fd, uint64_t dev, uint64_t ino)
-{
-	struct stat st;
-	return fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
-}
 
 /* perf's x86-64 register numbers (arch/x86/include/uapi/asm/perf_regs.h): the record keeps one
  * value per number, the collector passes those of uw_regs_mask(UW_ARCH_X86_64) */

@@ -164,7 +164,7 @@ static void iprof_destroy(struct uw_prof *p)
 	uw_tracker_free(p->t);
 	if (p->own_session)
 		uw_session_free(p->s);
-	if (p->task_dir && iprof_fd_is(dirfd(p->task_dir), p->task_dev, p->task_ino))
+	if (p->task_dir && base_fd_is(dirfd(p->task_dir), p->task_dev, p->task_ino))
 		closedir(p->task_dir);
 	iprof_comms_free(p);
 	free(p->frames);

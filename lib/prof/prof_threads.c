@@ -69,26 +69,36 @@ static struct iprof_slot *tab(void)
 }
 
 /* /proc/self/task/TID/stat's starttime (field 22), 0 when unreadable */
+/* Field `field` (3: the state, 22: the start time) of /proc/self/task/TID/stat, into buf (the
+ * rest of the line after it). @return it, or NULL. */
+static const char *task_stat_field(int tid, unsigned field, char *buf, size_t cap)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	ssize_t n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	/* after the command's ") " (it may hold spaces and parentheses): field 3 first */
+	char *c = strrchr(buf, ')');
+	if (!c || c[1] != ' ')
+		return NULL;
+	c += 2;
+	for (unsigned f = 3; f < field && c; f++)
+		if ((c = strchr(c, ' ')))
+			c++;
+	return c && *c ? c : NULL;
+}
+
 static uint64_t start_ticks(int tid)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *q = strrchr(buf, ')');
-	if (!q)
-		return 0;
-	/* after ") ": field 3 (state) is the first; starttime is field 22 */
-	unsigned field = 2;
-	for (char *c = q + 1; *c; c++) {
-		if (*c == ' ' && ++field == 22)
-			return strtoull(c + 1, NULL, 10);
-	}
-	return 0;
+	char buf[512];
+	const char *v = task_stat_field(tid, 22, buf, sizeof(buf));
+	return v ? strtoull(v, NULL, 10) : 0;
 }
 
 /* The main thread's stack: the mapping holding the auxiliary vector's strings (AT_EXECFN points
@@ -361,7 +371,7 @@ static int *list_tasks(struct uw_prof *p, size_t *n)
 	/* the program closed its descriptor (a daemon's loop over every descriptor), perhaps
 	 * opened a file of its own at that number: let go of it, closing nothing of the program's
 	 * (the DIR's memory is left) */
-	if (d && !iprof_fd_is(dirfd(d), p->task_dev, p->task_ino)) {
+	if (d && !base_fd_is(dirfd(d), p->task_dev, p->task_ino)) {
 		p->task_dir = d = NULL;
 	}
 	if (d) {
@@ -369,11 +379,7 @@ static int *list_tasks(struct uw_prof *p, size_t *n)
 	} else {
 		if (!(d = p->task_dir = opendir("/proc/self/task")))
 			return NULL;
-		struct stat st;
-		if (fstat(dirfd(d), &st) == 0) {
-			p->task_dev = (uint64_t)st.st_dev;
-			p->task_ino = (uint64_t)st.st_ino;
-		}
+		base_fd_identity(dirfd(d), &p->task_dev, &p->task_ino);
 	}
 	size_t cap = 64, k = 0;
 	int *v = malloc(cap * sizeof(*v));
@@ -399,21 +405,12 @@ static int *list_tasks(struct uw_prof *p, size_t *n)
 	return v;
 }
 
-/* A task's state letter (/proc/self/task/TID/stat), or 0. */
+/* A task's state letter, or 0. */
 static char task_state(int tid)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (r <= 0)
-		return 0;
-	buf[r] = 0;
-	const char *c = strrchr(buf, ')');
-	return c && c[1] == ' ' ? c[2] : 0;
+	char buf[512];
+	const char *v = task_stat_field(tid, 3, buf, sizeof(buf));
+	return v ? *v : 0;
 }
 
 /* Only the library's threads live: the main thread has called pthread_exit (a zombie until the

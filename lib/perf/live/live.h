@@ -98,8 +98,8 @@ struct live {
 	unsigned failed_ev;       /* the event live_open_events could not open */
 };
 
-/* --off-cpu: the off-CPU attribute's id when waits are timed in the kernel (no event has it: the records that name it are
- * the recorder's) */
+/* --off-cpu: the off-CPU attribute's id when waits are timed in the kernel (no event has it:
+ * the records that name it are the recorder's) */
 #define LIVE_WAIT_ID UINT64_C(0xfffffffffff0c001)
 
 

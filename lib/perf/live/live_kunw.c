@@ -85,6 +85,7 @@ void live_kunw_ids(struct live_kunw *lk, uint64_t id, uint64_t sw_id, unsigned s
 	(void)sw_id;
 	(void)sw_attr;
 }
+
 bool live_kunw_event_ids(const struct live_kunw *lk)
 {
 	(void)lk;

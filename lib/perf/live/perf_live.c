@@ -314,12 +314,12 @@ static int open_events(struct rec *rc)
 	}
 	if (err == -EACCES || err == -EPERM)
 		return live_permission_error(s, err);
-	const char *failed = rc->ec.ev[lv->failed_ev < rc->ec.nev ? lv->failed_ev : 0].name;
-	if ((err == -ENOENT || err == -EOPNOTSUPP) && rc->ec.ev[lv->failed_ev < rc->ec.nev ? lv->failed_ev : 0].type == 0)
+	const struct evspec *failed = &rc->ec.ev[lv->failed_ev < rc->ec.nev ? lv->failed_ev : 0];
+	if ((err == -ENOENT || err == -EOPNOTSUPP) && failed->type == 0)
 		return base_err(&s->log, err, "the %s event is not supported here (no hardware counters: %s); "
-				"cpu-clock, task-clock and page-faults are software events", failed, strerror(-err));
+				"cpu-clock, task-clock and page-faults are software events", failed->name, strerror(-err));
 	if (err)
-		return base_err(&s->log, err, "perf_event_open (%s): %s", failed, strerror(-err));
+		return base_err(&s->log, err, "perf_event_open (%s): %s", failed->name, strerror(-err));
 	if (!lv->nrings)
 		return base_err(&s->log, -ENODEV, "no events could be opened on the CPUs asked for");
 	return 0;

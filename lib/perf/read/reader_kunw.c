@@ -180,7 +180,7 @@ int reader_kunw_make(struct reader_kunw *k, const struct perf_attr *a, unsigned 
 	unsigned nk = 0;
 	/* (the kernel's part only where the event samples the kernel) */
 	for (unsigned i = k0; i < kr->nkernel && nk < k->kcap && !(a->flags & (1ull << 5)) /* exclude_kernel */; i++)
-		if (ks.kernel[i] < PC_MAX)
+		if (ks.kernel[i] < PC_MAX) /* (a marker further on: none seen, none kept) */
 			k->kbuf[nk++] = ks.kernel[i];
 	smp->kernel = k->kbuf;
 	smp->nr_kernel = nk;

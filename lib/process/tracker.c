@@ -81,14 +81,54 @@ void tracker_cache_give(struct uw_tracker *t, struct cfi_cache *c)
 
 /* ---- processes and threads (changed under the write lock) */
 
-void tracker_proc_free(struct uw_tracker *t, struct tracker_proc *p)
+/* The process lets go of its mapping list: the last holder of a shared one, or its only one,
+ * frees it and the module references it holds. */
+static void maps_release(struct uw_tracker *t, struct tracker_proc *p)
 {
-	if (__atomic_load_n(&t->last_proc, __ATOMIC_RELAXED) == p)
-		__atomic_store_n(&t->last_proc, NULL, __ATOMIC_RELAXED);
+	if (p->share && --p->share->refs > 0) {
+		p->share = NULL;
+		p->maps = BASE_VEC_INIT(struct tracker_map);
+		return;
+	}
+	free(p->share);
+	p->share = NULL;
 	struct tracker_map *maps = p->maps.data;
 	for (size_t i = 0; i < p->maps.len; i++)
 		mod_unref(t, maps[i].mod);
 	base_vec_free(&p->maps);
+}
+
+/* The process's list its own before it changes: a shared one is copied (fork shares it: a
+ * recording of many forks of a process with many mappings held a copy per child, gigabytes
+ * for a file of megabytes). @return 0 or -ENOMEM. */
+static int maps_own(struct uw_tracker *t, struct tracker_proc *p)
+{
+	if (!p->share)
+		return 0;
+	if (p->share->refs == 1) {
+		free(p->share);
+		p->share = NULL;
+		return 0;
+	}
+	struct base_vec v = BASE_VEC_INIT(struct tracker_map);
+	if (base_vec_reserve(&v, p->maps.len + 2))
+		return -ENOMEM;
+	memcpy(v.data, p->maps.data, p->maps.len * sizeof(struct tracker_map));
+	v.len = p->maps.len;
+	struct tracker_map *m = v.data;
+	for (size_t i = 0; i < v.len; i++)
+		mod_ref(t, m[i].mod);
+	p->share->refs--;
+	p->share = NULL;
+	p->maps = v;
+	return 0;
+}
+
+void tracker_proc_free(struct uw_tracker *t, struct tracker_proc *p)
+{
+	if (__atomic_load_n(&t->last_proc, __ATOMIC_RELAXED) == p)
+		__atomic_store_n(&t->last_proc, NULL, __ATOMIC_RELAXED);
+	maps_release(t, p);
 	jit_dump_free(p->jd);
 	if (p->maps_fd > 0 && base_fd_is(p->maps_fd, p->maps_dev, p->maps_ino))
 		close(p->maps_fd);
@@ -237,6 +277,8 @@ int tracker_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len,
 	if (!p)
 		return -ENOMEM;
 	uint64_t end = addr + len;
+	if (maps_own(t, p))
+		return -ENOMEM;
 	/* referenced before the mappings it replaces let go of theirs (it may be one of them) */
 	mod_ref(t, mod);
 	if (t->o.live && mod)
@@ -317,13 +359,15 @@ static int fork_locked(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t 
 	p->start_known = true;
 	struct tracker_proc *parent = tracker_proc_get(t, ppid, false);
 	if (parent && parent->maps.len) {
-		if (base_vec_reserve(&p->maps, parent->maps.len))
-			return -ENOMEM;
-		memcpy(p->maps.data, parent->maps.data, parent->maps.len * sizeof(struct tracker_map));
-		p->maps.len = parent->maps.len;
-		struct tracker_map *m = p->maps.data;
-		for (size_t i = 0; i < p->maps.len; i++)
-			mod_ref(t, m[i].mod);
+		/* the parent's list, shared until one of them changes (maps_own) */
+		if (!parent->share) {
+			if (!(parent->share = calloc(1, sizeof(*parent->share))))
+				return -ENOMEM;
+			parent->share->refs = 1;
+		}
+		parent->share->refs++;
+		p->share = parent->share;
+		p->maps = parent->maps;
 	}
 	if (parent)
 		p->comm = parent->comm;
@@ -355,10 +399,7 @@ static int comm_locked(struct uw_tracker *t, int32_t pid, int32_t tid, const cha
 		return -ENOMEM;
 	if (exec) {
 		/* the old image is gone: mappings of the new one follow this record */
-		struct tracker_map *m = p->maps.data;
-		for (size_t i = 0; i < p->maps.len; i++)
-			mod_unref(t, m[i].mod);
-		p->maps.len = 0;
+		maps_release(t, p);
 		p->exited = false;
 		jit_dump_free(p->jd); /* JIT code of the old image */
 		p->jd = NULL;

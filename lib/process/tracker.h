@@ -43,7 +43,14 @@ struct tracker_proc {
 	uint64_t start_time;    /* its FORK or exec in the recording (recording time) */
 	bool start_known;       /* else it ran before the recording's first event of it */
 	struct base_vec maps;   /* struct tracker_map, sorted by start, disjoint */
+	struct maps_share *share; /* the list is shared with processes forked from it or it from
+	                         * (copied at its first change: maps_own); NULL: its own */
 	const char *comm;       /* interned */
+};
+
+/* How many processes hold one mapping list (fork shares it; the modules are referenced once). */
+struct maps_share {
+	uint32_t refs;
 };
 
 struct tracker_thread {

@@ -177,6 +177,42 @@ static void test_fork_exec(void **state)
 	uw_session_free(s);
 }
 
+/* A fork shares its parent's mapping list until one of them changes it: one copy and one
+ * module reference however many children, a change copies the changer's alone. */
+static void test_fork_shares(void **state)
+{
+	(void)state;
+	struct uw_session *s = uw_session_new(NULL);
+	struct uw_tracker *t = uw_tracker_new(s, NULL);
+	struct uw_module *a = mod(s, "/bin/srv"), *b = mod(s, "/lib/plugin.so");
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(tracker_mmap(t, 100, 0x400000 + (uint64_t)i * 0x10000, 0x1000, 0, 5, a), 0);
+	for (int c = 0; c < 50; c++)
+		assert_int_equal(tracker_fork(t, 200 + c, 100, 200 + c, 100, 5), 0);
+	struct tracker_proc *p = tracker_proc_get(t, 100, false), *c1 = tracker_proc_get(t, 201, false);
+	assert_ptr_equal(c1->maps.data, p->maps.data);
+	assert_int_equal(a->refs, 100);
+	/* a child maps something: its own list, the others still share */
+	assert_int_equal(tracker_mmap(t, 201, 0x7f0000000000, 0x2000, 0, 5, b), 0);
+	assert_ptr_not_equal(c1->maps.data, p->maps.data);
+	assert_int_equal(c1->maps.len, 101);
+	assert_int_equal(p->maps.len, 100);
+	assert_int_equal(a->refs, 200);
+	assert_int_equal(b->refs, 1);
+	assert_null(tracker_find_map(p, 0x7f0000000100));
+	assert_ptr_equal(tracker_find_map(c1, 0x7f0000000100)->mod, b);
+	assert_ptr_equal(tracker_find_map(tracker_proc_get(t, 249, false), 0x400100)->mod, a);
+	/* the parent execs: the children keep the old image */
+	assert_int_equal(tracker_set_comm(t, 100, 100, "new", 3, true, 0), 0);
+	assert_int_equal(p->maps.len, 0);
+	assert_ptr_equal(tracker_find_map(tracker_proc_get(t, 249, false), 0x400100)->mod, a);
+	assert_int_equal(a->refs, 200); /* the children's shared list, and 201's own */
+	uw_tracker_free(t);
+	assert_int_equal(a->refs, 0);
+	assert_int_equal(b->refs, 0);
+	uw_session_free(s);
+}
+
 static void test_exit_then_late_sample(void **state)
 {
 	(void)state;
@@ -350,6 +386,7 @@ int main(void)
 		cmocka_unit_test(test_overlaps),
 		cmocka_unit_test(test_overlaps_random),
 		cmocka_unit_test(test_fork_exec),
+		cmocka_unit_test(test_fork_shares),
 		cmocka_unit_test(test_exit_then_late_sample),
 		cmocka_unit_test(test_jitdump),
 		cmocka_unit_test(test_idle_modules),

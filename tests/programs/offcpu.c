@@ -76,14 +76,12 @@ static volatile uint64_t sink;
  * running (ns: /proc/thread-self/schedstat's second field, CONFIG_SCHED_INFO); -1: not there. A
  * thread that never blocks is off the CPU exactly then: from a preemption's switch-out to its
  * switch-in, what the recording counts; the hypervisor's steal is not in it. */
-static int64_t run_delay_ns(void)
+static int64_t run_delay_ns(int fd)
 {
 	char b[96];
-	int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	ssize_t n = read(fd, b, sizeof(b) - 1);
-	close(fd);
+	ssize_t n = pread(fd, b, sizeof(b) - 1, 0);
 	unsigned long long run, wait;
 	if (n <= 0)
 		return -1;
@@ -91,9 +89,14 @@ static int64_t run_delay_ns(void)
 	return sscanf(b, "%llu %llu", &run, &wait) == 2 ? (int64_t)wait : -1;
 }
 
-NOINLINE static void oc_spin(uint64_t ms, uint64_t *wall, uint64_t *cpu, uint64_t *stolen, int64_t *waited)
+/* The kernel's count is read from a descriptor opened before (an open of /proc is a long path
+ * a preemption may fall in), first inside oc_spin and last in its caller: a preemption at a
+ * read's return is then counted and recorded in oc_spin at the start, neither at the end (the
+ * open and the last read inside oc_spin: a preemption there was recorded in oc_spin and not
+ * counted, offcpu.kernel-all once 4 ms over beside a build). *w0 gets the first. */
+NOINLINE static void oc_spin(uint64_t ms, uint64_t *wall, uint64_t *cpu, uint64_t *stolen, int sfd, int64_t *w0)
 {
-	int64_t w0 = run_delay_ns();
+	*w0 = run_delay_ns(sfd);
 	struct rusage ru;
 	getrusage(RUSAGE_THREAD, &ru);
 	long nivcsw = ru.ru_nivcsw, nvcsw = ru.ru_nvcsw;
@@ -119,11 +122,6 @@ NOINLINE static void oc_spin(uint64_t ms, uint64_t *wall, uint64_t *cpu, uint64_
 	 * offcpu.all and kernel-all failed with oc_spin 17-19% over) */
 	*cpu += now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
 	*wall += now_ns(CLOCK_MONOTONIC) - t0;
-	int64_t w1 = run_delay_ns();
-	if (w0 < 0 || w1 < 0 || *waited < 0)
-		*waited = -1;
-	else
-		*waited += w1 - w0;
 }
 
 NOINLINE static void oc_sleep(uint64_t ms, uint64_t *total)
@@ -252,7 +250,16 @@ static int mix(int rounds, uint64_t ms)
 	for (int r = 0; r < rounds; r++) {
 		struct rusage ru0, ru1;
 		getrusage(RUSAGE_THREAD, &ru0);
-		oc_spin(ms, &spin_wall, &spin_cpu, &spin_stolen, &spin_waited);
+		int sfd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+		int64_t w0;
+		oc_spin(ms, &spin_wall, &spin_cpu, &spin_stolen, sfd, &w0);
+		int64_t w1 = run_delay_ns(sfd);
+		if (sfd >= 0)
+			close(sfd);
+		if (w0 < 0 || w1 < 0 || spin_waited < 0)
+			spin_waited = -1;
+		else
+			spin_waited += w1 - w0;
 		getrusage(RUSAGE_THREAD, &ru1);
 		preempted += ru1.ru_nivcsw - ru0.ru_nivcsw;
 		oc_sleep(ms, &slept);

@@ -11,6 +11,9 @@
 #   honest      callchains read from a file are judged, or stated by the file that unwound wrote
 #   headers     record and inject write the features perf writes; perf report --time works
 #   pipeout     -o - writes a pipe-mode stream perf reads
+#   dir         perf record --threads writes a directory (its header in data, each recording
+#               thread's records in data.N): the samples of every part, in perf script's order;
+#               -z too; inject and diff read it; a directory that is not one says so
 set -eu
 case=$1
 B=${UW_BUILD:?}
@@ -235,6 +238,50 @@ pipeout)
     [ -e ./- ] && fail "record -o - wrote a file named '-'"
     grep -q "tree_a2" rec-pipe.txt || fail "perf script does not read record -o -"
     echo "pipeout: inject and record write pipe-mode streams perf reads"
+    ;;
+dir)
+    # a process pinned to each of the first and the last CPU: one part each (--threads=cpu)
+    last=$(($(nproc) - 1))
+    work="taskset -c 0 '$E' calltree 0.3 & taskset -c $last '$E' calltree 0.3; wait"
+    roots="_start,clone3,__clone3,clone,__clone"
+    for z in "" -z; do
+        rec --threads=cpu $z -e cpu-clock -F 999 --call-graph dwarf -o "t$z.data" -- sh -c "$work"
+        [ -d "t$z.data" ] && [ -f "t$z.data/data" ] || fail "perf record --threads $z wrote no directory"
+        parts=$(find "t$z.data" -name 'data.*' -size +0 | wc -l)
+        [ "$last" = 0 ] || [ "$parts" -ge 2 ] || fail "--threads=cpu $z: $parts part(s) with records, 2 expected (one per CPU)"
+        perf script -i "t$z.data" --no-inline >"perf$z.txt" 2>/dev/null
+        "$U" report -i "t$z.data" --script --no-inline -o "unwound$z.txt"
+        # the programs' stacks frame for frame (sh's and taskset's own, in stripped binaries,
+        # have no named root to judge them by)
+        awk -v RS= -v ORS='\n\n' '/^e2e_nofp /' "perf$z.txt" >perf-prog.txt
+        awk -v RS= -v ORS='\n\n' '/^e2e_nofp /' "unwound$z.txt" >unwound-prog.txt
+        python3 "$S/tests/e2e/compare-script.py" perf-prog.txt unwound-prog.txt --roots "$roots"
+        np=$(grep -c 'cpu-clock' "perf$z.txt" || true)
+        nu=$(grep -c 'cpu-clock' "unwound$z.txt" || true)
+        [ "$np" = "$nu" ] && [ "$nu" -gt 0 ] || fail "--threads $z: unwound read $nu samples, perf script $np"
+        # the samples' times in order, as perf's ordered events put them
+        grep 'cpu-clock' "unwound$z.txt" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) print $i }' >times.txt
+        sort -n -c times.txt || fail "--threads $z: samples not in time order"
+        echo "dir $z: $nu samples from $parts parts, as perf script has them"
+    done
+    # the parts' records in one file, time-ordered by the same queue: the same report
+    $P undir t.data one.data
+    "$U" report -i one.data --script --no-inline -o one.txt
+    cmp one.txt unwound.txt || fail "the directory reads differently from its records in one file"
+    np=$(grep -c 'cpu-clock' perf.txt || true)
+    # inject reads it and writes one file perf reads; diff reads it
+    "$U" inject -i t.data -o inj.data
+    ni=$(perf script -i inj.data 2>/dev/null | grep -c 'cpu-clock' || true)
+    [ "$ni" = "$np" ] || fail "inject of the directory: perf script reads $ni samples, $np expected"
+    "$U" diff t.data t-z.data -o diff.txt || fail "diff of two directories"
+    # not a perf.data directory; a part that is no regular file (a FIFO: never opened, so no wait)
+    mkdir -p plain
+    if "$U" report -i plain >out.txt 2>err.txt; then fail "report -i of an empty directory succeeded"; fi
+    grep -q "not a perf.data directory" err.txt || { cat err.txt; fail "an empty directory: no message saying why"; }
+    cp -r t.data fifo.data && mkfifo fifo.data/data.7
+    if timeout 20 "$U" report -i fifo.data >out.txt 2>err.txt; then fail "a FIFO part was read"; fi
+    grep -q "data.7: not a regular file" err.txt || { cat err.txt; fail "a FIFO part: no message saying why"; }
+    echo "dir: inject and diff read it; an empty directory and a FIFO part are refused, saying why"
     ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac

@@ -8,6 +8,9 @@
                                       holds (the zstd stream through the `zstd` program)
   perfdata.py v1 IN OUT               IN with the first format's header: magic "PERFFILE" and a
                                       72-byte header without the feature bitmap
+  perfdata.py undir DIR OUT           a directory recording (perf record --threads, no -z) as one
+                                      file: DIR/data's records, then each DIR/data.N's in the order
+                                      of N, without the directory format feature
   perfdata.py unfinished IN OUT       IN as a writer killed before its end leaves it: no
                                       features, the data size 0
   perfdata.py noids IN OUT            IN with no event ids in its attribute section (one event)
@@ -158,6 +161,17 @@ def zstd_stream(data):
 
 def main():
     cmd, path = sys.argv[1], sys.argv[2]
+    if cmd == 'undir':
+        import os
+        d = open(os.path.join(path, 'data'), 'rb').read()
+        h = header(d)
+        do, dsz = h['data']
+        data = bytearray(d[do:do + dsz])
+        parts = sorted((int(n[5:]), n) for n in os.listdir(path) if n.startswith('data.') and n[5:].isdigit())
+        for _, n in parts:
+            data += open(os.path.join(path, n), 'rb').read()
+        write(sys.argv[3], d, h, data, [(b, body) for b, body in feature_sections(d, h) if b != 24])
+        return
     d = open(path, 'rb').read()
     h = header(d)
     if cmd == 'types':

@@ -8,7 +8,10 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mman.h> /* (PROT_* of MMAP records) */
+#include <sys/stat.h>
 #include <time.h>
 
 #include "perf/read/reader.h"
@@ -68,7 +71,8 @@ UW_API const char *uw_reader_info(const struct uw_reader *r, enum uw_info key)
 /* An error at a byte offset of the input, said in the session's message. */
 static int reader_err(struct uw_reader *r, int err, uint64_t off, const char *what)
 {
-	return base_err(&r->s->log, err, "%s: at byte offset %llu: %s", r->path, (unsigned long long)off, what);
+	return base_err(&r->s->log, err, "%s: at byte offset %llu: %s", r->cur_name ? r->cur_name : r->path,
+			(unsigned long long)off, what);
 }
 
 /* A stage's error (-UW_ETRUNC, -UW_EFORMAT, ...) said with the offset and reason it kept
@@ -84,7 +88,7 @@ static int stage_err(struct uw_reader *r, int err, uint64_t off, const char **wh
 
 static int reader_input_err(struct uw_reader *r, int err)
 {
-	return stage_err(r, err, r->in.err_off, &r->in.err_what);
+	return stage_err(r, err, r->cur->err_off, &r->cur->err_what);
 }
 
 /* ---- attributes */
@@ -263,6 +267,7 @@ static int reader_init(struct uw_reader *r, struct uw_session *s, const struct u
 		r->o.max_queue_bytes = QUEUE_BYTES_DEFAULT;
 	r->s = s;
 	reader_input_init(&r->in, &r->at);
+	r->cur = &r->in;
 	unw_stitch_init(&r->stitch, s->opts.max_frames, stitched, r);
 	reader_deferred_init(&r->def, &r->at, deferred_deliver, r);
 	r->path = strdup(path);
@@ -281,6 +286,106 @@ static int reader_init(struct uw_reader *r, struct uw_session *s, const struct u
 	reader_header_init(&r->hdr, s, r->t, r->path);
 	reader_kunw_init(&r->kunw, s, r->t, &r->o, &r->st);
 	return reader_samples_init(&r->smp, s, r->t, &r->o, &r->st, r->path, &r->in, &r->hdr.ft);
+}
+
+/* A directory recording's parts (DIR/data.N), opened; the header read says its format. */
+static int open_parts(struct uw_reader *r, const char *dir)
+{
+	char **names;
+	size_t n;
+	int err = reader_dir_parts(dir, DIR_MAX_PARTS, &names, &n);
+	if (err == -E2BIG)
+		return base_err(&r->s->log, -UW_ELIMIT, "%s: more than %u data.N files", dir, DIR_MAX_PARTS);
+	if (err)
+		return base_err(&r->s->log, err, "%s: %s", dir, strerror(-err));
+	size_t flen;
+	const uint8_t *f = perf_reader_feature(r, FEAT_DIR_FORMAT, &flen);
+	uint64_t version = 0;
+	if (f && flen >= 8)
+		memcpy(&version, f, 8);
+	if (n && !f)
+		err = base_err(&r->s->log, -UW_EFORMAT, "%s: data.N files, but %s says no directory format "
+			       "(no DIR_FORMAT feature)", dir, r->dir_data);
+	else if (f && version != 1)
+		err = base_err(&r->s->log, -UW_EUNSUPP, "%s: directory format version %llu (perf writes 1)",
+			       r->dir_data, (unsigned long long)version);
+	if (!err && n && !(r->parts = calloc(n, sizeof(*r->parts))))
+		err = -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (err) {
+			free(names[i]);
+			continue;
+		}
+		struct reader_part *p = &r->parts[r->nparts];
+		reader_input_init(&p->in, &r->at);
+		p->name = names[i];
+		r->nparts++;
+		/* (a regular file only: opening a FIFO someone put there would wait for a writer) */
+		struct stat st;
+		if (stat(p->name, &st))
+			err = -errno;
+		else if (!S_ISREG(st.st_mode))
+			err = -EINVAL;
+		else
+			err = reader_input_open(&p->in, p->name);
+		if (err == -EINVAL)
+			err = base_err(&r->s->log, -UW_EFORMAT, "%s: not a regular file", p->name);
+		else if (err)
+			err = base_err(&r->s->log, err, "%s: %s", p->name, strerror(-err));
+		p->done = !err && !p->in.file_size;
+		r->total_bytes += p->in.file_size;
+		r->st.bytes += p->in.file_size;
+	}
+	free(names);
+	return err;
+}
+
+static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len, uint64_t off);
+
+/* The parts' records, DIR_TURN bytes of each in turn (the header's went before). */
+static int run_parts(struct uw_reader *r)
+{
+	size_t left = 0;
+	for (size_t i = 0; i < r->nparts; i++)
+		left += !r->parts[i].done;
+	int err = 0;
+	struct perf_decomp *own = r->decomp;
+	while (left && !err) {
+		for (size_t i = 0; i < r->nparts && !err; i++) {
+			struct reader_part *p = &r->parts[i];
+			if (p->done)
+				continue;
+			r->cur = &p->in;
+			r->cur_name = p->name;
+			r->decomp = p->decomp;
+			const uint8_t *rec;
+			uint32_t len;
+			uint64_t off, turn = 0;
+			int got = 1;
+			while (turn < DIR_TURN && (got = reader_input_err(r, reader_next(&p->in, &rec, &len, &off))) == 1) {
+				turn += len;
+				r->parts_read += len;
+				if ((err = process_record(r, rec, len, off)))
+					break;
+			}
+			if (!err && got == -UW_ETRUNC && r->hdr.unfinished) {
+				base_log(&r->s->log, UW_LOG_WARN, "%s: %s", p->name, base_errmsg(&r->s->log));
+				r->st.records_cut = 1;
+				got = 0;
+			}
+			if (!err && got < 0)
+				err = got;
+			if (!err && got == 0) {
+				p->done = true;
+				left--;
+			}
+			p->decomp = r->decomp;
+		}
+	}
+	r->decomp = own;
+	r->cur = &r->in;
+	r->cur_name = r->dir_data;
+	return err;
 }
 
 UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
@@ -305,9 +410,23 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 	}
 	if (err)
 		goto fail;
-	err = reader_input_open(&r->in, path);
+	/* a directory: perf record --threads's, its header in DIR/data */
+	struct stat dst;
+	if (strcmp(path, "-") && stat(path, &dst) == 0 && S_ISDIR(dst.st_mode)) {
+		if (asprintf(&r->dir_data, "%s/data", path) < 0) {
+			r->dir_data = NULL;
+			err = -ENOMEM;
+			goto fail;
+		}
+		r->cur_name = r->dir_data;
+	}
+	err = reader_input_open(&r->in, r->dir_data ? r->dir_data : path);
 	if (err) {
-		err = base_err(&s->log, err, "%s: %s", path, strerror(-err));
+		if (r->dir_data && err == -ENOENT)
+			err = base_err(&s->log, -UW_EMAGIC, "%s: a directory, and not a perf.data directory (perf record "
+				       "--threads writes its header as DIR/data): no %s", path, r->dir_data);
+		else
+			err = base_err(&s->log, err, "%s: %s", r->dir_data ? r->dir_data : path, strerror(-err));
 		goto fail;
 	}
 	uint64_t magic = 0, hsize = 0;
@@ -347,6 +466,9 @@ UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
 		reader_input_records(&r->in, r->hdr.data_off, r->hdr.data_end);
 		r->st.unfinished = r->hdr.unfinished;
 	}
+	r->total_bytes = r->in.seekable ? r->in.end : 0;
+	if (r->dir_data && (err = open_parts(r, path)))
+		goto fail;
 	/* records read in windows with pread; a sample's stack cut to a prefix unless full_stacks */
 	if (r->in.seekable && (err = reader_input_sparse(&r->in, !r->o.full_stacks)))
 		goto fail;
@@ -367,6 +489,13 @@ UW_API void uw_reader_free(struct uw_reader *r)
 	reader_ra_stop(&r->in);
 	reader_order_free(&r->q); /* (before the input's chunks its records may lie in) */
 	reader_input_free(&r->in);
+	for (size_t i = 0; i < r->nparts; i++) {
+		reader_input_free(&r->parts[i].in);
+		perf_decomp_free(r->parts[i].decomp);
+		free(r->parts[i].name);
+	}
+	free(r->parts);
+	free(r->dir_data);
 	reader_attrs_free(&r->at);
 	free(r->evst);
 	reader_header_free(&r->hdr);
@@ -533,7 +662,7 @@ static void progress(struct uw_reader *r, uint64_t off)
 {
 	if (r->o.on_progress && off - r->last_progress >= (1u << 20)) {
 		r->last_progress = off;
-		r->o.on_progress(r->o.ctx, off, r->in.seekable ? r->in.end : 0);
+		r->o.on_progress(r->o.ctx, off, r->total_bytes);
 	}
 }
 
@@ -565,13 +694,13 @@ static int reader_flush(struct uw_reader *r, uint64_t limit, bool all, size_t at
 /* A record into the time-order queue, or delivered at once when late. */
 static int reader_enqueue(struct uw_reader *r, unsigned aidx, const uint8_t *rec, uint32_t len, uint64_t time)
 {
-	const struct cut *cut = r->inner ? &(struct cut){ 0 } : &r->in.cur_cut;
+	const struct cut *cut = r->inner ? &(struct cut){ 0 } : &r->cur->cur_cut;
 	if (reader_order_late(&r->q, time)) {
 		r->st.late_records++;
 		return reader_deliver(r, aidx, rec, len, time, cut, r->cur_ord);
 	}
 	struct qent e = { .time = time, .ord = r->cur_ord, .rec = rec, .len = len, .cut = *cut,
-			  .chunk = r->inner ? NULL : r->in.cur_chunk, .aidx = aidx };
+			  .chunk = r->inner ? NULL : r->cur->cur_chunk, .aidx = aidx };
 	int over = reader_order_push(&r->q, &e, r->o.max_queue_bytes);
 	if (over < 0)
 		return over;
@@ -669,7 +798,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 	r->st.records++;
 	r->by_type[type < PR_TYPES ? type : PR_TYPES]++;
 	if (!r->inner)
-		progress(r, off);
+		progress(r, r->cur == &r->in ? off : r->in.end + r->parts_read);
 	if (type >= 64) {
 		switch (type) {
 		case PR_FINISHED_ROUND:
@@ -712,7 +841,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 				memcpy(&sz, rec + 8, 4);
 			r->st.skipped_records++;
 			r->skipped_by_type[type]++;
-			err = reader_input_err(r, reader_skip_payload(&r->in, ((uint64_t)sz + 7) & ~7ull, off));
+			err = reader_input_err(r, reader_skip_payload(r->cur, ((uint64_t)sz + 7) & ~7ull, off));
 			break;
 		}
 		case PR_AUXTRACE: {
@@ -721,7 +850,7 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 				memcpy(&sz, rec + 8, 8);
 			r->st.skipped_records++;
 			r->skipped_by_type[type]++;
-			err = reader_input_err(r, reader_skip_payload(&r->in, sz, off));
+			err = reader_input_err(r, reader_skip_payload(r->cur, sz, off));
 			break;
 		}
 		case PR_COMPRESSED:
@@ -751,8 +880,8 @@ static int process_record(struct uw_reader *r, const uint8_t *rec, uint32_t len,
 		}
 		/* its attribute, found once (by the input when it looked already) and carried */
 		unsigned aidx;
-		if (!r->inner && r->in.cur_aidx >= 0 && (size_t)r->in.cur_aidx < r->at.nattrs)
-			aidx = (unsigned)r->in.cur_aidx;
+		if (!r->inner && r->cur->cur_aidx >= 0 && (size_t)r->cur->cur_aidx < r->at.nattrs)
+			aidx = (unsigned)r->cur->cur_aidx;
 		else
 			reader_attr_of(&r->at, rec, len, &aidx);
 		bool has;
@@ -893,13 +1022,15 @@ UW_API int uw_reader_run(struct uw_reader *r)
 	}
 	if (got == -UW_ETRUNC && r->hdr.unfinished) {
 		/* where the writer stopped: the end of what there is */
-		base_log(&r->s->log, UW_LOG_WARN, "%s: %s", r->path, base_errmsg(&r->s->log));
+		base_log(&r->s->log, UW_LOG_WARN, "%s: %s", r->cur_name ? r->cur_name : r->path, base_errmsg(&r->s->log));
 		r->st.records_cut = 1;
 		got = 0;
 	}
 	if (got < 0 && !err)
 		err = got;
 	reader_ra_stop(&r->in);
+	if (!err && r->nparts)
+		err = run_parts(r);
 	/* deliver what was read, even when the input ended badly */
 	int ferr = (err == -UW_ECANCELED || err == -ENOMEM) ? 0 : reader_flush(r, 0, true, 0);
 	if (!err)

@@ -33,6 +33,16 @@
 #include "unwind/stitch.h"
 
 #define QUEUE_BYTES_DEFAULT ((size_t)512 << 20)
+#define DIR_TURN ((uint64_t)2 << 20) /* a directory recording's part read at a turn */
+#define DIR_MAX_PARTS 1024u          /* parts of a directory recording (one per recording thread) */
+
+/* One part of a directory recording: a stream of records, its own compressed stream. */
+struct reader_part {
+	struct reader_input in;
+	struct perf_decomp *decomp;
+	char *name;              /* DIR/data.N */
+	bool done;
+};
 
 struct uw_reader {
 	/* the dispatcher's own */
@@ -71,6 +81,17 @@ struct uw_reader {
 	uint32_t cur_len;
 	uint64_t newest_delivered; /* the newest time of a record delivered so far */
 	uint8_t *fixbuf;          /* a record corrected for writers (64 KiB) */
+	/* A directory recording (perf record --threads): DIR/data is the input below (the header
+	 * and the records perf wrote itself), the sampling threads' records follow in the parts,
+	 * DIR/data.N, read in turns of DIR_TURN bytes each as perf reads them (each part holds
+	 * several CPUs' rings in pieces, so only the time-order queue puts them in order). */
+	struct reader_part *parts;
+	size_t nparts;
+	char *dir_data;          /* DIR/data (NULL: not a directory) */
+	struct reader_input *cur; /* the input of the record being processed (&in, or a part's) */
+	const char *cur_name;    /* ... its name in messages (NULL: path) */
+	uint64_t total_bytes;    /* of records, every input's, for progress */
+	uint64_t parts_read;     /* bytes of the parts read so far */
 	/* the stages' states */
 	struct reader_input in;
 	struct reader_attrs at;

@@ -4,10 +4,13 @@
  * section (on a read-ahead thread when there is enough to read), or a stream (a pipe). The
  * stage's state is struct reader_input; an error's offset and reason are kept for the reader.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -699,6 +702,74 @@ int reader_input_open(struct reader_input *in, const char *path)
 		in->file_size = (uint64_t)st.st_size;
 	}
 	return 0;
+}
+
+struct part_name {
+	unsigned long long n;
+	char *path;
+};
+
+static int by_part_number(const void *a, const void *b)
+{
+	const struct part_name *x = a, *y = b;
+	return x->n < y->n ? -1 : x->n > y->n;
+}
+
+int reader_dir_parts(const char *dir, size_t max, char ***names, size_t *n)
+{
+	*names = NULL;
+	*n = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	struct part_name *v = NULL;
+	size_t nv = 0, cap = 0;
+	int err = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		/* data.N, N decimal digits without a sign or leading zeros (perf's names) */
+		const char *num = e->d_name + 5;
+		if (strncmp(e->d_name, "data.", 5) || !*num || strspn(num, "0123456789") != strlen(num) ||
+		    (num[0] == '0' && num[1]) || strlen(num) > 9)
+			continue;
+		if (nv == max) {
+			err = -E2BIG;
+			break;
+		}
+		if (nv == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct part_name *nn = realloc(v, cap * sizeof(*v));
+			if (!nn) {
+				err = -ENOMEM;
+				break;
+			}
+			v = nn;
+		}
+		v[nv].n = strtoull(num, NULL, 10);
+		if (asprintf(&v[nv].path, "%s/%s", dir, e->d_name) < 0) {
+			err = -ENOMEM;
+			break;
+		}
+		nv++;
+	}
+	closedir(d);
+	char **out = err ? NULL : malloc((nv ? nv : 1) * sizeof(*out));
+	if (!err && !out)
+		err = -ENOMEM;
+	if (nv)
+		qsort(v, nv, sizeof(*v), by_part_number);
+	for (size_t i = 0; i < nv; i++) {
+		if (out)
+			out[i] = v[i].path;
+		else
+			free(v[i].path);
+	}
+	free(v);
+	if (!err) {
+		*names = out;
+		*n = nv;
+	}
+	return err;
 }
 
 int reader_input_head(struct reader_input *in, uint8_t h[16])

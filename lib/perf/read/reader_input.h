@@ -77,6 +77,10 @@ void reader_input_init(struct reader_input *in, const struct reader_attrs *at);
  * user's truncate) ends in a clear error where a mapping would take SIGBUS on the pages past the
  * new end; anything else is a stream. @return 0, -errno. */
 int reader_input_open(struct reader_input *in, const char *path);
+/* The parts of a directory recording (perf record --threads): DIR/data.N for each N, paths in
+ * the order of N (*names: an array of *n strings, the caller frees them and it). @return 0;
+ * -E2BIG past max parts; -errno. */
+int reader_dir_parts(const char *dir, size_t max, char ***names, size_t *n);
 /* The input's first 16 bytes (a perf.data header's magic and size), a stream's kept for what
  * follows. @return 0; -UW_ETRUNC when the input is shorter; -errno. */
 int reader_input_head(struct reader_input *in, uint8_t h[16]);

@@ -338,7 +338,8 @@ static int load_kallsyms_now(struct ktab *k)
 		else
 			free(buf);
 		free(ks);
-		return err ? err : -EPERM;
+		/* no line of kallsyms at all: not such a file; lines with zero addresses: hidden */
+		return err ? err : n || core ? -EPERM : -ENODATA;
 	}
 	k->ksyms = ks;
 	k->nksyms = n;

@@ -88,6 +88,29 @@ for a in "--script --folded" "--sort nosuchkey" "--sort sym,,dso" "--folded --so
     [ $rc = 2 ] || fail "report $a: exit $rc, not a usage error"
     checked=$((checked + 1))
 done
+# directory options given what is no directory (a file, nothing, a symbolic link loop): refused,
+# saying why, before anything is read (not a warning per file looked up under it)
+echo x >afile; ln -sfn loop loop
+for o in --symfs --debug-dir --search-path; do
+    for v in afile nothing loop; do
+        for cmd in report inject diff record; do
+            [ "$cmd/$o" = record/--symfs ] || [ "$cmd/$o" = record/--search-path ] && continue
+            rc=0
+            case $cmd in
+            record) "$U" record -q "$o" "$v" -o out.data -- true >/dev/null 2>err.txt || rc=$? ;;
+            diff) "$U" diff in.data in.data -o out.txt "$o" "$v" >/dev/null 2>err.txt || rc=$? ;;
+            *) "$U" $cmd -i in.data -o out.txt "$o" "$v" >/dev/null 2>err.txt || rc=$? ;;
+            esac
+            [ $rc = 2 ] || fail "$cmd $o $v: exit $rc, not a usage error"
+            case $v in
+            afile) want="$o afile: not a directory" ;; nothing) want="$o nothing: No such file" ;;
+            loop) want="$o loop: Too many levels of symbolic links" ;;
+            esac
+            grep -q -- "$want" err.txt || fail "$cmd $o $v: not said why: $(cat err.txt)"
+            checked=$((checked + 1))
+        done
+    done
+done
 rc=0; "$U" nosuchcommand >/dev/null 2>&1 || rc=$?
 [ $rc = 2 ] || fail "an unknown command: exit $rc"
 echo "args: $checked bad values refused with exit 2"

@@ -91,6 +91,17 @@ $KF vmlinux /proc/kallsyms "$W/vmlinux.cd" vml_ cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd
 grep -q "build-id cdcd.* is not the recorded kernel's ($bid)" "$W/vmlcd.err" || { cat "$W/vmlcd.err"; fail "a vmlinux of another build-id not refused"; }
 [ "$(counts "$W/vmlcd.txt")" = "$nk [unknown] " ] || fail "a vmlinux of another build-id used"
 
+# a file given that holds no kernel symbols says so (not a word of hidden addresses), one whose
+# addresses are all zero (a user's copy of /proc/kallsyms under kptr_restrict) says that
+echo "not a kallsyms file" >"$W/notk"
+"$U" report -i "$W/nobid.data" --script --kallsyms "$W/notk" -o /dev/null 2>"$W/notk.err"
+grep -q "notk: kernel symbols not loaded: no function symbols in it" "$W/notk.err" ||
+    { cat "$W/notk.err"; fail "--kallsyms of a file that is none: not said so"; }
+awk '{ print "0000000000000000", $2, $3 }' /proc/kallsyms | head -1000 >"$W/zeros"
+"$U" report -i "$W/nobid.data" --script --kallsyms "$W/zeros" -o /dev/null 2>"$W/zeros.err"
+grep -q "zeros: kernel symbols not loaded: addresses are hidden" "$W/zeros.err" ||
+    { cat "$W/zeros.err"; fail "--kallsyms of zero addresses: not said they are hidden"; }
+
 # ---- diff: each recording's kernel frames named with its own kernel's symbols
 "$U" diff "$W/this.data" "$W/other.data" --format folded -o "$W/diff.txt" 2>"$W/diff.err" ||
     { cat "$W/diff.err"; fail "unwound diff"; }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -129,12 +130,28 @@ int cli_str_list(const char *cmd, const char *opt, char *arg, const char ***v, s
 	return 0;
 }
 
+int cli_dir_option(const char *cmd, const char *opt, const char *dir)
+{
+	struct stat st;
+	if (stat(dir, &st)) {
+		fprintf(stderr, "unwound %s: %s %s: %s\n", cmd, opt, dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "unwound %s: %s %s: not a directory\n", cmd, opt, dir);
+		return -1;
+	}
+	return 0;
+}
+
 int cli_append_path(const char *cmd, const char *opt, const char *dir, char **list)
 {
 	if (!dir[0] || strchr(dir, ':')) {
 		fprintf(stderr, "unwound %s: %s takes a directory (without ':'), not '%s'\n", cmd, opt, dir);
 		return -1;
 	}
+	if (cli_dir_option(cmd, opt, dir))
+		return -1;
 	char *nl = NULL;
 	if (asprintf(&nl, "%s%s%s", *list ? *list : "", *list ? ":" : "", dir) < 0) {
 		fprintf(stderr, "unwound %s: out of memory\n", cmd);

@@ -30,6 +30,8 @@ int cli_int_list(const char *cmd, const char *opt, const char *arg, int lo, int 
 /* A comma-separated list of names, appended to *v (the strings point into arg). */
 int cli_str_list(const char *cmd, const char *opt, char *arg, const char ***v, size_t *n);
 /* Appends dir to a ':'-separated list kept in *list (malloc'd). */
+/* DIR of option OPT is a directory; else one line saying why. @return 0, -1. */
+int cli_dir_option(const char *cmd, const char *opt, const char *dir);
 int cli_append_path(const char *cmd, const char *opt, const char *dir, char **list);
 
 /* The resource limits report and inject share (docs/security.md lists them all). */

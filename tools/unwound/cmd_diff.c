@@ -102,7 +102,7 @@ static int parse(int argc, char **argv, struct dopts *o, const char **paths)
 		case O_NOKERNEL: o->nokernel = 1; break;
 		case O_KALLSYMS: o->kallsyms = optarg; break;
 		case 'k': o->vmlinux = optarg; break;
-		case O_SYMFS: o->symfs = optarg; break;
+		case O_SYMFS: if (cli_dir_option("diff", "--symfs", optarg)) return -1; o->symfs = optarg; break;
 		case O_DEBUGDIR: if (cli_append_path("diff", "--debug-dir", optarg, &o->debugdirs)) return -1; break;
 		case O_SEARCH: if (cli_append_path("diff", "--search-path", optarg, &o->search)) return -1; break;
 		case O_OFFLINE: o->offline = 1; break;

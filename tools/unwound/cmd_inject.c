@@ -56,7 +56,7 @@ int cmd_inject(int argc, char **argv)
 		case 'h': inject_usage(stdout); ret = CLI_EXIT_OK; goto out;
 		case O_DEBUGDIR: if (cli_append_path("inject", "--debug-dir", optarg, &debugdirs)) goto out; break;
 		case O_SEARCH: if (cli_append_path("inject", "--search-path", optarg, &search)) goto out; break;
-		case O_SYMFS: symfs = optarg; break;
+		case O_SYMFS: if (cli_dir_option("inject", "--symfs", optarg)) goto out; symfs = optarg; break;
 		case O_OFFLINE: offline = 1; break;
 		case O_NOFP: nofp = 1; break;
 		case O_STITCH: stitch = 1; break;

@@ -426,7 +426,7 @@ int report_parse_args(int argc, char **argv, struct ropts *o)
 		case 'k': o->vmlinux = optarg; break;
 		case O_DEBUGDIR: if (cli_append_path("report", "--debug-dir", optarg, &o->debugdirs)) return -1; break;
 		case O_SEARCH: if (cli_append_path("report", "--search-path", optarg, &o->search)) return -1; break;
-		case O_SYMFS: o->symfs = optarg; break;
+		case O_SYMFS: if (cli_dir_option("report", "--symfs", optarg)) return -1; o->symfs = optarg; break;
 		case O_NOFP: o->nofp = 1; break;
 		case O_STITCH: o->stitch = 1; break;
 		case O_STACKLIMIT: {

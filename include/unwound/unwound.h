@@ -1324,6 +1324,11 @@ struct uw_record_opts {
 	int off_cpu_mode;
 	unsigned off_cpu_walks;    /* UW_OFFCPU_KERNEL: stacks walked per second and CPU at most
 	                            * (0: 500) */
+	int buildid_cache;         /* 1: at the end, the files samples landed in (and the kernel's
+	                            * symbols, [vdso]) kept in perf's build-id cache, the session's
+	                            * buildid_dir (default $HOME/.debug), as perf record keeps them,
+	                            * so the recording reads after they change (a failure to keep
+	                            * them is a warning); 0: not (perf record -N) */
 };
 #define UW_OFFCPU_AUTO 0
 #define UW_OFFCPU_KERNEL 1

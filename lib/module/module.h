@@ -129,6 +129,20 @@ static inline struct module_ext *module_ext(const struct uw_module *m)
 /* Sets it, under m->mu, when it has none. */
 void module_ext_set(struct uw_module *m, struct module_ext *e);
 
+/* ---- perf's build-id cache, written (bidcache.c) */
+/* The bytes of a file (from src_fd, else mem) kept as DIR/NAME/HEX/LEAF with the link
+ * DIR/.build-id/HE/X... -> ../../NAME/HEX, as perf record keeps them (NAME: an absolute path or
+ * [special]; LEAF: elf, vdso or kallsyms); nothing done when the entry is there. @return 0,
+ * -EINVAL for a name or build-id the cache cannot hold, -errno. */
+int bidcache_store(const char *dir, const char *name, const char *hex, const char *leaf, int src_fd, const void *mem,
+                   uint64_t size);
+/* Whether DIR/.build-id/HE/X.../LEAF is there. */
+bool bidcache_has(const char *dir, const char *hex, const char *leaf);
+/* The module's file (the one its frames were read from, or the one at its path when its build-id
+ * is the recorded one) kept in the session's build-id cache (buildid_dir). Any thread.
+ * @return 0 (also when there is nothing to keep), -errno. */
+int module_keep_in_cache(struct uw_session *s, struct uw_module *m);
+
 /* ---- opening (open.c) */
 /* Opens the module's files if that was not done yet (any thread: once; again after an unload).
  * @return true when usable. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* [vdso]: the recorded image from perf's build-id cache, else the running kernel's own. */
+/* [vdso]: the recorded image from perf's build-id cache ([vdso]/HEX/vdso), else the running kernel's own. */
 #include <elf.h>
 #include <errno.h>
 #include <limits.h>
@@ -40,10 +40,13 @@ bool module_open_vdso(struct uw_session *s, struct uw_module *m)
 	char p[PATH_MAX];
 	const char *bid = m->build_id;
 	if (bid[0] && s->buildid_dir && strlen(bid) > 2) {
-		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s/elf", s->buildid_dir, bid, bid + 2);
-		if (module_try_open_trusted(s, p, bid, &m->elf, NULL)) {
-			m->opened_path = session_intern(s, p, strlen(p));
-			return true;
+		/* perf keeps a vdso as .../vdso (an entry of unwound's older builds: .../elf) */
+		for (int i = 0; i < 2; i++) {
+			snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s/%s", s->buildid_dir, bid, bid + 2, i ? "elf" : "vdso");
+			if (module_try_open_trusted(s, p, bid, &m->elf, NULL)) {
+				m->opened_path = session_intern(s, p, strlen(p));
+				return true;
+			}
 		}
 	}
 	struct elfv *v;

@@ -13,6 +13,10 @@
 #   neighbour perf record beside unwound record -a: the recorder asked the kernel for build-ids
 #             in MMAP2 records, the kernel then marked perf's records too and perf 6.1 aborted
 #             ("assertion failed at util/build-id.c"); no event of the recording asks now
+#   bidcache  record keeps the files samples landed in (and the kernel's symbols) in perf's
+#             build-id cache as perf record does (-N: not), and its build-id table names the
+#             host (pid -1): a program rebuilt after its recording is still read as it was,
+#             by perf report and unwound report (perf took the rebuilt file for it before)
 set -eu
 case=$1
 B=${UW_BUILD:?}
@@ -250,6 +254,53 @@ neighbour)
     bids=$(perf evlist -v -i rec.data 2>/dev/null | grep -c "build_id: 1" || true)
     [ "$bids" = 0 ] || fail "$bids events of unwound record ask for build-ids in MMAP2 records"
     echo "neighbour: $ok perf recordings beside unwound record -a read by perf script; no event asks for MMAP2 build-ids"
+    ;;
+bidcache)
+    export HOME="$W/home"
+    mkdir -p "$HOME"
+    cat >p.c <<'EOF'
+volatile unsigned long s;
+__attribute__((noinline)) void FN(void) { for (int i = 0; i < 100000; i++) s += i; }
+int main(void) { for (int k = 0; k < 600; k++) FN(); return 0; }
+EOF
+    gcc -O1 -g -DFN=old_work -o prog p.c
+    "$U" record -q -o a.data -- ./prog || fail "record"
+    bid=$(readelf -n prog | awk '/Build ID/ { print $3 }')
+    hd=$(echo "$bid" | cut -c1-2); tl=$(echo "$bid" | cut -c3-)
+    cmp prog "$HOME/.debug/.build-id/$hd/$tl/elf" || fail "the program is not in the build-id cache as perf keeps it"
+    [ "$(readlink "$HOME/.debug/.build-id/$hd/$tl")" = "../..$W/prog/$bid" ] ||
+        fail "the build-id link is not perf's: $(readlink "$HOME/.debug/.build-id/$hd/$tl")"
+    # every file the recording names, and the kernel's symbols
+    perf buildid-list -i a.data 2>/dev/null >bids.txt
+    n=0
+    while read -r b path; do
+        h=$(echo "$b" | cut -c1-2); t=$(echo "$b" | cut -c3-)
+        case $path in
+        "[kernel.kallsyms]") leaf=kallsyms ;; "[vdso]") leaf=vdso ;; *) leaf=elf ;;
+        esac
+        [ -s "$HOME/.debug/.build-id/$h/$t/$leaf" ] || fail "$path ($b) not in the build-id cache"
+        n=$((n + 1))
+    done <bids.txt
+    grep -q "kernel.kallsyms" bids.txt || fail "the recording names no kernel build-id"
+    awk '$3 == "_text" { print $1; exit }' "$HOME/.debug/.build-id/$(awk '/kernel.kallsyms/ { print substr($1, 1, 2) "/" substr($1, 3) }' bids.txt)/kallsyms" |
+        grep -q '[1-9a-f]' || fail "the kernel's symbols kept without addresses"
+    # the program rebuilt: both reports read the recorded one
+    gcc -O1 -g -DFN=new_work -o prog p.c
+    perf report -i a.data --stdio --no-children 2>/dev/null >perf.txt
+    grep -q "old_work" perf.txt && ! grep -q "new_work" perf.txt || { head -20 perf.txt; fail "perf report does not read the recorded program"; }
+    "$U" report -i a.data -o unwound.txt
+    grep -q "old_work" unwound.txt && ! grep -q "new_work" unwound.txt || fail "unwound report does not read the recorded program"
+    echo "bidcache: $n files in the cache; after a rebuild perf report and unwound report read the recorded program"
+    # -N: nothing kept; the rebuilt file is then never taken for the recorded one by unwound
+    rm -rf "$HOME/.debug"
+    gcc -O1 -g -DFN=old_work -o prog p.c
+    "$U" record -q -N -o n.data -- ./prog || fail "record -N"
+    [ ! -e "$HOME/.debug" ] || fail "record -N wrote the build-id cache: $(find "$HOME/.debug" | head -3)"
+    gcc -O1 -g -DFN=new_work -o prog p.c
+    "$U" report -i n.data -o n.txt 2>/dev/null
+    ! grep -q "new_work" n.txt || fail "a rebuilt program taken for the recorded one"
+    grep -q "1 with a different build-id" n.txt || fail "the rebuilt program not said to differ: $(grep modules n.txt)"
+    echo "bidcache -N: nothing kept; the rebuilt program refused"
     ;;
 *)
     fail "unknown case $case"

@@ -74,6 +74,10 @@ static void record_usage(FILE *f)
 		   "                      counted in its thread's last\n"
 		   "  --off-cpu-min USEC  shorter waits are added up per thread and stack, written when\n"
 		   "                      their total reaches USEC or at the end (default 500; 0: none)\n"
+		   "  -N, --no-buildid-cache  the files samples landed in are not kept in perf's build-id\n"
+		   "                      cache ($HOME/.debug), where perf record keeps them by default\n"
+		   "                      and unwound record too, so that a recording still reads after\n"
+		   "                      they change (a rebuild, an upgrade)\n"
 		   "  --debug-dir DIR, --offline, --no-fp, --stitch   as for report\n"
 		   "  -q, --quiet         nothing printed but errors\n"
 		   "  -v                  more messages\n\n"
@@ -226,9 +230,9 @@ int cmd_record(int argc, char **argv)
 		{ "off-cpu-every", required_argument, 0, O_OCEVERY }, { "off-cpu-min", required_argument, 0, O_OCMIN },
 		{ "unwind", required_argument, 0, O_UNWIND }, { "bpf-map-bytes", required_argument, 0, O_BPFBYTES },
 		{ "off-cpu-mode", required_argument, 0, O_OCMODE }, { "off-cpu-walks", required_argument, 0, O_OCWALKS },
-		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "no-buildid-cache", no_argument, 0, 'N' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
-	UW_OPTS(uw_record_opts, ro, .stop = &stop_flag);
+	UW_OPTS(uw_record_opts, ro, .stop = &stop_flag, .buildid_cache = 1);
 	int *pids = NULL, *tids = NULL, *cpus = NULL, c, offline = 0, nofp = 0, quiet = 0, ret = CLI_EXIT_USAGE;
 	size_t npids = 0, ntids = 0, ncpus = 0;
 	char *debugdirs = NULL, *events = NULL;
@@ -237,7 +241,7 @@ int cmd_record(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	/* '+': options end at the command; ':' and opterr 0: errors are said by cli_option_error */
-	while ((c = getopt_long(argc, argv, "+:F:c:e:gap:t:C:o:m:qvh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:F:c:e:gap:t:C:o:m:qvhN", lo, NULL)) != -1) {
 		switch (c) {
 		case 'F':
 			freq_set = true;
@@ -311,6 +315,7 @@ int cmd_record(int argc, char **argv)
 		case O_OFFLINE: offline = 1; break;
 		case O_NOFP: nofp = 1; break;
 		case O_STITCH: ro.stitch = 1; break;
+		case 'N': ro.buildid_cache = 0; break;
 		case O_BPFBYTES:
 			if (cli_u64("record", "--bpf-map-bytes", optarg, 1, UINT64_MAX, &ro.kernel_max_bytes))
 				goto out;

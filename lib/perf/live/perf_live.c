@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "kernel/kunw_abi.h"
+#include "module/module.h"
 #include "perf/live/live.h"
 #include "unwind/unwind.h"
 
@@ -724,10 +726,90 @@ static void end_command(struct rec *rc, bool failed)
 }
 
 
+/* ---- the recorded files kept in perf's build-id cache, as perf record keeps them */
+struct keep {
+	struct rec *rc;
+	int err;
+	const char *what;
+};
+
+static int keep_module(void *ctx, struct uw_module *m)
+{
+	struct keep *k = ctx;
+	if (!tracker_module_was_hit(k->rc->lv.t, m))
+		return 0;
+	int e = module_keep_in_cache(k->rc->s, m);
+	if (e && !k->err) {
+		k->err = e;
+		k->what = m->path;
+	}
+	return 0;
+}
+
+/* The running kernel's symbols (the recording's kernel) as [kernel.kallsyms]/HEX/kallsyms, when
+ * their addresses are not hidden. */
+static int keep_kallsyms(struct rec *rc, const char *hex)
+{
+	const char *dir = rc->s->buildid_dir;
+	if (bidcache_has(dir, hex, "kallsyms"))
+		return 0;
+	int fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	size_t len = 0, cap = 16 << 20;
+	char *buf = malloc(cap);
+	int err = buf ? 0 : -ENOMEM;
+	while (!err) {
+		if (len == cap) {
+			char *nb = cap < (256u << 20) ? realloc(buf, cap * 2) : NULL;
+			if (!nb) {
+				err = -EFBIG;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : 0;
+			break;
+		}
+		len += (size_t)n;
+	}
+	close(fd);
+	/* (kptr_restrict: every address 0) */
+	if (!err && len > 16 && strspn(buf, "0") < 16)
+		err = bidcache_store(dir, "[kernel.kallsyms]", hex, "kallsyms", -1, buf, len);
+	free(buf);
+	return err;
+}
+
+static void keep_build_ids(struct rec *rc)
+{
+	struct keep k = { .rc = rc };
+	if (!rc->s->buildid_dir)
+		return;
+	uw_session_foreach_module(rc->s, keep_module, &k);
+	const char *kb = tracker_build_id(rc->lv.t, "[kernel.kallsyms]", 17);
+	if (kb && kb[0]) {
+		int e = keep_kallsyms(rc, kb);
+		if (e && !k.err) {
+			k.err = e;
+			k.what = "[kernel.kallsyms]";
+		}
+	}
+	if (k.err)
+		base_log(&rc->s->log, UW_LOG_WARN,
+			 "build-id cache %s: %s not kept: %s (the recording is whole; reading it needs the files at "
+			 "their paths)", rc->s->buildid_dir, k.what, uw_strerror(k.err));
+}
+
 UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, struct uw_record_status *final)
 {
 	struct rec rc = { .s = s, .child = -1, .go = { -1, -1 }, .execerr = { -1, -1 }, .wstatus = -1 };
-	int oe = BASE_OPTS_COPY(&rc.o, uw_record_opts, off_cpu_walks, opts);
+	int oe = BASE_OPTS_COPY(&rc.o, uw_record_opts, buildid_cache, opts);
 	if (oe)
 		return oe;
 	if (!s)
@@ -803,6 +885,8 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		err = cc_sink_offcpu_finish(rc.lv.sink, rc.end_ns, &rc.oc);
 	if (!err)
 		err = cc_sink_finish(rc.lv.sink);
+	if (!err && rc.o.buildid_cache)
+		keep_build_ids(&rc);
 	struct uw_inject_stats is = { .sz = sizeof(is) };
 	if (final && final->sz >= sizeof(size_t)) {
 		struct uw_record_status st;

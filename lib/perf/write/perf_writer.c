@@ -506,7 +506,7 @@ int perf_writer_add_buildid(struct perf_writer *w, const char *path, const uint8
 }
 
 /* A HEADER_BUILD_ID entry (the same in the feature and as a pipe-mode record): header (misc:
- * cpumode and PERF_RECORD_MISC_BUILD_ID_SIZE), pid, 20 bytes of id, its size, 3 bytes of
+ * cpumode and PERF_RECORD_MISC_BUILD_ID_SIZE), pid (-1: the host), 20 bytes of id, its size, 3 bytes of
  * padding, the path, padded to 8. */
 static void buildid_entry(struct fbuf *f, const struct perf_writer_buildid *b)
 {
@@ -514,7 +514,10 @@ static void buildid_entry(struct fbuf *f, const struct perf_writer_buildid *b)
 	if (rec > 65535)
 		return;
 	uint8_t hdr[8 + 4 + 24] = { 0 };
-	int32_t pid = b->kernel ? -1 : 0;
+	/* the machine: the host's (perf's HOST_KERNEL_ID) for every entry; perf report puts an entry
+	 * of pid 0 on a guest machine of that number, and then reads the build-id of the file at
+	 * the path instead, so a file that changed since the recording would be taken for it */
+	int32_t pid = -1;
 	rec_header(hdr, PR_HEADER_BUILD_ID, (uint16_t)((b->kernel ? PM_KERNEL : PM_USER) | PM_BUILD_ID_SIZE), rec);
 	memcpy(hdr + 8, &pid, 4);
 	memcpy(hdr + 12, b->id, UW_MIN(b->len, (size_t)20));

@@ -1419,7 +1419,8 @@ struct uw_profile;
 /* A profile aggregates samples into distinct stacks with sample counts and periods, per event.
  * Frames are kept as (module, address); names are looked up only when the profile is written. */
 UW_API struct uw_profile *uw_profile_new(struct uw_session *s, const struct uw_profile_opts *opts);
-/* Adds a sample (its arrays are copied). @return 0 or -ENOMEM. */
+/* Adds a sample (its arrays are copied). @return 0, -ENOMEM, or -EOVERFLOW when its event's
+ * periods would add up past 2^64 (a damaged or crafted recording: the sample is not added). */
 UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *smp);
 UW_API void uw_profile_free(struct uw_profile *p);
 /* Distinct stacks and samples so far. */

@@ -129,6 +129,10 @@ UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *in)
 	if (event_index(p, smp, &event))
 		return -ENOMEM;
 	struct pevent *pe = &((struct pevent *)p->events.data)[event];
+	/* every sum a profile makes (stacks, rows, trees, sides) is one event's samples' or fewer:
+	 * none wraps when this one does not */
+	if (pe->period + smp->period < pe->period)
+		return -EOVERFLOW;
 	pe->samples++;
 	pe->period += smp->period;
 	int32_t pid = p->o.by_thread ? (int32_t)smp->pid : 0, tid = p->o.by_thread ? (int32_t)smp->tid : 0;

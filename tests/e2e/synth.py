@@ -2,7 +2,7 @@
 """Writes synthetic perf.data streams (pipe mode) for reader tests: records in a chosen order,
 so ordering, EXIT-before-SAMPLE and late records can be tested exactly.
 
-usage: synth.py ordering|malformed|deferred|deferred-many|idle|lost|lost-only OUT
+usage: synth.py ordering|malformed|deferred|deferred-many|idle|lost|lost-only|bigperiod OUT
        synth.py mmap2-flag|mmap2-buildid ELF SYMBOL_ADDRESS OUT
 """
 import os
@@ -40,8 +40,8 @@ def exit_(pid, tid, time):
     return rec(4, struct.pack("<IIIIQ", pid, 1, tid, 1, time) + trailer(pid, tid, time))
 
 
-def sample(pid, tid, time, kaddr):
-    body = struct.pack("<QIIQIIQ", kaddr, pid, tid, time, 0, 0, 1000)
+def sample(pid, tid, time, kaddr, period=1000):
+    body = struct.pack("<QIIQIIQ", kaddr, pid, tid, time, 0, 0, period)
     body += struct.pack("<QQQ", 2, CTX_KERNEL, kaddr)
     return rec(9, body, misc=1)
 
@@ -126,6 +126,13 @@ def idle():
     return b"PERFILE2" + struct.pack("<Q", 16) + b"".join(out)
 
 
+def bigperiod():
+    """Two samples whose periods add up past 2^64 (a crafted file: perf's periods are far less)."""
+    out = [attr(), comm(100, 100, "worker", 1), sample(100, 100, 10, 0xffffffff81000010, 1 << 63),
+           sample(100, 100, 11, 0xffffffff81000011, (1 << 63) + 5), round_()]
+    return b"PERFILE2" + struct.pack("<Q", 16) + b"".join(out)
+
+
 def lost(with_samples=True):
     """Losses as perf record (6.0+) writes them: LOST records from the kernel (100 and 52 events)
     and, at the end, a LOST_SAMPLES record with the event's lost count (152: the same loss).
@@ -195,6 +202,6 @@ if __name__ == "__main__":
         open(sys.argv[4], "wb").write(data)
         sys.exit(0)
     data = {"ordering": ordering, "malformed": malformed, "deferred": deferred,
-            "deferred-many": deferred_many, "idle": idle,
+            "deferred-many": deferred_many, "idle": idle, "bigperiod": bigperiod,
             "lost": lost, "lost-only": lambda: lost(False)}[sys.argv[1]]()
     open(sys.argv[2], "wb").write(data)

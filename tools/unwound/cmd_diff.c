@@ -172,7 +172,10 @@ static int read_one(struct uw_session *s, const char *path, const struct dopts *
 	int err = uw_reader_run(rd);
 	int ret = CLI_EXIT_OK;
 	if (sd->err) {
-		fprintf(stderr, "unwound diff: %s: %s\n", path, uw_strerror(sd->err));
+		fprintf(stderr, "unwound diff: %s: %s\n", path,
+			sd->err == -EOVERFLOW ? "the periods of one event's samples add up past 2^64 (a damaged or crafted "
+						"recording)"
+					      : uw_strerror(sd->err));
 		ret = CLI_EXIT_ERROR;
 	} else if (err) {
 		read_error(s, path, o);

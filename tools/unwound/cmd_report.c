@@ -232,6 +232,11 @@ int cmd_report(int argc, char **argv)
 		if (e && !rep.err)
 			rep.err = e;
 	}
+	if (rep.err == -EOVERFLOW) {
+		fprintf(stderr, "unwound report: %s: the periods of one event's samples add up past 2^64 (a damaged or "
+			"crafted recording)\n", o.in);
+		goto out;
+	}
 	if (rep.err) {
 		fprintf(stderr, "unwound report: writing %s: %s\n", o.outp ? o.outp : "standard output",
 			outfd.err ? strerror(outfd.err) : uw_strerror(rep.err));

@@ -167,7 +167,7 @@ static int deliver_sample(struct uw_reader *r, unsigned aidx, struct uw_sample *
 	r->st.samples_delivered++;
 	es->user_frames += smp->nr_user;
 	es->samples_delivered++;
-	es->period += smp->period;
+	es->period = es->period + smp->period < es->period ? UINT64_MAX : es->period + smp->period;
 	if (r->o.on_sample && r->o.on_sample(r->o.ctx, smp))
 		return -UW_ECANCELED;
 	return 0;

@@ -3,7 +3,8 @@
 # standard input is a pipe; perf report's options work as perf's (-s, -G, -g/--call-graph forms,
 # -q, -F, --header, --header-only) or are refused with one line naming what to use instead and
 # the --help hint; a bad option in any subcommand prints one line and the hint; diff without
-# recordings names the path once.
+# recordings names the path once; no option of perf's is taken for another of unwound's whose
+# name it begins (getopt's abbreviations: record --no-buildid was --no-buildid-cache).
 set -eu
 B=${UW_BUILD:?}
 W=$B/tests/work/habits
@@ -152,3 +153,30 @@ rc=0; "$U" nosuchcommand >/dev/null 2>err.txt || rc=$?
 [ $rc = 2 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "unknown command 'nosuchcommand'" err.txt ||
     fail "an unknown command: $(cat err.txt)"
 echo "bad options: one line and the hint in report, record, inject and diff"
+# perf's long options: each one unwound has not is refused, never taken as an abbreviation
+for cmd in report record inject diff; do
+    perf $cmd -h 2>&1 | grep -oE -- "--[a-z][a-z0-9-]*" | sort -u >perf-opts.txt
+    "$U" $cmd --help 2>&1 | grep -oE -- "--[a-z][a-z0-9-]*" | sort -u >uw-opts.txt
+    n=0
+    while read -r o; do
+        grep -qx -- "$o" uw-opts.txt && continue
+        rc=0
+        case $cmd in
+        record) "$U" record "$o" -o opt.data -- true >/dev/null 2>err.txt || rc=$? ;;
+        diff) "$U" diff "$o" perf.data perf.data -o opt.txt >/dev/null 2>err.txt || rc=$? ;;
+        *) "$U" $cmd "$o" -i perf.data -o opt.data >/dev/null 2>err.txt || rc=$? ;;
+        esac
+        if [ $rc = 0 ]; then
+            # (an option unwound has without listing it, as --demangle: fine; the beginning of
+            # one it lists, taken for it: not)
+            ! grep -q -- "^$o" uw-opts.txt || fail "$cmd $o: perf's option taken for $(grep -- "^$o" uw-opts.txt | head -1)"
+        fi
+        n=$((n + 1))
+    done <perf-opts.txt
+    echo "$cmd: $n options of perf's that unwound does not list: none taken for another"
+done
+for o in --no-buildid -B; do
+    rc=0; "$U" record $o -o opt.data -- true >/dev/null 2>err.txt || rc=$?
+    [ $rc = 2 ] && grep -q "B/--no-buildid .* is not supported" err.txt || fail "record $o: $(cat err.txt)"
+done
+"$U" report --no-chil -i perf.data >/dev/null || fail "an abbreviation (--no-chil) refused"

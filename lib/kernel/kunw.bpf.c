@@ -31,6 +31,8 @@ const volatile __u32 kunw_verify = 0;
 const volatile __u64 kunw_wakeup_bytes = 1 << 20;
 const volatile __u32 kunw_timing = 0; /* stage timing (a diagnostic; off: compiled away by the verifier) */
 const volatile __u32 kunw_slot_mask = 4095; /* a module value's slot bits (kunw_map.module) */
+const volatile __u32 kunw_event_ids = 1; /* records say their event (kunw_rec.event_id); 0 where user
+                                          * space knows it (one sampling attribute) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -124,7 +126,10 @@ struct kunw_top {
 };
 
 struct kunw_scratch {
-	/* what every sample touches (within the reach of an instruction's 16-bit offset) */
+	/* what every sample touches (within the reach of an instruction's 16-bit offset): the
+	 * counters first (user space reads them at the value's start, kunw_counters), on the
+	 * lines the sample's other state shares, not in a map of their own */
+	struct kunw_counters cnt;
 	__u64 unwoken;       /* record bytes this CPU wrote since it last woke the reader */
 	__u32 mnext, pad;
 	struct kunw_mcache_ent mcache[MCACHE];
@@ -148,12 +153,6 @@ struct {
 	__type(value, struct kunw_scratch);
 } kunw_scratch SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct kunw_counters);
-} kunw_stats SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -999,11 +998,11 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 		__u64 c0 = t_start();
 		t_stop(KUNW_T_CLOCK, c0, 0);
 	}
-	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
+	__u32 cpu = bpf_get_smp_processor_id();
 	struct kunw_scratch *s = bpf_map_lookup_elem(&kunw_scratch, &cpu);
-	struct kunw_counters *cnt = bpf_map_lookup_elem(&kunw_stats, &zero);
-	if (!s || !cnt)
+	if (!s)
 		return 0;
+	struct kunw_counters *cnt = &s->cnt;
 	cnt->samples++;
 	struct kunw_rec *rec = &s->rec;
 	__u64 id = bpf_get_current_pid_tgid();
@@ -1014,7 +1013,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 	rec->time = bpf_ktime_get_ns();
 	rec->period = ctx->sample_period;
 	rec->kind = kind;
-	rec->event_id = event_id(ctx);
+	rec->event_id = kunw_event_ids ? event_id(ctx) : 0;
 	/* the kernel callchain: none when the sample interrupted user space */
 	bool user_mode = (CTX_REG(ctx, cs) & 3) == 3;
 	__u32 nk = 0;

@@ -129,6 +129,10 @@ struct kunw_opts {
 	uint64_t wait_min_ns;    /* unwalked waits are written when their key's total reaches it
 	                          * (0: 500 us) */
 	unsigned wait_walks;     /* stacks walked per second and CPU at most (0: 500) */
+	/* One sampling attribute (its records are its samples, or switch-outs by their kind): the
+	 * records' event_id is left 0, the event's lookup (three dependent loads of the kernel's
+	 * perf_event structs) saved per sample. */
+	bool one_event;
 };
 
 /* Opens and loads the program (the verifier runs here). On failure, a message (the end of the

@@ -52,6 +52,7 @@
 	X(bpf_link__fd) \
 	X(bpf_map__fd) \
 	X(bpf_map__set_max_entries) \
+	X(bpf_map__value_size) \
 	X(bpf_map_create) \
 	X(bpf_map_delete_batch) \
 	X(bpf_map_delete_elem) \
@@ -131,6 +132,7 @@ static int lb_need(char *err, size_t errlen)
 #define bpf_link__fd lb.bpf_link__fd
 #define bpf_map__fd lb.bpf_map__fd
 #define bpf_map__set_max_entries lb.bpf_map__set_max_entries
+#define bpf_map__value_size lb.bpf_map__value_size
 #define bpf_map_create lb.bpf_map_create
 #define bpf_map_delete_batch lb.bpf_map_delete_batch
 #define bpf_map_delete_elem lb.bpf_map_delete_elem
@@ -355,6 +357,7 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 	k->timing = o.timing || k->timing_file;
 	s->rodata->kunw_timing = k->timing;
 	s->rodata->kunw_slot_mask = (1u << k->slot_bits) - 1;
+	s->rodata->kunw_event_ids = !o.one_event;
 	bpf_program__set_autoload(s->progs.kunw_switch, o.switches);
 	k->switches = o.switches;
 	/* waits timed in the kernel: the CPU samples' program is the followed tasks' one */
@@ -861,14 +864,21 @@ int kunw_poll(struct kunw *k, int timeout_ms, kunw_sample_fn fn, void *ctx)
 
 int kunw_counters(struct kunw *k, struct kunw_counters *out)
 {
-	struct kunw_counters *v = calloc((size_t)k->ncpus, sizeof(*v));
+	/* each CPU's at the start of its scratch value (kunw.bpf.c: struct kunw_scratch) */
+	size_t vsz = bpf_map__value_size(k->skel->maps.kunw_scratch);
+	uint8_t *v = vsz >= sizeof(*out) ? malloc(vsz) : NULL;
 	if (!v)
 		return -ENOMEM;
-	uint32_t zero = 0;
-	int e = bpf_map_lookup_elem(bpf_map__fd(k->skel->maps.kunw_stats), &zero, v) ? -errno : 0;
+	int e = 0;
 	memset(out, 0, sizeof(*out));
-	for (int c = 0; !e && c < k->ncpus; c++) {
-		const uint64_t *src = (const uint64_t *)&v[c];
+	for (uint32_t c = 0; !e && c < (uint32_t)k->ncpus; c++) {
+		if (bpf_map_lookup_elem(bpf_map__fd(k->skel->maps.kunw_scratch), &c, v)) {
+			e = -errno;
+			break;
+		}
+		struct kunw_counters one;
+		memcpy(&one, v, sizeof(one));
+		const uint64_t *src = (const uint64_t *)&one;
 		uint64_t *dst = (uint64_t *)out;
 		for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 			dst[i] += src[i];

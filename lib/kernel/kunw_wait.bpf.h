@@ -301,11 +301,11 @@ __noinline int kunw_wait_add(struct kw_task *k, __u64 ids, __u64 d, __u64 now)
 static __always_inline void kw_walk(void *ctx, struct task_struct *task, __u64 key, __u64 time)
 {
 	__u64 t_all = t_start();
-	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
+	__u32 cpu = bpf_get_smp_processor_id();
 	struct kunw_scratch *s = bpf_map_lookup_elem(&kunw_scratch, &cpu);
-	struct kunw_counters *cnt = bpf_map_lookup_elem(&kunw_stats, &zero);
-	if (!s || !cnt)
+	if (!s)
 		return;
+	struct kunw_counters *cnt = &s->cnt;
 	cnt->samples++;
 	struct kunw_rec *rec = &s->rec;
 	__builtin_memset(rec, 0, sizeof(*rec));

@@ -177,6 +177,7 @@ struct live_kunw_conf {
 	void *wait_ctx;
 	bool verify;            /* (tests) every record also carries frame 0's registers and stack,
 	                         * for the reader to compare the program's frames with lib/unwind's */
+	bool one_event;         /* one sampling attribute: the records need not say their event */
 };
 /* Loads the program (the verifier runs): 0 and *out, or a negative error and why (one line). */
 int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char *why, size_t len);

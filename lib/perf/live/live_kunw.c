@@ -1296,6 +1296,7 @@ int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char 
 				.wait_self = c->wait_self,
 				.wait_min_ns = c->wait_min_ns,
 				.wait_walks = c->wait_walks,
+				.one_event = c->one_event,
 				/* swaps into the maps batched off the loop (each waits for a grace period) */
 				.deferred = true };
 	char err[512] = "";

@@ -373,7 +373,9 @@ static int kunw_open(struct rec *rc)
 				     .wait_min_ns = rc->o.off_cpu_min_ns,
 				     .wait_walks = rc->o.off_cpu_walks,
 				     .wait_fn = kwait_record,
-				     .wait_ctx = lv };
+				     .wait_ctx = lv,
+				     /* (its records are the one event's, or a switch-out's by their kind) */
+				     .one_event = rc->ec.nev == 1 };
 	/* (tests: a small ring, for a recorder stopped to lose samples in the program) */
 	const char *rb = getenv("UW_KUNW_RING_BYTES");
 	if (rb)

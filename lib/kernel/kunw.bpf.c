@@ -877,8 +877,10 @@ static __always_inline void walk_output(struct kunw_scratch *s, struct kunw_coun
 	w->chunk_len = 0;
 	/* the process's mappings, one generation for the whole walk */
 	struct walk_ctx c = { .s = s, .cnt = cnt };
+	__u64 tp0 = t_start();
 	c.procs = bpf_map_lookup_elem(&kunw_procs, &w->pid);
 	struct kunw_map *h = c.procs ? bpf_map_lookup_elem(c.procs, &zero) : NULL;
+	t_stop(KUNW_T_PROC, tp0, 0);
 	w->gen = h ? (__u32)h->end : 0;
 	w->nmaps = h ? (__u32)h->start : 0;
 	rec->gen = w->gen;
@@ -998,6 +1000,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 		__u64 c0 = t_start();
 		t_stop(KUNW_T_CLOCK, c0, 0);
 	}
+	__u64 th0 = t_start();
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct kunw_scratch *s = bpf_map_lookup_elem(&kunw_scratch, &cpu);
 	if (!s)
@@ -1014,6 +1017,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 kind)
 	rec->period = ctx->sample_period;
 	rec->kind = kind;
 	rec->event_id = kunw_event_ids ? event_id(ctx) : 0;
+	t_stop(KUNW_T_HEAD, th0, 0);
 	/* the kernel callchain: none when the sample interrupted user space */
 	bool user_mode = (CTX_REG(ctx, cs) & 3) == 3;
 	__u32 nk = 0;

@@ -210,6 +210,8 @@ enum {
 	KUNW_T_COPY,         /* the hand-over's stack copy (bytes: bytes copied) */
 	KUNW_T_OUTPUT,       /* the record's end: generation, counters, ring buffer (bytes: record) */
 	KUNW_T_CLOCK,        /* a pair of clock reads back to back */
+	KUNW_T_PROC,         /* the process's mappings looked up (its hash of maps, their header) */
+	KUNW_T_HEAD,         /* the record's header: scratch, ids, time, the event */
 	KUNW_T__COUNT
 };
 struct kunw_timing {

@@ -120,7 +120,7 @@ void kunw_timing_print(const struct kunw_timing *t, void *file)
 {
 	static const char *const names[KUNW_T__COUNT] = {
 		"sample", "kernel callchain", "user registers", "walk", "  mapping searches", "  rule searches",
-		"  stack reads", "hand-over copy", "record output", "clock pair",
+		"  stack reads", "hand-over copy", "record output", "clock pair", "process lookup", "record header",
 	};
 	FILE *f = file;
 	uint64_t samples = t->n[KUNW_T_ALL];

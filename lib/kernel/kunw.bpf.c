@@ -146,8 +146,11 @@ _Static_assert(__builtin_offsetof(struct kunw_scratch, data) ==
                    __builtin_offsetof(struct kunw_scratch, rec) + sizeof(struct kunw_rec),
                "a record is its header and the data after it");
 
+/* (mappable: user space reads each CPU's counters in place, kunw_counters, not a copy of the
+ * whole value per CPU) */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1); /* set to the number of possible CPUs */
 	__type(key, __u32);
 	__type(value, struct kunw_scratch);

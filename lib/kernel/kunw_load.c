@@ -24,6 +24,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <dlfcn.h>
@@ -209,6 +210,8 @@ struct kunw {
 	bool switches;             /* kunw_switch loaded */
 	bool timing;               /* stage timing on */
 	char *timing_file;         /* (UW_KUNW_TIMING) where kunw_close writes the stages */
+	const uint8_t *scratch;    /* kunw_scratch mapped (read only): each CPU's counters first */
+	size_t scratch_len, scratch_elem;
 	bool wait;                 /* the wait programs loaded (kunw_opts.wait) */
 	bool event_ids;            /* the records say their event (the kernel has
 	                            * bpf_cast_to_kern_ctx: Linux 6.2) */
@@ -391,6 +394,15 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 			verifier_tail(&o, ncpus, err, errlen);
 		goto fail;
 	}
+	/* (an array map's values, mapped, lie value size rounded to 8 apart) */
+	k->scratch_elem = ((size_t)bpf_map__value_size(s->maps.kunw_scratch) + 7) & ~(size_t)7;
+	k->scratch_len = k->scratch_elem * (size_t)ncpus;
+	void *sm = mmap(NULL, k->scratch_len, PROT_READ, MAP_SHARED, bpf_map__fd(s->maps.kunw_scratch), 0);
+	if (sm == MAP_FAILED) {
+		e = set_err(err, errlen, -errno, "mapping the scratch map");
+		goto fail;
+	}
+	k->scratch = sm;
 	k->rb = ring_buffer__new(bpf_map__fd(s->maps.kunw_ring), on_record, k, NULL);
 	if (!k->rb) {
 		e = set_err(err, errlen, -errno, "the ring buffer");
@@ -423,6 +435,8 @@ void kunw_close(struct kunw *k)
 		}
 	}
 	free(k->timing_file);
+	if (k->scratch)
+		munmap((void *)k->scratch, k->scratch_len);
 	if (k->c.started) {
 		pthread_mutex_lock(&k->c.mu);
 		k->c.stop = true;
@@ -864,27 +878,20 @@ int kunw_poll(struct kunw *k, int timeout_ms, kunw_sample_fn fn, void *ctx)
 
 int kunw_counters(struct kunw *k, struct kunw_counters *out)
 {
-	/* each CPU's at the start of its scratch value (kunw.bpf.c: struct kunw_scratch) */
-	size_t vsz = bpf_map__value_size(k->skel->maps.kunw_scratch);
-	uint8_t *v = vsz >= sizeof(*out) ? malloc(vsz) : NULL;
-	if (!v)
-		return -ENOMEM;
-	int e = 0;
+	/* each CPU's at the start of its scratch value (kunw.bpf.c: struct kunw_scratch), read in
+	 * the mapped map (a lookup would copy each CPU's whole value, ~91 KiB) */
 	memset(out, 0, sizeof(*out));
-	for (uint32_t c = 0; !e && c < (uint32_t)k->ncpus; c++) {
-		if (bpf_map_lookup_elem(bpf_map__fd(k->skel->maps.kunw_scratch), &c, v)) {
-			e = -errno;
-			break;
-		}
+	if (!k->scratch)
+		return -ENOENT;
+	for (int c = 0; c < k->ncpus; c++) {
 		struct kunw_counters one;
-		memcpy(&one, v, sizeof(one));
+		memcpy(&one, k->scratch + (size_t)c * k->scratch_elem, sizeof(one));
 		const uint64_t *src = (const uint64_t *)&one;
 		uint64_t *dst = (uint64_t *)out;
 		for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 			dst[i] += src[i];
 	}
-	free(v);
-	return e;
+	return 0;
 }
 
 int kunw_prog_info(struct kunw *k, struct kunw_prog_info *out)

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,14 +82,19 @@ int bidcache_store(const char *dir, const char *name, const char *hex, const cha
 		return err;
 	char file[PATH_MAX];
 	if ((size_t)snprintf(file, sizeof(file), "%s/%s", at, leaf) >= sizeof(file) ||
-	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.%d.tmp", at, leaf, (int)getpid()) >= sizeof(tmp))
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.%d.%d.tmp", at, leaf, (int)getpid(), (int)gettid()) >=
+		    sizeof(tmp))
 		return -ENAMETOOLONG;
+	char *buf = src_fd >= 0 ? malloc(1u << 16) : NULL;
+	if (src_fd >= 0 && !buf)
+		return -ENOMEM;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
+	if (fd < 0) {
+		free(buf);
 		return -errno;
-	static char buf[1 << 16];
+	}
 	for (uint64_t off = 0; off < size && !err;) {
-		size_t n = (size_t)UW_MIN(size - off, (uint64_t)sizeof(buf));
+		size_t n = (size_t)UW_MIN(size - off, (uint64_t)(1u << 16));
 		const void *p = (const uint8_t *)mem + off;
 		if (src_fd >= 0) {
 			ssize_t r = pread(src_fd, buf, n, (off_t)off);
@@ -110,6 +114,7 @@ int bidcache_store(const char *dir, const char *name, const char *hex, const cha
 		}
 		off += n;
 	}
+	free(buf);
 	if (close(fd) && !err)
 		err = -errno;
 	if (!err && rename(tmp, file))
@@ -130,9 +135,6 @@ int bidcache_store(const char *dir, const char *name, const char *hex, const cha
 	return 0;
 }
 
-/* (bidcache_store's buffer is static: one store at a time) */
-static pthread_mutex_t store_mu = PTHREAD_MUTEX_INITIALIZER;
-
 int module_keep_in_cache(struct uw_session *s, struct uw_module *m)
 {
 	if (!s->buildid_dir || !m->build_id[0] || m->jit || m->jitdump || !cacheable_name(m->path))
@@ -142,7 +144,6 @@ int module_keep_in_cache(struct uw_session *s, struct uw_module *m)
 		return 0;
 	const char *leaf = vdso ? "vdso" : "elf";
 	int err = -ENOENT;
-	pthread_mutex_lock(&store_mu);
 	/* the file its frames were read from, while it is open (checked against the build-id then:
 	 * the file at the path may have changed since), else the one at the path if it is still it */
 	module_use(m);
@@ -158,6 +159,5 @@ int module_keep_in_cache(struct uw_session *s, struct uw_module *m)
 			elfv_close(own);
 		}
 	}
-	pthread_mutex_unlock(&store_mu);
 	return err == -ENOENT ? 0 : err;
 }

@@ -154,6 +154,23 @@ static int read_all(const char *path, uint64_t max, char **out, size_t *len, boo
 	return 0;
 }
 
+int ksym_keep_in_cache(struct uw_session *s, const char *hex)
+{
+	if (!s->buildid_dir || bidcache_has(s->buildid_dir, hex, "kallsyms"))
+		return 0;
+	char *buf;
+	size_t len;
+	bool mapped;
+	int e = read_all("/proc/kallsyms", session_side_cap(s), &buf, &len, &mapped);
+	if (e)
+		return e == -ENOENT ? 0 : e;
+	/* (kptr_restrict: every address 0) */
+	if (len > 16 && strspn(buf, "0") < 16)
+		e = bidcache_store(s->buildid_dir, "[kernel.kallsyms]", hex, "kallsyms", -1, buf, len);
+	free(buf);
+	return e;
+}
+
 static const unsigned char hexdig[256] = {
 	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10,
 	['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,

@@ -139,5 +139,9 @@ void ksym_kernel_note_release(struct uw_kernel *k, const char *release);
 /* A file given for the kernel's symbols (uw_tracker_load_kallsyms, uw_tracker_load_vmlinux;
  * path NULL: none, the default choice). */
 int ksym_kernel_load(struct uw_kernel *k, const char *path, bool vmlinux);
+/* The running kernel's /proc/kallsyms (build-id hex) kept in the session's build-id cache as
+ * perf record keeps it, [kernel.kallsyms]/HEX/kallsyms (nothing done when it is there, or when
+ * the addresses are hidden). @return 0, -errno. */
+int ksym_keep_in_cache(struct uw_session *s, const char *hex);
 
 #endif

@@ -33,6 +33,7 @@
 
 #include "kernel/kunw_abi.h"
 #include "module/module.h"
+#include "symbolize/symbolize.h"
 #include "perf/live/live.h"
 #include "unwind/unwind.h"
 
@@ -748,46 +749,6 @@ static int keep_module(void *ctx, struct uw_module *m)
 	return 0;
 }
 
-/* The running kernel's symbols (the recording's kernel) as [kernel.kallsyms]/HEX/kallsyms, when
- * their addresses are not hidden. */
-static int keep_kallsyms(struct rec *rc, const char *hex)
-{
-	const char *dir = rc->s->buildid_dir;
-	if (bidcache_has(dir, hex, "kallsyms"))
-		return 0;
-	int fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	size_t len = 0, cap = 16 << 20;
-	char *buf = malloc(cap);
-	int err = buf ? 0 : -ENOMEM;
-	while (!err) {
-		if (len == cap) {
-			char *nb = cap < (256u << 20) ? realloc(buf, cap * 2) : NULL;
-			if (!nb) {
-				err = -EFBIG;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err = n < 0 ? -errno : 0;
-			break;
-		}
-		len += (size_t)n;
-	}
-	close(fd);
-	/* (kptr_restrict: every address 0) */
-	if (!err && len > 16 && strspn(buf, "0") < 16)
-		err = bidcache_store(dir, "[kernel.kallsyms]", hex, "kallsyms", -1, buf, len);
-	free(buf);
-	return err;
-}
-
 static void keep_build_ids(struct rec *rc)
 {
 	struct keep k = { .rc = rc };
@@ -796,7 +757,7 @@ static void keep_build_ids(struct rec *rc)
 	uw_session_foreach_module(rc->s, keep_module, &k);
 	const char *kb = tracker_build_id(rc->lv.t, "[kernel.kallsyms]", 17);
 	if (kb && kb[0]) {
-		int e = keep_kallsyms(rc, kb);
+		int e = ksym_keep_in_cache(rc->s, kb);
 		if (e && !k.err) {
 			k.err = e;
 			k.what = "[kernel.kallsyms]";

@@ -60,12 +60,15 @@ static const char *name_uncached(struct uw_profile *p, const struct pframe *f, i
 		return sym.name;
 	case NAME_SRCLINE: {
 		const struct uw_source_frame *inl = NULL;
+		const char *file;
 		unsigned n = 0;
 		if (f->mod && !f->kernel)
 			uw_symbolize_inline(p->s, f->mod, f->addr, &inl, &n);
 		if (n && inl[0].file && inl[0].line) {
 			const char *base = strrchr(inl[0].file, '/');
 			snprintf(buf, sizeof(buf), "%s:%u", base ? base + 1 : inl[0].file, inl[0].line);
+		} else if (sym.name && (file = f->mod && !f->kernel && !(n && inl[0].file) ? sym_source_file(p->s, f->mod, f->addr) : NULL)) {
+			snprintf(buf, sizeof(buf), "%s:0", file); /* addr2line's file:? (crtstuff.c) */
 		} else if (sym.name) {
 			snprintf(buf, sizeof(buf), "%s+%" PRIu64, sym.name, sym.offset);
 		} else {

@@ -206,7 +206,11 @@ static void script_user_frame(struct wbuf *w, struct uw_session *s, const struct
 			wb_char(w, '\n');
 		}
 		if (o->srcline) {
-			const char *file = lv && lv->file ? lv->file : "";
+			const char *file = lv && lv->file ? lv->file : NULL;
+			if (!file && !ninl) /* addr2line's file:? (crtstuff.c) */
+				file = sym_source_file(s, f->module, f->rel_pc - adj);
+			if (!file)
+				file = "";
 			const char *base = strrchr(file, '/');
 			wb_str(w, "  ");
 			wb_name(w, base ? base + 1 : file);

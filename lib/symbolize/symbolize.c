@@ -231,6 +231,24 @@ void sym_names(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const
 	module_unuse(m);
 }
 
+const char *sym_source_file(struct uw_session *s, struct uw_module *m, uint64_t rel_pc)
+{
+	const char *file = NULL;
+	module_use(m);
+	struct sym_module *sm = sym_module(s, m);
+	struct sym *sym = sm && !m->jit ? find_sym(s, sm, rel_pc) : NULL;
+	if (sym) {
+		pthread_mutex_lock(&m->mu);
+		struct elfv *elf = m->elf, *dbg = m->dbg ? m->dbg : m->mini;
+		pthread_mutex_unlock(&m->mu);
+		const char *f = symtab_file_of(elf, dbg, sym->start, sym->name);
+		if (f)
+			file = session_intern(s, f, strlen(f));
+	}
+	module_unuse(m);
+	return file;
+}
+
 /* ---- inline chains */
 
 struct sym_inline {

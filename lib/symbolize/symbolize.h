@@ -73,6 +73,9 @@ int sym_inline_try(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, c
 /* The symbol at rel_pc: its name in the symbol table (system) and as shown (demangled unless the
  * session says not), both interned; NULLs without one. */
 void sym_names(struct uw_session *s, struct uw_module *m, uint64_t rel_pc, const char **sys, const char **shown);
+/* The source file addr2line names for rel_pc when no line table covers it (symtab_file_of), interned;
+ * NULL: none. */
+const char *sym_source_file(struct uw_session *s, struct uw_module *m, uint64_t rel_pc);
 /* Lookups asked of the inline helper so far (uw_symbolize_inline_ahead); whether the first n of
  * them are done (no waiting). */
 size_t sym_inline_asked(struct uw_session *s);

@@ -298,6 +298,40 @@ int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg, bool dema
 	return 0;
 }
 
+/* binutils' addr2line names the file of code without a line table from the symbol table: a
+ * local function's file is the STT_FILE symbol before it (its object's), a global's none. perf
+ * report shows that as FILE:0 (perf runs addr2line on the file it took symbols from, when that
+ * file has a .debug_line). */
+const char *symtab_file_of(struct elfv *elf, struct elfv *dbg, uint64_t start, const char *name)
+{
+	struct elfv *v = dbg;
+	struct elfv_sec s, strs, line;
+	if (!v || elfv_section(v, ".symtab", &s) || !s.data || s.type == SHT_NOBITS)
+		v = elf;
+	if (!v || elfv_section(v, ".symtab", &s) || !s.data || s.type == SHT_NOBITS)
+		return NULL;
+	if (elfv_section(v, ".debug_line", &line) || elfv_section_at(v, s.link, &strs) || !strs.data ||
+	    !strs.size || strs.data[strs.size - 1] != 0)
+		return NULL;
+	const char *strtab = (const char *)strs.data, *file = NULL;
+	size_t n = s.size / sizeof(Elf64_Sym);
+	for (size_t i = 1; i < n; i++) {
+		Elf64_Sym sym;
+		memcpy(&sym, s.data + i * sizeof(Elf64_Sym), sizeof(sym));
+		if (ELF64_ST_BIND(sym.st_info) != STB_LOCAL)
+			break; /* the locals come first */
+		if (sym.st_name >= strs.size)
+			continue;
+		unsigned type = ELF64_ST_TYPE(sym.st_info);
+		if (type == STT_FILE)
+			file = sym.st_name ? strtab + sym.st_name : NULL;
+		else if ((type == STT_FUNC || type == STT_NOTYPE) && sym.st_value == start &&
+		         sym.st_shndx != SHN_UNDEF && !strcmp(strtab + sym.st_name, name))
+			return file && *file ? file : NULL;
+	}
+	return NULL;
+}
+
 void symtab_free(struct symtab *t)
 {
 	free(t->syms);

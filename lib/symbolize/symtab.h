@@ -25,6 +25,10 @@ struct symtab {
  * are then chosen by their demangled names, as perf does). */
 int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg, bool demangled);
 void symtab_free(struct symtab *t);
+/* The source file addr2line names for a function without a line table (start and name as in the
+ * table built from the same ELF views): a local function's STT_FILE in the table's file when
+ * that file has a .debug_line, else NULL. Into the ELF's string table. */
+const char *symtab_file_of(struct elfv *elf, struct elfv *dbg, uint64_t start, const char *name);
 const struct sym *symtab_find(const struct symtab *t, uint64_t addr);
 
 #endif

@@ -161,6 +161,28 @@ sort)
     diff a.txt b.txt || fail "unnamed code shown otherwise than perf report shows it"
     "$U" report -i st.data --rows 3 | grep -E '\[\.\] 0x0{8}' >/dev/null || fail "the default table does not show addresses"
     echo "unnamed code: rows by address as perf report"
+    # code without a line table (crtstuff.c's __do_global_dtors_aux, at exit): perf names its
+    # source line from the symbol table's file, FILE:0, as addr2line does (the sort above failed
+    # once on a sample there); a uprobe puts a sample there every time, in a copy of the program
+    # of its own (no other test's process meets the probe)
+    cp "$E" ./dtors
+    a=$(nm dtors | awk '$3 == "__do_global_dtors_aux" { print $1 }')
+    [ -n "$a" ] || fail "no __do_global_dtors_aux in the test program"
+    ev=uwdt$$
+    perf probe -q -x "$W/dtors" -a "$ev=0x$(printf %x $((0x$a + 4)))" 2>perf.err || { cat perf.err; fail "perf probe"; }
+    trap 'perf probe -q -d "probe_dtors:$ev" 2>/dev/null || true' EXIT
+    rec -e "probe_dtors:$ev" --call-graph dwarf -o dt.data -- ./dtors calltree 0.05
+    perf probe -q -d "probe_dtors:$ev" 2>/dev/null || true
+    # (-w: perf sizes the column by the header alone when there is one row, "crtstuff.c:")
+    perf report -i dt.data --stdio --no-children --sort srcline -g none -w 8,60 2>/dev/null | grep '%' | grep -v '^#' |
+        sed 's/ *$//; s/  */ /g' >perf-dt.txt
+    "$U" report -i dt.data --no-children --sort srcline | grep '%' | grep -v '^#' | sed 's/ *$//; s/  */ /g' >unwound-dt.txt
+    [ "$(cat perf-dt.txt)" = " 100.00% crtstuff.c:0" ] || { cat perf-dt.txt; fail "perf report's row is not crtstuff.c:0"; }
+    diff perf-dt.txt unwound-dt.txt || fail "code without a line table: another srcline than perf report's"
+    perf script -i dt.data -F ip,sym,srcline 2>/dev/null | sed -n 3p >perf-dts.txt
+    "$U" report -i dt.data --script --srcline | sed -n 3p >unwound-dts.txt
+    diff perf-dts.txt unwound-dts.txt || fail "--script --srcline: another line than perf script's"
+    echo "code without a line table: $(cat unwound-dt.txt) as perf report and perf script"
     ;;
 honest)
     # a stack copy too small for the deep recursion: some samples stop early (copies, not the

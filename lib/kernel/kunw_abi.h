@@ -230,6 +230,31 @@ struct kunw_wait_counters {
 	__u64 ns;                /* unwalked waits' time (ns) */
 	__u64 records;           /* records written (switch-ins, totals) */
 	__u64 lost;              /* ... that did not fit in the ring */
+	__u64 untimed;           /* switches (out or in) of followed threads with no state to time
+	                          * them in: their task storage could not be made there (the
+	                          * kernel refuses while its per-CPU task storage lock is held) */
+};
+
+/* A followed thread's state (the task storage of kunw_wait.bpf.h, kw_tasks): made by the
+ * program at the thread's first switch or fork, or by user space for the threads followed at
+ * the start (kunw_wait_follow_*: followed 1, the rest zero). */
+#define KW_SLOTS 8
+
+struct kw_slot {
+	__u64 key, ip;
+	__u64 ns;                /* unwalked waits' time not yet written */
+	__u32 n;                 /* ... and their number */
+	__u32 walks;             /* walks of this key since the slot took it */
+};
+
+struct kw_task {
+	__u8 followed;
+	__u8 walked;             /* the open wait was walked (its out is CLOCK_MONOTONIC) */
+	__u8 victim;             /* the next slot to take for a new key */
+	__u8 slot;               /* the open wait's slot */
+	__u32 pad;
+	__u64 out;               /* the open wait's start; 0: none */
+	struct kw_slot s[KW_SLOTS];
 };
 
 #endif

@@ -24,7 +24,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <dlfcn.h>
@@ -957,6 +959,27 @@ static int wait_put(int fd, uint32_t key, uint32_t v, uint64_t flags)
 	return bpf_map_update_elem(fd, &key, &v, flags) ? -errno : 0;
 }
 
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* (Linux 6.9) */
+#endif
+
+/* Thread tid's state made here, followed (kw_tasks is keyed by a pidfd in user space): the
+ * program then only looks it up. It makes the state of a thread it sees first, but not while
+ * the kernel's per-CPU task storage lock is taken (until 6.19; a task preempted holding it,
+ * a task's storage freed where its last reference is dropped): a followed thread's first
+ * switches would go untimed. Best effort: a thread gone, or a kernel without thread pidfds
+ * (before 6.9, for a thread not its process's leader), leaves it to the program. */
+static void wait_store(struct kunw *k, uint32_t tid, uint32_t tgid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, (pid_t)tid, tid == tgid ? 0 : PIDFD_THREAD);
+	if (fd < 0)
+		return;
+	struct kw_task v = { .followed = 1 };
+	if (bpf_map__value_size(k->skel->maps.kw_tasks) == sizeof(v))
+		(void)bpf_map_update_elem(bpf_map__fd(k->skel->maps.kw_tasks), &fd, &v, BPF_NOEXIST);
+	close(fd);
+}
+
 int kunw_wait_follow_proc(struct kunw *k, uint32_t pid)
 {
 	if (!k->wait)
@@ -965,7 +988,21 @@ int kunw_wait_follow_proc(struct kunw *k, uint32_t pid)
 			 BPF_NOEXIST);
 	if (!e)
 		__atomic_fetch_add(&k->skel->bss->kunw_wait_live, 1, __ATOMIC_RELAXED);
-	return e == -EEXIST ? 0 : e;
+	if (e && e != -EEXIST)
+		return e;
+	/* its threads now (those it makes from here on: the fork program) */
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/task", pid);
+	DIR *d = opendir(path);
+	for (struct dirent *de; d && (de = readdir(d));) {
+		char *end;
+		unsigned long tid = strtoul(de->d_name, &end, 10);
+		if (de->d_name[0] != '.' && !*end && tid && tid <= UINT32_MAX)
+			wait_store(k, (uint32_t)tid, pid);
+	}
+	if (d)
+		closedir(d);
+	return 0;
 }
 
 int kunw_wait_follow_thread(struct kunw *k, uint32_t tid, uint32_t pid)
@@ -977,6 +1014,7 @@ int kunw_wait_follow_thread(struct kunw *k, uint32_t tid, uint32_t pid)
 		__atomic_fetch_add(&k->skel->bss->kunw_wait_live, 1, __ATOMIC_RELAXED);
 	if (e && e != -EEXIST)
 		return e;
+	wait_store(k, tid, pid);
 	/* (a process followed whole keeps its flags) */
 	e = wait_put(bpf_map__fd(k->skel->maps.kw_procs), pid, KUNW_WAIT_PROC_SIDEBAND, BPF_NOEXIST);
 	return e == -EEXIST ? 0 : e;
@@ -1087,6 +1125,7 @@ int kunw_wait_counters(struct kunw *k, struct kunw_wait_counters *out)
 		out->ns += v[c].ns;
 		out->records += v[c].records;
 		out->lost += v[c].lost;
+		out->untimed += v[c].untimed;
 	}
 	free(v);
 	return e;

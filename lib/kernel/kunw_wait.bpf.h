@@ -37,7 +37,6 @@
 
 #include <bpf/bpf_tracing.h>
 
-#define KW_SLOTS 8
 #define KW_PF_EXITING 0x00000004 /* PF_EXITING: its switch-outs are its death, not waits */
 #define KW_KSKIP 2 /* kernel frames from bpf_get_stack skipped: the program and bpf_trace_run4 (the
                     * chain begins at __schedule) */
@@ -56,22 +55,7 @@ __s64 kunw_wait_live;        /* followed targets alive (user space sets the star
 __u64 kunw_wait_end_mono;    /* the end (CLOCK_MONOTONIC), for kunw_wait_end */
 __s64 kunw_wait_clock_off;   /* CLOCK_MONOTONIC - the runqueue clock, as last seen */
 
-struct kw_slot {
-	__u64 key, ip;
-	__u64 ns;                /* unwalked waits' time not yet written */
-	__u32 n;                 /* ... and their number */
-	__u32 walks;             /* walks of this key since the slot took it */
-};
-
-struct kw_task {
-	__u8 followed;
-	__u8 walked;             /* the open wait was walked (its out is CLOCK_MONOTONIC) */
-	__u8 victim;             /* the next slot to take for a new key */
-	__u8 slot;               /* the open wait's slot */
-	__u32 pad;
-	__u64 out;               /* the open wait's start; 0: none */
-	struct kw_slot s[KW_SLOTS];
-};
+/* (struct kw_task, a thread's state: kunw_abi.h, user space makes the first of some) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -153,8 +137,18 @@ static __always_inline struct kw_task *kw_task_of(struct task_struct *t, bool cr
 		return k;
 	bool f = kw_follow_of(t);
 	k = bpf_task_storage_get(&kw_tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (k)
+	if (k) {
 		k->followed = f;
+	} else if (f) {
+		/* (until 6.19 the kernel makes no task storage in a tracing program while its per-CPU
+		 * task storage lock is taken: by a task that was preempted holding it, a task's
+		 * storage freed where its last reference was dropped. User space makes the storage
+		 * of the threads followed at the start; the others' are made at their fork or next
+		 * switch) */
+		struct kunw_wait_counters *cnt = kw_counters();
+		if (cnt)
+			cnt->untimed++;
+	}
 	return k;
 }
 

@@ -133,6 +133,13 @@ elif mode == "deep":
         fails.append(f"oc_deep_sleep: unwound report says {uw} ns, perf script {got} ns")
     if abs(got - want) > 0.03 * want + 2_000_000:
         fails.append(f"oc_deep_sleep: {got / 1e6:.2f} ms of offcpu-time, the program measured {want / 1e6:.2f} ms")
+    if fails:
+        # which wait went astray: every offcpu-time sample in time order (the first, the last,
+        # two joined, one elsewhere)
+        for e, t, p, f in perf_samples(perf_txt):
+            if e == "offcpu-time":
+                own = next((n for n in f if n.startswith("oc_")), f[-1] if f else "?")
+                print(f"  offcpu-time tid {t}: {p / 1e6:8.3f} ms in {f[0] if f else '?'} ... {own} ({len(f)} frames)")
     for f in fails:
         print("FAIL:", f)
     sys.exit(1 if fails else 0)

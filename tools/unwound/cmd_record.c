@@ -193,16 +193,20 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 			st->unwind_why[0] ? "; kernel unwinding unavailable: " : "", st->unwind_why,
 			!st->unwind_why[0] && !uw_kernel_unwind_built() ? " (kernel unwinding not compiled in)" : "");
 	}
-	if (ro->off_cpu && st->offcpu_kernel_timed)
+	if (ro->off_cpu && st->offcpu_kernel_timed) {
 		fprintf(stderr, "unwound record: off-CPU: %" PRIu64 " waits timed in the kernel (sched_switch tracepoint), %" PRIu64 " with their stack walked at the switch-out (%.2f%%), %" PRIu64 " given the stack walked at the same pc and stack pointer (%.3f s), %" PRIu64 " with no stack walked (their pc alone, %.3f s); %" PRIu64 " offcpu-time samples, %.3f s off the CPU in all, %" PRIu64 " threads still off the CPU at the end\n",
 			st->offcpu_waits, st->offcpu_walked,
 			st->offcpu_waits ? 100.0 * (double)st->offcpu_walked / (double)st->offcpu_waits : 0.0, st->offcpu_keyed,
 			(double)st->offcpu_keyed_ns * 1e-9, st->offcpu_unkeyed, (double)st->offcpu_unkeyed_ns * 1e-9,
 			st->offcpu_samples, (double)st->offcpu_ns * 1e-9, st->offcpu_open_at_end);
-	else if (ro->off_cpu)
+		if (st->offcpu_untimed)
+			fprintf(stderr, "unwound record: off-CPU: %" PRIu64 " switches of followed threads not timed: the kernel made no task storage for the thread there (its per-CPU task storage lock was held elsewhere; Linux 6.19 has no such lock); their waits are missing or joined to the next\n",
+				st->offcpu_untimed);
+	} else if (ro->off_cpu) {
 		fprintf(stderr, "unwound record: off-CPU: %" PRIu64 " switch-outs sampled%s, %" PRIu64 " offcpu-time samples, %.3f s off the CPU in all, %" PRIu64 " threads still off the CPU at the end\n",
 			st->offcpu_switches, ro->off_cpu_every > 1 ? " with their stack (one in N)" : "", st->offcpu_samples,
 			(double)st->offcpu_ns * 1e-9, st->offcpu_open_at_end);
+	}
 	/* where the blocking stacks came from: walked in the kernel at the switch, or copied */
 	if (ro->off_cpu)
 		fprintf(stderr, "unwound record: off-CPU stacks: %" PRIu64 " walked in the kernel at the switch (%" PRIu64 " of them finished in user space from the program's copy), %" PRIu64 " copied by the kernel (%u bytes each), %" PRIu64 " read from threads blocked at the start\n",

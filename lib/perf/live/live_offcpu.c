@@ -340,6 +340,7 @@ void live_offcpu_kwait_status(struct live *lv, struct uw_record_status *st)
 	st->offcpu_kernel_timed = 1;
 	st->offcpu_waits = c.waits;
 	st->offcpu_walked = c.walked;
+	st->offcpu_untimed = c.untimed;
 	/* (records of the program lost with its ring full are lost records) */
 	st->lost += c.lost;
 }

@@ -247,6 +247,8 @@ struct live_kunw {
 	uint64_t young_until;   /* CLOCK_MONOTONIC ns: a process started (or exec'd) lately */
 	bool ticking;
 	uint64_t sw_walked, sw_finished; /* --off-cpu: switch-outs walked, finished in user space */
+	uint64_t wait_ins, wait_sums;    /* (waits timed in the kernel) the program's switch-ins and
+	                                  * totals read */
 	uint8_t *buf;           /* a record being pushed */
 	int err;
 };
@@ -1175,8 +1177,13 @@ static int on_kunw_record(void *ctx, const struct kunw_sample *s)
 	 * switch attribute (any of its events' ids names it), paired as a copied one is
 	 * (write/offcpu.c) */
 	uint64_t id = lk->id;
-	if (s->rec->kind == KUNW_KIND_WAIT_IN || s->rec->kind == KUNW_KIND_WAIT_SUM) /* (waits timed in the kernel: no stack) */
+	if (s->rec->kind == KUNW_KIND_WAIT_IN || s->rec->kind == KUNW_KIND_WAIT_SUM) { /* (waits timed in the kernel: no stack) */
+		if (s->rec->kind == KUNW_KIND_WAIT_IN)
+			lk->wait_ins++;
+		else
+			lk->wait_sums++;
 		return lk->wait_fn ? lk->wait_fn(lk->wait_ctx, s) : 0;
+	}
 	if ((s->rec->kind == KUNW_KIND_SWITCH || s->rec->kind == KUNW_KIND_WAIT) && lk->sw_id) {
 		id = lk->sw_id;
 		lk->sw_walked++;
@@ -1465,6 +1472,14 @@ void live_kunw_close(struct live_kunw *lk)
 			 (unsigned long long)c.fallbacks[KUNW_FB_NO_PROC], (unsigned long long)c.fallbacks[KUNW_FB_NO_MAP],
 			 (unsigned long long)c.fallbacks[KUNW_FB_NO_TABLE], (unsigned long long)c.fallbacks[KUNW_FB_RULE],
 			 (unsigned long long)c.fallbacks[KUNW_FB_FP], (unsigned long long)c.fallbacks[KUNW_FB_TABLE]);
+	struct kunw_wait_counters wc;
+	if (!kunw_wait_counters(lk->k, &wc) && wc.waits)
+		base_log(&lk->s->log, UW_LOG_INFO,
+			 "kernel unwinding: waits: %llu begun, %llu walked, %llu records written (switch-ins, totals), "
+			 "%llu lost, %llu switches untimed; read: %llu walks, %llu switch-ins, %llu totals",
+			 (unsigned long long)wc.waits, (unsigned long long)wc.walked, (unsigned long long)wc.records,
+			 (unsigned long long)wc.lost, (unsigned long long)wc.untimed, (unsigned long long)lk->sw_walked,
+			 (unsigned long long)lk->wait_ins, (unsigned long long)lk->wait_sums);
 	if (lk->b.started) {
 		pthread_mutex_lock(&lk->b.mu);
 		lk->b.stop = true;

@@ -305,12 +305,13 @@ int symtab_build(struct symtab *t, struct elfv *elf, struct elfv *dbg, bool dema
 const char *symtab_file_of(struct elfv *elf, struct elfv *dbg, uint64_t start, const char *name)
 {
 	struct elfv *v = dbg;
-	struct elfv_sec s, strs, line;
+	struct elfv_sec s, strs;
 	if (!v || elfv_section(v, ".symtab", &s) || !s.data || s.type == SHT_NOBITS)
 		v = elf;
 	if (!v || elfv_section(v, ".symtab", &s) || !s.data || s.type == SHT_NOBITS)
 		return NULL;
-	if (elfv_section(v, ".debug_line", &line) || elfv_section_at(v, s.link, &strs) || !strs.data ||
+	/* (whether there is one: its contents are not read, which may be anything) */
+	if (!elfv_has_section(v, ".debug_line") || elfv_section_at(v, s.link, &strs) || !strs.data ||
 	    !strs.size || strs.data[strs.size - 1] != 0)
 		return NULL;
 	const char *strtab = (const char *)strs.data, *file = NULL;

@@ -1255,9 +1255,9 @@ struct uw_record_status {
 	                            * alone */
 	uint64_t offcpu_unkeyed_ns;
 	uint64_t offcpu_untimed;   /* switches of followed threads the program could not time: no
-	                            * state for the thread could be made there (before Linux 6.19
-	                            * the kernel makes no task storage in a tracing program while
-	                            * its per-CPU task storage lock is held elsewhere; the threads
+	                            * state for the thread could be made there (the kernel makes no
+	                            * task storage in a tracing program while its per-CPU task
+	                            * storage lock is taken, or without memory at hand; the threads
 	                            * followed at the start have theirs made by the recorder). Their
 	                            * waits are missing or joined to the next */
 };

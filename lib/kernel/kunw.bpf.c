@@ -55,6 +55,20 @@ struct {
 	__array(values, struct kunw_proc_map);
 } kunw_procs SEC(".maps");
 
+/* Each process's generation of mappings at pid & (KUNW_GENS - 1): pid << 32 | gen, 0: none.
+ * User space writes it (mapped) once the process's mappings are swapped in. A walk whose
+ * mappings the CPU's mcache remembers (by pid and generation) then looks up neither the hash of
+ * maps nor the mappings' header: one load of a line 8 processes share, where the hash and the
+ * header were 3 dependent loads, mostly cache misses, 350-500 ns of a sample here. A pid the
+ * slot does not hold (another in it, or none yet) is looked up as before. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, KUNW_GENS);
+	__type(key, __u32);
+	__type(value, __u64);
+} kunw_gens SEC(".maps");
+
 /* one module's table (see kunw_abi.h); BPF_F_INNER_MAP: each is sized to its module */
 struct kunw_table_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -169,6 +183,7 @@ struct walk_ctx {
 	struct kunw_scratch *s;
 	struct kunw_counters *cnt;
 	void *procs;         /* the process's mappings (an inner map of kunw_procs) */
+	__u32 looked;        /* procs looked up (else at the first mapping the mcache lacks) */
 };
 
 /* step results */
@@ -248,6 +263,24 @@ static __noinline int find_map(void *procs, __u32 n, __u64 pc, struct kunw_map *
 	return 0;
 }
 
+/* The process's mappings looked up, the walk's generation known from kunw_gens: their header
+ * must say the same generation (else they were swapped since: the walk hands over).
+ * @return 0 or -KUNW_FB_NO_PROC. */
+static __noinline int procs_of(struct walk_ctx *c)
+{
+	__u32 zero = 0;
+	struct kunw_walk *w = &c->s->w;
+	c->looked = 1;
+	c->procs = bpf_map_lookup_elem(&kunw_procs, &w->pid);
+	struct kunw_map *h = c->procs ? bpf_map_lookup_elem(c->procs, &zero) : NULL;
+	if (!h || (__u32)h->end != w->gen) {
+		c->procs = NULL;
+		return -KUNW_FB_NO_PROC;
+	}
+	w->nmaps = (__u32)h->start;
+	return 0;
+}
+
 /* The mapping of pc: from the per-CPU mappings of the process's generation the walk uses (a
  * walk crosses a few modules, the same from sample to sample), else searched and remembered. */
 static __always_inline int lookup_map(struct walk_ctx *c, __u64 pc, struct kunw_map *out)
@@ -262,7 +295,9 @@ static __always_inline int lookup_map(struct walk_ctx *c, __u64 pc, struct kunw_
 		}
 	}
 	__u64 t0 = t_start();
-	int err = find_map(c->procs, w->nmaps, pc, out);
+	int err = c->looked ? 0 : procs_of(c);
+	if (!err)
+		err = c->procs ? find_map(c->procs, w->nmaps, pc, out) : -KUNW_FB_NO_PROC;
 	t_stop(KUNW_T_MAP, t0, 0);
 	if (err)
 		return err;
@@ -881,11 +916,23 @@ static __always_inline void walk_output(struct kunw_scratch *s, struct kunw_coun
 	/* the process's mappings, one generation for the whole walk */
 	struct walk_ctx c = { .s = s, .cnt = cnt };
 	__u64 tp0 = t_start();
-	c.procs = bpf_map_lookup_elem(&kunw_procs, &w->pid);
-	struct kunw_map *h = c.procs ? bpf_map_lookup_elem(c.procs, &zero) : NULL;
+	__u32 gk = w->pid & (KUNW_GENS - 1);
+	__u64 *gp = bpf_map_lookup_elem(&kunw_gens, &gk);
+	__u64 g = gp ? *gp : 0;
+	__u32 why = KUNW_FB_NONE; /* a reason to hand over before walking */
+	if (g && (__u32)(g >> 32) == w->pid && (__u32)g) {
+		/* (the mappings themselves: at the first the mcache lacks) */
+		w->gen = (__u32)g;
+		w->nmaps = 0;
+	} else {
+		c.looked = 1;
+		c.procs = bpf_map_lookup_elem(&kunw_procs, &w->pid);
+		struct kunw_map *h = c.procs ? bpf_map_lookup_elem(c.procs, &zero) : NULL;
+		w->gen = h ? (__u32)h->end : 0;
+		w->nmaps = h ? (__u32)h->start : 0;
+		why = !c.procs ? KUNW_FB_NO_PROC : !h ? KUNW_FB_TABLE : KUNW_FB_NONE;
+	}
 	t_stop(KUNW_T_PROC, tp0, 0);
-	w->gen = h ? (__u32)h->end : 0;
-	w->nmaps = h ? (__u32)h->start : 0;
 	rec->gen = w->gen;
 	__u32 copy = 0;
 	__u64 t0;
@@ -903,12 +950,9 @@ static __always_inline void walk_output(struct kunw_scratch *s, struct kunw_coun
 			rec->valid = w->valid;
 		}
 		t0 = t_start();
-		if (!c.procs) {
+		if (why != KUNW_FB_NONE) {
 			w->stop = KUNW_STOP_FALLBACK;
-			w->fb_reason = KUNW_FB_NO_PROC;
-		} else if (!h) {
-			w->stop = KUNW_STOP_FALLBACK;
-			w->fb_reason = KUNW_FB_TABLE;
+			w->fb_reason = why;
 		} else {
 			bpf_loop(kunw_max_frames + 1, walk_frame, &c, 0);
 		}

@@ -28,6 +28,7 @@
 #define KUNW_INDEX_PER_LINE 15 /* block entries per index line (a 16th repeats the next line's first) */
 #define KUNW_SEARCH_STEPS 9    /* rows in one block's search span <= 257 (distinct pcs) */
 #define KUNW_MAP_STEPS 13      /* log2(KUNW_PROC_MAPS + 1) */
+#define KUNW_GENS 65536        /* slots of kunw_gens: a process's at pid & (KUNW_GENS - 1) */
 
 /* DWARF register numbers the walk uses */
 #define KUNW_R_RBX 3

@@ -176,6 +176,7 @@ static int lb_need(char *err, size_t errlen)
 struct kop {
 	uint32_t key;
 	int fd;
+	uint32_t gen;   /* (a process's) the generation of its mappings */
 };
 struct kops {
 	struct kop *v;
@@ -213,6 +214,7 @@ struct kunw {
 	bool timing;               /* stage timing on */
 	char *timing_file;         /* (UW_KUNW_TIMING) where kunw_close writes the stages */
 	const uint8_t *scratch;    /* kunw_scratch mapped (read only): each CPU's counters first */
+	uint64_t *gens;            /* kunw_gens mapped: KUNW_GENS slots */
 	size_t scratch_len, scratch_elem;
 	bool wait;                 /* the wait programs loaded (kunw_opts.wait) */
 	bool event_ids;            /* the records say their event (the kernel has
@@ -405,6 +407,13 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 		goto fail;
 	}
 	k->scratch = sm;
+	void *gm = mmap(NULL, KUNW_GENS * sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED,
+			bpf_map__fd(s->maps.kunw_gens), 0);
+	if (gm == MAP_FAILED) {
+		e = set_err(err, errlen, -errno, "mapping the generations map");
+		goto fail;
+	}
+	k->gens = gm;
 	k->rb = ring_buffer__new(bpf_map__fd(s->maps.kunw_ring), on_record, k, NULL);
 	if (!k->rb) {
 		e = set_err(err, errlen, -errno, "the ring buffer");
@@ -457,6 +466,9 @@ void kunw_close(struct kunw *k)
 	pthread_mutex_destroy(&k->c.mu);
 	pthread_cond_destroy(&k->c.cv);
 	pthread_cond_destroy(&k->c.idle);
+	/* (after the committer: it writes there) */
+	if (k->gens)
+		munmap(k->gens, KUNW_GENS * sizeof(uint64_t));
 	for (size_t i = 0; i < k->links.len; i++)
 		bpf_link__destroy(*(struct bpf_link **)base_vec_at(&k->links, i));
 	base_vec_free(&k->links);
@@ -514,13 +526,14 @@ static int attach(struct kunw *k, struct bpf_program *prog, int perf_fd)
 
 /* Queues key's swap (fd, or -1: delete), replacing one queued for the same key (its map
  * closed: never seen by a walk). */
-static int kops_put(struct kops *q, uint32_t key, int fd)
+static int kops_put(struct kops *q, uint32_t key, int fd, uint32_t gen)
 {
 	for (size_t i = 0; i < q->n; i++)
 		if (q->v[i].key == key) {
 			if (q->v[i].fd >= 0)
 				close(q->v[i].fd);
 			q->v[i].fd = fd;
+			q->v[i].gen = gen;
 			return 0;
 		}
 	if (q->n == q->cap) {
@@ -531,8 +544,23 @@ static int kops_put(struct kops *q, uint32_t key, int fd)
 		q->v = v;
 		q->cap = cap;
 	}
-	q->v[q->n++] = (struct kop){ key, fd };
+	q->v[q->n++] = (struct kop){ key, fd, gen };
 	return 0;
+}
+
+/* kunw_gens (mapped): process pid's mappings of generation gen are in kunw_procs; gen 0: they
+ * are gone (its slot cleared, unless another process holds it). Written once the swap is made:
+ * a walk that reads the generation finds those mappings (or newer ones, and hands over). */
+static void gens_put(struct kunw *k, uint32_t pid, uint32_t gen)
+{
+	uint64_t *slot = &k->gens[pid & (KUNW_GENS - 1)];
+	if (gen) {
+		__atomic_store_n(slot, (uint64_t)pid << 32 | gen, __ATOMIC_RELEASE);
+		return;
+	}
+	uint64_t cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if ((uint32_t)(cur >> 32) == pid)
+		__atomic_compare_exchange_n(slot, &cur, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
 static void kops_clear(struct kops *q)
@@ -546,7 +574,7 @@ static void kops_clear(struct kops *q)
 /* The swaps into the hash of maps mfd: the updates in one batch, then the deletes in one (each
  * batch waits for one RCU grace period, as each single update would); element by element when
  * a batch fails. @return the swaps that failed. */
-static uint64_t kops_apply(int mfd, struct kops *q)
+static uint64_t kops_apply(struct kunw *k, int mfd, struct kops *q, bool procs)
 {
 	uint64_t failed = 0;
 	uint32_t *keys = malloc((q->n + 1) * sizeof(*keys));
@@ -581,6 +609,8 @@ static uint64_t kops_apply(int mfd, struct kops *q)
 	}
 	free(keys);
 	free(fds);
+	for (size_t i = 0; procs && i < q->n; i++)
+		gens_put(k, q->v[i].key, q->v[i].fd >= 0 ? q->v[i].gen : 0);
 	kops_clear(q);
 	return failed;
 }
@@ -609,8 +639,8 @@ static void *committer_main(void *arg)
 		pthread_mutex_unlock(&c->mu);
 		/* tables before the mappings that name them (a table is dropped only once no loaded
 		 * mappings name it; a walk that finds none hands the stack over) */
-		uint64_t f = kops_apply(bpf_map__fd(k->skel->maps.kunw_modules), &modules);
-		f += kops_apply(bpf_map__fd(k->skel->maps.kunw_procs), &procs);
+		uint64_t f = kops_apply(k, bpf_map__fd(k->skel->maps.kunw_modules), &modules, false);
+		f += kops_apply(k, bpf_map__fd(k->skel->maps.kunw_procs), &procs, true);
 		pthread_mutex_lock(&c->mu);
 		c->failed += f;
 	}
@@ -632,10 +662,10 @@ int kunw_commit(struct kunw *k, bool wait)
 	int e = 0;
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; i < k->qprocs.n && !e; i++)
-		if (!(e = kops_put(&c->procs, k->qprocs.v[i].key, k->qprocs.v[i].fd)))
+		if (!(e = kops_put(&c->procs, k->qprocs.v[i].key, k->qprocs.v[i].fd, k->qprocs.v[i].gen)))
 			k->qprocs.v[i].fd = -1;
 	for (size_t i = 0; i < k->qmods.n && !e; i++)
-		if (!(e = kops_put(&c->modules, k->qmods.v[i].key, k->qmods.v[i].fd)))
+		if (!(e = kops_put(&c->modules, k->qmods.v[i].key, k->qmods.v[i].fd, 0)))
 			k->qmods.v[i].fd = -1;
 	if (!e) {
 		k->qprocs.n = k->qmods.n = 0;
@@ -661,10 +691,10 @@ uint64_t kunw_commit_failed(struct kunw *k)
 }
 
 /* A swap: queued (deferred), else made now. */
-static int swap(struct kunw *k, bool modules, uint32_t key, int fd, uint64_t flags)
+static int swap(struct kunw *k, bool modules, uint32_t key, int fd, uint64_t flags, uint32_t gen)
 {
 	if (k->deferred) {
-		int e = kops_put(modules ? &k->qmods : &k->qprocs, key, fd);
+		int e = kops_put(modules ? &k->qmods : &k->qprocs, key, fd, gen);
 		if (e && fd >= 0)
 			close(fd);
 		return e;
@@ -673,6 +703,8 @@ static int swap(struct kunw *k, bool modules, uint32_t key, int fd, uint64_t fla
 	int e = 0;
 	if (fd >= 0 ? bpf_map_update_elem(mfd, &key, &fd, flags) : bpf_map_delete_elem(mfd, &key))
 		e = -errno;
+	if (!modules && (!e || fd < 0))
+		gens_put(k, key, fd >= 0 ? gen : 0);
 	if (fd >= 0)
 		close(fd);
 	return e;
@@ -765,7 +797,7 @@ int kunw_proc_set(struct kunw *k, uint32_t pid, const struct kunw_map *maps, uns
 	if (e)
 		return e;
 	uint64_t bytes = map_bytes(fd, est);
-	e = swap(k, false, pid, fd, BPF_ANY);
+	e = swap(k, false, pid, fd, BPF_ANY, k->gen);
 	if (e)
 		return e == -E2BIG ? -ENOSPC : e;
 	if (base_map_put(&k->procs, pid, (void *)(uintptr_t)bytes))
@@ -780,7 +812,7 @@ int kunw_proc_drop(struct kunw *k, uint32_t pid)
 		return -ENOENT;
 	uint64_t old = (uintptr_t)base_map_del(&k->procs, pid);
 	k->bytes -= old;
-	return swap(k, false, pid, -1, 0);
+	return swap(k, false, pid, -1, 0, 0);
 }
 
 uint32_t kunw_gen(const struct kunw *k)
@@ -815,13 +847,13 @@ int kunw_module_add(struct kunw *k, uint32_t id, const struct kunw_table *t)
 	if (e)
 		return e;
 	uint64_t bytes = map_bytes(fd, est);
-	e = swap(k, true, slot, fd, BPF_ANY);
+	e = swap(k, true, slot, fd, BPF_ANY, 0);
 	if (e)
 		return e == -E2BIG ? -ENOSPC : e;
 	if (base_map_put(&k->modules, id, (void *)(uintptr_t)bytes) ||
 	    base_map_put(&k->modval, id, (void *)(uintptr_t)value)) {
 		base_map_del(&k->modules, id);
-		swap(k, true, slot, -1, 0);
+		swap(k, true, slot, -1, 0, 0);
 		return -ENOMEM;
 	}
 	k->nfree--;
@@ -837,7 +869,7 @@ int kunw_module_drop(struct kunw *k, uint32_t id)
 	k->bytes -= (uintptr_t)base_map_del(&k->modules, id);
 	uint32_t slot = (uint32_t)(uintptr_t)base_map_del(&k->modval, id) & ((1u << k->slot_bits) - 1);
 	k->free_slots[k->nfree++] = slot;
-	return swap(k, true, slot, -1, 0);
+	return swap(k, true, slot, -1, 0, 0);
 }
 
 uint64_t kunw_bytes(const struct kunw *k)

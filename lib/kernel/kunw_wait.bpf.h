@@ -140,11 +140,10 @@ static __always_inline struct kw_task *kw_task_of(struct task_struct *t, bool cr
 	if (k) {
 		k->followed = f;
 	} else if (f) {
-		/* (until 6.19 the kernel makes no task storage in a tracing program while its per-CPU
-		 * task storage lock is taken: by a task that was preempted holding it, a task's
-		 * storage freed where its last reference was dropped. User space makes the storage
-		 * of the threads followed at the start; the others' are made at their fork or next
-		 * switch) */
+		/* (the kernel makes no task storage in a tracing program while its per-CPU task
+		 * storage lock is taken, or without memory at hand there: offcpu.kernel-all counted
+		 * one such switch beside two busy loops. User space makes the storage of the threads
+		 * followed at the start; the others' are made at their fork or next switch) */
 		struct kunw_wait_counters *cnt = kw_counters();
 		if (cnt)
 			cnt->untimed++;

@@ -200,7 +200,7 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 			(double)st->offcpu_keyed_ns * 1e-9, st->offcpu_unkeyed, (double)st->offcpu_unkeyed_ns * 1e-9,
 			st->offcpu_samples, (double)st->offcpu_ns * 1e-9, st->offcpu_open_at_end);
 		if (st->offcpu_untimed)
-			fprintf(stderr, "unwound record: off-CPU: %" PRIu64 " switches of followed threads not timed: the kernel made no task storage for the thread there (its per-CPU task storage lock was held elsewhere; Linux 6.19 has no such lock); their waits are missing or joined to the next\n",
+			fprintf(stderr, "unwound record: off-CPU: %" PRIu64 " switches of followed threads not timed: the kernel made no task storage for the thread there (in a tracing program it makes none while its per-CPU task storage lock is taken, or with no memory at hand); their waits are missing or joined to the next\n",
 				st->offcpu_untimed);
 	} else if (ro->off_cpu) {
 		fprintf(stderr, "unwound record: off-CPU: %" PRIu64 " switch-outs sampled%s, %" PRIu64 " offcpu-time samples, %.3f s off the CPU in all, %" PRIu64 " threads still off the CPU at the end\n",

@@ -234,6 +234,9 @@ struct kunw_wait_counters {
 	__u64 untimed;           /* switches (out or in) of followed threads with no state to time
 	                          * them in: their task storage could not be made there (the
 	                          * kernel refuses while its per-CPU task storage lock is held) */
+	__u64 missed_ins;        /* switch-ins of followed threads the tracepoint never showed (a
+	                          * switch-out found the last wait still open): closed at the
+	                          * thread's last arrival on a CPU (sched_info) */
 };
 
 /* A followed thread's state (the task storage of kunw_wait.bpf.h, kw_tasks): made by the

@@ -1158,6 +1158,7 @@ int kunw_wait_counters(struct kunw *k, struct kunw_wait_counters *out)
 		out->records += v[c].records;
 		out->lost += v[c].lost;
 		out->untimed += v[c].untimed;
+		out->missed_ins += v[c].missed_ins;
 	}
 	free(v);
 	return e;

@@ -346,6 +346,36 @@ static __always_inline bool kw_budget(__u64 now, bool known)
 	return true;
 }
 
+/* The open wait of t closed at t's last arrival on a CPU, when t has run since it began:
+ * sched_info.last_arrival, the runqueue clock the scheduler records at every switch-in. This
+ * program does not run at every switch: under load on this 6.18 kernel a thread now and then
+ * ran again with no switch-in seen (a second switch-out with the wait still open, 0 to 3 of
+ * ~300 in offcpu.kernel-all beside two busy loops; a log of every switch the program saw had
+ * a gap on one CPU, next=67 then prev=5590, with no recursion misses counted), and the wait,
+ * its time and its walk were lost. @return whether it was closed. */
+static __always_inline bool kw_close_at_arrival(struct task_struct *t, struct kw_task *k)
+{
+	if (!bpf_core_field_exists(t->sched_info.last_arrival))
+		return false;
+	__u64 arr = t->sched_info.last_arrival, out = k->out;
+	if (!arr || !out)
+		return false;
+	if (k->walked) {
+		/* (a walked wait's out is CLOCK_MONOTONIC) */
+		__u64 m = arr + kunw_wait_clock_off;
+		if (m <= out)
+			return false;
+		k->out = 0;
+		kw_emit(kw_ids(t), KUNW_KIND_WAIT_IN, m, 0, 0, 0, 0);
+		return true;
+	}
+	if (arr <= out)
+		return false;
+	k->out = 0;
+	kunw_wait_add(k, kw_ids(t), arr - out, kw_clock(t)); /* (now: the clock kw_mono pairs) */
+	return true;
+}
+
 /* A wait begins: prev switches out. */
 static __always_inline void kw_out(void *ctx, struct task_struct *prev, bool preempt, struct kunw_wait_counters *cnt)
 {
@@ -357,6 +387,11 @@ static __always_inline void kw_out(void *ctx, struct task_struct *prev, bool pre
 		struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(prev);
 		ip = r->ip;
 		sp = r->sp;
+	}
+	/* its last wait still open: the switch-in that ended it was not shown */
+	if (k->out) {
+		cnt->missed_ins++;
+		kw_close_at_arrival(prev, k);
 	}
 	__u64 key = kw_key(ip, sp, preempt);
 	__u64 now = kw_clock(prev);
@@ -459,6 +494,13 @@ int BPF_PROG(kunw_wait_exit, struct task_struct *p)
 	(void)ctx;
 	struct kw_task *k = bpf_task_storage_get(&kw_tasks, p, 0, 0);
 	if (k && k->followed) {
+		/* (running to exit: a wait still open ended at a switch-in not shown) */
+		if (k->out) {
+			struct kunw_wait_counters *cnt = kw_counters();
+			if (cnt)
+				cnt->missed_ins++;
+			kw_close_at_arrival(p, k);
+		}
 		__u64 now = bpf_ktime_get_ns();
 		for (int i = 0; i < KW_SLOTS; i++)
 			kw_flush(kw_ids(p), &k->s[i], now);

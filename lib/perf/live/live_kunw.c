@@ -1476,9 +1476,11 @@ void live_kunw_close(struct live_kunw *lk)
 	if (!kunw_wait_counters(lk->k, &wc) && wc.waits)
 		base_log(&lk->s->log, UW_LOG_INFO,
 			 "kernel unwinding: waits: %llu begun, %llu walked, %llu records written (switch-ins, totals), "
-			 "%llu lost, %llu switches untimed; read: %llu walks, %llu switch-ins, %llu totals",
+			 "%llu lost, %llu switches untimed, %llu switch-ins the tracepoint did not show (closed at the "
+			 "thread's last arrival); read: %llu walks, %llu switch-ins, %llu totals",
 			 (unsigned long long)wc.waits, (unsigned long long)wc.walked, (unsigned long long)wc.records,
-			 (unsigned long long)wc.lost, (unsigned long long)wc.untimed, (unsigned long long)lk->sw_walked,
+			 (unsigned long long)wc.lost, (unsigned long long)wc.untimed, (unsigned long long)wc.missed_ins,
+			 (unsigned long long)lk->sw_walked,
 			 (unsigned long long)lk->wait_ins, (unsigned long long)lk->wait_sums);
 	if (lk->b.started) {
 		pthread_mutex_lock(&lk->b.mu);

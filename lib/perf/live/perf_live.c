@@ -846,11 +846,6 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		err = uw_reader_flush(rc.lv.r);
 	if (!err)
 		err = cc_sink_offcpu_finish(rc.lv.sink, rc.end_ns, &rc.oc);
-	if (!err && rc.oc.superseded)
-		base_log(&s->log, UW_LOG_INFO,
-			 "off-CPU pairing: %llu switch-outs replaced by their thread's next before a switch-in came; "
-			 "%llu of them closed by a switch-in delivered after that",
-			 (unsigned long long)rc.oc.superseded, (unsigned long long)rc.oc.superseded_closed);
 	if (!err)
 		err = cc_sink_finish(rc.lv.sink);
 	if (!err && rc.o.buildid_cache)

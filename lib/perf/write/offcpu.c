@@ -481,7 +481,7 @@ int offcpu_switch_in(struct offcpu *oc, uint32_t pid, uint32_t tid, uint64_t tim
 	if (t->has_prev && time > t->prev.time && time < t->s.time) {
 		/* the switch-in of the wait a newer switch-out replaced: delivered after it */
 		t->has_prev = false;
-		oc->st.superseded_closed++;
+		oc->st.superseded--;
 		t->prev.period = time - t->prev.time;
 		t->prev.time = time;
 		return account(oc, &t->prev);

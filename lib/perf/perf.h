@@ -225,8 +225,6 @@ struct offcpu_stats {
 	uint64_t unattributed;  /* (every > 1) waits of threads with no stack taken yet */
 	uint64_t keyed, keyed_ns;     /* (keyed) waits given the stack walked with their key */
 	uint64_t unkeyed, unkeyed_ns; /* ... whose key no walk had: written with their pc alone */
-	uint64_t superseded;    /* switch-outs replaced by the thread's next before any switch-in
-	                         * (a switch-in lost, or still to come late: then it is not) */
 };
 struct offcpu;
 struct offcpu *offcpu_new(const struct offcpu_opts *o, offcpu_emit_fn emit, void *ctx);

@@ -147,42 +147,6 @@ static void test_late_switch_out(void **state)
 	offcpu_free(oc);
 }
 
-/* A switch-in delivered after the thread's next switch-out (offcpu.kernel-deep under load: one
- * sleep of 20 lost as the newer switch-out replaced the wait): it closes the wait it ended, the
- * newer wait stays open for its own. */
-static void test_late_switch_in_after_next_out(void **state)
-{
-	(void)state;
-	struct got g = { 0 };
-	struct offcpu_opts o = { .min_ns = 1 };
-	struct offcpu *oc = offcpu_new(&o, emit, &g);
-	/* as it happened: out 1 (stack a), in 5, out 6 (stack b), in 9; as delivered: in 5 after
-	 * out 6 */
-	assert_int_equal(out(oc, 101, 1 * MS, stack_a, 3), 0);
-	assert_int_equal(out(oc, 101, 6 * MS, stack_b, 2), 0);
-	assert_int_equal(g.n, 0);
-	assert_int_equal(offcpu_switch_in(oc, 100, 101, 5 * MS), 0);
-	assert_int_equal(g.n, 1);
-	assert_int_equal(g.s[0].nu, 2); /* stack a */
-	assert_int_equal(g.s[0].period, 4 * MS);
-	assert_int_equal(g.s[0].time, 5 * MS);
-	assert_int_equal(offcpu_switch_in(oc, 100, 101, 9 * MS), 0);
-	assert_int_equal(g.n, 2);
-	assert_int_equal(g.s[1].nu, 1); /* stack b */
-	assert_int_equal(g.s[1].period, 3 * MS);
-	/* a switch-in lost for good: the older wait is not closed by a later one */
-	assert_int_equal(out(oc, 101, 20 * MS, stack_a, 3), 0);
-	assert_int_equal(out(oc, 101, 30 * MS, stack_b, 2), 0);
-	assert_int_equal(offcpu_switch_in(oc, 100, 101, 35 * MS), 0);
-	assert_int_equal(g.n, 3);
-	assert_int_equal(g.s[2].period, 5 * MS); /* 30 to 35, stack b */
-	assert_int_equal(g.s[2].nu, 1);
-	struct offcpu_stats st;
-	offcpu_stats(oc, &st);
-	assert_int_equal(st.superseded, 1);
-	offcpu_free(oc);
-}
-
 /* A switch-out sample delivered after the thread has run and waited again (its sample came
  * later from another CPU's ring): closed by the switch-in that ended it, not by the last one,
  * and the newer wait keeps its own stack. */
@@ -410,7 +374,6 @@ int main(void)
 		cmocka_unit_test(test_exit_and_end),     cmocka_unit_test(test_late_switch_out),
 		cmocka_unit_test(test_one_stack_in_n),
 		cmocka_unit_test(test_late_switch_out_after_another_wait),
-		cmocka_unit_test(test_late_switch_in_after_next_out),
 		cmocka_unit_test(test_late_first_switch_out),
 		cmocka_unit_test(test_keyed),            cmocka_unit_test(test_keyed_exit),
 		cmocka_unit_test(test_keyed_cap),

@@ -62,12 +62,6 @@ struct oc_thread {
 	struct offcpu_stack s;   /* the pending switch-out; s.chain points into chain */
 	uint64_t *chain;
 	uint32_t cap;
-	/* a pending switch-out a newer one replaced before any switch-in came: its switch-in may
-	 * still come, delivered after the newer switch-out (then it closes this one) */
-	bool has_prev;
-	uint32_t prev_cap;
-	struct offcpu_stack prev;
-	uint64_t *prev_chain;
 };
 
 struct oc_agg {
@@ -442,15 +436,6 @@ int offcpu_switch_out(struct offcpu *oc, const struct offcpu_stack *s)
 	uint64_t in = first_in_after(t, s->time);
 	if (in && t->pending && t->s.time > s->time)
 		return account_late(oc, s, in);
-	if (t->pending && t->s.time < s->time && !first_in_after(t, t->s.time)) {
-		/* the wait before has had no switch-in yet: kept for one that comes late */
-		if (copy_chain(&t->prev_chain, &t->prev_cap, &t->s))
-			return -ENOMEM;
-		t->prev = t->s;
-		t->prev.chain = t->prev_chain;
-		t->has_prev = true;
-		oc->st.superseded++;
-	}
 	if (copy_chain(&t->chain, &t->cap, s))
 		return -ENOMEM;
 	t->s = *s;
@@ -478,14 +463,6 @@ int offcpu_switch_in(struct offcpu *oc, uint32_t pid, uint32_t tid, uint64_t tim
 	if (!t)
 		return -ENOMEM;
 	t->ins[t->next_in++ % OC_INS] = time;
-	if (t->has_prev && time > t->prev.time && time < t->s.time) {
-		/* the switch-in of the wait a newer switch-out replaced: delivered after it */
-		t->has_prev = false;
-		oc->st.superseded--;
-		t->prev.period = time - t->prev.time;
-		t->prev.time = time;
-		return account(oc, &t->prev);
-	}
 	if (!t->pending)
 		return 0;
 	t->pending = false;
@@ -527,7 +504,6 @@ void offcpu_task(struct offcpu *oc, uint32_t tid, bool exit, uint64_t time)
 	/* (an error of writing is the sink's to say: it stops at the next sample) */
 	(void)keys_drop(oc, t, 0);
 	t->pending = false;
-	t->has_prev = false;
 	t->exited = exit; /* a FORK or COMM exec: the number is a thread's again */
 	t->exit_time = exit ? time : 0;
 }
@@ -587,7 +563,6 @@ void offcpu_free(struct offcpu *oc)
 			free(x);
 		}
 		free(t->chain);
-		free(t->prev_chain);
 		free(t);
 	}
 	for (struct oc_agg *a = oc->agg_list, *n; a; a = n) {

@@ -352,9 +352,13 @@ static __always_inline bool kw_budget(__u64 now, bool known)
  * ran again with no switch-in seen (a second switch-out with the wait still open, 0 to 3 of
  * ~300 in offcpu.kernel-all beside two busy loops; a log of every switch the program saw had
  * a gap on one CPU, next=67 then prev=5590, with no recursion misses counted), and the wait,
- * its time and its walk were lost. @return whether it was closed. */
+ * its time and its walk were lost. Called where t runs (its switch-out, its exit) with its
+ * wait open: counted as a switch-in not shown. @return whether it was closed. */
 static __always_inline bool kw_close_at_arrival(struct task_struct *t, struct kw_task *k)
 {
+	struct kunw_wait_counters *cnt = kw_counters();
+	if (cnt)
+		cnt->missed_ins++;
 	if (!bpf_core_field_exists(t->sched_info.last_arrival))
 		return false;
 	__u64 arr = t->sched_info.last_arrival, out = k->out;
@@ -389,10 +393,8 @@ static __always_inline void kw_out(void *ctx, struct task_struct *prev, bool pre
 		sp = r->sp;
 	}
 	/* its last wait still open: the switch-in that ended it was not shown */
-	if (k->out) {
-		cnt->missed_ins++;
+	if (k->out)
 		kw_close_at_arrival(prev, k);
-	}
 	__u64 key = kw_key(ip, sp, preempt);
 	__u64 now = kw_clock(prev);
 	int i = kunw_wait_slot(k, key, ip, kw_ids(prev), now);
@@ -495,12 +497,8 @@ int BPF_PROG(kunw_wait_exit, struct task_struct *p)
 	struct kw_task *k = bpf_task_storage_get(&kw_tasks, p, 0, 0);
 	if (k && k->followed) {
 		/* (running to exit: a wait still open ended at a switch-in not shown) */
-		if (k->out) {
-			struct kunw_wait_counters *cnt = kw_counters();
-			if (cnt)
-				cnt->missed_ins++;
+		if (k->out)
 			kw_close_at_arrival(p, k);
-		}
 		__u64 now = bpf_ktime_get_ns();
 		for (int i = 0; i < KW_SLOTS; i++)
 			kw_flush(kw_ids(p), &k->s[i], now);

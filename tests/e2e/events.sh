@@ -37,14 +37,18 @@ check() { # FILE MODE [offcpu]
         # (per unit of work: the program has 0.5 s of CPU, and at least 65,536 faults)
         min=200; [ $ev = page-faults ] && min=20
         [ "$got" -ge $min ] || fail "$mode: $ev: $got samples, at least $min expected"
-        # stacks through main: the cpu-clock samples nearly all; of the page faults, the
-        # frequency mode's first periods are 1, so each of the recording's first faults (the
-        # exec's, the loader's) is a sample (9 of 148 in one run)
+        # stacks through main: nearly all, but for the process's start. The frequency mode's
+        # first periods are 1, so each of the recording's first faults is a sample: the exec's,
+        # the loader's (_start;_dl_start..., _dl_start_user;_dl_init...), the child's between
+        # its fork and its exec (named by its pid: ":PID"). Their number depends on how the
+        # frequency adapts, not on the work: 9 of 43 page-faults samples beside two busy loops.
         "$U" report -i "$f" --event $ev --folded -o "$f.$ev.folded"
         tot=$(awk '{ s += $NF } END { print s }' "$f.$ev.folded")
-        main=$(awk '/;main;/ { s += $NF } END { print s + 0 }' "$f.$ev.folded")
-        pct=95; [ $ev = page-faults ] && pct=80
-        [ $((100 * main)) -ge $((pct * tot)) ] || fail "$mode: $ev: $main of $tot stacks through main"
+        awk '!/;main;/ && !/^:[0-9]+[; ]/ && !/_execve/ && !/^faults;_start( |;_dl_start[; ])/ && !/^faults;_dl_start_user;/' \
+            "$f.$ev.folded" >"$f.$ev.other"
+        other=$(awk '{ s += $NF } END { print s + 0 }' "$f.$ev.other")
+        [ $((100 * other)) -le $((5 * tot)) ] ||
+            { cut -c1-200 "$f.$ev.other"; fail "$mode: $ev: $other of $tot stacks neither through main nor in the start"; }
     done
     leaves "$f" page-faults >"$f.pf-leaves"
     leaves "$f" cpu-clock >"$f.cc-leaves"

@@ -5,6 +5,9 @@ and `-top`. Every failure says why and prints the traces that matter.
 
     prof-check.py PROFILE [checks...]
       --samples-min N        at least N samples
+      --value-min TYPE=SEC   the sample values of TYPE (cpu, wall: nanoseconds) add up to at least
+                             SEC seconds (-top -sample_index=TYPE): time sampled, timer overruns
+                             included, where a sample count depends on how the CPU came
       --only PATTERN ...     every sample's stack matches one of the patterns
       --expect PATTERN       at least one sample matches
       --never A;B            no stack has B called by A (adjacent frames, outermost first)
@@ -98,6 +101,16 @@ def main():
         if opt == "--samples-min":
             if total < int(val):
                 print("FAIL: %d samples, expected at least %s" % (total, val))
+                ok = False
+        elif opt == "--value-min":
+            typ, sec = val.split("=")
+            top = pprof(["-top", "-unit=ms", "-sample_index=" + typ, path])
+            m = re.search(r"of ([0-9.]+)ms total", top)
+            got = float(m.group(1)) / 1000 if m else 0.0
+            print("%s %.3f s sampled" % (typ, got))
+            if got < float(sec):
+                print(top[:600])
+                print("FAIL: %.3f s of %s sampled, expected at least %s s" % (got, typ, sec))
                 ok = False
         elif opt == "--only":
             only.append(val)

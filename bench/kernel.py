@@ -23,7 +23,9 @@ samplecost  The time one sample takes from the sampled program, interrupt includ
           gap; a gap holding a sample's time (the recorder's perf.data, CLOCK_MONOTONIC) is that
           sample's cost, which the host's own interruptions of this virtual machine are not.
           Median over a run's samples, median over ROUNDS (default 5) interleaved runs of SECS_ST
-          (default 3) seconds, pinned as above.
+          (default 3) seconds, pinned as above. For the kernel row, the BPF program's own time per
+          sample too (kernel.bpf_stats_enabled, whose two clock reads every run then pays): the
+          row's cost beyond it is the program's invocation and what the program left cold.
 deep      tests/deeprec 200 (two threads recursing 200 levels through 1 KiB frames, no frame
           pointers): share of samples reaching main or start_thread through all 200 levels, for
           each recorder (perf's files read by `unwound report`, which unwinds perf's copies).
@@ -311,7 +313,7 @@ def samplecost(build, tmp, lines):
     perf = ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock", "-F", FREQ, "-o", out]
     recs = {
         "perf, no call graph": perf + ["--"],
-        "unwound record (kernel)": [uw, "record", "-q", "-e", "cpu-clock", "-F", FREQ, "--unwind", "kernel", "-o", out,
+        "unwound record (kernel)": [uw, "record", "-v", "-e", "cpu-clock", "-F", FREQ, "--unwind", "kernel", "-o", out,
                                     "--"],
         "unwound record --unwind copy": [uw, "record", "-q", "-e", "cpu-clock", "-F", FREQ, "--unwind", "copy", "-o",
                                          out, "--"],
@@ -322,45 +324,62 @@ def samplecost(build, tmp, lines):
     rounds = int(os.environ.get("ROUNDS_ST", "5"))
     secs = os.environ.get("SECS_ST", "3")
     shapes = [x.split() for x in os.environ.get("STOLEN", "14 96 0;14 96 64").split(";")]
-    for shape in shapes:
-        per = {n: [] for n in names}
-        matched = {n: [] for n in names}
-        loads = []
-        for r in range(rounds):
-            loads.append(os.getloadavg()[0])
-            for n in names[r % len(names):] + names[:r % len(names)]:
-                wl = (["taskset", "-c", WORKLOAD_CPU] if PIN else []) + [st, secs] + shape + ["1000"]
-                subprocess.run(pinned(recs[n]) + wl, env=dict(os.environ, STOLEN_GAPS=gaps), check=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                g = [tuple(map(int, ln.split())) for ln in open(gaps)]
-                starts = [x[0] for x in g]
-                sc = subprocess.run(["perf", "script", "-i", out, "-F", "comm,time", "--ns"], capture_output=True,
-                                    text=True).stdout
-                times = [int(round(float(ln.split()[-1].rstrip(":")) * 1e9)) for ln in sc.splitlines()
-                         if ln.strip().startswith("stolen")]
-                hit = []
-                for t in times:
-                    i = bisect.bisect_right(starts, t) - 1
-                    if i >= 0 and g[i][0] <= t <= g[i][1] and not g[i][2]:
-                        hit.append(g[i][1] - g[i][0])
-                if hit:
-                    per[n].append(statistics.median(hit))
-                    matched[n].append(len(hit) / max(1, len(times)))
-        lines.append(f"\n### Cost of a sample in the sampled program: tests/stolen, {shape[0]} frames of {shape[1]} "
-                     f"bytes, {'caches thrashed (' + shape[2] + ' MiB)' if shape[2] != '0' else 'caches warm'}; "
-                     f"{rounds} interleaved rounds of {secs} s, load {min(loads):.1f}-{max(loads):.1f}\n")
-        lines.append("| recorder | median gap holding a sample (median of rounds) | rounds' range | beyond perf "
-                     "without a call graph | samples matched to a gap |")
-        lines.append("|---|---:|---:|---:|---:|")
-        base = statistics.median(per[names[0]]) if per[names[0]] else float("nan")
-        for n in names:
-            if not per[n]:
-                lines.append(f"| {n} | — | | | |")
-                continue
-            m = statistics.median(per[n])
-            lines.append(f"| {n} | {m / 1000:.2f} µs | {min(per[n]) / 1000:.2f}-{max(per[n]) / 1000:.2f} | "
-                         f"{(m - base) / 1000:+.2f} µs | {100 * statistics.median(matched[n]):.0f}% |")
-        print("\n".join(lines[-(len(names) + 3):]), flush=True)
+    old = sysctl_bpf_stats("1")
+    try:
+        for shape in shapes:
+            samplecost_shape(shape, recs, names, rounds, secs, st, out, gaps, lines)
+    finally:
+        sysctl_bpf_stats(old)
+
+
+def samplecost_shape(shape, recs, names, rounds, secs, st, out, gaps, lines):
+    per = {n: [] for n in names}
+    matched = {n: [] for n in names}
+    prog = []  # the BPF program's own time per run, ns (kernel.bpf_stats_enabled)
+    loads = []
+    for r in range(rounds):
+        loads.append(os.getloadavg()[0])
+        for n in names[r % len(names):] + names[:r % len(names)]:
+            wl = (["taskset", "-c", WORKLOAD_CPU] if PIN else []) + [st, secs] + shape + ["1000"]
+            res = subprocess.run(pinned(recs[n]) + wl, env=dict(os.environ, STOLEN_GAPS=gaps), check=True,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            m = re.search(r"the program ran (\d+) times, (\d+) ns", res.stderr)
+            if m and int(m.group(1)):
+                prog.append(int(m.group(2)) / int(m.group(1)))
+            g = [tuple(map(int, ln.split())) for ln in open(gaps)]
+            starts = [x[0] for x in g]
+            sc = subprocess.run(["perf", "script", "-i", out, "-F", "comm,time", "--ns"], capture_output=True,
+                                text=True).stdout
+            times = [int(round(float(ln.split()[-1].rstrip(":")) * 1e9)) for ln in sc.splitlines()
+                     if ln.strip().startswith("stolen")]
+            hit = []
+            for t in times:
+                i = bisect.bisect_right(starts, t) - 1
+                if i >= 0 and g[i][0] <= t <= g[i][1] and not g[i][2]:
+                    hit.append(g[i][1] - g[i][0])
+            if hit:
+                per[n].append(statistics.median(hit))
+                matched[n].append(len(hit) / max(1, len(times)))
+    lines.append(f"\n### Cost of a sample in the sampled program: tests/stolen, {shape[0]} frames of {shape[1]} "
+                 f"bytes, {'caches thrashed (' + shape[2] + ' MiB)' if shape[2] != '0' else 'caches warm'}; "
+                 f"{rounds} interleaved rounds of {secs} s, load {min(loads):.1f}-{max(loads):.1f}\n")
+    lines.append("| recorder | median gap holding a sample (median of rounds) | rounds' range | beyond perf "
+                 "without a call graph | samples matched to a gap |")
+    lines.append("|---|---:|---:|---:|---:|")
+    base = statistics.median(per[names[0]]) if per[names[0]] else float("nan")
+    for n in names:
+        if not per[n]:
+            lines.append(f"| {n} | — | | | |")
+            continue
+        m = statistics.median(per[n])
+        lines.append(f"| {n} | {m / 1000:.2f} µs | {min(per[n]) / 1000:.2f}-{max(per[n]) / 1000:.2f} | "
+                     f"{(m - base) / 1000:+.2f} µs | {100 * statistics.median(matched[n]):.0f}% |")
+    if prog:
+        lines.append(f"\nThe BPF program's own time (kernel.bpf_stats_enabled: run_time_ns / run_cnt): "
+                     f"{statistics.median(prog) / 1000:.2f} µs a sample (median of rounds, "
+                     f"{min(prog) / 1000:.2f}-{max(prog) / 1000:.2f}); the rest of the kernel row's cost "
+                     f"beyond perf without a call graph is the program's invocation and what it leaves cold")
+    print("\n".join(lines[-(len(names) + 5):]), flush=True)
 
 
 def main():

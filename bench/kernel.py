@@ -333,6 +333,7 @@ def samplecost(build, tmp, lines):
 
 
 def samplecost_shape(shape, recs, names, rounds, secs, st, out, gaps, lines):
+    first = len(lines)
     per = {n: [] for n in names}
     matched = {n: [] for n in names}
     prog = []  # the BPF program's own time per run, ns (kernel.bpf_stats_enabled)
@@ -379,7 +380,7 @@ def samplecost_shape(shape, recs, names, rounds, secs, st, out, gaps, lines):
                      f"{statistics.median(prog) / 1000:.2f} µs a sample (median of rounds, "
                      f"{min(prog) / 1000:.2f}-{max(prog) / 1000:.2f}); the rest of the kernel row's cost "
                      f"beyond perf without a call graph is the program's invocation and what it leaves cold")
-    print("\n".join(lines[-(len(names) + 5):]), flush=True)
+    print("\n".join(lines[first:]), flush=True)
 
 
 def main():

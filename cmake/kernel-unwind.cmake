@@ -48,7 +48,7 @@ else()
   message(STATUS "Kernel unwinding: off (UW_KERNEL_UNWIND=OFF)")
 endif()
 
-set(UW_KUNW_SOURCES lib/kernel/kunw_table.c lib/kernel/kunw_record.c)
+set(UW_KUNW_SOURCES lib/kernel/kunw_table.c lib/kernel/kunw_record.c lib/kernel/kunw_cache.c)
 if(UW_HAVE_KERNEL_UNWIND)
   add_compile_definitions(UW_HAVE_KERNEL_UNWIND=1)
   # libbpf's headers only: the library loads libbpf.so.1 when kernel unwinding is first used

@@ -23,6 +23,8 @@ static int cmp_cache_ent(const void *a, const void *b)
 	return x->mtime < y->mtime ? -1 : x->mtime > y->mtime;
 }
 
+const char *const base_cache_files[] = { ".dwarf1", ".lines1", ".dwarf2", ".lines2", ".kunw1", NULL };
+
 bool base_cache_admit(const char *path, uint64_t bytes, uint64_t cap, const char *const *suffixes)
 {
 	if (!cap)

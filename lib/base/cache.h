@@ -11,6 +11,10 @@
  * (oldest mtime; a use touches it) removed until the new file fits. @return true when it fits
  * (cap 0: no cap), false when it alone is larger than the cap. */
 bool base_cache_admit(const char *path, uint64_t bytes, uint64_t cap, const char *const *suffixes);
+/* The kinds of files in the cache directory (NULL-terminated), all under its one cap: the DWARF
+ * cache's images and line rows (lib/symbolize/dwarf_cache.c), the kernel unwinder's tables
+ * (lib/kernel/kunw_cache.c); the "1" files are older layouts, removed first as no longer read. */
+extern const char *const base_cache_files[];
 /* Marks a cache file used now (its mtime). */
 void base_cache_touch(int fd);
 

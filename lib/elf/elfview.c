@@ -510,6 +510,22 @@ int elfv_section_info(struct elfv *v, size_t idx, struct elfv_sec *out)
 	return section_hdr(v, idx, out, NULL);
 }
 
+uint64_t elfv_headers_hash(struct elfv *v)
+{
+	Elf *e = (Elf *)v->elf;
+	GElf_Ehdr eh;
+	uint64_t h = e && gelf_getehdr(e, &eh) ? base_hash_bytes(&eh, sizeof(eh)) : 0;
+	size_t n = 0;
+	if (!e || elf_getshdrnum(e, &n))
+		return h;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(elf_getscn(e, i), &sh))
+			h = base_hash64(h ^ base_hash_bytes(&sh, sizeof(sh)));
+	}
+	return h;
+}
+
 bool elfv_ident(const struct elfv *v, struct elfv_ident *out)
 {
 	if (v->fd < 0 && !v->mapped)

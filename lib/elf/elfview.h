@@ -131,6 +131,9 @@ struct elfv_ident {
 };
 /* @return false for a view over memory (no file). */
 bool elfv_ident(const struct elfv *v, struct elfv_ident *out);
+/* A hash of the file's ELF header and section headers (a cache's check that an entry was made
+ * from this file's layout). */
+uint64_t elfv_headers_hash(struct elfv *v);
 
 /* Reads n bytes of the file at off into dst (a memory view's are copied). @return 0,
  * -UW_EFORMAT past the size the file had when opened, -UW_ETRUNC when it is shorter now,

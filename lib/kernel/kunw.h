@@ -65,6 +65,18 @@ static inline uint64_t kunw_table_bytes(const struct kunw_table *t)
 	return (uint64_t)t->nwords * 8;
 }
 
+/* Tables kept between recordings (kunw_cache.c): DIR/BUILD-ID-KEY.kunw1 for the module's file
+ * elf and its debug file dbg (NULL: none), malloc'd; NULL when there is no directory or elf has
+ * no build-id. */
+char *kunw_cache_path(const char *dir, struct elfv *elf, struct elfv *dbg);
+/* The table at path into t when it was made from these files (their identities and headers)
+ * by this build's table code and is whole. @return 0, or a negative errno (-ENOENT: none,
+ * -UW_EFORMAT: another file's, another build's, or damaged). */
+int kunw_cache_read(const char *path, struct elfv *elf, struct elfv *dbg, struct kunw_table *t);
+/* t written to path (made from elf and dbg) within the cache directory's cap (0: none), the
+ * least recently used entries removed to make room. @return 0 or a negative errno. */
+int kunw_cache_write(const char *path, struct elfv *elf, struct elfv *dbg, const struct kunw_table *t, uint64_t cap);
+
 /* ---------------------------------------------------------------- records */
 
 /* A record of the ring buffer, decoded in place (valid as long as the record's bytes). */

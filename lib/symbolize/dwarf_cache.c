@@ -24,9 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The cache's files, for its size cap (the "1" files are an older layout, removed first as they
- * are no longer read) */
-static const char *const cache_suffixes[] = { ".dwarf1", ".lines1", ".dwarf2", ".lines2", NULL };
 
 /* ---- the cache of decompressed DWARF
  *
@@ -69,22 +66,6 @@ bool dwc_has_compressed(struct elfv *v)
 	return false;
 }
 
-static uint64_t headers_hash(struct elfv *v)
-{
-	Elf *e = (Elf *)v->elf;
-	GElf_Ehdr eh;
-	uint64_t h = gelf_getehdr(e, &eh) ? base_hash_bytes(&eh, sizeof(eh)) : 0;
-	size_t n = 0;
-	if (elf_getshdrnum(e, &n))
-		return h;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Shdr sh;
-		if (gelf_getshdr(elf_getscn(e, i), &sh))
-			h = base_hash64(h ^ base_hash_bytes(&sh, sizeof(sh)));
-	}
-	return h;
-}
-
 bool dwi_file_key(struct elfv *v, char *out, size_t cap)
 {
 	char bid[2 * ELFV_MAX_BUILD_ID + 1];
@@ -108,7 +89,7 @@ static void cache_ident(struct elfv *v, struct cache_ident *ci, size_t image_siz
 	memset(ci, 0, sizeof(*ci));
 	memcpy(ci->magic, CACHE_MAGIC, 8);
 	elfv_ident(v, &ci->id);
-	ci->headers = headers_hash(v);
+	ci->headers = elfv_headers_hash(v);
 	ci->image_size = image_size;
 }
 
@@ -138,7 +119,7 @@ static void *cache_write_main(void *arg)
 	pthread_setname_np(pthread_self(), "uw-cachewrite");
 	/* within the cache's cap (older entries go first); a cache: failing costs only time */
 	struct base_piece pieces[2] = { { w->img, w->size }, { &w->ident, sizeof(w->ident) } };
-	if (base_cache_admit(w->path, w->size + sizeof(w->ident), w->cap, cache_suffixes))
+	if (base_cache_admit(w->path, w->size + sizeof(w->ident), w->cap, base_cache_files))
 		base_replace_file(w->path, pieces, 2);
 	return NULL;
 }
@@ -400,7 +381,7 @@ int dwl_store_save(struct dwl_store *st)
 		pieces[0] = (struct base_piece){ &h, sizeof(h) };
 		pieces[1] = (struct base_piece){ u, n * sizeof(*u) };
 		uint64_t total = sizeof(h) + n * sizeof(*u) + rows * sizeof(struct dwl_row);
-		err = base_cache_admit(st->path, total, st->cap, cache_suffixes) ? base_replace_file(st->path, pieces, 2 + np)
+		err = base_cache_admit(st->path, total, st->cap, base_cache_files) ? base_replace_file(st->path, pieces, 2 + np)
 										    : -UW_ELIMIT;
 	}
 	free(pieces);

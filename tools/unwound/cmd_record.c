@@ -74,6 +74,10 @@ static void record_usage(FILE *f)
 		   "                      counted in its thread's last\n"
 		   "  --off-cpu-min USEC  shorter waits are added up per thread and stack, written when\n"
 		   "                      their total reaches USEC or at the end (default 500; 0: none)\n"
+		   "  --no-table-cache    neither read nor keep the kernel unwinding tables built from the\n"
+		   "                      programs' unwind information (kept by build-id in\n"
+		   "                      $UNWOUND_CACHE_DIR, else $XDG_CACHE_HOME/unwound or\n"
+		   "                      ~/.cache/unwound, with report's DWARF cache and under its cap)\n"
 		   "  -N, --no-buildid-cache  the files samples landed in are not kept in perf's build-id\n"
 		   "                      cache ($HOME/.debug), where perf record keeps them by default\n"
 		   "                      and unwound record too, so that a recording still reads after\n"
@@ -220,7 +224,7 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 int cmd_record(int argc, char **argv)
 {
 	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH, O_STITCH, O_OFFCPU, O_OCEVERY,
-	       O_OCMIN, O_UNWIND, O_BPFBYTES, O_OCMODE, O_OCWALKS };
+	       O_OCMIN, O_UNWIND, O_BPFBYTES, O_OCMODE, O_OCWALKS, O_NOTCACHE };
 	static const struct option lo[] = {
 		{ "freq", required_argument, 0, 'F' }, { "count", required_argument, 0, 'c' },
 		{ "event", required_argument, 0, 'e' }, { "all-cpus", no_argument, 0, 'a' },
@@ -235,10 +239,10 @@ int cmd_record(int argc, char **argv)
 		{ "unwind", required_argument, 0, O_UNWIND }, { "bpf-map-bytes", required_argument, 0, O_BPFBYTES },
 		{ "off-cpu-mode", required_argument, 0, O_OCMODE }, { "off-cpu-walks", required_argument, 0, O_OCWALKS },
 		{ "no-buildid-cache", no_argument, 0, 'N' }, { "no-buildid", no_argument, 0, 'B' },
-		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "no-table-cache", no_argument, 0, O_NOTCACHE }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	UW_OPTS(uw_record_opts, ro, .stop = &stop_flag, .buildid_cache = 1);
-	int *pids = NULL, *tids = NULL, *cpus = NULL, c, offline = 0, nofp = 0, quiet = 0, ret = CLI_EXIT_USAGE;
+	int *pids = NULL, *tids = NULL, *cpus = NULL, c, offline = 0, nofp = 0, quiet = 0, notcache = 0, ret = CLI_EXIT_USAGE;
 	size_t npids = 0, ntids = 0, ncpus = 0;
 	char *debugdirs = NULL, *events = NULL;
 	bool freq_set = false, count_set = false;
@@ -321,6 +325,7 @@ int cmd_record(int argc, char **argv)
 		case O_NOFP: nofp = 1; break;
 		case O_STITCH: ro.stitch = 1; break;
 		case 'N': ro.buildid_cache = 0; break;
+		case O_NOTCACHE: notcache = 1; break;
 		case 'B':
 			/* (perf's -B leaves the build-id table out: a file that names no build-id reads
 			 * wrongly once a file changes; getopt alone took --no-buildid for -N's prefix) */
@@ -409,7 +414,7 @@ int cmd_record(int argc, char **argv)
 	/* -q: nothing but errors */
 	UW_OPTS(uw_session_opts, so, .log = cli_log,
 		.log_level = quiet ? UW_LOG_ERROR : (enum uw_log_level)(cli_verbose + 1),
-		.debug_dirs = debugdirs, .no_fp_fallback = nofp, .offline = offline);
+		.debug_dirs = debugdirs, .no_fp_fallback = nofp, .offline = offline, .no_dwarf_cache = notcache);
 	s = uw_session_new(&so);
 	if (!s) {
 		fprintf(stderr, "unwound record: %s\n", strerror(errno));

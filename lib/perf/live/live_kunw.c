@@ -167,6 +167,7 @@ struct kmod {
 	char ident[2 * ELFV_MAX_BUILD_ID + 48]; /* the file's build-id, else device, inode, mtime */
 	/* the builder's, while queued (KM_QUEUED): its table, PT_LOADs and outcome */
 	bool build_ok;
+	bool from_cache;        /* its table read from the cache directory, not built */
 	struct kmod *build_canon;
 	uint64_t build_ns;
 	struct kmod *qnext;     /* the builder's queue, or its list of built ones (under its lock) */
@@ -236,7 +237,7 @@ struct live_kunw {
 	struct base_map procs;  /* pid -> struct kproc * */
 	uint32_t next_id;
 	bool any_dirty, any_fresh;
-	uint64_t finished, stale, tables, peak_bytes, too_big, built, evicted, held_bytes, clock;
+	uint64_t finished, stale, tables, peak_bytes, too_big, built, cached, evicted, held_bytes, clock;
 	/* samples finished in user space for want of the process's mappings or a module's table,
 	 * and those after each program's first LATE_AFTER samples (of late_total) */
 	uint64_t missing, late_missing, late_total;
@@ -371,16 +372,27 @@ static void *builder_main(void *arg)
 			ok = true;
 			open = false;
 		}
+		km->from_cache = false;
 		if (open) {
 			struct unw_tables c;
-			/* (the views read sections lazily, as the module's own tables do: under its lock) */
+			/* (the views read sections lazily, as the module's own tables do: under its lock;
+			 * the cache's entry is for the files as they are now, the debug file included) */
 			pthread_mutex_lock(&m->mu);
-			int e = kunw_code_build(&c, m->elf, m->dbg);
-			pthread_mutex_unlock(&m->mu);
+			char *cpath = kunw_cache_path(s->dwarf_cache, m->elf, m->dbg);
+			int e = cpath ? kunw_cache_read(cpath, m->elf, m->dbg, &km->tbl) : -ENOENT;
 			if (!e) {
-				e = kunw_table_build(&km->tbl, &c.code);
-				unw_tables_free(&c);
+				km->from_cache = true;
+			} else {
+				e = kunw_code_build(&c, m->elf, m->dbg);
+				if (!e) {
+					e = kunw_table_build(&km->tbl, &c.code);
+					unw_tables_free(&c);
+				}
+				if (!e && cpath && km->tbl.nwords)
+					kunw_cache_write(cpath, m->elf, m->dbg, &km->tbl, s->opts.max_dwarf_cache_bytes);
 			}
+			pthread_mutex_unlock(&m->mu);
+			free(cpath);
 			if (!e && km->tbl.nwords && m->elf->nloads && !km->segs &&
 			    (km->segs = malloc(m->elf->nloads * sizeof(*km->segs)))) {
 				memcpy(km->segs, m->elf->loads, m->elf->nloads * sizeof(*km->segs));
@@ -516,8 +528,9 @@ static bool kmod_add(struct live_kunw *lk, struct kmod *km)
 	km->loaded = true;
 	km->idle_since = ++lk->clock;
 	lk->tables++;
-	base_log(&lk->s->log, UW_LOG_INFO, "kernel unwinding: table of %s loaded (%u rows, %llu bytes, built in %.1f ms)",
-		 km->m->path, km->nrows, (unsigned long long)km->bytes, (double)km->build_ns / 1e6);
+	base_log(&lk->s->log, UW_LOG_INFO, "kernel unwinding: table of %s loaded (%u rows, %llu bytes, %s in %.1f ms)",
+		 km->m->path, km->nrows, (unsigned long long)km->bytes, km->from_cache ? "read from the cache" : "built",
+		 (double)km->build_ns / 1e6);
 	if (km->tbl.nwords) {
 		lk->held_bytes -= km->bytes;
 		kunw_table_free(&km->tbl);
@@ -549,6 +562,7 @@ static void take_built(struct live_kunw *lk)
 				builder_queue(lk, km->canon); /* (evicted meanwhile) */
 		} else if (km->state == KM_BUILT) {
 			lk->built++;
+			lk->cached += km->from_cache;
 			km->nrows = km->tbl.nrows;
 			km->bytes = kunw_table_bytes(&km->tbl);
 			lk->held_bytes += km->bytes;
@@ -1499,8 +1513,9 @@ void live_kunw_close(struct live_kunw *lk)
 	if (lk->tfd >= 0)
 		close(lk->tfd);
 	base_log(&lk->s->log, UW_LOG_INFO,
-		 "kernel unwinding: %llu tables built (on the builder thread), %llu loaded, %llu evicted to make room",
-		 (unsigned long long)lk->built, (unsigned long long)lk->tables, (unsigned long long)lk->evicted);
+		 "kernel unwinding: %llu tables built (on the builder thread; %llu of them read from the cache directory), %llu loaded, %llu evicted to make room",
+		 (unsigned long long)lk->built, (unsigned long long)lk->cached, (unsigned long long)lk->tables,
+		 (unsigned long long)lk->evicted);
 	size_t it = 0;
 	uint64_t key;
 	void *v;

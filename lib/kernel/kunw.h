@@ -70,9 +70,10 @@ static inline uint64_t kunw_table_bytes(const struct kunw_table *t)
  * no build-id. */
 char *kunw_cache_path(const char *dir, struct elfv *elf, struct elfv *dbg);
 /* The table at path into t when it was made from these files (their identities and headers)
- * by this build's table code and is whole. @return 0, or a negative errno (-ENOENT: none,
- * -UW_EFORMAT: another file's, another build's, or damaged). */
-int kunw_cache_read(const char *path, struct elfv *elf, struct elfv *dbg, struct kunw_table *t);
+ * by this build's table code and is whole, and at most max bytes (the maps' cap: a larger one
+ * could not be loaded). @return 0, or a negative errno (-ENOENT: none, -UW_EFORMAT: another
+ * file's, another build's, or damaged, -EFBIG: over max). */
+int kunw_cache_read(const char *path, struct elfv *elf, struct elfv *dbg, uint64_t max, struct kunw_table *t);
 /* t written to path (made from elf and dbg) within the cache directory's cap (0: none), the
  * least recently used entries removed to make room. @return 0 or a negative errno. */
 int kunw_cache_write(const char *path, struct elfv *elf, struct elfv *dbg, const struct kunw_table *t, uint64_t cap);

@@ -37,7 +37,6 @@
 extern const char kunw_table_sources_key[]; /* gen/kunw_table_key.c */
 
 #define KC_MAGIC "UWKUNW01"
-#define KC_MAX_BYTES ((uint64_t)1 << 31) /* (a table is at most 2^31 rows of 8 bytes and its index) */
 
 struct kc_hdr {
 	char magic[8];
@@ -76,11 +75,12 @@ char *kunw_cache_path(const char *dir, struct elfv *elf, struct elfv *dbg)
 	return p;
 }
 
-int kunw_cache_read(const char *path, struct elfv *elf, struct elfv *dbg, struct kunw_table *t)
+int kunw_cache_read(const char *path, struct elfv *elf, struct elfv *dbg, uint64_t max, struct kunw_table *t)
 {
 	memset(t, 0, sizeof(*t));
 	uint64_t size = 0;
-	int fd = base_open_file(path, BASE_OPEN_NOFOLLOW, KC_MAX_BYTES, &size);
+	/* (a file larger than any table that could be loaded is not read: -EFBIG) */
+	int fd = base_open_file(path, BASE_OPEN_NOFOLLOW, max + sizeof(struct kc_hdr), &size);
 	if (fd < 0)
 		return fd;
 	char *buf = NULL;

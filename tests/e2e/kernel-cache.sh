@@ -6,7 +6,8 @@
 #     kernel.record asks: on >= 99.9% of the samples where the copy reached a root);
 #  2. an entry whose words were damaged, one made by another build (its sources key), one made
 #     from another file (a copy of the program: another inode, the same build-id), and a link in
-#     an entry's place are not read: the table is built again, the entry written anew;
+#     an entry's place are not read: the table is built again, the entry written anew; nor is a
+#     sparse file of 1 GiB there (larger than the maps' cap: the recorder's memory stays small);
 #  3. --no-table-cache neither reads nor writes the cache.
 # The program is built here (a new file each run: its entries are its own).
 set -eu
@@ -68,6 +69,15 @@ rm -f "$e"; ln -s "$(basename "$other")" "$e"
 rec link
 [ "$how" = built ] || fail "a link in the entry's place: the program's table was '$how'"
 [ -f "$e" ] && [ ! -L "$e" ] || { ls -l cache; fail "the link was not replaced by an entry"; }
+
+# a sparse file of 1 GiB in the entry's place: not read (over the maps' cap), the recorder's
+# memory unchanged by it
+rm -f "$e"; truncate -s 1G "$e"
+/usr/bin/time -f %M -o big.rss sh -c 'UW_KUNW_VERIFY=1 "$0" record -v -o big.data -- ./work calltree 0.2 >/dev/null 2>big.err' "$uw" ||
+    { cat big.err; fail "a sparse entry: record failed"; }
+grep -q "table of $W/work loaded (.*, built in" big.err || { grep "table of" big.err; fail "a sparse entry of 1 GiB: the table was not built"; }
+[ "$(cat big.rss)" -lt 262144 ] || fail "a sparse entry of 1 GiB: the recorder's peak RSS was $(cat big.rss) KiB"
+echo "a sparse 1 GiB entry: not read, table built, peak RSS $(cat big.rss) KiB"
 
 # ---- 3. --no-table-cache
 rm -rf cache

@@ -379,7 +379,7 @@ static void *builder_main(void *arg)
 			 * the cache's entry is for the files as they are now, the debug file included) */
 			pthread_mutex_lock(&m->mu);
 			char *cpath = kunw_cache_path(s->dwarf_cache, m->elf, m->dbg);
-			int e = cpath ? kunw_cache_read(cpath, m->elf, m->dbg, &km->tbl) : -ENOENT;
+			int e = cpath ? kunw_cache_read(cpath, m->elf, m->dbg, lk->cap, &km->tbl) : -ENOENT;
 			if (!e) {
 				km->from_cache = true;
 			} else {

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
@@ -43,6 +44,60 @@ struct procmap_query { /* include/uapi/linux/fs.h, Linux 6.11 */
 #define PROCMAP_QUERY 0xC0686611u /* _IOWR('f', 17, struct procmap_query): 104 bytes */
 #define PMQ_EXECUTABLE 0x04
 
+static void maps_path(char *path, size_t n, int32_t pid, int32_t tid)
+{
+	if (tid)
+		snprintf(path, n, "/proc/%d/task/%d/maps", (int)pid, (int)tid);
+	else
+		snprintf(path, n, "/proc/%d/maps", (int)pid);
+}
+
+/* Whether the maps file fd shows any mapping (it is empty when its task has no memory). */
+static bool maps_nonempty(int fd)
+{
+	char c;
+	ssize_t r;
+	while ((r = read(fd, &c, 1)) < 0 && errno == EINTR)
+		;
+	return r == 1;
+}
+
+/* The maps of process pid: its own file, else, when that is empty, a live thread's (*tid). A
+ * process whose main thread has exited (pthread_exit in main) lives on in its other threads,
+ * but /proc/PID/maps shows the thread group leader's memory, which it has none of once exited:
+ * the file is empty and PROCMAP_QUERY on it fails (ESRCH). A file opened while the leader had
+ * its memory goes on showing it. @return the descriptor, or -1. */
+static int maps_open(int32_t pid, int32_t *tid)
+{
+	char path[64];
+	*tid = 0;
+	maps_path(path, sizeof(path), pid, 0);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || maps_nonempty(fd))
+		return fd;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		int32_t t = (int32_t)strtol(e->d_name, NULL, 10);
+		if (t <= 0 || t == pid)
+			continue;
+		maps_path(path, sizeof(path), pid, t);
+		int f = open(path, O_RDONLY | O_CLOEXEC);
+		if (f >= 0 && maps_nonempty(f)) {
+			close(fd);
+			fd = f;
+			*tid = t;
+			break;
+		}
+		if (f >= 0)
+			close(f);
+	}
+	if (d)
+		closedir(d);
+	return fd;
+}
+
 int tracker_vma_query(struct tracker_proc *p, uint64_t pc, struct tracker_vma *v)
 {
 	/* (in a process that profiles itself, the program may have closed the descriptor, and
@@ -50,9 +105,7 @@ int tracker_vma_query(struct tracker_proc *p, uint64_t pc, struct tracker_vma *v
 	if (p->maps_fd > 0 && !base_fd_is(p->maps_fd, p->maps_dev, p->maps_ino))
 		p->maps_fd = 0;
 	if (p->maps_fd == 0) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
-		p->maps_fd = open(path, O_RDONLY | O_CLOEXEC);
+		p->maps_fd = maps_open(p->pid, &p->maps_tid);
 		if (p->maps_fd == 0) { /* never 0 here: keep 0 for "not opened" */
 			close(p->maps_fd);
 			p->maps_fd = -1;
@@ -80,9 +133,9 @@ int tracker_vma_query(struct tracker_proc *p, uint64_t pc, struct tracker_vma *v
 	}
 	if (*maps_fd <= 0 || errno == ENOENT)
 		return 0;
-	/* a kernel before 6.11: scan the maps text */
+	/* a kernel before 6.11: scan the maps text (the thread's whose file was opened) */
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	maps_path(path, sizeof(path), pid, p->maps_tid);
 	FILE *f = fopen(path, "re");
 	char line[4096 + 256];
 	struct tracker_maps_line ml;

@@ -33,6 +33,8 @@ struct tracker_proc {
 	struct jitdump *jd;     /* jit-PID.dump, read when the recording shows its mmap */
 	bool jd_tried;
 	int maps_fd;            /* live: /proc/PID/maps, for PROCMAP_QUERY (0: not opened, -1: none) */
+	int32_t maps_tid;       /* ... else /proc/PID/task/TID/maps of this thread (0: none): the
+	                         * leader's is empty once it exited (tracker_vma_query) */
 	uint64_t maps_dev, maps_ino; /* ... its identity (the program may close it: profiling itself) */
 	uint64_t missed[16];    /* live: pages recently asked about in vain */
 	unsigned nmissed;

@@ -98,8 +98,10 @@ pool)
     ;;
 unknown)
     # shellcheck disable=SC2086
-    cc -O2 -g $SAN -I"$S/include" -o livequery "$S/tests/tools/livequery.c" -L"$B" -lunwound -Wl,-rpath,"$B"
+    cc -O2 -g $SAN -I"$S/include" -o livequery "$S/tests/tools/livequery.c" -L"$B" -lunwound -Wl,-rpath,"$B" -pthread
     ./livequery self || fail "livequery self"
+    # (from a thread once the main thread exited: the leader's /proc/PID/maps is empty)
+    ./livequery leaderexit || fail "livequery leaderexit"
     "$E" calltree 120 >/dev/null & job=$!
     while [ "$(readlink /proc/$job/exe)" != "$(readlink -f "$E")" ]; do sleep 0.02; done
     rc=0; ./livequery pid $job 300 || rc=$?

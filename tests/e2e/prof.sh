@@ -277,10 +277,15 @@ cycles)
 mainexit)
     # main calls pthread_exit while a thread works on: the process ends with that thread (status
     # 0) and the preloaded library writes its profile; its collector, the last thread, kept the
-    # process alive for ever (every signal blocked: SIGTERM too)
+    # process alive for ever (every signal blocked: SIGTERM too). The thread works once main is
+    # gone: the profile's frames were all <unknown> when the collector first asked the kernel
+    # for the mappings then (the leader's /proc/PID/maps is empty once it exited)
     cat >"$W/mainexit.c" <<'CEOF'
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 static volatile unsigned long sink;
 __attribute__((noinline)) static void work_on(double s)
 {
@@ -292,7 +297,27 @@ __attribute__((noinline)) static void work_on(double s)
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
 	} while ((double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9 < s);
 }
-static void *worker(void *arg) { (void)arg; work_on(0.5); return NULL; }
+/* the work once the main thread is gone (a zombie: /proc/PID/maps is then empty, and the
+ * profiler's tracker must ask a live thread's for the mappings of the samples) */
+static int leader_state(void)
+{
+	char buf[512];
+	FILE *f = fopen("/proc/self/stat", "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	const char *r = strrchr(buf, ')');
+	return r && r[1] == ' ' ? r[2] : 0;
+}
+static void *worker(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 5000 && leader_state() != 'Z'; i++)
+		usleep(1000);
+	work_on(0.5);
+	return NULL;
+}
 int main(void)
 {
 	pthread_t t;

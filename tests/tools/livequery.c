@@ -9,13 +9,20 @@
  *                           and uw_tracker_lookup
  *   livequery pid PID N     N samples of a running process (cpu-clock, registers and stack
  *                           copies, no side-band) pushed through uw_reader_new / uw_reader_push
+ *   livequery leaderexit    self, from a thread, once the main thread has exited (pthread_exit
+ *                           in main): /proc/PID/maps is then empty, the process lives on
  *
  * Prints what it found; exits 1 with the reason when stacks do not reach main.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_getattr_np */
+#endif
 #include <asm/perf_regs.h>
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,11 +110,12 @@ static uint64_t find_stack_top(void)
 	return top;
 }
 
-__attribute__((noinline, noclone)) static int self(void)
+__attribute__((noinline, noclone)) static int self(const char *via)
 {
 	UW_OPTS(uw_tracker_opts, to, .live = 1);
 	struct uw_tracker *t = uw_tracker_new(session, &to);
-	stack_top = find_stack_top();
+	if (!stack_top)
+		stack_top = find_stack_top();
 	if (!t || !stack_top)
 		return fail("no tracker, or no [stack] mapping");
 	static struct snapshot snap;
@@ -134,8 +142,10 @@ __attribute__((noinline, noclone)) static int self(void)
 	printf("self: %u frames, stop: %s; %s; mappings asked: %llu PROCMAP_QUERY, %llu /proc/PID/maps\n", res.nr_frames,
 	       uw_stop_reason_str(res.stop), chain, (unsigned long long)st.procmap_queries,
 	       (unsigned long long)st.maps_scans);
-	if (!strstr(chain, "capture;query_inner;query_outer;self;main"))
-		return fail("the stack does not reach main through the known frames");
+	char want[128];
+	snprintf(want, sizeof(want), "capture;query_inner;query_outer;self;%s", via);
+	if (!strstr(chain, want))
+		return fail("the stack does not reach its root through the known frames");
 	if (!st.procmap_queries && !st.maps_scans)
 		return fail("nothing was asked of the kernel");
 	/* an address of a process the tracker was told nothing of, looked up as it is now */
@@ -149,6 +159,54 @@ __attribute__((noinline, noclone)) static int self(void)
 		return fail("a pid that does not exist: not -ENOENT");
 	uw_tracker_free(t);
 	return 0;
+}
+
+/* ---- leaderexit: the main thread gone, the process asked of the kernel from another thread */
+
+static int leader_state(void)
+{
+	char buf[512];
+	FILE *f = fopen("/proc/self/stat", "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	const char *r = strrchr(buf, ')');
+	return r && r[1] == ' ' ? r[2] : 0;
+}
+
+__attribute__((noinline, noclone)) static void *leader_gone(void *arg)
+{
+	(void)arg;
+	/* the leader a zombie: its /proc/PID/maps shows nothing, PROCMAP_QUERY on it fails */
+	for (int i = 0; i < 5000 && leader_state() != 'Z'; i++)
+		usleep(1000);
+	if (leader_state() != 'Z')
+		exit(fail("the main thread did not exit"));
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[256];
+	bool empty = !f || !fgets(line, sizeof(line), f);
+	if (f)
+		fclose(f);
+	printf("leaderexit: /proc/self/maps %s once the main thread exited\n", empty ? "empty" : "not empty");
+	pthread_attr_t a;
+	void *lo;
+	size_t sz;
+	if (pthread_getattr_np(pthread_self(), &a) || pthread_attr_getstack(&a, &lo, &sz))
+		exit(fail("pthread_getattr_np"));
+	pthread_attr_destroy(&a);
+	stack_top = (uint64_t)(uintptr_t)lo + sz;
+	int rc = self("leader_gone;start_thread");
+	uw_session_free(session);
+	exit(rc);
+}
+
+static int leaderexit(void)
+{
+	pthread_t th;
+	if (pthread_create(&th, NULL, leader_gone, NULL))
+		return fail("pthread_create");
+	pthread_exit(NULL);
 }
 
 /* ---- pid: samples of another process pushed into a live reader */
@@ -273,11 +331,13 @@ int main(int argc, char **argv)
 		return fail("uw_session_new");
 	int rc;
 	if (argc == 2 && !strcmp(argv[1], "self"))
-		rc = self();
+		rc = self("main");
+	else if (argc == 2 && !strcmp(argv[1], "leaderexit"))
+		rc = leaderexit();
 	else if (argc == 4 && !strcmp(argv[1], "pid"))
 		rc = attach(atoi(argv[2]), strtoul(argv[3], NULL, 10));
 	else
-		rc = fail("usage: livequery self | pid PID N");
+		rc = fail("usage: livequery self | leaderexit | pid PID N");
 	uw_session_free(session);
 	return rc;
 }

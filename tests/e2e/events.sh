@@ -34,8 +34,11 @@ check() { # FILE MODE [offcpu]
         want=$(sed -n "s/^# Samples: \([0-9]*\)  of event '$ev'.*/\1/p" "$f.perf.txt")
         got=$(sed -n "s/^# Samples: \([0-9]*\) of event '$ev'$/\1/p" "$f.report.txt")
         [ -n "$want" ] && [ "$want" = "$got" ] || fail "$mode: $ev: perf report counts '$want' samples, unwound '$got'"
-        # (per unit of work: the program has 0.5 s of CPU, and at least 65,536 faults)
-        min=200; [ $ev = page-faults ] && min=20
+        # (per unit of work: the program has 0.5 s of CPU, and at least 65,536 faults; the
+        # page-faults samples are as many as frequency mode makes of them, which follows the
+        # ticks the program gets, not its faults: 68-123 beside two busy loops, 15 once beside
+        # the suite as well)
+        min=200; [ $ev = page-faults ] && min=10
         [ "$got" -ge $min ] || fail "$mode: $ev: $got samples, at least $min expected"
         # stacks through main: nearly all, but for the process's start. The frequency mode's
         # first periods are 1, so each of the recording's first faults is a sample: the exec's,

@@ -146,14 +146,14 @@ preload)
         --only 'clone3;start_thread;thread_main;thread_work' --only 'clone3;start_thread;thread_main;thread_work;running;*' --only 'clone3;start_thread;thread_main;thread_work;thread_cpu;*' --only 'clone3;start_thread;thread_main;thread_work;thread_cpu' --only 'clone3;start_thread;thread_main;thread_work;running' \
         --only "$MAIN;*" --expect 'clone3;start_thread;thread_main;thread_work;spin'
     # folded stacks for a .folded name
-    UNWOUND_PROF="$W/calltree.folded" LD_PRELOAD="$PRE" "$E" calltree 1 >/dev/null
+    UNWOUND_PROF="$W/calltree.folded" UNWOUND_PROF_RING=8388608 LD_PRELOAD="$PRE" "$E" calltree 1 >/dev/null
     ! strict || grep -Eq "^e2e_$v;_start;__libc_start_main[^;]*;__libc_start_call_main;main;tree_a;tree_a2;spin [0-9]+$" "$W/calltree.folded" ||
         { head "$W/calltree.folded"; fail "folded: no main;tree_a;tree_a2;spin stack"; }
     bad=$(grep -Ev "^e2e_$v;_start;__libc_start_main[^;]*;__libc_start_call_main;main(;tree_a(;tree_a2(;spin)?)?|;tree_b(;spin)?|;running(;.*)?|;thread_cpu(;.*)?|;[^;]*printf(;.*)?|;_dl_runtime_resolve[^;]*(;.*)?)? [0-9]+$" "$W/calltree.folded" |
         grep -Ev "^e2e_$v;(_start;__libc_start_main[^;]*;(__libc_start_call_main;exit|call_init)|_dl_start_user;_dl_init);.* [0-9]+$" || true)
     ! strict || [ -z "$bad" ] || { echo "$bad"; fail "folded: unexpected stacks"; }
     # wall-clock time (UNWOUND_PROF_CLOCK=wall): the main thread waiting in pthread_join is sampled
-    UNWOUND_PROF="$W/wall.pb.gz" UNWOUND_PROF_CLOCK=wall LD_PRELOAD="$PRE" "$E" threads 0.5 >/dev/null
+    UNWOUND_PROF="$W/wall.pb.gz" UNWOUND_PROF_CLOCK=wall UNWOUND_PROF_RING=8388608 LD_PRELOAD="$PRE" "$E" threads 0.5 >/dev/null
     $CHECK "$W/wall.pb.gz" --type wall --root-share 100 --expect "$MAIN;*pthread*join*;*" \
         --expect 'clone3;start_thread;thread_main;thread_work;spin'
     ;;
@@ -332,7 +332,9 @@ int main(void)
 }
 CEOF
     cc -O1 -g -pthread ${UW_SAN_FLAGS:-} -o "$W/mainexit" "$W/mainexit.c"
-    rc=0; timeout -s KILL 60 env UNWOUND_PROF="$W/p.pb.gz" LD_PRELOAD="$PRE" "$W/mainexit" >"$W/out.txt" 2>&1 || rc=$?
+    # (rings of 512 samples: with the default 4, 0.25 s of the 0.5 s were sampled once beside the
+    # suite and two busy loops, the rest dropped while the collector got no CPU)
+    rc=0; timeout -s KILL 60 env UNWOUND_PROF="$W/p.pb.gz" UNWOUND_PROF_RING=8388608 LD_PRELOAD="$PRE" "$W/mainexit" >"$W/out.txt" 2>&1 || rc=$?
     [ $rc = 0 ] || { cat "$W/out.txt"; fail "main's pthread_exit under the library: exit status $rc (137: killed after 60 s), 0 expected"; }
     [ -s "$W/p.pb.gz" ] || fail "no profile written"
     # (0.5 s of the worker's CPU at 99 Hz: the time sampled, overruns included, not the signals:

@@ -279,7 +279,8 @@ UW_API const char *uw_frame_method_str(enum uw_frame_method m);
 	X(UW_STOP_UNKNOWN, "recorded callchain, completeness unknown")                \
 	X(UW_STOP_SFRAME_RULE, "an SFrame rule the unwinder cannot follow")              \
 	X(UW_STOP_DEFERRED_MISSING, "deferred user callchain never arrived")        \
-	X(UW_STOP_CALLBACK, "stopped by the callback")
+	X(UW_STOP_CALLBACK, "stopped by the callback")                                \
+	X(UW_STOP_LOST, "samples lost before they were unwound")
 
 enum uw_stop_reason {
 #define UW_STOP_ENUM(name, msg) name,
@@ -1425,8 +1426,12 @@ struct uw_profile;
 /* A profile aggregates samples into distinct stacks with sample counts and periods, per event.
  * Frames are kept as (module, address); names are looked up only when the profile is written. */
 UW_API struct uw_profile *uw_profile_new(struct uw_session *s, const struct uw_profile_opts *opts);
-/* Adds a sample (its arrays are copied). @return 0, -ENOMEM, or -EOVERFLOW when its event's
- * periods would add up past 2^64 (a damaged or crafted recording: the sample is not added). */
+/* Adds a sample (its arrays are copied). A sample whose stop_reason is UW_STOP_LOST stands for
+ * samples a profiler lost before unwinding them (a full buffer): its frames are not read, its
+ * period is their time, and the profile shows it as one frame "[lost samples]" (as Go's
+ * profiler counts its own losses), so that totals do not shrink silently. @return 0, -ENOMEM,
+ * or -EOVERFLOW when its event's periods would add up past 2^64 (a damaged or crafted
+ * recording: the sample is not added). */
 UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *smp);
 UW_API void uw_profile_free(struct uw_profile *p);
 /* Distinct stacks and samples so far. */

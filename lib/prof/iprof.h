@@ -91,6 +91,7 @@ struct iprof_slot {
 	struct iprof_ring *_Atomic ring;
 	/* counters, written by the handler */
 	_Atomic uint64_t n_samples, n_dropped, n_kernel_copy, n_no_copy, n_altstack, n_overruns;
+	_Atomic uint64_t n_dropped_periods; /* the dropped samples' periods (1 + their overruns) */
 	/* the registry's (lock) */
 	timer_t timer;
 	int32_t tid;
@@ -104,6 +105,8 @@ struct iprof_slot {
 	uint64_t comm_read_ns;
 	uint64_t last_sample_ns;
 	uint64_t seen_samples;   /* n_samples when last looked at */
+	uint64_t lost_added;     /* n_dropped, n_dropped_periods already in the profile (collector) */
+	uint64_t lost_periods_added;
 };
 
 #define IPROF_KEY_MAGIC 0x5577ull

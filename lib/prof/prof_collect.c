@@ -131,6 +131,36 @@ static void unwind_one(struct uw_prof *p, struct iprof_slot *sl, const struct ip
 	}
 }
 
+/* The samples a full ring dropped since the last pass, into the profile: one frame, "[lost
+ * samples]", weighing their periods (uw_profile_add's UW_STOP_LOST), so that the profile's time
+ * adds up to what was sampled and says what could not be unwound. */
+static void add_lost(struct uw_prof *p, struct iprof_slot *sl, uint64_t now)
+{
+	uint64_t n = atomic_load_explicit(&sl->n_dropped, memory_order_acquire);
+	uint64_t periods = atomic_load_explicit(&sl->n_dropped_periods, memory_order_relaxed);
+	if (n == sl->lost_added)
+		return;
+	uint64_t dn = n - sl->lost_added, dp = periods - sl->lost_periods_added;
+	sl->lost_added = n;
+	sl->lost_periods_added = periods;
+	struct uw_sample smp = {
+		.sz = sizeof(smp),
+		.pid = (uint32_t)p->pid,
+		.tid = (uint32_t)sl->tid,
+		.time = now,
+		.cpumode = 2, /* PERF_RECORD_MISC_USER */
+		.stop_reason = UW_STOP_LOST,
+		.comm = sl->comm,
+		.event_name = p->o.clock == UW_PROF_WALL ? "wall-clock" : "cpu-clock",
+	};
+	/* as many samples as were lost, the periods spread over them (the overruns on the last) */
+	for (uint64_t i = 0; i < dn; i++) {
+		smp.period = p->period_ns * (i + 1 < dn ? 1 : dp >= dn ? dp - (dn - 1) : 1);
+		if (uw_profile_add(p->profile, &smp))
+			return;
+	}
+}
+
 static bool on_rec(void *ctx, const struct iprof_rec *rec)
 {
 	struct drain *d = ctx;
@@ -167,6 +197,7 @@ static void drain_all(struct uw_prof *p, uint64_t now)
 	for (unsigned k = 0; k < n; k++) {
 		d.sl = &t[p->snap[k]];
 		iprof_ring_drain(d.sl->ring, on_rec, &d);
+		add_lost(p, d.sl, now);
 	}
 	pthread_mutex_lock(&iprof_g.lock);
 	for (unsigned k = 0; k < n; k++)
@@ -257,6 +288,8 @@ int iprof_collector_start(struct uw_prof *p)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e)
 		return -e;
+	/* seen as the profiler's in top, ps and a debugger (named before uw_prof_start returns) */
+	pthread_setname_np(p->collector, "unwound-prof");
 	p->collector_running = true;
 	return 0;
 }

@@ -187,6 +187,14 @@ __attribute__((destructor)) static void iprof_env_stop(void)
 	const char *st = getenv("UNWOUND_PROF_STATS");
 	if (st && *st)
 		write_stats(env_prof, st);
+	/* as perf says its lost chunks: a profile short of time is said, not only counted */
+	UW_OPTS(uw_prof_stats, s);
+	if (!e && !uw_prof_stats(env_prof, &s) && s.dropped)
+		fprintf(stderr,
+			"unwound-prof: %" PRIu64 " of %" PRIu64 " samples lost to full rings (the profiler's thread did not "
+			"empty them in time): in %s as [lost samples]; UNWOUND_PROF_RING=BYTES gives each thread a larger "
+			"ring (%" PRIu64 " now)\n",
+			s.dropped, s.samples, env_out, env_prof->ring_bytes);
 	uw_prof_free(env_prof);
 	env_prof = NULL;
 	free(env_out);

@@ -206,7 +206,10 @@ IPROF_NO_TSAN static void take_sample(struct iprof_slot *sl, const siginfo_t *si
 	uint64_t off = h & (r->size - 1), contig = r->size - off;
 	uint64_t pad = contig < need ? contig : 0;
 	if (r->size - (h - t) < pad + need) {
-		atomic_fetch_add_explicit(&sl->n_dropped, 1, memory_order_relaxed);
+		/* (the periods first: the collector reads n_dropped, then these) */
+		atomic_fetch_add_explicit(&sl->n_dropped_periods, 1 + (si->si_overrun > 0 ? (uint64_t)si->si_overrun : 0),
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&sl->n_dropped, 1, memory_order_release);
 		return;
 	}
 	if (pad) {

@@ -154,6 +154,8 @@ static struct iprof_slot *slot_take(struct uw_prof *p, int tid)
 		atomic_store(&sl->hi, 0);
 		atomic_store(&sl->n_samples, 0);
 		atomic_store(&sl->n_dropped, 0);
+		atomic_store(&sl->n_dropped_periods, 0);
+		sl->lost_added = sl->lost_periods_added = 0;
 		atomic_store(&sl->n_kernel_copy, 0);
 		atomic_store(&sl->n_no_copy, 0);
 		atomic_store(&sl->n_altstack, 0);

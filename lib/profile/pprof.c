@@ -241,6 +241,14 @@ static uint64_t location(struct pp *x, const struct pframe *f)
 		return 0;
 	}
 	*e = (struct lent){ head, f->mod, f->addr, f->kernel, ++x->nloc };
+	if (pframe_lost(f)) {
+		struct pb loc = { 0 };
+		pb_uint(&loc, 1, e->id);
+		line(x, &loc, PFRAME_LOST_NAME, PFRAME_LOST_NAME, NULL, 0);
+		pb_msg(&x->loctab, 4, &loc);
+		free(loc.p);
+		return e->id;
+	}
 	struct ment *mp = mapping(x, f->kernel ? NULL : f->mod);
 	struct pb loc = { 0 };
 	pb_uint(&loc, 1, e->id);

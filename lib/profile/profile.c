@@ -117,7 +117,8 @@ UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *in)
 		return err;
 	if (!p)
 		return -EINVAL;
-	size_t nk = p->o.no_kernel ? 0 : smp->nr_kernel, n = nk + smp->nr_user;
+	bool lost = smp->stop_reason == UW_STOP_LOST;
+	size_t nk = p->o.no_kernel || lost ? 0 : smp->nr_kernel, n = lost ? 1 : nk + smp->nr_user;
 	if (n > p->scratch_cap) {
 		struct pframe *ns = realloc(p->scratch, n * sizeof(*ns));
 		if (!ns)
@@ -144,7 +145,11 @@ UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *in)
 					.kernel = true };
 		h = base_hash64(h ^ smp->kernel[i] ^ (uintptr_t)smp->recorded_kernel) + 1;
 	}
-	for (size_t i = 0; i < smp->nr_user; i++) {
+	if (lost) {
+		f[0] = (struct pframe){ .mod = NULL, .addr = PFRAME_LOST, .map_addr = 0, .kernel = false };
+		h = base_hash64(h ^ PFRAME_LOST) + 3;
+	}
+	for (size_t i = 0; !lost && i < smp->nr_user; i++) {
 		const struct uw_frame *u = &smp->user[i];
 		struct pframe *pf = &f[nk + i];
 		pf->mod = u->module;

@@ -23,6 +23,15 @@ struct pframe {
 	bool kernel;
 };
 
+/* The one frame of a stack of lost samples (uw_sample.stop_reason UW_STOP_LOST): no module, an
+ * address no user frame has (user addresses are below 2^47 on x86_64). */
+#define PFRAME_LOST UINT64_MAX
+static inline bool pframe_lost(const struct pframe *f)
+{
+	return !f->kernel && !f->mod && f->addr == PFRAME_LOST;
+}
+#define PFRAME_LOST_NAME "[lost samples]"
+
 struct pstack {
 	struct pstack *next;    /* hash chain */
 	uint64_t hash;

@@ -8,6 +8,8 @@ and `-top`. Every failure says why and prints the traces that matter.
       --value-min TYPE=SEC   the sample values of TYPE (cpu, wall: nanoseconds) add up to at least
                              SEC seconds (-top -sample_index=TYPE): time sampled, timer overruns
                              included, where a sample count depends on how the CPU came
+      --lost N               exactly N samples are the profiler's lost ones (one frame, "[lost
+                             samples]")
       --only PATTERN ...     every sample's stack matches one of the patterns
       --expect PATTERN       at least one sample matches
       --never A;B            no stack has B called by A (adjacent frames, outermost first)
@@ -111,6 +113,13 @@ def main():
             if got < float(sec):
                 print(top[:600])
                 print("FAIL: %.3f s of %s sampled, expected at least %s s" % (got, typ, sec))
+                ok = False
+        elif opt == "--lost":
+            n = sum(c for c, _, f in samples if f == ["[lost samples]"])
+            print("lost %d" % n)
+            if n != int(val):
+                print("FAIL: %d samples in [lost samples], expected %s" % (n, val))
+                show(samples)
                 ok = False
         elif opt == "--only":
             only.append(val)

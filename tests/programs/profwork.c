@@ -22,12 +22,17 @@
  *   coroutine  work on a stack of the program's own (makecontext), bounds unknown
  *   cycles     N start/stop cycles while threads run, start and exit
  *   wall       wall-clock mode: one thread works, one sleeps
+ *   lost       the profiler's thread stopped by a tracer (as a starved one waits) while the main
+ *              thread works 0.4 s of its CPU 12 KiB deep in its stack: its small ring fills and
+ *              the samples it drops are in the profile as [lost samples]
+ *   lost-env   the same under the profiler UNWOUND_PROF starts (OUT unused)
  *   api        options refused, EBUSY, calls out of order, errno across the handler, max_threads
  *   spawn CMD  runs CMD (fork, exec) and exits with its status: nothing of its own
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -41,6 +46,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -685,6 +691,107 @@ NOINLINE void *sleeper_main(void *arg)
 	return NULL;
 }
 
+/* ---- lost */
+/* the profiler's thread, by the name it gives itself */
+static pid_t collector_tid(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		die("/proc/self/task");
+	pid_t found = 0;
+	struct dirent *e;
+	while (!found && (e = readdir(d))) {
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, "unwound-prof\n"))
+			found = atoi(e->d_name);
+		fclose(f);
+	}
+	closedir(d);
+	if (!found) {
+		fprintf(stderr, "profwork: no thread named unwound-prof\n");
+		exit(1);
+	}
+	return found;
+}
+
+/* While the collector is stopped it may hold any of the profiler's locks or malloc's: this
+ * thread only computes and reads its CPU clock until it has worked secs. */
+NOINLINE void lost_work(double secs)
+{
+	double t0 = thread_cpu_s();
+	while (thread_cpu_s() - t0 < secs)
+		spin(20000);
+}
+
+static int lost_go[2], lost_done[2];
+
+NOINLINE void lost_deep(int depth, double secs)
+{
+	volatile char pad[2048];
+	pad[0] = (char)depth;
+	if (depth > 0) {
+		lost_deep(depth - 1, secs);
+	} else {
+		char b;
+		if (read(lost_go[0], &b, 1) != 1)
+			die("the tracer did not stop the profiler's thread");
+		lost_work(secs);
+		if (write(lost_done[1], "x", 1) != 1)
+			die("write");
+	}
+	sink += (unsigned long)pad[0];
+}
+
+/* own: a profiler of its own, else the one UNWOUND_PROF started (lost-env) */
+NOINLINE void run_lost(bool own)
+{
+	if (own) {
+		/* a ring of 64 KiB: three samples of the 16 KiB copy */
+		UW_OPTS(uw_prof_opts, o, .output = out, .hz = 199, .ring_bytes = 65536);
+		prof = uw_prof_start(&o);
+		if (!prof)
+			die("uw_prof_start");
+	}
+	pid_t tid = collector_tid();
+	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+	if (pipe(lost_go) || pipe(lost_done))
+		die("pipe");
+	fflush(NULL);
+	pid_t c = fork();
+	if (c < 0)
+		die("fork");
+	if (c == 0) {
+		/* PTRACE_INTERRUPT stops that thread alone; the process runs on */
+		int st;
+		if (ptrace(PTRACE_SEIZE, tid, 0, 0) || ptrace(PTRACE_INTERRUPT, tid, 0, 0) ||
+		    waitpid(tid, &st, __WALL) != tid) {
+			perror("profwork: stopping the profiler's thread");
+			_exit(1);
+		}
+		char b;
+		if (write(lost_go[1], "x", 1) != 1 || read(lost_done[0], &b, 1) != 1)
+			_exit(1);
+		_exit(ptrace(PTRACE_DETACH, tid, 0, 0) ? 1 : 0);
+	}
+	close(lost_go[1]);
+	lost_deep(5, 0.4);
+	int st;
+	if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st))
+		die("the tracer failed");
+	/* and some more work once the collector runs again */
+	if (own) {
+		uint64_t n = samples();
+		while (samples() < n + 20)
+			spin(20000);
+	} else {
+		lost_work(0.1);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -774,6 +881,15 @@ int main(int argc, char **argv)
 		atomic_store(&stop_workers, 1);
 		pthread_join(t, NULL);
 		finish();
+		return 0;
+	}
+	if (!strcmp(mode, "lost")) {
+		run_lost(true);
+		finish();
+		return 0;
+	}
+	if (!strcmp(mode, "lost-env")) {
+		run_lost(false);
 		return 0;
 	}
 	start(strcmp(mode, "calltree") ? 199 : 99);

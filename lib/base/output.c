@@ -13,6 +13,7 @@
  * On a file system without O_TMPFILE the file is written as PATH.PID.new and renamed; a
  * writer killed there leaves that name (said in the man pages).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -32,6 +33,7 @@ struct uw_output {
 	char *path;       /* NULL: written where it is (standard output, a device, a FIFO) */
 	char *tmp;        /* the temporary's name when O_TMPFILE could not be used */
 	bool published;   /* the path names it */
+	bool recording;   /* a directory at the path is moved aside too (perf.data's rule) */
 };
 
 /* The directory a path is in ("." for a bare name). */
@@ -110,7 +112,7 @@ static bool names_descriptor(const char *path, int *own)
 	return false;
 }
 
-int base_output_open(const char *path, unsigned mode, struct uw_output **out)
+static int output_open(const char *path, unsigned mode, bool recording, struct uw_output **out)
 {
 	*out = NULL;
 	if (strcmp(path, "-") == 0) {
@@ -130,7 +132,7 @@ int base_output_open(const char *path, unsigned mode, struct uw_output **out)
 	}
 	struct stat lst, st;
 	bool exists = lstat(path, &lst) == 0;
-	if (exists && S_ISDIR(lst.st_mode))
+	if (exists && S_ISDIR(lst.st_mode) && !recording)
 		return -EISDIR;
 	/* a device, a FIFO, or a link to one (/dev/stdout): written as it is, nothing truncated */
 	if (exists && (S_ISCHR(lst.st_mode) || S_ISFIFO(lst.st_mode) ||
@@ -140,7 +142,7 @@ int base_output_open(const char *path, unsigned mode, struct uw_output **out)
 			return -errno;
 		return (*out = in_place(fd)) ? 0 : -ENOMEM;
 	}
-	if (exists && !S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode))
+	if (exists && !S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode) && !S_ISDIR(lst.st_mode))
 		return -UW_ENOTREG;
 	struct uw_output *o = calloc(1, sizeof(*o));
 	char *dir = dir_of(path);
@@ -176,6 +178,19 @@ int base_output_open(const char *path, unsigned mode, struct uw_output **out)
 	return 0;
 }
 
+int base_output_open(const char *path, unsigned mode, struct uw_output **out)
+{
+	return output_open(path, mode, false, out);
+}
+
+int base_output_open_recording(const char *path, unsigned mode, struct uw_output **out)
+{
+	int err = output_open(path, mode, true, out);
+	if (!err && (*out)->path)
+		(*out)->recording = true;
+	return err;
+}
+
 int base_output_fd(const struct uw_output *o)
 {
 	return o->fd;
@@ -199,15 +214,70 @@ static int link_unnamed(int fd, const char *dst)
 	return linkat(AT_FDCWD, p, AT_FDCWD, dst, AT_SYMLINK_FOLLOW) ? -errno : 0;
 }
 
-/* What is at the path (a regular file, or a link: moved, never followed) becomes PATH.old.
- * @return 0, 1 when something was moved, or -errno. */
-static int move_aside(const char *path, const char *old)
+/* Is the name one of a directory recording's parts (perf record --threads: "data", "data.N")? */
+static bool recording_part(const char *name)
 {
-	struct stat lst;
+	return !strcmp(name, "data") || !strncmp(name, "data.", 5);
+}
+
+/* A directory recording at path (perf record --threads's) removed, as perf removes PATH.old
+ * before it moves a recording there: only a directory whose entries are all "data" or
+ * "data.*" files (none followed: links are removed as links); anything else in it, and nothing
+ * is removed (-ENOTEMPTY). */
+static int remove_recording_dir(const char *path)
+{
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		int e = -errno;
+		close(dfd);
+		return e;
+	}
+	int err = 0;
+	for (int pass = 0; pass < 2 && !err; pass++) {
+		rewinddir(d);
+		struct dirent *e;
+		while (!err && (e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			struct stat st;
+			if (!recording_part(e->d_name) || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+			    S_ISDIR(st.st_mode))
+				err = -ENOTEMPTY;
+			else if (pass == 1 && unlinkat(dfd, e->d_name, 0))
+				err = -errno;
+		}
+	}
+	closedir(d);
+	if (!err && rmdir(path))
+		err = -errno;
+	return err;
+}
+
+/* What is at the path (a regular file, or a link: moved, never followed; for a recording, a
+ * directory too: perf record --threads's, or any other, as perf moves it) becomes PATH.old.
+ * What was PATH.old goes, as with perf: a file or link replaced, a directory recording removed
+ * first; a directory holding anything else stays, and nothing is moved (-ENOTEMPTY).
+ * @return 0, 1 when something was moved, or -errno. */
+static int move_aside(const char *path, const char *old, bool recording)
+{
+	struct stat lst, ost;
 	if (lstat(path, &lst))
 		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode))
+	if (!S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode) && !(recording && S_ISDIR(lst.st_mode)))
 		return S_ISDIR(lst.st_mode) ? -EISDIR : -UW_ENOTREG;
+	if (recording && !lstat(old, &ost)) {
+		/* (rename replaces a file with a file, never a directory, nor a file with one) */
+		int err = 0;
+		if (S_ISDIR(ost.st_mode))
+			err = remove_recording_dir(old);
+		else if (S_ISDIR(lst.st_mode) && unlink(old))
+			err = -errno;
+		if (err)
+			return err;
+	}
 	return rename(path, old) ? -errno : 1;
 }
 
@@ -218,7 +288,7 @@ int base_output_publish(struct uw_output *o)
 	char *old = NULL;
 	if (asprintf(&old, "%s.old", o->path) < 0)
 		return -ENOMEM;
-	int err = move_aside(o->path, old), moved = err > 0;
+	int err = move_aside(o->path, old, o->recording), moved = err > 0;
 	/* rename does not follow a link at the destination, linkat never replaces a name (a file
 	 * put at the path meanwhile, by another writer, fails it with EEXIST) */
 	if (err >= 0)

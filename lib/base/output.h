@@ -14,6 +14,11 @@
  * standard output. Each returns 0 or -errno (-UW_ENOTREG for a path that is neither). */
 struct uw_output;
 int base_output_open(const char *path, unsigned mode, struct uw_output **out);
+/* The same for a recording (perf.data, as perf writes one): a directory at the path (perf
+ * record --threads's, or any) is moved aside to PATH.old too, and a directory recording that
+ * was PATH.old removed first (perf's rule; a PATH.old directory with anything else in it stays,
+ * and publishing fails with -ENOTEMPTY). */
+int base_output_open_recording(const char *path, unsigned mode, struct uw_output **out);
 int base_output_fd(const struct uw_output *o);
 /* Is it written where it is (standard output, a device, a FIFO, an open descriptor's path)? */
 bool base_output_in_place(const struct uw_output *o);

@@ -42,4 +42,22 @@ ln -sf "$W/elsewhere" link.data
 "$B/unwound" inject -i dwarf.data -o link.data 2>/dev/null
 [ ! -e elsewhere ] && [ -L link.data.old ] && [ -f link.data ] && [ ! -L link.data ] ||
     { echo "FAIL: the output followed a symbolic link"; exit 1; }
+# a directory at the output's name (perf record --threads writes one) is moved aside as perf
+# moves it, and a directory recording at NAME.old removed first; a NAME.old directory with
+# anything else in it is kept, and nothing is moved or written (refused before: "Is a directory")
+perf record -q --threads -e cpu-clock -o dir.data -- true 2>/dev/null
+[ -d dir.data ] && [ -f dir.data/data ] || { echo "FAIL: perf record --threads wrote no directory (the oracle changed)"; exit 1; }
+"$B/unwound" inject -i dwarf.data -o dir.data 2>err.txt || { cat err.txt; echo "FAIL: inject onto a directory recording"; exit 1; }
+[ -f dir.data ] && [ -d dir.data.old ] && [ -f dir.data.old/data ] || { ls -la dir.data*; echo "FAIL: the directory was not kept as .old"; exit 1; }
+rm -rf dir.data; perf record -q --threads -e cpu-clock -o dir.data -- true 2>/dev/null
+"$B/unwound" inject -i dwarf.data -o dir.data 2>err.txt || { cat err.txt; echo "FAIL: inject onto a directory recording, a directory recording at .old"; exit 1; }
+[ -f dir.data ] && [ -d dir.data.old ] || { ls -la dir.data*; echo "FAIL: .old is not the directory just moved"; exit 1; }
+"$B/unwound" inject -i dwarf.data -o dir.data 2>err.txt || { cat err.txt; echo "FAIL: inject onto a file, a directory recording at .old"; exit 1; }
+[ -f dir.data ] && [ -f dir.data.old ] || { ls -la dir.data*; echo "FAIL: the directory recording at .old was not replaced"; exit 1; }
+rm -f dir.data.old; mkdir dir.data.old; echo mine >dir.data.old/notes.txt; cp dir.data before.data
+rc=0; "$B/unwound" inject -i dwarf.data -o dir.data 2>err.txt || rc=$?
+[ $rc = 1 ] && [ "$(cat dir.data.old/notes.txt)" = mine ] && cmp -s dir.data before.data &&
+    grep -q "dir.data.old is a directory with more than a recording's data files in it" err.txt ||
+    { ls -la dir.data*; cat err.txt; echo "FAIL: a .old directory of other files: exit $rc"; exit 1; }
+echo "inject: a directory at the output's name moved aside as perf moves it"
 echo "inject: perf script identical to unwound's, folded identical"

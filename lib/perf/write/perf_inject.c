@@ -42,7 +42,11 @@ static int sink_failed(struct inject *in, int err)
 {
 	if (err && !in->err) {
 		in->err = err;
-		base_err(&in->s->log, err, "%s: writing: %s", in->path, uw_strerror(err));
+		if (err == -ENOTEMPTY) /* (the only way publishing a recording gives it: output.c) */
+			base_err(&in->s->log, err, "%s: writing: %s.old is a directory with more than a recording's "
+				 "data files in it (where the previous %s goes): move it away", in->path, in->path, in->path);
+		else
+			base_err(&in->s->log, err, "%s: writing: %s", in->path, uw_strerror(err));
 	}
 	return err;
 }

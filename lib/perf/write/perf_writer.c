@@ -208,7 +208,7 @@ int perf_writer_open(const char *path, struct perf_writer **out)
 	w->dir = sl ? strndup(path, (size_t)(sl - path + (sl == path))) : strdup(".");
 	/* written without a name until published: a recording that fails or is killed before
 	 * leaves the path as it was */
-	int err = base_output_open(path, 0600, &w->out);
+	int err = base_output_open_recording(path, 0600, &w->out);
 	if (err) {
 		w->fd = -1;
 		perf_writer_close(w);

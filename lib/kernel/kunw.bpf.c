@@ -55,6 +55,21 @@ struct {
 	__array(values, struct kunw_proc_map);
 } kunw_procs SEC(".maps");
 
+/* A young process's mappings (up to KUNW_YOUNG_MAPS) at pid & (KUNW_YOUNG_SLOTS - 1): an array
+ * user space writes in place (mapped) under each slot's sequence count, so that a new process's
+ * mappings reach the walk as soon as they are written (a swap into kunw_procs waits for an RCU
+ * grace period; a hash's element replaced may be reused at once by the next update, under a walk
+ * still reading it). A walk takes the store that holds the generation kunw_gens says (or,
+ * without it, the newer of the two), and hands over when a slot's count says it was written
+ * under its reads. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, KUNW_YOUNG_SLOTS);
+	__type(key, __u32);
+	__type(value, struct kunw_young);
+} kunw_young SEC(".maps");
+
 /* Each process's generation of mappings at pid & (KUNW_GENS - 1): pid << 32 | gen, 0: none.
  * User space writes it (mapped) once the process's mappings are swapped in. A walk whose
  * mappings the CPU's mcache remembers (by pid and generation) then looks up neither the hash of
@@ -182,7 +197,9 @@ struct {
 struct walk_ctx {
 	struct kunw_scratch *s;
 	struct kunw_counters *cnt;
-	void *procs;         /* the process's mappings (an inner map of kunw_procs) */
+	void *procs;         /* the process's mappings (an inner map of kunw_procs), or */
+	struct kunw_young *young; /* ... its kunw_young slot */
+	__u64 young_seq;     /* the slot's sequence count when looked up (even) */
 	__u32 looked;        /* procs looked up (else at the first mapping the mcache lacks) */
 };
 
@@ -263,14 +280,74 @@ static __noinline int find_map(void *procs, __u32 n, __u64 pc, struct kunw_map *
 	return 0;
 }
 
-/* The process's mappings looked up, the walk's generation known from kunw_gens: their header
- * must say the same generation (else they were swapped since: the walk hands over).
- * @return 0 or -KUNW_FB_NO_PROC. */
+/* The slot's sequence count, read before what it guards (x86: loads are not reordered with
+ * older loads; the barrier keeps the compiler from moving them). */
+static __always_inline __u64 young_seq(struct kunw_young *v)
+{
+	__u64 q = *(volatile __u64 *)&v->seq;
+	asm volatile("" ::: "memory");
+	return q;
+}
+
+/* The mapping of pc among a young process's n sorted intervals (v->m[1..n], n <= 31), copied to
+ * out; -KUNW_FB_NO_PROC when the slot was written meanwhile (its count no longer seq).
+ * @return 0 or -KUNW_FB_*. */
+static __noinline int find_young(struct kunw_young *v, __u32 n, __u64 seq, __u64 pc, struct kunw_map *out)
+{
+	if (!v)
+		return -KUNW_FB_NO_PROC;
+	__u32 k, lo = 1, hi = (n > KUNW_YOUNG_MAPS ? KUNW_YOUNG_MAPS : n) + 1;
+	/* entries 1..n; lo: the first starting above pc */
+	for (int i = 0; i < 5 && lo < hi; i++) {
+		k = lo + ((hi - lo) >> 1);
+		if (v->m[k & KUNW_YOUNG_MAPS].start <= pc)
+			lo = k + 1;
+		else
+			hi = k;
+	}
+	k = (lo - 1) & KUNW_YOUNG_MAPS;
+	int err = lo < hi ? -KUNW_FB_TABLE : k == 0 ? -KUNW_FB_NO_MAP : 0;
+	if (!err) {
+		*out = v->m[k];
+		if (pc >= out->end)
+			err = -KUNW_FB_NO_MAP;
+	}
+	asm volatile("" ::: "memory");
+	if (*(volatile __u64 *)&v->seq != seq)
+		return -KUNW_FB_NO_PROC;
+	return err;
+}
+
+/* The young slot of the walk's process, if it holds generation gen (any, when gen is 0) and is
+ * not being written: its count (even), else 1. */
+static __always_inline __u64 young_of(struct kunw_young *v, __u32 pid, __u32 gen)
+{
+	if (!v)
+		return 1;
+	__u64 q = young_seq(v);
+	if ((q & 1) || v->m[0].module != pid || !(__u32)v->m[0].end || (gen && (__u32)v->m[0].end != gen))
+		return 1;
+	return q;
+}
+
+/* The process's mappings looked up, the walk's generation known from kunw_gens: in kunw_young
+ * or kunw_procs, whichever holds that generation (else they were swapped since: the walk hands
+ * over). @return 0 or -KUNW_FB_NO_PROC. */
 static __noinline int procs_of(struct walk_ctx *c)
 {
 	__u32 zero = 0;
 	struct kunw_walk *w = &c->s->w;
 	c->looked = 1;
+	__u32 yk = w->pid & (KUNW_YOUNG_SLOTS - 1);
+	c->young = bpf_map_lookup_elem(&kunw_young, &yk);
+	__u64 q = young_of(c->young, w->pid, w->gen);
+	if (c->young && !(q & 1)) {
+		w->nmaps = (__u32)c->young->m[0].start;
+		c->young_seq = q;
+		c->cnt->young++;
+		return 0;
+	}
+	c->young = NULL;
 	c->procs = bpf_map_lookup_elem(&kunw_procs, &w->pid);
 	struct kunw_map *h = c->procs ? bpf_map_lookup_elem(c->procs, &zero) : NULL;
 	if (!h || (__u32)h->end != w->gen) {
@@ -297,7 +374,8 @@ static __always_inline int lookup_map(struct walk_ctx *c, __u64 pc, struct kunw_
 	__u64 t0 = t_start();
 	int err = c->looked ? 0 : procs_of(c);
 	if (!err)
-		err = c->procs ? find_map(c->procs, w->nmaps, pc, out) : -KUNW_FB_NO_PROC;
+		err = c->young ? find_young(c->young, w->nmaps, c->young_seq, pc, out) :
+		      c->procs ? find_map(c->procs, w->nmaps, pc, out) : -KUNW_FB_NO_PROC;
 	t_stop(KUNW_T_MAP, t0, 0);
 	if (err)
 		return err;
@@ -925,12 +1003,26 @@ static __always_inline void walk_output(struct kunw_scratch *s, struct kunw_coun
 		w->gen = (__u32)g;
 		w->nmaps = 0;
 	} else {
+		/* the newer of the process's two stores (a process moved from one to the other keeps
+		 * the older until user space removes it) */
 		c.looked = 1;
 		c.procs = bpf_map_lookup_elem(&kunw_procs, &w->pid);
 		struct kunw_map *h = c.procs ? bpf_map_lookup_elem(c.procs, &zero) : NULL;
-		w->gen = h ? (__u32)h->end : 0;
-		w->nmaps = h ? (__u32)h->start : 0;
-		why = !c.procs ? KUNW_FB_NO_PROC : !h ? KUNW_FB_TABLE : KUNW_FB_NONE;
+		__u32 yk = w->pid & (KUNW_YOUNG_SLOTS - 1);
+		struct kunw_young *y = bpf_map_lookup_elem(&kunw_young, &yk);
+		__u64 q = young_of(y, w->pid, 0);
+		if (y && !(q & 1) && (!h || (__s32)((__u32)y->m[0].end - (__u32)h->end) > 0)) {
+			c.young = y;
+			c.young_seq = q;
+			c.procs = NULL;
+			w->gen = (__u32)y->m[0].end;
+			w->nmaps = (__u32)y->m[0].start;
+			cnt->young++;
+		} else {
+			w->gen = h ? (__u32)h->end : 0;
+			w->nmaps = h ? (__u32)h->start : 0;
+			why = !c.procs ? KUNW_FB_NO_PROC : !h ? KUNW_FB_TABLE : KUNW_FB_NONE;
+		}
 	}
 	t_stop(KUNW_T_PROC, tp0, 0);
 	rec->gen = w->gen;

@@ -170,7 +170,9 @@ int kunw_attach_switch(struct kunw *k, int perf_fd);
 
 /* Sets the executable mappings of process pid (any order; copied), replacing what it had:
  * at once, for every CPU. Mappings whose module has no table loaded yet are handed to user
- * space when a walk reaches them. @return 0, -E2BIG (more than KUNW_PROC_MAPS), -EINVAL
+ * space when a walk reaches them. A process with KUNW_YOUNG_MAPS or fewer, that never had more,
+ * goes to its slot of kunw_young (if free), at once even when deferred (no grace period to wait
+ * for); past that, to kunw_procs for good, deferred or not as every swap. @return 0, -E2BIG (more than KUNW_PROC_MAPS), -EINVAL
  * (overlapping), -ENOSPC (the byte cap or max_procs reached: the process's stacks are then
  * handed over from frame 0), or the kernel's error. */
 int kunw_proc_set(struct kunw *k, uint32_t pid, const struct kunw_map *maps, unsigned n);

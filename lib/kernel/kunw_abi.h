@@ -29,6 +29,8 @@
 #define KUNW_SEARCH_STEPS 9    /* rows in one block's search span <= 257 (distinct pcs) */
 #define KUNW_MAP_STEPS 13      /* log2(KUNW_PROC_MAPS + 1) */
 #define KUNW_GENS 65536        /* slots of kunw_gens: a process's at pid & (KUNW_GENS - 1) */
+#define KUNW_YOUNG_MAPS 31     /* executable mappings a process may have in kunw_young */
+#define KUNW_YOUNG_SLOTS 1024  /* slots of kunw_young: a process's at pid & (KUNW_YOUNG_SLOTS - 1) */
 
 /* DWARF register numbers the walk uses */
 #define KUNW_R_RBX 3
@@ -187,6 +189,15 @@ struct kunw_rec {
 };
 
 /* ---- counters (per-CPU array, one element): what the program did */
+/* A slot of kunw_young (an array user space writes in place, mapped): a process's mappings,
+ * m[0] = {n, generation, pid}, m[1..n] sorted, as the inner maps of kunw_procs hold them; seq
+ * odd while user space writes the slot (a reader that sees it odd, or changed after its reads,
+ * hands the stack over). */
+struct kunw_young {
+	__u64 seq;
+	struct kunw_map m[KUNW_YOUNG_MAPS + 1];
+};
+
 struct kunw_counters {
 	__u64 samples;
 	__u64 records;
@@ -195,6 +206,8 @@ struct kunw_counters {
 	__u64 cache_hits, cache_misses;
 	__u64 stops[KUNW_STOP__COUNT];
 	__u64 fallbacks[KUNW_FB__COUNT];
+	__u64 young;             /* lookups of a process's mappings that found them in kunw_young
+	                          * (a walk looks up none when the CPU keeps them) */
 };
 
 /* ---- (kunw_opts.timing, a diagnostic) where the program's time goes: nanoseconds, counts and

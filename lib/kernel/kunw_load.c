@@ -176,7 +176,9 @@ static int lb_need(char *err, size_t errlen)
 struct kop {
 	uint32_t key;
 	int fd;
-	uint32_t gen;   /* (a process's) the generation of its mappings */
+	uint32_t gen;   /* (a process's) the generation of its mappings; for a delete, the newest
+	                 * generation it ends (kunw_gens keeps a newer one) */
+	bool young_del; /* (a process's) once swapped in, its kunw_young slot, if older, cleared */
 };
 struct kops {
 	struct kop *v;
@@ -200,7 +202,11 @@ struct kunw {
 	struct committer c;
 	struct ring_buffer *rb;
 	struct base_vec links;     /* struct bpf_link * */
-	struct base_map procs;     /* pid -> bytes held */
+	struct base_map procs;     /* pid -> bytes held in kunw_procs */
+	struct base_map young;     /* pid -> 1: its mappings are in its kunw_young slot */
+	pthread_mutex_t ymu;       /* kunw_young's writes (the loop's, and the committer's clearing
+	                            * of a slot it made stale) */
+	struct kunw_young *yslots; /* kunw_young mapped: KUNW_YOUNG_SLOTS */
 	struct base_map modules;   /* id -> bytes held */
 	struct base_map modval;    /* id -> its module value (kunw_map.module) */
 	uint32_t *slot_tag;        /* per slot: its loads so far */
@@ -321,6 +327,8 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 		return set_err(err, errlen, -ENOMEM, "kernel unwinding");
 	k->links = BASE_VEC_INIT(struct bpf_link *);
 	base_map_init(&k->procs);
+	base_map_init(&k->young);
+	pthread_mutex_init(&k->ymu, NULL);
 	base_map_init(&k->modules);
 	base_map_init(&k->modval);
 	pthread_mutex_init(&k->c.mu, NULL);
@@ -414,6 +422,13 @@ static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char
 		goto fail;
 	}
 	k->gens = gm;
+	size_t ysize = (size_t)KUNW_YOUNG_SLOTS * sizeof(struct kunw_young);
+	void *ym = mmap(NULL, ysize, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(s->maps.kunw_young), 0);
+	if (ym == MAP_FAILED) {
+		e = set_err(err, errlen, -errno, "mapping the young processes' map");
+		goto fail;
+	}
+	k->yslots = ym;
 	k->rb = ring_buffer__new(bpf_map__fd(s->maps.kunw_ring), on_record, k, NULL);
 	if (!k->rb) {
 		e = set_err(err, errlen, -errno, "the ring buffer");
@@ -469,12 +484,16 @@ void kunw_close(struct kunw *k)
 	/* (after the committer: it writes there) */
 	if (k->gens)
 		munmap(k->gens, KUNW_GENS * sizeof(uint64_t));
+	if (k->yslots)
+		munmap(k->yslots, (size_t)KUNW_YOUNG_SLOTS * sizeof(struct kunw_young));
 	for (size_t i = 0; i < k->links.len; i++)
 		bpf_link__destroy(*(struct bpf_link **)base_vec_at(&k->links, i));
 	base_vec_free(&k->links);
 	ring_buffer__free(k->rb);
 	kunw_bpf__destroy(k->skel);
 	base_map_free(&k->procs);
+	base_map_free(&k->young);
+	pthread_mutex_destroy(&k->ymu);
 	base_map_free(&k->modules);
 	base_map_free(&k->modval);
 	free(k->slot_tag);
@@ -526,7 +545,7 @@ static int attach(struct kunw *k, struct bpf_program *prog, int perf_fd)
 
 /* Queues key's swap (fd, or -1: delete), replacing one queued for the same key (its map
  * closed: never seen by a walk). */
-static int kops_put(struct kops *q, uint32_t key, int fd, uint32_t gen)
+static int kops_put(struct kops *q, uint32_t key, int fd, uint32_t gen, bool young_del)
 {
 	for (size_t i = 0; i < q->n; i++)
 		if (q->v[i].key == key) {
@@ -534,6 +553,7 @@ static int kops_put(struct kops *q, uint32_t key, int fd, uint32_t gen)
 				close(q->v[i].fd);
 			q->v[i].fd = fd;
 			q->v[i].gen = gen;
+			q->v[i].young_del = young_del;
 			return 0;
 		}
 	if (q->n == q->cap) {
@@ -544,23 +564,74 @@ static int kops_put(struct kops *q, uint32_t key, int fd, uint32_t gen)
 		q->v = v;
 		q->cap = cap;
 	}
-	q->v[q->n++] = (struct kop){ key, fd, gen };
+	q->v[q->n++] = (struct kop){ key, fd, gen, young_del };
 	return 0;
 }
 
-/* kunw_gens (mapped): process pid's mappings of generation gen are in kunw_procs; gen 0: they
- * are gone (its slot cleared, unless another process holds it). Written once the swap is made:
- * a walk that reads the generation finds those mappings (or newer ones, and hands over). */
+/* Is generation a newer than b (generations wrap)? */
+static bool gen_newer(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) > 0;
+}
+
+/* kunw_gens (mapped): process pid's mappings of generation gen are in kunw_procs or kunw_young.
+ * Written once they are there: a walk that reads the generation finds those mappings (or newer
+ * ones, and hands over). Never an older generation of the process over a newer one (the
+ * committer's swap into kunw_procs may land after the loop put newer mappings in kunw_young). */
 static void gens_put(struct kunw *k, uint32_t pid, uint32_t gen)
 {
 	uint64_t *slot = &k->gens[pid & (KUNW_GENS - 1)];
-	if (gen) {
-		__atomic_store_n(slot, (uint64_t)pid << 32 | gen, __ATOMIC_RELEASE);
-		return;
-	}
 	uint64_t cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-	if ((uint32_t)(cur >> 32) == pid)
-		__atomic_compare_exchange_n(slot, &cur, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	do {
+		if ((uint32_t)(cur >> 32) == pid && (uint32_t)cur && !gen_newer(gen, (uint32_t)cur))
+			return;
+	} while (!__atomic_compare_exchange_n(slot, &cur, (uint64_t)pid << 32 | gen, false, __ATOMIC_RELEASE,
+					      __ATOMIC_ACQUIRE));
+}
+
+/* Process pid's mappings up to generation upto are gone: its slot cleared, unless another
+ * process or a newer generation holds it. */
+static void gens_clear(struct kunw *k, uint32_t pid, uint32_t upto)
+{
+	uint64_t *slot = &k->gens[pid & (KUNW_GENS - 1)];
+	uint64_t cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	while ((uint32_t)(cur >> 32) == pid && !gen_newer((uint32_t)cur, upto))
+		if (__atomic_compare_exchange_n(slot, &cur, 0, false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+			return;
+}
+
+/* Writes process pid's kunw_young slot (ymu held): maps NULL clears it. Under the slot's
+ * sequence count: odd while written, so that a walk reading it meanwhile hands over (its
+ * stores are seen in order: x86's, and the compiler's kept by the atomics). */
+static void young_write(struct kunw *k, uint32_t pid, const struct kunw_map *maps, unsigned n)
+{
+	struct kunw_young *y = &k->yslots[pid & (KUNW_YOUNG_SLOTS - 1)];
+	uint64_t q = __atomic_load_n(&y->seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&y->seq, q + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	if (maps)
+		memcpy(y->m, maps, ((size_t)n + 1) * sizeof(*maps));
+	else
+		memset(&y->m[0], 0, sizeof(y->m[0]));
+	__atomic_store_n(&y->seq, q + 2, __ATOMIC_RELEASE);
+}
+
+/* Does pid's kunw_young slot hold its mappings? */
+static bool young_owns(const struct kunw *k, uint32_t pid)
+{
+	const struct kunw_young *y = &k->yslots[pid & (KUNW_YOUNG_SLOTS - 1)];
+	return y->m[0].module == pid && y->m[0].end;
+}
+
+/* Process pid's kunw_young slot cleared if it holds a generation older than gen (its mappings
+ * were swapped into kunw_procs since; newer ones written there after stay). */
+static void young_drop_older(struct kunw *k, uint32_t pid, uint32_t gen)
+{
+	pthread_mutex_lock(&k->ymu);
+	const struct kunw_young *y = &k->yslots[pid & (KUNW_YOUNG_SLOTS - 1)];
+	if (young_owns(k, pid) && gen_newer(gen, (uint32_t)y->m[0].end))
+		young_write(k, pid, NULL, 0);
+	pthread_mutex_unlock(&k->ymu);
 }
 
 static void kops_clear(struct kops *q)
@@ -609,8 +680,15 @@ static uint64_t kops_apply(struct kunw *k, int mfd, struct kops *q, bool procs)
 	}
 	free(keys);
 	free(fds);
-	for (size_t i = 0; procs && i < q->n; i++)
-		gens_put(k, q->v[i].key, q->v[i].fd >= 0 ? q->v[i].gen : 0);
+	for (size_t i = 0; procs && i < q->n; i++) {
+		if (q->v[i].fd < 0) {
+			gens_clear(k, q->v[i].key, q->v[i].gen);
+			continue;
+		}
+		gens_put(k, q->v[i].key, q->v[i].gen);
+		if (q->v[i].young_del)
+			young_drop_older(k, q->v[i].key, q->v[i].gen);
+	}
 	kops_clear(q);
 	return failed;
 }
@@ -662,10 +740,11 @@ int kunw_commit(struct kunw *k, bool wait)
 	int e = 0;
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; i < k->qprocs.n && !e; i++)
-		if (!(e = kops_put(&c->procs, k->qprocs.v[i].key, k->qprocs.v[i].fd, k->qprocs.v[i].gen)))
+		if (!(e = kops_put(&c->procs, k->qprocs.v[i].key, k->qprocs.v[i].fd, k->qprocs.v[i].gen,
+				   k->qprocs.v[i].young_del)))
 			k->qprocs.v[i].fd = -1;
 	for (size_t i = 0; i < k->qmods.n && !e; i++)
-		if (!(e = kops_put(&c->modules, k->qmods.v[i].key, k->qmods.v[i].fd, 0)))
+		if (!(e = kops_put(&c->modules, k->qmods.v[i].key, k->qmods.v[i].fd, 0, false)))
 			k->qmods.v[i].fd = -1;
 	if (!e) {
 		k->qprocs.n = k->qmods.n = 0;
@@ -690,11 +769,12 @@ uint64_t kunw_commit_failed(struct kunw *k)
 	return f;
 }
 
-/* A swap: queued (deferred), else made now. */
-static int swap(struct kunw *k, bool modules, uint32_t key, int fd, uint64_t flags, uint32_t gen)
+/* A swap: queued (deferred), else made now. gen: a process's generation (of a delete: the
+ * newest it ends); young_del: its kunw_young slot, if older, cleared once it is made. */
+static int swap(struct kunw *k, bool modules, uint32_t key, int fd, uint64_t flags, uint32_t gen, bool young_del)
 {
 	if (k->deferred) {
-		int e = kops_put(modules ? &k->qmods : &k->qprocs, key, fd, gen);
+		int e = kops_put(modules ? &k->qmods : &k->qprocs, key, fd, gen, young_del);
 		if (e && fd >= 0)
 			close(fd);
 		return e;
@@ -703,8 +783,13 @@ static int swap(struct kunw *k, bool modules, uint32_t key, int fd, uint64_t fla
 	int e = 0;
 	if (fd >= 0 ? bpf_map_update_elem(mfd, &key, &fd, flags) : bpf_map_delete_elem(mfd, &key))
 		e = -errno;
-	if (!modules && (!e || fd < 0))
-		gens_put(k, key, fd >= 0 ? gen : 0);
+	if (!modules && fd < 0) {
+		gens_clear(k, key, gen);
+	} else if (!modules && !e) {
+		gens_put(k, key, gen);
+		if (young_del)
+			young_drop_older(k, key, gen);
+	}
 	if (fd >= 0)
 		close(fd);
 	return e;
@@ -785,6 +870,29 @@ int kunw_proc_set(struct kunw *k, uint32_t pid, const struct kunw_map *maps, uns
 			v[i].module = base_map_has(&k->modval, v[i].module) ? (uint32_t)(uintptr_t)base_map_get(&k->modval, v[i].module)
 			                                                    : KUNW_MODULE_NONE;
 	v[0] = (struct kunw_map){ .start = n, .end = ++k->gen };
+	bool young = base_map_has(&k->young, pid);
+	/* a young process (few mappings, never in kunw_procs, its slot free or its own): into its
+	 * kunw_young slot, where the walk finds them as soon as they are written (no grace period;
+	 * the slots are fixed memory, not counted against max_bytes) */
+	if (!e && n <= KUNW_YOUNG_MAPS && !base_map_has(&k->procs, pid)) {
+		v[0].module = pid;
+		pthread_mutex_lock(&k->ymu);
+		const struct kunw_young *y = &k->yslots[pid & (KUNW_YOUNG_SLOTS - 1)];
+		bool free_slot = young || !y->m[0].end;
+		if (free_slot)
+			young_write(k, pid, v, n);
+		pthread_mutex_unlock(&k->ymu);
+		if (free_slot) {
+			free(v);
+			gens_put(k, pid, k->gen);
+			if (!young && base_map_put(&k->young, pid, (void *)(uintptr_t)1)) {
+				young_drop_older(k, pid, k->gen + 1); /* (not counted: not kept) */
+				return -ENOMEM;
+			}
+			return 0;
+		}
+		v[0].module = 0; /* (the slot is another process's: the hash of maps) */
+	}
 	bool known = base_map_has(&k->procs, pid);
 	uint64_t old = (uintptr_t)base_map_get(&k->procs, pid);
 	uint64_t est = ((uint64_t)n + 1) * sizeof(*v);
@@ -797,9 +905,13 @@ int kunw_proc_set(struct kunw *k, uint32_t pid, const struct kunw_map *maps, uns
 	if (e)
 		return e;
 	uint64_t bytes = map_bytes(fd, est);
-	e = swap(k, false, pid, fd, BPF_ANY, k->gen);
+	/* (a process that outgrew kunw_young moves to kunw_procs for good: its slot there is
+	 * removed once the swap is made, the walks until then taking it) */
+	e = swap(k, false, pid, fd, BPF_ANY, k->gen, young);
 	if (e)
 		return e == -E2BIG ? -ENOSPC : e;
+	if (young)
+		base_map_del(&k->young, pid);
 	if (base_map_put(&k->procs, pid, (void *)(uintptr_t)bytes))
 		return -ENOMEM; /* (loaded; only its count is lost) */
 	k->bytes = k->bytes - old + bytes;
@@ -808,11 +920,23 @@ int kunw_proc_set(struct kunw *k, uint32_t pid, const struct kunw_map *maps, uns
 
 int kunw_proc_drop(struct kunw *k, uint32_t pid)
 {
-	if (!base_map_has(&k->procs, pid))
+	bool in_procs = base_map_has(&k->procs, pid), young = base_map_has(&k->young, pid);
+	if (!in_procs && !young)
 		return -ENOENT;
-	uint64_t old = (uintptr_t)base_map_del(&k->procs, pid);
-	k->bytes -= old;
-	return swap(k, false, pid, -1, 0, 0);
+	if (young || young_owns(k, pid)) {
+		/* (or a slot a move to kunw_procs left, not cleared yet) */
+		base_map_del(&k->young, pid);
+		pthread_mutex_lock(&k->ymu);
+		if (young_owns(k, pid))
+			young_write(k, pid, NULL, 0);
+		pthread_mutex_unlock(&k->ymu);
+		if (!in_procs)
+			gens_clear(k, pid, k->gen);
+	}
+	if (!in_procs)
+		return 0;
+	k->bytes -= (uintptr_t)base_map_del(&k->procs, pid);
+	return swap(k, false, pid, -1, 0, k->gen, false);
 }
 
 uint32_t kunw_gen(const struct kunw *k)
@@ -847,13 +971,13 @@ int kunw_module_add(struct kunw *k, uint32_t id, const struct kunw_table *t)
 	if (e)
 		return e;
 	uint64_t bytes = map_bytes(fd, est);
-	e = swap(k, true, slot, fd, BPF_ANY, 0);
+	e = swap(k, true, slot, fd, BPF_ANY, 0, false);
 	if (e)
 		return e == -E2BIG ? -ENOSPC : e;
 	if (base_map_put(&k->modules, id, (void *)(uintptr_t)bytes) ||
 	    base_map_put(&k->modval, id, (void *)(uintptr_t)value)) {
 		base_map_del(&k->modules, id);
-		swap(k, true, slot, -1, 0, 0);
+		swap(k, true, slot, -1, 0, 0, false);
 		return -ENOMEM;
 	}
 	k->nfree--;
@@ -869,7 +993,7 @@ int kunw_module_drop(struct kunw *k, uint32_t id)
 	k->bytes -= (uintptr_t)base_map_del(&k->modules, id);
 	uint32_t slot = (uint32_t)(uintptr_t)base_map_del(&k->modval, id) & ((1u << k->slot_bits) - 1);
 	k->free_slots[k->nfree++] = slot;
-	return swap(k, true, slot, -1, 0, 0);
+	return swap(k, true, slot, -1, 0, 0, false);
 }
 
 uint64_t kunw_bytes(const struct kunw *k)

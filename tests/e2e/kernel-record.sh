@@ -87,6 +87,23 @@ midok=$(grep -E ";main;call_mid;mid_work [0-9]+$" mid.folded | awk '{s += $NF} E
 echo "mid-run module: $midok of $mid samples in mid_work are main;call_mid;mid_work"
 [ "$mid" -gt 0 ] && [ $((midok * 100)) -ge $((mid * 99)) ] || { echo "FAIL: mid-run module's stacks"; grep mid_work mid.folded | head; exit 1; }
 
+# 3b. a young process's mappings (31 executable ones at most) go to a store the walk sees without
+# an RCU grace period; one that outgrows it mid-run (40 more libraries dlopened, each one
+# executable mapping) moves to the hash of maps: its stacks exact before and after
+more=""
+for i in $(seq 1 40); do cp libmid.so libmore$i.so; more="$more $W/libmore$i.so"; done
+# shellcheck disable=SC2086
+UW_KUNW_VERIFY=1 "$uw" record -v -o grow.data -- ./midload "$W/libmid.so" 800 $more >/dev/null 2>grow.err || { cat grow.err; exit 1; }
+young=$(sed -n "s/.*; \([0-9]*\) lookups found a process's mappings in the young processes' store.*/\1/p" grow.err)
+[ "${young:-0}" -gt 0 ] || { echo "FAIL: the young processes' store was not used"; grep "handed over" grow.err; exit 1; }
+grep "verify:" grow.err | grep -q ", 0 differ" || { echo "FAIL: a process outgrowing the young store: stacks differ from the copy's"; grep verify grow.err; exit 1; }
+"$uw" report -i grow.data --folded --no-kernel --comm midload -o grow.folded
+mid=$(grep -E "mid_work [0-9]+$" grow.folded | awk '{s += $NF} END {print s + 0}')
+midok=$(grep -E ";main;call_mid;mid_work [0-9]+$" grow.folded | awk '{s += $NF} END {print s + 0}')
+own=$(grep -E ";main;own_work [0-9]+$" grow.folded | awk '{s += $NF} END {print s + 0}')
+echo "outgrowing the young store: $young lookups there; $midok of $mid samples in mid_work are main;call_mid;mid_work, $own in own_work"
+[ "$mid" -gt 0 ] && [ "$own" -gt 0 ] && [ $((midok * 100)) -ge $((mid * 99)) ] || { echo "FAIL: stacks of a process outgrowing the young store"; grep -E "mid_work|own_work" grow.folded | head; exit 1; }
+
 # ---- 4. the hand-over path: no table fits
 "$uw" record --bpf-map-bytes 4096 -o fb.data -- "$B/tests/e2e_nofp" calltree 1 >/dev/null 2>fb.err || { cat fb.err; exit 1; }
 set -- $(sed -n 's/.*(eBPF): \([0-9]*\) samples, \([0-9]*\) (.*finished in user space.*/\1 \2/p' fb.err)

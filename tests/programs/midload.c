@@ -4,7 +4,9 @@
  * fixed amount in its own code (own_work), then dlopens LIB and works a fixed amount in it
  * (mid_work, called through call_mid), then exits.
  *
- *   midload LIB N: N units of work before the dlopen and N after (a unit: about 1 ms)
+ *   midload LIB N [MORE...]: N units of work before the dlopen and N after (a unit: about 1 ms);
+ *   the MORE libraries dlopened first (a process's executable mappings past the 31 a young one
+ *   keeps in the kernel walk's store: it moves to the other mid-run)
  *   main -> own_work                 before
  *   main -> call_mid -> mid_work     after (in LIB)
  * The library: cc -shared -fPIC -DMIDLOAD_LIB midload.c.
@@ -46,6 +48,11 @@ int main(int argc, char **argv)
 		return 2;
 	unsigned long n = strtoul(argv[2], NULL, 10);
 	own_work(n);
+	for (int i = 3; i < argc; i++)
+		if (!dlopen(argv[i], RTLD_NOW)) {
+			fprintf(stderr, "midload: %s\n", dlerror());
+			return 1;
+		}
 	void *h = dlopen(argv[1], RTLD_NOW);
 	void (*fn)(unsigned long) = h ? (void (*)(unsigned long))dlsym(h, "mid_work") : NULL;
 	if (!fn) {

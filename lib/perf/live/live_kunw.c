@@ -1482,10 +1482,12 @@ void live_kunw_close(struct live_kunw *lk)
 		base_log(&lk->s->log, UW_LOG_INFO,
 			 "kernel unwinding: handed over: %llu with no mappings loaded for the process, %llu with the pc in "
 			 "none of them, %llu through a module without its table, %llu at a rule the program does not follow, "
-			 "%llu at frame 0 without a row or frame pointer, %llu at a table that does not hold together",
+			 "%llu at frame 0 without a row or frame pointer, %llu at a table that does not hold together; "
+			 "%llu lookups found a process's mappings in the young processes' store",
 			 (unsigned long long)c.fallbacks[KUNW_FB_NO_PROC], (unsigned long long)c.fallbacks[KUNW_FB_NO_MAP],
 			 (unsigned long long)c.fallbacks[KUNW_FB_NO_TABLE], (unsigned long long)c.fallbacks[KUNW_FB_RULE],
-			 (unsigned long long)c.fallbacks[KUNW_FB_FP], (unsigned long long)c.fallbacks[KUNW_FB_TABLE]);
+			 (unsigned long long)c.fallbacks[KUNW_FB_FP], (unsigned long long)c.fallbacks[KUNW_FB_TABLE],
+			 (unsigned long long)c.young);
 	struct kunw_wait_counters wc;
 	if (!kunw_wait_counters(lk->k, &wc) && wc.waits)
 		base_log(&lk->s->log, UW_LOG_INFO,

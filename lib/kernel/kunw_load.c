@@ -906,7 +906,7 @@ int kunw_proc_set(struct kunw *k, uint32_t pid, const struct kunw_map *maps, uns
 		return e;
 	uint64_t bytes = map_bytes(fd, est);
 	/* (a process that outgrew kunw_young moves to kunw_procs for good: its slot there is
-	 * removed once the swap is made, the walks until then taking it) */
+	 * cleared once the swap is made, the walks until then taking it) */
 	e = swap(k, false, pid, fd, BPF_ANY, k->gen, young);
 	if (e)
 		return e == -E2BIG ? -ENOSPC : e;
@@ -923,16 +923,14 @@ int kunw_proc_drop(struct kunw *k, uint32_t pid)
 	bool in_procs = base_map_has(&k->procs, pid), young = base_map_has(&k->young, pid);
 	if (!in_procs && !young)
 		return -ENOENT;
-	if (young || young_owns(k, pid)) {
-		/* (or a slot a move to kunw_procs left, not cleared yet) */
-		base_map_del(&k->young, pid);
-		pthread_mutex_lock(&k->ymu);
-		if (young_owns(k, pid))
-			young_write(k, pid, NULL, 0);
-		pthread_mutex_unlock(&k->ymu);
-		if (!in_procs)
-			gens_clear(k, pid, k->gen);
-	}
+	/* its slot (or one a move to kunw_procs left, not cleared yet) */
+	base_map_del(&k->young, pid);
+	pthread_mutex_lock(&k->ymu);
+	if (young_owns(k, pid))
+		young_write(k, pid, NULL, 0);
+	pthread_mutex_unlock(&k->ymu);
+	if (!in_procs)
+		gens_clear(k, pid, k->gen);
 	if (!in_procs)
 		return 0;
 	k->bytes -= (uintptr_t)base_map_del(&k->procs, pid);

@@ -59,5 +59,11 @@ rc=0; "$B/unwound" inject -i dwarf.data -o dir.data 2>err.txt || rc=$?
 [ $rc = 1 ] && [ "$(cat dir.data.old/notes.txt)" = mine ] && cmp -s dir.data before.data &&
     grep -q "dir.data.old is a directory with more than a recording's data files in it" err.txt ||
     { ls -la dir.data*; cat err.txt; echo "FAIL: a .old directory of other files: exit $rc"; exit 1; }
+# a directory recording at .old whose parts are links: the links are removed, never followed
+rm -rf dir.data.old; mkdir dir.data.old; echo keep >outside.txt
+ln -s "$W/outside.txt" dir.data.old/data; ln -s "$W" dir.data.old/data.0
+"$B/unwound" inject -i dwarf.data -o dir.data 2>err.txt || { cat err.txt; echo "FAIL: inject, a .old recording of links"; exit 1; }
+[ -f dir.data.old ] && [ "$(cat outside.txt)" = keep ] && [ -d "$W" ] ||
+    { ls -la dir.data* outside.txt; echo "FAIL: a link in the .old recording was followed"; exit 1; }
 echo "inject: a directory at the output's name moved aside as perf moves it"
 echo "inject: perf script identical to unwound's, folded identical"

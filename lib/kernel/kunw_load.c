@@ -929,10 +929,10 @@ int kunw_proc_drop(struct kunw *k, uint32_t pid)
 	if (young_owns(k, pid))
 		young_write(k, pid, NULL, 0);
 	pthread_mutex_unlock(&k->ymu);
-	if (!in_procs)
+	if (!in_procs) {
 		gens_clear(k, pid, k->gen);
-	if (!in_procs)
 		return 0;
+	}
 	k->bytes -= (uintptr_t)base_map_del(&k->procs, pid);
 	return swap(k, false, pid, -1, 0, k->gen, false);
 }

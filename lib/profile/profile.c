@@ -156,6 +156,10 @@ UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *in)
 		pf->addr = u->module ? u->rel_pc - u->is_call : u->pc - u->is_call;
 		pf->map_addr = u->map_addr - u->is_call;
 		pf->kernel = false;
+		/* (a caller at pc 0 of a damaged recording, outside every mapping: never the lost
+		 * samples' frame; named "[unknown]" as any such frame) */
+		if (!pf->mod && pf->addr == PFRAME_LOST)
+			pf->addr = PFRAME_LOST - 1;
 		h = base_hash64(h ^ pf->addr ^ (uintptr_t)pf->mod) + 3;
 	}
 	p->nsamples++;

@@ -59,6 +59,9 @@ echo "stripped library: $n functions, one per address, with the table's shares"
 # column summed to one sample less than perf script's)
 "$B/tests/frameless" "$W" || { echo "FAIL: tests/frameless"; exit 1; }
 [ "$(cat "$W/frameless.folded")" = "kworker 3" ] || { cat "$W/frameless.folded"; echo "FAIL: folded of 3 samples with no frame"; exit 1; }
+# a caller at pc 0 outside every mapping is "[unknown]", never the profiler's lost samples
+[ "$(sort "$W/frameless-lost.folded" | tr '\n' '|')" = "damaged;[unknown];[unknown] 1|lossy;[lost samples] 1|" ] ||
+    { cat "$W/frameless-lost.folded"; echo "FAIL: folded of a pc-0 caller and of lost samples"; exit 1; }
 go tool pprof -top -sample_index=samples "$W/frameless.pb.gz" >"$W/frameless-top.txt" 2>&1
 grep -q "of 3 total" "$W/frameless-top.txt" && grep -q "^ *3 *100% .* \[unknown\]$" "$W/frameless-top.txt" ||
     { cat "$W/frameless-top.txt"; echo "FAIL: go tool pprof does not count 3 samples with no frame, in [unknown]"; exit 1; }

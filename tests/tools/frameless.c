@@ -60,6 +60,24 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	/* and, in frameless-lost.folded, a caller frame at pc 0 outside every mapping (a damaged
+	 * recording's: "[unknown]") beside a sample of lost ones ("[lost samples]") */
+	UW_OPTS(uw_profile_opts, lo);
+	struct uw_profile *lp = uw_profile_new(s, &lo);
+	struct uw_frame zero[2] = { { .pc = 0x1000 }, { .pc = 0, .is_call = 1 } };
+	struct uw_sample bad = { .sz = sizeof(bad), .tid = 78, .period = 1000000, .cpumode = 2, .has_callchain = 1,
+				 .comm = "damaged", .event_name = "cpu-clock", .nr_user = 2, .user = zero };
+	struct uw_sample lost = { .sz = sizeof(lost), .tid = 79, .period = 1000000, .cpumode = 2, .comm = "lossy",
+				  .event_name = "cpu-clock", .stop_reason = UW_STOP_LOST, .nr_user = 2, .user = zero };
+	char lpath[4096];
+	snprintf(lpath, sizeof(lpath), "%s/frameless-lost.folded", argv[1]);
+	FILE *lf = fopen(lpath, "w");
+	if (!lp || uw_profile_add(lp, &bad) || uw_profile_add(lp, &lost) || !lf || uw_profile_write_folded(lp, lf) ||
+	    fclose(lf)) {
+		fprintf(stderr, "frameless: %s could not be written\n", lpath);
+		return 1;
+	}
+	uw_profile_free(lp);
 	int rc = 0;
 	const char *exts[] = { "pb.gz", "folded", "speedscope.json", "html", "top", "table", "diff" };
 	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)

@@ -125,11 +125,21 @@ kill $prog 2>/dev/null || true; wait $prog 2>/dev/null || true
 # Ctrl-C: a valid file, the command stopped
 "$B/unwound" record -q -o int.data -- "$exe" calltree 30.$$ >/dev/null 2>int.err &
 rec=$!
-sleep 1.5
+# (interrupted once the command has run 0.3 s of its own CPU, however long the machine takes
+# to start it: its samples are in the file)
+hz=$(getconf CLK_TCK)
+cpu_of() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+for _ in $(seq 1200); do
+    cmd=$(pgrep -f "^$exe calltree 30.$$" | head -1)
+    [ -n "$cmd" ] && [ "$(cpu_of "$cmd")" -ge $((hz * 3 / 10)) ] && break
+    sleep 0.1
+done
+[ -n "$cmd" ] && [ "$(cpu_of "$cmd")" -ge $((hz * 3 / 10)) ] || { echo "FAIL: the recorded command did not run 0.3 s in 120 s"; cat int.err; exit 1; }
 kill -INT $rec
 wait $rec || { echo "FAIL: record after SIGINT"; cat int.err; exit 1; }
 pgrep -f "e2e_nofp calltree 30.$$" >/dev/null && { echo "FAIL: the command outlived the recording"; exit 1; }
-perf script -i int.data --no-inline 2>/dev/null | grep -q tree_a2 || { echo "FAIL: the file after SIGINT"; exit 1; }
+perf script -i int.data --no-inline >int.txt 2>int.perr
+grep -q tree_a2 int.txt || { echo "FAIL: the file after SIGINT: no sample in tree_a2"; cat int.err int.perr; grep -c "cpu-clock" int.txt; exit 1; }
 
 # without privileges (perf_event_paranoid 2 when this runs as root in CI): user space only for a
 # command; -a refused with the reason and the fix

@@ -140,6 +140,10 @@ elif mode == "deep":
             if e == "offcpu-time":
                 own = next((n for n in f if n.startswith("oc_")), f[-1] if f else "?")
                 print(f"  offcpu-time tid {t}: {p / 1e6:8.3f} ms in {f[0] if f else '?'} ... {own} ({len(f)} frames)")
+        # the frames of each sample that does not reach main, innermost first
+        for t, p, f in deep:
+            if not (f.count("oc_deep_recurse") == depth and "main" in f):
+                print(f"  not whole: {p / 1e6:.3f} ms: {';'.join(f)}")
     for f in fails:
         print("FAIL:", f)
     sys.exit(1 if fails else 0)

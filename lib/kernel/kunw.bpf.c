@@ -572,12 +572,15 @@ __noinline int kunw_step_rule(struct kunw_walk *w, const struct kunw_rule *r)
 	if (!w || !r)
 		return S_BAD_CFI;
 	__u64 sp = w->regs[KUNW_R_RSP], base;
-	if (r->kind == KUNW_K_CFA_SP)
+	if (r->kind == KUNW_K_CFA_SP) {
 		base = sp;
-	else if (w->valid & BIT(KUNW_R_RBP))
-		base = w->regs[KUNW_R_RBP];
-	else
-		return S_BAD_CFI;
+	} else {
+		/* rbp, or another register (KUNW_K_CFA_REG + r), if the walk knows its value */
+		__u32 reg = r->kind == KUNW_K_CFA_FP ? KUNW_R_RBP : (__u32)r->kind - KUNW_K_CFA_REG;
+		if (reg >= KUNW_K_CFA_REG_END - KUNW_K_CFA_REG || !(w->valid & BIT(reg)))
+			return S_BAD_CFI;
+		base = w->regs[reg & 15];
+	}
 	__u64 cfa = base + (__s64)r->cfa_off;
 	__u32 has = r->slots;
 	if (r->flags & KUNW_RF_WINDOW) {
@@ -813,6 +816,10 @@ static __always_inline bool frame(struct walk_ctx *c)
 		break;
 	}
 	default:
+		if (r.kind >= KUNW_K_CFA_REG && r.kind < KUNW_K_CFA_REG_END) {
+			st = kunw_step_rule(w, &r);
+			break;
+		}
 		w->stop = KUNW_STOP_FALLBACK;
 		w->fb_reason = KUNW_FB_RULE;
 		return false;

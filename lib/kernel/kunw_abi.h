@@ -83,9 +83,13 @@ enum {
 	                      * (rip & 15) >= cfa_off; ra at CFA - 8 */
 	KUNW_K_SIGNAL,       /* the kernel's x86_64 rt_sigframe: every register from its
 	                      * ucontext at rsp + 40 (glibc's __restore_rt) */
-	KUNW_K_FALLBACK,     /* a rule the program does not follow (DWARF expression, CFA from
-	                      * another register, SFrame flexible or unsupported row): user space
-	                      * finishes */
+	KUNW_K_FALLBACK,     /* a rule the program does not follow (DWARF expression, a
+	                      * register's rule it cannot keep, SFrame flexible or unsupported
+	                      * row): user space finishes */
+	KUNW_K_CFA_REG = 16, /* + r (a DWARF register 0-15 but rsp and rbp): CFA = r + cfa_off;
+	                      * the rest as KUNW_K_CFA_SP (lazy binding's _dl_runtime_resolve:
+	                      * CFA = rbx + 32; a stack-realigning prologue's CFA = r10) */
+	KUNW_K_CFA_REG_END = 32,
 };
 /* Rule flags */
 #define KUNW_RF_BP_SAVED 0x01  /* rbp saved at CFA + bp_off */

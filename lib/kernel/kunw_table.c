@@ -9,11 +9,13 @@
  *
  * What converts: every compact rule (CFA from rsp or rbp plus an offset, return address, rbp
  * and rbx/r12-r15 saved at CFA offsets, or undefined), the outermost-frame rule, the PLT stub
- * rule; of the rules lib/cfi marks COMPLEX (re-interpreted from the FDE), two shapes every
- * x86_64 program has are recognised and converted: the toolchains' PLT expression and the
- * kernel's signal frame as glibc's __restore_rt describes it. Any other COMPLEX rule (a DWARF
- * expression, a CFA from another register) and SFrame's flexible and unsupported rows become
- * KUNW_K_FALLBACK: the program hands the walk to user space there.
+ * rule; of the rules lib/cfi marks COMPLEX (re-interpreted from the FDE), three shapes every
+ * x86_64 program has are recognised and converted: the toolchains' PLT expression, the kernel's
+ * signal frame as glibc's __restore_rt describes it, and a CFA from another register with
+ * compact rules for the rest (ld.so's _dl_runtime_resolve, through which every lazily bound
+ * call's first run goes: CFA = rbx + 32). Any other COMPLEX rule (a DWARF expression, a
+ * register kept in another) and SFrame's flexible and unsupported rows become KUNW_K_FALLBACK:
+ * the program hands the walk to user space there.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -113,6 +115,69 @@ static bool sigframe(const struct cfi_state *st)
 
 /* ---------------------------------------------------------------- conversion */
 
+/* A COMPLEX row that is a compact rule but for its CFA register (not rsp or rbp): CFA = reg +
+ * offset, the return address and rbp at CFA offsets (or rbp unchanged or undefined), rbx and
+ * r12-r15 at CFA offsets or unchanged, every other register unchanged. lib/unwind's step_full
+ * then does what the program's compact step does with that base. k gets the rule's kind
+ * (KUNW_K_CFA_REG + reg), offsets and saved slots. */
+static bool cfa_reg_rule(const struct cfi_arch *a, const struct cfi_state *st, struct kunw_rule *k)
+{
+	if (st->cfa_is_expr || st->cfa_reg >= KUNW_K_CFA_REG_END - KUNW_K_CFA_REG || st->cfa_reg == a->sp ||
+	    st->cfa_reg == a->fp || st->cfa_reg >= a->nregs || st->cfa_off < INT32_MIN || st->cfa_off > INT32_MAX)
+		return false;
+	const struct cfi_reg_rule *ra = &st->regs[a->ra], *bp = &st->regs[a->fp];
+	if (ra->kind != CFI_R_OFFSET || ra->off < INT16_MIN || ra->off > INT16_MAX)
+		return false;
+	if (bp->kind == CFI_R_OFFSET && bp->off >= INT16_MIN && bp->off <= INT16_MAX) {
+		k->flags |= KUNW_RF_BP_SAVED;
+		k->bp_off = (int16_t)bp->off;
+	} else if (bp->kind == CFI_R_UNDEF) {
+		k->flags |= KUNW_RF_BP_UNDEF;
+	} else if (bp->kind != CFI_R_SAME) {
+		return false;
+	}
+	uint64_t others = (1ull << a->nregs) - 1;
+	others &= ~(1ull << a->ra | 1ull << a->fp);
+	for (unsigned i = 0; i < CFI_NSAVED; i++) {
+		const struct cfi_reg_rule *rr = &st->regs[a->saved[i]];
+		others &= ~(1ull << a->saved[i]);
+		if (rr->kind == CFI_R_SAME)
+			continue;
+		/* (undefined: step_full forgets the register, which the program cannot) */
+		if (rr->kind != CFI_R_OFFSET || rr->off % 8 || rr->off == 0 || rr->off / 8 < INT8_MIN ||
+		    rr->off / 8 > INT8_MAX)
+			return false;
+		k->saved[i] = (int8_t)(rr->off / 8);
+	}
+	/* rsp among them: unchanged, so that the CFA becomes the caller's stack pointer */
+	for (unsigned i = 0; i < a->nregs; i++)
+		if ((others >> i & 1) && st->regs[i].kind != CFI_R_SAME)
+			return false;
+	k->kind = (uint8_t)(KUNW_K_CFA_REG + st->cfa_reg);
+	k->cfa_off = (int32_t)st->cfa_off;
+	k->ra_off = (int16_t)ra->off;
+	return true;
+}
+
+/* The slots a CFA rule's step reads, and whether one read of the KUNW_WINDOW bytes below the CFA
+ * holds them all. */
+static void cfa_slots(struct kunw_rule *k)
+{
+	int64_t offs[2 + KUNW_NSAVED] = { k->ra_off, k->bp_off };
+	k->slots = 1 | ((k->flags & KUNW_RF_BP_SAVED) ? 2 : 0);
+	for (unsigned i = 0; i < KUNW_NSAVED; i++) {
+		offs[2 + i] = 8 * (int64_t)k->saved[i];
+		if (k->saved[i])
+			k->slots |= (uint8_t)(4u << i);
+	}
+	bool window = true;
+	for (unsigned i = 0; i < 2 + KUNW_NSAVED; i++)
+		if ((k->slots & (1u << i)) && (offs[i] < -KUNW_WINDOW || offs[i] > -8 || (offs[i] & 7)))
+			window = false;
+	if (window)
+		k->flags |= KUNW_RF_WINDOW;
+}
+
 static struct kunw_rule convert(const struct cfi_table *t, const struct cfi_rule *r, bool sframe, uint64_t pc)
 {
 	const struct cfi_arch *a = t->arch;
@@ -132,6 +197,7 @@ static struct kunw_rule convert(const struct cfi_table *t, const struct cfi_rule
 	if (r->flags & CFI_F_COMPLEX) {
 		struct cfi_state st;
 		int thr;
+		struct kunw_rule c = k;
 		k.kind = KUNW_K_FALLBACK;
 		if (cfi_state_at(t, r->cfa_reg, (uint32_t)r->cfa_off, pc, &st) != 0)
 			return k;
@@ -140,6 +206,9 @@ static struct kunw_rule convert(const struct cfi_table *t, const struct cfi_rule
 			k.cfa_off = thr;
 		} else if (sigframe(&st)) {
 			k.kind = KUNW_K_SIGNAL;
+		} else if (cfa_reg_rule(a, &st, &c)) {
+			k = c;
+			cfa_slots(&k);
 		}
 		return k;
 	}
@@ -160,20 +229,7 @@ static struct kunw_rule convert(const struct cfi_table *t, const struct cfi_rule
 		k.flags |= KUNW_RF_BP_UNDEF;
 	}
 	memcpy(k.saved, r->saved, sizeof(k.saved));
-	/* which slots the step reads, and whether one read of the bytes below the CFA has them */
-	int64_t offs[2 + KUNW_NSAVED] = { k.ra_off, k.bp_off };
-	k.slots = 1 | ((k.flags & KUNW_RF_BP_SAVED) ? 2 : 0);
-	for (unsigned i = 0; i < KUNW_NSAVED; i++) {
-		offs[2 + i] = 8 * (int64_t)k.saved[i];
-		if (k.saved[i])
-			k.slots |= (uint8_t)(4u << i);
-	}
-	bool window = true;
-	for (unsigned i = 0; i < 2 + KUNW_NSAVED; i++)
-		if ((k.slots & (1u << i)) && (offs[i] < -KUNW_WINDOW || offs[i] > -8 || (offs[i] & 7)))
-			window = false;
-	if (window)
-		k.flags |= KUNW_RF_WINDOW;
+	cfa_slots(&k);
 	return k;
 }
 
@@ -220,6 +276,23 @@ static int boundaries(const struct unw_code *code, struct base_vec *out)
 		for (uint32_t i = 0; i < t->n; i++)
 			*(uint64_t *)base_vec_push(out) = t->base + t->pcs[i];
 		*(uint64_t *)base_vec_push(out) = t->end;
+		/* a COMPLEX row stands for all its FDE's consecutive COMPLEX states (one rule to lib/cfi,
+		 * which interprets the FDE at each pc): each state's first pc too, as each converts
+		 * on its own */
+		for (uint32_t i = 0; k == 0 && i < t->n; i++) {
+			const struct cfi_rule *r = &t->rules[i];
+			if (!(r->flags & CFI_F_COMPLEX))
+				continue;
+			uint64_t pc = t->base + t->pcs[i], end = i + 1 < t->n ? t->base + t->pcs[i + 1] : t->end, lo, hi;
+			struct cfi_state st;
+			while (pc < end && !cfi_state_span(t, r->cfa_reg, (uint32_t)r->cfa_off, pc, &st, &lo, &hi) &&
+			       hi > pc && hi < end) {
+				uint64_t *slot = base_vec_push(out);
+				if (!slot)
+					return -ENOMEM;
+				*slot = pc = hi;
+			}
+		}
 	}
 	/* (room for all first: a push may move the vector, and with it a slot taken before) */
 	if (base_vec_reserve(out, out->len + 2 * (size_t)code->nplt))

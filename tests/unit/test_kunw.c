@@ -14,14 +14,49 @@
 #include "kernel/kunw.h"
 
 struct kinds {
-	unsigned n[16];
+	unsigned n[KUNW_K_CFA_REG_END];
 	unsigned plt_thresh11;
+	unsigned cfa_reg; /* KUNW_K_CFA_REG + r, any r */
 };
+
+/* A COMPLEX row the table made a CFA-from-a-register rule: exactly the FDE's state at pc (CFA =
+ * register + offset, the return address, rbp and the callee-saved registers at CFA offsets or
+ * unchanged, every other register unchanged). */
+static void expect_cfa_reg(const struct unw_code *code, const struct cfi_rule *r, uint64_t pc,
+                           const struct kunw_rule *k)
+{
+	const struct cfi_arch *a = code->cfi->arch;
+	struct cfi_state st;
+	assert_int_equal(cfi_state_at(code->cfi, r->cfa_reg, (uint32_t)r->cfa_off, pc, &st), 0);
+	assert_false(st.cfa_is_expr);
+	assert_int_equal(k->kind - KUNW_K_CFA_REG, st.cfa_reg);
+	assert_true(st.cfa_reg != a->sp && st.cfa_reg != a->fp);
+	assert_int_equal(k->cfa_off, st.cfa_off);
+	assert_int_equal(st.regs[a->ra].kind, CFI_R_OFFSET);
+	assert_int_equal(k->ra_off, st.regs[a->ra].off);
+	const struct cfi_reg_rule *bp = &st.regs[a->fp];
+	assert_int_equal(!!(k->flags & KUNW_RF_BP_SAVED), bp->kind == CFI_R_OFFSET);
+	assert_int_equal(!!(k->flags & KUNW_RF_BP_UNDEF), bp->kind == CFI_R_UNDEF);
+	if (bp->kind == CFI_R_OFFSET)
+		assert_int_equal(k->bp_off, bp->off);
+	for (unsigned i = 0; i < a->nregs; i++) {
+		const struct cfi_reg_rule *rr = &st.regs[i];
+		int s = -1;
+		for (unsigned j = 0; j < KUNW_NSAVED; j++)
+			if (a->saved[j] == i)
+				s = (int)j;
+		if (s >= 0)
+			assert_int_equal(k->saved[s] * 8, rr->kind == CFI_R_OFFSET ? rr->off : 0);
+		else if (i != a->ra && i != a->fp)
+			assert_int_equal(rr->kind, CFI_R_SAME);
+	}
+}
 
 /* The rule lib/unwind takes at pc, as the program's table must say it. */
 static void expect_rule(const struct unw_code *code, uint64_t pc, const struct kunw_rule *k, struct kinds *kinds)
 {
 	const struct cfi_rule *r;
+	assert_true(k->kind < KUNW_K_CFA_REG_END);
 	kinds->n[k->kind]++;
 	if (code->cfi && cfi_table_search(code->cfi, pc, &r)) {
 		assert_int_equal(!!(k->flags & KUNW_RF_SIGNAL), !!(r->flags & CFI_F_SIGNAL));
@@ -29,6 +64,11 @@ static void expect_rule(const struct unw_code *code, uint64_t pc, const struct k
 		if (r->flags & CFI_F_END) {
 			assert_int_equal(k->kind, KUNW_K_END);
 		} else if (r->flags & CFI_F_COMPLEX) {
+			if (k->kind >= KUNW_K_CFA_REG && k->kind < KUNW_K_CFA_REG_END) {
+				expect_cfa_reg(code, r, pc, k);
+				kinds->cfa_reg++;
+				return;
+			}
 			assert_true(k->kind == KUNW_K_PLT_EXPR || k->kind == KUNW_K_SIGNAL || k->kind == KUNW_K_FALLBACK);
 			if (k->kind == KUNW_K_PLT_EXPR && k->cfa_off == 11)
 				kinds->plt_thresh11++;
@@ -113,6 +153,8 @@ static void test_ld_so(void **state)
 	struct kinds k;
 	check_file("/lib64/ld-linux-x86-64.so.2", &k);
 	assert_true(k.n[KUNW_K_CFA_SP] > 10000);
+	/* _dl_runtime_resolve_{fxsave,xsave,xsavec}'s body: CFA = rbx + 32 (lazy binding) */
+	assert_true(k.n[KUNW_K_CFA_REG + 3] > 0);
 }
 
 static void test_program(void **state)

@@ -1207,7 +1207,8 @@ struct uw_record_status {
 	uint64_t procmap_query;    /* mappings found on demand with PROCMAP_QUERY */
 	uint64_t maps_scan;        /* ... with a /proc/PID/maps scan (older kernels) */
 	double elapsed;            /* seconds since the events were enabled */
-	double cpu_self;           /* the recorder's own CPU time (seconds) */
+	double cpu_self;           /* the recorder's own CPU time (seconds) since the events were
+	                            * enabled (over elapsed: its share of a CPU); cpu_setup, before */
 	/* the command (opts.argv), in uw_record's final status: */
 	int workload_wstatus;      /* its wait status (waitpid); -1: no command, or not reaped */
 	int workload_errno;        /* non-zero: it could not be executed, for this reason */
@@ -1261,6 +1262,9 @@ struct uw_record_status {
 	                            * storage lock is taken, or without memory at hand; the threads
 	                            * followed at the start have theirs made by the recorder). Their
 	                            * waits are missing or joined to the next */
+	double cpu_setup;          /* the recorder's CPU time (seconds) before the events were
+	                            * enabled: the BPF program loaded (the kernel's verifier), the
+	                            * tables, the processes' mappings read */
 };
 
 struct uw_record_opts {

@@ -180,9 +180,10 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 {
 	const char *outname = ro->output ? ro->output : "perf.data";
 	uint64_t with_user = st->samples - st->samples_no_user;
-	fprintf(stderr, "unwound record: %" PRIu64 " samples, %" PRIu64 " with a user stack (%.2f%% unwound to a root), %" PRIu64 " lost, %.1f KiB written to %s; own CPU %.2f s in %.1f s\n",
+	fprintf(stderr, "unwound record: %" PRIu64 " samples, %" PRIu64 " with a user stack (%.2f%% unwound to a root), %" PRIu64 " lost, %.1f KiB written to %s; own CPU %.2f s in %.1f s (and %.2f s setting up before)\n",
 		st->samples, with_user, with_user ? 100.0 * (double)st->samples_root / (double)with_user : 0.0, st->lost,
-		(double)st->bytes_out / 1024.0, strcmp(outname, "-") ? outname : "standard output", st->cpu_self, st->elapsed);
+		(double)st->bytes_out / 1024.0, strcmp(outname, "-") ? outname : "standard output", st->cpu_self, st->elapsed,
+		st->cpu_setup);
 	if (ro->stitch)
 		fprintf(stderr, "unwound record: stacks cut short by their copy: %" PRIu64 " completed from their thread's "
 			   "stacks before and after, %" PRIu64 " not\n", st->stitched, st->stitch_failed);

@@ -74,6 +74,7 @@ struct rec {
 	bool stopped_child;     /* the recorder ended the command */
 	unsigned trims;
 	double t0;
+	double cpu0; /* the recorder's CPU time at t0 */
 	bool want_kernel;       /* kernel unwinding asked for (or chosen: UW_UNWIND_AUTO) */
 	char unwind_why[160];   /* why not, when it was asked for and is not used */
 	uint64_t end_ns;        /* --off-cpu: when the recording ended (waits still open close there) */
@@ -611,7 +612,8 @@ static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct
 	st->procmap_query = ts.procmap_queries;
 	st->maps_scan = ts.maps_scans;
 	st->elapsed = now - rc->t0;
-	st->cpu_self = cpu_self();
+	st->cpu_self = cpu_self() - rc->cpu0;
+	st->cpu_setup = rc->cpu0;
 	st->workload_wstatus = rc->wstatus;
 	st->workload_errno = rc->exec_errno;
 	st->workload_stopped = rc->stopped_child;
@@ -815,6 +817,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 	if (!err) {
 		live_enable_events(&rc.lv, PERF_EVENT_IOC_ENABLE);
 		rc.t0 = now_s(CLOCK_MONOTONIC);
+		rc.cpu0 = cpu_self();
 		/* (what a script waits for before the work it records: priming the kernel's tables of
 		 * every process can take seconds) */
 		base_log(&s->log, UW_LOG_INFO, "recording: events enabled");

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer target: raw .eh_frame / .debug_frame bytes into the table compiler, lookups and the
- * slow-path interpreter. The first byte picks the section kind. */
+/* libFuzzer target: raw .eh_frame / .debug_frame bytes into the table compiler, lookups, the
+ * slow-path interpreter and the kernel unwinder's table built from them (every FDE state behind
+ * a COMPLEX row converted). The first byte picks the section kind. */
 #include <stdint.h>
 
 #include "cfi/cfi_find.h"
+#include "kernel/kunw.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -21,6 +23,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct cfi_state st;
 			cfi_state_at(&t, r->cfa_reg, (uint32_t)r->cfa_off, pc, &st);
 		}
+	}
+	struct unw_code code = { .cfi = &t };
+	struct kunw_table kt;
+	if (!kunw_table_build(&kt, &code)) {
+		for (uint32_t i = 0; i < t.n && i < 512; i++) {
+			struct kunw_rule k;
+			kunw_table_find(&kt, t.pcs[i] + t.base, &k, NULL, NULL);
+		}
+		kunw_table_free(&kt);
 	}
 	cfi_table_free(&t);
 	return 0;

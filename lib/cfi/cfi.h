@@ -237,11 +237,12 @@ bool cfi_cache_fill(struct cfi_table *t, struct cfi_cache_ent *e, uint64_t pc, c
  * in section secidx). @return 0 or a negative error. */
 int cfi_state_at(const struct cfi_table *t, unsigned secidx, uint64_t fde_off, uint64_t pc,
                  struct cfi_state *out);
-/* cfi_state_at, and the pcs [*lo, *hi) where that state holds: from its row to the FDE's next
- * row or its end (a table's COMPLEX row covers all the FDE's consecutive COMPLEX states, which
- * may differ). @return 0 or a negative error. */
-int cfi_state_span(const struct cfi_table *t, unsigned secidx, uint64_t fde_off, uint64_t pc,
-                   struct cfi_state *out, uint64_t *lo, uint64_t *hi);
+/* Every state of the FDE at fde_off in section secidx, in pc order: fn(ctx, lo, hi, state) for
+ * each range [lo, hi) where one holds (a table's COMPLEX row stands for all its FDE's consecutive
+ * COMPLEX states, which may differ; this reads them all in one pass). @return 0, fn's non-zero
+ * return, or a negative error (the FDE's program fails part way: the table has no rows of it). */
+typedef int (*cfi_state_fn)(void *ctx, uint64_t lo, uint64_t hi, const struct cfi_state *st);
+int cfi_fde_states(const struct cfi_table *t, unsigned secidx, uint64_t fde_off, cfi_state_fn fn, void *ctx);
 
 /* ---- DWARF expressions (DWARF 5 §2.5), as used by CFI */
 struct cfi_expr_ctx {

@@ -419,23 +419,21 @@ int cfi_run(const struct cfi_arch *arch, const struct cfi_cie *cie, const struct
 	return r < 0 ? r : 0;
 }
 
-/* (cfi_state_span) the extent of the state in force at pc, from the rows cfi_exec passes */
-struct span_ctx {
-	uint64_t pc, lo, hi;
+/* (cfi_fde_states) the rows cfi_exec passes, clipped to the FDE's end, to the caller's function */
+struct states_ctx {
+	cfi_state_fn fn;
+	void *ctx;
+	uint64_t end;
 };
 
-static int span_row(void *ctx, uint64_t loc, uint64_t next, const struct cfi_state *st)
+static int state_row(void *ctx, uint64_t loc, uint64_t next, const struct cfi_state *st)
 {
-	(void)st;
-	struct span_ctx *c = ctx;
-	if (loc <= c->pc && c->pc < next) {
-		c->lo = loc;
-		c->hi = next;
-	}
-	return 0;
+	struct states_ctx *c = ctx;
+	return loc < c->end ? c->fn(c->ctx, loc, next < c->end ? next : c->end, st) : 0;
 }
 
-/* The FDE at fde_off in section secidx, which must cover pc. @return 0 or a negative error. */
+/* The FDE at fde_off in section secidx, which must cover pc (any, when pc is UINT64_MAX).
+ * @return 0 or a negative error. */
 static int fde_covering(const struct cfi_table *t, unsigned secidx, uint64_t fde_off, uint64_t pc,
                         struct cfi_fde *fde, struct cfi_cie *cie)
 {
@@ -445,34 +443,31 @@ static int fde_covering(const struct cfi_table *t, unsigned secidx, uint64_t fde
 	int r = cfi_parse_entry(&t->sec[secidx], fde_off, &next, fde, cie);
 	if (r != 1)
 		return r < -1 ? r : -UW_EFORMAT;
-	if (pc < fde->pc_begin || pc >= fde->pc_end)
+	if (pc != UINT64_MAX && (pc < fde->pc_begin || pc >= fde->pc_end))
 		return -UW_ENOCFI;
 	return 0;
 }
 
-int cfi_state_span(const struct cfi_table *t, unsigned secidx, uint64_t fde_off, uint64_t pc,
-                   struct cfi_state *out, uint64_t *lo, uint64_t *hi)
+int cfi_fde_states(const struct cfi_table *t, unsigned secidx, uint64_t fde_off, cfi_state_fn fn, void *ctx)
 {
 	struct cfi_fde fde;
 	struct cfi_cie cie;
-	int r = fde_covering(t, secidx, fde_off, pc, &fde, &cie);
+	int r = fde_covering(t, secidx, fde_off, UINT64_MAX, &fde, &cie);
 	if (r)
 		return r;
-	struct cfi_state init;
+	if (fde.pc_end <= fde.pc_begin)
+		return 0;
+	struct cfi_state init, st;
 	if ((r = cfi_init_state(t->arch, &cie, &init)))
 		return r;
-	*out = init;
+	st = init;
 	uint64_t loc = fde.pc_begin;
-	/* (no row passed pc: the last state holds to the FDE's end) */
-	struct span_ctx c = { pc, fde.pc_begin, fde.pc_end };
-	r = cfi_exec(t->arch, &cie, fde.insns, fde.insns_len, out, &init, &loc, pc, span_row, &c);
-	if (r < 0)
+	struct states_ctx c = { fn, ctx, fde.pc_end };
+	r = cfi_exec(t->arch, &cie, fde.insns, fde.insns_len, &st, &init, &loc, fde.pc_end - 1, state_row, &c);
+	if (r < 0 || r > 1)
 		return r;
-	if (r == 0)
-		c.lo = loc;
-	*lo = c.lo;
-	*hi = c.hi < fde.pc_end ? c.hi : fde.pc_end;
-	return 0;
+	/* (no row passed the end: the last state holds to it) */
+	return r == 0 && loc < fde.pc_end ? fn(ctx, loc, fde.pc_end, &st) : 0;
 }
 
 int cfi_state_at(const struct cfi_table *t, unsigned secidx, uint64_t fde_off, uint64_t pc,

@@ -178,58 +178,146 @@ static void cfa_slots(struct kunw_rule *k)
 		k->flags |= KUNW_RF_WINDOW;
 }
 
-static struct kunw_rule convert(const struct cfi_table *t, const struct cfi_rule *r, bool sframe, uint64_t pc)
+/* The program's rule for one state of an FDE whose row lib/cfi marks COMPLEX: the shapes above,
+ * else KUNW_K_FALLBACK. */
+static struct kunw_rule convert_state(const struct cfi_arch *a, const struct cfi_state *st)
+{
+	struct kunw_rule k = { 0 }, c = { 0 };
+	int thr;
+	k.kind = KUNW_K_FALLBACK;
+	if ((thr = plt_expr(a, st)) >= 0) {
+		k.kind = KUNW_K_PLT_EXPR;
+		k.cfa_off = thr;
+	} else if (sigframe(st)) {
+		k.kind = KUNW_K_SIGNAL;
+	} else if (cfa_reg_rule(a, st, &c)) {
+		k = c;
+		cfa_slots(&k);
+	}
+	return k;
+}
+
+/* The states of the FDEs behind the CFI table's COMPLEX rows, converted: each FDE's program run
+ * once (lib/cfi keeps one row for consecutive COMPLEX states, and interprets the FDE at a pc
+ * each time; doing so per pc here would cost the FDE's length per row). Sorted by FDE, then pc. */
+struct cstate {
+	uint64_t fde; /* section << 32 | offset, as the row says it */
+	uint64_t lo, hi;
+	struct kunw_rule k;
+};
+
+struct cstates {
+	struct base_vec v; /* struct cstate */
+	const struct cfi_arch *a;
+	uint64_t fde;
+};
+
+/* states kept at most (48 MiB): a file whose COMPLEX FDEs hold more has the rest handed over */
+#define MAX_CSTATES (1u << 20)
+
+static int cstate_add(void *ctx, uint64_t lo, uint64_t hi, const struct cfi_state *st)
+{
+	struct cstates *c = ctx;
+	if (c->v.len >= MAX_CSTATES)
+		return -UW_ELIMIT;
+	struct cstate *s = base_vec_push(&c->v);
+	if (!s)
+		return -ENOMEM;
+	*s = (struct cstate){ c->fde, lo, hi, convert_state(c->a, st) };
+	return 0;
+}
+
+static int cmp_cstate(const void *x, const void *y)
+{
+	const struct cstate *a = x, *b = y;
+	if (a->fde != b->fde)
+		return a->fde < b->fde ? -1 : 1;
+	return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+static uint64_t row_fde(const struct cfi_rule *r)
+{
+	return (uint64_t)r->cfa_reg << 32 | (uint32_t)r->cfa_off;
+}
+
+static int complex_states(const struct cfi_table *t, struct cstates *out)
+{
+	struct base_map seen;
+	base_map_init(&seen);
+	out->a = t->arch;
+	int err = 0;
+	for (uint32_t i = 0; i < t->n && !err; i++) {
+		const struct cfi_rule *r = &t->rules[i];
+		if (!(r->flags & CFI_F_COMPLEX) || base_map_has(&seen, row_fde(r)))
+			continue;
+		out->fde = row_fde(r);
+		if (base_map_put(&seen, out->fde, (void *)(uintptr_t)1)) {
+			err = -ENOMEM;
+			break;
+		}
+		size_t before = out->v.len;
+		int e = cfi_fde_states(t, r->cfa_reg, (uint32_t)r->cfa_off, cstate_add, out);
+		if (e == -ENOMEM)
+			err = e;
+		else if (e)
+			out->v.len = before; /* (nothing reliable: its rows are handed over) */
+		if (e == -UW_ELIMIT)
+			break;
+	}
+	base_map_free(&seen);
+	if (!err && out->v.len)
+		qsort(out->v.data, out->v.len, sizeof(struct cstate), cmp_cstate);
+	return err;
+}
+
+/* The converted state of row r's FDE at pc, else KUNW_K_FALLBACK. */
+static struct kunw_rule complex_at(const struct cstates *cs, const struct cfi_rule *r, uint64_t pc)
+{
+	const struct cstate *v = cs->v.data;
+	uint64_t fde = row_fde(r);
+	size_t lo = 0, hi = cs->v.len;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].fde < fde || (v[mid].fde == fde && v[mid].lo <= pc))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && v[lo - 1].fde == fde && v[lo - 1].lo <= pc && pc < v[lo - 1].hi)
+		return v[lo - 1].k;
+	return (struct kunw_rule){ .kind = KUNW_K_FALLBACK };
+}
+
+static struct kunw_rule convert(const struct cfi_table *t, const struct cstates *cs, const struct cfi_rule *r,
+                                bool sframe, uint64_t pc)
 {
 	const struct cfi_arch *a = t->arch;
 	struct kunw_rule k = { 0 };
+	if (r->flags & CFI_F_END) {
+		k.kind = KUNW_K_END;
+	} else if ((r->flags & CFI_F_UNSUPP) || (sframe && (r->flags & (CFI_F_FLEX | CFI_F_COMPLEX)))) {
+		k.kind = KUNW_K_FALLBACK;
+	} else if (r->flags & CFI_F_COMPLEX) {
+		k = complex_at(cs, r, pc);
+	} else if (r->cfa_reg == a->sp || r->cfa_reg == a->fp) {
+		k.kind = r->cfa_reg == a->sp ? KUNW_K_CFA_SP : KUNW_K_CFA_FP;
+		k.cfa_off = r->cfa_off;
+		k.ra_off = r->ra_off;
+		if (r->flags & CFI_F_BP_SAVED) {
+			k.flags |= KUNW_RF_BP_SAVED;
+			k.bp_off = r->bp_off;
+		} else if (r->flags & CFI_F_BP_UNDEF) {
+			k.flags |= KUNW_RF_BP_UNDEF;
+		}
+		memcpy(k.saved, r->saved, sizeof(k.saved));
+		cfa_slots(&k);
+	} else {
+		k.kind = KUNW_K_FALLBACK;
+	}
 	if (r->flags & CFI_F_SIGNAL)
 		k.flags |= KUNW_RF_SIGNAL;
 	if (sframe)
 		k.flags |= KUNW_RF_SFRAME;
-	if (r->flags & CFI_F_END) {
-		k.kind = KUNW_K_END;
-		return k;
-	}
-	if ((r->flags & CFI_F_UNSUPP) || (sframe && (r->flags & CFI_F_FLEX))) {
-		k.kind = KUNW_K_FALLBACK;
-		return k;
-	}
-	if (r->flags & CFI_F_COMPLEX) {
-		struct cfi_state st;
-		int thr;
-		struct kunw_rule c = k;
-		k.kind = KUNW_K_FALLBACK;
-		if (cfi_state_at(t, r->cfa_reg, (uint32_t)r->cfa_off, pc, &st) != 0)
-			return k;
-		if ((thr = plt_expr(a, &st)) >= 0) {
-			k.kind = KUNW_K_PLT_EXPR;
-			k.cfa_off = thr;
-		} else if (sigframe(&st)) {
-			k.kind = KUNW_K_SIGNAL;
-		} else if (cfa_reg_rule(a, &st, &c)) {
-			k = c;
-			cfa_slots(&k);
-		}
-		return k;
-	}
-	if (r->cfa_reg == a->sp)
-		k.kind = KUNW_K_CFA_SP;
-	else if (r->cfa_reg == a->fp)
-		k.kind = KUNW_K_CFA_FP;
-	else {
-		k.kind = KUNW_K_FALLBACK;
-		return k;
-	}
-	k.cfa_off = r->cfa_off;
-	k.ra_off = r->ra_off;
-	if (r->flags & CFI_F_BP_SAVED) {
-		k.flags |= KUNW_RF_BP_SAVED;
-		k.bp_off = r->bp_off;
-	} else if (r->flags & CFI_F_BP_UNDEF) {
-		k.flags |= KUNW_RF_BP_UNDEF;
-	}
-	memcpy(k.saved, r->saved, sizeof(k.saved));
-	cfa_slots(&k);
 	return k;
 }
 
@@ -242,13 +330,13 @@ static bool in_plt(const struct unw_code *code, uint64_t pc)
 }
 
 /* The rule unw_run takes at pc (lib/unwind/unwind.c: CFI, SFrame, PLT, frame pointer). */
-static struct kunw_rule rule_at(const struct unw_code *code, uint64_t pc)
+static struct kunw_rule rule_at(const struct unw_code *code, const struct cstates *cs, uint64_t pc)
 {
 	const struct cfi_rule *r;
 	if (code->cfi && cfi_table_search(code->cfi, pc, &r))
-		return convert(code->cfi, r, false, pc);
+		return convert(code->cfi, cs, r, false, pc);
 	if (code->sframe && cfi_table_search(code->sframe, pc, &r))
-		return convert(code->sframe, r, true, pc);
+		return convert(code->sframe, cs, r, true, pc);
 	struct kunw_rule k = { 0 };
 	if (in_plt(code, pc))
 		k.kind = KUNW_K_PLT;
@@ -261,8 +349,9 @@ static int cmp_u64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* Every pc where the rule may change: the rows of both tables, their ends, the PLT bounds. */
-static int boundaries(const struct unw_code *code, struct base_vec *out)
+/* Every pc where the rule may change: the rows of both tables, their ends, the PLT bounds, and
+ * where the state of an FDE behind a COMPLEX row changes. */
+static int boundaries(const struct unw_code *code, const struct cstates *cs, struct base_vec *out)
 {
 	const struct cfi_table *tabs[2] = { code->cfi, code->sframe };
 	for (unsigned k = 0; k < 2; k++) {
@@ -276,27 +365,15 @@ static int boundaries(const struct unw_code *code, struct base_vec *out)
 		for (uint32_t i = 0; i < t->n; i++)
 			*(uint64_t *)base_vec_push(out) = t->base + t->pcs[i];
 		*(uint64_t *)base_vec_push(out) = t->end;
-		/* a COMPLEX row stands for all its FDE's consecutive COMPLEX states (one rule to lib/cfi,
-		 * which interprets the FDE at each pc): each state's first pc too, as each converts
-		 * on its own */
-		for (uint32_t i = 0; k == 0 && i < t->n; i++) {
-			const struct cfi_rule *r = &t->rules[i];
-			if (!(r->flags & CFI_F_COMPLEX))
-				continue;
-			uint64_t pc = t->base + t->pcs[i], end = i + 1 < t->n ? t->base + t->pcs[i + 1] : t->end, lo, hi;
-			struct cfi_state st;
-			while (pc < end && !cfi_state_span(t, r->cfa_reg, (uint32_t)r->cfa_off, pc, &st, &lo, &hi) &&
-			       hi > pc && hi < end) {
-				uint64_t *slot = base_vec_push(out);
-				if (!slot)
-					return -ENOMEM;
-				*slot = pc = hi;
-			}
-		}
 	}
 	/* (room for all first: a push may move the vector, and with it a slot taken before) */
-	if (base_vec_reserve(out, out->len + 2 * (size_t)code->nplt))
+	if (base_vec_reserve(out, out->len + 2 * (size_t)code->nplt + 2 * cs->v.len))
 		return -ENOMEM;
+	for (size_t i = 0; i < cs->v.len; i++) {
+		const struct cstate *c = base_vec_at(&cs->v, i);
+		*(uint64_t *)base_vec_push(out) = c->lo;
+		*(uint64_t *)base_vec_push(out) = c->hi;
+	}
 	for (unsigned i = 0; i < code->nplt; i++) {
 		*(uint64_t *)base_vec_push(out) = code->plt[i].lo;
 		*(uint64_t *)base_vec_push(out) = code->plt[i].hi;
@@ -369,7 +446,8 @@ static int lay_out(struct kunw_table *t, const struct row *rows, size_t n, const
 		if (at == 0 && line > 0)
 			half[(line - 1) * 2 * KUNW_LINE_WORDS + KUNW_INDEX_PER_LINE] = (uint32_t)row;
 	}
-	memcpy(&w[rules_at * KUNW_LINE_WORDS], rs->v.data, rs->v.len * sizeof(struct kunw_rule));
+	if (rs->v.len) /* (none: a module whose every pc takes the frame-pointer rule) */
+		memcpy(&w[rules_at * KUNW_LINE_WORDS], rs->v.data, rs->v.len * sizeof(struct kunw_rule));
 	for (size_t i = 0; i < n; i++)
 		w[rows_at * KUNW_LINE_WORDS + i] = (uint64_t)rows[i].rule << 32 | (rows[i].pc - base);
 	t->words = w;
@@ -386,7 +464,10 @@ int kunw_table_build(struct kunw_table *t, const struct unw_code *code)
 	struct base_vec pcs = BASE_VEC_INIT(uint64_t), rows = BASE_VEC_INIT(struct row);
 	struct rules rs = { BASE_VEC_INIT(struct kunw_rule), { 0 } };
 	base_map_init(&rs.index);
-	int err = boundaries(code, &pcs);
+	struct cstates cs = { BASE_VEC_INIT(struct cstate), NULL, 0 };
+	int err = code->cfi && !code->cfi->lazy ? complex_states(code->cfi, &cs) : 0;
+	if (!err)
+		err = boundaries(code, &cs, &pcs);
 	if (err)
 		goto out;
 	const uint64_t *p = pcs.data;
@@ -394,7 +475,7 @@ int kunw_table_build(struct kunw_table *t, const struct unw_code *code)
 	for (size_t i = 0; i < pcs.len; i++) {
 		if (i && p[i] == p[i - 1])
 			continue;
-		struct kunw_rule k = rule_at(code, p[i]);
+		struct kunw_rule k = rule_at(code, &cs, p[i]);
 		if (memcmp(&k, &last, sizeof(k)) == 0)
 			continue;
 		last = k;
@@ -424,6 +505,7 @@ int kunw_table_build(struct kunw_table *t, const struct unw_code *code)
 		t->nsframe = counts.nsframe;
 	}
 out:
+	base_vec_free(&cs.v);
 	base_vec_free(&pcs);
 	base_vec_free(&rows);
 	base_vec_free(&rs.v);

@@ -7,7 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "cfi/cfi_find.h"
@@ -274,6 +276,71 @@ static void test_finish(void **state)
 	assert_int_equal(res.stop, UW_STOP_MAX_FRAMES);
 }
 
+
+/* One FDE of 100,000 states alternating CFA = rbx + 8 (COMPLEX to lib/cfi: a row each) and
+ * CFA = rsp + 8: each converted (KUNW_K_CFA_REG + rbx, KUNW_K_CFA_SP), and the FDE's program run
+ * once, not once per COMPLEX row (which took its length each: 50,000 x 150 KiB on average). */
+static void test_many_complex_states(void **state)
+{
+	(void)state;
+	enum { N = 100000 };
+	size_t cap = 64 + 3 * (size_t)N + 16;
+	uint8_t *b = calloc(1, cap), *p = b;
+#define PUT32(v) do { uint32_t v_ = (v); memcpy(p, &v_, 4); p += 4; } while (0)
+	assert_non_null(b);
+	/* CIE: version 1, "zR", code 1, data -8, ra 16, udata4 pointers; CFA = rsp + 8, ra at CFA - 8 */
+	static const uint8_t cie[] = { 1, 'z', 'R', 0, 1, 0x78, 16, 1, 0x03, 0x0c, 7, 8, 0x90, 1, 0, 0 };
+	PUT32(4 + sizeof(cie));
+	PUT32(0);
+	memcpy(p, cie, sizeof(cie));
+	p += sizeof(cie);
+	uint8_t *fde = p;
+	p += 4; /* (its length, below) */
+	PUT32((uint32_t)(p - b)); /* the CIE pointer: back to offset 0 */
+	PUT32(0x1000);            /* pc_begin (absolute) */
+	PUT32(N);                 /* pc_range: a byte a state */
+	*p++ = 0;                 /* augmentation data */
+	for (int i = 1; i < N; i++) {
+		*p++ = 0x41;                            /* DW_CFA_advance_loc 1 */
+		*p++ = 0x0d;                            /* DW_CFA_def_cfa_register */
+		*p++ = (i & 1) ? 3 : 7;                 /* rbx, rsp */
+	}
+	while ((p - fde) % 4)
+		*p++ = 0;
+	uint32_t flen = (uint32_t)(p - fde - 4);
+	memcpy(fde, &flen, 4);
+	PUT32(0); /* terminator */
+#undef PUT32
+	struct cfi_section sec = { b, (uint64_t)(p - b), 0x100000, true };
+	struct cfi_table t;
+	assert_int_equal(cfi_table_build(&t, &cfi_arch_x86_64, &sec, NULL), 0);
+	assert_true(t.n >= N);
+	struct unw_code code = { .cfi = &t };
+	struct kunw_table kt;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+	assert_int_equal(kunw_table_build(&kt, &code), 0);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+	double cpu = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	printf("100,000 states, half of them COMPLEX: table built in %.3f s of CPU\n", cpu);
+	for (uint64_t pc = 0x1000; pc < 0x1000 + N; pc += 997) {
+		struct kunw_rule k;
+		assert_true(kunw_table_find(&kt, pc, &k, NULL, NULL));
+		if ((pc - 0x1000) & 1) {
+			assert_int_equal(k.kind, KUNW_K_CFA_REG + 3);
+			assert_int_equal(k.cfa_off, 8);
+			assert_int_equal(k.ra_off, -8);
+		} else {
+			assert_int_equal(k.kind, KUNW_K_CFA_SP);
+		}
+	}
+	/* (linear: milliseconds; once per row it was tens of seconds) */
+	assert_true(cpu < 2.0);
+	kunw_table_free(&kt);
+	cfi_table_free(&t);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -281,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_ld_so),
 		cmocka_unit_test(test_program),
 		cmocka_unit_test(test_cfi_cases),
+		cmocka_unit_test(test_many_complex_states),
 		cmocka_unit_test(test_decode),
 		cmocka_unit_test(test_finish),
 	};

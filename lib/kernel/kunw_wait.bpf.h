@@ -563,6 +563,13 @@ int kunw_wait_end(struct bpf_iter__task *ctx)
 		return 0;
 	struct kunw_wait_counters *cnt = kw_counters();
 	__u64 end = kunw_wait_end_mono;
+	/* a thread that has run since its wait began (the switch-in not shown, and no switch-out
+	 * since: a thread busy to the end): its wait ended at its last arrival, not at the end */
+	if (k->out && bpf_core_field_exists(t->sched_info.last_arrival)) {
+		__u64 arr = t->sched_info.last_arrival;
+		if (arr && (k->walked ? arr + kunw_wait_clock_off > k->out : arr > k->out))
+			kw_close_at_arrival(t, k);
+	}
 	if (k->out && !k->walked) {
 		__u64 e = end - kunw_wait_clock_off;
 		__u32 i = k->slot;

@@ -89,16 +89,19 @@ perfmap)
         echo "$kind: record -p --duration 2 took $d s, $c s of CPU time"
         awk -v d="$d" 'BEGIN { exit !(d < 10.0) }' || fail "$kind: --duration 2 took $d s"
         awk -v c="$c" 'BEGIN { exit !(c < 2.0) }' || fail "$kind: --duration 2 took $c s of CPU time"
-        # SIGTERM stops it within a few seconds (a bound for a blocked read)
-        "$U" record -q -p $job -o $kind-term.data 2>rec.err &
+        # SIGTERM once it records (its setting up, seconds of CPU under load, not counted) stops
+        # it: a bound for a read blocked on the FIFO, which would never end (not for speed)
+        "$U" record -v -p $job -o $kind-term.data 2>rec.err &
         rec=$!
-        sleep 1
+        for _ in $(seq 1200); do grep -q "recording: events enabled" rec.err && break; sleep 0.1; done
+        grep -q "recording: events enabled" rec.err || fail "$kind: the recording did not begin ($(grep -v 'info:' rec.err))"
+        sleep 0.5
         t=$(now)
         kill -TERM $rec
         wait $rec || fail "$kind: SIGTERM: exit $?"
         d=$(elapsed "$t")
         echo "$kind: stopped $d s after SIGTERM"
-        awk -v d="$d" 'BEGIN { exit !(d < 3.0) }' || fail "$kind: SIGTERM took $d s"
+        awk -v d="$d" 'BEGIN { exit !(d < 20.0) }' || fail "$kind: SIGTERM took $d s"
         # the report reads the map (or refuses it) quickly: its CPU time
         cpu_secs timeout 120 "$U" report -i $kind.data --folded -o $kind.folded 2>rep.err || fail "$kind: report: exit $?"
         d=$(cat "$W/cpu.txt")

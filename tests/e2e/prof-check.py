@@ -10,6 +10,9 @@ and `-top`. Every failure says why and prints the traces that matter.
                              included, where a sample count depends on how the CPU came
       --lost N               exactly N samples are the profiler's lost ones (one frame, "[lost
                              samples]")
+      --lost-value-min TYPE=SEC  the lost samples' values of TYPE add up to at least SEC seconds
+                             (their periods, overruns included: the time lost, which a count of
+                             samples is not where the CPU came in slices)
       --only PATTERN ...     every sample's stack matches one of the patterns
       --expect PATTERN       at least one sample matches
       --never A;B            no stack has B called by A (adjacent frames, outermost first)
@@ -120,6 +123,18 @@ def main():
             if n != int(val):
                 print("FAIL: %d samples in [lost samples], expected %s" % (n, val))
                 show(samples)
+                ok = False
+        elif opt == "--lost-value-min":
+            typ, sec = val.split("=")
+            top = pprof(["-top", "-unit=ms", "-nodecount=100000", "-sample_index=" + typ, path])
+            got = 0.0
+            for line in top.splitlines():
+                if line.rstrip().endswith("[lost samples]"):
+                    got = float(line.split()[0].rstrip("ms") or 0) / 1000
+            print("lost %s %.3f s" % (typ, got))
+            if got < float(sec):
+                print(top[:600])
+                print("FAIL: %.3f s of %s in [lost samples], expected at least %s s" % (got, typ, sec))
                 ok = False
         elif opt == "--only":
             only.append(val)

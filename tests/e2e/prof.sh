@@ -363,19 +363,22 @@ lost)
     # (PTRACE_INTERRUPT: that thread alone) while the main thread works 0.4 s of its CPU, 12 KiB
     # deep in its stack, with a ring of 64 KiB (four such samples); before the change the profile
     # held only what was unwound
+    # (the time lost is checked, not a count of samples: where the thread gets the CPU in
+    # slices, its CPU clock's timer expires several periods at once, one signal with overruns)
     run "$P" lost "$W/p.pb.gz"
     n=$(val dropped)
-    [ "$n" -ge 20 ] || { cat "$W/out.txt"; fail "$n samples dropped while the profiler's thread was stopped (0.4 s of work at 199 Hz)"; }
+    [ "$n" -ge 1 ] || { cat "$W/out.txt"; fail "no sample dropped while the profiler's thread was stopped (0.4 s of work at 199 Hz)"; }
     expect_eq samples "$(($(val unwound) + n))"
-    $CHECK "$W/p.pb.gz" --lost "$n" --value-min cpu=0.4 --expect "$MAIN;run_lost;lost_deep;*;lost_work;*"
+    $CHECK "$W/p.pb.gz" --lost "$n" --lost-value-min cpu=0.25 --value-min cpu=0.4 \
+        --expect "$MAIN;run_lost;lost_deep;*;lost_work;*"
     # the preloaded profiler says so as it writes the profile
     UNWOUND_PROF="$W/env.pb.gz" UNWOUND_PROF_HZ=199 UNWOUND_PROF_RING=65536 UNWOUND_PROF_STATS="$W/env.stats" \
         run "$P" lost-env "$W/unused"
     n=$(sed -n 's/^dropped //p' "$W/env.stats")
-    [ "$n" -ge 20 ] || { cat "$W/env.stats"; fail "lost-env: $n samples dropped"; }
+    [ "$n" -ge 1 ] || { cat "$W/env.stats"; fail "lost-env: no sample dropped"; }
     grep -q "^unwound-prof: $n of [0-9]* samples lost to full rings .*: in $W/env.pb.gz as \[lost samples\]" "$W/err.txt" ||
         { cat "$W/err.txt"; fail "lost-env: no line on standard error says that $n samples were lost"; }
-    $CHECK "$W/env.pb.gz" --lost "$n"
+    $CHECK "$W/env.pb.gz" --lost "$n" --lost-value-min cpu=0.25
     ;;
 *) fail "unknown case $case" ;;
 esac

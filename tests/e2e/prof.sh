@@ -358,18 +358,22 @@ wall)
         --expect 'clone3;start_thread;sleeper_main;sleeper_wait;*' --share sleeper_main=30:70
     ;;
 lost)
+    # N periods at 199 Hz, in seconds (less 1%: the period is a whole number of nanoseconds)
+    periods() { awk -v n="$1" 'BEGIN { printf "%.4f", n / 199 * 0.99 }'; }
     # Samples a full ring drops are in the profile, not only in the counts: "[lost samples]",
     # as many as were dropped, weighing their time. The profiler's thread is stopped by a tracer
     # (PTRACE_INTERRUPT: that thread alone) while the main thread works 0.4 s of its CPU, 12 KiB
     # deep in its stack, with a ring of 64 KiB (four such samples); before the change the profile
     # held only what was unwound
-    # (the time lost is checked, not a count of samples: where the thread gets the CPU in
-    # slices, its CPU clock's timer expires several periods at once, one signal with overruns)
+    # (not a count of samples: where the thread gets the CPU in slices, its CPU clock's timer
+    # expires several periods at once, one signal with overruns, and the ring's four samples
+    # may then hold most of the 0.4 s. Each sample dropped weighs at least its period, and the
+    # profile holds all the time sampled.)
     run "$P" lost "$W/p.pb.gz"
     n=$(val dropped)
     [ "$n" -ge 1 ] || { cat "$W/out.txt"; fail "no sample dropped while the profiler's thread was stopped (0.4 s of work at 199 Hz)"; }
     expect_eq samples "$(($(val unwound) + n))"
-    $CHECK "$W/p.pb.gz" --lost "$n" --lost-value-min cpu=0.25 --value-min cpu=0.4 \
+    $CHECK "$W/p.pb.gz" --lost "$n" --lost-value-min "cpu=$(periods "$n")" --value-min cpu=0.4 \
         --expect "$MAIN;run_lost;lost_deep;*;lost_work;*"
     # the preloaded profiler says so as it writes the profile
     UNWOUND_PROF="$W/env.pb.gz" UNWOUND_PROF_HZ=199 UNWOUND_PROF_RING=65536 UNWOUND_PROF_STATS="$W/env.stats" \
@@ -378,7 +382,7 @@ lost)
     [ "$n" -ge 1 ] || { cat "$W/env.stats"; fail "lost-env: no sample dropped"; }
     grep -q "^unwound-prof: $n of [0-9]* samples lost to full rings .*: in $W/env.pb.gz as \[lost samples\]" "$W/err.txt" ||
         { cat "$W/err.txt"; fail "lost-env: no line on standard error says that $n samples were lost"; }
-    $CHECK "$W/env.pb.gz" --lost "$n" --lost-value-min cpu=0.25
+    $CHECK "$W/env.pb.gz" --lost "$n" --lost-value-min "cpu=$(periods "$n")" --value-min cpu=0.4
     ;;
 *) fail "unknown case $case" ;;
 esac

@@ -87,7 +87,8 @@ perfmap)
         d=$(elapsed "$t")
         c=$(cat "$W/cpu.txt")
         echo "$kind: record -p --duration 2 took $d s, $c s of CPU time"
-        awk -v d="$d" 'BEGIN { exit !(d < 10.0) }' || fail "$kind: --duration 2 took $d s"
+        # (the setting up counts too: the BPF program's loading takes seconds under load)
+        awk -v d="$d" 'BEGIN { exit !(d < 30.0) }' || fail "$kind: --duration 2 took $d s"
         awk -v c="$c" 'BEGIN { exit !(c < 2.0) }' || fail "$kind: --duration 2 took $c s of CPU time"
         # SIGTERM once it records (its setting up, seconds of CPU under load, not counted) stops
         # it: a bound for a read blocked on the FIFO, which would never end (not for speed)
@@ -288,15 +289,19 @@ killed)
     grep -q "was not finished" u.err || fail "report does not say the file was not finished"
     ;;
 hup)
-    "$U" record -q -o h.data -- "$E" calltree 30.$$ >/dev/null 2>rec.err &
+    "$U" record -v -o h.data -- "$E" calltree 30.$$ >/dev/null 2>rec.err &
     rec=$!
-    sleep 1
+    # (once it records: its setting up takes seconds of CPU under load; the bound is for a
+    # recorder that would not stop, not for speed)
+    for _ in $(seq 1200); do grep -q "recording: events enabled" rec.err && break; sleep 0.1; done
+    grep -q "recording: events enabled" rec.err || fail "the recording did not begin ($(grep -v 'info:' rec.err))"
+    sleep 0.5
     t=$(now)
     kill -HUP $rec
     rc=0; wait $rec || rc=$?
     d=$(elapsed "$t")
     echo "hup: the recorder stopped $d s after SIGHUP (exit $rc)"
-    awk -v d="$d" 'BEGIN { exit !(d < 3.0) }' || fail "SIGHUP took $d s"
+    awk -v d="$d" 'BEGIN { exit !(d < 20.0) }' || fail "SIGHUP took $d s"
     pgrep -f "e2e_nofp calltree 30.$$" >/dev/null && fail "the command still runs"
     perf report -i h.data --stdio >/dev/null 2>&1 || fail "the recording is not complete"
     ;;

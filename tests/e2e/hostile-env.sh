@@ -45,7 +45,7 @@ elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 case $case in
 debuginfo)
     printf 'static volatile unsigned long sink;\nstatic inline __attribute__((always_inline)) void inner(unsigned long n) { for (unsigned long i = 0; i < n; i++) sink += i; }\n__attribute__((noinline)) void lib_entry(unsigned long n) { inner(n); inner(n / 2); }\n' >il.c
-    printf '#include <time.h>\nvoid lib_entry(unsigned long n);\nint main(void) { struct timespec a, b; clock_gettime(CLOCK_MONOTONIC, &a); do { lib_entry(1000000); clock_gettime(CLOCK_MONOTONIC, &b); } while (b.tv_sec - a.tv_sec < 1); return 0; }\n' >main.c
+    printf '#include <time.h>\nvoid lib_entry(unsigned long n);\nint main(void) { struct timespec a, b; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a); do { lib_entry(1000000); clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b); } while (b.tv_sec - a.tv_sec < 1); return 0; }\n' >main.c
     cc -O2 -g -fPIC -shared -o libil.so il.c
     cc -O2 -g -o prog main.c -L. -lil -Wl,-rpath,"$W"
     perf record -q -e cpu-clock -F 999 --call-graph dwarf -o perf.data ./prog 2>perf.err
@@ -350,7 +350,7 @@ diskfull)
     ;;
 bomb)
     printf 'static volatile unsigned long sink;\n__attribute__((noinline)) void lib_entry(unsigned long n) { for (unsigned long i = 0; i < n; i++) sink += i; }\n' >b.c
-    printf '#include <time.h>\nvoid lib_entry(unsigned long n);\nint main(void) { struct timespec a, b; clock_gettime(CLOCK_MONOTONIC, &a); do { lib_entry(1000000); clock_gettime(CLOCK_MONOTONIC, &b); } while (b.tv_sec - a.tv_sec < 1); return 0; }\n' >main.c
+    printf '#include <time.h>\nvoid lib_entry(unsigned long n);\nint main(void) { struct timespec a, b; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a); do { lib_entry(1000000); clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b); } while (b.tv_sec - a.tv_sec < 1); return 0; }\n' >main.c
     cc -O2 -g -fPIC -shared -o libb.so b.c
     cc -O2 -g -o prog main.c -L. -lb -Wl,-rpath,"$W"
     perf record -q --no-buildid-cache -e cpu-clock -F 999 --call-graph dwarf -o perf.data ./prog 2>perf.err

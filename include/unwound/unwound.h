@@ -1679,6 +1679,12 @@ struct uw_prof_stats {
 	uint64_t handler_replaced; /* 1: the program replaced the handler (samples stopped) */
 	uint64_t collector_cpu_ns; /* the collector thread's CPU time */
 	uint64_t stop_reasons[UW_STOP_MAX]; /* unwound samples by enum uw_stop_reason */
+	/* CPU-time mode: timer periods a thread ran after its last signal, until its timer was
+	 * deleted (it ended, or the profiler stopped), folded into that last sample's weight. The
+	 * kernel sends a CPU-time timer's signal from a tick that finds the thread running; on a
+	 * loaded machine that may not happen for hundreds of milliseconds, the periods in between
+	 * then come as overruns of the next signal, and after the last one as these. */
+	uint64_t periods_after_last;
 	/* (new fields go here) */
 };
 

@@ -100,6 +100,13 @@ struct iprof_slot {
 	uint8_t own;             /* registered by the thread itself (exact bounds; its exit is seen) */
 	uint8_t main;            /* the main thread */
 	uint64_t start_ticks;    /* /proc/self/task/TID/stat's starttime (a reused tid is another thread) */
+	/* the timer's periods on the thread's CPU clock (CPU-time mode), to count those it ran after
+	 * its last signal (prof_threads.c): */
+	uint64_t period_ns;
+	uint64_t cpu_first;      /* the thread's CPU time at its first expiry at the latest; 0: not counted */
+	uint64_t cpu_end;        /* ... when its timer was deleted; 0: not known (the thread was gone) */
+	uint64_t tail_periods;   /* the periods between its last signal and cpu_end */
+	char end_comm[16];       /* its name when its timer went ("": not read) */
 	/* the collector's */
 	const char *comm;        /* interned (prof_collect.c) */
 	uint64_t comm_read_ns;
@@ -107,6 +114,12 @@ struct iprof_slot {
 	uint64_t seen_samples;   /* n_samples when last looked at */
 	uint64_t lost_added;     /* n_dropped, n_dropped_periods already in the profile (collector) */
 	uint64_t lost_periods_added;
+	/* the thread's last sample, held back until the next one comes or the slot ends: the
+	 * periods its thread ran after it (tail_periods) are added to its weight */
+	struct uw_sample pend;
+	struct uw_frame *pend_frames;
+	unsigned pend_cap;
+	bool has_pend;
 };
 
 #define IPROF_KEY_MAGIC 0x5577ull
@@ -182,7 +195,7 @@ struct uw_prof {
 	int internal[16];
 	unsigned ninternal;
 	/* totals of slots freed, and the collector's (registry lock for the first group) */
-	uint64_t f_samples, f_dropped, f_kernel_copy, f_no_copy, f_altstack, f_overruns;
+	uint64_t f_samples, f_dropped, f_kernel_copy, f_no_copy, f_altstack, f_overruns, f_tail;
 	uint64_t threads, threads_refused;
 	_Atomic uint64_t unwound, root, map_resets, collector_cpu_ns;
 	_Atomic uint64_t stops[UW_STOP_MAX];
@@ -214,6 +227,8 @@ void iprof_scan_threads(struct uw_prof *p, uint64_t now_ns);
 void iprof_check_threads(struct uw_prof *p, uint64_t now_ns);
 void iprof_release_slot(struct uw_prof *p, struct iprof_slot *sl);
 void iprof_quiesce_slot(struct iprof_slot *sl);
+void iprof_kill_slot(struct iprof_slot *sl);
+void iprof_flush_pending(struct uw_prof *p, struct iprof_slot *sl);
 bool iprof_is_internal(struct uw_prof *p, int tid);
 void iprof_note_internal(int tid, bool add);
 extern _Thread_local int iprof_tls_internal;

@@ -65,6 +65,10 @@ static void forget_parent(void)
 		atomic_store(&t[i].key, 0);
 		iprof_ring_free(t[i].ring);
 		t[i].ring = NULL;
+		free(t[i].pend_frames);
+		t[i].pend_frames = NULL;
+		t[i].pend_cap = 0;
+		t[i].has_pend = false;
 		t[i].state = SLOT_FREE;
 		t[i].has_timer = 0;
 	}
@@ -147,14 +151,8 @@ static void kill_all(struct uw_prof *p)
 	struct iprof_slot *t = atomic_load(&iprof_g.tab);
 	for (unsigned i = 0; t && i < p->hwm; i++) {
 		struct iprof_slot *sl = &t[i];
-		if (sl->state != SLOT_ACTIVE)
-			continue;
-		if (sl->has_timer) {
-			timer_delete(sl->timer);
-			sl->has_timer = 0;
-		}
-		iprof_quiesce_slot(sl);
-		sl->state = SLOT_DEAD;
+		if (sl->state == SLOT_ACTIVE)
+			iprof_kill_slot(sl);
 	}
 }
 
@@ -376,6 +374,7 @@ UW_API int uw_prof_stats(struct uw_prof *p, struct uw_prof_stats *st)
 	s.stack_not_copied = p->f_no_copy;
 	s.on_altstack = p->f_altstack;
 	s.overruns = p->f_overruns;
+	s.periods_after_last = p->f_tail;
 	struct iprof_slot *t = atomic_load(&iprof_g.tab);
 	if (iprof_g.running == p && !iprof_g.forked) {
 		for (unsigned i = 0; t && i < p->hwm; i++) {
@@ -388,6 +387,8 @@ UW_API int uw_prof_stats(struct uw_prof *p, struct uw_prof_stats *st)
 			s.stack_not_copied += atomic_load(&sl->n_no_copy);
 			s.on_altstack += atomic_load(&sl->n_altstack);
 			s.overruns += atomic_load(&sl->n_overruns);
+			if (sl->state == SLOT_DEAD)
+				s.periods_after_last += sl->tail_periods;
 			if (sl->state == SLOT_ACTIVE)
 				s.threads_now++;
 		}

@@ -60,6 +60,67 @@ struct drain {
 	bool this_gen;           /* only records of the tracker's generation */
 };
 
+static void add_sample(struct uw_prof *p, const struct uw_sample *smp)
+{
+	if (uw_profile_add(p->profile, smp))
+		return;
+	atomic_fetch_add_explicit(&p->unwound, 1, memory_order_relaxed);
+	if (smp->stop_reason == UW_STOP_END_OF_STACK)
+		atomic_fetch_add_explicit(&p->root, 1, memory_order_relaxed);
+	if (smp->stop_reason < UW_STOP_MAX)
+		atomic_fetch_add_explicit(&p->stops[smp->stop_reason], 1, memory_order_relaxed);
+}
+
+/* A thread's sample is held back until its next one, so that its last one can carry the
+ * periods the thread ran after it (iprof_flush_pending). */
+static void hold(struct uw_prof *p, struct iprof_slot *sl, const struct uw_sample *smp)
+{
+	if (sl->has_pend) {
+		add_sample(p, &sl->pend);
+		sl->has_pend = false;
+	}
+	if (smp->nr_user > sl->pend_cap) {
+		struct uw_frame *f = realloc(sl->pend_frames, smp->nr_user * sizeof(*f));
+		if (!f) {
+			add_sample(p, smp);
+			return;
+		}
+		sl->pend_frames = f;
+		sl->pend_cap = smp->nr_user;
+	}
+	sl->pend = *smp;
+	if (smp->nr_user)
+		memcpy(sl->pend_frames, smp->user, smp->nr_user * sizeof(*sl->pend_frames));
+	sl->pend.user = sl->pend_frames;
+	sl->has_pend = true;
+}
+
+/* The slot's held sample into the profile, with the periods its thread ran after it; when it
+ * has none, those periods are the "[lost samples]" frame's (registry lock held: the slot is
+ * dead, its ring drained). */
+void iprof_flush_pending(struct uw_prof *p, struct iprof_slot *sl)
+{
+	uint64_t extra = sl->tail_periods * sl->period_ns;
+	if (sl->has_pend) {
+		sl->pend.period += extra;
+		add_sample(p, &sl->pend);
+		sl->has_pend = false;
+	} else if (extra) {
+		struct uw_sample smp = {
+			.sz = sizeof(smp),
+			.pid = (uint32_t)p->pid,
+			.tid = (uint32_t)sl->tid,
+			.time = iprof_now_ns(CLOCK_MONOTONIC),
+			.period = extra,
+			.cpumode = 2, /* PERF_RECORD_MISC_USER */
+			.stop_reason = UW_STOP_LOST,
+			.comm = sl->comm ? sl->comm : sl->end_comm[0] ? comm_intern(p, sl->end_comm) : NULL,
+			.event_name = "cpu-clock",
+		};
+		uw_profile_add(p->profile, &smp);
+	}
+}
+
 static void unwind_one(struct uw_prof *p, struct iprof_slot *sl, const struct iprof_rec *rec, uint64_t now)
 {
 	uint64_t regs[IPROF_NREGS];
@@ -114,13 +175,7 @@ static void unwind_one(struct uw_prof *p, struct iprof_slot *sl, const struct ip
 		.user_sp = res.sp,
 		.user_fp = res.fp,
 	};
-	if (uw_profile_add(p->profile, &smp))
-		return;
-	atomic_fetch_add_explicit(&p->unwound, 1, memory_order_relaxed);
-	if (res.stop == UW_STOP_END_OF_STACK)
-		atomic_fetch_add_explicit(&p->root, 1, memory_order_relaxed);
-	if ((unsigned)res.stop < UW_STOP_MAX)
-		atomic_fetch_add_explicit(&p->stops[res.stop], 1, memory_order_relaxed);
+	hold(p, sl, &smp);
 	/* the main thread's stack grew below the mapping it had when it was registered: read it
 	 * again (at most once a second), so that its copies are plain ones again */
 	if (sl->main && rec->src == IPROF_STACK_KERNEL && now - p->main_stack_ns > 1000000000ull) {

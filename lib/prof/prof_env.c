@@ -165,10 +165,10 @@ static void write_stats(struct uw_prof *p, const char *where)
 		   "\noverruns %" PRIu64 "\nstack_copied_by_kernel %" PRIu64 "\nstack_not_copied %" PRIu64
 		   "\non_altstack %" PRIu64 "\nforeign_signals %" PRIu64 "\nstale_signals %" PRIu64
 		   "\nthreads %" PRIu64 "\nthreads_refused %" PRIu64 "\nmap_resets %" PRIu64
-		   "\nhandler_replaced %" PRIu64 "\ncollector_cpu_ns %" PRIu64 "\n",
+		   "\nhandler_replaced %" PRIu64 "\ncollector_cpu_ns %" PRIu64 "\nperiods_after_last %" PRIu64 "\n",
 		st.samples, st.samples_unwound, st.samples_root, st.dropped, st.overruns, st.stack_copied_by_kernel,
 		st.stack_not_copied, st.on_altstack, st.foreign_signals, st.stale_signals, st.threads,
-		st.threads_refused, st.map_resets, st.handler_replaced, st.collector_cpu_ns);
+		st.threads_refused, st.map_resets, st.handler_replaced, st.collector_cpu_ns, st.periods_after_last);
 	for (unsigned i = 0; i < UW_STOP__COUNT; i++)
 		if (st.stop_reasons[i])
 			fprintf(f, "stop %s: %" PRIu64 "\n", uw_stop_reason_str((enum uw_stop_reason)i), st.stop_reasons[i]);

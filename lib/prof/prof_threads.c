@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -148,6 +149,8 @@ static struct iprof_slot *slot_take(struct uw_prof *p, int tid)
 		sl->own = 0;
 		sl->main = tid == p->pid;
 		sl->start_ticks = 0;
+		sl->period_ns = sl->cpu_first = sl->cpu_end = sl->tail_periods = 0;
+		sl->has_pend = false;
 		sl->comm = NULL;
 		sl->last_sample_ns = sl->seen_samples = 0;
 		atomic_store(&sl->lo, 0);
@@ -179,16 +182,67 @@ void iprof_quiesce_slot(struct iprof_slot *sl)
 		sched_yield();
 }
 
+/* A thread's CPU time in ns; 0 when it cannot be read (the thread is gone). */
+static uint64_t thread_cpu_ns(int tid)
+{
+	struct timespec ts;
+	if (clock_gettime(thread_cpu_clock(tid), &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A thread's name into name[16] ("" when it cannot be read). */
+static void thread_name(int tid, char name[16])
+{
+	name[0] = 0;
+	if (tid == iprof_gettid()) {
+		if (prctl(PR_GET_NAME, name, 0, 0, 0))
+			name[0] = 0;
+		name[15] = 0;
+		return;
+	}
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, name, 15);
+	close(fd);
+	n = n < 0 ? 0 : n;
+	while (n > 0 && name[n - 1] == '\n')
+		n--;
+	name[n] = 0;
+}
+
 /* The thread is gone or no longer sampled: its timer deleted, the handler kept out; the
- * collector drains the ring and frees the slot (registry lock held). */
-static void slot_kill(struct iprof_slot *sl)
+ * collector drains the ring and frees the slot (registry lock held).
+ *
+ * A CPU-time timer's signal is sent from a tick that finds its thread running (the expiry is
+ * noticed there), and each signal's overrun counts the periods since the one before, so that
+ * the signals account for every period up to the last one exactly. After the last one, the
+ * thread's periods are counted here from its clock: on a loaded machine, ticks may miss the
+ * thread for hundreds of milliseconds of its CPU time, and they would be missing from the
+ * profile. (The count errs low: cpu_first was read after the timer was armed.) A thread that is
+ * already gone cannot be read: its last periods go uncounted. */
+void iprof_kill_slot(struct iprof_slot *sl)
 {
 	if (sl->has_timer) {
+		sl->cpu_end = sl->cpu_first ? thread_cpu_ns(sl->tid) : 0;
 		timer_delete(sl->timer);
 		sl->has_timer = 0;
 	}
 	iprof_quiesce_slot(sl);
 	sl->state = SLOT_DEAD;
+	sl->tail_periods = 0;
+	if (sl->cpu_end >= sl->cpu_first && sl->cpu_first && sl->period_ns) {
+		uint64_t due = (sl->cpu_end - sl->cpu_first) / sl->period_ns + 1;
+		uint64_t got = atomic_load(&sl->n_samples) + atomic_load(&sl->n_overruns);
+		sl->tail_periods = due > got ? due - got : 0;
+	}
+	/* (its name, for a thread that had no sample to take it from) */
+	sl->end_comm[0] = 0;
+	if (sl->tail_periods && !atomic_load(&sl->n_samples))
+		thread_name(sl->tid, sl->end_comm);
 }
 
 /* The collector's part of a slot's end, after its last records were drained (registry lock
@@ -196,13 +250,19 @@ static void slot_kill(struct iprof_slot *sl)
 void iprof_release_slot(struct uw_prof *p, struct iprof_slot *sl)
 {
 	if (sl->state == SLOT_ACTIVE)
-		slot_kill(sl);
+		iprof_kill_slot(sl);
+	iprof_flush_pending(p, sl);
 	p->f_samples += atomic_load(&sl->n_samples);
 	p->f_dropped += atomic_load(&sl->n_dropped);
 	p->f_kernel_copy += atomic_load(&sl->n_kernel_copy);
 	p->f_no_copy += atomic_load(&sl->n_no_copy);
 	p->f_altstack += atomic_load(&sl->n_altstack);
 	p->f_overruns += atomic_load(&sl->n_overruns);
+	p->f_tail += sl->tail_periods;
+	free(sl->pend_frames);
+	sl->pend_frames = NULL;
+	sl->pend_cap = 0;
+	sl->has_pend = false;
 	atomic_store(&sl->key, 0);
 	iprof_ring_free(sl->ring);
 	sl->ring = NULL;
@@ -255,6 +315,10 @@ static int slot_arm(struct uw_prof *p, struct iprof_slot *sl)
 		iprof_release_slot(p, sl);
 		return e;
 	}
+	/* (read after arming: the first expiry counted is no earlier than the kernel's) */
+	uint64_t now = p->o.clock == UW_PROF_CPU ? thread_cpu_ns(sl->tid) : 0;
+	sl->period_ns = p->period_ns;
+	sl->cpu_first = now ? now + first : 0;
 	p->threads++;
 	return 0;
 }
@@ -329,7 +393,7 @@ void iprof_unregister_self(uint64_t key)
 	pthread_mutex_lock(&iprof_g.lock);
 	struct iprof_slot *sl = &t[IPROF_KEY_INDEX(key)];
 	if (!iprof_g.forked && sl->state == SLOT_ACTIVE && atomic_load(&sl->key) == key)
-		slot_kill(sl);
+		iprof_kill_slot(sl);
 	pthread_mutex_unlock(&iprof_g.lock);
 }
 
@@ -451,7 +515,7 @@ void iprof_scan_threads(struct uw_prof *p, uint64_t now_ns)
 			continue;
 		int *hit = bsearch(&sl->tid, tids, n, sizeof(*tids), cmp_int);
 		if (!hit)
-			slot_kill(sl);
+			iprof_kill_slot(sl);
 		else
 			known[hit - tids] = 1;
 	}
@@ -503,13 +567,13 @@ void iprof_check_threads(struct uw_prof *p, uint64_t now_ns)
 			struct itimerspec its;
 			if (silent && !timer_gettime(sl->timer, &its) && !its.it_interval.tv_sec &&
 			    !its.it_interval.tv_nsec)
-				slot_kill(sl);
+				iprof_kill_slot(sl);
 		} else if (silent && now_ns - sl->last_sample_ns > 1000000000ull) {
 			uint64_t st = start_ticks(sl->tid);
 			if (!sl->start_ticks)
 				sl->start_ticks = st;
 			else if (st != sl->start_ticks)
-				slot_kill(sl);
+				iprof_kill_slot(sl);
 			sl->last_sample_ns = now_ns;
 		}
 	}

@@ -17,7 +17,8 @@ and `-top`. Every failure says why and prints the traces that matter.
       --expect PATTERN       at least one sample matches
       --never A;B            no stack has B called by A (adjacent frames, outermost first)
       --share FUNC=LO:HI     the samples with FUNC on their stack are LO..HI percent of all
-      --root-share PCT       at least PCT percent reach a root frame (_start, clone, clone3)
+      --root-share PCT       at least PCT percent reach a root frame (_start, clone, clone3), of
+                             the samples unwound ("[lost samples]" are not: --lost checks them)
       --label KEY=VALUE      some sample has the label (VALUE may end with *)
       --type TYPE            the profile's sample type (cpu, wall) in -top's header
       --inline FUNC          some sample has FUNC as an inline frame (a line of a location)
@@ -83,7 +84,7 @@ def match(pattern, frames):
             return j == len(frames)
         if pat[i] == "*":
             return any(go(i + 1, k) for k in range(j, len(frames) + 1))
-        return j < len(frames) and fnmatch.fnmatchcase(frames[j], pat[i]) and go(i + 1, j + 1)
+        return j < len(frames) and (frames[j] == pat[i] or fnmatch.fnmatchcase(frames[j], pat[i])) and go(i + 1, j + 1)
 
     return go(0, 0)
 
@@ -162,11 +163,12 @@ def main():
                 ok = False
         elif opt == "--root-share":
             n = sum(c for c, _, f in samples if f and f[0] in ROOTS)
-            pct = 100.0 * n / total if total else 0
-            print("root %.2f%% (%d of %d)" % (pct, n, total))
+            unwound = total - sum(c for c, _, f in samples if f == ["[lost samples]"])
+            pct = 100.0 * n / unwound if unwound else 0
+            print("root %.2f%% (%d of %d)" % (pct, n, unwound))
             if pct < float(val):
                 print("FAIL: %.2f%% of the samples reach a root, expected at least %s%%; those that do not:" % (pct, val))
-                show([s for s in samples if not s[2] or s[2][0] not in ROOTS])
+                show([s for s in samples if (not s[2] or s[2][0] not in ROOTS) and s[2] != ["[lost samples]"]])
                 ok = False
         elif opt == "--label":
             k, v = val.split("=", 1)

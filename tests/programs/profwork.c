@@ -26,6 +26,9 @@
  *              thread works 0.4 s of its CPU 12 KiB deep in its stack: its small ring fills and
  *              the samples it drops are in the profile as [lost samples]
  *   lost-env   the same under the profiler UNWOUND_PROF starts (OUT unused)
+ *   blocked    the profiler's signal blocked: a thread that blocks every signal works 0.2 s of
+ *              its CPU and ends; main works until SAMPLES, then blocks it, works 0.3 s and stops
+ *              the profiler (its timer's signal pending, never delivered)
  *   api        options refused, EBUSY, calls out of order, errno across the handler, max_threads
  *   spawn CMD  runs CMD (fork, exec) and exits with its status: nothing of its own
  */
@@ -112,10 +115,11 @@ static void finish(void)
 	uw_prof_stats(prof, &st);
 	printf("samples %" PRIu64 "\nunwound %" PRIu64 "\nroot %" PRIu64 "\ndropped %" PRIu64 "\nkernel_copy %" PRIu64
 	       "\nno_copy %" PRIu64 "\naltstack %" PRIu64 "\nforeign %" PRIu64 "\nthreads %" PRIu64
-	       "\nthreads_refused %" PRIu64 "\nmap_resets %" PRIu64 "\nhandler_replaced %" PRIu64 "\n",
+	       "\nthreads_refused %" PRIu64 "\nmap_resets %" PRIu64 "\nhandler_replaced %" PRIu64
+	       "\nperiods_after_last %" PRIu64 "\n",
 	       st.samples, st.samples_unwound, st.samples_root, st.dropped, st.stack_copied_by_kernel,
 	       st.stack_not_copied, st.on_altstack, st.foreign_signals, st.threads, st.threads_refused, st.map_resets,
-	       st.handler_replaced);
+	       st.handler_replaced, st.periods_after_last);
 	for (unsigned i = 0; i < UW_STOP__COUNT; i++)
 		if (st.stop_reasons[i])
 			printf("stop %s: %" PRIu64 "\n", uw_stop_reason_str((enum uw_stop_reason)i), st.stop_reasons[i]);
@@ -573,6 +577,43 @@ NOINLINE void run_cycles(unsigned n)
 	printf("cycles %u\nfailed %u\ncycle_samples %" PRIu64 "\n", n, failed, total);
 }
 
+/* ---- blocked: the timer's signal blocked (as threads of programs that leave signals to one
+ * thread do): the periods run after a thread's last signal are counted when its timer goes */
+NOINLINE void cpu_work(double s)
+{
+	double t0 = thread_cpu_s();
+	while (thread_cpu_s() - t0 < s)
+		spin(20000);
+}
+
+static void *masked_main(void *arg)
+{
+	(void)arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_setname_np(pthread_self(), "masked");
+	cpu_work(0.2);
+	return NULL;
+}
+
+NOINLINE int before_block(void) { return spin(40000) + 1; }
+
+NOINLINE void run_blocked(void)
+{
+	pthread_t t;
+	if (pthread_create(&t, NULL, masked_main, NULL))
+		die("pthread_create");
+	pthread_join(t, NULL);
+	while (samples() < want)
+		before_block();
+	sigset_t prof_sig;
+	sigemptyset(&prof_sig);
+	sigaddset(&prof_sig, SIGPROF);
+	pthread_sigmask(SIG_BLOCK, &prof_sig, NULL);
+	cpu_work(0.3);
+}
+
 /* ---- api: options, errors, the calls' order, errno across the handler */
 static int api_failed;
 
@@ -919,6 +960,8 @@ int main(int argc, char **argv)
 		run_altstack();
 	} else if (!strcmp(mode, "coroutine")) {
 		run_coroutine();
+	} else if (!strcmp(mode, "blocked")) {
+		run_blocked();
 	} else {
 		fprintf(stderr, "profwork: unknown mode %s\n", mode);
 		return 2;

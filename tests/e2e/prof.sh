@@ -410,8 +410,9 @@ blocked)
     #    signal, works 0.3 s and stops the profiler: those 59.7 periods weigh its last sample.
     run "$P" blocked "$W/p.pb.gz" 40
     common; expect_eq root "$(val samples)"
-    # (the counts err low by up to a period each: at least 38 + 58 periods, 0.19 + 0.2 + 0.29 s)
-    expect_ge periods_after_last 96
+    # (the counts err low by up to a period each: at least 38 + 58 periods, 0.19 + 0.2 + 0.29 s;
+    # under ThreadSanitizer threads are found by the scans, the masked one may not be: main's 58)
+    if strict; then expect_ge periods_after_last 96; else expect_ge periods_after_last 58; fi
     $CHECK "$W/p.pb.gz" --lost 1 --lost-value-min cpu=0.19 --value-min cpu=0.68 --label thread=masked \
         --only "$MAIN;run_blocked;before_block;spin" --only "$MAIN;run_blocked;before_block" --only "$MAIN;run_blocked;samples;*" \
         --only "$MAIN;run_blocked;samples" --only "$MAIN;run_blocked" --only "$MAIN;run_blocked;pthread_*;*" --only '[lost samples]' \

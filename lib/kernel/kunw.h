@@ -205,6 +205,11 @@ uint64_t kunw_bytes(const struct kunw *k);
 
 /* Called for each record; a non-zero return stops the poll and is returned by it. */
 typedef int (*kunw_sample_fn)(void *ctx, const struct kunw_sample *s);
+/* In the end of a verifier's log (kunw_open's err when the program was refused), the line that
+ * says why: the last but the statistics and the instructions the verifier went through (else the
+ * first line). @return where it starts in log; *n its length. */
+const char *kunw_verifier_why(const char *log, size_t *n);
+
 /* Waits up to timeout_ms for records and passes each to fn. The program wakes a waiting reader
  * only each time a CPU wrote its share of an eighth of the ring (a wakeup per record costs more
  * than the walk): records

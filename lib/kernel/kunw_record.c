@@ -138,3 +138,29 @@ void kunw_timing_print(const struct kunw_timing *t, void *file)
 		fprintf(f, "\n");
 	}
 }
+
+/* The line of a verifier's log that says why (its last but the statistics it ends with and the
+ * instructions it went through), else the log's start. */
+const char *kunw_verifier_why(const char *log, size_t *n)
+{
+	const char *best = NULL, *p = log;
+	size_t best_n = 0;
+	while (*p) {
+		const char *e = strchr(p, '\n');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		bool stat = !strncmp(p, "processed ", 10) || !strncmp(p, "verification time", 17) ||
+			    !strncmp(p, "stack depth", 11) || !strncmp(p, "mark_precise", 12);
+		bool insn = l && (p[0] >= '0' && p[0] <= '9') && memchr(p, ':', l);
+		if (l && !stat && !insn && p[0] != ';' && p[0] != ' ' && p[0] != '\t') {
+			best = p;
+			best_n = l;
+		}
+		p += l + (e != NULL);
+	}
+	if (!best) {
+		best = log;
+		best_n = strcspn(log, "\n");
+	}
+	*n = best_n;
+	return best;
+}

@@ -341,6 +341,32 @@ static void test_many_complex_states(void **state)
 	free(b);
 }
 
+/* The reason a refused program's verifier log gives (kunw_open's err ends with the log): the
+ * line that says why, not the statistics after it nor the instructions before. */
+static void test_verifier_why(void **state)
+{
+	(void)state;
+	static const char log[] =
+		"; __u64 *v = &w->chunk[first]; @ kunw.bpf.c:612\n"
+		"2145: (0f) r2 += r3                   ; frame1: R2=map_value(map=kunw_scratch,ks=4,vs=93480)\n"
+		"2146: (79) r1 = *(u64 *)(r2 +0)\n"
+		"R2 unbounded memory access, make sure to bounds check any such access\n"
+		"processed 48213 insns (limit 1000000) max_states_per_insn 4 total_states 2510 peak_states 1960\n"
+		"verification time 58310 usec\n"
+		"stack depth 120+96\n";
+	size_t n;
+	const char *w = kunw_verifier_why(log, &n);
+	assert_int_equal(n, strlen("R2 unbounded memory access, make sure to bounds check any such access"));
+	assert_memory_equal(w, "R2 unbounded", 12);
+	/* a log of instructions only, or of one line, or empty: its first line */
+	w = kunw_verifier_why("12: (85) call bpf_loop#181\n13: (95) exit\n", &n);
+	assert_int_equal(n, strlen("12: (85) call bpf_loop#181"));
+	w = kunw_verifier_why("loading the BPF program: Permission denied", &n);
+	assert_int_equal(n, strlen("loading the BPF program: Permission denied"));
+	w = kunw_verifier_why("", &n);
+	assert_int_equal(n, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -351,6 +377,7 @@ int main(void)
 		cmocka_unit_test(test_many_complex_states),
 		cmocka_unit_test(test_decode),
 		cmocka_unit_test(test_finish),
+		cmocka_unit_test(test_verifier_why),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

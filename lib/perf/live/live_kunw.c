@@ -1323,14 +1323,18 @@ int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char 
 	char err[512] = "";
 	int e = kunw_open(&ko, &lk->k, err, sizeof(err));
 	if (e) {
-		if (e == -EPERM || e == -EACCES)
+		/* (the verifier refuses with -EACCES as well as -EINVAL: only -EPERM is privilege) */
+		if (e == -EPERM)
 			snprintf(why, len, "not privileged (loading BPF needs root, or CAP_BPF and CAP_PERFMON)");
 		else if (e == -ENOSYS)
 			snprintf(why, len, "the kernel has no BPF");
 		else if (e == -ELIBACC)
 			snprintf(why, len, "libbpf cannot be loaded (%.200s)", err);
-		else
-			snprintf(why, len, "the program could not be loaded (verifier refusal?): %.120s", err);
+		else {
+			size_t n;
+			const char *w = kunw_verifier_why(err, &n);
+			snprintf(why, len, "the program could not be loaded (verifier refusal?): %.*s", (int)(n < 160 ? n : 160), w);
+		}
 		free(lk->buf);
 		free(lk);
 		return e;

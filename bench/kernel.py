@@ -18,10 +18,14 @@ overhead  The workload's own CPU time (user + system, from wait4 of the workload
           kernel.bpf_stats_enabled set for the run and put back after).
 samplecost  The time one sample takes from the sampled program, interrupt included, for each
           recorder and for perf without a call graph (the cost any sampling has): tests/stolen
-          (STOLEN="DEPTH FRAME THRASH_MIB", default "14 96 0" and "14 96 64": a stack of 14
-          frames, caches warm or thrashed) reads the time stamp counter in a loop and logs each
-          gap; a gap holding a sample's time (the recorder's perf.data, CLOCK_MONOTONIC) is that
-          sample's cost, which the host's own interruptions of this virtual machine are not.
+          (STOLEN="DEPTH FRAME THRASH", default "14 96 0", "14 96 256k" and "14 96 64": a stack
+          of 14 frames; caches warm, a 256 KiB working set the program cycles through, or 64 MiB
+          thrashed) reads the time stamp counter in a loop and logs each gap; a gap holding a
+          sample's time (the recorder's perf.data, CLOCK_MONOTONIC) is that sample's cost, which
+          the host's own interruptions of this virtual machine are not. With a working set, the
+          time the program then takes beyond its usual to go through it again (what the sample
+          evicted: the memory a profiler writes in the sample) is added in a second column, the
+          sample's whole cost to the program.
           Median over a run's samples, median over ROUNDS (default 5) interleaved runs of SECS_ST
           (default 3) seconds, pinned as above. For the kernel row, the BPF program's own time per
           sample too (kernel.bpf_stats_enabled, whose two clock reads every run then pays): the
@@ -323,7 +327,7 @@ def samplecost(build, tmp, lines):
     names = list(recs)
     rounds = int(os.environ.get("ROUNDS_ST", "5"))
     secs = os.environ.get("SECS_ST", "3")
-    shapes = [x.split() for x in os.environ.get("STOLEN", "14 96 0;14 96 64").split(";")]
+    shapes = [x.split() for x in os.environ.get("STOLEN", "14 96 0;14 96 256k;14 96 64").split(";")]
     old = sysctl_bpf_stats("1")
     try:
         for shape in shapes:
@@ -335,6 +339,7 @@ def samplecost(build, tmp, lines):
 def samplecost_shape(shape, recs, names, rounds, secs, st, out, gaps, lines):
     first = len(lines)
     per = {n: [] for n in names}
+    whole = {n: [] for n in names}  # gap + the time after it (a working set's refill)
     matched = {n: [] for n in names}
     prog = []  # the BPF program's own time per run, ns (kernel.bpf_stats_enabled)
     loads = []
@@ -347,34 +352,49 @@ def samplecost_shape(shape, recs, names, rounds, secs, st, out, gaps, lines):
             m = re.search(r"the program ran (\d+) times, (\d+) ns", res.stderr)
             if m and int(m.group(1)):
                 prog.append(int(m.group(2)) / int(m.group(1)))
-            g = [tuple(map(int, ln.split())) for ln in open(gaps)]
+            g = [tuple(int(float(v)) for v in ln.split()) for ln in open(gaps)]
             starts = [x[0] for x in g]
             sc = subprocess.run(["perf", "script", "-i", out, "-F", "comm,time", "--ns"], capture_output=True,
                                 text=True).stdout
             times = [int(round(float(ln.split()[-1].rstrip(":")) * 1e9)) for ln in sc.splitlines()
                      if ln.strip().startswith("stolen")]
-            hit = []
+            hit, hit_whole = [], []
             for t in times:
                 i = bisect.bisect_right(starts, t) - 1
                 if i >= 0 and g[i][0] <= t <= g[i][1] and not g[i][2]:
                     hit.append(g[i][1] - g[i][0])
+                    if len(g[i]) > 3:
+                        hit_whole.append(g[i][1] - g[i][0] + g[i][3])
             if hit:
                 per[n].append(statistics.median(hit))
+            if hit_whole:
+                whole[n].append(statistics.median(hit_whole))
                 matched[n].append(len(hit) / max(1, len(times)))
+    what = ("caches warm" if shape[2] == "0" else f"a working set of {shape[2][:-1]} KiB" if shape[2].endswith("k")
+            else f"caches thrashed ({shape[2]} MiB)")
+    ws = shape[2].endswith("k")
     lines.append(f"\n### Cost of a sample in the sampled program: tests/stolen, {shape[0]} frames of {shape[1]} "
-                 f"bytes, {'caches thrashed (' + shape[2] + ' MiB)' if shape[2] != '0' else 'caches warm'}; "
+                 f"bytes, {what}; "
                  f"{rounds} interleaved rounds of {secs} s, load {min(loads):.1f}-{max(loads):.1f}\n")
     lines.append("| recorder | median gap holding a sample (median of rounds) | rounds' range | beyond perf "
-                 "without a call graph | samples matched to a gap |")
-    lines.append("|---|---:|---:|---:|---:|")
+                 "without a call graph | samples matched to a gap |" +
+                 (" with the working set's refill after it | beyond perf without a call graph |" if ws else ""))
+    lines.append("|---|---:|---:|---:|---:|" + ("---:|---:|" if ws else ""))
     base = statistics.median(per[names[0]]) if per[names[0]] else float("nan")
+    base_whole = statistics.median(whole[names[0]]) if whole[names[0]] else float("nan")
     for n in names:
         if not per[n]:
             lines.append(f"| {n} | — | | | |")
             continue
         m = statistics.median(per[n])
-        lines.append(f"| {n} | {m / 1000:.2f} µs | {min(per[n]) / 1000:.2f}-{max(per[n]) / 1000:.2f} | "
-                     f"{(m - base) / 1000:+.2f} µs | {100 * statistics.median(matched[n]):.0f}% |")
+        row = (f"| {n} | {m / 1000:.2f} µs | {min(per[n]) / 1000:.2f}-{max(per[n]) / 1000:.2f} | "
+               f"{(m - base) / 1000:+.2f} µs | {100 * statistics.median(matched[n]):.0f}% |")
+        if ws and whole[n]:
+            mw = statistics.median(whole[n])
+            row += f" {mw / 1000:.2f} µs | {(mw - base_whole) / 1000:+.2f} µs |"
+        elif ws:
+            row += " — | |"
+        lines.append(row)
     if prog:
         lines.append(f"\nThe BPF program's own time (kernel.bpf_stats_enabled: run_time_ns / run_cnt): "
                      f"{statistics.median(prog) / 1000:.2f} µs a sample (median of rounds, "

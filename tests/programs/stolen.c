@@ -9,12 +9,20 @@
  * under each profiler: the extra gap time over the extra gaps is the time one sample costs,
  * interrupt included, measured in the program itself (no tracing of the kernel needed).
  *
- *   stolen SECONDS [DEPTH [FRAME [THRASH_MIB [MIN_NS]]]]
+ *   stolen SECONDS [DEPTH [FRAME [THRASH_MIB|WORKSET_KIBk [MIN_NS]]]]
  *
  * On a virtual machine the host takes the CPU away now and then, which the program sees as gaps
  * too: with STOLEN_GAPS=FILE set, every gap is written to FILE as "start end switched" in
  * CLOCK_MONOTONIC nanoseconds, so that the gaps holding a profiler's samples (their times, from
  * its recording) can be told from the others (bench/kernel.py does).
+ *
+ * THRASH given as KIBk (e.g. 256k) is a working set instead, kept in the caches: a full cycle
+ * through its lines in a fixed scrambled order (every line once per cycle), as a program's hot
+ * tables are used. A profiler that writes much memory in its sample evicts some of it, and the
+ * program pays again after the sample: with STOLEN_GAPS, each gap's line has a fourth number,
+ * the time the sweep it fell in and the next one took beyond two of the run's median sweep
+ * (gaps left out of both), in ns: what the sample left cold for the program. (A sweep is SWEEP
+ * turns, whatever the mode.)
  *
  * Prints one line: seconds counted, gaps (turns longer than MIN_NS, default 700), their total
  * ns, the 10th, 50th and 90th percentiles of their lengths, and the gaps not counted: those in
@@ -36,10 +44,12 @@
 #define NOINLINE __attribute__((noipa))
 #define NBUCKETS 512 /* gap lengths in 250 ns buckets, up to 128 us; longer ones in the last */
 #define BUCKET_NS 250
+#define SWEEP 4096 /* turns in a sweep (the after-gap cost is counted per sweep) */
 
 static double seconds;
 static unsigned frame_bytes;
 static size_t thrash_bytes;
+static int workset; /* thrash_bytes is a working set walked in a full cycle, not a random thrash */
 static uint64_t min_ns;
 static volatile uint64_t sink;
 
@@ -48,6 +58,12 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
 }
 
 NOINLINE static void measure(void)
@@ -75,7 +91,13 @@ NOINLINE static void measure(void)
 	/* (STOLEN_GAPS) every gap, in counter ticks; the counter against the clock at both ends */
 	const char *gaps_path = getenv("STOLEN_GAPS");
 	size_t glog_n = 0, glog_cap = gaps_path ? (size_t)(seconds * 20000) + 1024 : 0;
-	uint64_t(*glog)[3] = glog_cap ? calloc(glog_cap, sizeof(*glog)) : NULL;
+	uint64_t(*glog)[4] = glog_cap ? calloc(glog_cap, sizeof(*glog)) : NULL;
+	/* (STOLEN_GAPS) each sweep's ticks, gaps left out */
+	size_t nsweeps_cap = glog_cap ? (size_t)(seconds * 1e9 / SWEEP / 2) + 1024 : 0, nsweeps = 0;
+	uint64_t *sweeps = nsweeps_cap ? calloc(nsweeps_cap, sizeof(*sweeps)) : NULL;
+	uint64_t sweep_ticks = 0;
+	unsigned turn = 0;
+	size_t line = 0, lines = mask ? (mask + 1) >> 6 : 0;
 	struct timespec m0, m1;
 	clock_gettime(CLOCK_MONOTONIC, &m0);
 	uint64_t k0 = __rdtsc();
@@ -86,7 +108,11 @@ NOINLINE static void measure(void)
 	double start = now_s();
 	uint64_t end = __rdtsc() + (uint64_t)(seconds * 1e9 * ticks_per_ns), prev = __rdtsc();
 	for (;;) {
-		if (buf) {
+		if (workset) {
+			/* a full cycle over the lines (an LCG modulo a power of two: a = 5, c odd) */
+			line = (line * 5 + 1) & (lines - 1);
+			buf[line << 6]++;
+		} else if (buf) {
 			x ^= x << 13;
 			x ^= x >> 7;
 			x ^= x << 17;
@@ -94,6 +120,14 @@ NOINLINE static void measure(void)
 		}
 		uint64_t t = __rdtsc(), d = t - prev;
 		prev = t;
+		if (d <= min_ticks)
+			sweep_ticks += d;
+		if (++turn == SWEEP) {
+			if (sweeps && nsweeps < nsweeps_cap)
+				sweeps[nsweeps++] = sweep_ticks;
+			turn = 0;
+			sweep_ticks = 0;
+		}
 		if (d > min_ticks) {
 			/* (the check's own time is not the next turn's) */
 			getrusage(RUSAGE_THREAD, &ru);
@@ -102,7 +136,8 @@ NOINLINE static void measure(void)
 			if (glog && glog_n < glog_cap) {
 				glog[glog_n][0] = t - d;
 				glog[glog_n][1] = t;
-				glog[glog_n++][2] = c != csw;
+				glog[glog_n][2] = c != csw;
+				glog[glog_n++][3] = nsweeps; /* (the sweep it fell in) */
 			}
 			if (c != csw) {
 				csw = c;
@@ -126,12 +161,27 @@ NOINLINE static void measure(void)
 	if (gf) {
 		double n0 = (double)m0.tv_sec * 1e9 + (double)m0.tv_nsec, n1 = (double)m1.tv_sec * 1e9 + (double)m1.tv_nsec;
 		double per = (n1 - n0) / (double)(k1 - k0);
-		for (size_t i = 0; i < glog_n; i++)
-			fprintf(gf, "%.0f %.0f %llu\n", n0 + (double)(glog[i][0] - k0) * per, n0 + (double)(glog[i][1] - k0) * per,
-			        (unsigned long long)glog[i][2]);
+		/* the median sweep; a gap's after-cost: its sweep and the next beyond two medians */
+		uint64_t med = 0;
+		uint64_t *sorted = nsweeps > 2 ? malloc(nsweeps * sizeof(*sorted)) : NULL;
+		if (sorted) {
+			memcpy(sorted, sweeps, nsweeps * sizeof(*sorted));
+			qsort(sorted, nsweeps, sizeof(*sorted), cmp_u64);
+			med = sorted[nsweeps / 2];
+			free(sorted);
+		}
+		for (size_t i = 0; i < glog_n; i++) {
+			size_t k = glog[i][3];
+			double after = 0;
+			if (med && k + 1 < nsweeps)
+				after = ((double)sweeps[k] + (double)sweeps[k + 1] - 2.0 * (double)med) * per;
+			fprintf(gf, "%.0f %.0f %llu %.0f\n", n0 + (double)(glog[i][0] - k0) * per,
+			        n0 + (double)(glog[i][1] - k0) * per, (unsigned long long)glog[i][2], after);
+		}
 		fclose(gf);
 	}
 	free(glog);
+	free(sweeps);
 	uint64_t pct[3] = { 0 }, want[3] = { gaps / 10, gaps / 2, gaps * 9 / 10 }, seen = 0;
 	unsigned p = 0;
 	for (unsigned b = 0; b < NBUCKETS && p < 3; b++) {
@@ -166,13 +216,19 @@ NOINLINE static unsigned long recurse(int depth)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: stolen SECONDS [DEPTH [FRAME [THRASH_MIB [MIN_NS]]]]\n");
+		fprintf(stderr, "usage: stolen SECONDS [DEPTH [FRAME [THRASH_MIB|WORKSET_KIBk [MIN_NS]]]]\n");
 		return 2;
 	}
 	seconds = atof(argv[1]);
 	int depth = argc > 2 ? atoi(argv[2]) : 10;
 	frame_bytes = argc > 3 ? (unsigned)atoi(argv[3]) : 64;
-	thrash_bytes = argc > 4 ? (size_t)atoi(argv[4]) << 20 : 0;
+	if (argc > 4) {
+		size_t n = (size_t)atoi(argv[4]);
+		workset = strchr(argv[4], 'k') != NULL;
+		thrash_bytes = workset ? n << 10 : n << 20;
+		if (workset && thrash_bytes < 4096)
+			thrash_bytes = 4096;
+	}
 	min_ns = argc > 5 ? (uint64_t)atoll(argv[5]) : 700;
 	if (frame_bytes < 1)
 		frame_bytes = 1;

@@ -567,6 +567,40 @@ static __always_inline bool chunk_fill(struct kunw_walk *w, __u64 lo, __u64 end,
  * combination apart. */
 #define SLOTS (2 + KUNW_NSAVED) /* return address, rbp, rbx, r12..r15 */
 
+/* A CFA rule's step with its slots in win, the 64 bytes below the CFA (KUNW_RF_WINDOW): the
+ * caller's registers from them; a save slot below the stack pointer sp was popped already (the
+ * register holds the value). */
+static __always_inline void step_window(struct kunw_walk *w, const struct kunw_rule *r, const __u64 *win, __u64 cfa,
+					__u64 sp)
+{
+#define WIN(off) win[((__u64)((off) + KUNW_WINDOW) >> 3) & 7]
+	__u32 has = r->slots;
+	__u64 ra = WIN(r->ra_off);
+	if ((has & 2) && cfa + r->bp_off >= sp) {
+		w->regs[KUNW_R_RBP] = WIN(r->bp_off);
+		w->valid |= BIT(KUNW_R_RBP);
+	} else if (r->flags & KUNW_RF_BP_UNDEF) {
+		w->valid &= ~BIT(KUNW_R_RBP);
+	}
+	if (has & 0x7c) {
+		__s64 o = 8 * (__s64)r->saved[0];
+		if ((has & 4) && cfa + o >= sp) {
+			w->regs[KUNW_R_RBX] = WIN(o);
+			w->valid |= BIT(KUNW_R_RBX);
+		}
+		for (int i = 1; i < KUNW_NSAVED; i++) {
+			o = 8 * (__s64)r->saved[i];
+			if (((has >> (2 + i)) & 1) && cfa + o >= sp) {
+				w->regs[KUNW_R_R12 + i - 1] = WIN(o);
+				w->valid |= BIT(KUNW_R_R12 + i - 1);
+			}
+		}
+	}
+#undef WIN
+	w->regs[KUNW_R_RSP] = cfa;
+	w->regs[KUNW_R_RIP] = ra;
+}
+
 __noinline int kunw_step_rule(struct kunw_walk *w, const struct kunw_rule *r)
 {
 	if (!w || !r)
@@ -601,31 +635,7 @@ __noinline int kunw_step_rule(struct kunw_walk *w, const struct kunw_rule *r)
 			win = w->sig;
 		}
 		if (win) {
-#define WIN(off) win[((__u64)((off) + KUNW_WINDOW) >> 3) & 7]
-			__u64 ra = WIN(r->ra_off);
-			if ((has & 2) && cfa + r->bp_off >= sp) {
-				w->regs[KUNW_R_RBP] = WIN(r->bp_off);
-				w->valid |= BIT(KUNW_R_RBP);
-			} else if (r->flags & KUNW_RF_BP_UNDEF) {
-				w->valid &= ~BIT(KUNW_R_RBP);
-			}
-			if (has & 0x7c) {
-				__s64 o = 8 * (__s64)r->saved[0];
-				if ((has & 4) && cfa + o >= sp) {
-					w->regs[KUNW_R_RBX] = WIN(o);
-					w->valid |= BIT(KUNW_R_RBX);
-				}
-				for (int i = 1; i < KUNW_NSAVED; i++) {
-					o = 8 * (__s64)r->saved[i];
-					if (((has >> (2 + i)) & 1) && cfa + o >= sp) {
-						w->regs[KUNW_R_R12 + i - 1] = WIN(o);
-						w->valid |= BIT(KUNW_R_R12 + i - 1);
-					}
-				}
-			}
-#undef WIN
-			w->regs[KUNW_R_RSP] = cfa;
-			w->regs[KUNW_R_RIP] = ra;
+			step_window(w, r, win, cfa, sp);
 			return S_OK;
 		}
 	}
@@ -743,6 +753,72 @@ static __always_inline __u8 stop_of(int st)
 	}
 }
 
+/* The common frame, in fewer steps than frame() takes: a return address (not frame 0, not
+ * after a signal frame) in the last pc's mapping, its row in the CPU's rule cache, a CFA rule
+ * whose slots lie in the 64 bytes below a CFA above the stack pointer, and those bytes read
+ * ahead already. Anything else (the frame limit too) is frame()'s, with nothing changed here.
+ * @return whether the frame was walked. */
+static __always_inline bool fast_frame(struct kunw_scratch *s)
+{
+	struct kunw_walk *w = &s->w;
+	__u64 pc = w->regs[KUNW_R_RIP];
+	if (!w->is_call || pc < w->map.start || pc >= w->map.end || w->n >= kunw_max_frames ||
+	    w->n >= KUNW_MAX_FRAMES || w->nk + w->n >= KUNW_MAX_KFRAMES + KUNW_MAX_FRAMES)
+		return false;
+	__u32 module = w->map.module;
+	__u64 rel = pc - 1 - w->map.start + w->map.rel_start;
+	if (module == KUNW_MODULE_ANON || (rel >> 32))
+		return false;
+	__u32 r32 = (__u32)rel;
+	__u32 slot = ((r32 >> 4) * 2654435761u ^ module * 40503u) & (KUNW_CACHE_SLOTS - 1);
+	struct kunw_cache_ent *e = &s->cache[slot];
+	if (e->module != module || r32 < e->lo || r32 >= e->hi)
+		return false;
+	struct kunw_rule r = e->rule;
+	if ((r.flags & (KUNW_RF_WINDOW | KUNW_RF_SIGNAL)) != KUNW_RF_WINDOW)
+		return false;
+	__u64 sp = w->regs[KUNW_R_RSP], base;
+	if (r.kind == KUNW_K_CFA_SP)
+		base = sp;
+	else if (r.kind == KUNW_K_CFA_FP && (w->valid & BIT(KUNW_R_RBP)))
+		base = w->regs[KUNW_R_RBP];
+	else
+		return false;
+	__u64 cfa = base + (__s64)r.cfa_off, lo = cfa - KUNW_WINDOW, at = w->chunk_at;
+	if (cfa <= sp || !w->chunk_len || lo < at || cfa > at + w->chunk_len || ((lo - at) & 7))
+		return false;
+	__u64 first = (lo - at) >> 3;
+	BARRIER_VAR(first);
+	if (first > CHUNK / 8 - KUNW_WINDOW / 8)
+		return false;
+	s->cnt.cache_hits++;
+	emit(s, pc);
+	step_window(w, &r, &w->chunk[first], cfa, sp);
+	if (cfa > w->reach)
+		w->reach = cfa;
+	w->sp_stayed = 0;
+	w->found_by = (r.flags & KUNW_RF_SFRAME) ? KUNW_M_SFRAME : KUNW_M_CFI;
+	return true;
+}
+
+#define FAST_BATCH 32 /* frames a call of kunw_fast_frames walks at most */
+
+/* The common frames (fast_frame) in a row, up to FAST_BATCH: a global function, so that the
+ * verifier checks this loop once, not again with each pass over the walk's callback.
+ * @return how many were walked. */
+__noinline int kunw_fast_frames(struct kunw_scratch *s)
+{
+	if (!s)
+		return 0;
+	int n = 0;
+	for (int i = 0; i < FAST_BATCH; i++) {
+		if (!fast_frame(s))
+			break;
+		n++;
+	}
+	return n;
+}
+
 /* Walks one frame. @return true to go on. */
 static __always_inline bool frame(struct walk_ctx *c)
 {
@@ -855,6 +931,8 @@ static __always_inline bool frame(struct walk_ctx *c)
 static long walk_frame(__u32 i, void *ctx)
 {
 	(void)i;
+	if (kunw_fast_frames(((struct walk_ctx *)ctx)->s))
+		return 0;
 	return frame(ctx) ? 0 : 1;
 }
 

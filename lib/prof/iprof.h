@@ -229,6 +229,7 @@ void iprof_release_slot(struct uw_prof *p, struct iprof_slot *sl);
 void iprof_quiesce_slot(struct iprof_slot *sl);
 void iprof_kill_slot(struct iprof_slot *sl);
 void iprof_flush_pending(struct uw_prof *p, struct iprof_slot *sl);
+void iprof_drop_pending(struct iprof_slot *sl);
 bool iprof_is_internal(struct uw_prof *p, int tid);
 void iprof_note_internal(int tid, bool add);
 extern _Thread_local int iprof_tls_internal;

@@ -65,10 +65,7 @@ static void forget_parent(void)
 		atomic_store(&t[i].key, 0);
 		iprof_ring_free(t[i].ring);
 		t[i].ring = NULL;
-		free(t[i].pend_frames);
-		t[i].pend_frames = NULL;
-		t[i].pend_cap = 0;
-		t[i].has_pend = false;
+		iprof_drop_pending(&t[i]);
 		t[i].state = SLOT_FREE;
 		t[i].has_timer = 0;
 	}

@@ -95,30 +95,48 @@ static void hold(struct uw_prof *p, struct iprof_slot *sl, const struct uw_sampl
 	sl->has_pend = true;
 }
 
+/* A "[lost samples]" sample of the slot's thread (uw_profile_add's UW_STOP_LOST: one frame, no
+ * stack), at time; its period is the caller's. */
+static struct uw_sample lost_sample(const struct uw_prof *p, const struct iprof_slot *sl, uint64_t time)
+{
+	return (struct uw_sample){
+		.sz = sizeof(struct uw_sample),
+		.pid = (uint32_t)p->pid,
+		.tid = (uint32_t)sl->tid,
+		.time = time,
+		.cpumode = 2, /* PERF_RECORD_MISC_USER */
+		.stop_reason = UW_STOP_LOST,
+		.comm = sl->comm,
+		.event_name = p->o.clock == UW_PROF_WALL ? "wall-clock" : "cpu-clock",
+	};
+}
+
 /* The slot's held sample into the profile, with the periods its thread ran after it; when it
  * has none, those periods are the "[lost samples]" frame's (registry lock held: the slot is
- * dead, its ring drained). */
+ * dead, its ring drained). The held sample's frames are freed. */
 void iprof_flush_pending(struct uw_prof *p, struct iprof_slot *sl)
 {
 	uint64_t extra = sl->tail_periods * sl->period_ns;
 	if (sl->has_pend) {
 		sl->pend.period += extra;
 		add_sample(p, &sl->pend);
-		sl->has_pend = false;
 	} else if (extra) {
-		struct uw_sample smp = {
-			.sz = sizeof(smp),
-			.pid = (uint32_t)p->pid,
-			.tid = (uint32_t)sl->tid,
-			.time = iprof_now_ns(CLOCK_MONOTONIC),
-			.period = extra,
-			.cpumode = 2, /* PERF_RECORD_MISC_USER */
-			.stop_reason = UW_STOP_LOST,
-			.comm = sl->comm ? sl->comm : sl->end_comm[0] ? comm_intern(p, sl->end_comm) : NULL,
-			.event_name = "cpu-clock",
-		};
+		struct uw_sample smp = lost_sample(p, sl, iprof_now_ns(CLOCK_MONOTONIC));
+		smp.period = extra;
+		if (!smp.comm && sl->end_comm[0])
+			smp.comm = comm_intern(p, sl->end_comm);
 		uw_profile_add(p->profile, &smp);
 	}
+	iprof_drop_pending(sl);
+}
+
+/* Forgets the slot's held sample (none added) and frees its frames. */
+void iprof_drop_pending(struct iprof_slot *sl)
+{
+	free(sl->pend_frames);
+	sl->pend_frames = NULL;
+	sl->pend_cap = 0;
+	sl->has_pend = false;
 }
 
 static void unwind_one(struct uw_prof *p, struct iprof_slot *sl, const struct iprof_rec *rec, uint64_t now)
@@ -198,16 +216,7 @@ static void add_lost(struct uw_prof *p, struct iprof_slot *sl, uint64_t now)
 	uint64_t dn = n - sl->lost_added, dp = periods - sl->lost_periods_added;
 	sl->lost_added = n;
 	sl->lost_periods_added = periods;
-	struct uw_sample smp = {
-		.sz = sizeof(smp),
-		.pid = (uint32_t)p->pid,
-		.tid = (uint32_t)sl->tid,
-		.time = now,
-		.cpumode = 2, /* PERF_RECORD_MISC_USER */
-		.stop_reason = UW_STOP_LOST,
-		.comm = sl->comm,
-		.event_name = p->o.clock == UW_PROF_WALL ? "wall-clock" : "cpu-clock",
-	};
+	struct uw_sample smp = lost_sample(p, sl, now);
 	/* as many samples as were lost, the periods spread over them (the overruns on the last) */
 	for (uint64_t i = 0; i < dn; i++) {
 		smp.period = p->period_ns * (i + 1 < dn ? 1 : dp >= dn ? dp - (dn - 1) : 1);

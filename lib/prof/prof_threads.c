@@ -259,10 +259,6 @@ void iprof_release_slot(struct uw_prof *p, struct iprof_slot *sl)
 	p->f_altstack += atomic_load(&sl->n_altstack);
 	p->f_overruns += atomic_load(&sl->n_overruns);
 	p->f_tail += sl->tail_periods;
-	free(sl->pend_frames);
-	sl->pend_frames = NULL;
-	sl->pend_cap = 0;
-	sl->has_pend = false;
 	atomic_store(&sl->key, 0);
 	iprof_ring_free(sl->ring);
 	sl->ring = NULL;

@@ -102,7 +102,7 @@ struct {
 	__array(values, struct kunw_table_map);
 } kunw_modules SEC(".maps");
 
-#define CHUNK 4096     /* stack bytes read ahead: most stacks in one read */
+#define CHUNK 16384     /* stack bytes read ahead: most stacks in one read */
 #define BIG_FRAME 256  /* a frame at least this large (CFA - sp) reads its own slots alone,
                         * unless the thread's stack end is known to be within CHUNK */
 #define MCACHE 8       /* mappings remembered per CPU, by process and generation */

@@ -498,6 +498,19 @@ __noinline int kunw_search_rule(__u32 module, __u64 rel, struct kunw_cache_ent *
 	return 0;
 }
 
+/* The per-CPU rule cache's entry for module address r32 of module (its slot: the 16-byte granule
+ * of code and the module), and whether it holds the row there. */
+static __always_inline struct kunw_cache_ent *cache_ent(struct kunw_scratch *s, __u32 module, __u32 r32)
+{
+	__u32 slot = ((r32 >> 4) * 2654435761u ^ module * 40503u) & (KUNW_CACHE_SLOTS - 1);
+	return &s->cache[slot];
+}
+
+static __always_inline bool cache_holds(const struct kunw_cache_ent *e, __u32 module, __u32 r32)
+{
+	return e->module == module && r32 >= e->lo && r32 < e->hi;
+}
+
 /* The rule at module address rel of module, through the per-CPU cache of rows: an entry holds
  * a row's rule and extent, in the slot of a 16-byte granule of code (return addresses repeat
  * within a stack and across samples, and frame 0's pcs fall in the same hot rows); module ids
@@ -509,9 +522,8 @@ static __always_inline int rule_at(struct walk_ctx *c, __u32 module, __u64 rel, 
 		return 0;
 	}
 	__u32 r32 = (__u32)rel;
-	__u32 slot = ((r32 >> 4) * 2654435761u ^ module * 40503u) & (KUNW_CACHE_SLOTS - 1);
-	struct kunw_cache_ent *e = &c->s->cache[slot];
-	if (e->module == module && r32 >= e->lo && r32 < e->hi) {
+	struct kunw_cache_ent *e = cache_ent(c->s, module, r32);
+	if (cache_holds(e, module, r32)) {
 		*out = e->rule;
 		c->cnt->cache_hits++;
 		return 0;
@@ -780,9 +792,8 @@ static __always_inline bool fast_frame(struct kunw_scratch *s)
 	if (module == KUNW_MODULE_ANON || (rel >> 32))
 		return false;
 	__u32 r32 = (__u32)rel;
-	__u32 slot = ((r32 >> 4) * 2654435761u ^ module * 40503u) & (KUNW_CACHE_SLOTS - 1);
-	struct kunw_cache_ent *e = &s->cache[slot];
-	if (e->module != module || r32 < e->lo || r32 >= e->hi)
+	struct kunw_cache_ent *e = cache_ent(s, module, r32);
+	if (!cache_holds(e, module, r32))
 		return false;
 	struct kunw_rule r = e->rule;
 	if ((r.flags & (KUNW_RF_WINDOW | KUNW_RF_SIGNAL)) != KUNW_RF_WINDOW)

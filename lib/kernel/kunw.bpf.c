@@ -254,10 +254,10 @@ static __always_inline bool read_u64(__u64 addr, __u64 *v)
 
 /* ---- mappings */
 
-/* The mapping of pc among the n sorted intervals of process pid's generation gen (its inner map
+/* The mapping of pc among the sorted intervals of process pid's generation gen (its inner map
  * of kunw_procs, looked up here: a global function, checked once by the verifier, cannot be
- * handed a map), copied to out. @return 0 or -KUNW_FB_*. */
-__noinline int kunw_find_map(__u32 pid, __u32 gen, __u32 n, __u64 pc, struct kunw_map *out)
+ * handed a map; their number from its header), copied to out. @return 0 or -KUNW_FB_*. */
+__noinline int kunw_find_map(__u32 pid, __u32 gen, __u64 pc, struct kunw_map *out)
 {
 	__u32 zero = 0;
 	struct kunw_map *m;
@@ -266,7 +266,7 @@ __noinline int kunw_find_map(__u32 pid, __u32 gen, __u32 n, __u64 pc, struct kun
 	/* (swapped since the walk looked: another generation) */
 	if (!out || !h || (__u32)h->end != gen)
 		return -KUNW_FB_NO_PROC;
-	__u32 k, lo = 1, hi = n + 1;
+	__u32 k, lo = 1, hi = (__u32)h->start + 1;
 	/* entries 1..n; lo: the first starting above pc */
 	for (int i = 0; i < KUNW_MAP_STEPS && lo < hi; i++) {
 		k = lo + ((hi - lo) >> 1);
@@ -385,7 +385,7 @@ static __always_inline int lookup_map(struct walk_ctx *c, __u64 pc, struct kunw_
 	int err = c->looked ? 0 : procs_of(c);
 	if (!err)
 		err = c->young ? kunw_find_young(c->young, w->nmaps, c->young_seq, pc, out) :
-		      c->procs ? kunw_find_map(w->pid, w->gen, w->nmaps, pc, out) : -KUNW_FB_NO_PROC;
+		      c->procs ? kunw_find_map(w->pid, w->gen, pc, out) : -KUNW_FB_NO_PROC;
 	t_stop(KUNW_T_MAP, t0, 0);
 	if (err)
 		return err;
@@ -623,6 +623,20 @@ static __always_inline void step_window(struct kunw_walk *w, const struct kunw_r
 	w->regs[KUNW_R_RIP] = ra;
 }
 
+/* The 64 bytes below cfa (a rule's window) in the bytes read ahead, or NULL when those do not
+ * hold them. */
+static __always_inline __u64 *chunk_window(struct kunw_walk *w, __u64 cfa)
+{
+	__u64 lo = cfa - KUNW_WINDOW, at = w->chunk_at;
+	if (!w->chunk_len || lo < at || cfa > at + w->chunk_len || ((lo - at) & 7))
+		return NULL;
+	__u64 first = (lo - at) >> 3;
+	BARRIER_VAR(first);
+	if (first > CHUNK / 8 - KUNW_WINDOW / 8)
+		return NULL;
+	return &w->chunk[first];
+}
+
 __noinline int kunw_step_rule(struct kunw_walk *w, const struct kunw_rule *r)
 {
 	if (!w || !r)
@@ -642,20 +656,11 @@ __noinline int kunw_step_rule(struct kunw_walk *w, const struct kunw_rule *r)
 	if (r->flags & KUNW_RF_WINDOW) {
 		/* the window: 8 words, word k at cfa - 64 + 8 k, so a slot at cfa + off is word
 		 * (off + 64) / 8 */
-		__u64 lo = cfa - KUNW_WINDOW, at = w->chunk_at, *win = NULL;
-		bool in = w->chunk_len && lo >= at && cfa <= at + w->chunk_len && !((lo - at) & 7);
-		if (!in && chunk_fill(w, lo, cfa, cfa - sp)) {
-			at = lo;
-			in = true;
-		}
-		if (in) {
-			__u64 first = (lo - at) >> 3;
-			BARRIER_VAR(first);
-			if (first <= CHUNK / 8 - KUNW_WINDOW / 8)
-				win = &w->chunk[first];
-		} else if (!read_user(w->sig, KUNW_WINDOW, lo)) {
+		__u64 lo = cfa - KUNW_WINDOW, *win = chunk_window(w, cfa);
+		if (!win && chunk_fill(w, lo, cfa, cfa - sp))
+			win = chunk_window(w, cfa);
+		if (!win && !read_user(w->sig, KUNW_WINDOW, lo))
 			win = w->sig;
-		}
 		if (win) {
 			step_window(w, r, win, cfa, sp);
 			return S_OK;
@@ -775,6 +780,12 @@ static __always_inline __u8 stop_of(int st)
 	}
 }
 
+/* The walk holds as many frames as it may. */
+static __always_inline bool frames_full(const struct kunw_walk *w)
+{
+	return w->n >= kunw_max_frames || w->n >= KUNW_MAX_FRAMES || w->nk + w->n >= KUNW_MAX_KFRAMES + KUNW_MAX_FRAMES;
+}
+
 /* The common frame, in fewer steps than frame() takes: a return address (not frame 0, not
  * after a signal frame) in the last pc's mapping, its row in the CPU's rule cache, a CFA rule
  * whose slots lie in the 64 bytes below a CFA above the stack pointer, and those bytes read
@@ -784,8 +795,7 @@ static __always_inline bool fast_frame(struct kunw_scratch *s)
 {
 	struct kunw_walk *w = &s->w;
 	__u64 pc = w->regs[KUNW_R_RIP];
-	if (!w->is_call || pc < w->map.start || pc >= w->map.end || w->n >= kunw_max_frames ||
-	    w->n >= KUNW_MAX_FRAMES || w->nk + w->n >= KUNW_MAX_KFRAMES + KUNW_MAX_FRAMES)
+	if (!w->is_call || pc < w->map.start || pc >= w->map.end || frames_full(w))
 		return false;
 	__u32 module = w->map.module;
 	__u64 rel = pc - 1 - w->map.start + w->map.rel_start;
@@ -805,16 +815,12 @@ static __always_inline bool fast_frame(struct kunw_scratch *s)
 		base = w->regs[KUNW_R_RBP];
 	else
 		return false;
-	__u64 cfa = base + (__s64)r.cfa_off, lo = cfa - KUNW_WINDOW, at = w->chunk_at;
-	if (cfa <= sp || !w->chunk_len || lo < at || cfa > at + w->chunk_len || ((lo - at) & 7))
-		return false;
-	__u64 first = (lo - at) >> 3;
-	BARRIER_VAR(first);
-	if (first > CHUNK / 8 - KUNW_WINDOW / 8)
+	__u64 cfa = base + (__s64)r.cfa_off, *win = cfa > sp ? chunk_window(w, cfa) : NULL;
+	if (!win)
 		return false;
 	s->cnt.cache_hits++;
 	emit(s, pc);
-	step_window(w, &r, &w->chunk[first], cfa, sp);
+	step_window(w, &r, win, cfa, sp);
 	if (cfa > w->reach)
 		w->reach = cfa;
 	w->sp_stayed = 0;
@@ -850,7 +856,7 @@ static __always_inline bool frame(struct walk_ctx *c)
 		w->stop = KUNW_STOP_END;
 		return false;
 	}
-	if (w->n >= kunw_max_frames || w->n >= KUNW_MAX_FRAMES || w->nk + w->n >= KUNW_MAX_KFRAMES + KUNW_MAX_FRAMES) {
+	if (frames_full(w)) {
 		w->stop = KUNW_STOP_MAX_FRAMES;
 		return false;
 	}

@@ -303,16 +303,27 @@ static int write_graph(struct table *t, FILE *out, struct trow *r, uint32_t even
 	char prefix[512];
 	memset(prefix, ' ', 15);
 	double limit = t->o.percent_limit > 0 ? t->o.percent_limit : 0.5;
-	/* perf leaves the first node out when all ways start there (r itself, in callee order, or
-	 * the outermost frame): the graph is of what follows; several first nodes are branches */
-	struct gnode *root = top.kids && !top.kids->next ? top.kids : &top;
-	if (root != &top && root->kids && !root->kids->next && 100.0 * (double)root->kids->w / (double)(total ? total : 1) >= limit) {
+	/* All ways start at one node (r itself in callee order, the outermost frame in caller
+	 * order): perf prints it as the chain's first line. Only when the table is sorted by a
+	 * --sort that starts with "sym" does perf leave that node out (its reason: "the first entry
+	 * is the same as the symbol", ui/stdio/hist.c), whatever the order; several first nodes are
+	 * branches. */
+	bool skip_first = !t->unwound_layout && t->keys[0] == K_SYM;
+	struct gnode *root = &top, *one = NULL;
+	if (top.kids && !top.kids->next) {
+		one = top.kids;
+		if (skip_first) {
+			root = top.kids;
+			one = root->kids && !root->kids->next ? root->kids : NULL;
+		}
+	}
+	if (one && 100.0 * (double)one->w / (double)(total ? total : 1) >= limit) {
 		/* one way only (samples without callers aside): "---" and the chain */
 		char buf[32];
 		fputs("            |\n            ---", out);
-		prof_put_name(out, graph_name(root->kids->row, buf, sizeof(buf)), false);
+		prof_put_name(out, graph_name(one->row, buf, sizeof(buf)), false);
 		fputc('\n', out);
-		graph_print(out, root->kids, prefix, 15, total, limit);
+		graph_print(out, one, prefix, 15, total, limit);
 	} else if (root->kids) {
 		graph_print(out, root, prefix, 12, total, limit);
 	}
@@ -438,13 +449,21 @@ static int write_event(struct table *t, FILE *out, uint32_t event)
 	if (err)
 		return err;
 	if (t->unwound_layout) {
-		fprintf(out, "%8s %8s  %-50s %s\n", "self%", "total%", "function", "module");
+		/* --no-children: what was sampled itself only, as perf's "Overhead" alone */
+		bool self_only = t->o.columns == UW_TABLE_SELF;
+		if (self_only)
+			fprintf(out, "%8s  %-50s %s\n", "self%", "function", "module");
+		else
+			fprintf(out, "%8s %8s  %-50s %s\n", "self%", "total%", "function", "module");
 		for (size_t i = 0; i < nrows; i++) {
 			if (rv[i]->mark != SIZE_MAX)
 				continue;
 			double s = total ? 100.0 * (double)rv[i]->self / (double)total : 0;
 			double tt = total ? 100.0 * (double)rv[i]->total / (double)total : 0;
-			fprintf(out, "%7.2f%% %7.2f%%  ", s, tt);
+			if (self_only)
+				fprintf(out, "%7.2f%%  ", s);
+			else
+				fprintf(out, "%7.2f%% %7.2f%%  ", s, tt);
 			pad(out, rv[i]->cells[0], 50);
 			fprintf(out, " %s\n", rv[i]->cells[1]);
 			if (t->o.call_graph && (err = write_graph(t, out, rv[i], event, total)))

@@ -14,9 +14,11 @@ def blocks(path):
     out, cur, seen = {}, None, set()
     for line in open(path):
         line = VERSION.sub("", line.rstrip())
-        m = re.match(r"\s+[\d.]+%(\s+[\d.]+%)?\s+(\[.\] .*)$", line)
+        # (the sort keys before the symbol, dso with --sort dso,sym, with runs of blanks as one:
+        # the two tools pad the columns to widths of their own)
+        m = re.match(r"\s+[\d.]+%(\s+[\d.]+%)?\s+(\S.*?\[.\] .*|\[.\] .*)$", line)
         if m:
-            cur = m.group(2)
+            cur = re.sub(r"\s+", " ", m.group(2))
             if cur in out:
                 # two symbols of one name (operator delete(void*) and (void*, size_t)): perf
                 # keeps them apart, unwound's rows are names

@@ -72,7 +72,14 @@ extern "C" {
  * included (as libbpf's OPTS_VALID). None of them ends in padding: where one would, a reserved
  * field says so, which an initializer zeroes (UW_OPTS, or = { .sz = sizeof(...), ... }); the
  * next field added there takes its place, and a library that does not know it refuses it. */
-#ifndef __cplusplus
+#if !defined(__cplusplus) && !(defined(__GNUC__) && !defined(__STRICT_ANSI__))
+/* Strict ISO C11 (-std=c11 -pedantic): a designated initializer. The members not named are
+ * zeroed, their padding included (C11 6.7.9p10, p21); the inner macro gives the variadic part
+ * an argument (possibly empty) even when no field is named. */
+#define UW_OPTS(...) UW_OPTS_C11_(__VA_ARGS__, )
+#define UW_OPTS_C11_(TYPE, NAME, ...) struct TYPE NAME = { .sz = sizeof(struct TYPE), __VA_ARGS__ }
+#elif !defined(__cplusplus)
+/* GNU C: the whole struct zeroed, padding included, before the fields are set */
 #define UW_OPTS(TYPE, NAME, ...)                                          \
 	struct TYPE NAME = ({                                             \
 		struct TYPE ___##NAME;                                    \
@@ -895,7 +902,11 @@ struct uw_reader_opts {
 struct uw_reader;
 
 /* Opens a perf.data file ("-" reads standard input) in file or pipe mode.
- * Returns NULL with errno set; uw_session_errmsg() says why (file, offset, what was expected). */
+ * Returns NULL with errno set; uw_session_errmsg() says why (file, offset, what was expected).
+ * errno is a system error (ENOENT, EACCES, ENOMEM, ...) or a project code (uw_strerror names
+ * it): UW_EMAGIC not a perf.data file (another file, or a directory without perf's DIR/data),
+ * UW_ETRUNC shorter than its header says, UW_EFORMAT a header or record perf would refuse,
+ * UW_EUNSUPP a layout it does not read. */
 UW_API struct uw_reader *uw_reader_open(struct uw_session *s, const char *path,
                                         const struct uw_reader_opts *opts);
 /* A reader of records pushed one at a time (a live profiler's ring buffers, or any other

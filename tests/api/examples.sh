@@ -165,4 +165,19 @@ for std in c++11 c++17; do
 done
 g++ -std=c++20 -Wall -Wextra -pedantic -Werror -I"$P/include" -fsyntax-only "$W/h20.cpp" || fail "UW_OPTS in C++20"
 clang++ -std=c++20 -Wall -Wextra -pedantic -Werror -I"$P/include" -fsyntax-only "$W/h20.cpp" || fail "UW_OPTS in C++20 (clang)"
+# the header in strict ISO C11 (UW_OPTS without GNU statement expressions), fields named or not
+cat >"$W/h11.c" <<'C11'
+#include <unwound/unwound.h>
+int main(void)
+{
+	UW_OPTS(uw_session_opts, so, .max_frames = 64);
+	UW_OPTS(uw_tracker_opts, to);
+	return (int)(so.sz + to.sz == 0) + (so.max_frames != 64);
+}
+C11
+for c in gcc clang; do
+    $c -std=c11 -Wall -Wextra -pedantic -Werror -I"$P/include" -o "$W/h11-$c" "$W/h11.c" -L"$P/lib" -lunwound \
+        -Wl,-rpath,"$P/lib" || fail "the header in strict C11 ($c -std=c11 -pedantic)"
+    "$W/h11-$c" || fail "UW_OPTS in strict C11 ($c): sizes or fields not set"
+done
 echo "examples: built against the installed copy (pkg-config, CMake package), outputs as expected"

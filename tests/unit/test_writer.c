@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -271,6 +273,49 @@ static void rounds_wait_for_held(void **state)
 	assert_int_equal(rounds_written(path, true), 2);  /* after 8192, then 25088 */
 }
 
+/* uw_reader_open's errno says which way a file is not a recording: project codes are errno
+ * values too (uw_strerror names them), not all folded into EPROTO. */
+static int open_errno(const char *path)
+{
+	struct uw_session *s = uw_session_new(NULL);
+	assert_non_null(s);
+	UW_OPTS(uw_reader_opts, ro, .on_sample = on_sample);
+	errno = 0;
+	struct uw_reader *r = uw_reader_open(s, path, &ro);
+	int e = errno;
+	uw_reader_free(r);
+	uw_session_free(s);
+	return r ? 0 : e;
+}
+
+static void open_errors(void **state)
+{
+	(void)state;
+	char path[64];
+	snprintf(path, sizeof(path), "%s/magic.data", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("this is not a perf.data file, only text that is long enough to fill a header; "
+	      "it goes on for a while so that no read is short, more than the 104 bytes of perf's header.\n", f);
+	fclose(f);
+	assert_int_equal(open_errno(path), UW_EMAGIC);
+	/* perf's magic, then less than its header */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("PERFILE2\x68", f);
+	fclose(f);
+	assert_int_equal(open_errno(path), UW_ETRUNC);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/none.data", dir);
+	assert_int_equal(open_errno(path), ENOENT);
+	/* a directory that is not perf's directory format (no "data" in it) */
+	snprintf(path, sizeof(path), "%s/d.data", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	int e = open_errno(path);
+	rmdir(path);
+	assert_int_equal(e, UW_EMAGIC);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -281,6 +326,7 @@ int main(void)
 		cmocka_unit_test(killed_after_sync),
 		cmocka_unit_test(unfinished_leaves_nothing),
 		cmocka_unit_test(rounds_wait_for_held),
+		cmocka_unit_test(open_errors),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	rmdir(dir);

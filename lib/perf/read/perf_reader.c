@@ -477,8 +477,8 @@ fail:
 	uw_reader_free(r);
 	if (!*base_errmsg(&s->log)) /* (out of memory on the way, most often) */
 		base_err(&s->log, err, "%s: %s", path, uw_strerror(err));
-	/* errno values pass through; project codes (malformed input) read as EPROTO */
-	errno = err < 0 && -err < 4000 ? -err : EPROTO;
+	/* errno values and project codes alike (UW_EMAGIC, UW_ETRUNC, ...: uw_strerror names them) */
+	errno = err < 0 ? -err : EPROTO;
 	return NULL;
 }
 

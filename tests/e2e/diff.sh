@@ -84,13 +84,16 @@ rc=0; "$U" diff "$W/a.data" "$W/nosuch.data" >/dev/null 2>"$W/err.txt" || rc=$?
 [ $rc = 1 ] && grep -q nosuch "$W/err.txt" || fail "a missing recording: exit $rc: $(cat "$W/err.txt")"
 # the differential flame graph, in Chromium
 "$U" diff "$W/a.data" "$W/b.data" --format html -o "$W/diff.html"
+# the same program recorded twice: its shares differ by sampling alone
+"$U" diff "$W/nb.data" "$W/wb.data" --format html -o "$W/same.html"
 export UW_TEST_NODE="${UW_TEST_NODE:-${XDG_CACHE_HOME:-$HOME/.cache}/unwound/test-node}"
 ta=$(perf script -i "$W/a.data" -F period 2>/dev/null | awk '{ s += $1 } END { print s }')
 tb=$(perf script -i "$W/b.data" -F period 2>/dev/null | awk '{ s += $1 } END { print s }')
 cat >"$W/expect.json" <<J
 {"diffs": [{"name": "calltree-shlib", "file": "$W/diff.html", "total": $tb, "base": $ta,
   "grew": ["_start", "__libc_start_main", "__libc_start_call_main", "main", "lib_entry"],
-  "shrank": ["_start", "__libc_start_main", "__libc_start_call_main", "main", "tree_b"]}]}
+  "shrank": ["_start", "__libc_start_main", "__libc_start_call_main", "main", "tree_b"],
+  "same": {"file": "$W/same.html", "stack": ["_start", "__libc_start_main", "__libc_start_call_main", "main", "tree_a"]}}]}
 J
 node "$S/tests/viewers/check.mjs" "$W"
 echo "diff: ok"

@@ -256,6 +256,23 @@ for (const d of E.diffs || []) {
   check(got.total === d.total && got.base === d.base, `diff ${d.name}: totals ${d.base} → ${d.total} (shown ${got.base} → ${got.total})`);
   check(got.grew && got.grew[0] > got.grew[1] + 40 && got.grew[1] === got.grew[2], `diff ${d.name}: ${d.grew.join(' › ')} is red (grew): ${got.grew}`);
   check(got.shrank && got.shrank[2] > got.shrank[0] + 40 && got.shrank[0] === got.shrank[1], `diff ${d.name}: ${d.shrank.join(' › ')} is blue (shrank): ${got.shrank}`);
+  // the legend says the scale; a stack whose share moved within sampling noise stays pale
+  const legend = await page.evaluate(() => document.getElementById('legend').textContent);
+  check(/within sampling noise.*full colour: [0-9.]+ points beyond it/.test(legend), `diff ${d.name}: the legend gives the scale: ${legend}`);
+  if (d.same) {
+    const { page: p2, errors: e2 } = await open('file://' + d.same.file);
+    await p2.waitForFunction(() => window.unwound && window.unwound.root(), { timeout: 30000 });
+    const same = await p2.evaluate((names) => {
+      const n = unwound.find(names); if (!n) return null;
+      const c = (/rgb\((\d+),(\d+),(\d+)\)/.exec(unwound.colour(n)) || []).slice(1).map(Number);
+      const t = unwound.totals();
+      return { c, d: 100 * (n.v / t.v - n.b / t.b) };
+    }, d.same.stack);
+    check(same && e2.length === 0, `diff ${d.name}: the rerun's page shows ${d.same.stack.join(' › ')} ${e2.join('; ')}`);
+    if (same)
+      check(Math.max(...same.c) - Math.min(...same.c) < 80, `diff ${d.name}: a rerun of one program (${same.d.toFixed(2)} points) is painted pale, not ${same.c}`);
+    await p2.close();
+  }
   await opensOnBase(page, `diff ${d.name}`, 0);
   await labelsReadable(page, `diff ${d.name}`);
   // what went away is seen with the baseline's widths

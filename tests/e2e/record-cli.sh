@@ -45,7 +45,39 @@ perf script -i fp.data --no-inline 2>/dev/null | grep -q "tree_a" || fail "--cal
 "$U" record -q -C 0 -o c.data -- sh -c "taskset -c 0 $E calltree 0.3 & $E threads 0.3; wait" >/dev/null 2>&1
 cpus=$(perf script -i c.data -F cpu 2>/dev/null | sort -u | tr -d ' []' | tr '\n' ' ')
 [ "$cpus" = "000 " ] || fail "-C 0: samples on CPUs '$cpus'"
+# -C without a command, -p or -t: every process on that CPU (perf's -a implied), until --duration
+rc=$(status "$U" record -C 0 --duration 0.5 -o c2.data)
+[ "$rc" = 0 ] || fail "-C 0 without a command: exit $rc ($(cat err.txt))"
+cpus=$(perf script -i c2.data -F cpu 2>/dev/null | sort -u | tr -d ' []' | tr '\n' ' ')
+[ -z "$cpus" ] || [ "$cpus" = "000 " ] || fail "-C 0 without a command: samples on CPUs '$cpus'"
 echo "-g, --call-graph dwarf,SIZE and fp, -C: as perf"
+
+# perf's event modifiers: the attribute's exclude bits and precise level as perf sets them, the
+# event named as given (perf evlist reads the names back)
+for ev in cpu-clock:u cpu-clock:k cpu-clock:ppp task-clock:uk; do
+    "$U" record -q -e $ev -o m.data -- "$E" calltree 0.2 >/dev/null 2>err.txt || fail "-e $ev: $(cat err.txt)"
+    perf record -q -e $ev -o pm.data -- true >/dev/null 2>&1
+    want=$(perf evlist -v -i pm.data 2>/dev/null | grep -o 'exclude_user: 1\|exclude_kernel: 1\|exclude_hv: 1\|precise_ip: [0-9]' | tr '\n' ' ')
+    got=$(perf evlist -v -i m.data 2>/dev/null | grep -o 'exclude_user: 1\|exclude_kernel: 1\|exclude_hv: 1\|precise_ip: [0-9]' | tr '\n' ' ')
+    [ "$got" = "$want" ] || fail "-e $ev: attribute '$got', perf record sets '$want'"
+    [ "$(perf evlist -i m.data 2>/dev/null)" = "$ev" ] || fail "-e $ev: named '$(perf evlist -i m.data 2>/dev/null)'"
+done
+# :u samples user space only, :k the kernel only (its samples' ips in the kernel)
+"$U" record -q -e cpu-clock:u -o u.data -- "$E" calltree 0.2 >/dev/null 2>&1
+perf script -i u.data -F ip 2>/dev/null | awk 'NF { n++; if ($1 ~ /^ffff/) k++ } END { exit !(n > 0 && k + 0 == 0) }' ||
+    fail "-e cpu-clock:u: kernel samples in the file"
+# refused with one line saying what to use: another modifier, a tracepoint, --switch-output
+rc=$(status "$U" record -e cpu-clock:G -o x.data -- true)
+[ "$rc" != 0 ] && grep -q "modifier 'G' is not supported" err.txt || fail "-e cpu-clock:G: exit $rc, $(cat err.txt)"
+if [ -e /sys/kernel/tracing/events/sched/sched_switch/id ] || [ -e /sys/kernel/debug/tracing/events/sched/sched_switch/id ]; then
+    rc=$(status "$U" record -e sched:sched_switch -o x.data -- true)
+    [ "$rc" != 0 ] && grep -q "is a tracepoint.*perf record -e sched:sched_switch --call-graph dwarf" err.txt ||
+        fail "-e sched:sched_switch: exit $rc, $(cat err.txt)"
+fi
+rc=$(status "$U" record --switch-output -o x.data -- true)
+[ "$rc" = 2 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "switch-output is not supported: record in slices" err.txt ||
+    fail "--switch-output: exit $rc, $(cat err.txt)"
+echo "event modifiers as perf's; tracepoints and --switch-output refused with what to use"
 for bad in "--call-graph lbr" "--call-graph dwarf,abc" "--call-graph dwarf,70000" "-C 99999" "-C 1-0" "-F abc" "-F 10 -c 100"; do
     # shellcheck disable=SC2086
     rc=$(status "$U" record -q $bad -o x.data -- true)

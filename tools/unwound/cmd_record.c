@@ -36,7 +36,8 @@ static void record_usage(FILE *f)
 		   "  -e, --event EVENT   cycles (default; cpu-clock, said, where the machine has no\n"
 		   "                      hardware counters), instructions, cpu-clock, task-clock,\n"
 		   "                      page-faults; several: -e A -e B or -e A,B (at most 8), each\n"
-		   "                      sample with the stack, as perf record does\n"
+		   "                      sample with the stack, as perf record does; perf's modifiers\n"
+		   "                      u, k, h (privilege levels) and p, P (precise_ip): cycles:u\n"
 		   "  -g                  record call graphs (unwound always does: --call-graph's method)\n"
 		   "  --call-graph MODE   dwarf[,SIZE] (default: user stacks copied, SIZE bytes, and unwound\n"
 		   "                      here), fp (the kernel's frame-pointer callchains, for programs\n"
@@ -53,7 +54,8 @@ static void record_usage(FILE *f)
 		   "  -p, --pid PIDS      processes that already run (comma-separated); ends when they\n"
 		   "                      have all exited\n"
 		   "  -t, --tid TIDS      threads (the same)\n"
-		   "  -C, --cpu CPUS      only these CPUs (comma-separated, ranges A-B)\n"
+		   "  -C, --cpu CPUS      only these CPUs (comma-separated, ranges A-B); without -p or\n"
+		   "                      -t, every process on them (-a implied, as perf)\n"
 		   "  -o, --output FILE   default perf.data (an existing one is kept as FILE.old); '-': a\n"
 		   "                      pipe-mode stream on standard output\n"
 		   "  --stack-size BYTES  user stack copied per sample (default 16384, at most 65528)\n"
@@ -225,7 +227,7 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 int cmd_record(int argc, char **argv)
 {
 	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH, O_STITCH, O_OFFCPU, O_OCEVERY,
-	       O_OCMIN, O_UNWIND, O_BPFBYTES, O_OCMODE, O_OCWALKS, O_NOTCACHE };
+	       O_OCMIN, O_UNWIND, O_BPFBYTES, O_OCMODE, O_OCWALKS, O_NOTCACHE, O_SWITCHOUT };
 	static const struct option lo[] = {
 		{ "freq", required_argument, 0, 'F' }, { "count", required_argument, 0, 'c' },
 		{ "event", required_argument, 0, 'e' }, { "all-cpus", no_argument, 0, 'a' },
@@ -240,7 +242,8 @@ int cmd_record(int argc, char **argv)
 		{ "unwind", required_argument, 0, O_UNWIND }, { "bpf-map-bytes", required_argument, 0, O_BPFBYTES },
 		{ "off-cpu-mode", required_argument, 0, O_OCMODE }, { "off-cpu-walks", required_argument, 0, O_OCWALKS },
 		{ "no-buildid-cache", no_argument, 0, 'N' }, { "no-buildid", no_argument, 0, 'B' },
-		{ "no-table-cache", no_argument, 0, O_NOTCACHE }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "no-table-cache", no_argument, 0, O_NOTCACHE }, { "switch-output", optional_argument, 0, O_SWITCHOUT },
+		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	UW_OPTS(uw_record_opts, ro, .stop = &stop_flag, .buildid_cache = 1);
 	int *pids = NULL, *tids = NULL, *cpus = NULL, c, offline = 0, nofp = 0, quiet = 0, notcache = 0, ret = CLI_EXIT_USAGE;
@@ -375,6 +378,12 @@ int cmd_record(int argc, char **argv)
 			ro.off_cpu_min_ns = us ? us * 1000 : 1; /* 1 ns: every wait is written as it ends */
 			break;
 		}
+		case O_SWITCHOUT:
+			/* a perf habit not supported: said, with what does the job, never ignored */
+			fprintf(stderr, "unwound record: --switch-output is not supported: record in slices with "
+					"--duration SECS (one file each, -o NAME), or rotate with perf record "
+					"--call-graph dwarf --switch-output and unwind each file with unwound inject\n");
+			goto out;
 		case 'h': record_usage(stdout); ret = CLI_EXIT_OK; goto out;
 		default: cli_option_error("record", c, argv, lo); goto out;
 		}
@@ -389,6 +398,9 @@ int cmd_record(int argc, char **argv)
 	}
 	if (optind < argc)
 		ro.argv = argv + optind;
+	/* -C without -p or -t: every process on those CPUs, as perf record -C (-a implied) */
+	if (ncpus && !npids && !ntids)
+		ro.system_wide = 1;
 	/* -a with a command: the whole system while the command runs, as perf */
 	if (!!(ro.argv || ro.system_wide) + !!npids + !!ntids != 1) {
 		fprintf(stderr, "unwound record: give exactly one of: a command, -p PIDS, -t TIDS, -a (-a also with a command)\n");

@@ -107,6 +107,11 @@ struct evspec {
 	uint32_t type;
 	uint64_t config;
 	const char *name;
+	/* perf's modifiers (-e cycles:u, cpu-clock:kpp): any of u, k, h given excludes the
+	 * others; p counts precise_ip, P is its maximum */
+	bool mods, excl_user, excl_kernel, excl_hv;
+	uint8_t precise;
+	char full[64];          /* the name as written in the file: as given, modifiers included */
 };
 
 struct evconf {

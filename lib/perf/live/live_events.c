@@ -70,7 +70,11 @@ int live_probe_defer(struct uw_session *s)
 /* Reads every record in the ring into the reader. */
 bool live_parse_event(const char *name, struct evspec *e)
 {
-	static const struct evspec known[] = {
+	static const struct {
+		uint32_t type;
+		uint64_t config;
+		const char *name;
+	} known[] = {
 		{ 0, 0, "cycles" },        /* PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES */
 		{ 0, 1, "instructions" },
 		{ 1, 0, "cpu-clock" },     /* PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK */
@@ -79,7 +83,10 @@ bool live_parse_event(const char *name, struct evspec *e)
 	};
 	for (size_t i = 0; i < UW_ARRAY_SIZE(known); i++)
 		if (!strcmp(name, known[i].name)) {
-			*e = known[i];
+			/* (the modifiers stay: cycles that falls back to cpu-clock keeps them) */
+			e->type = known[i].type;
+			e->config = known[i].config;
+			e->name = known[i].name;
 			return true;
 		}
 	return false;
@@ -117,6 +124,10 @@ void live_attr_init(struct kattr *a, const struct evconf *ec, unsigned k, bool s
 	}
 	if (task)
 		a->flags |= BIT(A_INHERIT);
+	/* -e NAME:MODS: exclude_user (bit 4), exclude_kernel (5), exclude_hv (6), precise_ip (15-16) */
+	const struct evspec *ev = &ec->ev[k];
+	a->flags |= (ev->excl_user ? BIT(4) : 0) | (ev->excl_kernel ? BIT(5) : 0) | (ev->excl_hv ? BIT(6) : 0) |
+		    (uint64_t)(ev->precise & 3) << 15;
 	if (ec->user_only)
 		a->flags |= BIT(5) | BIT(6); /* exclude_kernel, exclude_hv */
 	/* a command's events begin at its exec; with -a the system's begin at once */

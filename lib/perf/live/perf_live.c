@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <poll.h>
 #include <signal.h>
@@ -81,6 +82,52 @@ struct rec {
 	struct offcpu_stats oc;
 };
 
+/* Is CAT:NAME one of the kernel's tracepoints (tracefs, or debugfs's copy)? */
+static bool tracepoint_exists(const char *cat, const char *name)
+{
+	static const char *const roots[] = { "/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events" };
+	for (size_t i = 0; i < UW_ARRAY_SIZE(roots); i++) {
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s/%s/%s/id", roots[i], cat, name);
+		if (access(p, F_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* perf's event modifiers after the colon (tools/perf/util/parse-events.c): u, k, h name the
+ * privilege levels counted, all the others excluded once one is named; each p asks for one
+ * more level of precise_ip, P for the highest. Others (G, H, I, S, D, W, ...) are refused. */
+static int parse_modifiers(struct uw_session *s, struct evspec *e, const char *mods)
+{
+	bool u = false, k = false, h = false, any = false;
+	unsigned pl = 0;
+	if (!*mods)
+		return base_err(&s->log, -EINVAL, "event '%s': nothing after the colon", e->full);
+	for (const char *m = mods; *m; m++) {
+		switch (*m) {
+		case 'u': u = any = true; break;
+		case 'k': k = any = true; break;
+		case 'h': h = any = true; break;
+		case 'p': pl++; break;
+		case 'P': pl = 3; break;
+		default:
+			return base_err(&s->log, -EINVAL, "event '%s': the modifier '%c' is not supported (u, k, h, p, P are)",
+					e->full, *m);
+		}
+	}
+	if (pl > 3)
+		return base_err(&s->log, -EINVAL, "event '%s': at most three p (precise_ip 3)", e->full);
+	e->mods = true;
+	if (any) {
+		e->excl_user = !u;
+		e->excl_kernel = !k;
+		e->excl_hv = !h;
+	}
+	e->precise = (uint8_t)pl;
+	return 0;
+}
+
 /* The sampling events: a name, or several separated by commas (perf's -e A,B; the CLI's
  * -e A -e B), each once. */
 static int parse_events(struct rec *rc, const char *list)
@@ -100,12 +147,28 @@ static int parse_events(struct rec *rc, const char *list)
 		if (rc->ec.nev == LIVE_MAX_EVENTS)
 			return base_err(&s->log, -EINVAL, "at most %d sampling events per recording ('%s')", LIVE_MAX_EVENTS, list);
 		struct evspec *e = &rc->ec.ev[rc->ec.nev];
-		if (!live_parse_event(name, e))
+		memset(e, 0, sizeof(*e));
+		snprintf(e->full, sizeof(e->full), "%s", name);
+		char *colon = strchr(name, ':');
+		if (colon)
+			*colon = 0;
+		if (!live_parse_event(name, e)) {
+			if (colon && tracepoint_exists(name, colon + 1))
+				return base_err(&s->log, -EOPNOTSUPP, "'%s' is a tracepoint: unwound record samples cycles, instructions, "
+						"cpu-clock, task-clock and page-faults; record tracepoints with perf record -e %s "
+						"--call-graph dwarf, then unwound report or unwound inject reads the file",
+						e->full, e->full);
 			return base_err(&s->log, -EINVAL, "unknown event '%s' (cycles, instructions, cpu-clock, task-clock, "
-					"page-faults)", name);
+					"page-faults, each with perf's modifiers u, k, h, p, P: cycles:u)", e->full);
+		}
+		if (colon) {
+			int err = parse_modifiers(s, e, colon + 1);
+			if (err)
+				return err;
+		}
 		for (unsigned k = 0; k < rc->ec.nev; k++)
-			if (!strcmp(rc->ec.ev[k].name, e->name))
-				return base_err(&s->log, -EINVAL, "the event %s is asked for twice ('%s')", name, list);
+			if (!strcmp(rc->ec.ev[k].full, e->full))
+				return base_err(&s->log, -EINVAL, "the event %s is asked for twice ('%s')", e->full, list);
 		rc->ec.nev++;
 		if (!end)
 			return 0;
@@ -126,10 +189,28 @@ static int cycles_to_cpu_clock(struct rec *rc, int err)
 		if (ec->ev[j].type == 1 && ec->ev[j].config == 0)
 			return base_err(&rc->s->log, err, "the cycles event is not supported here (no hardware counters: %s), "
 					"and cpu-clock, which would stand for it, is recorded already", strerror(-err));
-	base_log(&rc->s->log, rc->ev_default ? UW_LOG_INFO : UW_LOG_WARN,
+	/* said at the default level, asked for or not (the help says so; -q silences it) */
+	base_log(&rc->s->log, UW_LOG_WARN,
 		 "the cycles event is not supported here (no hardware counters: %s): recording cpu-clock instead",
 		 strerror(-err));
-	live_parse_event("cpu-clock", &ec->ev[k]);
+	struct evspec *e = &ec->ev[k];
+	live_parse_event("cpu-clock", e);
+	/* named as perf names the event it falls back to: the privilege levels counted (k, u,
+	 * h, where any is excluded), then the precise level */
+	char m[8];
+	size_t n = 0;
+	if (e->excl_user || e->excl_kernel || e->excl_hv) {
+		if (!e->excl_kernel)
+			m[n++] = 'k';
+		if (!e->excl_user)
+			m[n++] = 'u';
+		if (!e->excl_hv)
+			m[n++] = 'h';
+	}
+	for (unsigned i = 0; i < e->precise; i++)
+		m[n++] = 'p';
+	m[n] = 0;
+	snprintf(e->full, sizeof(e->full), "cpu-clock%s%s", n ? ":" : "", m);
 	return 1;
 }
 
@@ -514,7 +595,12 @@ static int create_output(struct rec *rc)
 		for (size_t i = 0; i < lv->nrings; i++)
 			if (k == 0 || k <= lv->rings[i].nx)
 				ids[n++] = k ? lv->rings[i].xid[k - 1] : lv->rings[i].id;
-		err = uw_reader_add_event(lv->r, &a, sizeof(a), ids, n, NULL);
+		/* the event's name as given (perf writes -e's text): with the kernel excluded for
+		 * want of permission, ":u" as perf names it then */
+		char nm[72];
+		const struct evspec *ev = &rc->ec.ev[k];
+		snprintf(nm, sizeof(nm), "%s%s", ev->full, rc->ec.user_only && !ev->mods ? ":u" : "");
+		err = uw_reader_add_event(lv->r, &a, sizeof(a), ids, n, nm);
 	}
 	free(ids);
 	lv->id0 = lv->nrings ? lv->rings[0].id : 0;

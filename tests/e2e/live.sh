@@ -221,6 +221,9 @@ habits)
         [ $rc = 0 ] || fail "record -e cycles without hardware counters: exit $rc ($(cat c.err))"
         grep -q "cycles event is not supported.*recording cpu-clock" c.err || fail "the fallback is not said: $(cat c.err)"
         perf script -i c.data -F event 2>/dev/null | grep -q "cpu-clock" || fail "the recording's event is not cpu-clock"
+        # the default event too: the help says the fall-back is said (it was only with -v)
+        "$U" record -o d.data -- "$E" calltree 0.2 >/dev/null 2>d.err || fail "record with the default event: $(cat d.err)"
+        grep -q "cycles event is not supported.*recording cpu-clock" d.err || fail "the default event's fallback is not said: $(cat d.err)"
         rc=0; "$U" record -e instructions -o c.data -- true >/dev/null 2>c.err || rc=$?
         [ $rc = 1 ] && grep -q "instructions event is not supported here" c.err || fail "-e instructions: exit $rc, $(cat c.err)"
         echo "record -e cycles: cpu-clock, with a warning"

@@ -16,6 +16,18 @@ for f in lib/libunwound.so.0 lib/libunwound.a include/unwound/unwound.h lib/pkgc
     lib/libunwound-prof.so.0 lib/libunwound-prof.so lib/pkgconfig/unwound-prof.pc share/man/man3/libunwound-prof.3; do
     [ -e "$R/$f" ] || fail "$f not installed"
 done
+# the documentation reaches an installed user: a man page per call (uw_reader_open's is its
+# group's), the design notes and the examples the header names
+for f in share/man/man3/uw_reader.3 share/man/man3/uw_reader_open.3 share/man/man3/uw_session_new.3 \
+    share/man/man3/uw_prof_start.3 share/man/man3/uw_errors.3 share/doc/unwound/design.md \
+    share/doc/unwound/kernel-unwind.md share/doc/unwound/threads.md share/doc/unwound/examples/live_profiler.c; do
+    [ -e "$R/$f" ] || fail "$f not installed"
+done
+man -M "$R/share/man" 3 uw_reader_open 2>/dev/null | grep -q "UW_EMAGIC" || fail "man uw_reader_open: no page, or no errors in it"
+for d in $(grep -o 'docs/[a-z-]*\.md\|examples/[a-z_]*\.c[p]*' "$S/include/unwound/unwound.h" | sort -u); do
+    case $d in docs/*) f=share/doc/unwound/${d#docs/} ;; *) f=share/doc/unwound/$d ;; esac
+    [ -e "$R/$f" ] || fail "the header points to $d, not installed ($f)"
+done
 # pkg-config finds the files where they were installed (relocatable .pc)
 inc=$(PKG_CONFIG_PATH=$R/lib/pkgconfig pkg-config --cflags unwound | tr -d ' ')
 [ "$(readlink -f "${inc#-I}")" = "$(readlink -f "$R/include")" ] || fail "pkg-config --cflags: $inc"

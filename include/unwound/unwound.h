@@ -565,7 +565,12 @@ typedef int (*uw_sample_fn)(void *ctx, const struct uw_sample *sample);
  * uw_tracker_comm_of, uw_tracker_stats), the feeding thread too. An event waits for the
  * unwindings under way and unwinding waits for an event being applied (a read-write lock that
  * lets events go first); a sample unwound just after an event sees it, so give a sample to
- * the workers after the events before it (in time) were given. A live tracker's mapping asked
+ * the workers after the events before it (in time) were given, and give the tracker no event
+ * after it (in time) before its unwinding has returned: an unwinding reads the tracker as it
+ * is when it runs, so a later MMAP over its range, a munmap or an EXIT applied first makes the
+ * sample unwind against an address space it never ran in (the feeding thread waits for the
+ * samples it handed out, or hands out only samples older than every event it applies, as a
+ * uw_reader's ordering window does). A live tracker's mapping asked
  * of the kernel during an unwinding (see live) is added as an event would be. Unwinding on two
  * threads sharing a tracker goes at about twice the rate of one (docs/threads.md has the
  * figures). uw_tracker_free by one thread, after every other call on it has returned.

@@ -48,7 +48,16 @@ U=$B/unwound
 # start read, nothing else (it never switched out).
 stacks_from() {
     # (waits, kw, keyed, unkeyed: left set for the caller)
-    local line sampled walked copied blocked
+    local line sampled walked copied blocked n_cc n_oc s_cc s_oc
+    # the summary's counts are the file's (perf script's): cpu-clock samples on the first line,
+    # offcpu-time samples on the off-CPU line (the first once counted the switch-outs walked)
+    n_cc=$(perf script -i perf.data -F event 2>/dev/null | grep -c "cpu-clock" || true)
+    n_oc=$(perf script -i perf.data -F event 2>/dev/null | grep -c "offcpu-time" || true)
+    s_cc=$(sed -n 's/^unwound record: \([0-9]*\) samples, .*/\1/p' rec.err)
+    s_oc=$(sed -n 's/^unwound record: off-CPU: .* \([0-9]*\) offcpu-time samples,.*/\1/p' rec.err)
+    [ "$s_cc" = "$n_cc" ] && [ "$s_oc" = "$n_oc" ] ||
+        { grep "^unwound record: [0-9]* samples\|offcpu-time samples" rec.err
+          echo "FAIL: the summary says $s_cc cpu-clock and $s_oc offcpu-time samples, the file holds $n_cc and $n_oc"; exit 1; }
     line=$(grep "^unwound record: off-CPU stacks: " rec.err) ||
         { cat rec.err; echo "FAIL: the summary does not say where the switch-out stacks came from"; exit 1; }
     if grep -q "^unwound record: off-CPU: [0-9]* waits timed in the kernel" rec.err; then

@@ -687,6 +687,15 @@ static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct
 	st->samples = rs.samples_delivered;
 	st->samples_root = status_root(&rs);
 	st->samples_no_user = rs.samples_no_user;
+	/* --off-cpu: the switch-outs the reader delivers are not samples of the file (each wait
+	 * becomes an offcpu-time sample, counted in offcpu_samples): the counts are the sampling
+	 * events' alone, the file's */
+	struct uw_event_stats es = { .sz = sizeof(es) };
+	if (rc->lv.r && rc->lv.oc_on && uw_reader_event_stats(rc->lv.r, rc->lv.oc_attr, &es) == 0) {
+		st->samples -= UW_MIN(st->samples, es.samples_delivered);
+		st->samples_root -= UW_MIN(st->samples_root, es.stop_reasons[UW_STOP_END_OF_STACK]);
+		st->samples_no_user -= UW_MIN(st->samples_no_user, es.samples_no_user);
+	}
 	st->stitched = rs.stitched_samples;
 	st->stitch_failed = rs.stitch_failed;
 	st->lost = rc->lv.lost;

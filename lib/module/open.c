@@ -109,7 +109,9 @@ static bool same_file(struct uw_session *s, struct uw_module *m, const struct el
  * lead out of that root, checked the same way (the library dlclosed is still there, mostly).
  * Either is opened as every file a process names is (base_open_file): the process may have put
  * a FIFO or a device at the path since it unmapped the file (dlclose), and a FIFO must not stop
- * the recording. *other: a file was found and is not the module's. */
+ * the recording. (It is opened when first needed, not at its MMAP record: that would narrow
+ * the window, not close it, at a cost on the thread that drains the rings: docs/design.md.)
+ * *other: a file was found and is not the module's. */
 static bool open_live(struct uw_session *s, struct uw_module *m, const char *bid, char *p, size_t cap, bool *other)
 {
 	if (!m->live_pid)

@@ -10,12 +10,17 @@
 #             main; libB's with libB's; no frame in libA.so bears a libB name; `perf buildid-list`
 #             gives each file its own build-id; perf script (perf's own symbols, from the files
 #             kept in the build-id cache by build-id) agrees
+#   overlay   `same` with the program and libraries on an overlayfs (a tmpfs below, the build's
+#             filesystem above: two filesystems, no xino): there fstat gives a file another
+#             device than MMAP2 and /proc/PID/maps do (the layer's, not the overlay's), and the
+#             kernel's own view is asked (the file mapped for a moment): libA's file is found,
+#             not refused
 #   replaced  the same, and libA.so replaced on disk (unlinked, a new file written there) before
 #             the recorder runs again: no file is libA's, so its frames are [unknown] (never
 #             named from libB or from the new file), libA.so gets no build-id, and both record's
 #             and report's summaries count it as a module not used
 # Every count is over the samples taken (nothing depends on the CPU the machine gives).
-# usage: ident.sh same|replaced kernel|copy
+# usage: ident.sh same|overlay|replaced kernel|copy
 set -eu
 case=$1 mode=$2
 B=${UW_BUILD:?} S=${UW_SRC:?}
@@ -38,7 +43,11 @@ BIDC=cc0000000000000000000000000000000000c041
 cc -O2 -g -o dlsame "$S/tests/programs/dlsame.c" -ldl
 
 rec=""
-end_rec() { [ -z "$rec" ] || { kill -CONT $rec 2>/dev/null || true; kill $rec 2>/dev/null || true; }; }
+mounted=""
+end_rec() {
+    [ -z "$rec" ] || { kill -CONT $rec 2>/dev/null || true; kill $rec 2>/dev/null || true; wait $rec 2>/dev/null || true; }
+    for m in $mounted; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
+}
 trap end_rec EXIT
 wait_line() { # file pattern what
     i=0
@@ -85,12 +94,28 @@ lib A $BIDA libA.so
 lib B $BIDB libB.so
 lib B $BIDC libA.other # (replaced: libB's code, a build-id of its own)
 rm -rf "$HOME/.debug"
+D=$W # where the program and its libraries are
+if [ $case = overlay ]; then
+    mkdir -p lower upper ovlwork merged
+    mount -t tmpfs tmpfs lower || fail "overlay: cannot mount a tmpfs (root needed)"
+    mounted="$W/lower"
+    cp dlsame libA.so libB.so lower/
+    mount -t overlay overlay -o lowerdir=$W/lower,upperdir=$W/upper,workdir=$W/ovlwork merged ||
+        fail "overlay: cannot mount an overlayfs"
+    mounted="$W/merged $mounted"
+    D=$W/merged
+    set -- $(stat -c '%D %i' "$D/libA.so")
+    echo "overlay: fstat gives libA.so device $1 (hex) inode $2; /proc/self/maps: $(python3 -c "
+import mmap
+f = open('$D/libA.so', 'rb'); m = mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ)
+print([l.split()[3] + ' ' + l.split()[4] for l in open('/proc/self/maps') if 'libA.so' in l][0])")"
+fi
 arg=""; [ $case = replaced ] && arg=replace
-"$U" record -v --unwind $mode --stack-size 8192 -o $mode.data -- ./dlsame "$W" $MS $arg gated >prog-$mode.out 2>rec.err &
+"$U" record -v --unwind $mode --stack-size 8192 -o $mode.data -- "$D/dlsame" "$D" $MS $arg gated >prog-$mode.out 2>rec.err &
 rec=$!
 wait_line prog-$mode.out ready "the program's start"
 kill -STOP $rec
-touch go1
+touch "$D/go1"
 # libA mapped, run in, dlclosed, libB mapped at its range: the recorder has seen none of it
 i=0
 until grep -q "^B r-xp" prog-$mode.out; do
@@ -102,7 +127,7 @@ until grep -q "^B r-xp" prog-$mode.out; do
     sleep 0.05
 done
 kill -CONT $rec
-touch go2
+touch "$D/go2"
 rc=0; wait $rec || rc=$?
 rec=""
 cp rec.err rec-$mode.err
@@ -133,7 +158,7 @@ perf buildid-list -i $mode.data 2>/dev/null >$mode.bids || true
 bida=$(awk '$2 ~ /\/libA\.so$/ { print $1 }' $mode.bids) bidb=$(awk '$2 ~ /\/libB\.so$/ { print $1 }' $mode.bids)
 echo "$mode: build-id list: libA.so ${bida:-none}, libB.so ${bidb:-none}"
 [ "$bidb" = $BIDB ] || fail "$mode: libB.so's build-id in the list is '${bidb}', not $BIDB"
-if [ $case = same ]; then
+if [ $case != replaced ]; then
     [ $aok = $na ] || { grep -B2 -A6 "libA.so" $mode.uscript | grep -v "A_" | head -20; fail "$mode: $((na - aok)) of libA.so's $na samples not named from libA only"; }
     [ $((amain * 100)) -ge $((na * 95)) ] || fail "$mode: only $amain of libA.so's $na samples reach main (unwound with another file's tables?)"
     [ "$bida" = $BIDA ] || fail "$mode: libA.so's build-id in the list is '${bida}', not $BIDA"

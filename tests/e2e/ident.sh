@@ -141,7 +141,7 @@ else
     grep -q "stacks copied" rec-$mode.err || { cat rec-$mode.err; fail "copy: not unwound from stack copies"; }
 fi
 grep "^libA.so replaced" prog-$mode.out || true
-sed -n 's/^unwound record: [0-9]* samples, \([^;]*\));.*/record: \1/p' rec-$mode.err
+sed -n 's/^unwound record: \([0-9]* samples, [0-9]* with a user stack ([^)]*)\).*/record: \1/p' rec-$mode.err
 
 # unwound's own report of the frames (the names the recorder's modules give)
 "$U" report -i $mode.data --script --no-kernel -o $mode.uscript 2>/dev/null ||

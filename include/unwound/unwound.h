@@ -341,7 +341,9 @@ enum uw_module_state {
 	UW_MODULE_UNOPENED = 0, /* no pc has hit it yet */
 	UW_MODULE_OK,           /* opened, build-id agrees (or none recorded) */
 	UW_MODULE_MISSING,      /* the file could not be found */
-	UW_MODULE_MISMATCH,     /* the file found has another build-id: not used */
+	UW_MODULE_MISMATCH,     /* the file found is not the recorded one: another build-id, or
+	                         * (none recorded; uw_module_build_id is "") another device, inode
+	                         * or inode generation: not used */
 	UW_MODULE_BAD,          /* the file is not a usable ELF file */
 	UW_MODULE_NO_RESOURCE,  /* not opened because a resource ran out (file descriptors,
 	                         * memory): see uw_session_stats */

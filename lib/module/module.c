@@ -85,17 +85,26 @@ static bool is_special_path(const char *p, size_t n)
 /* Modules by identity: a build-id, else path, device and inode. The map holds chains of the
  * modules whose keys hash alike; a module is the one asked for only when its whole identity is. */
 static bool same_module(const struct uw_module *m, const char *path, size_t pathlen, const char *hex, uint32_t maj,
-                        uint32_t min, uint64_t ino)
+                        uint32_t min, uint64_t ino, uint64_t gen)
 {
 	/* (a module known by path keeps that identity when its file tells its build-id later) */
 	if (!m->key_by_path)
 		return hex[0] && strcmp(m->build_id, hex) == 0;
+	/* (a generation only where both are known: /proc/PID/maps, which perf and the tracker
+	 * read for mappings made before the recording, gives none) */
+	uint64_t mg = __atomic_load_n(&m->ino_gen, __ATOMIC_RELAXED);
 	return !hex[0] && strlen(m->path) == pathlen && memcmp(m->path, path, pathlen) == 0 && m->maj == maj &&
-	       m->min == min && m->ino == ino;
+	       m->min == min && m->ino == ino && (!mg || !gen || mg == gen);
 }
 
 struct uw_module *module_get(struct uw_session *s, const char *path, size_t pathlen, const char *hex, uint32_t maj,
                              uint32_t min, uint64_t ino)
+{
+	return module_get_gen(s, path, pathlen, hex, maj, min, ino, 0);
+}
+
+struct uw_module *module_get_gen(struct uw_session *s, const char *path, size_t pathlen, const char *hex,
+                                 uint32_t maj, uint32_t min, uint64_t ino, uint64_t gen)
 {
 	struct module_cache *c = module_cache(s);
 	if (strlen(hex) > 2 * ELFV_MAX_BUILD_ID || !c)
@@ -111,8 +120,13 @@ struct uw_module *module_get(struct uw_session *s, const char *path, size_t path
 	pthread_mutex_lock(&c->mu);
 	struct uw_module *head = base_map_get(&c->modules, key), *m;
 	for (m = head; m; m = m->next_same_key)
-		if (same_module(m, ipath, pathlen, hex, maj, min, ino))
+		if (same_module(m, ipath, pathlen, hex, maj, min, ino, gen))
 			break;
+	if (m && gen && m->key_by_path) {
+		/* the first generation given is the file's (read when it is opened: open.c) */
+		uint64_t none = 0;
+		__atomic_compare_exchange_n(&m->ino_gen, &none, gen, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	}
 	if (m || !(m = calloc(1, sizeof(*m)))) {
 		pthread_mutex_unlock(&c->mu);
 		return m;
@@ -126,6 +140,7 @@ struct uw_module *module_get(struct uw_session *s, const char *path, size_t path
 	m->maj = maj;
 	m->min = min;
 	m->ino = ino;
+	m->ino_gen = hex[0] ? 0 : gen;
 	m->special = is_special_path(ipath, pathlen);
 	m->id = c->nmodules;
 	pthread_mutex_init(&m->mu, NULL);

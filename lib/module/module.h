@@ -46,6 +46,8 @@ struct uw_module {
 	uint64_t key;
 	uint32_t maj, min;
 	uint64_t ino;
+	uint64_t ino_gen;       /* the inode's generation as recorded (MMAP2), 0: not known. Set
+	                         * once (atomic), by the first record that gives one */
 	bool key_by_path;       /* its identity is path, device and inode (no build-id) */
 	bool special;           /* [vdso], [heap], //anon, ...: never opened as a file */
 	bool jit;               /* JIT code (lib/symbolize): symbols from a perf map, addresses absolute */
@@ -71,6 +73,8 @@ struct uw_module {
 	/* live: a process that maps it and where, to open the file it really maps */
 	int32_t live_pid;
 	uint64_t live_start, live_end;
+	bool live;              /* a live tracker saw it mapped (a file of this machine: its device
+	                         * and inode must be the recorded ones), set once under mu */
 	/* unwinding */
 	bool cfi_done;          /* tabs built (atomic: published last) */
 	struct unw_tables tabs;
@@ -97,6 +101,11 @@ struct module_cache *module_cache(struct uw_session *s);
  * made when new. NULL without memory. Any thread. */
 struct uw_module *module_get(struct uw_session *s, const char *path, size_t pathlen, const char *hex,
                              uint32_t maj, uint32_t min, uint64_t ino);
+/* The same, with the inode's generation the record gives (MMAP2's ino_generation; 0: none): a
+ * module known by path is another file when both generations are known and differ (an inode
+ * number the filesystem gave again to a new file), and one without a generation yet takes it. */
+struct uw_module *module_get_gen(struct uw_session *s, const char *path, size_t pathlen, const char *hex,
+                                 uint32_t maj, uint32_t min, uint64_t ino, uint64_t ino_gen);
 /* A mapping starts or stops referring to it (an unreferenced one may be unloaded: module_live). */
 void module_ref(struct uw_session *s, struct uw_module *m);
 void module_unref(struct uw_session *s, struct uw_module *m);

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Opening a module's files (checked against the recorded build-id, else device and inode) and
- * building its unwind tables: each once, by the first thread that needs it, under the module's
- * own lock.
+ * Opening a module's files (checked against the recorded build-id, else device, inode and
+ * inode generation) and building its unwind tables: each once, by the first thread that needs
+ * it, under the module's own lock.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -16,21 +19,113 @@
 #include "module/files.h"
 #include "module/module.h"
 
+/* ---- is the file opened the one the recording says the module maps? */
+
+/* The device and inode the kernel gives a mapping of the file open at fd: the ones MMAP2
+ * records and /proc/PID/maps show (the superblock's device). stat(2) may give another device
+ * for the same file: btrfs gives each subvolume a device of its own, overlayfs may give a file
+ * its layer's. The file is mapped for a moment (one page, never touched: nothing is read
+ * through the mapping, so a file cut short meanwhile cannot fault) and the mapping looked up in
+ * /proc/self/maps. Only asked when fstat disagrees with a live recording (rare). */
+static bool kernel_ident(int fd, uint32_t *maj, uint32_t *min, uint64_t *ino)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	void *a = mmap(NULL, pg > 0 ? (size_t)pg : 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (a == MAP_FAILED)
+		return false;
+	bool found = false, at_start = true;
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		/* (a line longer than the buffer comes in pieces: only a line's start is parsed) */
+		bool start = at_start;
+		at_start = strchr(line, '\n') != NULL;
+		unsigned long long lo, off, in;
+		unsigned ma, mi;
+		if (start && sscanf(line, "%llx-%*x %*s %llx %x:%x %llu", &lo, &off, &ma, &mi, &in) == 5 &&
+		    lo == (uintptr_t)a) {
+			*maj = ma;
+			*min = mi;
+			*ino = in;
+			found = true;
+		}
+	}
+	if (f)
+		fclose(f);
+	munmap(a, pg > 0 ? (size_t)pg : 4096);
+	return found;
+}
+
+/* Whether v, just opened from where, is the file the recording says the module maps. With a
+ * recorded build-id, that is (module_try_open compared it). Without one, the recorded device
+ * and inode, compared with those of the descriptor opened (fstat when it was opened: what is
+ * checked is what is read, whatever is renamed over the path meanwhile), and the inode's
+ * generation where the recording (MMAP2) and the filesystem (FS_IOC_GETVERSION: ext4, btrfs,
+ * xfs, ...) both give one: a new file that got a freed inode's number has another generation.
+ * live: a file of this machine (/proc/PID/map_files, /proc/PID/root, or the path of a module a
+ * live tracker saw mapped): another device is another file. Not live (a recording read later):
+ * another device proves nothing (another machine, a container's filesystem), the same device
+ * with another inode is another file. (Paths under a sysroot are not checked at all: the
+ * caller's.) Says why when it is not. */
+static bool same_file(struct uw_session *s, struct uw_module *m, const struct elfv *v, bool live, const char *where)
+{
+	if (m->build_id[0] || !m->ino || (!m->maj && !m->min))
+		return true;
+	uint32_t fmaj = major(v->dev), fmin = minor(v->dev);
+	uint64_t fino = v->ino;
+	bool same = fmaj == m->maj && fmin == m->min && fino == m->ino;
+	uint32_t kmaj, kmin;
+	uint64_t kino;
+	if (!same && live && v->fd >= 0 && kernel_ident(v->fd, &kmaj, &kmin, &kino) && kmaj == m->maj &&
+	    kmin == m->min && kino == m->ino) {
+		same = true;
+		fmaj = kmaj, fmin = kmin, fino = kino;
+	}
+	if (!same && !live && (fmaj != m->maj || fmin != m->min))
+		return true;
+	uint64_t want_gen = __atomic_load_n(&m->ino_gen, __ATOMIC_RELAXED);
+	unsigned int gen = 0; /* (the kernel writes an int, whatever the ioctl's number says) */
+	bool gen_known = same && want_gen && v->fd >= 0 && ioctl(v->fd, FS_IOC_GETVERSION, &gen) == 0;
+	if (same && (!gen_known || gen == (uint32_t)want_gen))
+		return true;
+	if (same)
+		base_log(&s->log, UW_LOG_WARN,
+			 "%s: %s is another file than the one mapped (inode %llu's generation %u, recorded %llu): not used",
+			 m->path, where, (unsigned long long)fino, gen, (unsigned long long)want_gen);
+	else
+		base_log(&s->log, UW_LOG_WARN,
+			 "%s: %s is another file than the one mapped (device %u:%u inode %llu, recorded %u:%u inode %llu): "
+			 "not used", m->path, where, fmaj, fmin, (unsigned long long)fino, m->maj, m->min,
+			 (unsigned long long)m->ino);
+	return false;
+}
+
 /* Live: the file a process maps, opened through the process, safe from paths it controls.
- * /proc/PID/map_files/START-END is the mapped file itself (even deleted or replaced since);
- * else the path inside the process's root (a container's), resolved with openat2's
- * RESOLVE_IN_ROOT so that its symbolic links cannot lead out of that root. Either is opened as
- * every file a process names is (base_open_file): the process may have put a FIFO or a device
- * at the path since it unmapped the file (dlclose), and a FIFO must not stop the recording. */
-static bool open_live(struct uw_session *s, struct uw_module *m, const char *bid, char *p, size_t cap)
+ * /proc/PID/map_files/START-END is the mapped file itself (even deleted or replaced since) while
+ * the process maps it there: by the time a sample needs it, the process may have unmapped it
+ * and mapped another file at the same range (dlclose, dlopen), so the link names that file: it
+ * is used only when it is the module's (same_file). Else the path inside the process's root
+ * (a container's), resolved with openat2's RESOLVE_IN_ROOT so that its symbolic links cannot
+ * lead out of that root, checked the same way (the library dlclosed is still there, mostly).
+ * Either is opened as every file a process names is (base_open_file): the process may have put
+ * a FIFO or a device at the path since it unmapped the file (dlclose), and a FIFO must not stop
+ * the recording. (It is opened when first needed, not at its MMAP record: that would narrow
+ * the window, not close it, at a cost on the thread that drains the rings: docs/design.md.)
+ * *other: a file was found and is not the module's. */
+static bool open_live(struct uw_session *s, struct uw_module *m, const char *bid, char *p, size_t cap, bool *other)
 {
 	if (!m->live_pid)
 		return false;
 	snprintf(p, cap, "/proc/%d/map_files/%llx-%llx", (int)m->live_pid, (unsigned long long)m->live_start,
 		 (unsigned long long)m->live_end);
-	if (module_try_open_trusted(s, p, bid, &m->elf, NULL)) {
-		snprintf(p, cap, "%s", m->path); /* its name, for .gnu_debuglink lookups next to it */
-		return true;
+	if (module_try_open_trusted(s, p, bid, &m->elf, other)) {
+		if (same_file(s, m, m->elf, true, p)) {
+			snprintf(p, cap, "%s", m->path); /* its name, for .gnu_debuglink lookups next to it */
+			return true;
+		}
+		elfv_close(m->elf);
+		m->elf = NULL;
+		*other = true;
 	}
 	char root[64];
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->live_pid);
@@ -41,11 +136,17 @@ static bool open_live(struct uw_session *s, struct uw_module *m, const char *bid
 		return false;
 	}
 	int why = 0;
-	bool ok = module_try_open_at(s, rfd, m->path, BASE_OPEN_IN_ROOT, bid, &m->elf, NULL, &why);
+	bool ok = module_try_open_at(s, rfd, m->path, BASE_OPEN_IN_ROOT, bid, &m->elf, other, &why);
 	close(rfd);
-	if (ok)
+	if (ok) {
 		snprintf(p, cap, "/proc/%d/root%s", (int)m->live_pid, m->path);
-	else if (why == -UW_ENOTREG)
+		if (!same_file(s, m, m->elf, true, p)) {
+			elfv_close(m->elf);
+			m->elf = NULL;
+			*other = true;
+			ok = false;
+		}
+	} else if (why == -UW_ENOTREG)
 		base_log(&s->log, UW_LOG_INFO, "%s (pid %d): not a regular file now (a FIFO, device or directory): not opened",
 			 m->path, (int)m->live_pid);
 	return ok;
@@ -79,7 +180,7 @@ static bool open_files(struct uw_session *s, struct uw_module *m)
 	/* a try that failed for want of a descriptor or memory is no proof that the file is not there */
 	uint64_t res0 = __atomic_load_n(&s->res.no_fd, __ATOMIC_RELAXED) + __atomic_load_n(&s->res.nomem, __ATOMIC_RELAXED);
 	/* recording: the file the process maps, through the process */
-	if (m->live_pid && open_live(s, m, bid, p, sizeof(p)))
+	if (m->live_pid && open_live(s, m, bid, p, sizeof(p), &mismatch))
 		goto opened;
 	/* perf's build-id cache first: it holds exactly the recorded file */
 	if (bid && s->buildid_dir && strlen(bid) > 2) {
@@ -95,27 +196,24 @@ static bool open_files(struct uw_session *s, struct uw_module *m)
 	if (deleted) {
 		p[pl - 10] = 0;
 		if (!bid) {
-			set_state(m, UW_MODULE_MISSING);
+			/* (a live process's mapping that is another file now is said so) */
+			set_state(m, mismatch ? UW_MODULE_MISMATCH : UW_MODULE_MISSING);
 			base_log(&s->log, UW_LOG_INFO, "%s: deleted while mapped, and no build-id to check a file against", m->path);
 			return false;
 		}
 	}
-	if (!bid && !s->sysroot && (m->maj || m->min) && m->ino) {
-		/* No build-id to check: the recorded device and inode are the only identity. The
-		 * same device with another inode is a file replaced since the recording (a rebuild,
-		 * or deleted while mapped and another put there): not this one. (Another device
-		 * proves nothing: another machine, an overlay filesystem.) */
-		struct stat st;
-		if (stat(p, &st) == 0 && major(st.st_dev) == m->maj && minor(st.st_dev) == m->min && st.st_ino != m->ino) {
-			set_state(m, UW_MODULE_MISMATCH);
-			base_log(&s->log, UW_LOG_WARN, "%s: replaced since the recording (inode %llu, now %llu) and no build-id to check: not used",
-				 m->path, (unsigned long long)m->ino, (unsigned long long)st.st_ino);
-			return false;
-		}
-	}
+	/* without a build-id, the file at the path only when it is the recorded one (same_file:
+	 * a file of this machine when a live tracker saw it mapped; not checked under a sysroot,
+	 * another machine's files) */
+	bool live = __atomic_load_n(&m->live, __ATOMIC_RELAXED);
 	int why = 0;
-	if (module_try_open(s, p, MODULE_UNTRUSTED, bid, &m->elf, &mismatch, &why))
-		goto opened;
+	if (module_try_open(s, p, MODULE_UNTRUSTED, bid, &m->elf, &mismatch, &why)) {
+		if ((s->sysroot && !live) || same_file(s, m, m->elf, live, p))
+			goto opened;
+		elfv_close(m->elf);
+		m->elf = NULL;
+		mismatch = true;
+	}
 	/* a file of that name in the search directories, when it is this build */
 	if (bid) {
 		for (const char *f = module_search_next(s, m->path, NULL); f; f = module_search_next(s, m->path, f)) {
@@ -141,9 +239,12 @@ static bool open_files(struct uw_session *s, struct uw_module *m)
 		return false;
 	}
 	if (mismatch) {
+		/* (without a build-id, same_file said which file and why) */
 		set_state(m, UW_MODULE_MISMATCH);
-		base_log(&s->log, UW_LOG_WARN, "%s: build-id differs from the recording's (%s); not used",
-			 m->path, bid);
+		if (bid)
+			base_log(&s->log, UW_LOG_WARN, "%s: build-id differs from the recording's (%s); not used", m->path, bid);
+		else
+			base_log(&s->log, UW_LOG_INFO, "%s: no file found is the one mapped: its frames are not named", m->path);
 		return false;
 	}
 	/* the real reason: not there, not allowed, not a file, a link, not ELF */
@@ -197,7 +298,11 @@ void module_set_opened(struct uw_module *m, enum uw_module_state state)
 
 void module_note_live(struct uw_module *m, int32_t pid, uint64_t start, uint64_t end)
 {
-	if (m->special || module_is_opened(m))
+	if (m->special)
+		return;
+	if (!__atomic_load_n(&m->live, __ATOMIC_RELAXED))
+		__atomic_store_n(&m->live, true, __ATOMIC_RELAXED);
+	if (module_is_opened(m))
 		return;
 	/* (under its lock: another live tracker's thread may be opening it) */
 	pthread_mutex_lock(&m->mu);

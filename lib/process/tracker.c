@@ -537,7 +537,7 @@ const char *tracker_build_id(const struct uw_tracker *t, const char *path, size_
 }
 
 static int map_event_locked(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint64_t addr, uint64_t len,
-                            uint64_t pgoff, uint32_t prot, uint32_t maj, uint32_t min, uint64_t ino,
+                            uint64_t pgoff, uint32_t prot, uint32_t maj, uint32_t min, uint64_t ino, uint64_t ino_gen,
                             const uint8_t *bid, size_t blen, const char *path, size_t fl)
 {
 	if (blen > ELFV_MAX_BUILD_ID)
@@ -566,7 +566,7 @@ static int map_event_locked(struct uw_tracker *t, int32_t pid, uint32_t cpumode,
 		base_hex(bid, blen, hex);
 	else if (tracker_build_id(t, path, fl))
 		snprintf(hex, sizeof(hex), "%s", tracker_build_id(t, path, fl));
-	struct uw_module *m = module_get(t->s, path, fl, hex, maj, min, ino);
+	struct uw_module *m = module_get_gen(t->s, path, fl, hex, maj, min, ino, ino_gen);
 	if (!m)
 		return -ENOMEM;
 	int e = tracker_mmap(t, pid, addr, len, pgoff, prot, m);
@@ -574,11 +574,11 @@ static int map_event_locked(struct uw_tracker *t, int32_t pid, uint32_t cpumode,
 }
 
 int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint64_t addr, uint64_t len,
-                      uint64_t pgoff, uint32_t prot, uint32_t maj, uint32_t min, uint64_t ino, const uint8_t *bid,
-                      size_t blen, const char *path, size_t fl)
+                      uint64_t pgoff, uint32_t prot, uint32_t maj, uint32_t min, uint64_t ino, uint64_t ino_gen,
+                      const uint8_t *bid, size_t blen, const char *path, size_t fl)
 {
 	tracker_wrlock(t);
-	int e = map_event_locked(t, pid, cpumode, addr, len, pgoff, prot, maj, min, ino, bid, blen, path, fl);
+	int e = map_event_locked(t, pid, cpumode, addr, len, pgoff, prot, maj, min, ino, ino_gen, bid, blen, path, fl);
 	tracker_unlock(t);
 	return e;
 }

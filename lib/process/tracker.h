@@ -166,9 +166,10 @@ int tracker_mmap(struct uw_tracker *t, int32_t pid, uint64_t addr, uint64_t len,
               uint32_t prot, struct uw_module *m);
 /* A mapping event as perf records it (MMAP and MMAP2): the kernel's map noted, a jitdump read,
  * a module found or made by path and build-id (the recording's table supplies a missing one),
- * then mapped. len/path as the record has them (path need not be terminated). */
+ * else path, device, inode and inode generation (0: none), then mapped. len/path as the record
+ * has them (path need not be terminated). */
 int tracker_map_event(struct uw_tracker *t, int32_t pid, uint32_t cpumode, uint64_t addr, uint64_t len,
-                      uint64_t pgoff, uint32_t prot, uint32_t maj, uint32_t min, uint64_t ino, const uint8_t *bid,
+                      uint64_t pgoff, uint32_t prot, uint32_t maj, uint32_t min, uint64_t ino, uint64_t ino_gen, const uint8_t *bid,
                       size_t blen, const char *path, size_t pathlen);
 int tracker_fork(struct uw_tracker *t, int32_t pid, int32_t ppid, int32_t tid, int32_t ptid, uint64_t time);
 int tracker_set_comm(struct uw_tracker *t, int32_t pid, int32_t tid, const char *comm, size_t len, bool exec, uint64_t time);

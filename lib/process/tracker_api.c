@@ -113,7 +113,7 @@ UW_API int uw_tracker_mmap(struct uw_tracker *t, const struct uw_mmap_event *ev)
 	tick(t, e.time);
 	bool kernel = e.pid == (uint32_t)-1;
 	return tracker_map_event(t, (int32_t)e.pid, kernel ? TRACKER_CPUMODE_KERNEL : 0, e.addr, e.len, e.pgoff, e.prot,
-				 e.maj, e.min, e.ino, e.build_id, e.build_id_size, e.path, strlen(e.path));
+				 e.maj, e.min, e.ino, e.ino_generation, e.build_id, e.build_id_size, e.path, strlen(e.path));
 }
 
 UW_API int uw_tracker_comm(struct uw_tracker *t, uint32_t pid, uint32_t tid, const char *comm, int exec,

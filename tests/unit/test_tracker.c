@@ -5,8 +5,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <fcntl.h>
+#include <linux/fs.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "process/tracker.h"
 
@@ -379,6 +387,78 @@ static void test_jitdump(void **state)
 	uw_session_free(s);
 }
 
+/* The module a mapping event made, through the public call (an embedder's path), opened: the
+ * file at the path is used only when it is the recorded one (open.c, same_file). */
+static struct uw_module *mapped(struct uw_session *s, struct uw_tracker *t, uint32_t pid, const char *path,
+                                const struct stat *st, int dmin, int dino, uint64_t gen)
+{
+	struct uw_mmap_event ev = { .sz = sizeof(ev), .pid = pid, .tid = pid, .addr = 0x400000, .len = 0x1000,
+				    .prot = PROT_READ | PROT_EXEC, .maj = major(st->st_dev),
+				    .min = minor(st->st_dev) + (uint32_t)dmin, .ino = st->st_ino + (uint64_t)dino,
+				    .ino_generation = gen, .path = path };
+	assert_int_equal(uw_tracker_mmap(t, &ev), 0);
+	struct tracker_proc *p = tracker_proc_get(t, (int32_t)pid, false);
+	assert_non_null(p);
+	struct tracker_map *m = base_vec_at(&p->maps, 0);
+	module_open(s, m->mod);
+	return m->mod;
+}
+
+static void test_identity(void **state)
+{
+	(void)state;
+	/* an ELF file of our own, on the build's filesystem (tmpfs has no inode generations) */
+	const char *b = getenv("UW_BUILD");
+	char dir[4096], path[4200];
+	snprintf(dir, sizeof(dir), "%s/tests/work", b ? b : ".");
+	mkdir(dir, 0755);
+	snprintf(path, sizeof(path), "%s/ident-%d.so", dir, (int)getpid());
+	int in = open("/proc/self/exe", O_RDONLY), out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(in >= 0 && out >= 0);
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	close(in);
+	struct stat st;
+	assert_int_equal(fstat(out, &st), 0);
+	unsigned int gen = 0;
+	bool has_gen = ioctl(out, FS_IOC_GETVERSION, &gen) == 0 && gen;
+	close(out);
+	struct uw_session *s = uw_session_new(NULL);
+	struct uw_tracker *t = uw_tracker_new(s, NULL);
+	/* the recorded device and inode: used */
+	assert_int_equal(uw_module_state(mapped(s, t, 10, path, &st, 0, 0, 0)), UW_MODULE_OK);
+	/* the same device, another inode: another file */
+	assert_int_equal(uw_module_state(mapped(s, t, 11, path, &st, 0, 1, 0)), UW_MODULE_MISMATCH);
+	/* another device: a recording of another machine (another device proves nothing) ... */
+	assert_int_equal(uw_module_state(mapped(s, t, 12, path, &st, 1, 0, 0)), UW_MODULE_OK);
+	/* ... unless a live tracker saw it mapped: a file of this machine */
+	struct uw_module *live = module_get(s, path, strlen(path), "", major(st.st_dev), minor(st.st_dev) + 2, st.st_ino);
+	module_note_live(live, 999999999, 0x1000, 0x2000); /* (no such process: its path is opened) */
+	assert_false(module_open(s, live));
+	assert_int_equal(uw_module_state(live), UW_MODULE_MISMATCH);
+	uw_tracker_free(t);
+	uw_session_free(s);
+	if (has_gen) {
+		/* the inode's number given again to another file: its generation tells (a module of
+		 * its own: two generations are two files; a session of its own, where no module of
+		 * that path, device and inode came without a generation and took the first given) */
+		s = uw_session_new(NULL);
+		t = uw_tracker_new(s, NULL);
+		struct uw_module *other = mapped(s, t, 13, path, &st, 0, 0, (uint64_t)gen + 1);
+		assert_int_equal(uw_module_state(other), UW_MODULE_MISMATCH);
+		struct uw_module *same = mapped(s, t, 14, path, &st, 0, 0, gen);
+		assert_ptr_not_equal(same, other);
+		assert_int_equal(uw_module_state(same), UW_MODULE_OK);
+		uw_tracker_free(t);
+		uw_session_free(s);
+	} else {
+		print_message("(the build's filesystem gives no inode generation: that part not tested here)\n");
+	}
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +470,7 @@ int main(void)
 		cmocka_unit_test(test_exit_then_late_sample),
 		cmocka_unit_test(test_jitdump),
 		cmocka_unit_test(test_idle_modules),
+		cmocka_unit_test(test_identity),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

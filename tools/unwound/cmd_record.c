@@ -224,6 +224,35 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 			st->procmap_query, st->maps_scan);
 }
 
+/* Modules whose file was found and is not the one mapped (another build-id, device, inode or
+ * inode generation: a library dlclosed and another mapped at its range before its samples were
+ * unwound, and its file replaced on disk): their frames are [unknown], said with their count. */
+struct other_files {
+	unsigned n;
+	char names[512];
+};
+
+static int note_other_file(void *ctx, struct uw_module *m)
+{
+	struct other_files *o = ctx;
+	if (uw_module_state(m) != UW_MODULE_MISMATCH)
+		return 0;
+	size_t l = strlen(o->names);
+	if (o->n++ < 4 && l + 8 < sizeof(o->names))
+		snprintf(o->names + l, sizeof(o->names) - l, "%s%s", l ? ", " : "", uw_module_path(m));
+	return 0;
+}
+
+static void summary_files(struct uw_session *s)
+{
+	struct other_files o = { 0 };
+	uw_session_foreach_module(s, note_other_file, &o);
+	if (o.n)
+		fprintf(stderr, "unwound record: modules: %u not used: not the file mapped (another build-id, device, inode or "
+				"inode generation; their frames are [unknown]): %s%s\n",
+			o.n, o.names, o.n > 4 ? ", ..." : "");
+}
+
 int cmd_record(int argc, char **argv)
 {
 	enum { O_STACK = 256, O_DURATION, O_DEBUGDIR, O_OFFLINE, O_NOFP, O_CALLGRAPH, O_STITCH, O_OFFCPU, O_OCEVERY,
@@ -442,8 +471,10 @@ int cmd_record(int argc, char **argv)
 		ret = st.workload_errno ? 255 : CLI_EXIT_ERROR;
 		goto out;
 	}
-	if (!quiet)
+	if (!quiet) {
 		summary(&ro, &st);
+		summary_files(s);
+	}
 	bool incomplete = cli_incomplete("record", s);
 	uw_session_free(s);
 	s = NULL;

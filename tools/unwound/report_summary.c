@@ -21,7 +21,7 @@ void report_print_header(struct uw_reader *rd, FILE *out)
 }
 
 struct modsum {
-	unsigned missing, mismatch, bad, ok, noresource;
+	unsigned missing, mismatch, other, bad, ok, noresource;
 	FILE *f;
 	int listed;
 	struct modsteps {
@@ -100,6 +100,14 @@ static int list_module(void *ctx, struct uw_module *m)
 			fprintf(ms->f, "  missing:  %s\n", uw_module_path(m));
 		break;
 	case UW_MODULE_MISMATCH:
+		/* (without a recorded build-id: the file found has another device, inode or inode
+		 * generation than the recorded ones) */
+		if (!uw_module_build_id(m)[0]) {
+			ms->other++;
+			fprintf(ms->f, "  not the file recorded (not used): %s (another device, inode or inode generation)\n",
+				uw_module_path(m));
+			break;
+		}
 		ms->mismatch++;
 		fprintf(ms->f, "  build-id mismatch (not used): %s (recorded %s)\n", uw_module_path(m), uw_module_build_id(m));
 		break;
@@ -239,6 +247,8 @@ void report_summary(struct uw_session *s, struct uw_reader *rd, const struct uw_
 	free(ms.steps);
 	fprintf(f, "# modules: %u opened, %u missing, %u with a different build-id, %u unusable", ms.ok, ms.missing,
 		ms.mismatch, ms.bad);
+	if (ms.other)
+		fprintf(f, ", %u not the file recorded (another device, inode or inode generation)", ms.other);
 	if (ms.noresource)
 		fprintf(f, ", %u not opened for want of resources", ms.noresource);
 	fprintf(f, "\n");

@@ -729,7 +729,7 @@ void live_kunw_read(struct live_kunw *lk, const uint8_t *rec, uint32_t len)
 		else if (tracker_build_id(lk->t, sb.str, sb.str_len))
 			snprintf(hex, sizeof(hex), "%s", tracker_build_id(lk->t, sb.str, sb.str_len));
 		/* (the module the tracker makes of the same record, when it is delivered) */
-		struct uw_module *m = module_get(lk->s, sb.str, sb.str_len, hex, sb.maj, sb.min, sb.ino);
+		struct uw_module *m = module_get_gen(lk->s, sb.str, sb.str_len, hex, sb.maj, sb.min, sb.ino, sb.ino_gen);
 		if (!m)
 			return;
 		if (!anon_code(m))

@@ -594,7 +594,7 @@ static int reader_deliver(struct uw_reader *r, unsigned aidx, const uint8_t *rec
 			return 0;
 		}
 		int e = tracker_map_event(r->t, sb.pid, misc & PM_CPUMODE_MASK, sb.addr, sb.len, sb.pgoff, sb.prot, sb.maj,
-					  sb.min, sb.ino, sb.bid, sb.blen, sb.str, sb.str_len);
+					  sb.min, sb.ino, sb.ino_gen, sb.bid, sb.blen, sb.str, sb.str_len);
 		return e == -ENOMEM ? e : 0;
 	}
 	case PR_COMM: {

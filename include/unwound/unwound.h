@@ -161,6 +161,12 @@ UW_API void uw_output_discard(struct uw_output *o);
 /* The file at its path at once (empty): for a writer that wants it there while it writes.
  * @return a descriptor (the caller closes it) or a negative error. */
 UW_API int uw_output_create(const char *path, unsigned mode);
+/* Removes the temporary files the library has under a name at this moment: cache entries
+ * being written on a file system without O_TMPFILE (elsewhere they have no name until complete,
+ * and a process killed leaves nothing). Async-signal-safe: for the handler of a signal that ends
+ * the process (SIGPIPE, SIGINT, SIGTERM), which then raises it again, and for atexit (a thread
+ * may be writing one when the process exits). (UNWOUND_0.2) */
+UW_API void uw_remove_temporaries(void);
 
 /* ---------------------------------------------------------------- session */
 

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,43 +31,132 @@ bool base_make_dirs(char *dir)
 	}
 }
 
-int base_replace_file(const char *path, const struct base_piece *pieces, size_t npieces)
+/* ---- temporaries with a name (a file system without O_TMPFILE), registered while they exist so
+ * that a process ended by a signal can remove them (base_temps_remove, from its handler): a slot
+ * is 0 free, 1 being filled or emptied, 2 naming a file. */
+#define TEMP_SLOTS 32
+static struct {
+	int state;
+	char path[PATH_MAX];
+} temps[TEMP_SLOTS];
+
+static int temp_register(const char *path)
 {
-	char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL, *tmp = NULL;
-	if (slash && slash != dir) {
-		*slash = 0;
-		base_make_dirs(dir);
+	if (strlen(path) >= PATH_MAX)
+		return -1;
+	for (int i = 0; i < TEMP_SLOTS; i++) {
+		int free_ = 0;
+		if (__atomic_compare_exchange_n(&temps[i].state, &free_, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			strcpy(temps[i].path, path);
+			__atomic_store_n(&temps[i].state, 2, __ATOMIC_RELEASE);
+			return i;
+		}
 	}
-	free(dir);
-	if (asprintf(&tmp, "%s.%d.tmp", path, (int)getpid()) < 0)
-		return -ENOMEM;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		int e = -errno;
-		free(tmp);
-		return e;
+	return -1; /* (more at once than slots: that one is left to the cache's scan of stale files) */
+}
+
+static void temp_unregister(int i)
+{
+	if (i >= 0)
+		__atomic_store_n(&temps[i].state, 0, __ATOMIC_RELEASE);
+}
+
+void base_temps_remove(void)
+{
+	for (int i = 0; i < TEMP_SLOTS; i++) {
+		int named = 2;
+		/* (taken: a writer that ends now does not unregister a slot another fills since) */
+		if (__atomic_compare_exchange_n(&temps[i].state, &named, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			unlink(temps[i].path);
+			__atomic_store_n(&temps[i].state, 0, __ATOMIC_RELEASE);
+		}
 	}
-	int err = 0;
-	for (size_t i = 0; i < npieces && !err; i++) {
+}
+
+UW_API void uw_remove_temporaries(void)
+{
+	base_temps_remove();
+}
+
+static int write_pieces(int fd, const struct base_piece *pieces, size_t npieces)
+{
+	for (size_t i = 0; i < npieces; i++) {
 		const uint8_t *b = pieces[i].p;
-		for (size_t left = pieces[i].n; left && !err;) {
+		for (size_t left = pieces[i].n; left;) {
 			ssize_t w = write(fd, b, left);
 			if (w < 0 && errno == EINTR)
 				continue;
-			if (w <= 0) {
-				err = w < 0 ? -errno : -EIO;
-				break;
-			}
+			if (w <= 0)
+				return w < 0 ? -errno : -EIO;
 			b += w;
 			left -= (size_t)w;
 		}
 	}
+	return 0;
+}
+
+/* The unnamed file fd linked at path, whatever was there removed first: linkat never replaces a
+ * name, so a reader may find no file for a moment (a cache's miss), never a part of one. */
+static int link_replacing(int fd, const char *path)
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	for (int tries = 0; tries < 8; tries++) {
+		/* (AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH before Linux 6.10: else through /proc) */
+		if (linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0 ||
+		    (errno != EEXIST && linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0))
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+		if (unlink(path) && errno != ENOENT)
+			return -errno;
+	}
+	return -EEXIST; /* (others writing the same entry all the while) */
+}
+
+int base_replace_file(const char *path, const struct base_piece *pieces, size_t npieces)
+{
+	char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL, *tmp = NULL;
+	if (!dir)
+		return -ENOMEM;
+	if (slash && slash != dir) {
+		*slash = 0;
+		base_make_dirs(dir);
+	} else if (slash) {
+		slash[1] = 0;
+	} else {
+		strcpy(dir, ".");
+	}
+	/* no name until complete: nothing is left behind, whatever ends the process */
+	int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	free(dir);
+	if (fd >= 0) {
+		int err = write_pieces(fd, pieces, npieces);
+		if (!err)
+			err = link_replacing(fd, path);
+		close(fd);
+		if (err != -ENOENT && err != -EPERM && err != -EOPNOTSUPP)
+			return err; /* (done, or failed as a named file would: out of room...) */
+		/* (no /proc to link it through: written again under a name) */
+	}
+	if (asprintf(&tmp, "%s.%d.tmp", path, (int)getpid()) < 0)
+		return -ENOMEM;
+	int slot = temp_register(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int e = -errno;
+		temp_unregister(slot);
+		free(tmp);
+		return e;
+	}
+	int err = write_pieces(fd, pieces, npieces);
 	if (close(fd) && !err)
 		err = -errno;
 	if (!err && rename(tmp, path))
 		err = -errno;
 	if (err)
 		unlink(tmp);
+	temp_unregister(slot);
 	free(tmp);
 	return err;
 }

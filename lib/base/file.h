@@ -49,12 +49,19 @@ static inline bool base_fd_is(int fd, uint64_t dev, uint64_t ino)
 bool base_make_dirs(char *dir);
 
 /* Replaces the file at path (0600, its directory made as base_make_dirs does) with the pieces
- * written in order, through a temporary file beside it and a rename, so a reader sees the old
- * file or the whole new one. @return 0 or a negative errno. */
+ * written in order, so a reader sees the old file, none, or the whole new one: the new file is
+ * written without a name (O_TMPFILE) and linked at path once complete, so a writer killed by any
+ * signal leaves nothing behind. On a file system without O_TMPFILE it is written as
+ * PATH.PID.tmp and renamed; that name is registered until then (base_temps_remove).
+ * @return 0 or a negative errno. */
 struct base_piece {
 	const void *p;
 	size_t n;
 };
 int base_replace_file(const char *path, const struct base_piece *pieces, size_t npieces);
+/* Removes the temporaries base_replace_file has under a name now (see above). Async-signal-safe
+ * (reads the registry, calls unlink): for the handler of a signal that ends the process, and at
+ * exit (a thread may be writing one). */
+void base_temps_remove(void);
 
 #endif

@@ -19,8 +19,11 @@
  *    could differ (a fix in the CFI compiler) never reads another's;
  *  - the words are checked against their hash before use (a damaged file is built again and
  *    replaced), and the file is read, not mapped: its bytes go into the program's map.
- * Written through a temporary file and a rename (a reader sees a whole file or none), 0600 in a
- * 0700 directory; opened without following a link. A cache: any failure costs only the build.
+ * Written without a name and linked once complete (base_replace_file: a reader sees a whole file
+ * or none, a writer killed leaves nothing), 0600 in a 0700 directory; read only when it is a
+ * regular file of this user's that no one else may write (base_cache_entry_ok), in a directory
+ * that is too (session_cache_dir), opened without following a link. A cache: any failure costs
+ * only the build.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -83,6 +86,12 @@ int kunw_cache_read(const char *path, struct elfv *elf, struct elfv *dbg, uint64
 	int fd = base_open_file(path, BASE_OPEN_NOFOLLOW, max + sizeof(struct kc_hdr), &size);
 	if (fd < 0)
 		return fd;
+	/* (only this user's, no one else's to write: its hashes are no secret, anyone who can
+	 * write it could make it say anything) */
+	if (!base_cache_entry_ok(fd)) {
+		close(fd);
+		return -EPERM;
+	}
 	char *buf = NULL;
 	size_t len = 0;
 	int e = base_read_fd(fd, size, &buf, &len);

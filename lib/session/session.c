@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "session/session.h"
+#include "base/cache.h"
 
 UW_API struct uw_session *uw_session_new(const struct uw_session_opts *opts)
 {
@@ -103,6 +104,28 @@ void *session_part_attach(struct uw_session *s, enum session_part p, void *data,
 	if (cur && data)
 		free_fn(data);
 	return cur ? cur : data;
+}
+
+const char *session_cache_dir(struct uw_session *s)
+{
+	if (!s->dwarf_cache)
+		return NULL;
+	int st = __atomic_load_n(&s->cache_state, __ATOMIC_ACQUIRE);
+	if (st)
+		return st == 1 ? s->dwarf_cache : NULL;
+	pthread_mutex_lock(&s->mu);
+	if (!(st = s->cache_state)) {
+		char why[512];
+		int e = base_cache_dir_ready(s->dwarf_cache, why, sizeof(why));
+		st = e ? 2 : 1;
+		/* (one that cannot be made is no one's fault: said only with -v) */
+		if (e)
+			base_log(&s->log, e == -ELOOP || e == -EPERM || e == -ENOTDIR ? UW_LOG_WARN : UW_LOG_INFO,
+				 "cache directory %s not used: %s", s->dwarf_cache, why);
+		__atomic_store_n(&s->cache_state, st, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return st == 1 ? s->dwarf_cache : NULL;
 }
 
 uint64_t session_side_cap(const struct uw_session *s)

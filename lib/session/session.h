@@ -31,7 +31,8 @@ struct uw_session {
 	struct uw_session_opts opts; /* (its strings are not kept: the copies below are) */
 	char *debug_dirs, *buildid_dir, *sysroot;
 	char *search_path;         /* ':'-separated search directories, or NULL */
-	char *dwarf_cache;         /* the DWARF cache directory; NULL: none */
+	char *dwarf_cache;         /* the cache directory as named (session_cache_dir); NULL: none */
+	int cache_state;           /* 0 not checked yet, 1 usable, 2 refused (under mu) */
 	struct base_strings strings; /* names handed out: alive with the session, any thread */
 	pthread_mutex_t mu;        /* attaching parts */
 	struct {
@@ -65,6 +66,12 @@ static inline const char *session_intern(struct uw_session *s, const char *str, 
 void session_resource_fail(struct uw_session *s, int err, const char *what);
 /* A file that was shorter when read than when it was opened: counted and said, once per view. */
 void session_file_shrunk(struct uw_session *s, struct elfv *v, const char *path);
+
+/* The cache directory (the DWARF cache's and the kernel unwinder's tables'), made and checked
+ * on first use (base_cache_dir_ready: not a link, this user's, no one else's to write); NULL
+ * when there is none, or when it was refused: then one warning says why, and the session goes
+ * on without a cache. Any thread. */
+const char *session_cache_dir(struct uw_session *s);
 
 /* ---- limits */
 /* The side-file cap (uw_session_opts.max_side_file_bytes, default SESSION_SIDE_FILE_MAX). */

@@ -237,12 +237,11 @@ struct dwl_store *dwl_store_open(const char *path, const struct elfv_ident *iden
 	int fd = base_open_file(path, BASE_OPEN_NOFOLLOW, 0, &fsize);
 	if (fd < 0)
 		return st;
-	base_cache_touch(fd); /* used: the last to go when the cache is full */
 	struct stat sb;
 	/* only a file of this user's that no one else may write (never written in place: mapped) */
-	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() && !(sb.st_mode & (S_IWGRP | S_IWOTH)) &&
-	    sb.st_size >= (off_t)sizeof(struct store_hdr) &&
+	if (base_cache_entry_ok(fd) && fstat(fd, &sb) == 0 && sb.st_size >= (off_t)sizeof(struct store_hdr) &&
 	    (uint64_t)sb.st_size <= (uint64_t)STORE_MAX_ROWS * 2 * sizeof(struct dwl_row)) {
+		base_cache_touch(fd); /* used: the last to go when the cache is full (ours only) */
 		void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (m != MAP_FAILED && store_valid(m, (size_t)sb.st_size, &st->ident)) {
 			struct store_hdr h;

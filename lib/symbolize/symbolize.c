@@ -307,16 +307,17 @@ static bool open_dwarf(struct uw_session *s, struct sym_module *sm)
 		return sm->dwi != NULL;
 	struct uw_module *m = sm->m;
 	bool usable = module_open(s, m);
+	const char *cache = usable ? session_cache_dir(s) : NULL; /* (checked once: outside the lock) */
 	pthread_mutex_lock(&m->mu);
 	if (!sm->dwi_done && usable) {
 		/* the debug file first: a module with a debug file has no DWARF of its own */
 		module_fetch_debug(s, m);
 		int why = 0, why2 = 0;
 		if (m->dbg)
-			sm->dwi = dwi_open(m->dbg, module_altfile(s, m, m->dbg, m->dbg_path), s->dwarf_cache,
+			sm->dwi = dwi_open(m->dbg, module_altfile(s, m, m->dbg, m->dbg_path), cache,
 					   s->opts.max_dwarf_cache_bytes, &why);
 		if (!sm->dwi)
-			sm->dwi = dwi_open(m->elf, module_altfile(s, m, m->elf, m->opened_path), s->dwarf_cache,
+			sm->dwi = dwi_open(m->elf, module_altfile(s, m, m->elf, m->opened_path), cache,
 					   s->opts.max_dwarf_cache_bytes, &why2);
 		if (sm->dwi) {
 			dwi_set_package_finder(sm->dwi, find_package, sm);

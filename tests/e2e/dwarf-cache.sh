@@ -28,17 +28,19 @@ for z in zlib zstd; do
     grep -q "dwz_common.h:11 (inlined)" "$W/$z.ref" || { echo "FAIL: $z: no inline frames"; exit 1; }
     # (LeakSanitizer cannot run under ptrace: off for the traced runs of the ASan build; one
     # file per thread, -ff, so calls two threads make at once are not split across lines)
-    trace() { rm -f "$W/$1.trace".*; ASAN_OPTIONS=detect_leaks=0 strace -ff -qq -e trace=openat,rename -o "$W/$1.trace" "$B/unwound" report -i "$W/$z.data" --comm "prog-$z" --script --srcline -o "$W/$1"; cat "$W/$1.trace".* >"$W/$1.trace"; }
+    trace() { rm -f "$W/$1.trace".*; ASAN_OPTIONS=detect_leaks=0 strace -ff -qq -e trace=openat,rename,linkat -o "$W/$1.trace" "$B/unwound" report -i "$W/$z.data" --comm "prog-$z" --script --srcline -o "$W/$1"; cat "$W/$1.trace".* >"$W/$1.trace"; }
     trace "$z.cold"
     ent=$(cd "$C" && ls "$bid"-*.dwarf2 2>/dev/null | sed 's/\.dwarf2$//')
     [ -n "$ent" ] && [ -s "$C/$ent.dwarf2" ] || { echo "FAIL: $z: no $bid-KEY.dwarf2 in the cache"; ls -la "$C"; exit 1; }
-    grep -q "rename(.*$ent.dwarf2.*\.tmp\", \"$C/$ent.dwarf2\")" "$W/$z.cold.trace" || { echo "FAIL: $z: not written through a rename"; exit 1; }
-    grep -q "rename(.*$ent.lines2.*\.tmp\", \"$C/$ent.lines2\")" "$W/$z.cold.trace" || { echo "FAIL: $z: no line rows written through a rename"; exit 1; }
+    # (written without a name, O_TMPFILE, and linked once complete: a reader sees all or nothing)
+    grep -q "openat(AT_FDCWD, \"$C\", .*O_TMPFILE" "$W/$z.cold.trace" || { echo "FAIL: $z: not written without a name"; exit 1; }
+    grep -q "linkat(.*\"$C/$ent.dwarf2\"" "$W/$z.cold.trace" || { echo "FAIL: $z: not linked once written"; exit 1; }
+    grep -q "linkat(.*\"$C/$ent.lines2\"" "$W/$z.cold.trace" || { echo "FAIL: $z: no line rows linked once written"; exit 1; }
     readelf -SW "$C/$ent.dwarf2" | grep -q ' \.debug_info .* C ' && { echo "FAIL: $z: the copy is compressed"; exit 1; }
     trace "$z.warm"
     grep -q "openat(.*$ent.dwarf2\", O_RDONLY" "$W/$z.warm.trace" || { echo "FAIL: $z: the copy was not read"; exit 1; }
     grep -q "openat(.*$ent.lines2\", O_RDONLY" "$W/$z.warm.trace" || { echo "FAIL: $z: the line rows were not read"; exit 1; }
-    if grep -q "rename(.*\"$C/" "$W/$z.warm.trace"; then echo "FAIL: $z: written again"; exit 1; fi
+    if grep -q "\(rename\|linkat\)(.*\"$C/" "$W/$z.warm.trace"; then echo "FAIL: $z: written again"; exit 1; fi
     for o in cold warm; do cmp "$W/$z.ref" "$W/$z.$o" || { echo "FAIL: $z: $o output differs"; exit 1; }; done
     # damaged copies: cut short, another file's under this name, rows changed: ignored, rewritten
     good=$W/$z.good; cp "$C/$ent.dwarf2" "$good"; cp "$C/$ent.lines2" "$good.lines"

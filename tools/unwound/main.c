@@ -2,6 +2,8 @@
 /* unwound: the command table; each command is in its cmd_*.c, the helpers they share in cli.c. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,9 +47,39 @@ static void hold_std_fds(void)
 		}
 }
 
+/* A signal that ends the command (its output's reader gone, ^C, kill): the library's temporary
+ * files with a name removed first (a cache entry half written on a file system without
+ * O_TMPFILE), then the signal raised again, so the command ends as it would have. */
+static void on_fatal_signal(int sig)
+{
+	uw_remove_temporaries();
+	raise(sig); /* (SA_RESETHAND: the default action now) */
+}
+
+static void remove_temporaries_on_exit(void)
+{
+	uw_remove_temporaries();
+}
+
+static void clean_up_on_signals(void)
+{
+	static const int sigs[] = { SIGPIPE, SIGINT, SIGTERM, SIGHUP };
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old, sa = { 0 };
+		/* (one ignored by whoever started the command stays ignored) */
+		if (sigaction(sigs[i], NULL, &old) || old.sa_handler != SIG_DFL)
+			continue;
+		sa.sa_handler = on_fatal_signal;
+		sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+		sigaction(sigs[i], &sa, NULL);
+	}
+	atexit(remove_temporaries_on_exit);
+}
+
 int main(int argc, char **argv)
 {
 	hold_std_fds();
+	clean_up_on_signals();
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;

@@ -375,10 +375,11 @@ static void *builder_main(void *arg)
 		km->from_cache = false;
 		if (open) {
 			struct unw_tables c;
+			const char *cdir = session_cache_dir(s); /* (checked once: outside the lock) */
 			/* (the views read sections lazily, as the module's own tables do: under its lock;
 			 * the cache's entry is for the files as they are now, the debug file included) */
 			pthread_mutex_lock(&m->mu);
-			char *cpath = kunw_cache_path(s->dwarf_cache, m->elf, m->dbg);
+			char *cpath = kunw_cache_path(cdir, m->elf, m->dbg);
 			int e = cpath ? kunw_cache_read(cpath, m->elf, m->dbg, lk->cap, &km->tbl) : -ENOENT;
 			if (!e) {
 				km->from_cache = true;

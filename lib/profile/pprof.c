@@ -273,7 +273,7 @@ static uint64_t location(struct pp *x, const struct pframe *f)
 		 * address as perf's table and unwound's show it), not one "[module]" for all of a
 		 * module's unnamed code (go tool pprof -top showed [cc1] at 36.7% flat) */
 		char unnamed[512];
-		snprintf(unnamed, sizeof(unnamed), "%s+0x%" PRIx64, f->mod->name, f->map_addr);
+		snprintf(unnamed, sizeof(unnamed), "%s+0x%" PRIx64, f->mod->name, f->addr);
 		for (unsigned i = 0; i < n; i++) {
 			bool outer = i + 1 == n;
 			/* the containing function by its symbol (as the other outputs name it) */

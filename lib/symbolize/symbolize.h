@@ -139,6 +139,10 @@ struct uw_kernel *ksym_kernel_keep(struct uw_kernel *k);
 void ksym_kernel_note_build_id(struct uw_kernel *k, const char *hex);
 void ksym_kernel_note_text(struct uw_kernel *k, uint64_t text);
 void ksym_kernel_note_release(struct uw_kernel *k, const char *release);
+/* A sample of kernel k has kernel frames to name: the symbols asked for ahead
+ * (uw_tracker_load_*) are read ahead from now (a kallsyms file that is read, not mapped, on a
+ * helper thread). Cheap after the first call; any thread. */
+void ksym_kernel_want(struct uw_kernel *k);
 /* A file given for the kernel's symbols (uw_tracker_load_kallsyms, uw_tracker_load_vmlinux;
  * path NULL: none, the default choice). */
 int ksym_kernel_load(struct uw_kernel *k, const char *path, bool vmlinux);

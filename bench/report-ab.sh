@@ -22,6 +22,8 @@ S=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/uw-report-ab}
 SYS_SECS=${SYS_SECS:-5}
 mkdir -p "$OUT"
+# (perf record keeps a recording it would overwrite as FILE.old: none left behind)
+rm -f "$OUT/python.data" "$OUT/system.data" "$OUT/python.data.old" "$OUT/system.data.old"
 [ "${KEEP:-0}" = 1 ] || trap 'rm -f "$OUT/python.data" "$OUT/system.data"' EXIT
 REC="perf record -q -e cpu-clock -F 1999 --call-graph dwarf,16384"
 echo "recording python (1 s)..."

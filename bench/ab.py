@@ -15,8 +15,8 @@ def run(cmd):
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, st, ru = os.wait4(p.pid, 0)
     return time.perf_counter() - t, ru.ru_utime + ru.ru_stime
-print("| recording | mode | before wall ms | after wall ms | ratio | before CPU ms | after CPU ms | ratio |")
-print("|---|---|---:|---:|---:|---:|---:|---:|")
+print("| recording | mode | before wall ms | after wall ms | ratio | before CPU ms | after CPU ms | ratio | CPU ratio of pairs: median (min-max) |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 N = int(os.environ.get("N", "11"))
 for f in files:
     for mode in modes:
@@ -27,4 +27,6 @@ for f in files:
             b.append(run([new, "report", "-i", f] + mode))
         wa, wb = statistics.median(x[0] for x in a), statistics.median(x[0] for x in b)
         ca, cb = statistics.median(x[1] for x in a), statistics.median(x[1] for x in b)
-        print(f"| {f.rsplit('/',1)[-1]} | {' '.join(mode)} | {wa*1e3:.1f} | {wb*1e3:.1f} | {wb/wa:.3f} | {ca*1e3:.1f} | {cb*1e3:.1f} | {cb/ca:.3f} |", flush=True)
+        pr = sorted(y[1] / x[1] for x, y in zip(a, b) if x[1] > 0)
+        pairs = f"{statistics.median(pr):.3f} ({pr[0]:.2f}-{pr[-1]:.2f})" if pr else "n/a"
+        print(f"| {f.rsplit('/',1)[-1]} | {' '.join(mode)} | {wa*1e3:.1f} | {wb*1e3:.1f} | {wb/wa:.3f} | {ca*1e3:.1f} | {cb*1e3:.1f} | {cb/ca:.3f} | {pairs} |", flush=True)

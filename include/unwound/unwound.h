@@ -493,8 +493,10 @@ struct uw_tracker;
 UW_API struct uw_kernel *uw_tracker_kernel(struct uw_tracker *t);
 
 /* Kernel symbols for the tracker's recording from a kallsyms file (perf's snapshot, or a copy of
- * /proc/kallsyms from the machine it ran on), read ahead on a helper thread. NULL: the default
- * choice above, read ahead as soon as the recording says which kernel it is (call it after
+ * /proc/kallsyms from the machine it ran on), read ahead on a helper thread from the first sample
+ * with kernel frames a profile is given (a file of this user's that no one else may write is
+ * mapped when first needed instead; a recording without kernel frames never reads it). NULL:
+ * the default choice above, once the recording says which kernel it is (call it after
  * uw_reader_open, before uw_reader_run, to overlap the reading with the records').
  * @return 0, or -errno / -UW_ENOTREG when the file cannot be read. */
 UW_API int uw_tracker_load_kallsyms(struct uw_tracker *t, const char *path);

@@ -717,16 +717,7 @@ struct uw_module *tracker_jit_module(struct uw_tracker *t, struct tracker_proc *
 		jp.start_wall_known = true;
 		jp.start_wall = started;
 	}
-	struct jit_span *spans = NULL;
-	if (!p->start_known && p->maps.len && (spans = malloc(p->maps.len * sizeof(*spans)))) {
-		const struct tracker_map *mv = p->maps.data;
-		for (size_t i = 0; i < p->maps.len; i++)
-			spans[i] = (struct jit_span){ mv[i].start, mv[i].end, jit_anonymous(mv[i].mod) };
-		jp.spans = spans;
-		jp.nspans = p->maps.len;
-	}
 	p->jit = jit_map_module(t->s, &jp);
-	free(spans);
 	return p->jit;
 }
 

@@ -74,8 +74,8 @@ static const char *name_uncached(struct uw_profile *p, const struct pframe *f, i
 		} else if (sym.name) {
 			snprintf(buf, sizeof(buf), "%s+%" PRIu64, sym.name, sym.offset);
 		} else {
-			snprintf(buf, sizeof(buf), "%s[%" PRIx64 "]", mname ? mname : "[unknown]",
-				 f->kernel ? f->addr : f->map_addr);
+			/* perf's srcline: the address in the file (objdump's), not the file offset */
+			snprintf(buf, sizeof(buf), "%s[%" PRIx64 "]", mname ? mname : "[unknown]", f->addr);
 		}
 		return intern(p, buf);
 	}
@@ -88,7 +88,7 @@ static const char *name_uncached(struct uw_profile *p, const struct pframe *f, i
 		if (sym.name)
 			return sym.name;
 		if (p->o.addresses)
-			snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, f->mod->name, f->map_addr);
+			snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, f->mod->name, f->addr); /* (as the table) */
 		else
 			snprintf(buf, sizeof(buf), "[%s]", f->mod->name);
 	} else {

@@ -270,10 +270,10 @@ static uint64_t location(struct pp *x, const struct pframe *f)
 		if (n && mp)
 			mp->lines = true;
 		/* code without a symbol: a function per address, named as --addresses names it (the
-		 * address as perf's table and unwound's show it), not one "[module]" for all of a
+		 * ELF address unwound's table and graph show), not one "[module]" for all of a
 		 * module's unnamed code (go tool pprof -top showed [cc1] at 36.7% flat) */
 		char unnamed[512];
-		snprintf(unnamed, sizeof(unnamed), "%s+0x%" PRIx64, f->mod->name, f->map_addr);
+		snprintf(unnamed, sizeof(unnamed), "%s+0x%" PRIx64, f->mod->name, f->addr);
 		for (unsigned i = 0; i < n; i++) {
 			bool outer = i + 1 == n;
 			/* the containing function by its symbol (as the other outputs name it) */

@@ -137,6 +137,12 @@ UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *in)
 	pe->samples++;
 	pe->period += smp->period;
 	int32_t pid = p->o.by_thread ? (int32_t)smp->pid : 0, tid = p->o.by_thread ? (int32_t)smp->tid : 0;
+	/* kernel frames to name: their symbols are read ahead from now (never for a profile
+	 * without them) */
+	if (nk && smp->recorded_kernel != p->kernel_wanted) {
+		ksym_kernel_want(smp->recorded_kernel);
+		p->kernel_wanted = smp->recorded_kernel;
+	}
 	struct pframe *f = p->scratch;
 	uint64_t h = base_hash64((uintptr_t)smp->comm ^ ((uint64_t)event << 48) ^ ((uint64_t)(uint32_t)tid << 16) ^
 				 (uint32_t)pid);

@@ -66,6 +66,7 @@ struct uw_profile {
 	uint64_t nsamples;
 	struct pframe *scratch;
 	size_t scratch_cap;
+	const struct uw_kernel *kernel_wanted; /* the last kernel ksym_kernel_want was told of */
 	struct base_map names; /* hash(frame) -> struct name_ent chain: one lookup per distinct frame */
 	struct base_map levels; /* hash(frame) -> struct lvl_ent chain (names.c) */
 	struct base_arena name_arena;

@@ -23,8 +23,8 @@ struct trow {
 	const char *comm, *dso, *sym, *srcline;
 	int32_t pid, tid;
 	bool kernel;
-	uint64_t addr;           /* code without a symbol: its address (perf's table's: file offset) */
-	uint64_t vaddr;          /* ... and its address in the ELF file (objdump's, gdb's) */
+	uint64_t addr;           /* code without a symbol: its address in the ELF file (objdump's, gdb's,
+	                          * addr2line's), in the table and the graph alike (docs/compat.md) */
 	uint64_t self, total;
 	size_t mark;             /* the last stack that counted it in total, + 1 */
 	char *cells[MAX_KEYS];   /* formatted when printed */
@@ -112,8 +112,7 @@ static struct trow *row_of(struct table *t, const struct pstack *st, const struc
 		if (has_key(t, K_SYM)) {
 			key.sym = level;
 			if (!level && f) { /* no symbol: one row per address, as perf shows it */
-				key.addr = f->kernel || !f->mod ? f->addr : f->map_addr;
-				key.vaddr = f->addr;
+				key.addr = f->addr;
 			}
 		}
 		if (has_key(t, K_SRCLINE))
@@ -188,9 +187,10 @@ static const char *graph_name(const struct trow *r, char *buf, size_t len)
 {
 	if (r->sym)
 		return r->sym;
-	/* as perf's call graph: the address unpadded, the one in the file (perf prints the
-	 * sample's, which is that in an executable that is not PIE, and relocated elsewhere) */
-	snprintf(buf, len, "0x%" PRIx64, r->vaddr);
+	/* as perf's call graph: the address unpadded; the one in the file, as in the table (perf
+	 * prints the sample's, which is that in an executable that is not PIE, and relocated
+	 * elsewhere) */
+	snprintf(buf, len, "0x%" PRIx64, r->addr);
 	return buf;
 }
 

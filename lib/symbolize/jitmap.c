@@ -93,48 +93,6 @@ int jit_map_parse(const char *text, size_t len, struct symtab *t, size_t max_ent
 	return 0;
 }
 
-bool jit_anonymous(const struct uw_module *m)
-{
-	if (!m)
-		return true;
-	const char *n = m->path;
-	return m->special && (!strncmp(n, "//anon", 6) || !strncmp(n, "[anon", 5) || !strncmp(n, "/memfd:", 7));
-}
-
-/* The span holding addr, or NULL. */
-static const struct jit_span *span_at(const struct jit_proc *p, uint64_t addr)
-{
-	size_t lo = base_upper_bound(p->spans, p->nspans, sizeof(*p->spans), offsetof(struct jit_span, start), addr);
-	return lo && addr < p->spans[lo - 1].end ? &p->spans[lo - 1] : NULL;
-}
-
-/* Can the map belong to this process? Where the recording shows anonymous mappings of the
- * process (JIT code lives in anonymous memory; a recording that starts after the process found
- * its mappings as they were, code made executable included), most of the map's entries outside
- * its file mappings must lie in them: the JIT code of another process that had this pid (pids
- * are reused; maps outlive their processes in /tmp) lies elsewhere.
- * Entries inside the file mappings (V8 lists the builtins embedded in its executable) are never
- * looked up here and do not count. A sample of the entries is checked. */
-static const char *jit_entries_misplaced(const struct symtab *t, const struct jit_proc *p)
-{
-	bool has_anon = false;
-	for (size_t i = 0; i < p->nspans && !has_anon; i++)
-		has_anon = p->spans[i].anon;
-	if (!has_anon)
-		return NULL;
-	size_t step = t->n > 1000 ? t->n / 1000 : 1, outside_files = 0, in_anon = 0;
-	for (size_t k = 0; k < t->n; k += step) {
-		const struct jit_span *m = span_at(p, t->syms[k].start);
-		if (m && !m->anon)
-			continue;
-		outside_files++;
-		in_anon += m != NULL;
-	}
-	if (outside_files && in_anon * 2 < outside_files)
-		return "its JIT entries lie outside the process's anonymous mappings";
-	return NULL;
-}
-
 /* perf-PID.map (tools/perf/Documentation/jit-interface.txt): "START SIZE name" per line, hex
  * START and SIZE, written by JITs (V8 --perf-basic-prof, the JVM's agents, CPython 3.12). The
  * file is in a directory anyone may write: it is opened without following a link, only as a
@@ -168,13 +126,18 @@ static int jit_load(struct uw_session *s, struct uw_module *m, struct symtab *sy
 		return err;
 	err = jit_map_parse(text, len, syms, (size_t)(session_side_cap(s) / 128));
 	free(text);
-	/* a process that ran before the recording (its start unknown, the map's age proves
-	 * nothing): its mappings as the recording found them at its start hold its JIT code */
-	if (!err && !p->start_known && (*why = jit_entries_misplaced(syms, p))) {
-		symtab_free(syms);
-		memset(syms, 0, sizeof(*syms));
-		return -ESTALE;
-	}
+	/*
+	 * A process that ran before the recording (its start unknown, the map's age proves
+	 * nothing) is not judged by the map as a whole: its entries are, one at a time, where a
+	 * frame falls in one (tracker_find_pc). An entry names only code outside the process's file
+	 * mappings, in anonymous memory or memory the recording saw no mapping of: a map that
+	 * claims a program's or a library's code never renames it, and a map of another address
+	 * space (a process that had this pid) names nothing its entries do not cover. The map was
+	 * once refused when most of its entries lay outside the anonymous mappings the recording
+	 * knew: attached to a running Node.js, most of them do (V8 lists interpreted functions at
+	 * their bytecode in its heap, and made its code pages executable before the recording
+	 * began, with no mapping event), and every JS frame went unnamed where perf names them.
+	 */
 	return err;
 }
 

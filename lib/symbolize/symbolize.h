@@ -86,21 +86,12 @@ bool sym_inline_done(struct uw_session *s, size_t n);
 /* perf-PID.map text into a symbol table (fuzzed), sorted by start (stable: of entries at one
  * address the last written wins); at most max_entries lines (-UW_ELIMIT). */
 int jit_map_parse(const char *text, size_t len, struct symtab *t, size_t max_entries);
-/* Whether a mapping of m (NULL: none) is anonymous memory, where JIT code lives (//anon,
- * [anon:NAME], memfd; not [vdso]). */
-bool jit_anonymous(const struct uw_module *m);
 /* What the tracker knows of a process, for deciding whether a perf map can be its own. */
-struct jit_span {
-	uint64_t start, end;
-	bool anon;                  /* jit_anonymous of its module */
-};
 struct jit_proc {
 	int32_t pid;
 	bool start_known;           /* it started during the recording ... */
 	bool start_wall_known;      /* ... at this wall-clock time (ns) */
 	int64_t start_wall;
-	const struct jit_span *spans; /* its mappings, sorted by start, disjoint */
-	size_t nspans;
 };
 /* The JIT symbol map of the process (/tmp/perf-PID.map under the sysroot), read once per
  * session and process id, or NULL (none, or not the process's: said). */
@@ -139,6 +130,10 @@ struct uw_kernel *ksym_kernel_keep(struct uw_kernel *k);
 void ksym_kernel_note_build_id(struct uw_kernel *k, const char *hex);
 void ksym_kernel_note_text(struct uw_kernel *k, uint64_t text);
 void ksym_kernel_note_release(struct uw_kernel *k, const char *release);
+/* A sample of kernel k has kernel frames to name: the symbols asked for ahead
+ * (uw_tracker_load_*) are read ahead from now (a kallsyms file that is read, not mapped, on a
+ * helper thread). Cheap after the first call; any thread. */
+void ksym_kernel_want(struct uw_kernel *k);
 /* A file given for the kernel's symbols (uw_tracker_load_kallsyms, uw_tracker_load_vmlinux;
  * path NULL: none, the default choice). */
 int ksym_kernel_load(struct uw_kernel *k, const char *path, bool vmlinux);

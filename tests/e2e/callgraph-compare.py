@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 # Compares the call graphs under each entry of two perf-report-style outputs (perf's and
 # unwound's): every entry of perf's must be in unwound's with the same lines under it.
+# An optional SHIFT (4th argument) is added to the addresses of perf's rows of code without a
+# symbol: perf's table shows file offsets there, unwound's the ELF addresses its graph shows.
 import re
 import sys
 
@@ -60,6 +62,10 @@ def paths(lines):
 
 
 perf, uw = blocks(sys.argv[1]), blocks(sys.argv[2])
+if len(sys.argv) > 4:
+    shift = int(sys.argv[4], 0)
+    addr = re.compile(r"\[\.\] 0x([0-9a-f]{16})$")
+    perf = {addr.sub(lambda m: "[.] 0x%016x" % (int(m.group(1), 16) + shift), k): v for k, v in perf.items()}
 what = sys.argv[3]
 bad = [k for k in perf if perf[k] != uw.get(k) and (k not in uw or paths(perf[k]) != paths(uw[k]))]
 if not perf or bad:

@@ -54,7 +54,7 @@ void report_usage(FILE *f)
 		"  --group function|line  rows by function (default) or by source line (DWARF)\n"
 		"  --inline            --folded and the table with inline frames of their own (DWARF)\n"
 		"  --no-kernel         leave kernel frames out\n"
-		"  --addresses         name unknown frames module+0xoffset (--folded)\n"
+		"  --addresses         name unknown frames module+0xADDRESS (--folded; the address in the file)\n"
 		"filters:\n"
 		"  --event NAME        samples of this event only (any output); offcpu-time: the off-CPU\n"
 		"                      time of record --off-cpu (or perf record --off-cpu), weighed by\n"

@@ -81,7 +81,6 @@ struct rec {
 	 * several seconds of CPU) never delays the first sample */
 	bool kunw_late;
 	struct live_kunw_loading *loading;
-	uint64_t copied_before; /* samples delivered before the program was attached */
 	char unwind_why[160];   /* why not, when it was asked for and is not used */
 	uint64_t end_ns;        /* --off-cpu: when the recording ended (waits still open close there) */
 	struct offcpu_stats oc;
@@ -717,9 +716,6 @@ static int kunw_ready(struct rec *rc)
 	}
 	if (err)
 		return kunw_unavailable(rc, err);
-	struct uw_reader_stats rs = { .sz = sizeof(rs) };
-	uw_reader_stats(lv->r, &rs);
-	rc->copied_before = rs.samples_delivered;
 	base_log(&rc->s->log, UW_LOG_INFO,
 		 "kernel unwinding: the program loaded (verified) in %.3f s, %.3f s into the recording: stacks walked in "
 		 "the kernel from now on (the threads that existed then keep their stack copies: a task's event "

@@ -66,6 +66,12 @@ echo go >&3
 waitfor prog.out "early done" 60 || fail "startburn did not do its early work"
 # (the walker's program verified and attached: then the deep part)
 waitfor pid.err "kernel unwinding: the program loaded" 300 || { cat pid.err; fail "the kernel walker was never attached"; }
+# (and the process's tables in, as a process that runs before a recording has them before its
+# first sample: the walk through them is what is checked, not their first hand-overs; the swap of
+# its mappings that follows is a grace period, ~10-20 ms)
+waitfor pid.err "table of .*/startburn loaded" 120 && waitfor pid.err "table of .*/libc.so.6 loaded" 120 ||
+    { cat pid.err; fail "the process's tables were not loaded"; }
+sleep 0.5
 echo go >&3
 exec 3>&-
 wait $pid || fail "startburn failed"

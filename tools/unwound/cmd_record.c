@@ -74,7 +74,8 @@ static void record_usage(FILE *f)
 		   "                      pointer; switch: a sample at every switch-out with its stack\n"
 		   "                      and switch records (the default otherwise: it begins with\n"
 		   "                      copies, as the CPU samples do)\n"
-		   "  --off-cpu-walks N   (kernel) stacks walked per second and CPU at most (default 500)\n"
+		   "  --off-cpu-walks N   (kernel, which it chooses) stacks walked per second and CPU at\n"
+		   "                      most (default 500)\n"
 		   "  --off-cpu-every N   (switch) take the stack at one switch-out in N (default 1);\n"
 		   "                      every wait is still timed, one without a stack of its own\n"
 		   "                      counted in its thread's last\n"
@@ -447,7 +448,8 @@ int cmd_record(int argc, char **argv)
 	ro.cmd_argc = argc;
 	ro.cmd_argv = (const char *const *)argv;
 	struct status_ctx sc = { .tty = !quiet && isatty(2), .quiet = quiet, .t_cmd = t_cmd,
-				 .walk_wanted = ro.unwind != UW_UNWIND_COPY && ro.call_graph == UW_CALL_GRAPH_DWARF };
+				 .walk_wanted = ro.unwind != UW_UNWIND_COPY && ro.call_graph == UW_CALL_GRAPH_DWARF &&
+						!ro.stitch };
 	ro.on_status = on_status;
 	ro.ctx = &sc;
 	struct sigaction sa = { 0 };

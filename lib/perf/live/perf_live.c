@@ -189,10 +189,10 @@ static int check_opts(struct rec *rc)
 		return base_err(&s->log, -EINVAL, "--off-cpu-every samples the switch events: not with --off-cpu-mode kernel");
 	/* the program loaded while the recording runs unless every stack must be walked in the
 	 * kernel (--unwind kernel; tests: UW_KUNW_VERIFY) or the waits are to be timed there
-	 * (--off-cpu-mode kernel: the events are then per CPU, the program picks the followed
-	 * tasks' samples, so it is there before they are enabled) */
+	 * (--off-cpu-mode kernel, or its --off-cpu-walks: the events are then per CPU, the program
+	 * picks the followed tasks' samples, so it is there before they are enabled) */
 	rc->kunw_late = rc->want_kernel && o->unwind == UW_UNWIND_AUTO && !getenv("UW_KUNW_VERIFY") &&
-			!(o->off_cpu && o->off_cpu_mode == UW_OFFCPU_KERNEL);
+			!(o->off_cpu && (o->off_cpu_mode == UW_OFFCPU_KERNEL || o->off_cpu_walks));
 	/* the waits timed in the kernel where the stacks are walked there from the start (else a
 	 * sample at every switch-out, walked in the kernel once the program is loaded,
 	 * docs/offcpu.md) */

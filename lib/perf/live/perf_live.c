@@ -700,11 +700,6 @@ static int kunw_ready(struct rec *rc)
 	if (err == -EINPROGRESS)
 		return 0;
 	rc->loading = NULL;
-	if (!err && rc->ec.nev > 1 && !live_kunw_event_ids(lv->kunw)) {
-		snprintf(rc->unwind_why, sizeof(rc->unwind_why),
-			 "%u events: a walk's record says its event from Linux 6.2 on (bpf_cast_to_kern_ctx)", rc->ec.nev);
-		err = -EOPNOTSUPP;
-	}
 	if (!err) {
 		/* the reader's records followed from now on (the records delivered so far went by:
 		 * the processes the tracker knows are loaded at the next update), then the events'

@@ -1134,8 +1134,16 @@ struct uw_kernel_unwind_opts {
 UW_API UW_EXPERIMENTAL struct uw_kernel_unwind *uw_kernel_unwind_new(struct uw_reader *r,
                                                                      const struct uw_kernel_unwind_opts *opts);
 
-/* Experimental. Loads the program (the kernel's verifier checks it: ~0.2-0.5 s) and follows the
- * reader's records from now on. A refusal leaves the reader as it was, for stack copies.
+/* Experimental. Loads the program and follows the reader's records from now on. It returns once
+ * the kernel's verifier has checked the program, which is the whole of the setup's time:
+ * measured 2026-12-07 (Linux 6.18, 2 CPUs shared with other builds), 1.9 s of CPU (system time;
+ * issue 41's probe found ~1.25 s on a quiet machine of the kind) and 8.6 to 13 s of wall time at a load average of
+ * 210; examples/live_profiler -k of `true` against -c, 5 alternated runs. uw_kernel_unwind_new,
+ * _attach (per event) and _prime of a new command take milliseconds beside it (_prime of running
+ * processes: their tables built, up to its timeout). uw_record does not wait for it (it verifies
+ * on a thread of its own while it records with stack copies: docs/kernel-unwind.md,
+ * "Start-up"); here, load before the events are enabled, or accept that samples wait. A refusal
+ * leaves the reader as it was, for stack copies.
  * @return 0, or with the reason in one line in the session's message (uw_session_errmsg):
  * -EOPNOTSUPP (not compiled in, the kernel has no BTF, kernel lockdown), -EPERM (not
  * privileged), -ENOSYS (a kernel without BPF), another error of the kernel's (the verifier
@@ -1318,7 +1326,8 @@ struct uw_record_opts {
 	double duration;           /* seconds; 0: until stopped */
 	unsigned mmap_pages;       /* data pages per ring buffer (power of two; default 1024) */
 	volatile int *stop;        /* set non-zero (a signal handler may) to stop */
-	/* called about once a second with the status so far */
+	/* called as the recording begins (its events enabled: elapsed 0, the moment to say it has
+	 * started), then about once a second with the status so far */
 	void (*on_status)(void *ctx, const struct uw_record_status *st);
 	void *ctx;
 	int cmd_argc;              /* the recording command, for the header */
@@ -1344,14 +1353,20 @@ struct uw_record_opts {
 	uint64_t off_cpu_min_ns;   /* waits shorter are added up per thread and stack and written
 	                            * when their total reaches it, or at the end (0: 500 us;
 	                            * UINT64_MAX: every wait aggregated, written at the end) */
-	int unwind;                /* with UW_CALL_GRAPH_DWARF: UW_UNWIND_AUTO (default: in the kernel
-	                            * when it can be, else stack copies, the reason logged as a
-	                            * warning), UW_UNWIND_KERNEL (in the kernel, or fail), or
-	                            * UW_UNWIND_COPY (stack copies) */
+	int unwind;                /* with UW_CALL_GRAPH_DWARF: UW_UNWIND_AUTO (default: the recording
+	                            * begins at once with stack copies while the kernel walker's
+	                            * program is verified on a thread, 0.2 to several seconds of
+	                            * CPU, then walks in the kernel once it is attached to the open
+	                            * events (tasks whose event was inherited before keep copies);
+	                            * where it cannot be, stack copies, the reason logged as a
+	                            * warning), UW_UNWIND_KERNEL (in the kernel from the first
+	                            * sample: the recording begins once the program is verified;
+	                            * or fail), or UW_UNWIND_COPY (stack copies) */
 	uint32_t reserved2;        /* zero (no padding inside the struct) */
 	uint64_t kernel_max_bytes; /* kernel unwinding: cap on BPF map bytes (0: 64 MiB) */
-	/* (off_cpu) how waits are timed: UW_OFFCPU_AUTO (default: UW_OFFCPU_KERNEL where the stacks
-	 * are walked in the kernel and off_cpu_every is 0, else UW_OFFCPU_SWITCH), UW_OFFCPU_KERNEL
+	/* (off_cpu) how waits are timed: UW_OFFCPU_AUTO (default: UW_OFFCPU_KERNEL with
+	 * UW_UNWIND_KERNEL and off_cpu_every 0, else UW_OFFCPU_SWITCH: its samples copied until the
+	 * program is verified, as the CPU samples'), UW_OFFCPU_KERNEL
 	 * (every wait timed by the eBPF program at the sched_switch tracepoint, in the kernel; its
 	 * stack walked at the switch-out within off_cpu_walks, else given the stack walked at the
 	 * same user pc and stack pointer of its thread; the CPU samples' events opened per CPU, the

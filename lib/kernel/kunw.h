@@ -154,6 +154,10 @@ struct kunw_opts {
  * without BPF), -EINVAL (bad options), ... */
 int kunw_open(const struct kunw_opts *o, struct kunw **out, char *err, size_t errlen);
 void kunw_close(struct kunw *k);
+/* What kunw_open would refuse at once, in a few milliseconds (no verifier): libbpf that cannot
+ * be loaded (-ELIBACC), no BPF (-ENOSYS), no privilege to make a map (-EPERM); err says why.
+ * For a caller that loads the program on a thread and wants these said before it begins. */
+int kunw_probe(char *err, size_t errlen);
 
 /* Attaches the program to a perf event fd (a sampling event: its samples are then delivered as
  * records instead of in the event's own buffer, so the kernel copies no stack for them). The fd

@@ -304,6 +304,19 @@ int kunw_open(const struct kunw_opts *opts, struct kunw **out, char *err, size_t
 	return e;
 }
 
+int kunw_probe(char *err, size_t errlen)
+{
+	int e = lb_need(err, errlen);
+	if (e)
+		return e;
+	/* (the map a program's load makes first: the same capability check) */
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, 4, 1, NULL);
+	if (fd < 0)
+		return set_err(err, errlen, -errno, "creating a BPF map");
+	close(fd);
+	return 0;
+}
+
 static int kunw_open_quiet(const struct kunw_opts *opts, struct kunw **out, char *err, size_t errlen)
 {
 	struct kunw_opts o = opts ? *opts : (struct kunw_opts){ 0 };

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -43,10 +44,14 @@ static void record_usage(FILE *f)
 		   "                      here), fp (the kernel's frame-pointer callchains, for programs\n"
 		   "                      built with frame pointers) or fp,defer (the same, the user part\n"
 		   "                      walked once when the task returns to user space: Linux 6.19+)\n"
-		   "  --unwind MODE       kernel (default where it can be: each user stack is walked in\n"
-		   "                      the kernel by an eBPF program, no stack copy; needs root or\n"
-		   "                      CAP_BPF+CAP_PERFMON and the kernel's BTF, else a line says why\n"
-		   "                      and stacks are copied) or copy (--call-graph dwarf's copies)\n"
+		   "  --unwind MODE       kernel (each user stack walked in the kernel by an eBPF program,\n"
+		   "                      no stack copy: the recording begins once the program is\n"
+		   "                      verified, an error where it cannot be) or copy (--call-graph\n"
+		   "                      dwarf's copies). Default: the recording begins at once with\n"
+		   "                      copies, the program is verified meanwhile and walks the\n"
+		   "                      stacks from then on (the tasks that exist then keep copying);\n"
+		   "                      it needs root or CAP_BPF+CAP_PERFMON and the kernel's BTF,\n"
+		   "                      else a line says why\n"
 		   "  --bpf-map-bytes N   kernel unwinding: cap on the BPF maps' bytes (module tables and\n"
 		   "                      mappings; default 64 MiB); past it, stacks through modules\n"
 		   "                      without a table are finished in user space from a stack copy\n"
@@ -64,13 +69,15 @@ static void record_usage(FILE *f)
 		   "  --off-cpu           off-CPU time too: where each followed thread waits and how long,\n"
 		   "                      written as samples of the event offcpu-time whose period is\n"
 		   "                      the time off the CPU in ns, with the stack it blocked in\n"
-		   "  --off-cpu-mode kernel|switch  kernel (the default where stacks are walked in the\n"
-		   "                      kernel): every wait timed by the eBPF program at the\n"
+		   "  --off-cpu-mode kernel|switch  kernel (the default with --unwind kernel): every\n"
+		   "                      wait timed by the eBPF program at the\n"
 		   "                      sched_switch tracepoint, its stack walked there within a\n"
 		   "                      budget, else given the stack walked at the same pc and stack\n"
 		   "                      pointer; switch: a sample at every switch-out with its stack\n"
-		   "                      and switch records (the only one with --unwind copy)\n"
-		   "  --off-cpu-walks N   (kernel) stacks walked per second and CPU at most (default 500)\n"
+		   "                      and switch records (the default otherwise: it begins with\n"
+		   "                      copies, as the CPU samples do)\n"
+		   "  --off-cpu-walks N   (kernel, which it chooses) stacks walked per second and CPU at\n"
+		   "                      most (default 500)\n"
 		   "  --off-cpu-every N   (switch) take the stack at one switch-out in N (default 1);\n"
 		   "                      every wait is still timed, one without a stack of its own\n"
 		   "                      counted in its thread's last\n"
@@ -94,13 +101,49 @@ static void record_usage(FILE *f)
 
 struct status_ctx {
 	bool tty;
+	bool quiet;
+	bool started;
+	bool walk_wanted;       /* kernel unwinding asked for or by default */
+	double t_cmd;           /* CLOCK_MONOTONIC at the command line's start */
 	uint64_t last_samples;
 	double last_t;
 };
 
+static double mono_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* The first status comes as the recording begins: said in one line (the time, so that a script
+ * or a person knows from when the samples are), unless -q. */
+static void say_started(struct status_ctx *c, const struct uw_record_status *st)
+{
+	c->started = true;
+	if (c->quiet)
+		return;
+	struct timespec ts;
+	struct tm tm;
+	char hms[32] = "?";
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (localtime_r(&ts.tv_sec, &tm))
+		strftime(hms, sizeof(hms), "%H:%M:%S", &tm);
+	fprintf(stderr, "unwound record: recording started at %s.%03ld, %.2f s after the command line%s\n", hms,
+		ts.tv_nsec / 1000000, mono_now() - c->t_cmd,
+		st->kernel_unwind ? "; stacks walked in the kernel"
+		: c->walk_wanted && uw_kernel_unwind_built() && !st->unwind_why[0]
+			? "; stacks copied until the kernel's walker is verified"
+			: "");
+}
+
 static void on_status(void *ctx, const struct uw_record_status *st)
 {
 	struct status_ctx *c = ctx;
+	if (!c->started) {
+		say_started(c, st);
+		return;
+	}
 	if (!c->tty)
 		return;
 	double dt = st->elapsed - c->last_t;
@@ -276,6 +319,7 @@ int cmd_record(int argc, char **argv)
 	};
 	UW_OPTS(uw_record_opts, ro, .stop = &stop_flag, .buildid_cache = 1);
 	int *pids = NULL, *tids = NULL, *cpus = NULL, c, offline = 0, nofp = 0, quiet = 0, notcache = 0, ret = CLI_EXIT_USAGE;
+	double t_cmd = mono_now();
 	size_t npids = 0, ntids = 0, ncpus = 0;
 	char *debugdirs = NULL, *events = NULL;
 	bool freq_set = false, count_set = false;
@@ -444,7 +488,9 @@ int cmd_record(int argc, char **argv)
 	/* the header's command line: "record ..." as given, after the program's path */
 	ro.cmd_argc = argc;
 	ro.cmd_argv = (const char *const *)argv;
-	struct status_ctx sc = { .tty = !quiet && isatty(2) };
+	struct status_ctx sc = { .tty = !quiet && isatty(2), .quiet = quiet, .t_cmd = t_cmd,
+				 .walk_wanted = ro.unwind != UW_UNWIND_COPY && ro.call_graph == UW_CALL_GRAPH_DWARF &&
+						!ro.stitch };
 	ro.on_status = on_status;
 	ro.ctx = &sc;
 	struct sigaction sa = { 0 };

@@ -186,6 +186,20 @@ struct live_kunw_conf {
 };
 /* Loads the program (the verifier runs): 0 and *out, or a negative error and why (one line). */
 int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char *why, size_t len);
+/* The same, the verifier run on a thread of its own (a recording begins meanwhile, copying
+ * stacks): what fails at once (no libbpf, BPF or privilege) fails here, with why; else 0 and
+ * *out, whose fd (live_kunw_loading_fd) is readable once the load is through. */
+struct live_kunw_loading;
+int live_kunw_load(const struct live_kunw_conf *c, struct live_kunw_loading **out, char *why, size_t len);
+int live_kunw_loading_fd(const struct live_kunw_loading *ld);
+/* -EINPROGRESS (still verifying), else ld freed and 0 with *out (ns: how long the load took), or
+ * a negative error and why. */
+int live_kunw_loading_take(struct live_kunw_loading *ld, struct live_kunw **out, uint64_t *ns, char *why, size_t len);
+/* Not wanted any more: freed now, or by its thread once the verifier returns. */
+void live_kunw_loading_cancel(struct live_kunw_loading *ld);
+/* Started (live_kunw_start) while the recording runs: the processes the reader's tracker knows
+ * already are loaded at the next update, as their records went by before. */
+void live_kunw_late_start(struct live_kunw *lk);
 /* Attaches it to a sampling event's fd, or (sw) to a switch event of --off-cpu. */
 int live_kunw_attach(struct live_kunw *lk, int fd, bool sw);
 /* The reader the program's records go into (its tracker's mappings are loaded): its side-band

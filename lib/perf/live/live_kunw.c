@@ -73,6 +73,34 @@ int live_kunw_attach(struct live_kunw *lk, int fd, bool sw)
 	(void)sw;
 	return -EOPNOTSUPP;
 }
+int live_kunw_load(const struct live_kunw_conf *c, struct live_kunw_loading **out, char *why, size_t len)
+{
+	(void)c;
+	*out = NULL;
+	snprintf(why, len, "not compiled in (the build had no libbpf, clang BPF target, bpftool or kernel BTF)");
+	return -EOPNOTSUPP;
+}
+int live_kunw_loading_fd(const struct live_kunw_loading *ld)
+{
+	(void)ld;
+	return -1;
+}
+int live_kunw_loading_take(struct live_kunw_loading *ld, struct live_kunw **out, uint64_t *ns, char *why, size_t len)
+{
+	(void)ld;
+	(void)ns;
+	*out = NULL;
+	snprintf(why, len, "not compiled in");
+	return -EOPNOTSUPP;
+}
+void live_kunw_loading_cancel(struct live_kunw_loading *ld)
+{
+	(void)ld;
+}
+void live_kunw_late_start(struct live_kunw *lk)
+{
+	(void)lk;
+}
 void live_kunw_start(struct live_kunw *lk, struct uw_reader *r)
 {
 	(void)lk;
@@ -252,6 +280,7 @@ struct live_kunw {
 	                                  * totals read */
 	uint8_t *buf;           /* a record being pushed */
 	int err;
+	struct kunw_opts ko;    /* the program's options (lk_new) */
 };
 
 static struct kproc *kproc_get(struct live_kunw *lk, int32_t pid, bool create)
@@ -1288,16 +1317,21 @@ static bool system_refuses(char *why, size_t len)
 	return false;
 }
 
-int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char *why, size_t len)
+/* The parts of live_kunw_open: lk_new (what the system refuses at once, the options), lk_load
+ * (the verifier: the slow part, on a thread of its own for live_kunw_load; it touches nothing
+ * but lk->ko and lk->k), lk_finish (the builder thread and the poll). */
+static struct live_kunw *lk_new(const struct live_kunw_conf *c, char *why, size_t len, int *err)
 {
-	*out = NULL;
-	if (system_refuses(why, len))
-		return -EOPNOTSUPP;
+	if (system_refuses(why, len)) {
+		*err = -EOPNOTSUPP;
+		return NULL;
+	}
 	struct live_kunw *lk = calloc(1, sizeof(*lk));
 	if (!lk || !(lk->buf = malloc(1u << 16))) {
 		free(lk);
 		snprintf(why, len, "out of memory");
-		return -ENOMEM;
+		*err = -ENOMEM;
+		return NULL;
 	}
 	lk->s = c->s;
 	lk->wait = c->wait;
@@ -1307,41 +1341,67 @@ int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char 
 	base_map_init(&lk->mods);
 	base_map_init(&lk->procs);
 	base_map_init(&lk->ids);
-	struct kunw_opts ko = { .max_frames = c->max_frames,
-				.copy_bytes = c->copy_bytes,
-				.ring_bytes = c->ring_bytes,
-				.max_bytes = c->max_bytes,
-				.verify = c->verify,
-				.switches = c->switches,
-				.wait = c->wait,
-				.wait_all = c->wait_all,
-				.wait_self = c->wait_self,
-				.wait_min_ns = c->wait_min_ns,
-				.wait_walks = c->wait_walks,
-				.one_event = c->one_event,
-				/* swaps into the maps batched off the loop (each waits for a grace period) */
-				.deferred = true };
-	char err[512] = "";
-	int e = kunw_open(&ko, &lk->k, err, sizeof(err));
-	if (e) {
-		/* (the verifier refuses with -EACCES as well as -EINVAL: only -EPERM is privilege) */
-		if (e == -EPERM)
-			snprintf(why, len, "not privileged (loading BPF needs root, or CAP_BPF and CAP_PERFMON)");
-		else if (e == -ENOSYS)
-			snprintf(why, len, "the kernel has no BPF");
-		else if (e == -ELIBACC)
-			snprintf(why, len, "libbpf cannot be loaded (%.200s)", err);
-		else {
-			size_t n;
-			const char *w = kunw_verifier_why(err, &n);
-			snprintf(why, len, "the program could not be loaded (verifier refusal?): %.*s", (int)(n < 160 ? n : 160), w);
-		}
-		free(lk->buf);
-		free(lk);
-		return e;
-	}
+	lk->ko = (struct kunw_opts){ .max_frames = c->max_frames,
+				     .copy_bytes = c->copy_bytes,
+				     .ring_bytes = c->ring_bytes,
+				     .max_bytes = c->max_bytes,
+				     .verify = c->verify,
+				     .switches = c->switches,
+				     .wait = c->wait,
+				     .wait_all = c->wait_all,
+				     .wait_self = c->wait_self,
+				     .wait_min_ns = c->wait_min_ns,
+				     .wait_walks = c->wait_walks,
+				     .one_event = c->one_event,
+				     /* swaps into the maps batched off the loop (each waits for a grace period) */
+				     .deferred = true };
 	/* built tables kept unloaded (the cap refused them) at most as many bytes as the cap */
 	lk->cap = c->max_bytes ? c->max_bytes : 64ull << 20;
+	*err = 0;
+	return lk;
+}
+
+/* Why kunw_open or kunw_probe refused (e), in words. */
+static void lk_why(int e, const char *err, char *why, size_t len)
+{
+	/* (the verifier refuses with -EACCES as well as -EINVAL: only -EPERM is privilege) */
+	if (e == -EPERM)
+		snprintf(why, len, "not privileged (loading BPF needs root, or CAP_BPF and CAP_PERFMON)");
+	else if (e == -ENOSYS)
+		snprintf(why, len, "the kernel has no BPF");
+	else if (e == -ELIBACC)
+		snprintf(why, len, "libbpf cannot be loaded (%.200s)", err);
+	else {
+		size_t n;
+		const char *w = kunw_verifier_why(err, &n);
+		snprintf(why, len, "the program could not be loaded (verifier refusal?): %.*s", (int)(n < 160 ? n : 160), w);
+	}
+}
+
+static int lk_load(struct live_kunw *lk, char *why, size_t len)
+{
+	char err[512] = "";
+	int e = kunw_open(&lk->ko, &lk->k, err, sizeof(err));
+	if (e)
+		lk_why(e, err, why, len);
+	return e;
+}
+
+/* A live_kunw that lk_finish did not start. */
+static void lk_free(struct live_kunw *lk)
+{
+	if (!lk)
+		return;
+	kunw_close(lk->k);
+	base_map_free(&lk->mods);
+	base_map_free(&lk->procs);
+	base_map_free(&lk->ids);
+	free(lk->buf);
+	free(lk);
+}
+
+static int lk_finish(struct live_kunw *lk, char *why, size_t len)
+{
 	/* the builder, and a poll of its eventfd with the program's ring */
 	struct epoll_event ev = { .events = EPOLLIN };
 	base_map_init(&lk->b.idents);
@@ -1350,7 +1410,7 @@ int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char 
 	lk->b.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	lk->epfd = epoll_create1(EPOLL_CLOEXEC);
 	lk->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	e = lk->b.efd < 0 || lk->epfd < 0 || lk->tfd < 0 ? -errno : 0;
+	int e = lk->b.efd < 0 || lk->epfd < 0 || lk->tfd < 0 ? -errno : 0;
 	if (!e && epoll_ctl(lk->epfd, EPOLL_CTL_ADD, kunw_ring_fd(lk->k), &ev))
 		e = -errno;
 	if (!e && epoll_ctl(lk->epfd, EPOLL_CTL_ADD, lk->b.efd, &ev))
@@ -1363,10 +1423,174 @@ int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char 
 	if (e) {
 		snprintf(why, len, "the table builder could not be started: %s", strerror(-e));
 		live_kunw_close(lk);
+	}
+	return e;
+}
+
+int live_kunw_open(const struct live_kunw_conf *c, struct live_kunw **out, char *why, size_t len)
+{
+	*out = NULL;
+	int e;
+	struct live_kunw *lk = lk_new(c, why, len, &e);
+	if (!lk)
+		return e;
+	if ((e = lk_load(lk, why, len))) {
+		lk_free(lk);
 		return e;
 	}
+	if ((e = lk_finish(lk, why, len)))
+		return e;
 	*out = lk;
 	return 0;
+}
+
+/* ---- the program loaded on a thread of its own (live_kunw_load) */
+
+struct live_kunw_loading {
+	pthread_t th;
+	pthread_mutex_t mu;
+	bool done;              /* the thread is through (under mu) */
+	bool abandoned;         /* nobody takes it: the thread frees it all (under mu) */
+	int err;
+	char why[256];
+	struct live_kunw *lk;   /* not finished (lk_finish) until taken */
+	int efd;                /* eventfd, readable once done */
+	uint64_t t0, ns;        /* when the load began, how long it took */
+};
+
+static void loading_free(struct live_kunw_loading *ld)
+{
+	lk_free(ld->lk);
+	if (ld->efd >= 0)
+		close(ld->efd);
+	pthread_mutex_destroy(&ld->mu);
+	free(ld);
+}
+
+static void *loading_main(void *arg)
+{
+	struct live_kunw_loading *ld = arg;
+	char why[256] = "";
+	int e = lk_load(ld->lk, why, sizeof(why));
+	uint64_t ns = now_ns() - ld->t0;
+	pthread_mutex_lock(&ld->mu);
+	ld->err = e;
+	ld->ns = ns;
+	memcpy(ld->why, why, sizeof(why));
+	ld->done = true;
+	bool mine = ld->abandoned;
+	uint64_t one = 1;
+	if (!mine && write(ld->efd, &one, sizeof(one)) < 0) {
+		/* (an eventfd's counter does not overflow from one write) */
+	}
+	pthread_mutex_unlock(&ld->mu);
+	if (mine)
+		loading_free(ld);
+	return NULL;
+}
+
+int live_kunw_load(const struct live_kunw_conf *c, struct live_kunw_loading **out, char *why, size_t len)
+{
+	*out = NULL;
+	int e;
+	/* what would fail at once fails here, before the recording begins: said as it always was */
+	char err[512] = "";
+	if ((e = kunw_probe(err, sizeof(err)))) {
+		lk_why(e, err, why, len);
+		return e;
+	}
+	struct live_kunw *lk = lk_new(c, why, len, &e);
+	if (!lk)
+		return e;
+	struct live_kunw_loading *ld = calloc(1, sizeof(*ld));
+	if (!ld) {
+		lk_free(lk);
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	ld->lk = lk;
+	pthread_mutex_init(&ld->mu, NULL);
+	ld->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ld->t0 = now_ns();
+	e = ld->efd < 0 ? -errno : 0;
+	/* (detached: an abandoned load frees itself when the verifier is done with it) */
+	pthread_attr_t at;
+	if (!e && !(e = -pthread_attr_init(&at))) {
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		e = -pthread_create(&ld->th, &at, loading_main, ld);
+		pthread_attr_destroy(&at);
+	}
+	if (e) {
+		snprintf(why, len, "the loading thread could not be started: %s", strerror(-e));
+		loading_free(ld);
+		return e;
+	}
+	*out = ld;
+	return 0;
+}
+
+int live_kunw_loading_fd(const struct live_kunw_loading *ld)
+{
+	return ld ? ld->efd : -1;
+}
+
+int live_kunw_loading_take(struct live_kunw_loading *ld, struct live_kunw **out, uint64_t *ns, char *why, size_t len)
+{
+	*out = NULL;
+	pthread_mutex_lock(&ld->mu);
+	bool done = ld->done;
+	pthread_mutex_unlock(&ld->mu);
+	if (!done)
+		return -EINPROGRESS;
+	*ns = ld->ns;
+	int e = ld->err;
+	if (e) {
+		snprintf(why, len, "%s", ld->why);
+		loading_free(ld);
+		return e;
+	}
+	struct live_kunw *lk = ld->lk;
+	ld->lk = NULL;
+	loading_free(ld);
+	if ((e = lk_finish(lk, why, len)))
+		return e;
+	*out = lk;
+	return 0;
+}
+
+void live_kunw_loading_cancel(struct live_kunw_loading *ld)
+{
+	if (!ld)
+		return;
+	pthread_mutex_lock(&ld->mu);
+	bool done = ld->done;
+	ld->abandoned = true;
+	pthread_mutex_unlock(&ld->mu);
+	/* (still in the verifier: the thread frees it when that returns; a process that exits
+	 * meanwhile ends it there, the verifier stopping at the pending signal) */
+	if (done)
+		loading_free(ld);
+}
+
+void live_kunw_late_start(struct live_kunw *lk)
+{
+	if (!lk || !lk->r)
+		return;
+	/* the processes the tracker knows: their mappings loaded at the next update (their records
+	 * went by before the program was there) */
+	size_t it = 0;
+	uint64_t key;
+	void *v;
+	while (base_map_next(&lk->t->procs, &it, &key, &v)) {
+		struct tracker_proc *p = v;
+		struct kproc *kp = p->exited ? NULL : kproc_get(lk, p->pid, true);
+		if (kp) {
+			kp->dirty = true;
+			lk->any_dirty = true;
+		}
+	}
+	young(lk);
+	tick(lk);
 }
 
 void live_kunw_ids(struct live_kunw *lk, uint64_t id, uint64_t sw_id, unsigned sw_attr)

@@ -77,6 +77,11 @@ struct rec {
 	double t0;
 	double cpu0; /* the recorder's CPU time at t0 */
 	bool want_kernel;       /* kernel unwinding asked for (or chosen: UW_UNWIND_AUTO) */
+	/* UW_UNWIND_AUTO: the program verified on a thread of its own while the recording begins
+	 * with stack copies, attached to the events once loaded (kunw_ready): the verifier (0.2 to
+	 * several seconds of CPU) never delays the first sample */
+	bool kunw_late;
+	struct live_kunw_loading *loading;
 	char unwind_why[160];   /* why not, when it was asked for and is not used */
 	uint64_t end_ns;        /* --off-cpu: when the recording ended (waits still open close there) */
 	struct offcpu_stats oc;
@@ -263,9 +268,17 @@ static int check_opts(struct rec *rc)
 				"not with --unwind copy, --call-graph fp or --stitch");
 	if (o->off_cpu && o->off_cpu_mode == UW_OFFCPU_KERNEL && o->off_cpu_every > 1)
 		return base_err(&s->log, -EINVAL, "--off-cpu-every samples the switch events: not with --off-cpu-mode kernel");
-	/* the waits timed in the kernel where the stacks are walked there (else a sample at every
-	 * switch-out, docs/offcpu.md) */
-	rc->lv.kwait = o->off_cpu && rc->want_kernel && o->off_cpu_mode != UW_OFFCPU_SWITCH && o->off_cpu_every <= 1;
+	/* the program loaded while the recording runs unless every stack must be walked in the
+	 * kernel (--unwind kernel; tests: UW_KUNW_VERIFY) or the waits are to be timed there
+	 * (--off-cpu-mode kernel, or its --off-cpu-walks: the events are then per CPU, the program
+	 * picks the followed tasks' samples, so it is there before they are enabled) */
+	rc->kunw_late = rc->want_kernel && o->unwind == UW_UNWIND_AUTO && !getenv("UW_KUNW_VERIFY") &&
+			!(o->off_cpu && (o->off_cpu_mode == UW_OFFCPU_KERNEL || o->off_cpu_walks));
+	/* the waits timed in the kernel where the stacks are walked there from the start (else a
+	 * sample at every switch-out, walked in the kernel once the program is loaded,
+	 * docs/offcpu.md) */
+	rc->lv.kwait = o->off_cpu && rc->want_kernel && !rc->kunw_late && o->off_cpu_mode != UW_OFFCPU_SWITCH &&
+		       o->off_cpu_every <= 1;
 	rc->ec.percpu = rc->lv.kwait && !o->system_wide;
 	rc->ev_default = !o->event;
 	int err = parse_events(rc, rc->ev_default ? "cycles" : o->event);
@@ -436,8 +449,8 @@ static int kwait_record(void *ctx, const void *rec)
 	return live_offcpu_kwait_record(ctx, rec);
 }
 
-/* The program loaded (the verifier runs), as the recording's options ask. */
-static int kunw_open(struct rec *rc)
+/* The program's options, as the recording's ask. */
+static void kunw_conf(struct rec *rc, struct live_kunw_conf *out)
 {
 	struct uw_session *s = rc->s;
 	struct live *lv = &rc->lv;
@@ -463,7 +476,15 @@ static int kunw_open(struct rec *rc)
 	const char *rb = getenv("UW_KUNW_RING_BYTES");
 	if (rb)
 		kc.ring_bytes = (unsigned)strtoul(rb, NULL, 0);
-	return live_kunw_open(&kc, &lv->kunw, rc->unwind_why, sizeof(rc->unwind_why));
+	*out = kc;
+}
+
+/* The program loaded (the verifier runs), as the recording's options ask. */
+static int kunw_open(struct rec *rc)
+{
+	struct live_kunw_conf kc;
+	kunw_conf(rc, &kc);
+	return live_kunw_open(&kc, &rc->lv.kunw, rc->unwind_why, sizeof(rc->unwind_why));
 }
 
 /* Kernel unwinding: the program loaded (the verifier runs) before the events are opened (waits
@@ -476,6 +497,13 @@ static int load_kernel_unwind(struct rec *rc)
 	struct live *lv = &rc->lv;
 	if (!rc->want_kernel)
 		return 0;
+	if (rc->kunw_late) {
+		/* (verified on its own thread: attached in record_loop once loaded) */
+		struct live_kunw_conf kc;
+		kunw_conf(rc, &kc);
+		int err = live_kunw_load(&kc, &rc->loading, rc->unwind_why, sizeof(rc->unwind_why));
+		return err ? kunw_unavailable(rc, err) : 0;
+	}
 	int err = kunw_open(rc);
 	if (!err && lv->kwait) {
 		err = live_offcpu_kwait_start(lv, &rc->o, rc->child > 0 ? rc->child : 0);
@@ -495,13 +523,11 @@ static int load_kernel_unwind(struct rec *rc)
 	return err ? kunw_unavailable(rc, err) : 0;
 }
 
-/* Kernel unwinding: the program attached to every event, or (UW_UNWIND_AUTO) stack copies,
- * with one line saying why. */
-static int start_kernel_unwind(struct rec *rc)
+/* The program attached to every event open (the switch events' too): 0, or an error and why
+ * in rc->unwind_why. */
+static int attach_kernel_unwind(struct rec *rc)
 {
 	struct live *lv = &rc->lv;
-	if (!lv->kunw)
-		return 0;
 	int err = 0;
 	/* several events: each record says its event (Linux 6.2) */
 	if (rc->ec.nev > 1 && !live_kunw_event_ids(lv->kunw)) {
@@ -512,7 +538,10 @@ static int start_kernel_unwind(struct rec *rc)
 	for (size_t i = 0; !err && i < lv->nrings; i++) {
 		const struct ring *rg = &lv->rings[i];
 		for (unsigned k = 0; !err && k <= rg->nx; k++) {
-			err = live_kunw_attach(lv->kunw, k ? rg->xfd[k - 1] : rg->fd, false);
+			int fd = k ? rg->xfd[k - 1] : rg->fd;
+			if (fd < 0)
+				continue; /* (a task's event closed: the task has gone) */
+			err = live_kunw_attach(lv->kunw, fd, false);
 			if (err)
 				snprintf(rc->unwind_why, sizeof(rc->unwind_why),
 					 "the program could not be attached to the %s event: %s", rc->ec.ev[k].name, strerror(-err));
@@ -522,12 +551,25 @@ static int start_kernel_unwind(struct rec *rc)
 	 * events of the same kind; its own entry program marks the records as switch-outs): no
 	 * stack is copied per switch */
 	for (size_t i = 0; !err && i < lv->nsw; i++) {
+		if (lv->sw_fds[i] < 0)
+			continue;
 		err = live_kunw_attach(lv->kunw, lv->sw_fds[i], true);
 		if (err)
 			snprintf(rc->unwind_why, sizeof(rc->unwind_why),
 				 "the program could not be attached to the context-switches event (--off-cpu): %s",
 				 strerror(-err));
 	}
+	return err;
+}
+
+/* Kernel unwinding: the program attached to every event, or (UW_UNWIND_AUTO) stack copies,
+ * with one line saying why. */
+static int start_kernel_unwind(struct rec *rc)
+{
+	struct live *lv = &rc->lv;
+	if (!lv->kunw)
+		return 0;
+	int err = attach_kernel_unwind(rc);
 	/* (libbpf enables an event it attaches to: off again until the recording begins) */
 	live_enable_events(lv, PERF_EVENT_IOC_DISABLE);
 	return err ? kunw_unavailable(rc, err) : 0;
@@ -740,33 +782,67 @@ static int push_lost(struct rec *rc)
 	return live_push_lost_samples(&rc->lv, st.lost, rc->end_ns);
 }
 
+/* The program loaded on its thread (rc->loading): attached to the events, which walk the
+ * stacks in the kernel from now on (the samples already taken carry stack copies: the reader
+ * unwinds each kind as it comes). Where it could not be loaded or attached, the recording goes
+ * on copying stacks, with one line saying why (kunw_unavailable). @return 0, or an error that
+ * ends the recording. */
+static int kunw_ready(struct rec *rc)
+{
+	struct live *lv = &rc->lv;
+	uint64_t ns = 0;
+	int err = live_kunw_loading_take(rc->loading, &lv->kunw, &ns, rc->unwind_why, sizeof(rc->unwind_why));
+	if (err == -EINPROGRESS)
+		return 0;
+	rc->loading = NULL;
+	if (!err) {
+		/* the reader's records followed from now on (the records delivered so far went by:
+		 * the processes the tracker knows are loaded at the next update), then the events'
+		 * program: its first records find the maps being fed */
+		live_kunw_start(lv->kunw, lv->r);
+		live_kunw_ids(lv->kunw, lv->id0, lv->oc_on ? lv->oc_id : 0, lv->oc_attr);
+		live_kunw_late_start(lv->kunw);
+		err = attach_kernel_unwind(rc);
+	}
+	if (err)
+		return kunw_unavailable(rc, err);
+	base_log(&rc->s->log, UW_LOG_INFO,
+		 "kernel unwinding: the program loaded (verified) in %.3f s, %.3f s into the recording: stacks walked in "
+		 "the kernel from now on (the threads that existed then keep their stack copies: a task's event "
+		 "inherited before has no program)", (double)ns * 1e-9, now_s(CLOCK_MONOTONIC) - rc->t0);
+	return 0;
+}
+
 /* Reads the rings until the command exits (or, for -p and -t, every task followed has), *stop
  * is set or the duration has passed; the file's data size is brought up to date once a second. */
 static int record_loop(struct rec *rc)
 {
 	struct live *lv = &rc->lv;
 	const struct uw_record_opts *o = &rc->o;
-	struct pollfd *pfd = calloc(lv->nrings + 1, sizeof(*pfd));
+	struct pollfd *pfd = calloc(lv->nrings + 2, sizeof(*pfd));
 	if (!pfd)
 		return -ENOMEM;
 	for (size_t i = 0; i < lv->nrings; i++)
 		pfd[i] = (struct pollfd){ lv->rings[i].fd, POLLIN, 0 };
-	/* (kernel unwinding: the program's ring, last) */
-	int kfd = live_kunw_fd(lv->kunw);
-	pfd[lv->nrings] = (struct pollfd){ kfd, POLLIN, 0 };
 	double last_status = rc->t0;
 	int err = 0;
 	size_t open_rings = lv->nrings;
 	/* -p, -t: the recording ends when every task it follows has gone (perf record -p) */
 	bool follow_tasks = !o->system_wide && !o->argv;
 	while (!err) {
+		/* (kernel unwinding: the program's ring, or the loading's fd while it is verified,
+		 * last) */
+		int kfd = lv->kunw ? live_kunw_fd(lv->kunw) : live_kunw_loading_fd(rc->loading);
+		pfd[lv->nrings] = (struct pollfd){ kfd, POLLIN, 0 };
 		/* (kernel unwinding: a new program's tables are loaded once its mappings are read:
 		 * every 20 ms, its first samples are finished in user space) */
-		int pr = poll(pfd, lv->nrings + (kfd >= 0), kfd >= 0 ? 20 : 100);
+		int pr = poll(pfd, lv->nrings + (kfd >= 0), lv->kunw ? 20 : 100);
 		if (pr < 0 && errno != EINTR) {
 			err = -errno;
 			break;
 		}
+		if (rc->loading && (err = kunw_ready(rc)))
+			break;
 		/* the program's records first: the side-band before each is on the rings by now */
 		err = live_kunw_drain(lv->kunw);
 		if (!err)
@@ -916,6 +992,13 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		/* (what a script waits for before the work it records: priming the kernel's tables of
 		 * every process can take seconds) */
 		base_log(&s->log, UW_LOG_INFO, "recording: events enabled");
+		/* the caller told at once that the recording has begun: a status of 0 s (the kernel
+		 * walk's program may still be verified: kernel_unwind 0 then) */
+		if (rc.o.on_status) {
+			struct uw_record_status st;
+			report_status(&rc, rc.t0, 0, &st);
+			rc.o.on_status(rc.o.ctx, &st);
+		}
 		/* threads blocked since before: their waits count from now (time taken before their
 		 * state is read, so a wake-up after it closes the wait) */
 		if (rc.o.off_cpu)
@@ -923,6 +1006,15 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		if (!err)
 			err = record_loop(&rc);
 		rc.end_ns = live_now_ns();
+		/* the program still being verified: not wanted any more (its thread frees it; the
+		 * process exiting ends the verifier where it is) */
+		if (rc.loading) {
+			double t = now_s(CLOCK_MONOTONIC) - rc.t0;
+			live_kunw_loading_cancel(rc.loading);
+			rc.loading = NULL;
+			snprintf(rc.unwind_why, sizeof(rc.unwind_why),
+				 "the recording (%.2f s) ended before its program was verified", t);
+		}
 		live_enable_events(&rc.lv, PERF_EVENT_IOC_DISABLE);
 		/* waits timed in the kernel: off, what they hold written up to the end */
 		if (!err && rc.lv.kwait)
@@ -964,6 +1056,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		if (rc.execerr[i] >= 0)
 			close(rc.execerr[i]);
 	}
+	live_kunw_loading_cancel(rc.loading);
 	live_kunw_close(rc.lv.kunw);
 	rc.lv.kunw = NULL;
 	live_close_offcpu(&rc.lv);

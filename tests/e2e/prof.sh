@@ -250,6 +250,22 @@ signals-before|signals-after)
     [ "$case" = signals-before ] || expect_eq old_is_default 1
     $CHECK "$W/p.pb.gz" --root-share 100 --expect '*;own_handler;handler_work;spin'
     ;;
+longjmp-before|longjmp-after)
+    # the program's own SIGPROF handler (installed before or after the start), sent its signals
+    # by the program's ITIMER_PROF, leaves by siglongjmp each time, for 0.5 s of main's CPU: it
+    # is called for each of them (all but one held back at the end, at most), not only the
+    # first (before, the chain's state stayed set on the abandoned frame and every later signal
+    # was held back for ever: 1 call of 51), and the profiler samples meanwhile. (0.5 s of the
+    # process's CPU at 100 Hz is 50 expirations; at least 25 signals whatever the ticks merge)
+    run "$P" longjmp "$W/p.pb.gz" 0 "${case#longjmp-}"
+    common
+    calls=$(val lj_calls); late=$(val lj_late); foreign=$(val lj_foreign)
+    [ "$foreign" -ge 25 ] || { cat "$W/out.txt"; fail "$foreign signals of the program's timer in 0.5 s of CPU at 100 Hz, expected at least 25"; }
+    [ $((calls + late + 1)) -ge "$foreign" ] ||
+        { cat "$W/out.txt"; fail "the program's handler was called $calls times (+$late after its timer stopped) for $foreign of its signals"; }
+    [ "$(val lj_samples)" -ge 20 ] || { cat "$W/out.txt"; fail "$(val lj_samples) samples in 0.5 s of CPU at 199 Hz, expected at least 20"; }
+    $CHECK "$W/p.pb.gz" --expect "$MAIN;run_longjmp;lj_work;spin"
+    ;;
 malloc)
     # samples inside malloc and free (the handler takes no lock, allocates nothing)
     run "$P" malloc "$W/p.pb.gz" 400

@@ -16,6 +16,8 @@
  *   dlopen     a hot library opened, worked in, closed, and another one opened where it was
  *   signals    the program's own SIGPROF handler (before and after the start), signals sent
  *              by another thread and another process; its handler works
+ *   longjmp    the program's own SIGPROF handler (before or after the start: ARG), called by its
+ *              own ITIMER_PROF, leaves by siglongjmp every time, for 0.5 s of main's CPU
  *   malloc     threads allocating and freeing (samples inside malloc)
  *   deep       recursion deeper than the stack copy, working at the bottom
  *   altstack   work in a handler running on an alternate signal stack
@@ -50,6 +52,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <setjmp.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -424,6 +427,68 @@ NOINLINE void run_signals(const char *when)
 	struct sigaction now;
 	sigaction(SIGPROF, NULL, &now);
 	printf("sent %ld\nhandled %ld\nhandler_kept %d\n", sent, atomic_load(&handled), now.sa_handler == own_handler);
+}
+
+/* ---- longjmp: the program's handler never returns. Its ITIMER_PROF (100 Hz of the process's
+ * CPU) sends it SIGPROF, and it siglongjmps back to the loop each time; it must be called for
+ * each of those signals the profiler saw (foreign_signals), not once. The loop calls nothing
+ * that a jump out of may leave in the middle of a lock (uw_prof_stats takes one): a fixed 0.5 s
+ * of main's CPU, read from the clock. */
+static sigjmp_buf lj_env;
+static volatile sig_atomic_t lj_armed;
+static volatile long lj_calls, lj_late;
+static volatile double lj_t0;
+
+NOINLINE void lj_handler(int sig)
+{
+	(void)sig;
+	if (!lj_armed) {
+		lj_late++; /* (pending when the timer was disarmed: returns) */
+		return;
+	}
+	lj_calls++;
+	siglongjmp(lj_env, 1);
+}
+
+NOINLINE void lj_work(void)
+{
+	spin(20000);
+	sink++;
+}
+
+NOINLINE void run_longjmp(const char *when)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = lj_handler;
+	sigemptyset(&sa.sa_mask);
+	if (!strcmp(when, "before")) {
+		if (sigaction(SIGPROF, &sa, NULL))
+			die("sigaction");
+		start(199);
+	} else {
+		start(199);
+		if (sigaction(SIGPROF, &sa, NULL))
+			die("sigaction");
+	}
+	UW_OPTS(uw_prof_stats, st0);
+	if (uw_prof_stats(prof, &st0))
+		die("uw_prof_stats");
+	lj_t0 = thread_cpu_s();
+	lj_armed = 1;
+	struct itimerval it = { { 0, 10000 }, { 0, 10000 } }, off = { { 0, 0 }, { 0, 0 } };
+	if (setitimer(ITIMER_PROF, &it, NULL))
+		die("setitimer");
+	sigsetjmp(lj_env, 1);
+	while (thread_cpu_s() - lj_t0 < 0.5)
+		lj_work();
+	lj_armed = 0;
+	setitimer(ITIMER_PROF, &off, NULL);
+	UW_OPTS(uw_prof_stats, st);
+	if (uw_prof_stats(prof, &st))
+		die("uw_prof_stats");
+	printf("lj_calls %ld\nlj_late %ld\nlj_foreign %" PRIu64 "\nlj_samples %" PRIu64 "\n", lj_calls, lj_late,
+	       st.foreign_signals - st0.foreign_signals, st.samples - st0.samples);
 }
 
 /* ---- malloc */
@@ -858,6 +923,11 @@ int main(int argc, char **argv)
 	const char *arg = argc > 4 ? argv[4] : "";
 	if (!strcmp(mode, "signals")) {
 		run_signals(arg);
+		return 0;
+	}
+	if (!strcmp(mode, "longjmp")) {
+		run_longjmp(arg);
+		finish();
 		return 0;
 	}
 	if (!strcmp(mode, "api")) {

@@ -107,6 +107,7 @@ struct iprof_slot {
 	uint64_t cpu_end;        /* ... when its timer was deleted; 0: not known (the thread was gone) */
 	uint64_t tail_periods;   /* the periods between its last signal and cpu_end */
 	char end_comm[16];       /* its name when its timer went ("": not read) */
+	uint8_t tail_cause;      /* why no signal took those periods (enum uw_lost_cause) */
 	/* the collector's */
 	const char *comm;        /* interned (prof_collect.c) */
 	uint64_t comm_read_ns;
@@ -199,6 +200,7 @@ struct uw_prof {
 	uint64_t threads, threads_refused;
 	_Atomic uint64_t unwound, root, map_resets, collector_cpu_ns;
 	_Atomic uint64_t stops[UW_STOP_MAX];
+	_Atomic uint64_t lost_periods[UW_LOST__COUNT]; /* the profile's lost samples' periods, by cause */
 	_Atomic int handler_replaced;
 	uint64_t foreign0, stale0;      /* the process's counts when it started */
 	uint64_t start_wall_ns, start_mono_ns, stop_mono_ns;
@@ -227,7 +229,9 @@ void iprof_scan_threads(struct uw_prof *p, uint64_t now_ns);
 void iprof_check_threads(struct uw_prof *p, uint64_t now_ns);
 void iprof_release_slot(struct uw_prof *p, struct iprof_slot *sl);
 void iprof_quiesce_slot(struct iprof_slot *sl);
-void iprof_kill_slot(struct iprof_slot *sl);
+/* end: why it goes (UW_LOST_THREAD_ENDED or UW_LOST_PROFILER_STOPPED), the cause of the periods
+ * after its last signal unless the signal was blocked (UW_LOST_SIGNALS_BLOCKED) */
+void iprof_kill_slot(struct iprof_slot *sl, uint8_t end);
 void iprof_flush_pending(struct uw_prof *p, struct iprof_slot *sl);
 void iprof_drop_pending(struct iprof_slot *sl);
 bool iprof_is_internal(struct uw_prof *p, int tid);

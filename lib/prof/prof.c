@@ -149,7 +149,7 @@ static void kill_all(struct uw_prof *p)
 	for (unsigned i = 0; t && i < p->hwm; i++) {
 		struct iprof_slot *sl = &t[i];
 		if (sl->state == SLOT_ACTIVE)
-			iprof_kill_slot(sl);
+			iprof_kill_slot(sl, UW_LOST_PROFILER_STOPPED);
 	}
 }
 
@@ -402,6 +402,9 @@ UW_API int uw_prof_stats(struct uw_prof *p, struct uw_prof_stats *st)
 	s.collector_cpu_ns = atomic_load(&p->collector_cpu_ns);
 	for (unsigned i = 0; i < UW_STOP_MAX; i++)
 		s.stop_reasons[i] = atomic_load(&p->stops[i]);
+	_Static_assert(UW_LOST__COUNT <= sizeof(s.lost_periods) / sizeof(s.lost_periods[0]), "lost causes");
+	for (unsigned i = 0; i < UW_LOST__COUNT; i++)
+		s.lost_periods[i] = atomic_load(&p->lost_periods[i]);
 	size_t sz = st->sz;
 	memcpy(st, &s, sz < sizeof(s) ? sz : sizeof(s));
 	st->sz = sz;

@@ -244,7 +244,7 @@ static uint64_t location(struct pp *x, const struct pframe *f)
 	if (pframe_lost(f)) {
 		struct pb loc = { 0 };
 		pb_uint(&loc, 1, e->id);
-		line(x, &loc, PFRAME_LOST_NAME, PFRAME_LOST_NAME, NULL, 0);
+		line(x, &loc, pframe_lost_name(f), pframe_lost_name(f), NULL, 0);
 		pb_msg(&x->loctab, 4, &loc);
 		free(loc.p);
 		return e->id;

@@ -31,6 +31,10 @@
  *   blocked    the profiler's signal blocked: a thread that blocks every signal works 0.2 s of
  *              its CPU and ends; main works until SAMPLES, then blocks it, works 0.3 s and stops
  *              the profiler (its timer's signal pending, never delivered)
+ *   sigmask    two threads that block SIGPROF (their mask from their creator, as xz -T2 blocks
+ *              every signal around pthread_create) work 0.25 s of their CPU each; main works
+ *              until SAMPLES
+ *   sigmask-env the same under the profiler UNWOUND_PROF starts (OUT unused)
  *   api        options refused, EBUSY, calls out of order, errno across the handler, max_threads
  *   spawn CMD  runs CMD (fork, exec) and exits with its status: nothing of its own
  */
@@ -679,6 +683,38 @@ NOINLINE void run_blocked(void)
 	cpu_work(0.3);
 }
 
+/* ---- sigmask: threads whose signal is blocked from their start: no sample, their time in the
+ * profile as lost, saying why */
+static void *sigmask_main(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "blocker");
+	cpu_work(0.25);
+	return NULL;
+}
+
+NOINLINE void run_sigmask(bool own)
+{
+	sigset_t prof_sig, old;
+	sigemptyset(&prof_sig);
+	sigaddset(&prof_sig, SIGPROF);
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++) {
+		pthread_sigmask(SIG_BLOCK, &prof_sig, &old);
+		if (pthread_create(&t[i], NULL, sigmask_main, NULL))
+			die("pthread_create");
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	if (own) {
+		while (samples() < want)
+			before_block();
+	} else {
+		cpu_work(0.1);
+	}
+}
+
 /* ---- api: options, errors, the calls' order, errno across the handler */
 static int api_failed;
 
@@ -1003,6 +1039,10 @@ int main(int argc, char **argv)
 		run_lost(false);
 		return 0;
 	}
+	if (!strcmp(mode, "sigmask-env")) {
+		run_sigmask(false);
+		return 0;
+	}
 	start(strcmp(mode, "calltree") ? 199 : 99);
 	if (!strcmp(mode, "calltree")) {
 		run_calltree();
@@ -1032,6 +1072,8 @@ int main(int argc, char **argv)
 		run_coroutine();
 	} else if (!strcmp(mode, "blocked")) {
 		run_blocked();
+	} else if (!strcmp(mode, "sigmask")) {
+		run_sigmask(true);
 	} else {
 		fprintf(stderr, "profwork: unknown mode %s\n", mode);
 		return 2;

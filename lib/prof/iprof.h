@@ -160,6 +160,15 @@ extern struct iprof_global iprof_g;
 
 struct iprof_comm;
 
+/* a mapping the kernel showed at a frame's pc in this pass (prof_maps.c) */
+struct iprof_vma {
+	uint64_t start, end, off, ino;
+	uint32_t maj, min;
+	const struct uw_module *mod; /* the frame's module */
+	bool ok;                     /* the module's file */
+};
+#define IPROF_NVMAS 64
+
 struct uw_prof {
 	struct uw_prof_opts o;
 	char *output;
@@ -189,6 +198,13 @@ struct uw_prof {
 	uint64_t main_stack_ns;         /* when the main thread's mapping was last read */
 	uint32_t tracker_gen;
 	unsigned long long dl_adds, dl_subs;
+	/* the kernel's mappings at the frames' pcs (prof_maps.c: the collector's) */
+	struct iprof_vma vmas[IPROF_NVMAS];
+	unsigned nvmas;
+	int maps_fd;                    /* /proc/self/maps (0: not opened, -1: cannot be) */
+	uint64_t maps_dev, maps_ino;    /* ... its identity */
+	bool maps_scan;                 /* no PROCMAP_QUERY: its text is read */
+	uint64_t maps_changed;          /* samples unwound again: their mapping had changed */
 	uint64_t next_scan_ns, next_check_ns;
 	struct iprof_comm *comms;
 	struct uw_frame *frames;
@@ -248,6 +264,10 @@ void iprof_comms_free(struct uw_prof *p);
 
 /* prof_maps.c */
 void iprof_maps_check(struct uw_prof *p);
+/* Whether the frames' mappings are those the kernel shows at their pcs (asked once a pass per
+ * mapping); with unname, a frame whose is not loses its module ("[unknown]"). */
+bool iprof_maps_verify(struct uw_prof *p, struct uw_frame *frames, unsigned n, bool unname);
+void iprof_maps_close(struct uw_prof *p);
 int iprof_tracker_reset(struct uw_prof *p);
 
 /* prof_threads.c */

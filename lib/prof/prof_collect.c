@@ -173,6 +173,22 @@ static void unwind_one(struct uw_prof *p, struct iprof_slot *sl, const struct ip
 	struct uw_unwind_result res = { .sz = sizeof(res) };
 	if (uw_unwind_sample(p->t, &in, p->frames, p->o.max_frames, &res))
 		return;
+	/* a mapping changed by hand since the tracker learnt it (prof_maps.c): forgotten, and the
+	 * sample unwound again against the kernel's; a frame that still does not match is left
+	 * unnamed. (Only a sample of the present generation: one taken before a change the
+	 * generation marks, the mmap interposer's, is unwound with the mappings of its time, which
+	 * the kernel no longer shows.) */
+	if (rec->gen == atomic_load(&iprof_g.gen) && !iprof_maps_verify(p, p->frames, res.nr_frames, false)) {
+		p->maps_changed++;
+		uint32_t gen = atomic_fetch_add(&iprof_g.gen, 1) + 1;
+		if (!iprof_tracker_reset(p))
+			p->tracker_gen = gen;
+		p->nvmas = 0; /* (the modules checked were the old tracker's answers) */
+		res = (struct uw_unwind_result){ .sz = sizeof(res) };
+		if (uw_unwind_sample(p->t, &in, p->frames, p->o.max_frames, &res))
+			return;
+		iprof_maps_verify(p, p->frames, res.nr_frames, true);
+	}
 	char comm[16];
 	memcpy(comm, rec->comm, sizeof(comm));
 	comm[15] = 0;
@@ -382,6 +398,7 @@ void iprof_collector_stop(struct uw_prof *p)
 		}
 		p->collector_running = false;
 	}
+	iprof_maps_close(p);
 	atomic_store(&iprof_g.waking, 0);
 	/* whoever waits for a pass: there will be none */
 	pthread_mutex_lock(&iprof_g.sync_lock);

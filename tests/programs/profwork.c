@@ -14,6 +14,8 @@
  *   fork       children forked while profiling: they work, fork again, create threads, dlclose,
  *              exit (and one _exit); one starts a profiler of its own (OUT.child)
  *   dlopen     a hot library opened, worked in, closed, and another one opened where it was
+ *   remap      a hot library opened and worked in; then the other one's file mapped by hand
+ *              (mmap MAP_FIXED, no dlopen) over its code, and worked in there
  *   signals    the program's own SIGPROF handler (before and after the start), signals sent
  *              by another thread and another process; its handler works
  *   longjmp    the program's own SIGPROF handler (before or after the start: ARG), called by its
@@ -44,6 +46,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -57,6 +60,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <setjmp.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -345,6 +349,69 @@ NOINLINE void run_dlopen(const char *dir)
 		rounds++;
 	}
 	printf("rounds %d\nsame_address %d\n", rounds, same);
+}
+
+/* ---- remap: code replaced by hand. libprofhot_a.so is opened and worked in until the profiler
+ * knows its mapping; then the same pages of libprofhot_b.so (built from the same source: its
+ * code is the same bytes at the same offsets, hot_b where hot_a was) are mapped over its code
+ * with MAP_FIXED, and remap_work calls the address hot_a had: that code is libprofhot_b.so's */
+NOINLINE void remap_work(int (*f)(int)) { f(30000); sink++; }
+
+NOINLINE void run_remap(const char *dir)
+{
+	char pa[4096], pb[4096];
+	snprintf(pa, sizeof(pa), "%s/libprofhot_a.so", dir);
+	snprintf(pb, sizeof(pb), "%s/libprofhot_b.so", dir);
+	void *ha = dlopen(pa, RTLD_NOW);
+	if (!ha)
+		die(dlerror());
+	int (*fa)(int) = (int (*)(int))dlsym(ha, "hot_a");
+	uint64_t n0 = samples();
+	while (samples() < n0 + want / 2)
+		call_a(fa);
+	/* libprofhot_a.so's code: its mapping that holds hot_a */
+	FILE *m = fopen("/proc/self/maps", "r");
+	char line[4096 + 256];
+	unsigned long long lo = 0, hi = 0, off = 0;
+	while (m && fgets(line, sizeof(line), m)) {
+		unsigned long long s, e, o;
+		char perms[8];
+		if (sscanf(line, "%llx-%llx %7s %llx", &s, &e, perms, &o) == 4 && s <= (uintptr_t)fa &&
+		    (uintptr_t)fa < e && strstr(line, "libprofhot_a.so")) {
+			lo = s, hi = e, off = o;
+			break;
+		}
+	}
+	if (m)
+		fclose(m);
+	if (!hi)
+		die("hot_a's mapping not found in /proc/self/maps");
+	int fd = open(pb, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die(pb);
+	/* (the bytes must be the same, or the call below runs something else) */
+	void *b = mmap(NULL, hi - lo, PROT_READ, MAP_PRIVATE, fd, (off_t)off);
+	if (b == MAP_FAILED)
+		die("mmap libprofhot_b.so");
+	int same = !memcmp(b, (void *)(uintptr_t)lo, hi - lo);
+	munmap(b, hi - lo);
+	printf("same_code %d\n", same);
+	if (!same)
+		die("libprofhot_b.so's code differs from libprofhot_a.so's");
+	/* PROFWORK_REMAP_RAW=1: the system call itself (no mmap the profiler may interpose) */
+	const char *raw = getenv("PROFWORK_REMAP_RAW");
+	void *r;
+	if (raw && *raw == '1')
+		r = (void *)syscall(SYS_mmap, (void *)(uintptr_t)lo, (size_t)(hi - lo), (long)(PROT_READ | PROT_EXEC),
+				    (long)(MAP_PRIVATE | MAP_FIXED), (long)fd, (long)off);
+	else
+		r = mmap((void *)(uintptr_t)lo, hi - lo, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, (off_t)off);
+	if (r != (void *)(uintptr_t)lo)
+		die("mmap MAP_FIXED");
+	close(fd);
+	n0 = samples();
+	while (samples() < n0 + want / 2)
+		remap_work(fa);
 }
 
 /* ---- signals */
@@ -1054,6 +1121,8 @@ int main(int argc, char **argv)
 		run_fork();
 	} else if (!strcmp(mode, "dlopen")) {
 		run_dlopen(arg);
+	} else if (!strcmp(mode, "remap")) {
+		run_remap(arg);
 	} else if (!strcmp(mode, "malloc")) {
 		pthread_t t[2];
 		for (int i = 0; i < 2; i++)

@@ -1482,6 +1482,9 @@ struct uw_pprof_opts {
 	size_t sz;
 	uint64_t time_nanos;     /* when the profile starts (wall clock, ns since the epoch); 0: unknown */
 	uint64_t duration_nanos; /* how long it covers; 0: unknown */
+	/* lines said of the whole profile (profile.proto's comments: go tool pprof -comments) */
+	const char *const *comments;
+	size_t nr_comments;
 };
 /* Writes the profile as pprof's gzipped profile.proto (go tool pprof, Pyroscope, Parca, ...):
  * sample types samples/count, then a period column per event of the profile (cpu/nanoseconds

@@ -474,6 +474,13 @@ sigmask)
         { cat "$W/err.txt"; fail "sigmask-env: no line on standard error says that 0.48 s or more were lost to blocked signals"; }
     grep -Eq "^lost signals blocked: (9[6-9]|1[0-9][0-9])$" "$W/env.stats" || { cat "$W/env.stats"; fail "sigmask-env: no 'lost signals blocked' line of at least 96 periods in the counts"; }
     $CHECK "$W/env.pb.gz" --lost-cause "signals blocked=2" --lost-cause-value-min "signals blocked:cpu=0.48" --label thread=blocker
+    # and the profile itself says it (pprof's comments: a program that closes its standard error,
+    # as xz does at exit, leaves no other trace)
+    for f in p env; do
+        go tool pprof -comments "$W/$f.pb.gz" >"$W/$f.comments" 2>&1 || { cat "$W/$f.comments"; fail "$f: go tool pprof -comments"; }
+        grep -Eq "^lost samples: 0\.(4[89]|5)[0-9]* s \((9[6-9]|1[0-9][0-9]) periods\): signals blocked \(threads that ran it blocked the profiler's signal\)$" "$W/$f.comments" ||
+            { cat "$W/$f.comments"; fail "$f: the profile's comments do not say that 0.48 s or more were lost to blocked signals"; }
+    done
     ;;
 *) fail "unknown case $case" ;;
 esac

@@ -470,6 +470,9 @@ sigmask)
     $CHECK "$W/p.pb.gz" --lost 2 --lost-cause "signals blocked=2" --lost-cause-value-min "signals blocked:cpu=0.48" \
         --label thread=blocker --expect '[lost samples: signals blocked]' --expect "$MAIN;run_sigmask;before_block;spin"
     UNWOUND_PROF="$W/env.pb.gz" UNWOUND_PROF_HZ=199 UNWOUND_PROF_STATS="$W/env.stats" run "$P" sigmask-env "$W/unused"
+    # (under ThreadSanitizer threads are found by the scans, these short ones maybe not: the
+    # profiles are only read there)
+    strict || { $CHECK "$W/env.pb.gz"; echo "prof $case $v: ok"; exit 0; }
     grep -Eq "^unwound-prof: 0\.(4[89]|5)[0-9]* s of CPU time \((9[6-9]|1[0-9][0-9]) periods\) not sampled: threads that ran it blocked the profiler's signal \(27, SIGPROF\): in $W/env.pb.gz as \[lost samples: signals blocked\]$" "$W/err.txt" ||
         { cat "$W/err.txt"; fail "sigmask-env: no line on standard error says that 0.48 s or more were lost to blocked signals"; }
     grep -Eq "^lost signals blocked: (9[6-9]|1[0-9][0-9])$" "$W/env.stats" || { cat "$W/env.stats"; fail "sigmask-env: no 'lost signals blocked' line of at least 96 periods in the counts"; }

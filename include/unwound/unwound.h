@@ -552,6 +552,21 @@ struct uw_sample {
 	/* the kernel the recording ran on: name kernel[] with uw_kernel_symbolize (lives as long
 	 * as the session; NULL: the session's, uw_symbolize_kernel) */
 	struct uw_kernel *recorded_kernel;
+	/* stop_reason UW_STOP_LOST: why they were lost (enum uw_lost_cause), which names their
+	 * frame in a profile; 0: not said */
+	uint32_t lost_cause;
+};
+
+/* Why samples were lost (uw_sample.lost_cause): a profile's frame of lost samples is named
+ * "[lost samples]" (UW_LOST_UNSTATED) or "[lost samples: " the cause's text "]". */
+enum uw_lost_cause {
+	UW_LOST_UNSTATED = 0,
+	UW_LOST_RING_FULL,       /* "ring full": the profiler's buffer had no room (it fell behind) */
+	UW_LOST_SIGNALS_BLOCKED, /* "signals blocked": the thread blocked the profiler's signal */
+	UW_LOST_THREAD_ENDED,    /* "thread ended": it ran periods after its last signal (or before
+	                          * its first: no tick found it running), then ended */
+	UW_LOST_PROFILER_STOPPED,/* "profiler stopped": the same, until the profiler stopped */
+	UW_LOST__COUNT
 };
 
 /* Called for each sample in time order (with opts.stitch, a stack its copy cut short may come
@@ -1474,7 +1489,8 @@ UW_API struct uw_profile *uw_profile_new(struct uw_session *s, const struct uw_p
 /* Adds a sample (its arrays are copied). A sample whose stop_reason is UW_STOP_LOST stands for
  * samples a profiler lost before unwinding them (a full buffer): its frames are not read, its
  * period is their time, and the profile shows it as one frame "[lost samples]" (as Go's
- * profiler counts its own losses), so that totals do not shrink silently. @return 0, -ENOMEM,
+ * profiler counts its own losses), "[lost samples: CAUSE]" with its lost_cause, so that totals
+ * do not shrink silently and say why. @return 0, -ENOMEM,
  * or -EOVERFLOW when its event's periods would add up past 2^64 (a damaged or crafted
  * recording: the sample is not added). */
 UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *smp);
@@ -1496,6 +1512,9 @@ struct uw_pprof_opts {
 	size_t sz;
 	uint64_t time_nanos;     /* when the profile starts (wall clock, ns since the epoch); 0: unknown */
 	uint64_t duration_nanos; /* how long it covers; 0: unknown */
+	/* lines said of the whole profile (profile.proto's comments: go tool pprof -comments) */
+	const char *const *comments;
+	size_t nr_comments;
 };
 /* Writes the profile as pprof's gzipped profile.proto (go tool pprof, Pyroscope, Parca, ...):
  * sample types samples/count, then a period column per event of the profile (cpu/nanoseconds
@@ -1726,6 +1745,10 @@ struct uw_prof_stats {
 	 * loaded machine that may not happen for hundreds of milliseconds, the periods in between
 	 * then come as overruns of the next signal, and after the last one as these. */
 	uint64_t periods_after_last;
+	/* the timer periods of the profile's lost samples, by cause (enum uw_lost_cause; the
+	 * causes as a profile names them: "[lost samples: signals blocked]", ...). Those of a
+	 * thread that had no sample are after-last periods too (folded into nothing). */
+	uint64_t lost_periods[8];
 	/* (new fields go here) */
 };
 

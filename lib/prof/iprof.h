@@ -107,6 +107,7 @@ struct iprof_slot {
 	uint64_t cpu_end;        /* ... when its timer was deleted; 0: not known (the thread was gone) */
 	uint64_t tail_periods;   /* the periods between its last signal and cpu_end */
 	char end_comm[16];       /* its name when its timer went ("": not read) */
+	uint8_t tail_cause;      /* why no signal took those periods (enum uw_lost_cause) */
 	/* the collector's */
 	const char *comm;        /* interned (prof_collect.c) */
 	uint64_t comm_read_ns;
@@ -159,6 +160,15 @@ extern struct iprof_global iprof_g;
 
 struct iprof_comm;
 
+/* a mapping the kernel showed at a frame's pc in this pass (prof_maps.c) */
+struct iprof_vma {
+	uint64_t start, end, off, ino;
+	uint32_t maj, min;
+	const struct uw_module *mod; /* the frame's module */
+	bool ok;                     /* the module's file */
+};
+#define IPROF_NVMAS 64
+
 struct uw_prof {
 	struct uw_prof_opts o;
 	char *output;
@@ -188,6 +198,13 @@ struct uw_prof {
 	uint64_t main_stack_ns;         /* when the main thread's mapping was last read */
 	uint32_t tracker_gen;
 	unsigned long long dl_adds, dl_subs;
+	/* the kernel's mappings at the frames' pcs (prof_maps.c: the collector's) */
+	struct iprof_vma vmas[IPROF_NVMAS];
+	unsigned nvmas;
+	int maps_fd;                    /* /proc/self/maps (0: not opened, -1: cannot be) */
+	uint64_t maps_dev, maps_ino;    /* ... its identity */
+	bool maps_scan;                 /* no PROCMAP_QUERY: its text is read */
+	uint64_t maps_changed;          /* samples unwound again: their mapping had changed */
 	uint64_t next_scan_ns, next_check_ns;
 	struct iprof_comm *comms;
 	struct uw_frame *frames;
@@ -199,6 +216,7 @@ struct uw_prof {
 	uint64_t threads, threads_refused;
 	_Atomic uint64_t unwound, root, map_resets, collector_cpu_ns;
 	_Atomic uint64_t stops[UW_STOP_MAX];
+	_Atomic uint64_t lost_periods[UW_LOST__COUNT]; /* the profile's lost samples' periods, by cause */
 	_Atomic int handler_replaced;
 	uint64_t foreign0, stale0;      /* the process's counts when it started */
 	uint64_t start_wall_ns, start_mono_ns, stop_mono_ns;
@@ -227,7 +245,9 @@ void iprof_scan_threads(struct uw_prof *p, uint64_t now_ns);
 void iprof_check_threads(struct uw_prof *p, uint64_t now_ns);
 void iprof_release_slot(struct uw_prof *p, struct iprof_slot *sl);
 void iprof_quiesce_slot(struct iprof_slot *sl);
-void iprof_kill_slot(struct iprof_slot *sl);
+/* end: why it goes (UW_LOST_THREAD_ENDED or UW_LOST_PROFILER_STOPPED), the cause of the periods
+ * after its last signal unless the signal was blocked (UW_LOST_SIGNALS_BLOCKED) */
+void iprof_kill_slot(struct iprof_slot *sl, uint8_t end);
 void iprof_flush_pending(struct uw_prof *p, struct iprof_slot *sl);
 void iprof_drop_pending(struct iprof_slot *sl);
 bool iprof_is_internal(struct uw_prof *p, int tid);
@@ -244,6 +264,10 @@ void iprof_comms_free(struct uw_prof *p);
 
 /* prof_maps.c */
 void iprof_maps_check(struct uw_prof *p);
+/* Whether the frames' mappings are those the kernel shows at their pcs (asked once a pass per
+ * mapping); with unname, a frame whose is not loses its module ("[unknown]"). */
+bool iprof_maps_verify(struct uw_prof *p, struct uw_frame *frames, unsigned n, bool unname);
+void iprof_maps_close(struct uw_prof *p);
 int iprof_tracker_reset(struct uw_prof *p);
 
 /* prof_threads.c */

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,7 +150,7 @@ static void kill_all(struct uw_prof *p)
 	for (unsigned i = 0; t && i < p->hwm; i++) {
 		struct iprof_slot *sl = &t[i];
 		if (sl->state == SLOT_ACTIVE)
-			iprof_kill_slot(sl);
+			iprof_kill_slot(sl, UW_LOST_PROFILER_STOPPED);
 	}
 }
 
@@ -344,8 +345,29 @@ UW_API int uw_prof_write(struct uw_prof *p, const char *path, int format)
 	if (format == UW_PROF_FOLDED) {
 		e = uw_profile_write_folded(p->profile, f);
 	} else {
+		/* the lost samples' causes, said in the profile too (go tool pprof -comments): a
+		 * program that closes its standard error (xz does, at exit) leaves no other trace */
+		static const char *const text[UW_LOST__COUNT] = {
+			[UW_LOST_UNSTATED] = "unstated",
+			[UW_LOST_RING_FULL] = "ring full (the profiler's thread fell behind)",
+			[UW_LOST_SIGNALS_BLOCKED] = "signals blocked (threads that ran it blocked the profiler's signal)",
+			[UW_LOST_THREAD_ENDED] = "thread ended (it ran after its last signal, or ended before its first)",
+			[UW_LOST_PROFILER_STOPPED] = "profiler stopped (it ran after its thread's last signal)",
+		};
+		char lines[UW_LOST__COUNT][192];
+		const char *comments[UW_LOST__COUNT];
+		size_t nc = 0;
+		for (unsigned i = 0; i < UW_LOST__COUNT; i++) {
+			uint64_t n = atomic_load(&p->lost_periods[i]);
+			if (!n)
+				continue;
+			snprintf(lines[nc], sizeof(lines[nc]), "lost samples: %.3f s (%" PRIu64 " periods): %s",
+				 (double)n * (double)p->period_ns * 1e-9, n, text[i]);
+			comments[nc] = lines[nc];
+			nc++;
+		}
 		UW_OPTS(uw_pprof_opts, po, .time_nanos = p->start_wall_ns,
-			.duration_nanos = p->stop_mono_ns - p->start_mono_ns);
+			.duration_nanos = p->stop_mono_ns - p->start_mono_ns, .comments = comments, .nr_comments = nc);
 		e = uw_profile_write_pprof(p->profile, f, &po);
 	}
 	if (fclose(f) && !e)
@@ -402,6 +424,9 @@ UW_API int uw_prof_stats(struct uw_prof *p, struct uw_prof_stats *st)
 	s.collector_cpu_ns = atomic_load(&p->collector_cpu_ns);
 	for (unsigned i = 0; i < UW_STOP_MAX; i++)
 		s.stop_reasons[i] = atomic_load(&p->stops[i]);
+	_Static_assert(UW_LOST__COUNT <= sizeof(s.lost_periods) / sizeof(s.lost_periods[0]), "lost causes");
+	for (unsigned i = 0; i < UW_LOST__COUNT; i++)
+		s.lost_periods[i] = atomic_load(&p->lost_periods[i]);
 	size_t sz = st->sz;
 	memcpy(st, &s, sz < sizeof(s) ? sz : sizeof(s));
 	st->sz = sz;

@@ -95,9 +95,11 @@ static void hold(struct uw_prof *p, struct iprof_slot *sl, const struct uw_sampl
 	sl->has_pend = true;
 }
 
-/* A "[lost samples]" sample of the slot's thread (uw_profile_add's UW_STOP_LOST: one frame, no
- * stack), at time; its period is the caller's. */
-static struct uw_sample lost_sample(const struct uw_prof *p, const struct iprof_slot *sl, uint64_t time)
+/* A "[lost samples: CAUSE]" sample of the slot's thread (uw_profile_add's UW_STOP_LOST: one
+ * frame, no stack, named after its cause: enum uw_lost_cause), at time; its period is the
+ * caller's. */
+static struct uw_sample lost_sample(const struct uw_prof *p, const struct iprof_slot *sl, uint64_t time,
+				    uint8_t cause)
 {
 	return (struct uw_sample){
 		.sz = sizeof(struct uw_sample),
@@ -108,7 +110,17 @@ static struct uw_sample lost_sample(const struct uw_prof *p, const struct iprof_
 		.stop_reason = UW_STOP_LOST,
 		.comm = sl->comm,
 		.event_name = p->o.clock == UW_PROF_WALL ? "wall-clock" : "cpu-clock",
+		.lost_cause = cause,
 	};
+}
+
+/* A lost sample into the profile, its periods counted by cause (uw_prof_stats.lost_periods) */
+static int add_lost_sample(struct uw_prof *p, const struct uw_sample *smp)
+{
+	int e = uw_profile_add(p->profile, smp);
+	if (!e && smp->lost_cause < UW_LOST__COUNT && p->period_ns)
+		atomic_fetch_add(&p->lost_periods[smp->lost_cause], smp->period / p->period_ns);
+	return e;
 }
 
 /* The slot's held sample into the profile, with the periods its thread ran after it; when it
@@ -121,11 +133,11 @@ void iprof_flush_pending(struct uw_prof *p, struct iprof_slot *sl)
 		sl->pend.period += extra;
 		add_sample(p, &sl->pend);
 	} else if (extra) {
-		struct uw_sample smp = lost_sample(p, sl, iprof_now_ns(CLOCK_MONOTONIC));
+		struct uw_sample smp = lost_sample(p, sl, iprof_now_ns(CLOCK_MONOTONIC), sl->tail_cause);
 		smp.period = extra;
 		if (!smp.comm && sl->end_comm[0])
 			smp.comm = comm_intern(p, sl->end_comm);
-		uw_profile_add(p->profile, &smp);
+		add_lost_sample(p, &smp);
 	}
 	iprof_drop_pending(sl);
 }
@@ -161,6 +173,22 @@ static void unwind_one(struct uw_prof *p, struct iprof_slot *sl, const struct ip
 	struct uw_unwind_result res = { .sz = sizeof(res) };
 	if (uw_unwind_sample(p->t, &in, p->frames, p->o.max_frames, &res))
 		return;
+	/* a mapping changed by hand since the tracker learnt it (prof_maps.c): forgotten, and the
+	 * sample unwound again against the kernel's; a frame that still does not match is left
+	 * unnamed. (Only a sample of the present generation: one taken before a change the
+	 * generation marks, the mmap interposer's, is unwound with the mappings of its time, which
+	 * the kernel no longer shows.) */
+	if (rec->gen == atomic_load(&iprof_g.gen) && !iprof_maps_verify(p, p->frames, res.nr_frames, false)) {
+		p->maps_changed++;
+		uint32_t gen = atomic_fetch_add(&iprof_g.gen, 1) + 1;
+		if (!iprof_tracker_reset(p))
+			p->tracker_gen = gen;
+		p->nvmas = 0; /* (the modules checked were the old tracker's answers) */
+		res = (struct uw_unwind_result){ .sz = sizeof(res) };
+		if (uw_unwind_sample(p->t, &in, p->frames, p->o.max_frames, &res))
+			return;
+		iprof_maps_verify(p, p->frames, res.nr_frames, true);
+	}
 	char comm[16];
 	memcpy(comm, rec->comm, sizeof(comm));
 	comm[15] = 0;
@@ -205,7 +233,7 @@ static void unwind_one(struct uw_prof *p, struct iprof_slot *sl, const struct ip
 }
 
 /* The samples a full ring dropped since the last pass, into the profile: one frame, "[lost
- * samples]", weighing their periods (uw_profile_add's UW_STOP_LOST), so that the profile's time
+ * samples: ring full]", weighing their periods (uw_profile_add's UW_STOP_LOST), so that the profile's time
  * adds up to what was sampled and says what could not be unwound. */
 static void add_lost(struct uw_prof *p, struct iprof_slot *sl, uint64_t now)
 {
@@ -216,11 +244,11 @@ static void add_lost(struct uw_prof *p, struct iprof_slot *sl, uint64_t now)
 	uint64_t dn = n - sl->lost_added, dp = periods - sl->lost_periods_added;
 	sl->lost_added = n;
 	sl->lost_periods_added = periods;
-	struct uw_sample smp = lost_sample(p, sl, now);
+	struct uw_sample smp = lost_sample(p, sl, now, UW_LOST_RING_FULL);
 	/* as many samples as were lost, the periods spread over them (the overruns on the last) */
 	for (uint64_t i = 0; i < dn; i++) {
 		smp.period = p->period_ns * (i + 1 < dn ? 1 : dp >= dn ? dp - (dn - 1) : 1);
-		if (uw_profile_add(p->profile, &smp))
+		if (add_lost_sample(p, &smp))
 			return;
 	}
 }
@@ -370,6 +398,7 @@ void iprof_collector_stop(struct uw_prof *p)
 		}
 		p->collector_running = false;
 	}
+	iprof_maps_close(p);
 	atomic_store(&iprof_g.waking, 0);
 	/* whoever waits for a pass: there will be none */
 	pthread_mutex_lock(&iprof_g.sync_lock);

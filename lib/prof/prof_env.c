@@ -150,6 +150,15 @@ __attribute__((constructor)) static void iprof_env_start(void)
 		fprintf(stderr, "unwound-prof: cannot start profiling: %s\n", strerror(errno));
 }
 
+/* (as a profile names them: "[lost samples: ...]") */
+static const char *const lost_cause_text[UW_LOST__COUNT] = {
+	[UW_LOST_UNSTATED] = "unstated",
+	[UW_LOST_RING_FULL] = "ring full",
+	[UW_LOST_SIGNALS_BLOCKED] = "signals blocked",
+	[UW_LOST_THREAD_ENDED] = "thread ended",
+	[UW_LOST_PROFILER_STOPPED] = "profiler stopped",
+};
+
 static void write_stats(struct uw_prof *p, const char *where)
 {
 	UW_OPTS(uw_prof_stats, st);
@@ -172,6 +181,10 @@ static void write_stats(struct uw_prof *p, const char *where)
 	for (unsigned i = 0; i < UW_STOP__COUNT; i++)
 		if (st.stop_reasons[i])
 			fprintf(f, "stop %s: %" PRIu64 "\n", uw_stop_reason_str((enum uw_stop_reason)i), st.stop_reasons[i]);
+	/* the lost samples' periods by cause, as their frames name them */
+	for (unsigned i = 0; i < UW_LOST__COUNT; i++)
+		if (st.lost_periods[i])
+			fprintf(f, "lost %s: %" PRIu64 "\n", lost_cause_text[i], st.lost_periods[i]);
 	if (f != stderr)
 		fclose(f);
 }
@@ -192,9 +205,17 @@ __attribute__((destructor)) static void iprof_env_stop(void)
 	if (!e && !uw_prof_stats(env_prof, &s) && s.dropped)
 		fprintf(stderr,
 			"unwound-prof: %" PRIu64 " of %" PRIu64 " samples lost to full rings (the profiler's thread did not "
-			"empty them in time): in %s as [lost samples]; UNWOUND_PROF_RING=BYTES gives each thread a larger "
-			"ring (%" PRIu64 " now)\n",
+			"empty them in time): in %s as [lost samples: ring full]; UNWOUND_PROF_RING=BYTES gives each "
+			"thread a larger ring (%" PRIu64 " now)\n",
 			s.dropped, s.samples, env_out, env_prof->ring_bytes);
+	/* and time no signal could sample (threads that block every signal: xz -T2's workers) */
+	uint64_t blocked = s.lost_periods[UW_LOST_SIGNALS_BLOCKED];
+	if (!e && blocked)
+		fprintf(stderr,
+			"unwound-prof: %.3f s of CPU time (%" PRIu64 " periods) not sampled: threads that ran it blocked "
+			"the profiler's signal (%d%s): in %s as [lost samples: signals blocked]\n",
+			(double)blocked * (double)env_prof->period_ns * 1e-9, blocked, env_prof->signo,
+			env_prof->signo == SIGPROF ? ", SIGPROF" : "", env_out);
 	uw_prof_free(env_prof);
 	env_prof = NULL;
 	free(env_out);

@@ -102,8 +102,20 @@ IPROF_NO_TSAN static uint64_t copy_by_kernel(void *dst, uint64_t sp, uint64_t wa
  * asked for, less the signal itself: the profiler's timers may interrupt its handler (its time
  * is sampled there, not at the point it returns to), and a signal of its own arriving meanwhile
  * is held back and handed to it when it returns, as the kernel would with the signal blocked
- * (unless it asked for SA_NODEFER). A handler left by siglongjmp leaves the flag set on a frame
- * that is gone: a chain entered above that frame starts afresh.
+ * (unless it asked for SA_NODEFER).
+ *
+ * A handler may never return: it leaves by siglongjmp (or longjmp, or an exception), and the
+ * state set around its call is never cleared by the code after it. So the state is not trusted
+ * as it stands: every signal, the profiler's own too, first checks it against where the signal
+ * interrupted the thread (chain_left). While the program's handler runs, whatever it interrupts
+ * runs below the chain's frame on the same stack (the handler is called on the stack the chain
+ * runs on), so an interrupted stack pointer at or above that frame says the call was left: the
+ * state is cleared, and a signal held back meanwhile is handed over then (as the kernel delivers
+ * a blocked one when siglongjmp restores the mask). The frame the chain ran in is no proof (a
+ * chain entered at the same depth has the same frame: comparing the two, a program that
+ * siglongjmps out of its handler to a loop had its handler called once, then never again).
+ * Not seen: a handler left for a point deeper on the stack than the chain's frame; its next
+ * signals are held back until one interrupts the thread above it.
  */
 static _Thread_local int tls_chaining __attribute__((tls_model("initial-exec")));
 static _Thread_local uintptr_t tls_chain_frame __attribute__((tls_model("initial-exec")));
@@ -121,9 +133,39 @@ IPROF_NO_TSAN static bool callable(const struct sigaction *a)
 	return a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
 }
 
+/* The chain's state, cleared when the interrupted stack pointer says the program's handler was
+ * left (see above). @return true when a signal held back for it is to be handed over now. */
+IPROF_NO_TSAN static bool chain_left(const void *ucv)
+{
+	if (!tls_chaining || !ucv)
+		return false;
+	uintptr_t sp = (uintptr_t)((const ucontext_t *)ucv)->uc_mcontext.gregs[REG_RSP];
+	if (sp < tls_chain_frame)
+		return false;
+	tls_chaining = 0;
+	tls_chain_frame = 0;
+	return tls_deferred != 0;
+}
+
+static void chain_call(int sig, siginfo_t *si, void *uc);
+
 IPROF_NO_TSAN static void chain(int sig, siginfo_t *si, void *uc)
 {
 	atomic_fetch_add_explicit(&iprof_g.foreign, 1, memory_order_relaxed);
+	chain_call(sig, si, uc);
+}
+
+/* The signals held back for a handler that was left, to it now (the first of them, then the
+ * others as chain_call goes on with them) */
+IPROF_NO_TSAN static void chain_deferred(int sig, void *uc)
+{
+	siginfo_t si = tls_deferred_si;
+	tls_deferred--;
+	chain_call(sig, &si, uc);
+}
+
+IPROF_NO_TSAN static void chain_call(int sig, siginfo_t *si, void *uc)
+{
 	if (sig <= 0 || sig > 64)
 		return;
 	const struct sigaction *prev = atomic_load_explicit(&iprof_g.prev[sig], memory_order_acquire);
@@ -131,8 +173,6 @@ IPROF_NO_TSAN static void chain(int sig, siginfo_t *si, void *uc)
 	if (!callable(prev))
 		return;
 	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
-	if (tls_chaining && frame > tls_chain_frame)
-		tls_chaining = 0; /* (left by siglongjmp) */
 	if (tls_chaining && !(prev->sa_flags & SA_NODEFER)) {
 		if (si)
 			tls_deferred_si = *si;
@@ -269,7 +309,9 @@ IPROF_NO_TSAN void iprof_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved = errno;
 	uint64_t key = si && si->si_code == SI_TIMER ? (uint64_t)(uintptr_t)si->si_value.sival_ptr : 0;
+	bool held = chain_left(ucv);
 	if (!IPROF_KEY_IS_OURS(key)) {
+		/* (with a signal held back: this one first, chain_call hands that one over after it) */
 		chain(sig, si, ucv);
 		errno = saved;
 		return;
@@ -287,6 +329,9 @@ IPROF_NO_TSAN void iprof_handler(int sig, siginfo_t *si, void *ucv)
 	else
 		atomic_fetch_add_explicit(&iprof_g.stale, 1, memory_order_relaxed);
 	atomic_fetch_sub(&sl->busy, 1);
+	/* (after the sample, out of the slot: the program's handler may not return) */
+	if (held)
+		chain_deferred(sig, ucv);
 	errno = saved;
 }
 

@@ -214,6 +214,29 @@ static void thread_name(int tid, char name[16])
 	name[n] = 0;
 }
 
+/* Whether the thread blocks signo now (false when that cannot be read: it is gone). Its own
+ * mask, or the kernel's SigBlk line of its status (a mask in hex, bit signo - 1). */
+static bool signal_blocked(int tid, int signo)
+{
+	if (tid == iprof_gettid()) {
+		sigset_t m;
+		return !pthread_sigmask(SIG_BLOCK, NULL, &m) && sigismember(&m, signo) == 1;
+	}
+	char path[64], buf[2048];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	const char *l = strstr(buf, "\nSigBlk:");
+	if (!l)
+		return false;
+	unsigned long long m = strtoull(l + 9, NULL, 16);
+	return signo >= 1 && signo <= 64 && (m >> (signo - 1) & 1);
+}
+
 /* The thread is gone or no longer sampled: its timer deleted, the handler kept out; the
  * collector drains the ring and frees the slot (registry lock held).
  *
@@ -224,8 +247,14 @@ static void thread_name(int tid, char name[16])
  * thread for hundreds of milliseconds of its CPU time, and they would be missing from the
  * profile. (The count errs low: cpu_first was read after the timer was armed.) A thread that is
  * already gone cannot be read: its last periods go uncounted. */
-void iprof_kill_slot(struct iprof_slot *sl)
+void iprof_kill_slot(struct iprof_slot *sl, uint8_t end)
 {
+	/* why no signal took the periods after its last one, said by the lost samples of a thread
+	 * that had none: its signal blocked (as the worker threads of xz -T2 block every signal:
+	 * their time was all "[lost samples]", nothing saying why), else it ended or the profiler
+	 * stopped before a tick found it running. (Read while its timer still runs: the thread
+	 * may unblock nothing after.) */
+	sl->tail_cause = signal_blocked(sl->tid, iprof_g.signo) ? UW_LOST_SIGNALS_BLOCKED : end;
 	if (sl->has_timer) {
 		sl->cpu_end = sl->cpu_first ? thread_cpu_ns(sl->tid) : 0;
 		timer_delete(sl->timer);
@@ -250,7 +279,7 @@ void iprof_kill_slot(struct iprof_slot *sl)
 void iprof_release_slot(struct uw_prof *p, struct iprof_slot *sl)
 {
 	if (sl->state == SLOT_ACTIVE)
-		iprof_kill_slot(sl);
+		iprof_kill_slot(sl, UW_LOST_PROFILER_STOPPED);
 	iprof_flush_pending(p, sl);
 	p->f_samples += atomic_load(&sl->n_samples);
 	p->f_dropped += atomic_load(&sl->n_dropped);
@@ -389,7 +418,7 @@ void iprof_unregister_self(uint64_t key)
 	pthread_mutex_lock(&iprof_g.lock);
 	struct iprof_slot *sl = &t[IPROF_KEY_INDEX(key)];
 	if (!iprof_g.forked && sl->state == SLOT_ACTIVE && atomic_load(&sl->key) == key)
-		iprof_kill_slot(sl);
+		iprof_kill_slot(sl, UW_LOST_THREAD_ENDED);
 	pthread_mutex_unlock(&iprof_g.lock);
 }
 
@@ -511,7 +540,7 @@ void iprof_scan_threads(struct uw_prof *p, uint64_t now_ns)
 			continue;
 		int *hit = bsearch(&sl->tid, tids, n, sizeof(*tids), cmp_int);
 		if (!hit)
-			iprof_kill_slot(sl);
+			iprof_kill_slot(sl, UW_LOST_THREAD_ENDED);
 		else
 			known[hit - tids] = 1;
 	}
@@ -563,13 +592,13 @@ void iprof_check_threads(struct uw_prof *p, uint64_t now_ns)
 			struct itimerspec its;
 			if (silent && !timer_gettime(sl->timer, &its) && !its.it_interval.tv_sec &&
 			    !its.it_interval.tv_nsec)
-				iprof_kill_slot(sl);
+				iprof_kill_slot(sl, UW_LOST_THREAD_ENDED);
 		} else if (silent && now_ns - sl->last_sample_ns > 1000000000ull) {
 			uint64_t st = start_ticks(sl->tid);
 			if (!sl->start_ticks)
 				sl->start_ticks = st;
 			else if (st != sl->start_ticks)
-				iprof_kill_slot(sl);
+				iprof_kill_slot(sl, UW_LOST_THREAD_ENDED);
 			sl->last_sample_ns = now_ns;
 		}
 	}

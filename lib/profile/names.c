@@ -51,7 +51,7 @@ static const char *name_uncached(struct uw_profile *p, const struct pframe *f, i
 	struct uw_symbol sym = { 0 };
 	char buf[1024];
 	if (pframe_lost(f))
-		return intern(p, PFRAME_LOST_NAME);
+		return intern(p, pframe_lost_name(f));
 	if (f->kernel)
 		prof_kernel_symbol(p->s, f, &sym);
 	else if (f->mod)

@@ -244,7 +244,7 @@ static uint64_t location(struct pp *x, const struct pframe *f)
 	if (pframe_lost(f)) {
 		struct pb loc = { 0 };
 		pb_uint(&loc, 1, e->id);
-		line(x, &loc, PFRAME_LOST_NAME, PFRAME_LOST_NAME, NULL, 0);
+		line(x, &loc, pframe_lost_name(f), pframe_lost_name(f), NULL, 0);
 		pb_msg(&x->loctab, 4, &loc);
 		free(loc.p);
 		return e->id;
@@ -332,7 +332,7 @@ static void label(struct pp *x, struct pb *smp, const char *key, const char *s, 
 UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct uw_pprof_opts *opts)
 {
 	struct uw_pprof_opts o = { 0 };
-	int oe = BASE_OPTS_COPY(&o, uw_pprof_opts, duration_nanos, opts);
+	int oe = BASE_OPTS_COPY(&o, uw_pprof_opts, nr_comments, opts);
 	if (oe)
 		return oe;
 	if (!p || !out)
@@ -431,6 +431,9 @@ UW_API int uw_profile_write_pprof(struct uw_profile *p, FILE *out, const struct 
 		pb_uint(&x.out, 9, o.time_nanos);
 	if (o.duration_nanos)
 		pb_uint(&x.out, 10, o.duration_nanos);
+	for (size_t i = 0; o.comments && i < o.nr_comments; i++)
+		if (o.comments[i] && *o.comments[i])
+			pb_uint(&x.out, 13, str(&x, o.comments[i]));
 	/* the whole message: samples and types (built), mappings, locations, functions, strings */
 	struct pb all = { 0 };
 	pb_need(&all, x.out.n + x.maptab.n + x.loctab.n + x.functab.n + x.strtab.n + 2);

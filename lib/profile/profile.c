@@ -152,8 +152,8 @@ UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *in)
 		h = base_hash64(h ^ smp->kernel[i] ^ (uintptr_t)smp->recorded_kernel) + 1;
 	}
 	if (lost) {
-		f[0] = (struct pframe){ .mod = NULL, .addr = PFRAME_LOST, .map_addr = 0, .kernel = false };
-		h = base_hash64(h ^ PFRAME_LOST) + 3;
+		f[0] = (struct pframe){ .mod = NULL, .addr = pframe_lost_addr(smp->lost_cause), .map_addr = 0, .kernel = false };
+		h = base_hash64(h ^ f[0].addr) + 3;
 	}
 	for (size_t i = 0; !lost && i < smp->nr_user; i++) {
 		const struct uw_frame *u = &smp->user[i];
@@ -164,8 +164,8 @@ UW_API int uw_profile_add(struct uw_profile *p, const struct uw_sample *in)
 		pf->kernel = false;
 		/* (a caller at pc 0 of a damaged recording, outside every mapping: never the lost
 		 * samples' frame; named "[unknown]" as any such frame) */
-		if (!pf->mod && pf->addr == PFRAME_LOST)
-			pf->addr = PFRAME_LOST - 1;
+		if (!pf->mod && pf->addr >= PFRAME_LOST_LOW)
+			pf->addr = PFRAME_LOST_LOW - 1;
 		h = base_hash64(h ^ pf->addr ^ (uintptr_t)pf->mod) + 3;
 	}
 	p->nsamples++;

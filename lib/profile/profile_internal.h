@@ -24,13 +24,32 @@ struct pframe {
 };
 
 /* The one frame of a stack of lost samples (uw_sample.stop_reason UW_STOP_LOST): no module, an
- * address no user frame has (user addresses are below 2^47 on x86_64). */
+ * address no user frame has (user addresses are below 2^47 on x86_64), one per cause
+ * (uw_sample.lost_cause): PFRAME_LOST less the cause. */
 #define PFRAME_LOST UINT64_MAX
+#define PFRAME_LOST_LOW (PFRAME_LOST - 31) /* (room for causes: the lowest such address) */
 static inline bool pframe_lost(const struct pframe *f)
 {
-	return !f->kernel && !f->mod && f->addr == PFRAME_LOST;
+	return !f->kernel && !f->mod && f->addr >= PFRAME_LOST_LOW;
+}
+static inline uint64_t pframe_lost_addr(uint32_t cause)
+{
+	return PFRAME_LOST - (cause < UW_LOST__COUNT ? cause : 0);
 }
 #define PFRAME_LOST_NAME "[lost samples]"
+/* The frame's name: "[lost samples]", or with its cause ("[lost samples: ring full]") */
+static inline const char *pframe_lost_name(const struct pframe *f)
+{
+	static const char *const names[UW_LOST__COUNT] = {
+		[UW_LOST_UNSTATED] = PFRAME_LOST_NAME,
+		[UW_LOST_RING_FULL] = "[lost samples: ring full]",
+		[UW_LOST_SIGNALS_BLOCKED] = "[lost samples: signals blocked]",
+		[UW_LOST_THREAD_ENDED] = "[lost samples: thread ended]",
+		[UW_LOST_PROFILER_STOPPED] = "[lost samples: profiler stopped]",
+	};
+	uint64_t c = PFRAME_LOST - f->addr;
+	return c < UW_LOST__COUNT && names[c] ? names[c] : PFRAME_LOST_NAME;
+}
 
 struct pstack {
 	struct pstack *next;    /* hash chain */
@@ -230,7 +249,7 @@ static inline const struct uw_sample *prof_sample_in(const struct uw_sample *smp
 	if (!smp || smp->sz < offsetof(struct uw_sample, stack_size) + sizeof(smp->stack_size))
 		return NULL;
 	/* (a newer caller's larger one: what this library does not know must be zero) */
-	if ((*err = BASE_OPTS_CHECK(smp, uw_sample, recorded_kernel)))
+	if ((*err = BASE_OPTS_CHECK(smp, uw_sample, lost_cause)))
 		return NULL;
 	if (smp->sz >= sizeof(*tmp))
 		return smp;

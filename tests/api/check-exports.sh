@@ -3,7 +3,7 @@
 # version script, and every function declared UW_API in the header is exported by the library
 # it belongs to: libunwound (uw_* but uw_prof_*, nodes UNWOUND_x.y in lib/libunwound.map) or
 # libunwound-prof (uw_prof_*, nodes UNWOUND_PROF_x.y in lib/libunwound-prof.map, and the symbols
-# it interposes, unversioned: pthread_create, dlclose, sigaction, signal). Each symbol is named
+# it interposes, unversioned: pthread_create, dlclose, sigaction, signal, mmap, mmap64). Each symbol is named
 # in the node of the release that added it (no globs).
 #   usage: check-exports.sh LIB
 set -eu
@@ -17,9 +17,9 @@ libunwound-prof.so*)
     nodes='UNWOUND_PROF_[0-9]+\.[0-9]+'
     map=$top/lib/libunwound-prof.map
     bad=$(echo "$exported" | grep -Ev "^uw_prof_.*@@$nodes\$" | grep -Ev "^$nodes\$" |
-          grep -vxE 'pthread_create|dlclose|sigaction|signal' || true)
+          grep -vxE 'pthread_create|dlclose|sigaction|signal|mmap|mmap64' || true)
     declared=$(echo "$declared_all" | grep '^uw_prof_' || true)
-    for f in pthread_create dlclose sigaction signal; do
+    for f in pthread_create dlclose sigaction signal mmap mmap64; do
         echo "$exported" | grep -qx "$f" || { echo "FAIL: $f is not interposed (not exported unversioned)"; exit 1; }
     done
     ;;

@@ -9,22 +9,26 @@ and `-top`. Every failure says why and prints the traces that matter.
                              SEC seconds (-top -sample_index=TYPE): time sampled, timer overruns
                              included, where a sample count depends on how the CPU came
       --lost N               exactly N samples are the profiler's lost ones (one frame, "[lost
-                             samples]")
+                             samples]" or "[lost samples: CAUSE]", whatever the cause)
       --lost-value-min TYPE=SEC  the lost samples' values of TYPE add up to at least SEC seconds
                              (their periods, overruns included: the time lost, which a count of
                              samples is not where the CPU came in slices)
+      --lost-cause CAUSE=N   exactly N samples are "[lost samples: CAUSE]"
+      --lost-cause-value-min CAUSE:TYPE=SEC  those samples' values of TYPE add up to at least SEC
+                             seconds
       --only PATTERN ...     every sample's stack matches one of the patterns
       --expect PATTERN       at least one sample matches
       --never A;B            no stack has B called by A (adjacent frames, outermost first)
       --share FUNC=LO:HI     the samples with FUNC on their stack are LO..HI percent of all
       --root-share PCT       at least PCT percent reach a root frame (_start, clone, clone3), of
-                             the samples unwound ("[lost samples]" are not: --lost checks them)
+                             the samples unwound (lost samples are not: --lost checks them)
       --label KEY=VALUE      some sample has the label (VALUE may end with *)
       --type TYPE            the profile's sample type (cpu, wall) in -top's header
       --inline FUNC          some sample has FUNC as an inline frame (a line of a location)
       --mapping PATH=BUILDID the profile has a mapping of PATH with that build-id
 Patterns are frames outermost first, separated by ';', where '*' stands for any frames (none
-included) and a frame may end with '*' (a prefix); a pattern matches the whole stack. For --only,
+included) and a frame may end with '*' (a prefix); a pattern matches the whole stack. The frame
+"[lost samples*]" is any lost samples' frame, whatever its cause. For --only,
 a stack whose innermost frame is a PLT stub `F@plt` is the call to F caught in its stub: it is
 allowed when the stack with F in its place is.
 """
@@ -76,6 +80,28 @@ def traces(path):
     return samples
 
 
+LOST_RE = re.compile(r"^\[lost samples(?:: ([^\]]*))?\]$")
+
+
+def lost_cause(frames):
+    """The cause of a stack of lost samples ("" when not said), None for any other stack."""
+    m = LOST_RE.match(frames[0]) if len(frames) == 1 else None
+    return (m.group(1) or "") if m else None
+
+
+def lost_top(path, typ, cause=None):
+    """The lost samples' values of TYPE in seconds (of one cause, or all)."""
+    top = pprof(["-top", "-unit=ms", "-nodecount=100000", "-sample_index=" + typ, path])
+    got = 0.0
+    for line in top.splitlines():
+        f = line.split(None, 5)
+        if len(f) == 6:
+            m = LOST_RE.match(f[5].strip())
+            if m and (cause is None or (m.group(1) or "") == cause):
+                got += float(f[0].rstrip("ms") or 0) / 1000
+    return got, top
+
+
 def match(pattern, frames):
     pat = pattern.split(";")
 
@@ -84,6 +110,8 @@ def match(pattern, frames):
             return j == len(frames)
         if pat[i] == "*":
             return any(go(i + 1, k) for k in range(j, len(frames) + 1))
+        if pat[i] == "[lost samples*]":
+            return j < len(frames) and LOST_RE.match(frames[j]) is not None and go(i + 1, j + 1)
         return j < len(frames) and (frames[j] == pat[i] or fnmatch.fnmatchcase(frames[j], pat[i])) and go(i + 1, j + 1)
 
     return go(0, 0)
@@ -119,23 +147,36 @@ def main():
                 print("FAIL: %.3f s of %s sampled, expected at least %s s" % (got, typ, sec))
                 ok = False
         elif opt == "--lost":
-            n = sum(c for c, _, f in samples if f == ["[lost samples]"])
+            n = sum(c for c, _, f in samples if lost_cause(f) is not None)
             print("lost %d" % n)
             if n != int(val):
-                print("FAIL: %d samples in [lost samples], expected %s" % (n, val))
+                print("FAIL: %d samples in [lost samples*], expected %s" % (n, val))
+                show(samples)
+                ok = False
+        elif opt == "--lost-cause":
+            cause, want = val.rsplit("=", 1)
+            n = sum(c for c, _, f in samples if lost_cause(f) == cause)
+            print("lost (%s) %d" % (cause, n))
+            if n != int(want):
+                print("FAIL: %d samples in [lost samples: %s], expected %s" % (n, cause, want))
                 show(samples)
                 ok = False
         elif opt == "--lost-value-min":
             typ, sec = val.split("=")
-            top = pprof(["-top", "-unit=ms", "-nodecount=100000", "-sample_index=" + typ, path])
-            got = 0.0
-            for line in top.splitlines():
-                if line.rstrip().endswith("[lost samples]"):
-                    got = float(line.split()[0].rstrip("ms") or 0) / 1000
+            got, top = lost_top(path, typ)
             print("lost %s %.3f s" % (typ, got))
             if got < float(sec):
                 print(top[:600])
-                print("FAIL: %.3f s of %s in [lost samples], expected at least %s s" % (got, typ, sec))
+                print("FAIL: %.3f s of %s in [lost samples*], expected at least %s s" % (got, typ, sec))
+                ok = False
+        elif opt == "--lost-cause-value-min":
+            cause, rest = val.rsplit(":", 1)
+            typ, sec = rest.split("=")
+            got, top = lost_top(path, typ, cause)
+            print("lost (%s) %s %.3f s" % (cause, typ, got))
+            if got < float(sec):
+                print(top[:1200])
+                print("FAIL: %.3f s of %s in [lost samples: %s], expected at least %s s" % (got, typ, cause, sec))
                 ok = False
         elif opt == "--only":
             only.append(val)
@@ -163,12 +204,12 @@ def main():
                 ok = False
         elif opt == "--root-share":
             n = sum(c for c, _, f in samples if f and f[0] in ROOTS)
-            unwound = total - sum(c for c, _, f in samples if f == ["[lost samples]"])
+            unwound = total - sum(c for c, _, f in samples if lost_cause(f) is not None)
             pct = 100.0 * n / unwound if unwound else 0
             print("root %.2f%% (%d of %d)" % (pct, n, unwound))
             if pct < float(val):
                 print("FAIL: %.2f%% of the samples reach a root, expected at least %s%%; those that do not:" % (pct, val))
-                show([s for s in samples if (not s[2] or s[2][0] not in ROOTS) and s[2] != ["[lost samples]"]])
+                show([s for s in samples if (not s[2] or s[2][0] not in ROOTS) and lost_cause(s[2]) is None])
                 ok = False
         elif opt == "--label":
             k, v = val.split("=", 1)

@@ -150,8 +150,8 @@ preload)
         --expect "$MAIN;lib_entry;lib_inner;spin_lib" --expect "$MAIN;lib_entry;lib_inner;exe_callback;spin"
     # (the trampoline that registers each thread is the library's: left out. Main, which starts
     # the threads and waits, may have run a period without its timer's signal coming: that time
-    # is "[lost samples]", 1 in 8 runs)
-    check_edges "$W/threads.pb.gz" --proc --samples-min 10 --root-share 100 --only '[lost samples]' --only 'clone3;start_thread;thread_main;thread_work;spin' \
+    # is "[lost samples: profiler stopped]", 1 in 8 runs)
+    check_edges "$W/threads.pb.gz" --proc --samples-min 10 --root-share 100 --only '[lost samples: profiler stopped]' --only '[lost samples: thread ended]' --only 'clone3;start_thread;thread_main;thread_work;spin' \
         --only 'clone3;start_thread;thread_main;thread_work' --only 'clone3;start_thread;thread_main;thread_work;running;*' --only 'clone3;start_thread;thread_main;thread_work;thread_cpu;*' --only 'clone3;start_thread;thread_main;thread_work;thread_cpu' --only 'clone3;start_thread;thread_main;thread_work;running' \
         --only "$MAIN;*" --expect 'clone3;start_thread;thread_main;thread_work;spin'
     # folded stacks for a .folded name
@@ -187,7 +187,7 @@ threads)
     # 401 under load; so is one in the naming: worker_main;pthread_setname_np;__GI___prctl, 1 of
     # 401 under load, and its snprintf, and in the long workers' clock reads). A worker that ends
     # before its timer's first signal came (the signal goes from a tick that finds the thread
-    # running) has its periods in "[lost samples]": 30 of 525 workers once
+    # running) has its periods in "[lost samples: thread ended]": 30 of 525 workers once
     run "$P" threads "$W/p.pb.gz" 400
     common; expect_eq root "$(val samples)"
     ! strict || expect_eq kernel_copy 0
@@ -198,7 +198,8 @@ threads)
         --only 'clone3;start_thread;worker_main' --only 'clone3;start_thread;steady_main' \
         --only 'clone3;start_thread;worker_main;pthread_setname_np;*' --only 'clone3;start_thread;steady_main;pthread_setname_np;*' \
         --only 'clone3;start_thread;worker_main;*snprintf*;*' --only 'clone3;start_thread;worker_main;thread_cpu_s;*' \
-        --only "$MAIN;run_threads;*" --only 'clone3;start_thread;*;timer_delete;*' --only '[lost samples]'
+        --only "$MAIN;run_threads;*" --only 'clone3;start_thread;*;timer_delete;*' --only '[lost samples: thread ended]' \
+        --only '[lost samples: profiler stopped]'
     # (a thread's timer deleted as it exits, the caller a tail call)
     ;;
 late)
@@ -241,6 +242,25 @@ dlopen)
     $CHECK "$W/p.pb.gz" --root-share 99 --never 'call_a;hot_b' --never 'call_b;hot_a' \
         --expect "$MAIN;run_dlopen;call_a;hot_a" --expect "$MAIN;run_dlopen;call_b;hot_b"
     ;;
+remap)
+    # code mapped by hand (mmap MAP_FIXED of libprofhot_b.so's pages over libprofhot_a.so's
+    # code, no dlopen, no dlclose) at an address the profiler had seen libprofhot_a.so at: its
+    # samples are named after the file now there (hot_b) or not named, never after the old one
+    # (before: remap_work;hot_a, the tracker kept the mapping it had)
+    case "${UW_SAN_FLAGS:-}" in *address*) export PROFWORK_STACK=32768 ;; esac
+    run "$P" remap "$W/p.pb.gz" 200 "$B/tests"
+    common
+    expect_eq same_code 1
+    $CHECK "$W/p.pb.gz" --never 'remap_work;hot_a' --never 'call_a;hot_b' \
+        --expect "$MAIN;run_remap;call_a;hot_a" --expect "$MAIN;run_remap;remap_work;hot_b"
+    # the same mapped with the system call itself (no interposer sees it): the collector finds
+    # the frames' mapping is not the kernel's. (Samples taken before the change but unwound
+    # after it may be named after the new file: call_a;hot_b is not checked here)
+    PROFWORK_REMAP_RAW=1 run "$P" remap "$W/raw.pb.gz" 200 "$B/tests"
+    common
+    expect_eq same_code 1
+    $CHECK "$W/raw.pb.gz" --never 'remap_work;hot_a' --expect "$MAIN;run_remap;call_a;hot_a" --expect "$MAIN;run_remap;remap_work;hot_b"
+    ;;
 signals-before|signals-after)
     # the program's own SIGPROF handler (installed before or after the start) gets every signal
     # sent by another thread or process, and is sampled while it works
@@ -249,6 +269,22 @@ signals-before|signals-after)
     expect_eq handled "$(val sent)"; expect_eq foreign "$(val sent)"; expect_eq handler_kept 1
     [ "$case" = signals-before ] || expect_eq old_is_default 1
     $CHECK "$W/p.pb.gz" --root-share 100 --expect '*;own_handler;handler_work;spin'
+    ;;
+longjmp-before|longjmp-after)
+    # the program's own SIGPROF handler (installed before or after the start), sent its signals
+    # by the program's ITIMER_PROF, leaves by siglongjmp each time, for 0.5 s of main's CPU: it
+    # is called for each of them (all but one held back at the end, at most), not only the
+    # first (before, the chain's state stayed set on the abandoned frame and every later signal
+    # was held back for ever: 1 call of 51), and the profiler samples meanwhile. (0.5 s of the
+    # process's CPU at 100 Hz is 50 expirations; at least 25 signals whatever the ticks merge)
+    run "$P" longjmp "$W/p.pb.gz" 0 "${case#longjmp-}"
+    common
+    calls=$(val lj_calls); late=$(val lj_late); foreign=$(val lj_foreign)
+    [ "$foreign" -ge 25 ] || { cat "$W/out.txt"; fail "$foreign signals of the program's timer in 0.5 s of CPU at 100 Hz, expected at least 25"; }
+    [ $((calls + late + 1)) -ge "$foreign" ] ||
+        { cat "$W/out.txt"; fail "the program's handler was called $calls times (+$late after its timer stopped) for $foreign of its signals"; }
+    [ "$(val lj_samples)" -ge 20 ] || { cat "$W/out.txt"; fail "$(val lj_samples) samples in 0.5 s of CPU at 199 Hz, expected at least 20"; }
+    $CHECK "$W/p.pb.gz" --expect "$MAIN;run_longjmp;lj_work;spin"
     ;;
 malloc)
     # samples inside malloc and free (the handler takes no lock, allocates nothing)
@@ -372,8 +408,9 @@ wall)
 lost)
     # N periods at 199 Hz, in seconds (less 1%: the period is a whole number of nanoseconds)
     periods() { awk -v n="$1" 'BEGIN { printf "%.4f", n / 199 * 0.99 }'; }
-    # Samples a full ring drops are in the profile, not only in the counts: "[lost samples]",
-    # as many as were dropped, weighing their time. The profiler's thread is stopped by a tracer
+    # Samples a full ring drops are in the profile, not only in the counts: "[lost samples: ring
+    # full]" (their cause named: before, plain "[lost samples]"), as many as were dropped,
+    # weighing their time. The profiler's thread is stopped by a tracer
     # (PTRACE_INTERRUPT: that thread alone) while the main thread works 0.4 s of its CPU, 12 KiB
     # deep in its stack, with a ring of 64 KiB (four such samples); before the change the profile
     # held only what was unwound
@@ -387,25 +424,27 @@ lost)
     n=$(val dropped)
     [ "$n" -ge 1 ] || { cat "$W/out.txt"; fail "no sample dropped while the profiler's thread was stopped (0.4 s of work at 199 Hz)"; }
     expect_eq samples "$(($(val unwound) + n))"
-    $CHECK "$W/p.pb.gz" --lost "$n" --lost-value-min "cpu=$(periods "$n")" --value-min cpu=0.4 \
+    $CHECK "$W/p.pb.gz" --lost "$n" --lost-cause "ring full=$n" --lost-value-min "cpu=$(periods "$n")" --value-min cpu=0.4 \
         --expect "$MAIN;run_lost;lost_deep;*;lost_work;*"
     # the preloaded profiler says so as it writes the profile
     UNWOUND_PROF="$W/env.pb.gz" UNWOUND_PROF_HZ=199 UNWOUND_PROF_RING=65536 UNWOUND_PROF_STATS="$W/env.stats" \
         run "$P" lost-env "$W/unused"
     n=$(sed -n 's/^dropped //p' "$W/env.stats")
     [ "$n" -ge 1 ] || { cat "$W/env.stats"; fail "lost-env: no sample dropped"; }
-    grep -q "^unwound-prof: $n of [0-9]* samples lost to full rings .*: in $W/env.pb.gz as \[lost samples\]" "$W/err.txt" ||
+    grep -q "^unwound-prof: $n of [0-9]* samples lost to full rings .*: in $W/env.pb.gz as \[lost samples: ring full\]" "$W/err.txt" ||
         { cat "$W/err.txt"; fail "lost-env: no line on standard error says that $n samples were lost"; }
-    $CHECK "$W/env.pb.gz" --lost "$n" --lost-value-min "cpu=$(periods "$n")" --value-min cpu=0.39
+    grep -q "^lost ring full: [1-9]" "$W/env.stats" || { cat "$W/env.stats"; fail "lost-env: no 'lost ring full' line in the counts"; }
+    $CHECK "$W/env.pb.gz" --lost "$n" --lost-cause "ring full=$n" --lost-value-min "cpu=$(periods "$n")" --value-min cpu=0.39
     ;;
 blocked)
     # The kernel sends a CPU-time timer's signal from a tick that finds the thread running, and
     # each signal's overrun counts the periods since the one before; the periods after a
     # thread's last signal are counted from its clock when its timer goes, and the profile holds
-    # them: folded into the thread's last sample, or as "[lost samples]" for a thread that had
+    # them: folded into the thread's last sample, or as lost samples for a thread that had
     # none. Here the signal is blocked (before, the profile held neither thread's time):
     #  - a thread that blocks every signal works 0.2 s of its CPU: its 39.8 periods at 199 Hz
-    #    are one "[lost samples]" of at least 0.19 s (the count errs low by up to a period);
+    #    are one "[lost samples: signals blocked]" of at least 0.19 s (the count errs low by up to
+    #    a period);
     #  - main works until 40 samples (each weighs at least its period: 0.2 s), blocks the
     #    signal, works 0.3 s and stops the profiler: those 59.7 periods weigh its last sample.
     run "$P" blocked "$W/p.pb.gz" 40
@@ -413,10 +452,38 @@ blocked)
     # (the counts err low by up to a period each: at least 38 + 58 periods, 0.19 + 0.2 + 0.29 s;
     # under ThreadSanitizer threads are found by the scans, the masked one may not be: main's 58)
     if strict; then expect_ge periods_after_last 96; else expect_ge periods_after_last 58; fi
-    $CHECK "$W/p.pb.gz" --lost 1 --lost-value-min cpu=0.19 --value-min cpu=0.68 --label thread=masked \
+    $CHECK "$W/p.pb.gz" --lost 1 --lost-cause "signals blocked=1" --lost-cause-value-min "signals blocked:cpu=0.19" \
+        --value-min cpu=0.68 --label thread=masked \
         --only "$MAIN;run_blocked;before_block;spin" --only "$MAIN;run_blocked;before_block" --only "$MAIN;run_blocked;samples;*" \
-        --only "$MAIN;run_blocked;samples" --only "$MAIN;run_blocked" --only "$MAIN;run_blocked;pthread_*;*" --only '[lost samples]' \
+        --only "$MAIN;run_blocked;samples" --only "$MAIN;run_blocked" --only "$MAIN;run_blocked;pthread_*;*" --only '[lost samples: signals blocked]' \
         --expect "$MAIN;run_blocked;before_block;spin"
+    ;;
+sigmask)
+    # Threads that block the profiler's signal (as xz -T2's workers block every signal, from
+    # their creator's mask: its profile was 99% "[lost samples]", nothing saying why) have their
+    # time in the profile as "[lost samples: signals blocked]", under their name, and the
+    # preloaded profiler says so on standard error and in its counts. Two threads work 0.25 s of
+    # their CPU each with SIGPROF blocked: 2 such samples of at least 0.48 s (49.75 periods at
+    # 199 Hz each, the count errs low by up to a period). Before, "[lost samples]".
+    run "$P" sigmask "$W/p.pb.gz" 40
+    common; expect_eq root "$(val samples)"
+    $CHECK "$W/p.pb.gz" --lost 2 --lost-cause "signals blocked=2" --lost-cause-value-min "signals blocked:cpu=0.48" \
+        --label thread=blocker --expect '[lost samples: signals blocked]' --expect "$MAIN;run_sigmask;before_block;spin"
+    UNWOUND_PROF="$W/env.pb.gz" UNWOUND_PROF_HZ=199 UNWOUND_PROF_STATS="$W/env.stats" run "$P" sigmask-env "$W/unused"
+    # (under ThreadSanitizer threads are found by the scans, these short ones maybe not: the
+    # profiles are only read there)
+    strict || { $CHECK "$W/env.pb.gz"; echo "prof $case $v: ok"; exit 0; }
+    grep -Eq "^unwound-prof: 0\.(4[89]|5)[0-9]* s of CPU time \((9[6-9]|1[0-9][0-9]) periods\) not sampled: threads that ran it blocked the profiler's signal \(27, SIGPROF\): in $W/env.pb.gz as \[lost samples: signals blocked\]$" "$W/err.txt" ||
+        { cat "$W/err.txt"; fail "sigmask-env: no line on standard error says that 0.48 s or more were lost to blocked signals"; }
+    grep -Eq "^lost signals blocked: (9[6-9]|1[0-9][0-9])$" "$W/env.stats" || { cat "$W/env.stats"; fail "sigmask-env: no 'lost signals blocked' line of at least 96 periods in the counts"; }
+    $CHECK "$W/env.pb.gz" --lost-cause "signals blocked=2" --lost-cause-value-min "signals blocked:cpu=0.48" --label thread=blocker
+    # and the profile itself says it (pprof's comments: a program that closes its standard error,
+    # as xz does at exit, leaves no other trace)
+    for f in p env; do
+        go tool pprof -comments "$W/$f.pb.gz" >"$W/$f.comments" 2>&1 || { cat "$W/$f.comments"; fail "$f: go tool pprof -comments"; }
+        grep -Eq "^lost samples: 0\.(4[89]|5)[0-9]* s \((9[6-9]|1[0-9][0-9]) periods\): signals blocked \(threads that ran it blocked the profiler's signal\)$" "$W/$f.comments" ||
+            { cat "$W/$f.comments"; fail "$f: the profile's comments do not say that 0.48 s or more were lost to blocked signals"; }
+    done
     ;;
 *) fail "unknown case $case" ;;
 esac

@@ -14,8 +14,12 @@
  *   fork       children forked while profiling: they work, fork again, create threads, dlclose,
  *              exit (and one _exit); one starts a profiler of its own (OUT.child)
  *   dlopen     a hot library opened, worked in, closed, and another one opened where it was
+ *   remap      a hot library opened and worked in; then the other one's file mapped by hand
+ *              (mmap MAP_FIXED, no dlopen) over its code, and worked in there
  *   signals    the program's own SIGPROF handler (before and after the start), signals sent
  *              by another thread and another process; its handler works
+ *   longjmp    the program's own SIGPROF handler (before or after the start: ARG), called by its
+ *              own ITIMER_PROF, leaves by siglongjmp every time, for 0.5 s of main's CPU
  *   malloc     threads allocating and freeing (samples inside malloc)
  *   deep       recursion deeper than the stack copy, working at the bottom
  *   altstack   work in a handler running on an alternate signal stack
@@ -29,6 +33,10 @@
  *   blocked    the profiler's signal blocked: a thread that blocks every signal works 0.2 s of
  *              its CPU and ends; main works until SAMPLES, then blocks it, works 0.3 s and stops
  *              the profiler (its timer's signal pending, never delivered)
+ *   sigmask    two threads that block SIGPROF (their mask from their creator, as xz -T2 blocks
+ *              every signal around pthread_create) work 0.25 s of their CPU each; main works
+ *              until SAMPLES
+ *   sigmask-env the same under the profiler UNWOUND_PROF starts (OUT unused)
  *   api        options refused, EBUSY, calls out of order, errno across the handler, max_threads
  *   spawn CMD  runs CMD (fork, exec) and exits with its status: nothing of its own
  */
@@ -38,6 +46,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -50,6 +59,8 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <setjmp.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -340,6 +351,69 @@ NOINLINE void run_dlopen(const char *dir)
 	printf("rounds %d\nsame_address %d\n", rounds, same);
 }
 
+/* ---- remap: code replaced by hand. libprofhot_a.so is opened and worked in until the profiler
+ * knows its mapping; then the same pages of libprofhot_b.so (built from the same source: its
+ * code is the same bytes at the same offsets, hot_b where hot_a was) are mapped over its code
+ * with MAP_FIXED, and remap_work calls the address hot_a had: that code is libprofhot_b.so's */
+NOINLINE void remap_work(int (*f)(int)) { f(30000); sink++; }
+
+NOINLINE void run_remap(const char *dir)
+{
+	char pa[4096], pb[4096];
+	snprintf(pa, sizeof(pa), "%s/libprofhot_a.so", dir);
+	snprintf(pb, sizeof(pb), "%s/libprofhot_b.so", dir);
+	void *ha = dlopen(pa, RTLD_NOW);
+	if (!ha)
+		die(dlerror());
+	int (*fa)(int) = (int (*)(int))dlsym(ha, "hot_a");
+	uint64_t n0 = samples();
+	while (samples() < n0 + want / 2)
+		call_a(fa);
+	/* libprofhot_a.so's code: its mapping that holds hot_a */
+	FILE *m = fopen("/proc/self/maps", "r");
+	char line[4096 + 256];
+	unsigned long long lo = 0, hi = 0, off = 0;
+	while (m && fgets(line, sizeof(line), m)) {
+		unsigned long long s, e, o;
+		char perms[8];
+		if (sscanf(line, "%llx-%llx %7s %llx", &s, &e, perms, &o) == 4 && s <= (uintptr_t)fa &&
+		    (uintptr_t)fa < e && strstr(line, "libprofhot_a.so")) {
+			lo = s, hi = e, off = o;
+			break;
+		}
+	}
+	if (m)
+		fclose(m);
+	if (!hi)
+		die("hot_a's mapping not found in /proc/self/maps");
+	int fd = open(pb, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die(pb);
+	/* (the bytes must be the same, or the call below runs something else) */
+	void *b = mmap(NULL, hi - lo, PROT_READ, MAP_PRIVATE, fd, (off_t)off);
+	if (b == MAP_FAILED)
+		die("mmap libprofhot_b.so");
+	int same = !memcmp(b, (void *)(uintptr_t)lo, hi - lo);
+	munmap(b, hi - lo);
+	printf("same_code %d\n", same);
+	if (!same)
+		die("libprofhot_b.so's code differs from libprofhot_a.so's");
+	/* PROFWORK_REMAP_RAW=1: the system call itself (no mmap the profiler may interpose) */
+	const char *raw = getenv("PROFWORK_REMAP_RAW");
+	void *r;
+	if (raw && *raw == '1')
+		r = (void *)syscall(SYS_mmap, (void *)(uintptr_t)lo, (size_t)(hi - lo), (long)(PROT_READ | PROT_EXEC),
+				    (long)(MAP_PRIVATE | MAP_FIXED), (long)fd, (long)off);
+	else
+		r = mmap((void *)(uintptr_t)lo, hi - lo, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, (off_t)off);
+	if (r != (void *)(uintptr_t)lo)
+		die("mmap MAP_FIXED");
+	close(fd);
+	n0 = samples();
+	while (samples() < n0 + want / 2)
+		remap_work(fa);
+}
+
 /* ---- signals */
 static atomic_long handled;
 
@@ -424,6 +498,68 @@ NOINLINE void run_signals(const char *when)
 	struct sigaction now;
 	sigaction(SIGPROF, NULL, &now);
 	printf("sent %ld\nhandled %ld\nhandler_kept %d\n", sent, atomic_load(&handled), now.sa_handler == own_handler);
+}
+
+/* ---- longjmp: the program's handler never returns. Its ITIMER_PROF (100 Hz of the process's
+ * CPU) sends it SIGPROF, and it siglongjmps back to the loop each time; it must be called for
+ * each of those signals the profiler saw (foreign_signals), not once. The loop calls nothing
+ * that a jump out of may leave in the middle of a lock (uw_prof_stats takes one): a fixed 0.5 s
+ * of main's CPU, read from the clock. */
+static sigjmp_buf lj_env;
+static volatile sig_atomic_t lj_armed;
+static volatile long lj_calls, lj_late;
+static volatile double lj_t0;
+
+NOINLINE void lj_handler(int sig)
+{
+	(void)sig;
+	if (!lj_armed) {
+		lj_late++; /* (pending when the timer was disarmed: returns) */
+		return;
+	}
+	lj_calls++;
+	siglongjmp(lj_env, 1);
+}
+
+NOINLINE void lj_work(void)
+{
+	spin(20000);
+	sink++;
+}
+
+NOINLINE void run_longjmp(const char *when)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = lj_handler;
+	sigemptyset(&sa.sa_mask);
+	if (!strcmp(when, "before")) {
+		if (sigaction(SIGPROF, &sa, NULL))
+			die("sigaction");
+		start(199);
+	} else {
+		start(199);
+		if (sigaction(SIGPROF, &sa, NULL))
+			die("sigaction");
+	}
+	UW_OPTS(uw_prof_stats, st0);
+	if (uw_prof_stats(prof, &st0))
+		die("uw_prof_stats");
+	lj_t0 = thread_cpu_s();
+	lj_armed = 1;
+	struct itimerval it = { { 0, 10000 }, { 0, 10000 } }, off = { { 0, 0 }, { 0, 0 } };
+	if (setitimer(ITIMER_PROF, &it, NULL))
+		die("setitimer");
+	sigsetjmp(lj_env, 1);
+	while (thread_cpu_s() - lj_t0 < 0.5)
+		lj_work();
+	lj_armed = 0;
+	setitimer(ITIMER_PROF, &off, NULL);
+	UW_OPTS(uw_prof_stats, st);
+	if (uw_prof_stats(prof, &st))
+		die("uw_prof_stats");
+	printf("lj_calls %ld\nlj_late %ld\nlj_foreign %" PRIu64 "\nlj_samples %" PRIu64 "\n", lj_calls, lj_late,
+	       st.foreign_signals - st0.foreign_signals, st.samples - st0.samples);
 }
 
 /* ---- malloc */
@@ -612,6 +748,38 @@ NOINLINE void run_blocked(void)
 	sigaddset(&prof_sig, SIGPROF);
 	pthread_sigmask(SIG_BLOCK, &prof_sig, NULL);
 	cpu_work(0.3);
+}
+
+/* ---- sigmask: threads whose signal is blocked from their start: no sample, their time in the
+ * profile as lost, saying why */
+static void *sigmask_main(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "blocker");
+	cpu_work(0.25);
+	return NULL;
+}
+
+NOINLINE void run_sigmask(bool own)
+{
+	sigset_t prof_sig, old;
+	sigemptyset(&prof_sig);
+	sigaddset(&prof_sig, SIGPROF);
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++) {
+		pthread_sigmask(SIG_BLOCK, &prof_sig, &old);
+		if (pthread_create(&t[i], NULL, sigmask_main, NULL))
+			die("pthread_create");
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	if (own) {
+		while (samples() < want)
+			before_block();
+	} else {
+		cpu_work(0.1);
+	}
 }
 
 /* ---- api: options, errors, the calls' order, errno across the handler */
@@ -860,6 +1028,11 @@ int main(int argc, char **argv)
 		run_signals(arg);
 		return 0;
 	}
+	if (!strcmp(mode, "longjmp")) {
+		run_longjmp(arg);
+		finish();
+		return 0;
+	}
 	if (!strcmp(mode, "api")) {
 		run_api();
 		return api_failed;
@@ -933,6 +1106,10 @@ int main(int argc, char **argv)
 		run_lost(false);
 		return 0;
 	}
+	if (!strcmp(mode, "sigmask-env")) {
+		run_sigmask(false);
+		return 0;
+	}
 	start(strcmp(mode, "calltree") ? 199 : 99);
 	if (!strcmp(mode, "calltree")) {
 		run_calltree();
@@ -944,6 +1121,8 @@ int main(int argc, char **argv)
 		run_fork();
 	} else if (!strcmp(mode, "dlopen")) {
 		run_dlopen(arg);
+	} else if (!strcmp(mode, "remap")) {
+		run_remap(arg);
 	} else if (!strcmp(mode, "malloc")) {
 		pthread_t t[2];
 		for (int i = 0; i < 2; i++)
@@ -962,6 +1141,8 @@ int main(int argc, char **argv)
 		run_coroutine();
 	} else if (!strcmp(mode, "blocked")) {
 		run_blocked();
+	} else if (!strcmp(mode, "sigmask")) {
+		run_sigmask(true);
 	} else {
 		fprintf(stderr, "profwork: unknown mode %s\n", mode);
 		return 2;

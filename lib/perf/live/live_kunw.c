@@ -468,6 +468,9 @@ static void builder_urgent(struct live_kunw *lk, struct kmod *km)
 		km->qnext = b->queue;
 		b->queue = km;
 		lk->urgent += !km->urgent;
+		if (!km->urgent)
+			base_log(&lk->s->log, UW_LOG_INFO, "kernel unwinding: table of %s built next: samples were handed "
+				 "over for want of it", km->m->path);
 		km->urgent = true;
 	}
 	pthread_mutex_unlock(&b->mu);

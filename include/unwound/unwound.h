@@ -1314,6 +1314,8 @@ struct uw_record_status {
 	double cpu_setup;          /* the recorder's CPU time (seconds) before the events were
 	                            * enabled: the BPF program loaded (the kernel's verifier), the
 	                            * tables, the processes' mappings read */
+	uint64_t max_stack;        /* (final status) the most frames one written callchain holds
+	                            * (uw_inject_stats.max_stack) */
 };
 
 struct uw_record_opts {
@@ -1440,6 +1442,9 @@ struct uw_inject_stats {
 	uint64_t samples_written;  /* written with their callchain */
 	uint64_t records_written;  /* other records copied */
 	uint64_t bytes_in, bytes_out;
+	uint64_t max_stack;        /* the most frames (kernel and user, context markers not counted)
+	                            * one written callchain holds: perf report and perf script show
+	                            * kernel.perf_event_max_stack (127) unless given --max-stack */
 };
 
 /* Rewrites a `perf record --call-graph dwarf` file (in, or "-" for a pipe) as out: every sample

@@ -975,12 +975,14 @@ static __always_inline bool task_user_regs(struct task_struct *task, struct kunw
 	struct kunw_walk *w = &s->w;
 	__u64 *r = w->regs;
 	struct pt_regs *pt = &w->pt;
+	/* the task is in the kernel whatever follows: a kernel thread's (or the idle task's)
+	 * sample is a kernel sample at its kernel pc, as perf writes it, not a user one at 0 */
+	s->rec.flags |= KUNW_F_KERNEL_MODE;
 	if (!BPF_CORE_READ(task, mm))
 		return false; /* a kernel thread */
 	struct pt_regs *u = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (bpf_probe_read_kernel(pt, sizeof(*pt), u))
 		return false;
-	s->rec.flags |= KUNW_F_KERNEL_MODE;
 	/* a syscall (not a fault or an interrupt, whose pc is exact) left its return pc in rcx as
 	 * well */
 	if (pt->cx == pt->ip) {

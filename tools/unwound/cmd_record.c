@@ -18,6 +18,9 @@
 
 static volatile int stop_flag;
 
+/* user frames kept per stack by default (--max-frames) */
+#define RECORD_MAX_FRAMES 1024
+
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -64,6 +67,10 @@ static void record_usage(FILE *f)
 		   "  -o, --output FILE   default perf.data (an existing one is kept as FILE.old); '-': a\n"
 		   "                      pipe-mode stream on standard output\n"
 		   "  --stack-size BYTES  user stack copied per sample (default 16384, at most 65528)\n"
+		   "  --max-frames N      user frames kept per stack (default 1024, at most 4096; walked\n"
+		   "                      in the kernel: at most 2048). perf report and perf script show\n"
+		   "                      127 frames unless told more (--max-stack N): the summary says\n"
+		   "                      the N a recording needs\n"
 		   "  --duration SECS     stop after this long (also: Ctrl-C, SIGTERM, SIGHUP, the command's exit)\n"
 		   "  -m, --mmap-pages N  data pages per ring buffer (power of two, default 1024)\n"
 		   "  --off-cpu           off-CPU time too: where each followed thread waits and how long,\n"
@@ -155,6 +162,19 @@ static void on_status(void *ctx, const struct uw_record_status *st)
 		st->elapsed, st->samples, rate, st->lost,
 		with_user ? 100.0 * (double)st->samples_root / (double)with_user : 0.0,
 		st->elapsed > 0 ? 100.0 * st->cpu_self / st->elapsed : 0.0);
+}
+
+/* A number the kernel says in a /proc/sys file, else def. */
+static uint64_t sysctl_u64(const char *path, uint64_t def)
+{
+	FILE *f = fopen(path, "re");
+	uint64_t v = 0;
+	if (f) {
+		if (fscanf(f, "%" SCNu64, &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v ? v : def;
 }
 
 /* perf's -F max: the kernel's kernel.perf_event_max_sample_rate. */
@@ -262,6 +282,12 @@ static void summary(const struct uw_record_opts *ro, const struct uw_record_stat
 		fprintf(stderr, "unwound record: off-CPU stacks: %" PRIu64 " walked in the kernel at the switch (%" PRIu64 " of them finished in user space from the program's copy), %" PRIu64 " copied by the kernel (%u bytes each), %" PRIu64 " read from threads blocked at the start\n",
 			st->offcpu_kernel, st->offcpu_kernel_finished, st->offcpu_copied, ro->stack_size ? ro->stack_size : 16384,
 			st->offcpu_blocked);
+	/* perf report and perf script cut callchains at kernel.perf_event_max_stack frames (127)
+	 * unless told more: a deep stack would seem cut short */
+	uint64_t perf_max = sysctl_u64("/proc/sys/kernel/perf_event_max_stack", 127);
+	if (st->max_stack > perf_max)
+		fprintf(stderr, "unwound record: stacks of up to %" PRIu64 " frames written; perf report and perf script show %" PRIu64 " unless told more: use perf report --max-stack %" PRIu64 " (perf script --max-stack %" PRIu64 ")\n",
+			st->max_stack, perf_max, st->max_stack, st->max_stack);
 	if (st->procmap_query || st->maps_scan)
 		fprintf(stderr, "unwound record: mappings found on demand: %" PRIu64 " with PROCMAP_QUERY, %" PRIu64 " from /proc/PID/maps\n",
 			st->procmap_query, st->maps_scan);
@@ -315,7 +341,7 @@ int cmd_record(int argc, char **argv)
 		{ "off-cpu-mode", required_argument, 0, O_OCMODE }, { "off-cpu-walks", required_argument, 0, O_OCWALKS },
 		{ "no-buildid-cache", no_argument, 0, 'N' }, { "no-buildid", no_argument, 0, 'B' },
 		{ "no-table-cache", no_argument, 0, O_NOTCACHE }, { "switch-output", optional_argument, 0, O_SWITCHOUT },
-		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "help", no_argument, 0, 'h' }, { "max-frames", required_argument, 0, CLI_O_MAXFR }, { 0, 0, 0, 0 },
 	};
 	UW_OPTS(uw_record_opts, ro, .stop = &stop_flag, .buildid_cache = 1);
 	int *pids = NULL, *tids = NULL, *cpus = NULL, c, offline = 0, nofp = 0, quiet = 0, notcache = 0, ret = CLI_EXIT_USAGE;
@@ -324,6 +350,7 @@ int cmd_record(int argc, char **argv)
 	char *debugdirs = NULL, *events = NULL;
 	bool freq_set = false, count_set = false;
 	struct uw_session *s = NULL;
+	struct cli_limits lim = { 0 };
 	optind = 1;
 	opterr = 0;
 	/* '+': options end at the command; ':' and opterr 0: errors are said by cli_option_error */
@@ -457,6 +484,10 @@ int cmd_record(int argc, char **argv)
 					"--duration SECS (one file each, -o NAME), or rotate with perf record "
 					"--call-graph dwarf --switch-output and unwind each file with unwound inject\n");
 			goto out;
+		case CLI_O_MAXFR:
+			if (cli_limit_option("record", c, optarg, &lim) < 0)
+				goto out;
+			break;
 		case 'h': record_usage(stdout); ret = CLI_EXIT_OK; goto out;
 		default: cli_option_error("record", c, argv, lo); goto out;
 		}
@@ -502,7 +533,10 @@ int cmd_record(int argc, char **argv)
 	/* -q: nothing but errors */
 	UW_OPTS(uw_session_opts, so, .log = cli_log,
 		.log_level = quiet ? UW_LOG_ERROR : (enum uw_log_level)(cli_verbose + 1),
-		.debug_dirs = debugdirs, .no_fp_fallback = nofp, .offline = offline, .no_dwarf_cache = notcache);
+		.debug_dirs = debugdirs, .no_fp_fallback = nofp, .offline = offline, .no_dwarf_cache = notcache,
+		/* deep stacks (recursive parsers, interpreters) whole: report's default of 256 would cut
+		 * them where nothing can be unwound again later */
+		.max_frames = lim.max_frames ? lim.max_frames : RECORD_MAX_FRAMES);
 	s = uw_session_new(&so);
 	if (!s) {
 		fprintf(stderr, "unwound record: %s\n", strerror(errno));

@@ -181,6 +181,7 @@ struct kmod {
 	uint8_t state;          /* KM_*: the builder's (KM_QUEUED) until it hands it back */
 	bool loaded;            /* its table is in the program's map */
 	bool fresh;             /* built since the last update */
+	bool urgent;            /* moved to the builder's queue's head once (builder_urgent) */
 	uint64_t idle_since;    /* loaded, named by no load: when it became so (the eviction order) */
 	unsigned letgo;         /* times its table was let go for room (evicted, or not kept) */
 	uint64_t retry_after;   /* CLOCK_MONOTONIC ns: not built again before (1 s, doubling) */
@@ -245,6 +246,8 @@ struct builder {
 	bool stop;
 	int efd;                    /* eventfd: something built */
 	struct base_map idents;     /* the builder's: hash of ident -> struct kmod * built */
+	uint64_t delay_ns;          /* (tests: UW_KUNW_BUILD_DELAY_MS) each build begins this late,
+	                             * as on a loaded machine */
 };
 
 struct live_kunw {
@@ -269,6 +272,7 @@ struct live_kunw {
 	/* samples finished in user space for want of the process's mappings or a module's table,
 	 * and those after each program's first LATE_AFTER samples (of late_total) */
 	uint64_t missing, late_missing, late_total;
+	uint64_t urgent;        /* queued tables moved to the queue's head for samples handed over */
 	uint64_t cap;           /* the maps' byte cap; also the built tables kept unloaded at most */
 	struct builder b;
 	int epfd;               /* polls the program's ring, the builder's eventfd and tfd */
@@ -379,6 +383,10 @@ static void *builder_main(void *arg)
 		/* (the module is not unloaded while used: its files are read here) */
 		struct uw_module *m = km->m;
 		bool ok = false;
+		if (b->delay_ns) {
+			struct timespec d = { (time_t)(b->delay_ns / 1000000000u), (long)(b->delay_ns % 1000000000u) };
+			nanosleep(&d, NULL);
+		}
 		uint64_t t0 = now_ns();
 		module_use(m);
 		bool open = module_open(s, m) && m->elf;
@@ -465,6 +473,36 @@ static void builder_queue(struct live_kunw *lk, struct kmod *km)
 	b->qtail = km;
 	b->pending++;
 	pthread_cond_signal(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+}
+
+/* A queued table that samples are handed over for: built next. The queue is in mapping order,
+ * and a program maps more modules than its samples need (the dynamic linker's, libraries used
+ * at start-up only); where the builder gets little CPU (a loaded machine, no table in the cache),
+ * the tables behind them came after the program's end, and every walk of the run was handed
+ * over ("the pc in none of them"). */
+static void builder_urgent(struct live_kunw *lk, struct kmod *km)
+{
+	struct builder *b = &lk->b;
+	pthread_mutex_lock(&b->mu);
+	/* (still queued: not taken by the builder yet) */
+	struct kmod **pp = &b->queue, *prev = NULL;
+	while (*pp && *pp != km) {
+		prev = *pp;
+		pp = &(*pp)->qnext;
+	}
+	if (*pp && pp != &b->queue) {
+		*pp = km->qnext;
+		if (b->qtail == km)
+			b->qtail = prev;
+		km->qnext = b->queue;
+		b->queue = km;
+		lk->urgent += !km->urgent;
+		if (!km->urgent)
+			base_log(&lk->s->log, UW_LOG_INFO, "kernel unwinding: table of %s built next: samples were handed "
+				 "over for want of it", km->m->path);
+		km->urgent = true;
+	}
 	pthread_mutex_unlock(&b->mu);
 }
 
@@ -999,6 +1037,8 @@ static void on_sample(void *ctx, const struct kunw_sample *ks, struct tracker_pr
 			km = km->canon;
 		if (km && km->state == KM_NEW)
 			builder_queue(lk, km);
+		else if (km && km->state == KM_QUEUED)
+			builder_urgent(lk, km);
 	}
 }
 
@@ -1405,6 +1445,8 @@ static int lk_finish(struct live_kunw *lk, char *why, size_t len)
 	/* the builder, and a poll of its eventfd with the program's ring */
 	struct epoll_event ev = { .events = EPOLLIN };
 	base_map_init(&lk->b.idents);
+	const char *delay = getenv("UW_KUNW_BUILD_DELAY_MS");
+	lk->b.delay_ns = delay ? strtoull(delay, NULL, 10) * 1000000u : 0;
 	pthread_mutex_init(&lk->b.mu, NULL);
 	pthread_cond_init(&lk->b.cv, NULL);
 	lk->b.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -1704,9 +1746,10 @@ void live_kunw_close(struct live_kunw *lk)
 			 (unsigned long long)c.lost, (unsigned long long)lk->peak_bytes);
 	base_log(&lk->s->log, UW_LOG_INFO,
 		 "kernel unwinding: %llu samples finished in user space for want of the process's mappings or a table; "
-		 "after each program's first %u samples: %llu of %llu (%.2f%%)",
+		 "after each program's first %u samples: %llu of %llu (%.2f%%); %llu queued tables built first for them",
 		 (unsigned long long)lk->missing, LATE_AFTER, (unsigned long long)lk->late_missing,
-		 (unsigned long long)lk->late_total, lk->late_total ? 100.0 * (double)lk->late_missing / (double)lk->late_total : 0.0);
+		 (unsigned long long)lk->late_total, lk->late_total ? 100.0 * (double)lk->late_missing / (double)lk->late_total : 0.0,
+		 (unsigned long long)lk->urgent);
 	if (!kunw_counters(lk->k, &c))
 		base_log(&lk->s->log, UW_LOG_INFO,
 			 "kernel unwinding: handed over: %llu with no mappings loaded for the process, %llu with the pc in "

@@ -455,7 +455,8 @@ static void kunw_conf(struct rec *rc, struct live_kunw_conf *out)
 	struct uw_session *s = rc->s;
 	struct live *lv = &rc->lv;
 	struct live_kunw_conf kc = { .s = s,
-				     .max_frames = s->opts.max_frames < KUNW_MAX_FRAMES ? s->opts.max_frames : 0,
+				     /* (the program walks at most KUNW_MAX_FRAMES) */
+				     .max_frames = UW_MIN(s->opts.max_frames, (unsigned)KUNW_MAX_FRAMES),
 				     .max_bytes = rc->o.kernel_max_bytes,
 				     /* (tests: every record also carries frame 0's registers and stack, for
 				      * the reader to compare the program's frames with lib/unwind's) */
@@ -1046,6 +1047,7 @@ UW_API int uw_record(struct uw_session *s, const struct uw_record_opts *opts, st
 		cc_sink_free(rc.lv.sink, &is);
 		rc.lv.sink = NULL;
 		report_status(&rc, now_s(CLOCK_MONOTONIC), is.bytes_out, &st);
+		st.max_stack = is.max_stack;
 		size_t sz = final->sz;
 		memcpy(final, &st, UW_MIN(sz, sizeof(st)));
 		final->sz = sz;

@@ -259,21 +259,26 @@ static int write_sample(struct inject *in, uint32_t attr_index, const struct per
 		put64(b, &at, ps->cpu);
 	if (st & PS_PERIOD)
 		put64(b, &at, ps->period);
-	size_t nr_at = at, nr = 0, room = (need - at - 8) / 8;
+	size_t nr_at = at, nr = 0, markers = 0, room = (need - at - 8) / 8;
 	at += 8;
 	if (nk && nr + 1 < room) {
 		put64(b, &at, PC_KERNEL);
 		nr++;
+		markers++;
 		for (uint32_t i = 0; i < nk && nr < room; i++, nr++)
 			put64(b, &at, kernel[i]);
 	}
 	if (nu && nr + 1 < room) {
 		put64(b, &at, PC_USER);
 		nr++;
+		markers++;
 		for (uint32_t i = 0; i < nu && nr < room; i++, nr++)
 			put64(b, &at, upc ? upc[i] : uf[i].pc - uf[i].is_call);
 	}
 	memcpy(b + nr_at, &nr, 8);
+	/* (perf's --max-stack counts frames, not the context markers) */
+	if (nr - markers > in->st.max_stack)
+		in->st.max_stack = nr - markers;
 	uint32_t type = PR_SAMPLE;
 	uint16_t size = (uint16_t)at;
 	memcpy(b, &type, 4);

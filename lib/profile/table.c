@@ -107,7 +107,10 @@ static struct trow *row_of(struct table *t, const struct pstack *st, const struc
 		key.pid = key.tid = st->tid; /* perf's pid key is the thread */
 	if (t->frame_keys) {
 		key.kernel = f && f->kernel;
-		if (has_key(t, K_DSO))
+		/* (a symbol is of its module: with --sort sym alone, perf keeps two modules' functions
+		 * of one name apart, sort__sym_cmp comparing the dso first: ld.so's _start and the
+		 * program's are two rows, 0.17% and 99.83%, not one of 100%) */
+		if (has_key(t, K_DSO) || has_key(t, K_SYM))
 			key.dso = !f ? "[unknown]" : f->kernel ? "[kernel.kallsyms]" : f->mod ? f->mod->name : "[unknown]";
 		if (has_key(t, K_SYM)) {
 			key.sym = level;

@@ -58,8 +58,13 @@ pool)
     mkdir ctl
     ./pool ctl 3 & job=$!
     while [ "$(ntasks $job)" -lt 4 ]; do kill -0 $job 2>/dev/null || fail "pool exited before its threads ran"; sleep 0.02; done
-    "$U" record -q -p $job -o p.data 2>rec.err & rec=$!
+    "$U" record -v -p $job -o p.data 2>rec.err & rec=$!
     while [ ! -s p.data ]; do kill -0 $rec 2>/dev/null || fail "record -p: $(cat rec.err)"; sleep 0.05; done
+    # the kernel walker's program is verified while the recording runs (seconds of the
+    # recorder's CPU under load): the idle window below begins once it is loaded
+    if grep -q "stacks copied until the kernel's walker is verified" rec.err; then
+        for _ in $(seq 1200); do grep -q "kernel unwinding: the program loaded\|kernel unwinding unavailable" rec.err && break; sleep 0.1; done
+    fi
     sleep 0.5
     touch ctl/exit-threads
     while [ ! -e ctl/joined ]; do kill -0 $job 2>/dev/null || fail "pool exited before joining its threads"; sleep 0.05; done

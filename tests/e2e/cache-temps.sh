@@ -71,7 +71,7 @@ killed() { # name signal command...
 }
 piped pipe
 killed term TERM "$uw" report -i rec.data --script --srcline -o out.txt
-killed record-kill KILL "$uw" record -q -o kill.data -- ./work calltree 0.4
+killed record-kill KILL "$uw" record -q --unwind kernel -o kill.data -- ./work calltree 0.4
 
 # ---- 3. without O_TMPFILE: a named temporary, removed by the CLI
 export NAMED=1

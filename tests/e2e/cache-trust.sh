@@ -31,7 +31,7 @@ bid() { readelf -n "$1" | sed -n 's/.*Build ID: //p'; }
 # how the program's table was had (built, read from the cache), the warnings about the cache
 # directory, and the share of the samples in spin whose stack reaches main
 rec() { # name
-    "$uw" record -v -o $1.data -- ./work calltree 0.4 >/dev/null 2>$1.err || { tail $1.err; fail "$1: record failed"; }
+    "$uw" record -v --unwind kernel -o $1.data -- ./work calltree 0.4 >/dev/null 2>$1.err || { tail $1.err; fail "$1: record failed"; }
     grep -q "stacks walked in the kernel" $1.err || { grep -v "info:" $1.err; fail "$1: not unwound in the kernel"; }
     how=$(sed -n "s|.*kernel unwinding: table of $W/work loaded (.*, \([a-z ]*\) in [0-9.]* ms)|\1|p" $1.err)
     said=$(grep -c "cache directory .* not used" $1.err || true)
@@ -50,7 +50,7 @@ good() { # name: the table built, the stacks right, one line said why (or none: 
 
 # a genuine entry of the program, then the forgery in its place (made by this user here)
 rec genuine
-"$uw" record -q -o donor.data -- ./donor calltree 0.2 >/dev/null 2>&1
+"$uw" record -q --unwind kernel -o donor.data -- ./donor calltree 0.2 >/dev/null 2>&1
 E=$(ls "$C"/"$(bid work)"-*.kunw1) D=$(ls "$C"/"$(bid donor)"-*.kunw1)
 python3 "$S/tests/e2e/kunw-forge.py" "$E" "$D"
 cp -p "$E" forged.kunw1

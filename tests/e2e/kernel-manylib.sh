@@ -38,7 +38,7 @@ export UNWOUND_CACHE_DIR="$W/cache"
 # tables loaded, read from the cache; samples handed over after the program's first 200
 rec() { # name [record options...]
     name=$1; shift
-    "$uw" record -v "$@" -o $name.data -- ./manylib libs "$N" 4 >/dev/null 2>$name.err ||
+    "$uw" record -v --unwind kernel "$@" -o $name.data -- ./manylib libs "$N" 4 >/dev/null 2>$name.err ||
         { tail -20 $name.err; fail "$name: record failed"; }
     sum=$(grep "stacks walked in the kernel" $name.err) || { grep -v "info:" $name.err; fail "$name: not unwound in the kernel"; }
     loaded=$(echo "$sum" | sed -n 's/.* \([0-9]*\) module tables loaded.*/\1/p')

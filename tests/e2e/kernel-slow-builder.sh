@@ -25,7 +25,7 @@ done
 # (a table cache of its own, empty: every table is built, late; 4 s of work or more: every table
 # is in by its end, 12 or so builds)
 # shellcheck disable=SC2086
-UNWOUND_CACHE_DIR=$W/cache UW_KUNW_BUILD_DELAY_MS=300 "$uw" record -v -o slow.data -- ./needlib 4000 "$W/libmid.so" $more \
+UNWOUND_CACHE_DIR=$W/cache UW_KUNW_BUILD_DELAY_MS=300 "$uw" record -v --unwind kernel -o slow.data -- ./needlib 4000 "$W/libmid.so" $more \
     >/dev/null 2>slow.err || { cat slow.err; exit 1; }
 grep -q "stacks walked in the kernel" slow.err || { echo "FAIL: not unwound in the kernel"; grep -v "info:" slow.err; exit 1; }
 grep "table of .* loaded" slow.err | sed 's/.*table of \([^ ]*\) loaded.*/\1/' >order

@@ -7,7 +7,8 @@
  * the disk.
  *
  * Events: per CPU for -a; for a command or -p/-t, per task and per CPU with inherit (the kernel
- * refuses ring buffers on inherited events bound to no CPU). The first event on each CPU (or of
+ * refuses ring buffers on inherited events bound to no CPU), the tasks' events on a CPU writing
+ * into one ring buffer (live_ring.c). The first event on each CPU (or of
  * each task) carries the side-band: MMAP2 with build-ids, COMM with exec, FORK/EXIT, on the
  * CLOCK_MONOTONIC clock (so jitdumps line up, as perf record -k 1).
  */

@@ -58,6 +58,13 @@ struct ring {
 	uint64_t id;
 	pid_t pid;           /* what it was opened for: a task (-1: all), a CPU (-1: any) */
 	int cpu;
+	/* a task's events write into the buffer of the first task's on the same CPU (out: that
+	 * entry's index; -1: this entry's own buffer, base), as perf record's do: one buffer per
+	 * CPU, not one per task and CPU (-p of 200 threads: 2 × 200 buffers of -m pages each, and
+	 * every one polled and read). users: the entries with an event open writing into this
+	 * entry's buffer (itself included); it is unmapped when none is left. */
+	ssize_t out;
+	unsigned users;
 	/* the recording's other sampling events for the same task and CPU, writing into this
 	 * ring (PERF_EVENT_IOC_SET_OUTPUT): event k + 1's fd and id (xfd -1 once closed) */
 	unsigned nx;
@@ -152,8 +159,9 @@ void live_enable_events(struct live *lv, unsigned long req);
 bool live_ring_has_id(const struct ring *rg, uint64_t id);
 /* perf_event_open (close-on-exec, no group): the fd, or -errno. */
 int live_event_open(struct kattr *a, pid_t pid, int cpu);
-/* One ring unmapped and its event closed (an exited task's: it reports POLLHUP for ever); the
- * entry stays, with fd -1 and base NULL, so indices and ids keep their places. */
+/* One entry's events closed (an exited task's: it reports POLLHUP for ever), and the buffer it
+ * wrote into unmapped once no other entry's event writes there; the entry stays, with fd -1
+ * (base NULL once unmapped), so indices and ids keep their places. */
 void live_close_ring(struct live *lv, size_t i);
 void live_close_rings(struct live *lv);
 /* Every ring's records into the reader, then the end of a round. */

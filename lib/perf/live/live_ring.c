@@ -27,8 +27,20 @@ int live_event_open(struct kattr *a, pid_t pid, int cpu)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-static int drain(struct live *lv, struct ring *rg)
+/* Is id a sampling event's of an entry writing into entry bi's buffer? */
+static bool buffer_has_id(const struct live *lv, size_t bi, uint64_t id)
 {
+	if (live_ring_has_id(&lv->rings[bi], id))
+		return true;
+	for (size_t i = 0; i < lv->nrings; i++)
+		if (lv->rings[i].out == (ssize_t)bi && live_ring_has_id(&lv->rings[i], id))
+			return true;
+	return false;
+}
+
+static int drain(struct live *lv, size_t bi)
+{
+	struct ring *rg = &lv->rings[bi];
 	uint8_t *data = rg->base + (size_t)sysconf(_SC_PAGESIZE);
 	uint64_t head = __atomic_load_n((uint64_t *)(rg->base + MP_DATA_HEAD), __ATOMIC_ACQUIRE);
 	uint64_t tail = *(uint64_t *)(rg->base + MP_DATA_TAIL);
@@ -63,7 +75,7 @@ static int drain(struct live *lv, struct ring *rg)
 			 * not attached) */
 			uint64_t id;
 			memcpy(&id, rec + 8, 8);
-			if (!live_ring_has_id(rg, id))
+			if (!(rg->pid != -1 ? buffer_has_id(lv, bi, id) : live_ring_has_id(rg, id)))
 				lv->sw_copied++;
 		}
 		/* (waits timed in the kernel: per-CPU rings, the side-band of the followed processes
@@ -86,10 +98,45 @@ int live_drain_all(struct live *lv)
 	int err = 0;
 	for (size_t i = 0; i < lv->nrings && !err; i++)
 		if (lv->rings[i].base)
-			err = drain(lv, &lv->rings[i]);
+			err = drain(lv, i);
 	if (!err)
 		err = uw_reader_round(lv->r);
 	return err;
+}
+
+/* The entry whose buffer a task's event on CPU cpu writes into: the first task's there (-1:
+ * none yet, or not a task's event). */
+static ssize_t cpu_buffer(const struct live *lv, pid_t pid, int cpu)
+{
+	if (pid == -1 || cpu < 0)
+		return -1; /* (-a: one event per CPU already) */
+	for (size_t i = 0; i < lv->nrings; i++) {
+		const struct ring *rg = &lv->rings[i];
+		if (rg->cpu == cpu && rg->pid != -1 && rg->out < 0 && rg->base && rg->fd >= 0)
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+static int add_entry(struct live *lv, int fd, uint8_t *base, size_t data_size, pid_t pid, int cpu, ssize_t out)
+{
+	struct ring *nr = realloc(lv->rings, (lv->nrings + 1) * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	lv->rings = nr;
+	struct ring *rg = &lv->rings[lv->nrings++];
+	rg->fd = fd;
+	rg->base = base;
+	rg->data_size = data_size;
+	rg->pid = pid;
+	rg->cpu = cpu;
+	rg->out = out;
+	rg->users = 1;
+	rg->id = 0;
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &rg->id) < 0)
+		rg->id = 0;
+	rg->nx = 0;
+	return 0;
 }
 
 int live_open_ring(struct live *lv, struct kattr *a, pid_t pid, int cpu, size_t pages)
@@ -97,6 +144,22 @@ int live_open_ring(struct live *lv, struct kattr *a, pid_t pid, int cpu, size_t 
 	int fd = live_event_open(a, pid, cpu);
 	if (fd < 0)
 		return fd;
+	/* a task's event: into the buffer of the first task's on this CPU (it and the tasks that
+	 * inherit it; the kernel allows one buffer for several tasks' events bound to a CPU) */
+	ssize_t to = cpu_buffer(lv, pid, cpu);
+	if (to >= 0) {
+		if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, lv->rings[to].fd) < 0) {
+			int e = -errno;
+			close(fd);
+			return e;
+		}
+		int err = add_entry(lv, fd, NULL, 0, pid, cpu, to);
+		if (err)
+			close(fd);
+		else
+			lv->rings[to].users++;
+		return err;
+	}
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = (pages + 1) * pg;
 	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
 	if (m == MAP_FAILED) {
@@ -104,24 +167,12 @@ int live_open_ring(struct live *lv, struct kattr *a, pid_t pid, int cpu, size_t 
 		close((int)fd);
 		return e;
 	}
-	struct ring *nr = realloc(lv->rings, (lv->nrings + 1) * sizeof(*nr));
-	if (!nr) {
+	int err = add_entry(lv, fd, m, pages * pg, pid, cpu, -1);
+	if (err) {
 		munmap(m, len);
-		close((int)fd);
-		return -ENOMEM;
+		close(fd);
 	}
-	lv->rings = nr;
-	struct ring *rg = &lv->rings[lv->nrings++];
-	rg->fd = (int)fd;
-	rg->base = m;
-	rg->data_size = pages * pg;
-	rg->pid = pid;
-	rg->cpu = cpu;
-	rg->id = 0;
-	if (ioctl((int)fd, PERF_EVENT_IOC_ID, &rg->id) < 0)
-		rg->id = 0;
-	rg->nx = 0;
-	return 0;
+	return err;
 }
 
 int live_open_events(struct live *lv, const struct evconf *ec, pid_t pid, int cpu, size_t pages, bool task)
@@ -175,7 +226,7 @@ void live_enable_events(struct live *lv, unsigned long req)
 void live_close_ring(struct live *lv, size_t i)
 {
 	struct ring *rg = &lv->rings[i];
-	if (!rg->base)
+	if (rg->fd < 0)
 		return;
 	/* (the events writing into it first) */
 	for (unsigned k = 0; k < rg->nx; k++)
@@ -183,10 +234,15 @@ void live_close_ring(struct live *lv, size_t i)
 			close(rg->xfd[k]);
 			rg->xfd[k] = -1;
 		}
-	munmap(rg->base, rg->data_size + (size_t)sysconf(_SC_PAGESIZE));
 	close(rg->fd);
-	rg->base = NULL;
 	rg->fd = -1; /* (poll skips it) */
+	/* the buffer it wrote into, once no other task's event writes there (the first task's
+	 * fd closed before the others': its mapping keeps the buffer) */
+	struct ring *b = rg->out >= 0 ? &lv->rings[rg->out] : rg;
+	if (b->users && --b->users == 0 && b->base) {
+		munmap(b->base, b->data_size + (size_t)sysconf(_SC_PAGESIZE));
+		b->base = NULL;
+	}
 }
 
 void live_close_rings(struct live *lv)

@@ -7,7 +7,8 @@
  * the disk.
  *
  * Events: per CPU for -a; for a command or -p/-t, per task and per CPU with inherit (the kernel
- * refuses ring buffers on inherited events bound to no CPU). The first event on each CPU (or of
+ * refuses ring buffers on inherited events bound to no CPU), the tasks' events on a CPU writing
+ * into one ring buffer (live_ring.c). The first event on each CPU (or of
  * each task) carries the side-band: MMAP2 with build-ids, COMM with exec, FORK/EXIT, on the
  * CLOCK_MONOTONIC clock (so jitdumps line up, as perf record -k 1).
  */
@@ -771,14 +772,16 @@ static void report_status(struct rec *rc, double now, uint64_t bytes_out, struct
 	live_offcpu_kwait_status(&rc->lv, st);
 }
 
-/* Samples the rings did not lose but kernel unwinding's program did (its ring full): the file
- * says the whole loss in a LOST_SAMPLES record (live_push_lost_samples), else it would tell only
- * the rings' part. A recording without such a loss is left as perf's LOST records describe it. */
+/* The whole loss in a LOST_SAMPLES record at the end (live_push_lost_samples), as perf record
+ * writes one from the events' lost counts: perf report's "Total Lost Samples" is these records'
+ * sum (the kernel's LOST records are its "lost chunks"), so without it perf report said 0 of a
+ * stack copies' recording that lost samples. It also counts the samples kernel unwinding's
+ * program lost (its ring full), which no LOST record tells of. */
 static int push_lost(struct rec *rc)
 {
 	struct uw_record_status st;
 	report_status(rc, now_s(CLOCK_MONOTONIC), 0, &st);
-	if (st.lost <= rc->lv.lost || !rc->lv.r)
+	if (!st.lost || !rc->lv.r)
 		return 0;
 	return live_push_lost_samples(&rc->lv, st.lost, rc->end_ns);
 }

@@ -32,6 +32,38 @@ size_t reader_order_ready(struct reader_order *q, uint64_t limit, bool all, size
 	return i;
 }
 
+/* The pool's class of a copy of len bytes (its buffer holds class * ORDER_POOL_STEP bytes). */
+static size_t pool_class(uint32_t len)
+{
+	size_t c = ((size_t)len + ORDER_POOL_STEP - 1) / ORDER_POOL_STEP;
+	return c ? c : 1; /* (room for the link) */
+}
+
+static void *copy_get(struct reader_order *q, uint32_t len)
+{
+	size_t c = pool_class(len);
+	if (c < ORDER_POOL_CLASSES && q->pool[c]) {
+		void *b = q->pool[c];
+		memcpy(&q->pool[c], b, sizeof(void *));
+		q->pool_bytes -= c * ORDER_POOL_STEP;
+		return b;
+	}
+	return malloc(c * ORDER_POOL_STEP);
+}
+
+static void copy_put(struct reader_order *q, const uint8_t *rec, uint32_t len)
+{
+	size_t c = pool_class(len), sz = c * ORDER_POOL_STEP;
+	void *b = (void *)rec;
+	if (c >= ORDER_POOL_CLASSES || q->pool_bytes + sz > ORDER_POOL_BYTES) {
+		free(b);
+		return;
+	}
+	memcpy(b, &q->pool[c], sizeof(void *));
+	q->pool[c] = b;
+	q->pool_bytes += sz;
+}
+
 void reader_order_drop(struct reader_order *q, size_t n)
 {
 	if (!n)
@@ -40,7 +72,7 @@ void reader_order_drop(struct reader_order *q, size_t n)
 		const struct qent *e = &q->q[i];
 		q->qbytes -= e->len;
 		if (e->owned)
-			free((void *)e->rec);
+			copy_put(q, e->rec, e->len);
 	}
 	q->last_flushed = q->q[n - 1].time;
 	q->any_flushed = true;
@@ -64,7 +96,7 @@ int reader_order_push(struct reader_order *q, const struct qent *ent, size_t max
 	/* records not in a read-ahead chunk live in a buffer the next read reuses: copied */
 	e->owned = !e->chunk;
 	if (e->owned) {
-		uint8_t *copy = malloc(e->len);
+		uint8_t *copy = copy_get(q, e->len);
 		if (!copy)
 			return -ENOMEM;
 		memcpy(copy, ent->rec, e->len);
@@ -85,6 +117,13 @@ void reader_order_free(struct reader_order *q)
 	free(q->q);
 	q->q = NULL;
 	q->qlen = q->qcap = 0;
+	for (size_t c = 0; c < ORDER_POOL_CLASSES; c++)
+		while (q->pool[c]) {
+			void *b = q->pool[c];
+			memcpy(&q->pool[c], b, sizeof(void *));
+			free(b);
+		}
+	q->pool_bytes = 0;
 }
 
 uint64_t reader_record_time(const struct perf_attr *a, const uint8_t *rec, uint32_t len, bool *has)

@@ -18,11 +18,23 @@ struct qent {
 	uint32_t aidx;           /* its attribute (found once, when it was read) */
 };
 
+/* Copies of records let go are kept for the next ones of about the same size, by size in steps
+ * of ORDER_POOL_STEP bytes (a record is at most 64 KiB), up to ORDER_POOL_BYTES in all. A live
+ * recording queues every ring's records (stack copies of 16 KiB and more) and lets them go each
+ * round: malloc'd and freed each time, they cost more than everything else the recorder does
+ * per sample (glibc gives the top of the heap back once 128 KiB are free there, and the pages
+ * are faulted in, zeroed and charged again the next round). */
+#define ORDER_POOL_STEP 256
+#define ORDER_POOL_CLASSES (65536 / ORDER_POOL_STEP + 1)
+#define ORDER_POOL_BYTES ((size_t)16 << 20)
+
 struct reader_order {
 	struct qent *q;
 	size_t qlen, qcap, qbytes;
 	uint64_t seq, max_time, round_limit, last_flushed;
 	bool any_flushed;
+	void *pool[ORDER_POOL_CLASSES]; /* free copies, each list linked through its first bytes */
+	size_t pool_bytes;
 };
 
 /* Is a record of this time late (older than one the queue let go)? */

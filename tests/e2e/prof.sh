@@ -276,11 +276,13 @@ longjmp-before|longjmp-after)
     # is called for each of them (all but one held back at the end, at most), not only the
     # first (before, the chain's state stayed set on the abandoned frame and every later signal
     # was held back for ever: 1 call of 51), and the profiler samples meanwhile. (0.5 s of the
-    # process's CPU at 100 Hz is 50 expirations; at least 25 signals whatever the ticks merge)
+    # process's CPU at 100 Hz is 50 expirations; the program's SIGPROF and the profiler's merge
+    # while one is pending, more so under a sanitizer: 22 once under ASan. At least 10, which
+    # the defect, one call in all, is far from)
     run "$P" longjmp "$W/p.pb.gz" 0 "${case#longjmp-}"
     common
     calls=$(val lj_calls); late=$(val lj_late); foreign=$(val lj_foreign)
-    [ "$foreign" -ge 25 ] || { cat "$W/out.txt"; fail "$foreign signals of the program's timer in 0.5 s of CPU at 100 Hz, expected at least 25"; }
+    [ "$foreign" -ge 10 ] || { cat "$W/out.txt"; fail "$foreign signals of the program's timer in 0.5 s of CPU at 100 Hz, expected at least 10"; }
     [ $((calls + late + 1)) -ge "$foreign" ] ||
         { cat "$W/out.txt"; fail "the program's handler was called $calls times (+$late after its timer stopped) for $foreign of its signals"; }
     [ "$(val lj_samples)" -ge 20 ] || { cat "$W/out.txt"; fail "$(val lj_samples) samples in 0.5 s of CPU at 199 Hz, expected at least 20"; }
